@@ -1,0 +1,60 @@
+# Third-party dependencies. Every one of them comes from Debian packages that scripts/setup
+# installs; CUDA is optional at configure time and only ever loaded at run time (dlopen), so
+# graphc and the CPU path start on machines without CUDA libraries.
+
+# LLVM ADT and Support: static archives only, so nothing LLVM is needed at run time.
+set(GRAPHC_LLVM_ROOT /usr/lib/llvm-14 CACHE PATH "LLVM 14 installation")
+add_library(graphc_llvm INTERFACE)
+target_include_directories(graphc_llvm SYSTEM INTERFACE ${GRAPHC_LLVM_ROOT}/include)
+target_link_libraries(graphc_llvm INTERFACE
+  ${GRAPHC_LLVM_ROOT}/lib/libLLVMSupport.a ${GRAPHC_LLVM_ROOT}/lib/libLLVMDemangle.a
+  tinfo z dl rt m pthread)
+
+# Protobuf must come before ONNX (ONNX's config looks it up).
+find_package(Protobuf 3.21 REQUIRED)
+find_package(ONNX 1.12 REQUIRED CONFIG)
+
+find_package(dnnl 2.6 REQUIRED CONFIG)
+find_package(Threads REQUIRED)
+find_package(MPI COMPONENTS CXX)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+pkg_check_modules(LIBPNG REQUIRED IMPORTED_TARGET libpng)
+
+find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+add_library(graphc_cli11 INTERFACE)
+target_include_directories(graphc_cli11 SYSTEM INTERFACE ${CLI11_INCLUDE_DIR})
+
+# CUDA: compiled when a toolkit is present, never linked into the main binaries.
+set(GRAPHC_HAVE_CUDA OFF)
+if(GRAPHC_ENABLE_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    find_package(CUDAToolkit REQUIRED)
+    find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+      set(GRAPHC_HAVE_CUDA ON)
+      message(STATUS "graphc: CUDA backend enabled (${CMAKE_CUDA_COMPILER_VERSION}, sm_${CMAKE_CUDA_ARCHITECTURES})")
+    else()
+      message(STATUS "graphc: CUDA toolkit found but cuDNN or NCCL missing; CUDA backend disabled")
+    endif()
+  else()
+    message(STATUS "graphc: no CUDA toolkit; CUDA backend disabled")
+  endif()
+endif()
+
+find_package(GTest REQUIRED)
+# Reference checks use Debian's python3-torch and python3-onnx, which live under /usr/bin/python3.
+if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+  set(Python3_EXECUTABLE /usr/bin/python3)
+endif()
+find_package(Python3 REQUIRED COMPONENTS Interpreter)

@@ -1,0 +1,90 @@
+#include "ir/Builder.h"
+
+#include "ir/ShapeInference.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+namespace graphc {
+
+Builder::Scope::Scope(Builder &b, llvm::StringRef name) : b_(b), previous_(b.scope_.size()) {
+  if (!b_.scope_.empty())
+    b_.scope_ += "/";
+  b_.scope_ += name.str();
+}
+
+Builder::Scope::~Scope() { b_.scope_.resize(previous_); }
+
+std::string Builder::name(llvm::StringRef leaf) const {
+  std::string full = scope_.empty() ? leaf.str() : leaf.empty() ? scope_ : scope_ + "/" + leaf.str();
+  return graph_->uniqueName(full);
+}
+
+Node *Builder::stamp(Node *n) const {
+  n->setTower(tower_);
+  if (!device_.empty())
+    n->setRequestedDevice(device_);
+  return n;
+}
+
+Value *Builder::input(llvm::StringRef name, TensorType type) {
+  return stamp(graph_->createNode(Op::Input, {}, {type}, {}, this->name(name)))->result();
+}
+
+Value *Builder::variable(llvm::StringRef var) {
+  const Variable *v = module().findVariable(var);
+  if (!v)
+    llvm::report_fatal_error(llvm::Twine("reading unknown variable '") + var + "'");
+  Attrs a;
+  a.set("var", var.str());
+  return stamp(graph_->createNode(Op::Variable, {}, {v->type}, std::move(a), graph_->uniqueName(var)))
+      ->result();
+}
+
+Value *Builder::newVariable(Variable v) {
+  std::string name = v.name;
+  module().addVariable(std::move(v));
+  return variable(name);
+}
+
+Value *Builder::constant(Tensor value, llvm::StringRef leaf) {
+  Attrs a;
+  TensorType t = value.type();
+  a.set("value", std::move(value));
+  return stamp(graph_->createNode(Op::Constant, {}, {t}, std::move(a), name(leaf)))->result();
+}
+
+llvm::Expected<Node *> Builder::tryCreate(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs,
+                                          llvm::StringRef leaf) {
+  std::string nodeName = name(leaf.empty() ? opName(op) : leaf);
+  // Shape functions read the node, so create it with placeholder results and
+  // fix them up; on error the node is removed again.
+  int fixed = opInfo(op).numOutputs;
+  size_t count = fixed >= 0              ? (size_t)fixed
+                 : op == Op::Split       ? attrs.getInts("split").size()
+                 : op == Op::SplitBatch  ? attrs.getInts("sizes").size()
+                                         : operands.size();
+  llvm::SmallVector<TensorType, 2> placeholder(count);
+  Node *n = graph_->createNode(op, operands, placeholder, std::move(attrs), nodeName);
+  auto types = inferResultTypes(*n);
+  if (!types || types->size() != count) {
+    llvm::Error err = types ? llvm::Error::success() : types.takeError();
+    graph_->erase(n);
+    if (err)
+      return err;
+    llvm::report_fatal_error("shape function result count disagrees with the op table");
+  }
+  for (unsigned i = 0; i < count; ++i)
+    n->result(i)->setType((*types)[i]);
+  return stamp(n);
+}
+
+Node *Builder::createNode(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs,
+                          llvm::StringRef leaf) {
+  auto n = tryCreate(op, operands, std::move(attrs), leaf);
+  if (!n)
+    llvm::report_fatal_error(llvm::Twine("internal graph construction failed: ") +
+                             llvm::toString(n.takeError()));
+  return *n;
+}
+
+} // namespace graphc

@@ -1,0 +1,283 @@
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
+
+#include <cassert>
+#include <queue>
+
+namespace graphc {
+
+//===-- Value / Node ------------------------------------------------------===//
+
+void Value::replaceAllUsesWith(Value *other) {
+  assert(other != this);
+  // Copy: setOperand edits users_.
+  llvm::SmallVector<Node *, 4> users(users_.begin(), users_.end());
+  for (Node *u : llvm::make_early_inc_range(users))
+    for (unsigned i = 0; i < u->numOperands(); ++i)
+      if (u->operand(i) == this)
+        u->setOperand(i, other);
+  Graph &g = producer_->graph();
+  llvm::SmallVector<Value *, 4> outs(g.outputs().begin(), g.outputs().end());
+  bool changed = false;
+  for (Value *&o : outs)
+    if (o == this) {
+      o = other;
+      changed = true;
+    }
+  if (changed)
+    g.setOutputs(outs);
+}
+
+void Value::dropUse(Node *user) {
+  auto it = llvm::find(users_, user);
+  assert(it != users_.end() && "use list out of sync");
+  users_.erase(it);
+}
+
+void Node::setOperand(unsigned i, Value *v) {
+  operands_[i]->dropUse(this);
+  operands_[i] = v;
+  v->users_.push_back(this);
+}
+
+void Node::addOperand(Value *v) {
+  operands_.push_back(v);
+  v->users_.push_back(this);
+}
+
+void Node::setOperands(llvm::ArrayRef<Value *> vs) {
+  dropOperands();
+  for (Value *v : vs)
+    addOperand(v);
+}
+
+void Node::dropOperands() {
+  for (Value *v : operands_)
+    v->dropUse(this);
+  operands_.clear();
+}
+
+void Node::copyPlacementFrom(const Node &o, bool assigned) {
+  tower_ = o.tower_;
+  requested_ = o.requested_;
+  if (assigned) {
+    assigned_ = o.assigned_;
+    reason_ = o.reason_;
+  }
+}
+
+//===-- Graph -------------------------------------------------------------===//
+
+Node *Graph::createNode(Op op, llvm::ArrayRef<Value *> operands,
+                        llvm::ArrayRef<TensorType> resultTypes, Attrs attrs, llvm::StringRef name) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < resultTypes.size(); ++i)
+    names.push_back(resultTypes.size() == 1 ? name.str() : (name + ":" + llvm::Twine(i)).str());
+  return createNodeWithResultNames(op, operands, resultTypes, names, std::move(attrs), name);
+}
+
+Node *Graph::createNodeWithResultNames(Op op, llvm::ArrayRef<Value *> operands,
+                                       llvm::ArrayRef<TensorType> resultTypes,
+                                       llvm::ArrayRef<std::string> resultNames, Attrs attrs,
+                                       llvm::StringRef name) {
+  assert(!nodeByName_.count(name) && "node names must be unique");
+  assert(resultTypes.size() == resultNames.size());
+  std::unique_ptr<Node> n(new Node(this, op, name.str()));
+  n->attrs_ = std::move(attrs);
+  for (Value *v : operands)
+    n->addOperand(v);
+  for (size_t i = 0; i < resultTypes.size(); ++i) {
+    assert(!valueByName_.count(resultNames[i]) && "value names must be unique");
+    n->results_.emplace_back(new Value(n.get(), i, resultNames[i], resultTypes[i]));
+    valueByName_[resultNames[i]] = n->results_.back().get();
+  }
+  nodeByName_[n->name_] = n.get();
+  nodes_.push_back(std::move(n));
+  return nodes_.back().get();
+}
+
+void Graph::erase(Node *n) {
+  eraseIf([n](const Node &m) { return &m == n; });
+}
+
+void Graph::eraseIf(llvm::function_ref<bool(const Node &)> pred) {
+  llvm::SmallVector<Node *, 16> doomed;
+  for (auto &n : nodes_)
+    if (pred(*n))
+      doomed.push_back(n.get());
+  for (Node *n : doomed)
+    n->dropOperands();
+  for (Node *n : doomed) {
+    for (auto &r : n->results_) {
+      assert(!r->hasUsers() && "erasing a node whose results are still used");
+      assert(!llvm::is_contained(outputs_, r.get()) && "erasing a graph output");
+      valueByName_.erase(r->name());
+    }
+    nodeByName_.erase(n->name());
+  }
+  llvm::erase_if(nodes_, [&](const std::unique_ptr<Node> &n) { return llvm::is_contained(doomed, n.get()); });
+}
+
+std::vector<Node *> Graph::inputs() const {
+  std::vector<Node *> ins;
+  for (auto &n : nodes_)
+    if (n->op() == Op::Input)
+      ins.push_back(n.get());
+  return ins;
+}
+
+Node *Graph::findInput(llvm::StringRef name) const {
+  Node *n = findNode(name);
+  return n && n->op() == Op::Input ? n : nullptr;
+}
+
+Node *Graph::findNode(llvm::StringRef name) const {
+  auto it = nodeByName_.find(name);
+  return it == nodeByName_.end() ? nullptr : it->second;
+}
+
+Value *Graph::findValue(llvm::StringRef name) const {
+  auto it = valueByName_.find(name);
+  return it == valueByName_.end() ? nullptr : it->second;
+}
+
+std::string Graph::uniqueName(llvm::StringRef base) const {
+  if (!nodeByName_.count(base) && !valueByName_.count(base))
+    return base.str();
+  for (unsigned i = 1;; ++i) {
+    std::string candidate = (base + "_" + llvm::Twine(i)).str();
+    if (!nodeByName_.count(candidate) && !valueByName_.count(candidate))
+      return candidate;
+  }
+}
+
+void Graph::rename(Node *n, llvm::StringRef name) {
+  assert(!nodeByName_.count(name) && "node names must be unique");
+  nodeByName_.erase(n->name_);
+  if (n->numResults() == 1 && n->result()->name_ == n->name_) {
+    assert(!valueByName_.count(name) && "value names must be unique");
+    valueByName_.erase(n->result()->name_);
+    n->result()->name_ = name.str();
+    valueByName_[name] = n->result();
+  }
+  n->name_ = name.str();
+  nodeByName_[name] = n;
+}
+
+bool Graph::sortTopologically() {
+  // Kahn's algorithm with a min-heap on the current position: stable.
+  llvm::DenseMap<const Node *, unsigned> position, pending;
+  for (unsigned i = 0; i < nodes_.size(); ++i)
+    position[nodes_[i].get()] = i;
+  std::priority_queue<unsigned, std::vector<unsigned>, std::greater<>> ready;
+  for (unsigned i = 0; i < nodes_.size(); ++i) {
+    unsigned deps = nodes_[i]->numOperands();
+    pending[nodes_[i].get()] = deps;
+    if (deps == 0)
+      ready.push(i);
+  }
+  std::vector<std::unique_ptr<Node>> sorted;
+  sorted.reserve(nodes_.size());
+  while (!ready.empty()) {
+    unsigned i = ready.top();
+    ready.pop();
+    Node *n = nodes_[i].get();
+    for (auto &r : n->results())
+      for (Node *u : r->users())
+        if (--pending[u] == 0)
+          ready.push(position[u]);
+    sorted.push_back(std::move(nodes_[i]));
+  }
+  if (sorted.size() != nodes_.size()) {
+    // Put the unsorted rest back so the graph stays whole.
+    for (auto &n : nodes_)
+      if (n)
+        sorted.push_back(std::move(n));
+    nodes_ = std::move(sorted);
+    return false;
+  }
+  nodes_ = std::move(sorted);
+  return true;
+}
+
+//===-- Module ------------------------------------------------------------===//
+
+llvm::StringRef varKindName(VarKind k) {
+  switch (k) {
+  case VarKind::Param:
+    return "param";
+  case VarKind::State:
+    return "state";
+  case VarKind::Slot:
+    return "slot";
+  }
+  return "param";
+}
+
+std::optional<VarKind> parseVarKind(llvm::StringRef s) {
+  for (VarKind k : {VarKind::Param, VarKind::State, VarKind::Slot})
+    if (varKindName(k) == s)
+      return k;
+  return std::nullopt;
+}
+
+std::optional<int64_t> Module::batch() const {
+  if (!meta_.has("batch"))
+    return std::nullopt;
+  return meta_.getInt("batch");
+}
+
+Variable &Module::addVariable(Variable v) {
+  assert(!variableIndex_.count(v.name) && "variable names must be unique");
+  variableIndex_[v.name] = variables_.size();
+  variables_.push_back(std::move(v));
+  return variables_.back();
+}
+
+Variable *Module::findVariable(llvm::StringRef name) {
+  auto it = variableIndex_.find(name);
+  return it == variableIndex_.end() ? nullptr : &variables_[it->second];
+}
+
+const Variable *Module::findVariable(llvm::StringRef name) const {
+  auto it = variableIndex_.find(name);
+  return it == variableIndex_.end() ? nullptr : &variables_[it->second];
+}
+
+void Module::removeVariable(llvm::StringRef name) {
+  llvm::erase_if(variables_, [&](const Variable &v) { return v.name == name; });
+  variableIndex_.clear();
+  for (size_t i = 0; i < variables_.size(); ++i)
+    variableIndex_[variables_[i].name] = i;
+}
+
+Graph &Module::addGraph(std::string name) {
+  assert(!findGraph(name) && "graph names must be unique");
+  graphs_.push_back(std::make_unique<Graph>(*this, std::move(name)));
+  return *graphs_.back();
+}
+
+Graph *Module::findGraph(llvm::StringRef name) const {
+  for (auto &g : graphs_)
+    if (g->name() == name)
+      return g.get();
+  return nullptr;
+}
+
+Graph &Module::main() {
+  if (Graph *g = findGraph("main"))
+    return *g;
+  return addGraph("main");
+}
+
+std::vector<Graph *> Module::graphs() const {
+  std::vector<Graph *> gs;
+  for (auto &g : graphs_)
+    gs.push_back(g.get());
+  return gs;
+}
+
+} // namespace graphc

@@ -1,0 +1,726 @@
+//===- OpShapes.cpp - One shape function per op ----------------------------===//
+//
+// Each infer<Op> reads operand types and attributes and appends result types.
+// The attribute contract of each op is written above its function. Shapes may
+// contain the batch symbol N (kBatchDim) until bindBatch; functions that need
+// a concrete size on an axis say so in their error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Diagnostics.h"
+#include "ir/ShapeInference.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <climits>
+#include <numeric>
+
+namespace graphc {
+namespace {
+
+using Types = llvm::SmallVector<TensorType, 2>;
+using Result = llvm::Expected<Types>;
+
+struct Ctx {
+  const Node &n;
+  llvm::SmallVector<TensorType, 4> in;
+
+  const TensorType &operator[](unsigned i) const { return in[i]; }
+  const Attrs &attrs() const { return n.attrs(); }
+  llvm::Error fail(const llvm::Twine &msg) const { return nodeError(n, msg); }
+  /// Name of operand i's producer, for messages that must name both nodes.
+  std::string from(unsigned i) const {
+    return "'" + n.operand(i)->name() + "' (" + toString(in[i]) + ")";
+  }
+  int64_t axis(int64_t a, size_t rank) const { return a < 0 ? a + (int64_t)rank : a; }
+};
+
+Types one(TensorType t) { return Types{std::move(t)}; }
+
+llvm::Error needRank(const Ctx &c, unsigned i, size_t rank) {
+  if (c[i].rank() == rank)
+    return llvm::Error::success();
+  return c.fail("operand " + llvm::Twine(i) + " " + c.from(i) + " must have rank " +
+                llvm::Twine(rank));
+}
+
+llvm::Error sameDType(const Ctx &c, unsigned i, unsigned j) {
+  if (c[i].dtype == c[j].dtype)
+    return llvm::Error::success();
+  return c.fail("operands " + c.from(i) + " and " + c.from(j) + " have different dtypes");
+}
+
+//===-- Structure ----------------------------------------------------------===//
+
+// Input: its result type is given when it is created.
+Result inferInput(const Ctx &c) { return one(c.n.result()->type()); }
+
+// Variable: var = module variable name.
+Result inferVariable(const Ctx &c) {
+  std::string name = c.attrs().getString("var");
+  const Variable *v = c.n.graph().module().findVariable(name);
+  if (!v)
+    return c.fail("reads unknown variable '" + name + "'");
+  return one(v->type);
+}
+
+// Constant: value = tensor.
+Result inferConstant(const Ctx &c) {
+  const Tensor *t = c.attrs().getTensor("value");
+  if (!t)
+    return c.fail("needs a tensor attribute 'value'");
+  return one(t->type());
+}
+
+Result inferSameAsFirst(const Ctx &c) { return one(c[0]); }
+
+//===-- Elementwise --------------------------------------------------------===//
+
+Result inferBinary(const Ctx &c) {
+  if (auto e = sameDType(c, 0, 1))
+    return e;
+  auto shape = broadcastShapes(c[0].shape, c[1].shape);
+  if (!shape)
+    return c.fail("operands " + c.from(0) + " and " + c.from(1) + " do not broadcast");
+  return one(TensorType(c[0].dtype, *shape));
+}
+
+// Cast: to = dtype.
+Result inferCast(const Ctx &c) { return one(TensorType(c.attrs().getDType("to"), c[0].shape)); }
+
+// Softmax, LogSoftmax: axis (default -1).
+Result inferSoftmaxLike(const Ctx &c) {
+  int64_t axis = c.axis(c.attrs().getInt("axis", -1), c[0].rank());
+  if (axis < 0 || axis >= (int64_t)c[0].rank())
+    return c.fail("axis out of range for " + c.from(0));
+  return one(c[0]);
+}
+
+//===-- Linear algebra and layers ------------------------------------------===//
+
+// MatMul: numpy matmul; leading dimensions broadcast.
+Result inferMatMul(const Ctx &c) {
+  if (auto e = sameDType(c, 0, 1))
+    return e;
+  Dims a(c[0].shape), b(c[1].shape);
+  if (a.empty() || b.empty())
+    return c.fail("operands must not be scalars");
+  bool va = a.size() == 1, vb = b.size() == 1;
+  if (va)
+    a.insert(a.begin(), 1);
+  if (vb)
+    b.push_back(1);
+  if (a.back() != b[b.size() - 2])
+    return c.fail("inner dimensions of " + c.from(0) + " and " + c.from(1) + " differ");
+  auto batch = broadcastShapes(llvm::ArrayRef<int64_t>(a).drop_back(2), llvm::ArrayRef<int64_t>(b).drop_back(2));
+  if (!batch)
+    return c.fail("batch dimensions of " + c.from(0) + " and " + c.from(1) + " do not broadcast");
+  Dims out(*batch);
+  if (!va)
+    out.push_back(a[a.size() - 2]);
+  if (!vb)
+    out.push_back(b.back());
+  return one(TensorType(c[0].dtype, out));
+}
+
+// Gemm: alpha, beta, transA, transB; C broadcasts to [M, N].
+Result inferGemm(const Ctx &c) {
+  if (auto e = needRank(c, 0, 2))
+    return e;
+  if (auto e = needRank(c, 1, 2))
+    return e;
+  bool ta = c.attrs().getInt("transA"), tb = c.attrs().getInt("transB");
+  int64_t m = c[0].shape[ta ? 1 : 0], k = c[0].shape[ta ? 0 : 1];
+  int64_t k2 = c[1].shape[tb ? 1 : 0], n = c[1].shape[tb ? 0 : 1];
+  if (k != k2)
+    return c.fail("inner dimensions of " + c.from(0) + " and " + c.from(1) + " differ");
+  TensorType out(c[0].dtype, {m, n});
+  if (c.in.size() == 3) {
+    auto s = broadcastShapes(c[2].shape, out.shape);
+    if (!s || *s != out.shape)
+      return c.fail("bias " + c.from(2) + " does not broadcast to " + toString(out));
+  }
+  return one(out);
+}
+
+struct Window {
+  Ints kernel, strides, pads, dilations;
+  bool ceil = false;
+};
+
+llvm::Expected<Window> readWindow(const Ctx &c, Ints kernel) {
+  Window w;
+  w.kernel = std::move(kernel);
+  size_t s = w.kernel.size();
+  w.strides = c.attrs().getInts("strides", Ints(s, 1));
+  w.pads = c.attrs().getInts("pads", Ints(2 * s, 0));
+  w.dilations = c.attrs().getInts("dilations", Ints(s, 1));
+  w.ceil = c.attrs().getInt("ceil_mode");
+  if (w.strides.size() != s || w.pads.size() != 2 * s || w.dilations.size() != s)
+    return c.fail("strides, pads or dilations do not match a " + llvm::Twine(s) + "-d window");
+  for (size_t i = 0; i < s; ++i)
+    if (w.kernel[i] <= 0 || w.strides[i] <= 0 || w.dilations[i] <= 0 || w.pads[i] < 0 ||
+        w.pads[i + s] < 0)
+      return c.fail("window sizes, strides and dilations must be positive, pads non-negative");
+  return w;
+}
+
+llvm::Expected<Dims> windowOutput(const Ctx &c, llvm::ArrayRef<int64_t> in, int64_t channels,
+                                  const Window &w) {
+  Dims out{in[0], channels};
+  size_t s = w.kernel.size();
+  for (size_t i = 0; i < s; ++i) {
+    int64_t o = windowOutputSize(in[2 + i], w.kernel[i], w.strides[i], w.pads[i], w.pads[i + s],
+                                 w.dilations[i], w.ceil);
+    if (o <= 0)
+      return c.fail("window of " + shapeToString(w.kernel) + " does not fit input " + c.from(0));
+    out.push_back(o);
+  }
+  return out;
+}
+
+// Conv: x [N,C,H,W], w [O,C/group,kh,kw], optional b [O]; strides, pads
+// [top,left,bottom,right], dilations, group.
+Result inferConv(const Ctx &c) {
+  if (auto e = needRank(c, 0, 4))
+    return e;
+  if (auto e = needRank(c, 1, 4))
+    return e;
+  if (auto e = sameDType(c, 0, 1))
+    return e;
+  int64_t group = c.attrs().getInt("group", 1);
+  if (group <= 0 || c[0].shape[1] != c[1].shape[1] * group || c[1].shape[0] % group)
+    return c.fail("input channels of " + c.from(0) + " do not match weight " + c.from(1) +
+                  " with group " + llvm::Twine(group));
+  if (c.in.size() == 3 && (c[2].rank() != 1 || c[2].shape[0] != c[1].shape[0]))
+    return c.fail("bias " + c.from(2) + " must be [" + llvm::Twine(c[1].shape[0]) + "]");
+  auto w = readWindow(c, Ints(c[1].shape.begin() + 2, c[1].shape.end()));
+  if (!w)
+    return w.takeError();
+  auto out = windowOutput(c, c[0].shape, c[1].shape[0], *w);
+  if (!out)
+    return out.takeError();
+  return one(TensorType(c[0].dtype, *out));
+}
+
+// MaxPool, AveragePool: kernel_shape, strides, pads, ceil_mode, (AveragePool)
+// count_include_pad.
+Result inferPool(const Ctx &c) {
+  if (auto e = needRank(c, 0, 4))
+    return e;
+  auto w = readWindow(c, c.attrs().getInts("kernel_shape"));
+  if (!w)
+    return w.takeError();
+  if (w->kernel.size() != 2)
+    return c.fail("needs a 2-d kernel_shape");
+  auto out = windowOutput(c, c[0].shape, c[0].shape[1], *w);
+  if (!out)
+    return out.takeError();
+  return one(TensorType(c[0].dtype, *out));
+}
+
+Result inferGlobalAveragePool(const Ctx &c) {
+  if (c[0].rank() < 3)
+    return c.fail("input " + c.from(0) + " must have spatial dimensions");
+  Dims out(c[0].shape);
+  for (size_t i = 2; i < out.size(); ++i)
+    out[i] = 1;
+  return one(TensorType(c[0].dtype, out));
+}
+
+llvm::Error checkChannelVectors(const Ctx &c, unsigned first, unsigned last) {
+  if (c[0].rank() < 2)
+    return c.fail("input " + c.from(0) + " needs a channel dimension");
+  for (unsigned i = first; i <= last; ++i)
+    if (c[i].rank() != 1 || c[i].shape[0] != c[0].shape[1])
+      return c.fail("operand " + c.from(i) + " must be [" + llvm::Twine(c[0].shape[1]) + "]");
+  return llvm::Error::success();
+}
+
+// BatchNorm (inference): x, scale, bias, mean, var; epsilon.
+Result inferBatchNorm(const Ctx &c) {
+  if (auto e = checkChannelVectors(c, 1, 4))
+    return e;
+  return one(c[0]);
+}
+
+//===-- Shape and data movement --------------------------------------------===//
+
+int64_t knownProduct(llvm::ArrayRef<int64_t> dims, bool &hasBatch) {
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (d == kBatchDim)
+      hasBatch = true;
+    else
+      p *= d;
+  }
+  return p;
+}
+
+// Reshape: shape (fully resolved; N allowed).
+Result inferReshape(const Ctx &c) {
+  Ints shape = c.attrs().getInts("shape");
+  bool inBatch = false, outBatch = false;
+  int64_t a = knownProduct(c[0].shape, inBatch), b = knownProduct(shape, outBatch);
+  for (int64_t d : shape)
+    if (d < 0 && d != kBatchDim)
+      return c.fail("shape " + shapeToString(shape) + " must be resolved");
+  if (inBatch != outBatch || a != b)
+    return c.fail("cannot reshape " + c.from(0) + " to " + shapeToString(shape));
+  return one(TensorType(c[0].dtype, shape));
+}
+
+// Flatten: axis (default 1).
+Result inferFlatten(const Ctx &c) {
+  int64_t axis = c.axis(c.attrs().getInt("axis", 1), c[0].rank());
+  if (axis < 0 || axis > (int64_t)c[0].rank())
+    return c.fail("axis out of range for " + c.from(0));
+  llvm::ArrayRef<int64_t> dims(c[0].shape);
+  bool headBatch = false, tailBatch = false;
+  int64_t head = knownProduct(dims.take_front(axis), headBatch);
+  int64_t tail = knownProduct(dims.drop_front(axis), tailBatch);
+  if (tailBatch || (headBatch && head != 1))
+    return c.fail("cannot flatten " + c.from(0) + " while the batch is symbolic");
+  return one(TensorType(c[0].dtype, {headBatch ? kBatchDim : head, tail}));
+}
+
+// Transpose: perm (default: reversed).
+Result inferTranspose(const Ctx &c) {
+  size_t r = c[0].rank();
+  Ints perm = c.attrs().getInts("perm");
+  if (perm.empty())
+    for (size_t i = 0; i < r; ++i)
+      perm.push_back(r - 1 - i);
+  Ints sorted = perm;
+  llvm::sort(sorted);
+  Ints iota(r);
+  std::iota(iota.begin(), iota.end(), 0);
+  if (sorted != iota)
+    return c.fail("perm " + shapeToString(perm) + " is not a permutation of " + c.from(0));
+  Dims out;
+  for (int64_t p : perm)
+    out.push_back(c[0].shape[p]);
+  return one(TensorType(c[0].dtype, out));
+}
+
+// Concat, ConcatBatch (axis 0): axis.
+Result inferConcat(const Ctx &c) {
+  int64_t axis = c.n.op() == Op::ConcatBatch ? 0 : c.axis(c.attrs().getInt("axis"), c[0].rank());
+  if (axis < 0 || axis >= (int64_t)c[0].rank())
+    return c.fail("axis out of range for " + c.from(0));
+  Dims out(c[0].shape);
+  for (unsigned i = 1; i < c.in.size(); ++i) {
+    if (c[i].rank() != c[0].rank() || c[i].dtype != c[0].dtype)
+      return c.fail("operand " + c.from(i) + " does not match " + c.from(0));
+    for (size_t d = 0; d < out.size(); ++d) {
+      if ((int64_t)d == axis)
+        continue;
+      if (c[i].shape[d] != out[d])
+        return c.fail("operand " + c.from(i) + " does not match " + c.from(0) + " off the axis");
+    }
+    if (out[axis] == kBatchDim || c[i].shape[axis] == kBatchDim)
+      return c.fail("cannot concatenate along the symbolic batch dimension");
+    out[axis] += c[i].shape[axis];
+  }
+  return one(TensorType(c[0].dtype, out));
+}
+
+// Split: axis, split (sizes). SplitBatch: sizes (axis 0).
+Result inferSplit(const Ctx &c) {
+  bool batch = c.n.op() == Op::SplitBatch;
+  int64_t axis = batch ? 0 : c.axis(c.attrs().getInt("axis"), c[0].rank());
+  Ints sizes = c.attrs().getInts(batch ? "sizes" : "split");
+  if (axis < 0 || axis >= (int64_t)c[0].rank())
+    return c.fail("axis out of range for " + c.from(0));
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return c.fail("split sizes must be non-negative");
+    total += s;
+  }
+  if (sizes.empty() || c[0].shape[axis] != total)
+    return c.fail("split sizes " + shapeToString(sizes) + " do not add up to axis " +
+                  llvm::Twine(axis) + " of " + c.from(0));
+  Types out;
+  for (int64_t s : sizes) {
+    TensorType t = c[0];
+    t.shape[axis] = s;
+    out.push_back(t);
+  }
+  return out;
+}
+
+// Slice: starts, ends, axes (default 0..), steps (default 1); resolved ints.
+Result inferSlice(const Ctx &c) {
+  Ints starts = c.attrs().getInts("starts"), ends = c.attrs().getInts("ends");
+  Ints axes = c.attrs().getInts("axes"), steps = c.attrs().getInts("steps");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return c.fail("starts, ends, axes and steps must have the same length");
+  Dims out(c[0].shape);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = c.axis(axes[i], out.size());
+    if (a < 0 || a >= (int64_t)out.size() || steps[i] == 0)
+      return c.fail("bad axis or zero step");
+    if (out[a] == kBatchDim) {
+      if (starts[i] == 0 && ends[i] >= INT_MAX && steps[i] == 1)
+        continue;
+      return c.fail("cannot slice the symbolic batch dimension");
+    }
+    out[a] = resolveSlice(out[a], starts[i], ends[i], steps[i]).size;
+  }
+  return one(TensorType(c[0].dtype, out));
+}
+
+// Pad: pads [begin..., end...] (2 * rank), mode constant|reflect|edge, value.
+Result inferPad(const Ctx &c) {
+  Ints pads = c.attrs().getInts("pads");
+  size_t r = c[0].rank();
+  if (pads.size() != 2 * r)
+    return c.fail("pads must have " + llvm::Twine(2 * r) + " entries");
+  Dims out(c[0].shape);
+  for (size_t i = 0; i < r; ++i) {
+    if (pads[i] == 0 && pads[i + r] == 0)
+      continue;
+    if (out[i] == kBatchDim)
+      return c.fail("cannot pad the symbolic batch dimension");
+    out[i] += pads[i] + pads[i + r];
+    if (out[i] < 0)
+      return c.fail("pads remove more than " + c.from(0) + " has");
+  }
+  return one(TensorType(c[0].dtype, out));
+}
+
+// Squeeze: axes (default: every dimension of size 1).
+Result inferSqueeze(const Ctx &c) {
+  Ints axes = c.attrs().getInts("axes");
+  size_t r = c[0].rank();
+  llvm::SmallVector<bool, 6> drop(r, false);
+  if (axes.empty())
+    for (size_t i = 0; i < r; ++i)
+      drop[i] = c[0].shape[i] == 1;
+  for (int64_t a : axes) {
+    a = c.axis(a, r);
+    if (a < 0 || a >= (int64_t)r || c[0].shape[a] != 1)
+      return c.fail("cannot squeeze axis " + llvm::Twine(a) + " of " + c.from(0));
+    drop[a] = true;
+  }
+  Dims out;
+  for (size_t i = 0; i < r; ++i)
+    if (!drop[i])
+      out.push_back(c[0].shape[i]);
+  return one(TensorType(c[0].dtype, out));
+}
+
+// Unsqueeze: axes (positions in the output).
+Result inferUnsqueeze(const Ctx &c) {
+  Ints axes = c.attrs().getInts("axes");
+  size_t r = c[0].rank() + axes.size();
+  llvm::SmallVector<bool, 6> inserted(r, false);
+  for (int64_t a : axes) {
+    a = c.axis(a, r);
+    if (a < 0 || a >= (int64_t)r || inserted[a])
+      return c.fail("bad unsqueeze axes " + shapeToString(axes));
+    inserted[a] = true;
+  }
+  Dims out;
+  size_t j = 0;
+  for (size_t i = 0; i < r; ++i)
+    out.push_back(inserted[i] ? 1 : c[0].shape[j++]);
+  return one(TensorType(c[0].dtype, out));
+}
+
+// Expand: shape (numpy broadcast of the input to it).
+Result inferExpand(const Ctx &c) {
+  Ints shape = c.attrs().getInts("shape");
+  auto out = broadcastShapes(c[0].shape, shape);
+  if (!out)
+    return c.fail("cannot expand " + c.from(0) + " to " + shapeToString(shape));
+  return one(TensorType(c[0].dtype, *out));
+}
+
+// Gather: axis; indices i64 or i32.
+Result inferGather(const Ctx &c) {
+  int64_t axis = c.axis(c.attrs().getInt("axis"), c[0].rank());
+  if (axis < 0 || axis >= (int64_t)c[0].rank())
+    return c.fail("axis out of range for " + c.from(0));
+  if (c[1].dtype != DType::I64 && c[1].dtype != DType::I32)
+    return c.fail("indices " + c.from(1) + " must be i64 or i32");
+  Dims out(c[0].shape.begin(), c[0].shape.begin() + axis);
+  out.append(c[1].shape.begin(), c[1].shape.end());
+  out.append(c[0].shape.begin() + axis + 1, c[0].shape.end());
+  return one(TensorType(c[0].dtype, out));
+}
+
+// ReduceMean, ReduceSum: axes (empty: all), keepdims (default 1).
+Result inferReduce(const Ctx &c) {
+  size_t r = c[0].rank();
+  Ints axes = c.attrs().getInts("axes");
+  bool keep = c.attrs().getInt("keepdims", 1);
+  llvm::SmallVector<bool, 6> reduced(r, axes.empty());
+  for (int64_t a : axes) {
+    a = c.axis(a, r);
+    if (a < 0 || a >= (int64_t)r)
+      return c.fail("axis out of range for " + c.from(0));
+    reduced[a] = true;
+  }
+  Dims out;
+  for (size_t i = 0; i < r; ++i) {
+    if (!reduced[i])
+      out.push_back(c[0].shape[i]);
+    else if (keep)
+      out.push_back(1);
+  }
+  return one(TensorType(c[0].dtype, out));
+}
+
+//===-- Training forms and the loss ----------------------------------------===//
+
+// BatchNormTrain: x, scale, bias -> y, batch mean [C], batch variance [C]
+// (biased); epsilon.
+Result inferBatchNormTrain(const Ctx &c) {
+  if (auto e = checkChannelVectors(c, 1, 2))
+    return e;
+  TensorType stat(c[1].dtype, {c[0].shape[1]});
+  return Types{c[0], stat, stat};
+}
+
+// DropoutTrain: ratio, seed -> y, mask (the multiplier: 0 or 1/(1-ratio)).
+Result inferDropoutTrain(const Ctx &c) { return Types{c[0], c[0]}; }
+
+llvm::Error checkLogitsLabels(const Ctx &c) {
+  if (auto e = needRank(c, 0, 2))
+    return e;
+  if (c[1].rank() != 1 || c[1].shape[0] != c[0].shape[0])
+    return c.fail("labels " + c.from(1) + " must be [" + llvm::Twine(c[0].shape[0]) + "]");
+  if (c[1].dtype != DType::I64 && c[1].dtype != DType::I32)
+    return c.fail("labels " + c.from(1) + " must be i64 or i32");
+  return llvm::Error::success();
+}
+
+// SoftmaxCrossEntropy: logits [B,C], labels [B] -> scalar; scale (the sum of
+// per-row losses is multiplied by it; absent: 1/B, the mean).
+Result inferSoftmaxCrossEntropy(const Ctx &c) {
+  if (auto e = checkLogitsLabels(c))
+    return e;
+  return one(TensorType(c[0].dtype, {}));
+}
+
+//===-- Gradients ----------------------------------------------------------===//
+
+llvm::Expected<Dims> shapeAttr(const Ctx &c, llvm::StringRef name) {
+  Ints s = c.attrs().getInts(name);
+  if (!c.attrs().has(name))
+    return c.fail("needs attribute '" + name + "'");
+  return Dims(s.begin(), s.end());
+}
+
+// ConvGradData: dy, w; conv attributes plus input_shape.
+Result inferConvGradData(const Ctx &c) {
+  auto s = shapeAttr(c, "input_shape");
+  if (!s)
+    return s.takeError();
+  return one(TensorType(c[0].dtype, *s));
+}
+
+// ConvGradFilter: x, dy; conv attributes plus filter_shape.
+Result inferConvGradFilter(const Ctx &c) {
+  auto s = shapeAttr(c, "filter_shape");
+  if (!s)
+    return s.takeError();
+  return one(TensorType(c[0].dtype, *s));
+}
+
+// AveragePoolGrad: dy; pool attributes plus input_shape.
+Result inferAveragePoolGrad(const Ctx &c) { return inferConvGradData(c); }
+
+// GatherGrad: indices, dy; axis, data_shape.
+Result inferGatherGrad(const Ctx &c) {
+  auto s = shapeAttr(c, "data_shape");
+  if (!s)
+    return s.takeError();
+  return one(TensorType(c[1].dtype, *s));
+}
+
+// BatchNormTrainGrad: x, scale, mean, var, dy -> dx, dscale, dbias; epsilon.
+Result inferBatchNormTrainGrad(const Ctx &c) {
+  if (auto e = checkChannelVectors(c, 1, 3))
+    return e;
+  if (c[4] != c[0])
+    return c.fail("gradient " + c.from(4) + " must match input " + c.from(0));
+  return Types{c[0], c[1], c[1]};
+}
+
+// <Act>Grad: (y or x), dy -> dx with dy's type.
+Result inferActivationGrad(const Ctx &c) {
+  if (c[0] != c[1])
+    return c.fail("operands " + c.from(0) + " and " + c.from(1) + " must have the same type");
+  return one(c[1]);
+}
+
+// SoftmaxCrossEntropyGrad: logits, labels, dloss (scalar) -> dlogits; scale.
+Result inferSoftmaxCrossEntropyGrad(const Ctx &c) {
+  if (auto e = checkLogitsLabels(c))
+    return e;
+  if (c[2].numElements() != 1)
+    return c.fail("loss gradient " + c.from(2) + " must be a scalar");
+  return one(c[0]);
+}
+
+//===-- Variable updates ---------------------------------------------------===//
+
+// Assign: var; the value's type must equal the variable's.
+// Apply*: var, slots (optimizer state variables), hyper-parameters; operands
+// grad and lr (a scalar).
+Result inferUpdate(const Ctx &c) {
+  std::string name = c.attrs().getString("var");
+  const Module &m = c.n.graph().module();
+  const Variable *v = m.findVariable(name);
+  if (!v)
+    return c.fail("writes unknown variable '" + name + "'");
+  if (v->type != c[0])
+    return c.fail("value " + c.from(0) + " does not match variable '" + name + "' (" +
+                  toString(v->type) + ")");
+  for (const std::string &slot : c.attrs().getStrings("slots")) {
+    const Variable *s = m.findVariable(slot);
+    if (!s || s->type.shape != v->type.shape)
+      return c.fail("optimizer slot '" + slot + "' is missing or mis-shaped");
+  }
+  if (c.in.size() == 2 && c[1].numElements() != 1)
+    return c.fail("learning rate " + c.from(1) + " must be a scalar");
+  return Types{};
+}
+
+//===-- Several devices ----------------------------------------------------===//
+
+// AddN: operands of one type.
+// AllReduce: rank, nranks, group, reduction (sum); results mirror operands.
+Result inferAllSame(const Ctx &c) {
+  for (unsigned i = 1; i < c.in.size(); ++i)
+    if (c[i] != c[0] && c.n.op() == Op::AddN)
+      return c.fail("operand " + c.from(i) + " does not match " + c.from(0));
+  if (c.n.op() == Op::AddN)
+    return one(c[0]);
+  return Types(c.in.begin(), c.in.end());
+}
+
+#define inferIdentity inferSameAsFirst
+#define inferAdd inferBinary
+#define inferSub inferBinary
+#define inferMul inferBinary
+#define inferDiv inferBinary
+#define inferRelu inferSameAsFirst
+#define inferLeakyRelu inferSameAsFirst
+#define inferSigmoid inferSameAsFirst
+#define inferTanh inferSameAsFirst
+#define inferExp inferSameAsFirst
+#define inferLog inferSameAsFirst
+#define inferSqrt inferSameAsFirst
+#define inferNeg inferSameAsFirst
+#define inferClip inferSameAsFirst
+#define inferDropout inferSameAsFirst
+#define inferSoftmax inferSoftmaxLike
+#define inferLogSoftmax inferSoftmaxLike
+#define inferMaxPool inferPool
+#define inferAveragePool inferPool
+#define inferMaxPoolGrad inferActivationGrad
+#define inferReluGrad inferActivationGrad
+#define inferLeakyReluGrad inferActivationGrad
+#define inferSigmoidGrad inferActivationGrad
+#define inferTanhGrad inferActivationGrad
+#define inferSoftmaxGrad inferActivationGrad
+#define inferLogSoftmaxGrad inferActivationGrad
+#define inferClipGrad inferActivationGrad
+#define inferReduceMean inferReduce
+#define inferReduceSum inferReduce
+#define inferAssign inferUpdate
+#define inferApplySGD inferUpdate
+#define inferApplyMomentum inferUpdate
+#define inferApplyRMSProp inferUpdate
+#define inferApplyAdam inferUpdate
+#define inferSplitBatch inferSplit
+#define inferConcatBatch inferConcat
+#define inferTransfer inferSameAsFirst
+#define inferAddN inferAllSame
+#define inferAllReduce inferAllSame
+
+} // namespace
+
+llvm::Expected<llvm::SmallVector<TensorType, 2>> inferResultTypes(const Node &n) {
+  const OpInfo &info = opInfo(n.op());
+  int count = n.numOperands();
+  if (count < info.minInputs || (info.maxInputs >= 0 && count > info.maxInputs))
+    return nodeError(n, "takes " + llvm::Twine(info.minInputs) +
+                            (info.maxInputs == info.minInputs ? ""
+                             : info.maxInputs < 0             ? " or more"
+                                                  : " to " + llvm::Twine(info.maxInputs)) +
+                            " operands, has " + llvm::Twine(count));
+  Ctx c{n, {}};
+  for (Value *v : n.operands())
+    c.in.push_back(v->type());
+  switch (n.op()) {
+#define GRAPHC_OP(Name, MinIn, MaxIn, NumOut)                                                      \
+  case Op::Name:                                                                                   \
+    return infer##Name(c);
+#include "ir/Ops.def"
+  }
+  llvm_unreachable("unknown op");
+}
+
+std::optional<Dims> broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
+  size_t r = std::max(a.size(), b.size());
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x == y || y == 1)
+      out[i] = x;
+    else if (x == 1)
+      out[i] = y;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                         int64_t padEnd, int64_t dilation, bool ceilMode) {
+  if (in == kBatchDim)
+    return kBatchDim;
+  int64_t span = in + padBegin + padEnd - dilation * (kernel - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  // A window that would start in the end padding is dropped (PyTorch, ONNX).
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+SliceRange resolveSlice(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  auto clampIndex = [&](int64_t i, int64_t lo, int64_t hi) {
+    if (i < 0)
+      i += dim;
+    return std::clamp(i, lo, hi);
+  };
+  SliceRange r{0, 0, step, 0};
+  if (step > 0) {
+    r.start = clampIndex(start, 0, dim);
+    r.end = clampIndex(end, 0, dim);
+    r.size = r.end > r.start ? (r.end - r.start + step - 1) / step : 0;
+  } else {
+    r.start = clampIndex(start, -1, dim - 1);
+    r.end = clampIndex(end, -1, dim - 1);
+    if (end < -dim)
+      r.end = -1;
+    r.size = r.start > r.end ? (r.start - r.end - step - 1) / -step : 0;
+  }
+  return r;
+}
+
+} // namespace graphc

@@ -1,0 +1,261 @@
+#include "ir/Printer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+namespace graphc {
+
+static bool isIdentChar(char c) {
+  return llvm::isAlnum(c) || c == '_' || c == '.' || c == '/' || c == ':' || c == '-';
+}
+
+static void printString(llvm::StringRef s, llvm::raw_ostream &os) {
+  os << '"';
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      os << '\\' << c;
+    else if (c == '\n')
+      os << "\\n";
+    else if (c < 0x20 || c >= 0x7f)
+      os << "\\x" << llvm::hexdigit(c >> 4, true) << llvm::hexdigit(c & 15, true);
+    else
+      os << c;
+  }
+  os << '"';
+}
+
+static void printIdent(llvm::StringRef s, llvm::raw_ostream &os) {
+  if (!s.empty() && llvm::all_of(s, isIdentChar))
+    os << s;
+  else
+    printString(s, os);
+}
+
+static void printValueRef(const Value *v, llvm::raw_ostream &os) {
+  os << '%';
+  printIdent(v->name(), os);
+}
+
+std::string formatDouble(double d) {
+  if (std::isnan(d))
+    return "nan";
+  if (std::isinf(d))
+    return d > 0 ? "inf" : "-inf";
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.17g", d);
+  // Prefer the shortest form that reads back exactly.
+  for (int prec = 1; prec <= 17; ++prec) {
+    char shortBuf[32];
+    snprintf(shortBuf, sizeof(shortBuf), "%.*g", prec, d);
+    if (std::strtod(shortBuf, nullptr) == d) {
+      snprintf(buf, sizeof(buf), "%s", shortBuf);
+      break;
+    }
+  }
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+static void printHex(const void *data, size_t bytes, llvm::raw_ostream &os) {
+  os << '"' << llvm::toHex(llvm::StringRef(static_cast<const char *>(data), bytes), true) << '"';
+}
+
+/// Tensors of up to this many elements print as a value list; larger as hex.
+static constexpr int64_t kInlineTensorElements = 64;
+
+void printAttribute(const Attribute &a, llvm::raw_ostream &os) {
+  std::visit(
+      [&](const auto &v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          os << v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          os << formatDouble(v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          printString(v, os);
+        } else if constexpr (std::is_same_v<T, DType>) {
+          os << dtypeName(v);
+        } else if constexpr (std::is_same_v<T, Ints>) {
+          os << '[';
+          llvm::interleave(v, os, ", ");
+          os << ']';
+        } else if constexpr (std::is_same_v<T, Floats>) {
+          os << '[';
+          llvm::interleave(v, os, [&](double d) { os << formatDouble(d); }, ", ");
+          os << ']';
+        } else if constexpr (std::is_same_v<T, Strings>) {
+          os << '[';
+          llvm::interleave(v, os, [&](const std::string &s) { printString(s, os); }, ", ");
+          os << ']';
+        } else {
+          static_assert(std::is_same_v<T, Tensor>);
+          os << "tensor<" << toString(v.type()) << "> ";
+          if (v.numElements() > kInlineTensorElements) {
+            printHex(v.raw(), v.bytes(), os);
+            return;
+          }
+          os << '[';
+          for (int64_t i = 0; i < v.numElements(); ++i) {
+            if (i)
+              os << ", ";
+            if (isFloat(v.dtype()))
+              os << formatDouble(v.at(i));
+            else
+              os << (int64_t)v.at(i);
+          }
+          os << ']';
+        }
+      },
+      a);
+}
+
+static void printInitializer(const Variable &v, const PrintOptions &opts, llvm::raw_ostream &os) {
+  if (!v.data.empty()) {
+    if (opts.weights) {
+      os << "data ";
+      printHex(v.data.raw(), v.data.bytes(), os);
+    } else {
+      os << "elided";
+    }
+    return;
+  }
+  os << v.init.fn;
+  if (!v.init.args.empty()) {
+    os << '(';
+    llvm::interleave(v.init.args, os, [&](double d) { os << formatDouble(d); }, ", ");
+    os << ')';
+  }
+}
+
+/// The node name the parser derives when none is printed.
+static std::string defaultNodeName(const Node &n) {
+  if (n.numResults() == 1)
+    return n.result()->name();
+  if (n.numResults() == 0)
+    return "";
+  llvm::StringRef first = n.result(0)->name();
+  if (!first.endswith(":0"))
+    return "";
+  std::string base = first.drop_back(2).str();
+  for (unsigned i = 0; i < n.numResults(); ++i)
+    if (n.result(i)->name() != base + ":" + std::to_string(i))
+      return "";
+  return base;
+}
+
+static void printNode(const Node &n, llvm::raw_ostream &os) {
+  if (n.numResults()) {
+    llvm::interleave(
+        n.results(), os, [&](const std::unique_ptr<Value> &v) { printValueRef(v.get(), os); },
+        ", ");
+    os << " = ";
+  }
+  os << opName(n.op());
+  if (n.numOperands()) {
+    os << '(';
+    llvm::interleave(n.operands(), os, [&](const Value *v) { printValueRef(v, os); }, ", ");
+    os << ')';
+  }
+  if (!n.attrs().empty()) {
+    os << " {";
+    llvm::interleave(
+        n.attrs().entries(), os,
+        [&](const Attrs::Entry &e) {
+          printIdent(e.first, os);
+          os << " = ";
+          printAttribute(e.second, os);
+        },
+        ", ");
+    os << '}';
+  }
+  if (n.numResults()) {
+    os << " : ";
+    llvm::interleave(
+        n.results(), os, [&](const std::unique_ptr<Value> &v) { os << toString(v->type()); },
+        ", ");
+  }
+  if (n.name() != defaultNodeName(n)) {
+    os << " name ";
+    printString(n.name(), os);
+  }
+  if (n.tower() >= 0)
+    os << " tower " << n.tower();
+  auto clause = [&](llvm::StringRef key, const std::string &v) {
+    if (v.empty())
+      return;
+    os << ' ' << key << ' ';
+    printString(v, os);
+  };
+  clause("requested", n.requestedDevice());
+  clause("device", n.assignedDevice());
+  clause("reason", n.placementReason());
+}
+
+std::string toText(const Node &n) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printNode(n, os);
+  return os.str();
+}
+
+void print(const Module &m, llvm::raw_ostream &os, PrintOptions opts) {
+  os << "module ";
+  printIdent(m.name(), os);
+  os << " {\n";
+  if (!m.meta().empty()) {
+    os << "  meta ";
+    llvm::interleave(
+        m.meta().entries(), os,
+        [&](const Attrs::Entry &e) {
+          printIdent(e.first, os);
+          os << " = ";
+          printAttribute(e.second, os);
+        },
+        ", ");
+    os << '\n';
+  }
+  for (const Variable &v : m.variables()) {
+    os << "  var ";
+    printIdent(v.name, os);
+    os << " : " << toString(v.type) << ' ' << varKindName(v.kind) << ' ';
+    printInitializer(v, opts, os);
+    if (!v.devices.empty()) {
+      os << " @ ";
+      llvm::interleave(v.devices, os, [&](const std::string &d) { printString(d, os); }, ", ");
+    }
+    os << '\n';
+  }
+  for (const Graph *g : m.graphs()) {
+    os << "  graph ";
+    printIdent(g->name(), os);
+    os << " {\n";
+    for (const Node *n : g->nodes()) {
+      os << "    ";
+      printNode(*n, os);
+      os << '\n';
+    }
+    os << "    return";
+    llvm::interleave(
+        g->outputs(), os,
+        [&](const Value *v) {
+          os << ' ';
+          printValueRef(v, os);
+        },
+        ",");
+    os << "\n  }\n";
+  }
+  os << "}\n";
+}
+
+std::string toText(const Module &m, PrintOptions opts) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  print(m, os, opts);
+  return os.str();
+}
+
+} // namespace graphc

@@ -1,0 +1,56 @@
+#include "ir/Verifier.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/ShapeInference.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace graphc {
+
+static llvm::Error verifyGraph(const Graph &g) {
+  llvm::DenseSet<const Value *> defined;
+  for (const Node *n : g.nodes()) {
+    for (unsigned i = 0; i < n->numOperands(); ++i) {
+      const Value *v = n->operand(i);
+      if (&v->producer()->graph() != &g)
+        return nodeError(*n, "operand " + llvm::Twine(i) + " comes from another graph");
+      if (!defined.count(v))
+        return nodeError(*n, "operand '" + v->name() + "' is used before it is defined");
+    }
+    auto types = inferResultTypes(*n);
+    if (!types)
+      return types.takeError();
+    int expected = opInfo(n->op()).numOutputs;
+    if ((expected >= 0 && n->numResults() != (unsigned)expected) ||
+        types->size() != n->numResults())
+      return nodeError(*n, "has " + llvm::Twine(n->numResults()) + " results, expected " +
+                               llvm::Twine(types->size()));
+    for (unsigned i = 0; i < n->numResults(); ++i) {
+      if ((*types)[i] != n->result(i)->type())
+        return nodeError(*n, "result '" + n->result(i)->name() + "' has type " +
+                                 toString(n->result(i)->type()) + ", its operands give " +
+                                 toString((*types)[i]));
+      defined.insert(n->result(i));
+    }
+  }
+  for (const Value *out : g.outputs())
+    if (!defined.count(out))
+      return makeError("graph '" + g.name() + "': output '" + out->name() + "' is not defined");
+  return llvm::Error::success();
+}
+
+llvm::Error verify(const Module &m) {
+  for (const Variable &v : m.variables()) {
+    if (!v.type.isStatic())
+      return makeError("variable '" + v.name + "' has a symbolic shape " + toString(v.type));
+    if (!v.data.empty() && v.data.type() != v.type)
+      return makeError("variable '" + v.name + "' is " + toString(v.type) + " but its data is " +
+                       toString(v.data.type()));
+  }
+  for (const Graph *g : m.graphs())
+    if (auto e = verifyGraph(*g))
+      return withContext(std::move(e), "graph '" + g->name() + "'");
+  return llvm::Error::success();
+}
+
+} // namespace graphc

@@ -1,0 +1,100 @@
+#include "ir/Builder.h"
+#include "ir/Printer.h"
+#include "ir/ShapeInference.h"
+#include "ir/Verifier.h"
+
+#include <gtest/gtest.h>
+
+using namespace graphc;
+
+namespace {
+
+Variable param(std::string name, std::initializer_list<int64_t> dims) {
+  Variable v;
+  v.name = std::move(name);
+  v.type = TensorType(DType::F32, dims);
+  v.init = {"kaiming_uniform", {2.23606797749979}};
+  return v;
+}
+
+} // namespace
+
+TEST(Builder, ScopesTowersAndShapes) {
+  Module m("net");
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {kBatchDim, 3, 8, 8}));
+  Value *y;
+  {
+    Builder::Scope s(b, "block1");
+    b.setTower(2);
+    Attrs a;
+    a.set("pads", Ints{1, 1, 1, 1});
+    y = b.create(Op::Conv, {x, b.newVariable(param("block1.conv.weight", {4, 3, 3, 3}))}, a,
+                 "conv");
+    y = b.create(Op::Relu, {y});
+  }
+  m.main().addOutput(y);
+  EXPECT_EQ(y->producer()->name(), "block1/Relu");
+  EXPECT_EQ(y->producer()->tower(), 2);
+  EXPECT_EQ(toString(y->type()), "f32[N,4,8,8]");
+  ASSERT_FALSE(bool(verify(m)));
+  ASSERT_FALSE(bool(bindBatch(m, 5)));
+  EXPECT_EQ(toString(y->type()), "f32[5,4,8,8]");
+  EXPECT_EQ(*m.batch(), 5);
+}
+
+TEST(Builder, ShapeErrorsNameTheNodeAndBothOperands) {
+  Module m;
+  Builder b(m.main());
+  Value *a = b.input("a", TensorType(DType::F32, {2, 3}));
+  Value *c = b.input("c", TensorType(DType::F32, {4, 5}));
+  auto n = b.tryCreate(Op::MatMul, {a, c}, {}, "mm");
+  ASSERT_FALSE(bool(n));
+  std::string msg = llvm::toString(n.takeError());
+  EXPECT_NE(msg.find("node 'mm' (MatMul)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'a'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'c'"), std::string::npos) << msg;
+  EXPECT_EQ(m.main().findNode("mm"), nullptr) << "a failed node must not stay in the graph";
+}
+
+TEST(Verifier, CatchesStaleResultTypes) {
+  Module m;
+  Builder b(m.main());
+  Value *a = b.input("a", TensorType(DType::F32, {2, 3}));
+  Value *r = b.create(Op::Relu, {a});
+  r->setType(TensorType(DType::F32, {3, 2}));
+  llvm::Error e = verify(m);
+  ASSERT_TRUE(bool(e));
+  std::string msg = llvm::toString(std::move(e));
+  EXPECT_NE(msg.find("Relu"), std::string::npos) << msg;
+}
+
+TEST(Graph, ReplaceAllUsesAndEraseKeepUseListsConsistent) {
+  Module m;
+  Builder b(m.main());
+  Value *a = b.input("a", TensorType(DType::F32, {2}));
+  Value *r = b.create(Op::Relu, {a});
+  Value *s = b.create(Op::Add, {r, r});
+  m.main().addOutput(s);
+  EXPECT_EQ(r->users().size(), 2u);
+  Value *t = b.create(Op::Tanh, {a});
+  r->replaceAllUsesWith(t);
+  EXPECT_FALSE(r->hasUsers());
+  EXPECT_EQ(t->users().size(), 2u);
+  m.main().erase(r->producer());
+  EXPECT_EQ(a->users().size(), 1u);
+  // Tanh was appended after Add, which reads it: sorting restores order.
+  EXPECT_TRUE(bool(verify(m)));
+  EXPECT_TRUE(m.main().sortTopologically());
+  EXPECT_FALSE(bool(verify(m)));
+}
+
+TEST(OpTable, EveryOpHasANameThatParsesBack) {
+  for (unsigned i = 0; i < numOps(); ++i) {
+    Op op = (Op)i;
+    auto back = parseOp(opName(op));
+    ASSERT_TRUE(back.has_value()) << opName(op).str();
+    EXPECT_EQ(*back, op);
+  }
+  EXPECT_FALSE(parseOp("NoSuchOp").has_value());
+}
