@@ -1,0 +1,126 @@
+//===- Kernel.h - The interface every kernel implements ----------*- C++ -*-===//
+//
+// A kernel is created once per node, when the executor binds a placed graph
+// (shapes are static by then, so it may prepare primitives, pick algorithms
+// and size its scratch memory), and run once per step. It reads its inputs and
+// writes outputs that the executor has already allocated from the device's
+// arena; it never allocates tensors itself and never edits the graph.
+//
+// Layouts: tensors are plain row-major (NCHW) unless a kernel says it accepts
+// or produces the blocked layout (oneDNN's nChw16c: 4-D f32 whose channel
+// count is a multiple of 16, the same number of bytes). The executor chooses
+// a layout per value from what producer and consumers accept, so chains of
+// convolutions, batch norms, activations and pools stay blocked.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <optional>
+
+namespace graphc {
+
+enum class DeviceKind : unsigned char { CPU, CUDA };
+llvm::StringRef deviceKindName(DeviceKind k);
+
+enum class Layout : unsigned char { Plain, Blocked16 };
+
+/// A tensor the executor owns, as a kernel sees it.
+struct TensorView {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  Dims shape;
+  Layout layout = Layout::Plain;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  size_t bytes() const { return (size_t)numElements() * dtypeSize(dtype); }
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+};
+
+/// Gives update ops (Assign, Apply*) the storage of the variables they write,
+/// on the device they run on.
+class VariableAccess {
+public:
+  virtual ~VariableAccess() = default;
+  virtual llvm::Expected<TensorView> variable(llvm::StringRef name) = 0;
+};
+
+struct KernelContext {
+  llvm::ArrayRef<TensorView> inputs;
+  llvm::ArrayRef<TensorView> outputs;
+  void *scratch = nullptr; ///< scratchBytes() bytes, 64-byte aligned
+  uint64_t step = 0;       ///< training step, for per-step randomness
+  VariableAccess *variables = nullptr;
+  void *stream = nullptr; ///< the backend's stream for this device (dnnl::stream*, cudaStream_t)
+};
+
+class Kernel {
+public:
+  virtual ~Kernel();
+  virtual llvm::Error run(KernelContext &ctx) = 0;
+
+  /// Scratch memory per run, taken from the device arena.
+  virtual size_t scratchBytes() const { return 0; }
+  /// Whether operand `i` may arrive in layout `l` (default: plain only).
+  virtual bool acceptsLayout(unsigned i, Layout l) const { return l == Layout::Plain; }
+  /// Whether result `i` may be produced in layout `l` (default: plain only).
+  virtual bool producesLayout(unsigned i, Layout l) const { return l == Layout::Plain; }
+  /// An operand whose buffer result 0 may overwrite (elementwise ops), if any.
+  virtual std::optional<unsigned> inPlaceOperand() const { return std::nullopt; }
+};
+
+/// What a kernel factory needs to know about where it will run.
+struct KernelEnv {
+  DeviceKind kind = DeviceKind::CPU;
+  int threads = 1;         ///< the device's thread budget (CPU)
+  uint64_t seed = 0;       ///< the run's seed
+  void *backend = nullptr; ///< backend state (the CPU engine, CUDA handles)
+};
+
+using KernelFactory =
+    std::function<llvm::Expected<std::unique_ptr<Kernel>>(const Node &, const KernelEnv &)>;
+
+/// The dtype a node's kernel is keyed by: its first operand's, else its first
+/// result's.
+DType kernelDType(const Node &n);
+
+/// Kernels keyed by (op, device kind, dtype). Backends register theirs in one
+/// function each (registerCpuKernels, the CUDA module's entry point).
+class KernelRegistry {
+public:
+  /// The registry with every built-in CPU kernel.
+  static KernelRegistry &global();
+
+  void add(Op op, DeviceKind kind, DType dtype, KernelFactory f);
+  /// Same factory for several dtypes.
+  void add(Op op, DeviceKind kind, std::initializer_list<DType> dtypes, const KernelFactory &f);
+  const KernelFactory *find(Op op, DeviceKind kind, DType dtype) const;
+  bool supports(const Node &n, DeviceKind kind) const;
+  /// Device kinds that have a kernel for the node.
+  std::vector<DeviceKind> kindsFor(const Node &n) const;
+  /// Creates the node's kernel; an error names the node, op, dtype and the
+  /// device kinds that could run it.
+  llvm::Expected<std::unique_ptr<Kernel>> create(const Node &n, const KernelEnv &env) const;
+
+private:
+  std::vector<KernelFactory> table_; // indexed by (op, kind, dtype)
+};
+
+/// Defines a factory that constructs `KernelT(node, env)`.
+template <typename KernelT> KernelFactory makeFactory() {
+  return [](const Node &n, const KernelEnv &env) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    return std::make_unique<KernelT>(n, env);
+  };
+}
+
+} // namespace graphc

@@ -1,0 +1,29 @@
+//===- KernelRunner.h - Run one node's CPU kernel on host tensors -*- C++ -*-===//
+//
+// For kernel tests and reference checks: allocates the node's results as host
+// tensors, creates its CPU kernel and runs it once. Not the executor.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/Kernel.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace graphc {
+
+/// Variables held in host tensors, by name.
+class TensorVariables : public VariableAccess {
+public:
+  llvm::StringMap<Tensor> tensors;
+  llvm::Expected<TensorView> variable(llvm::StringRef name) override;
+};
+
+/// A view of a host tensor (plain layout).
+TensorView viewOf(const Tensor &t);
+
+llvm::Expected<std::vector<Tensor>> runNode(const Node &n, llvm::ArrayRef<Tensor> inputs,
+                                            VariableAccess *variables = nullptr, uint64_t step = 0,
+                                            uint64_t seed = 0);
+
+} // namespace graphc

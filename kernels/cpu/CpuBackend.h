@@ -1,0 +1,43 @@
+//===- CpuBackend.h - State shared by the CPU kernels ------------*- C++ -*-===//
+//
+// The oneDNN engine (one per process) and helpers the CPU kernels share:
+// oneDNN memory descriptors for our tensor views, the per-run stream, and the
+// OpenMP thread budget. KernelEnv::backend points at the CpuBackend;
+// KernelContext::stream at the dnnl::stream of the device running the kernel.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/Kernel.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace graphc {
+
+class CpuBackend {
+public:
+  static CpuBackend &instance();
+  const dnnl::engine &engine() const { return engine_; }
+
+private:
+  CpuBackend() : engine_(dnnl::engine::kind::cpu, 0) {}
+  dnnl::engine engine_;
+};
+
+/// The dnnl stream a CPU kernel runs on (the context's, or a default one).
+dnnl::stream &cpuStream(KernelContext &ctx);
+
+/// oneDNN's data type for ours (f32, f16, bf16, i32; i64 and bool have none).
+dnnl::memory::data_type dnnlType(DType t);
+/// A descriptor of a view in its layout (plain row-major or nChw16c).
+dnnl::memory::desc dnnlDesc(const TensorView &v);
+/// A descriptor of a plain tensor of this type.
+dnnl::memory::desc dnnlDesc(const TensorType &t, Layout layout = Layout::Plain);
+/// Wraps a view's buffer (no copy).
+dnnl::memory dnnlMemory(const TensorView &v);
+
+/// Sets the calling thread's OpenMP budget (oneDNN and our own loops).
+void setCpuThreads(int threads);
+int cpuThreads();
+
+} // namespace graphc

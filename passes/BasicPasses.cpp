@@ -1,0 +1,90 @@
+//===- BasicPasses.cpp - verify, infer-shapes, bind-batch, dce --------------===//
+//
+// The small passes every pipeline starts with, and dead-code elimination:
+// a node is live if a graph output or a variable update depends on it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/BasicPasses.h"
+
+#include "ir/ShapeInference.h"
+#include "ir/Verifier.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace graphc {
+
+bool eliminateDeadCode(Module &m) {
+  bool changed = false;
+  for (Graph *g : m.graphs()) {
+    llvm::DenseSet<const Node *> live;
+    llvm::SmallVector<const Node *, 64> work;
+    for (Value *v : g->outputs())
+      work.push_back(v->producer());
+    for (Node *n : g->nodes())
+      if (isVariableUpdate(n->op()) || n->op() == Op::Input || n->op() == Op::AllReduce)
+        work.push_back(n);
+    while (!work.empty()) {
+      const Node *n = work.pop_back_val();
+      if (!live.insert(n).second)
+        continue;
+      for (Value *v : n->operands())
+        work.push_back(v->producer());
+    }
+    if (live.size() != g->numNodes()) {
+      g->eraseIf([&](const Node &n) { return !live.count(&n); });
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+void registerBasicPasses(PassRegistry &r) {
+  r.add("verify", "check the module's structure and types", [](const CompileOptions &o) {
+    return std::make_unique<FunctionPass>(
+        "verify",
+        [](Module &m, const CompileOptions &) -> llvm::Expected<bool> {
+          if (auto e = verify(m))
+            return e;
+          return false;
+        },
+        o);
+  });
+  r.add("infer-shapes", "recompute every result type from the shape functions",
+        [](const CompileOptions &o) {
+          return std::make_unique<FunctionPass>(
+              "infer-shapes",
+              [](Module &m, const CompileOptions &) -> llvm::Expected<bool> {
+                if (auto e = inferShapes(m))
+                  return e;
+                return true;
+              },
+              o);
+        });
+  r.add("bind-batch", "bind the symbolic batch dimension to --batch",
+        [](const CompileOptions &o) {
+          return std::make_unique<FunctionPass>(
+              "bind-batch",
+              [](Module &m, const CompileOptions &opts) -> llvm::Expected<bool> {
+                if (opts.batch <= 0)
+                  return false;
+                if (auto b = m.batch(); b && *b == opts.batch)
+                  return false;
+                if (auto e = bindBatch(m, opts.batch))
+                  return e;
+                return true;
+              },
+              o);
+        });
+  r.add("dce", "remove nodes no output or variable update depends on",
+        [](const CompileOptions &o) {
+          return std::make_unique<FunctionPass>(
+              "dce",
+              [](Module &m, const CompileOptions &) -> llvm::Expected<bool> {
+                return eliminateDeadCode(m);
+              },
+              o);
+        });
+}
+
+} // namespace graphc

@@ -1,0 +1,109 @@
+//===- Pass.h - Passes, the registry, and the pass manager -------*- C++ -*-===//
+//
+// A pass is a small class with one entry point that returns whether it changed
+// the module; its work is a free function in its own file that tests call
+// directly. Passes are registered by kebab-case name; a pipeline is a comma
+// list of names (kDefaultTrainingPipeline is the one written down once).
+//
+// The pass manager runs a pipeline, verifies the module after every pass that
+// changed it ("failed after <pass>: ..."), and, when asked, prints the IR after
+// every pass or named passes and writes one numbered file per pass to a dump
+// directory (NNNN.after_<pass>.gir, plus .dot where asked). A dump that cannot
+// be written is a warning, never a failed compile.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+#include "passes/CompileOptions.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <memory>
+
+namespace graphc {
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  virtual llvm::StringRef name() const = 0;
+  /// Runs on the module; true if anything changed.
+  virtual llvm::Expected<bool> run(Module &m) = 0;
+};
+
+using PassFactory = std::function<std::unique_ptr<Pass>(const CompileOptions &)>;
+
+class PassRegistry {
+public:
+  /// The registry with every built-in pass.
+  static PassRegistry &global();
+  void add(llvm::StringRef name, llvm::StringRef summary, PassFactory f);
+  llvm::Expected<std::unique_ptr<Pass>> create(llvm::StringRef name,
+                                               const CompileOptions &opts) const;
+  /// (name, summary) in name order.
+  std::vector<std::pair<std::string, std::string>> list() const;
+
+private:
+  struct Entry {
+    std::string name, summary;
+    PassFactory factory;
+  };
+  std::vector<Entry> entries_;
+};
+
+/// A pass whose work is a free function `llvm::Expected<bool> fn(Module&, const CompileOptions&)`.
+class FunctionPass : public Pass {
+public:
+  using Fn = std::function<llvm::Expected<bool>(Module &, const CompileOptions &)>;
+  FunctionPass(std::string name, Fn fn, CompileOptions opts)
+      : name_(std::move(name)), fn_(std::move(fn)), opts_(std::move(opts)) {}
+  llvm::StringRef name() const override { return name_; }
+  llvm::Expected<bool> run(Module &m) override { return fn_(m, opts_); }
+
+private:
+  std::string name_;
+  Fn fn_;
+  CompileOptions opts_;
+};
+
+struct DumpOptions {
+  bool printAfterAll = false;
+  std::vector<std::string> printAfter; ///< pass names
+  std::string dumpDir;                 ///< numbered files per pass when set
+  bool dumpDot = false;                ///< also NNNN.after_<pass>.dot
+  llvm::raw_ostream *printStream = nullptr; ///< defaults to stderr
+};
+
+class PassManager {
+public:
+  explicit PassManager(CompileOptions opts = {}, DumpOptions dump = {})
+      : opts_(std::move(opts)), dump_(std::move(dump)) {}
+
+  void add(std::unique_ptr<Pass> p) { passes_.push_back(std::move(p)); }
+  /// Adds the passes of a comma-separated pipeline; unknown names are an error
+  /// that lists the known ones.
+  llvm::Error addPipeline(llvm::StringRef pipeline);
+  /// Runs every pass; verifies after each one that changed the module.
+  llvm::Error run(Module &m);
+
+  /// Renders a module as DOT; set by placement-aware code (colours by device).
+  using DotWriter = std::function<void(const Module &, llvm::raw_ostream &)>;
+  void setDotWriter(DotWriter w) { dot_ = std::move(w); }
+
+private:
+  void dumpAfter(const Pass &p, unsigned index, const Module &m);
+
+  CompileOptions opts_;
+  DumpOptions dump_;
+  DotWriter dot_;
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+/// The pipeline `graphc` runs for training, written down once.
+extern const char *const kDefaultTrainingPipeline;
+/// The pipeline for inference compiles (no loss, no gradients).
+extern const char *const kDefaultInferencePipeline;
+
+} // namespace graphc

@@ -1,0 +1,105 @@
+#include "passes/Pass.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+namespace graphc {
+
+void registerBuiltinPasses(PassRegistry &r);
+
+PassRegistry &PassRegistry::global() {
+  static PassRegistry *r = [] {
+    auto *reg = new PassRegistry();
+    registerBuiltinPasses(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+void PassRegistry::add(llvm::StringRef name, llvm::StringRef summary, PassFactory f) {
+  entries_.push_back({name.str(), summary.str(), std::move(f)});
+}
+
+llvm::Expected<std::unique_ptr<Pass>> PassRegistry::create(llvm::StringRef name,
+                                                           const CompileOptions &opts) const {
+  for (const Entry &e : entries_)
+    if (e.name == name)
+      return e.factory(opts);
+  std::vector<std::string> known;
+  for (auto &[n, s] : list())
+    known.push_back(n);
+  return makeError("unknown pass '" + name + "'; known passes: " + llvm::join(known, ", "));
+}
+
+std::vector<std::pair<std::string, std::string>> PassRegistry::list() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Entry &e : entries_)
+    out.emplace_back(e.name, e.summary);
+  llvm::sort(out);
+  return out;
+}
+
+llvm::Error PassManager::addPipeline(llvm::StringRef pipeline) {
+  llvm::SmallVector<llvm::StringRef, 16> names;
+  pipeline.split(names, ',', -1, false);
+  for (llvm::StringRef n : names) {
+    auto p = PassRegistry::global().create(n.trim(), opts_);
+    if (!p)
+      return p.takeError();
+    add(std::move(*p));
+  }
+  return llvm::Error::success();
+}
+
+void PassManager::dumpAfter(const Pass &p, unsigned index, const Module &m) {
+  bool print = dump_.printAfterAll || llvm::is_contained(dump_.printAfter, p.name().str());
+  if (print) {
+    llvm::raw_ostream &os = dump_.printStream ? *dump_.printStream : llvm::errs();
+    os << "// ----- IR after " << p.name() << " -----\n";
+    graphc::print(m, os);
+  }
+  if (dump_.dumpDir.empty())
+    return;
+  if (std::error_code ec = llvm::sys::fs::create_directories(dump_.dumpDir)) {
+    llvm::errs() << "warning: cannot create dump directory '" << dump_.dumpDir
+                 << "': " << ec.message() << "\n";
+    return;
+  }
+  std::string stem = (llvm::formatv("{0:D4}", index) + ".after_" + p.name()).str();
+  auto write = [&](llvm::StringRef ext, auto &&emit) {
+    llvm::SmallString<256> path(dump_.dumpDir);
+    llvm::sys::path::append(path, stem + ext);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec) {
+      llvm::errs() << "warning: cannot write dump '" << path << "': " << ec.message() << "\n";
+      return;
+    }
+    emit(os);
+  };
+  write(".gir", [&](llvm::raw_ostream &os) { graphc::print(m, os); });
+  if (dump_.dumpDot && dot_)
+    write(".dot", [&](llvm::raw_ostream &os) { dot_(m, os); });
+}
+
+llvm::Error PassManager::run(Module &m) {
+  unsigned index = 0;
+  for (auto &p : passes_) {
+    auto changed = p->run(m);
+    if (!changed)
+      return withContext(changed.takeError(), "pass '" + p->name() + "'");
+    if (*changed)
+      if (auto e = verify(m))
+        return withContext(std::move(e), "IR failed verification after pass '" + p->name() + "'");
+    dumpAfter(*p, ++index, m);
+  }
+  return llvm::Error::success();
+}
+
+} // namespace graphc
