@@ -6,7 +6,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 namespace graphc {
@@ -71,7 +70,9 @@ void PassManager::dumpAfter(const Pass &p, unsigned index, const Module &m) {
                  << "': " << ec.message() << "\n";
     return;
   }
-  std::string stem = (llvm::formatv("{0:D4}", index) + ".after_" + p.name()).str();
+  char number[16];
+  snprintf(number, sizeof(number), "%04u", index);
+  std::string stem = (number + llvm::Twine(".after_") + p.name()).str();
   auto write = [&](llvm::StringRef ext, auto &&emit) {
     llvm::SmallString<256> path(dump_.dumpDir);
     llvm::sys::path::append(path, stem + ext);
