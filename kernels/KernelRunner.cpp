@@ -3,6 +3,8 @@
 #include "ir/Diagnostics.h"
 #include "kernels/cpu/CpuBackend.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 namespace graphc {
 
 llvm::Expected<TensorView> TensorVariables::variable(llvm::StringRef name) {
@@ -62,6 +64,44 @@ llvm::Expected<std::vector<Tensor>> runNode(const Node &n, llvm::ArrayRef<Tensor
     return e;
   stream.wait();
   return outputs;
+}
+
+llvm::Expected<std::vector<Tensor>> runGraph(const Graph &g, const llvm::StringMap<Tensor> &inputs,
+                                             TensorVariables &variables, uint64_t step,
+                                             uint64_t seed) {
+  llvm::DenseMap<const Value *, Tensor> values;
+  for (const Node *n : g.nodes()) {
+    if (n->op() == Op::Input) {
+      auto it = inputs.find(n->name());
+      if (it == inputs.end())
+        return nodeError(*n, "graph input '" + n->name() + "' was not given");
+      if (it->second.type() != n->result()->type())
+        return nodeError(*n, "given " + toString(it->second.type()) + ", expected " +
+                                 toString(n->result()->type()));
+      values[n->result()] = it->second;
+      continue;
+    }
+    if (n->op() == Op::Variable) {
+      auto it = variables.tensors.find(n->attrs().getString("var"));
+      if (it == variables.tensors.end())
+        return nodeError(*n, "no value for variable '" + n->attrs().getString("var") + "'");
+      // A snapshot: updates later in the step must not change what was read.
+      values[n->result()] = it->second.clone();
+      continue;
+    }
+    std::vector<Tensor> in;
+    for (const Value *v : n->operands())
+      in.push_back(values.lookup(v));
+    auto out = runNode(*n, in, &variables, step, seed);
+    if (!out)
+      return out.takeError();
+    for (unsigned i = 0; i < n->numResults(); ++i)
+      values[n->result(i)] = (*out)[i];
+  }
+  std::vector<Tensor> outs;
+  for (const Value *v : g.outputs())
+    outs.push_back(values.lookup(v));
+  return outs;
 }
 
 } // namespace graphc

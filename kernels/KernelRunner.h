@@ -26,4 +26,13 @@ llvm::Expected<std::vector<Tensor>> runNode(const Node &n, llvm::ArrayRef<Tensor
                                             VariableAccess *variables = nullptr, uint64_t step = 0,
                                             uint64_t seed = 0);
 
+/// Runs a whole graph node by node with runNode (no memory planning, no
+/// parallelism): the slow, obvious evaluator that tests compare the executor
+/// and the passes against. `inputs` feeds Input nodes by name; Variable nodes
+/// read `variables`, which update ops write in place. Returns the graph's
+/// outputs in order.
+llvm::Expected<std::vector<Tensor>> runGraph(const Graph &g, const llvm::StringMap<Tensor> &inputs,
+                                             TensorVariables &variables, uint64_t step = 0,
+                                             uint64_t seed = 0);
+
 } // namespace graphc
