@@ -29,9 +29,20 @@ struct Ctx {
   const TensorType &operator[](unsigned i) const { return in[i]; }
   const Attrs &attrs() const { return n.attrs(); }
   llvm::Error fail(const llvm::Twine &msg) const { return nodeError(n, msg); }
-  /// Name of operand i's producer, for messages that must name both nodes.
+  /// Operand i as messages name it: its value, the node producing it when that
+  /// is named differently, and its type (a mismatch names both nodes).
   std::string from(unsigned i) const {
-    return "'" + n.operand(i)->name() + "' (" + toString(in[i]) + ")";
+    const Value *v = n.operand(i);
+    std::string s = "'" + v->name() + "'";
+    if (v->producer()->name() != v->name()) {
+      s.append(" from node '");
+      s.append(v->producer()->name());
+      s.append("'");
+    }
+    s.append(" (");
+    s.append(toString(in[i]));
+    s.append(")");
+    return s;
   }
   int64_t axis(int64_t a, size_t rank) const { return a < 0 ? a + (int64_t)rank : a; }
 };

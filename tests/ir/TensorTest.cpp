@@ -67,3 +67,23 @@ TEST(Initializers, UnknownOrElidedIsAnError) {
   ASSERT_FALSE(bool(u));
   EXPECT_NE(llvm::toString(u.takeError()).find("unknown initializer"), std::string::npos);
 }
+
+#include "ir/Npy.h"
+
+TEST(Npy, RoundTripsAndRejectsGarbage) {
+  Tensor t = Tensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6.5f});
+  auto bytes = encodeNpy(t);
+  ASSERT_TRUE(bool(bytes));
+  EXPECT_EQ(bytes->size() % 64, (size_t)t.bytes() % 64) << "header padded to 64 bytes";
+  auto back = parseNpy(*bytes);
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(*back, t);
+  Tensor s = Tensor::fromInts({3}, {1, -2, 3});
+  EXPECT_EQ(*parseNpy(*encodeNpy(s)), s);
+  auto bad = parseNpy("hello");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("magic"), std::string::npos);
+  auto cut = parseNpy(bytes->substr(0, bytes->size() - 4));
+  ASSERT_FALSE(bool(cut));
+  EXPECT_NE(llvm::toString(cut.takeError()).find("bytes of data"), std::string::npos);
+}
