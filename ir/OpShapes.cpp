@@ -558,6 +558,18 @@ Result inferGatherGrad(const Ctx &c) {
   return one(TensorType(c[1].dtype, *s));
 }
 
+// MaxPoolGrad: x, dy; the MaxPool's attributes -> dx with x's type (dy has
+// the pooled shape).
+Result inferMaxPoolGrad(const Ctx &c) {
+  auto pooled = inferPool(c);
+  if (!pooled)
+    return pooled.takeError();
+  if ((*pooled)[0] != c[1])
+    return c.fail("gradient " + c.from(1) + " must match the pooled shape " +
+                  toString((*pooled)[0]));
+  return one(c[0]);
+}
+
 // BatchNormTrainGrad: x, scale, mean, var, dy -> dx, dscale, dbias; epsilon.
 Result inferBatchNormTrainGrad(const Ctx &c) {
   if (auto e = checkChannelVectors(c, 1, 3))
@@ -639,7 +651,6 @@ Result inferAllSame(const Ctx &c) {
 #define inferLogSoftmax inferSoftmaxLike
 #define inferMaxPool inferPool
 #define inferAveragePool inferPool
-#define inferMaxPoolGrad inferActivationGrad
 #define inferReluGrad inferActivationGrad
 #define inferLeakyReluGrad inferActivationGrad
 #define inferSigmoidGrad inferActivationGrad
