@@ -77,6 +77,14 @@ public:
   virtual bool producesLayout(unsigned i, Layout l) const { return l == Layout::Plain; }
   /// An operand whose buffer result 0 may overwrite (elementwise ops), if any.
   virtual std::optional<unsigned> inPlaceOperand() const { return std::nullopt; }
+  /// Tells the kernel the layouts the executor chose (one per operand and per
+  /// result), once, before scratchBytes() is read for planning and before the
+  /// first run. Kernels whose primitives or scratch depend on layouts build
+  /// them here; without this call they size scratch for every layout they
+  /// accept and build on first run. Default: nothing to do.
+  virtual llvm::Error prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<Layout> results) {
+    return llvm::Error::success();
+  }
 };
 
 /// What a kernel factory needs to know about where it will run.
