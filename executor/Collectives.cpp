@@ -1,0 +1,113 @@
+#include "executor/Collectives.h"
+
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace graphc {
+
+static std::string shapesOf(llvm::ArrayRef<TensorView> views) {
+  std::vector<std::string> s;
+  for (const TensorView &v : views)
+    s.push_back(toString(TensorType(v.dtype, v.shape)));
+  return llvm::join(s, ", ");
+}
+
+void CpuCollectives::abort() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  aborted_ = true;
+  cv_.notify_all();
+}
+
+void CpuCollectives::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  aborted_ = false;
+  for (auto &[name, g] : groups_) {
+    g.arrived = g.finished = 0;
+    for (auto &v : g.inputs)
+      v.clear();
+    for (auto &v : g.outputs)
+      v.clear();
+  }
+}
+
+llvm::Error CpuCollectives::waitFor(std::unique_lock<std::mutex> &lock, Group &g, uint64_t seq,
+                                    const std::function<bool()> &done, llvm::StringRef group,
+                                    unsigned rank, llvm::StringRef phase) {
+  if (cv_.wait_for(lock, timeout_, [&] { return aborted_ || done(); })) {
+    if (aborted_)
+      return makeError("collective '" + group + "' #" + llvm::Twine(seq) + " rank " +
+                       llvm::Twine(rank) + ": aborted because another device failed");
+    return llvm::Error::success();
+  }
+  std::vector<std::string> missing;
+  for (unsigned r = 0; r < g.nranks; ++r)
+    if (g.inputs[r].empty() && phase == "arrive")
+      missing.push_back(std::to_string(r));
+  return makeError("collective '" + group + "' (AllReduce) #" + llvm::Twine(seq) + ": rank " +
+                   llvm::Twine(rank) + " waited " + llvm::Twine(timeout_.count()) + " ms to " + phase + "; ranks not arrived: " +
+                   (missing.empty() ? std::string("none") : llvm::join(missing, ", ")) +
+                   "; its tensors: " + shapesOf(g.inputs[rank]));
+}
+
+llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                      llvm::ArrayRef<TensorView> inputs,
+                                      llvm::ArrayRef<TensorView> outputs, llvm::StringRef what) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Group &g = groups_[group.str()];
+  if (g.nranks == 0) {
+    g.nranks = nranks;
+    g.inputs.resize(nranks);
+    g.outputs.resize(nranks);
+    g.callers.resize(nranks);
+  }
+  if (g.nranks != nranks || rank >= nranks)
+    return makeError("collective '" + group + "': " + what + " says rank " + llvm::Twine(rank) +
+                     " of " + llvm::Twine(nranks) + ", the group has " + llvm::Twine(g.nranks));
+  uint64_t seq = g.sequence;
+  g.inputs[rank].assign(inputs.begin(), inputs.end());
+  g.outputs[rank].assign(outputs.begin(), outputs.end());
+  g.callers[rank] = what.str();
+  if (++g.arrived == nranks)
+    cv_.notify_all();
+  else if (auto e = waitFor(lock, g, seq, [&] { return g.arrived == nranks || g.sequence != seq; },
+                            group, rank, "arrive"))
+    return e;
+  // Everyone is here: check shapes against rank 0.
+  for (unsigned r = 0; r < nranks; ++r) {
+    bool same = g.inputs[r].size() == g.inputs[0].size();
+    for (size_t t = 0; same && t < g.inputs[r].size(); ++t)
+      same = g.inputs[r][t].shape == g.inputs[0][t].shape && g.inputs[r][t].dtype == DType::F32;
+    if (!same)
+      return makeError("collective '" + group + "' #" + llvm::Twine(seq) + ": " + g.callers[r] +
+                       " (rank " + llvm::Twine(r) + ") brings [" + shapesOf(g.inputs[r]) + "], " +
+                       g.callers[0] + " (rank 0) brings [" + shapesOf(g.inputs[0]) +
+                       "] (f32 required)");
+  }
+  // Reduce this rank's slice of every tensor while others do theirs.
+  std::vector<std::vector<TensorView>> in = g.inputs, out = g.outputs;
+  lock.unlock();
+  for (size_t t = 0; t < in[0].size(); ++t) {
+    int64_t n = in[0][t].numElements();
+    int64_t lo = n * rank / nranks, hi = n * (rank + 1) / nranks;
+    for (int64_t i = lo; i < hi; ++i) {
+      float sum = 0;
+      for (unsigned r = 0; r < nranks; ++r)
+        sum += in[r][t].as<float>()[i];
+      for (unsigned r = 0; r < nranks; ++r)
+        out[r][t].as<float>()[i] = sum;
+    }
+  }
+  lock.lock();
+  if (++g.finished == nranks) {
+    g.arrived = g.finished = 0;
+    for (auto &v : g.inputs)
+      v.clear();
+    ++g.sequence;
+    cv_.notify_all();
+    return llvm::Error::success();
+  }
+  return waitFor(lock, g, seq, [&] { return g.sequence != seq; }, group, rank, "finish");
+}
+
+} // namespace graphc

@@ -1,0 +1,60 @@
+//===- Collectives.h - All-reduce among host devices -------------*- C++ -*-===//
+//
+// The project's own reduction for CPU devices (and for logical devices that
+// share one physical GPU, where NCCL refuses). Every participant of a group
+// calls allReduce from its own device thread with its tensors; the call
+// returns when all ranks have arrived and each output holds the elementwise
+// sum over ranks. Work is shared: rank r sums the r-th slice of every tensor.
+//
+// A participant that waits longer than the timeout gets an error naming the
+// group, its sequence number, its rank, the ranks that never arrived and the
+// tensor shapes, instead of hanging. Mismatched shapes between ranks are an
+// error naming both ranks.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/Kernel.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace graphc {
+
+class CpuCollectives {
+public:
+  explicit CpuCollectives(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+  /// Sums `inputs` elementwise over the `nranks` participants of `group`
+  /// into `outputs` (same shapes; f32). `what` names the caller for messages.
+  llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
+                        llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
+                        llvm::StringRef what);
+  /// Wakes every waiting participant with an error (another device failed).
+  void abort();
+  void reset();
+
+private:
+  struct Group {
+    unsigned nranks = 0;
+    uint64_t sequence = 0;
+    unsigned arrived = 0, finished = 0;
+    std::vector<std::vector<TensorView>> inputs, outputs;
+    std::vector<std::string> callers;
+  };
+  llvm::Error waitFor(std::unique_lock<std::mutex> &lock, Group &g, uint64_t seq,
+                      const std::function<bool()> &done, llvm::StringRef group, unsigned rank,
+                      llvm::StringRef phase);
+
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::string, Group> groups_;
+  bool aborted_ = false;
+};
+
+} // namespace graphc

@@ -1,0 +1,92 @@
+//===- Executor.h - Running a (placed) module step by step -------*- C++ -*-===//
+//
+// The executor binds a module once and then runs its main graph step after
+// step:
+//   bind: schedule (Schedule.h) → kernels from the registry, one per node, on
+//         the node's device → per-device arena plans (MemoryPlan.h) → arenas,
+//         variable storage (one copy per device that uses a variable) and
+//         tensor views, all fixed for the life of the executor.
+//   step: copy feeds into input buffers → every device issues its nodes in
+//         order on its own worker, waiting only on nodes of other devices →
+//         collectives rendezvous (Collectives.h) → outputs copied out.
+//
+// CPU devices share one budget of cores: a kernel takes the device's share of
+// threads while it runs, so N emulated devices on 2 cores never oversubscribe.
+// The module must outlive the executor (kernels keep pointers to its nodes).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Trace.h"
+#include "kernels/Kernel.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace graphc {
+
+struct ExecutorOptions {
+  int threads = 0; ///< CPU threads for all CPU devices together; 0: all cores
+  uint64_t seed = 0;
+  /// Stop at the first node producing a NaN or infinity, naming it.
+  bool checkNumerics = false;
+  /// Per-node timings (profile()) and timeline events (trace()).
+  bool profile = false;
+  /// Maps a node's device (its assigned device; "" for an unplaced node) to
+  /// the device that runs it. Default: unplaced → "cpu:0", others unchanged.
+  std::function<std::string(const std::string &)> deviceMap;
+  /// How long a device waits for another device or a collective.
+  std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
+};
+
+struct DeviceMemory {
+  std::string device;
+  int64_t arenaBytes = 0;    ///< planned arena
+  int64_t peakLiveBytes = 0; ///< lower bound of any plan for this order
+  int64_t naiveBytes = 0;    ///< one allocation per value
+  int64_t variableBytes = 0; ///< variables and optimizer state held there
+};
+
+struct NodeProfile {
+  const Node *node;
+  std::string device;
+  double seconds = 0; ///< summed over profiled steps
+  int64_t runs = 0;
+};
+
+class Executor {
+public:
+  static llvm::Expected<std::unique_ptr<Executor>> create(const Module &m, ExecutorOptions opts);
+  ~Executor();
+
+  /// Runs the main graph once; feeds by Input name; returns the graph outputs.
+  llvm::Expected<std::vector<Tensor>> run(const llvm::StringMap<Tensor> &feeds);
+
+  /// The step counter (advanced by run); optimizers and dropout read it.
+  uint64_t step() const { return step_; }
+  void setStep(uint64_t s) { step_ = s; }
+
+  /// A variable's value (its first replica).
+  llvm::Expected<Tensor> readVariable(llvm::StringRef name) const;
+  /// Sets every replica of a variable.
+  llvm::Error writeVariable(llvm::StringRef name, const Tensor &value);
+  std::vector<std::string> variableNames() const;
+
+  const std::vector<std::string> &devices() const;
+  std::vector<DeviceMemory> memory() const;
+  std::vector<NodeProfile> profile() const;
+  const TraceRecorder &trace() const;
+
+  struct Impl;
+
+private:
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  uint64_t step_ = 0;
+};
+
+} // namespace graphc

@@ -1,0 +1,158 @@
+#include "executor/MemoryPlan.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <algorithm>
+#include <climits>
+#include <numeric>
+
+namespace graphc {
+
+OffsetPlan planOffsets(llvm::ArrayRef<BufferRequest> requests, int64_t alignment) {
+  OffsetPlan p;
+  p.offsets.assign(requests.size(), 0);
+  auto aligned = [&](int64_t b) { return (b + alignment - 1) / alignment * alignment; };
+  std::vector<unsigned> byBytes(requests.size());
+  std::iota(byBytes.begin(), byBytes.end(), 0);
+  std::stable_sort(byBytes.begin(), byBytes.end(), [&](unsigned a, unsigned b) {
+    if (requests[a].bytes != requests[b].bytes)
+      return requests[a].bytes > requests[b].bytes;
+    return requests[a].first < requests[b].first;
+  });
+  std::vector<unsigned> placed;
+  for (unsigned i : byBytes) {
+    const BufferRequest &r = requests[i];
+    p.naiveBytes += aligned(r.bytes);
+    // Occupied ranges of buffers overlapping in time, by offset.
+    llvm::SmallVector<std::pair<int64_t, int64_t>, 32> busy;
+    for (unsigned j : placed)
+      if (requests[j].first <= r.last && r.first <= requests[j].last)
+        busy.push_back({p.offsets[j], p.offsets[j] + aligned(requests[j].bytes)});
+    llvm::sort(busy);
+    int64_t need = aligned(r.bytes), at = 0, best = -1, bestGap = INT64_MAX;
+    for (auto [lo, hi] : busy) {
+      if (lo - at >= need && lo - at < bestGap) {
+        best = at;
+        bestGap = lo - at;
+      }
+      at = std::max(at, hi);
+    }
+    p.offsets[i] = best >= 0 ? best : at;
+    p.arenaBytes = std::max(p.arenaBytes, p.offsets[i] + need);
+    placed.push_back(i);
+  }
+  // Lower bound: a sweep over positions.
+  std::vector<std::pair<unsigned, int64_t>> events;
+  for (const BufferRequest &r : requests) {
+    events.push_back({r.first, aligned(r.bytes)});
+    events.push_back({r.last + 1, -aligned(r.bytes)});
+  }
+  llvm::sort(events, [](auto &a, auto &b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  });
+  int64_t live = 0;
+  for (auto [pos, delta] : events)
+    p.peakLiveBytes = std::max(p.peakLiveBytes, live += delta);
+  return p;
+}
+
+namespace {
+/// Union-find over values sharing one buffer.
+struct Groups {
+  llvm::DenseMap<const Value *, const Value *> parent;
+  const Value *find(const Value *v) {
+    auto it = parent.find(v);
+    if (it == parent.end() || it->second == v)
+      return v;
+    const Value *root = find(it->second);
+    parent[v] = root;
+    return root;
+  }
+  void join(const Value *member, const Value *root) { parent[find(member)] = find(root); }
+};
+} // namespace
+
+DeviceMemoryPlan
+planDeviceMemory(const Schedule &s, unsigned device,
+                 const std::function<std::optional<unsigned>(const Node &)> &inPlaceOperand) {
+  DeviceMemoryPlan out;
+  const auto &order = s.order[device];
+  const unsigned end = order.empty() ? 0 : s.position.lookup(order.back());
+  llvm::DenseSet<const Value *> graphOutputs;
+  if (!order.empty())
+    for (const Value *v : order.front()->graph().outputs())
+      graphOutputs.insert(v);
+
+  auto lastUse = [&](const Value *v) -> unsigned {
+    unsigned last = s.position.lookup(v->producer());
+    if (graphOutputs.count(v))
+      return UINT_MAX;
+    for (const Node *u : v->users()) {
+      if (s.deviceOf.lookup(u) != device)
+        return UINT_MAX;
+      last = std::max(last, s.position.lookup(u));
+    }
+    return last;
+  };
+
+  Groups groups;
+  llvm::DenseSet<const Value *> externalRoots;
+  llvm::DenseMap<const Value *, unsigned> groupLast;
+  std::vector<const Value *> values;
+  for (const Node *n : order) {
+    unsigned pos = s.position.lookup(n);
+    for (unsigned i = 0; i < n->numResults(); ++i) {
+      const Value *r = n->result(i);
+      values.push_back(r);
+      if (n->op() == Op::Variable || n->op() == Op::Constant) {
+        externalRoots.insert(r);
+      } else if (i == 0 && isViewOp(n->op()) &&
+                 s.deviceOf.lookup(n->operand(0)->producer()) == device) {
+        groups.join(r, n->operand(0));
+      } else if (i == 0 && inPlaceOperand) {
+        if (auto k = inPlaceOperand(*n)) {
+          const Value *src = n->operand(*k);
+          const Value *root = groups.find(src);
+          if (s.deviceOf.lookup(src->producer()) == device && !externalRoots.count(root) &&
+              src->producer()->op() != Op::Input && groupLast.lookup(root) == pos &&
+              src->type().bytes() == r->type().bytes())
+            groups.join(r, root);
+        }
+      }
+      const Value *root = groups.find(r);
+      groupLast[root] = std::max(groupLast.lookup(root), lastUse(r));
+      if (n->op() == Op::Input)
+        groupLast[root] = UINT_MAX;
+    }
+    (void)pos;
+  }
+
+  // Buffers: one per arena group.
+  llvm::DenseMap<const Value *, unsigned> requestOf;
+  std::vector<BufferRequest> requests;
+  for (const Value *v : values) {
+    const Value *root = groups.find(v);
+    if (externalRoots.count(root)) {
+      out.external[v] = root;
+      continue;
+    }
+    unsigned first = s.position.lookup(v->producer());
+    auto [it, fresh] = requestOf.try_emplace(root, requests.size());
+    if (fresh)
+      requests.push_back({0, first, 0});
+    BufferRequest &r = requests[it->second];
+    r.bytes = std::max<int64_t>(r.bytes, v->type().bytes());
+    r.first = std::min(r.first, first);
+    unsigned last = groupLast.lookup(root);
+    r.last = std::max(r.last, last == UINT_MAX ? end : last);
+  }
+  out.plan = planOffsets(requests);
+  for (const Value *v : values) {
+    auto it = requestOf.find(groups.find(v));
+    if (it != requestOf.end())
+      out.offset[v] = out.plan.offsets[it->second];
+  }
+  return out;
+}
+
+} // namespace graphc

@@ -1,0 +1,118 @@
+#include "executor/Schedule.h"
+
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <queue>
+
+namespace graphc {
+
+bool isViewOp(Op op) {
+  switch (op) {
+  case Op::Reshape:
+  case Op::Flatten:
+  case Op::Squeeze:
+  case Op::Unsqueeze:
+  case Op::Identity:
+    return true;
+  default:
+    return false;
+  }
+}
+
+llvm::SmallVector<const Node *, 8> Schedule::predecessors(const Node *n) const {
+  llvm::SmallVector<const Node *, 8> preds;
+  for (const Value *v : n->operands())
+    preds.push_back(v->producer());
+  auto it = controlDeps.find(n);
+  if (it != controlDeps.end())
+    preds.append(it->second.begin(), it->second.end());
+  return preds;
+}
+
+/// Nodes that read the bytes of `v`: its users, and users of views of it.
+static void collectReaders(const Value *v, llvm::SmallVectorImpl<const Node *> &out) {
+  for (const Node *u : v->users()) {
+    out.push_back(u);
+    if (isViewOp(u->op()))
+      collectReaders(u->result(), out);
+  }
+}
+
+llvm::Expected<Schedule> buildSchedule(const Graph &g,
+                                       const std::function<std::string(const Node &)> &deviceOf) {
+  Schedule s;
+  llvm::StringMap<unsigned> deviceIndex;
+  std::vector<std::string> names;
+  for (const Node *n : g.nodes())
+    names.push_back(deviceOf(*n));
+  s.devices = names;
+  llvm::sort(s.devices);
+  s.devices.erase(std::unique(s.devices.begin(), s.devices.end()), s.devices.end());
+  for (unsigned i = 0; i < s.devices.size(); ++i)
+    deviceIndex[s.devices[i]] = i;
+  s.order.resize(s.devices.size());
+
+  // Rule 2: readers of a variable before its writers.
+  llvm::StringMap<llvm::SmallVector<const Node *, 8>> readers;
+  for (const Node *n : g.nodes())
+    if (n->op() == Op::Variable) {
+      llvm::SmallVector<const Node *, 8> r;
+      collectReaders(n->result(), r);
+      auto &all = readers[n->attrs().getString("var")];
+      all.append(r.begin(), r.end());
+    }
+  for (const Node *n : g.nodes()) {
+    if (!isVariableUpdate(n->op()))
+      continue;
+    auto it = readers.find(n->attrs().getString("var"));
+    if (it == readers.end())
+      continue;
+    for (const Node *r : it->second)
+      if (r != n && !isVariableUpdate(r->op()))
+        s.controlDeps[n].push_back(r);
+  }
+
+  // Kahn's algorithm, lowest graph position first.
+  std::vector<const Node *> nodes(g.nodes().begin(), g.nodes().end());
+  llvm::DenseMap<const Node *, unsigned> index, pending;
+  llvm::DenseMap<const Node *, llvm::SmallVector<const Node *, 4>> successors;
+  for (unsigned i = 0; i < nodes.size(); ++i)
+    index[nodes[i]] = i;
+  for (const Node *n : nodes) {
+    auto preds = s.predecessors(n);
+    llvm::DenseSet<const Node *> unique(preds.begin(), preds.end());
+    pending[n] = unique.size();
+    for (const Node *p : unique)
+      successors[p].push_back(n);
+  }
+  std::priority_queue<unsigned, std::vector<unsigned>, std::greater<>> ready;
+  for (const Node *n : nodes)
+    if (pending[n] == 0)
+      ready.push(index[n]);
+  unsigned issued = 0;
+  while (!ready.empty()) {
+    const Node *n = nodes[ready.top()];
+    ready.pop();
+    unsigned d = deviceIndex[deviceOf(*n)];
+    s.deviceOf[n] = d;
+    s.position[n] = issued++;
+    s.order[d].push_back(n);
+    for (const Node *succ : successors[n])
+      if (--pending[succ] == 0)
+        ready.push(index[succ]);
+  }
+  if (issued != nodes.size()) {
+    for (const Node *n : nodes)
+      if (pending[n] && isVariableUpdate(n->op()))
+        return nodeError(*n, "writes variable '" + n->attrs().getString("var") +
+                                 "' that a node it depends on reads after the write; a step "
+                                 "cannot both update a variable and read the new value");
+    return makeError("graph '" + g.name() + "' has a cycle");
+  }
+  return s;
+}
+
+} // namespace graphc

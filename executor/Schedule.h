@@ -1,0 +1,48 @@
+//===- Schedule.h - Issue order per device -----------------------*- C++ -*-===//
+//
+// The executor issues each device's nodes in one fixed order (a stream). This
+// file computes that order for every device from a graph whose nodes carry an
+// assigned device, guaranteeing:
+//   1. Every node comes after its operands' producers (topological).
+//   2. A node that writes a variable (Assign, Apply*) comes after every node
+//      that reads the variable in the same step, directly or through a view
+//      (Reshape and friends alias their operand), on any device. Reads see the
+//      value at the start of the step.
+//   3. Among ready nodes the graph's own order wins (stable, deterministic),
+//      so forward, backward and updates interleave as the passes built them.
+// Cross-device dependencies are listed so the executor can wait on them; the
+// memory plan (MemoryPlan.h) is computed for exactly this order.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+
+namespace graphc {
+
+/// True for ops whose result is a view of operand 0's bytes (no copy needed).
+bool isViewOp(Op op);
+
+struct Schedule {
+  std::vector<std::string> devices;                  ///< sorted
+  std::vector<std::vector<const Node *>> order;      ///< per device, issue order
+  llvm::DenseMap<const Node *, unsigned> deviceOf;   ///< index into devices
+  llvm::DenseMap<const Node *, unsigned> position;   ///< global issue position
+  /// Extra predecessors from rule 2 (a variable's readers before its writer).
+  llvm::DenseMap<const Node *, llvm::SmallVector<const Node *, 4>> controlDeps;
+
+  /// Predecessors of `n`: operand producers plus control dependencies.
+  llvm::SmallVector<const Node *, 8> predecessors(const Node *n) const;
+};
+
+/// `deviceOf` maps a node to the device it runs on (e.g. its assigned device,
+/// or "cpu:0" for an unplaced module).
+llvm::Expected<Schedule> buildSchedule(const Graph &g,
+                                       const std::function<std::string(const Node &)> &deviceOf);
+
+} // namespace graphc

@@ -1,0 +1,130 @@
+#include "executor/Executor.h"
+#include "ir/Builder.h"
+
+#include <gtest/gtest.h>
+
+using namespace graphc;
+
+namespace {
+Attrs allReduce(const std::string &group, int rank, int nranks) {
+  Attrs a;
+  a.set("group", group);
+  a.set("rank", (int64_t)rank);
+  a.set("nranks", (int64_t)nranks);
+  return a;
+}
+} // namespace
+
+TEST(Executor, ConstantsVariablesAndCopiesOnOneDevice) {
+  Module m;
+  Variable w;
+  w.name = "w";
+  w.type = TensorType(DType::F32, {3});
+  w.data = Tensor::fromFloats({3}, {1, 2, 3});
+  m.addVariable(w);
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {3}));
+  m.main().addOutput(b.create(Op::Identity, {x}));
+  m.main().addOutput(b.create(Op::Identity, {b.variable("w")}));
+  auto ex = Executor::create(m, {});
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = Tensor::fromFloats({3}, {7, 8, 9});
+  auto out = (*ex)->run(feeds);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  EXPECT_EQ((*out)[0], feeds["x"]);
+  EXPECT_EQ((*out)[1], w.data);
+  EXPECT_EQ((*ex)->step(), 1u);
+}
+
+TEST(Executor, BadFeedsAreNamed) {
+  Module m;
+  Builder b(m.main());
+  m.main().addOutput(b.create(Op::Identity, {b.input("x", TensorType(DType::F32, {3}))}));
+  auto ex = Executor::create(m, {});
+  ASSERT_TRUE(bool(ex));
+  llvm::StringMap<Tensor> none;
+  auto r = (*ex)->run(none);
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(llvm::toString(r.takeError()).find("'x' (f32[3]) was not fed"), std::string::npos);
+  llvm::StringMap<Tensor> wrong;
+  wrong["x"] = Tensor::fromFloats({2}, {1, 2});
+  auto r2 = (*ex)->run(wrong);
+  ASSERT_FALSE(bool(r2));
+  EXPECT_NE(llvm::toString(r2.takeError()).find("expects f32[3], was fed f32[2]"),
+            std::string::npos);
+}
+
+TEST(Executor, AllReduceAcrossThreeCpuDevicesWithTransfers) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {5}));
+  x->producer()->setAssignedDevice("cpu:0");
+  std::vector<Node *> reduces;
+  for (int r = 0; r < 3; ++r) {
+    std::string dev = "cpu:" + std::to_string(r);
+    Attrs t;
+    t.set("to", dev);
+    Node *copy = b.createNode(Op::Transfer, {x}, t, "to" + std::to_string(r));
+    copy->setAssignedDevice(dev);
+    Node *ar = b.createNode(Op::AllReduce, {copy->result(), copy->result()},
+                            allReduce("g", r, 3), "ar" + std::to_string(r));
+    ar->setAssignedDevice(dev);
+    reduces.push_back(ar);
+  }
+  for (Node *ar : reduces)
+    m.main().addOutput(ar->result(1));
+  ExecutorOptions opts;
+  opts.threads = 2;
+  auto ex = Executor::create(m, opts);
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = Tensor::fromFloats({5}, {1, 2, 3, 4, 5});
+  for (int step = 0; step < 3; ++step) {
+    auto out = (*ex)->run(feeds);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    for (const Tensor &t : *out)
+      for (int i = 0; i < 5; ++i)
+        EXPECT_EQ(t.at(i), 3.0 * (i + 1));
+  }
+}
+
+TEST(Executor, AStuckCollectiveTimesOutNamingItself) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 3}));
+  Node *ar = b.createNode(Op::AllReduce, {x}, allReduce("grads/bucket0", 0, 2), "ar0");
+  m.main().addOutput(ar->result());
+  ExecutorOptions opts;
+  opts.waitTimeout = std::chrono::milliseconds(200);
+  auto ex = Executor::create(m, opts);
+  ASSERT_TRUE(bool(ex));
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = Tensor(TensorType(DType::F32, {2, 3}));
+  auto out = (*ex)->run(feeds);
+  ASSERT_FALSE(bool(out));
+  std::string msg = llvm::toString(out.takeError());
+  EXPECT_NE(msg.find("collective 'grads/bucket0'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("#0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ranks not arrived: 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("f32[2,3]"), std::string::npos) << msg;
+}
+
+TEST(Executor, GpuDevicesWithoutBackendAreRefusedWithAHint) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {2}));
+  Node *n = b.createNode(Op::Identity, {x});
+  n->setAssignedDevice("gpu:1");
+  m.main().addOutput(n->result());
+  auto ex = Executor::create(m, {});
+  ASSERT_FALSE(bool(ex));
+  EXPECT_NE(llvm::toString(ex.takeError()).find("--emulate"), std::string::npos);
+  ExecutorOptions emulate;
+  emulate.deviceMap = [](const std::string &d) {
+    return llvm::StringRef(d).startswith("gpu") ? "cpu" + d.substr(3) : d;
+  };
+  auto ok = Executor::create(m, emulate);
+  ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
+  EXPECT_EQ((*ok)->devices(), (std::vector<std::string>{"cpu:0", "cpu:1"}));
+}

@@ -1,0 +1,78 @@
+#include "executor/MemoryPlan.h"
+#include "ir/Builder.h"
+
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace graphc;
+
+TEST(PlanOffsets, BuffersLiveTogetherNeverOverlap) {
+  std::mt19937 rng(5);
+  std::vector<BufferRequest> reqs;
+  for (int i = 0; i < 300; ++i) {
+    unsigned a = rng() % 200, b = a + rng() % 30;
+    reqs.push_back({(int64_t)(1 + rng() % 100000), a, b});
+  }
+  OffsetPlan p = planOffsets(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(p.offsets[i] % 64, 0);
+    EXPECT_LE(p.offsets[i] + reqs[i].bytes, p.arenaBytes);
+    for (size_t j = i + 1; j < reqs.size(); ++j) {
+      bool timeOverlap = reqs[i].first <= reqs[j].last && reqs[j].first <= reqs[i].last;
+      bool spaceOverlap = p.offsets[i] < p.offsets[j] + reqs[j].bytes &&
+                          p.offsets[j] < p.offsets[i] + reqs[i].bytes;
+      ASSERT_FALSE(timeOverlap && spaceOverlap) << i << " and " << j;
+    }
+  }
+  EXPECT_GE(p.arenaBytes, p.peakLiveBytes);
+  EXPECT_LT(p.arenaBytes, p.naiveBytes / 3) << "liveness must let buffers share bytes";
+  EXPECT_LT(p.arenaBytes, p.peakLiveBytes * 3 / 2) << "greedy-by-size stays near the bound";
+}
+
+TEST(DeviceMemoryPlan, ChainReusesAndViewsAlias) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {1024}));
+  Value *v = x;
+  for (int i = 0; i < 10; ++i)
+    v = b.create(Op::Identity, {b.create(Op::Sigmoid, {v})});
+  Attrs shape;
+  shape.set("shape", Ints{32, 32});
+  Value *r = b.create(Op::Reshape, {v}, shape);
+  m.main().addOutput(b.create(Op::Tanh, {r}));
+  auto s = buildSchedule(m.main(), [](const Node &) { return std::string("cpu:0"); });
+  ASSERT_TRUE(bool(s));
+  DeviceMemoryPlan p = planDeviceMemory(*s, 0, nullptr);
+  EXPECT_EQ(p.offset.lookup(r), p.offset.lookup(v)) << "a reshape is a view of its operand";
+  // Input (whole step) + output (whole step) + two rotating buffers.
+  EXPECT_LE(p.plan.arenaBytes, 4 * 4096);
+  EXPECT_GE(p.plan.naiveBytes, 12 * 4096);
+}
+
+TEST(Schedule, VariableWritersComeAfterEveryReaderOnAnyDevice) {
+  Module m;
+  Variable w;
+  w.name = "w";
+  w.type = TensorType(DType::F32, {4});
+  m.addVariable(w);
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {4}));
+  Value *g = b.create(Op::Sigmoid, {x}); // the "gradient", ready early
+  Attrs a;
+  a.set("var", std::string("w"));
+  b.createNode(Op::Assign, {g}, a, "update/w");
+  Value *read = b.variable("w");
+  Attrs shape;
+  shape.set("shape", Ints{2, 2});
+  Value *view = b.create(Op::Reshape, {read}, shape);
+  Value *late = b.create(Op::Tanh, {view});
+  m.main().addOutput(late);
+  auto s = buildSchedule(m.main(), [](const Node &n) {
+    return std::string(n.op() == Op::Tanh ? "cpu:1" : "cpu:0");
+  });
+  ASSERT_TRUE(bool(s));
+  const Node *update = m.main().findNode("update/w");
+  EXPECT_GT(s->position.lookup(update), s->position.lookup(late->producer()))
+      << "the reader on cpu:1, through a view, must come first";
+  EXPECT_EQ(s->devices, (std::vector<std::string>{"cpu:0", "cpu:1"}));
+}
