@@ -217,6 +217,12 @@ llvm::Error Executor::Impl::bind() {
     auto k = KernelRegistry::global().create(*n, env);
     if (!k)
       return withContext(k.takeError(), "on device " + d.name);
+    // Every value is plain (row-major) for now; blocked layouts are chosen here
+    // once the kernels that can keep them are in place.
+    llvm::SmallVector<Layout, 4> in(n->numOperands(), Layout::Plain),
+        out(n->numResults(), Layout::Plain);
+    if (auto err = (*k)->prepare(in, out))
+      return err;
     e->kernel = std::move(*k);
   }
 

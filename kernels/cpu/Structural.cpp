@@ -58,7 +58,6 @@ public:
       copyBytes(ctx.outputs[0], ctx.inputs[0].data);
     return llvm::Error::success();
   }
-  bool acceptsLayout(unsigned, Layout) const override { return true; }
   std::optional<unsigned> inPlaceOperand() const override { return 0; }
 };
 
