@@ -167,6 +167,16 @@ void Graph::rename(Node *n, llvm::StringRef name) {
   nodeByName_[name] = n;
 }
 
+void Graph::moveAfter(Node *n, Node *anchor) {
+  auto from = llvm::find_if(nodes_, [&](const std::unique_ptr<Node> &p) { return p.get() == n; });
+  assert(from != nodes_.end());
+  std::unique_ptr<Node> owned = std::move(*from);
+  nodes_.erase(from);
+  auto at = llvm::find_if(nodes_, [&](const std::unique_ptr<Node> &p) { return p.get() == anchor; });
+  assert(at != nodes_.end());
+  nodes_.insert(at + 1, std::move(owned));
+}
+
 bool Graph::sortTopologically() {
   // Kahn's algorithm with a min-heap on the current position: stable.
   llvm::DenseMap<const Node *, unsigned> position, pending;

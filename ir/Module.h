@@ -155,6 +155,11 @@ public:
   /// Reorders nodes topologically, keeping the current order where it is
   /// already valid (stable). Returns false if there is a cycle.
   bool sortTopologically();
+  /// Moves `n` to just after `anchor` in the node order (the caller keeps the
+  /// order topological, or sorts afterwards). Passes use it to place a node
+  /// where the executor should issue it, e.g. an all-reduce right after the
+  /// last gradient of its bucket.
+  void moveAfter(Node *n, Node *anchor);
 
 private:
   Module *module_;

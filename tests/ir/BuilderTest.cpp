@@ -98,3 +98,18 @@ TEST(OpTable, EveryOpHasANameThatParsesBack) {
   }
   EXPECT_FALSE(parseOp("NoSuchOp").has_value());
 }
+
+TEST(Graph, MoveAfterReordersForTheScheduler) {
+  Module m;
+  Builder b(m.main());
+  Value *a = b.input("a", TensorType(DType::F32, {2}));
+  Value *x = b.create(Op::Relu, {a});
+  Value *y = b.create(Op::Tanh, {a});
+  Value *z = b.create(Op::Sigmoid, {x});
+  m.main().moveAfter(z->producer(), x->producer());
+  std::vector<std::string> order;
+  for (Node *n : m.main().nodes())
+    order.push_back(n->name());
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "Relu", "Sigmoid", "Tanh"}));
+  (void)y;
+}
