@@ -6,11 +6,16 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace graphc {
+
+class Module;
 
 struct CompileOptions {
   // bind-batch
@@ -38,6 +43,12 @@ struct CompileOptions {
   std::vector<double> splitWeights;    ///< per-device batch weights (--split 4,4,2)
   std::string params = "cpu";          ///< cpu | gpu:K | spread | mirrored
   int64_t bucketBytes = 25 << 20;      ///< all-reduce bucket cap (mirrored)
+
+  // place-devices: assigns every node a device. Passes may not depend on
+  // placement/, so the tools build this from the cluster and the kernel
+  // registry (placement/Placer.h: makePlacerFunction). Unset: place-devices
+  // fails and says so.
+  std::function<llvm::Error(Module &)> placer;
 
   uint64_t seed = 0;
 };

@@ -3,6 +3,8 @@
 #include "passes/AddLoss.h"
 #include "passes/AddOptimizer.h"
 #include "passes/BasicPasses.h"
+#include "passes/InsertTransfers.h"
+#include "passes/PlaceDevices.h"
 #include "passes/TrainingMode.h"
 #include "passes/autodiff/Autodiff.h"
 
@@ -30,6 +32,12 @@ void registerBuiltinPasses(PassRegistry &r) {
                   differentiate);
   addFunctionPass(r, "add-optimizer", "an lr input, optimizer slots and one update per parameter",
                   addOptimizer);
+  addFunctionPass(r, "place-devices",
+                  "assign every node a device (the placer in CompileOptions::placer)",
+                  placeDevices);
+  addFunctionPass(r, "insert-transfers",
+                  "one Transfer per value and destination device on every crossing edge",
+                  insertTransfers);
 }
 
 } // namespace graphc

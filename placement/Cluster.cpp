@@ -1,0 +1,354 @@
+//===- Cluster.cpp - Default clusters, validation, JSON ---------------------===//
+
+#include "placement/Cluster.h"
+
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+
+namespace graphc {
+
+llvm::StringRef deviceTypeName(DeviceType t) { return t == DeviceType::GPU ? "gpu" : "cpu"; }
+
+std::optional<DeviceType> parseDeviceType(llvm::StringRef s) {
+  if (s == "cpu")
+    return DeviceType::CPU;
+  if (s == "gpu")
+    return DeviceType::GPU;
+  return std::nullopt;
+}
+
+Cluster Cluster::defaultCluster(int gpus) {
+  std::vector<Device> devices{{"cpu:0", DeviceType::CPU, ClusterDefaults::kHostMemory, 1.0}};
+  std::vector<Link> links;
+  for (int i = 0; i < gpus; ++i) {
+    std::string name = "gpu:" + std::to_string(i);
+    devices.push_back({name, DeviceType::GPU, ClusterDefaults::kGpuMemory, 1.0});
+    links.push_back({"cpu:0", name, ClusterDefaults::kHostGpuBandwidth});
+  }
+  for (int i = 0; i < gpus; ++i)
+    for (int j = i + 1; j < gpus; ++j)
+      links.push_back({"gpu:" + std::to_string(i), "gpu:" + std::to_string(j),
+                       ClusterDefaults::kGpuGpuBandwidth});
+  auto c = create(std::move(devices), std::move(links));
+  assert(c && "the default cluster is valid");
+  return std::move(*c);
+}
+
+/// "gpu:3" -> (GPU, ok) when the prefix names a kind and the rest is a number.
+static bool wellFormedName(llvm::StringRef name, DeviceType type) {
+  auto [kind, index] = name.split(':');
+  unsigned n = 0;
+  return parseDeviceType(kind) == type && !index.empty() && !index.getAsInteger(10, n);
+}
+
+llvm::Expected<Cluster> Cluster::create(std::vector<Device> devices, std::vector<Link> links,
+                                        double cpuPeakFlops, double gpuPeakFlops) {
+  llvm::StringMap<unsigned> index;
+  for (unsigned i = 0; i < devices.size(); ++i) {
+    const Device &d = devices[i];
+    std::string where = "device '" + d.name + "'";
+    if (!wellFormedName(d.name, d.type))
+      return makeError(where + ": a " + deviceTypeName(d.type) + " device must be named '" +
+                       deviceTypeName(d.type) + ":<index>'");
+    auto [it, inserted] = index.try_emplace(d.name, i);
+    if (!inserted)
+      return makeError(where + " is listed twice (devices[" + llvm::Twine(it->second) +
+                       "] and devices[" + llvm::Twine(i) + "])");
+    if (d.memoryBytes <= 0)
+      return makeError(where + ": memory must be positive, got " + llvm::Twine(d.memoryBytes));
+    if (!(d.relativeSpeed > 0) || !std::isfinite(d.relativeSpeed))
+      return makeError(where + ": relative speed must be positive, got " +
+                       std::to_string(d.relativeSpeed));
+  }
+  auto host = index.find("cpu:0");
+  if (host == index.end())
+    return makeError("a cluster needs the host device 'cpu:0'");
+  // Host first: it is the fallback device and the first in every tie.
+  std::rotate(devices.begin(), devices.begin() + host->second, devices.begin() + host->second + 1);
+
+  Cluster c;
+  c.devices_ = std::move(devices);
+  llvm::StringMap<unsigned> linkIndex;
+  for (unsigned i = 0; i < links.size(); ++i) {
+    const Link &l = links[i];
+    std::string where = "link " + std::to_string(i) + " ('" + l.a + "' - '" + l.b + "')";
+    for (const std::string *end : {&l.a, &l.b})
+      if (auto e = c.checkDevice(*end, where + ": endpoint"))
+        return e;
+    if (l.a == l.b)
+      return makeError(where + " joins a device to itself");
+    std::string key = l.a < l.b ? l.a + "|" + l.b : l.b + "|" + l.a;
+    auto [it, inserted] = linkIndex.try_emplace(key, i);
+    if (!inserted)
+      return makeError(where + " repeats link " + llvm::Twine(it->second));
+    if (!(l.bandwidth > 0) || !std::isfinite(l.bandwidth))
+      return makeError(where + ": bandwidth must be positive, got " + std::to_string(l.bandwidth));
+  }
+  if (!(cpuPeakFlops > 0) || !(gpuPeakFlops > 0))
+    return makeError("peak FLOP/s of each device kind must be positive");
+  c.links_ = std::move(links);
+  c.cpuPeak_ = cpuPeakFlops;
+  c.gpuPeak_ = gpuPeakFlops;
+  return c;
+}
+
+const Device *Cluster::find(llvm::StringRef name) const {
+  for (const Device &d : devices_)
+    if (d.name == name)
+      return &d;
+  return nullptr;
+}
+
+std::optional<unsigned> Cluster::indexOf(llvm::StringRef name) const {
+  for (unsigned i = 0; i < devices_.size(); ++i)
+    if (devices_[i].name == name)
+      return i;
+  return std::nullopt;
+}
+
+unsigned Cluster::numGpus() const {
+  return llvm::count_if(devices_, [](const Device &d) { return d.type == DeviceType::GPU; });
+}
+
+double Cluster::peakFlops(const Device &d) const { return kindPeakFlops(d.type) * d.relativeSpeed; }
+
+std::optional<double> Cluster::bandwidth(llvm::StringRef a, llvm::StringRef b) const {
+  auto direct = [&](llvm::StringRef x, llvm::StringRef y) -> double {
+    for (const Link &l : links_)
+      if ((l.a == x && l.b == y) || (l.a == y && l.b == x))
+        return l.bandwidth;
+    return 0;
+  };
+  if (double bw = direct(a, b))
+    return bw;
+  double best = 0;
+  for (const Device &mid : devices_)
+    best = std::max(best, std::min(direct(a, mid.name), direct(mid.name, b)));
+  if (best > 0)
+    return best;
+  return std::nullopt;
+}
+
+std::string Cluster::visibleDevices() const {
+  std::vector<std::string> names;
+  for (const Device &d : devices_)
+    names.push_back(d.name);
+  return "visible devices: " + llvm::join(names, ", ");
+}
+
+llvm::Error Cluster::checkDevice(llvm::StringRef name, llvm::StringRef what) const {
+  if (find(name))
+    return llvm::Error::success();
+  return makeError(what + " '" + name + "' is not a device of this cluster; " + visibleDevices());
+}
+
+//===-- JSON ---------------------------------------------------------------===//
+
+namespace {
+
+/// Reads the fields of one JSON object, naming it in every error.
+class Fields {
+public:
+  Fields(const llvm::json::Object &o, std::string where) : o_(o), where_(std::move(where)) {}
+
+  llvm::Expected<std::string> string(llvm::StringRef key) const {
+    auto v = get(key);
+    if (!v)
+      return v.takeError();
+    if (auto s = (*v)->getAsString())
+      return s->str();
+    return wrongType(key, "a string");
+  }
+  llvm::Expected<double> number(llvm::StringRef key) const {
+    auto v = get(key);
+    if (!v)
+      return v.takeError();
+    if (auto d = (*v)->getAsNumber())
+      return *d;
+    return wrongType(key, "a number");
+  }
+  llvm::Expected<const llvm::json::Array *> array(llvm::StringRef key) const {
+    auto v = get(key);
+    if (!v)
+      return v.takeError();
+    if (auto *a = (*v)->getAsArray())
+      return a;
+    return wrongType(key, "an array");
+  }
+  llvm::Error unknownKeys(llvm::ArrayRef<llvm::StringRef> known) const {
+    std::vector<std::string> keys;
+    for (const auto &kv : o_)
+      keys.push_back(kv.first.str());
+    llvm::sort(keys); // the object's own order is a hash order
+    for (const std::string &k : keys)
+      if (!llvm::is_contained(known, k))
+        return makeError(where_ + ": unknown field '" + k + "' (known: " + llvm::join(known, ", ") +
+                         ")");
+    return llvm::Error::success();
+  }
+
+private:
+  llvm::Expected<const llvm::json::Value *> get(llvm::StringRef key) const {
+    if (const llvm::json::Value *v = o_.get(key))
+      return v;
+    return makeError(where_ + ": missing field '" + key + "'");
+  }
+  llvm::Error wrongType(llvm::StringRef key, llvm::StringRef expected) const {
+    return makeError(where_ + ": field '" + key + "' must be " + expected);
+  }
+
+  const llvm::json::Object &o_;
+  std::string where_;
+};
+
+template <typename T> llvm::Error into(llvm::Expected<T> v, T &out) {
+  if (!v)
+    return v.takeError();
+  out = std::move(*v);
+  return llvm::Error::success();
+}
+
+llvm::Expected<Device> parseDevice(const llvm::json::Value &v, unsigned i) {
+  std::string where = "devices[" + std::to_string(i) + "]";
+  const llvm::json::Object *o = v.getAsObject();
+  if (!o)
+    return makeError(where + " must be an object");
+  if (auto name = o->getString("name"))
+    where += " ('" + name->str() + "')";
+  Fields f(*o, where);
+  Device d;
+  std::string kind;
+  double memory = 0;
+  if (auto e = into(f.string("name"), d.name))
+    return e;
+  if (auto e = into(f.string("kind"), kind))
+    return e;
+  if (auto e = into(f.number("memory_bytes"), memory))
+    return e;
+  if (auto e = into(f.number("relative_speed"), d.relativeSpeed))
+    return e;
+  if (auto e = f.unknownKeys({"name", "kind", "memory_bytes", "relative_speed"}))
+    return e;
+  auto type = parseDeviceType(kind);
+  if (!type)
+    return makeError(where + ": kind '" + kind + "' is not one of cpu, gpu");
+  d.type = *type;
+  if (!(memory >= 1 && memory < 9.2e18))
+    return makeError(where + ": memory_bytes must be a positive byte count");
+  d.memoryBytes = (int64_t)memory;
+  return d;
+}
+
+llvm::Expected<Link> parseLink(const llvm::json::Value &v, unsigned i) {
+  std::string where = "links[" + std::to_string(i) + "]";
+  const llvm::json::Object *o = v.getAsObject();
+  if (!o)
+    return makeError(where + " must be an object");
+  Fields f(*o, where);
+  Link l;
+  const llvm::json::Array *ends = nullptr;
+  if (auto e = into(f.array("endpoints"), ends))
+    return e;
+  if (ends->size() != 2 || !(*ends)[0].getAsString() || !(*ends)[1].getAsString())
+    return makeError(where + ": 'endpoints' must list two device names");
+  l.a = (*ends)[0].getAsString()->str();
+  l.b = (*ends)[1].getAsString()->str();
+  if (auto e = into(f.number("bandwidth"), l.bandwidth))
+    return e;
+  if (auto e = f.unknownKeys({"endpoints", "bandwidth"}))
+    return e;
+  return l;
+}
+
+} // namespace
+
+llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text) {
+  auto root = llvm::json::parse(text);
+  if (!root)
+    return makeError("cluster file is not valid JSON: " + llvm::toString(root.takeError()));
+  const llvm::json::Object *o = root->getAsObject();
+  if (!o)
+    return makeError("cluster file must hold one JSON object");
+  Fields f(*o, "cluster");
+  if (auto e = f.unknownKeys({"devices", "links", "peak_flops"}))
+    return e;
+
+  const llvm::json::Array *deviceList = nullptr;
+  if (auto e = into(f.array("devices"), deviceList))
+    return e;
+  std::vector<Device> devices;
+  for (unsigned i = 0; i < deviceList->size(); ++i) {
+    auto d = parseDevice((*deviceList)[i], i);
+    if (!d)
+      return d.takeError();
+    devices.push_back(std::move(*d));
+  }
+
+  std::vector<Link> links;
+  if (o->get("links")) {
+    const llvm::json::Array *linkList = nullptr;
+    if (auto e = into(f.array("links"), linkList))
+      return e;
+    for (unsigned i = 0; i < linkList->size(); ++i) {
+      auto l = parseLink((*linkList)[i], i);
+      if (!l)
+        return l.takeError();
+      links.push_back(std::move(*l));
+    }
+  }
+
+  double cpuPeak = ClusterDefaults::kCpuPeakFlops, gpuPeak = ClusterDefaults::kGpuPeakFlops;
+  if (const llvm::json::Value *peaks = o->get("peak_flops")) {
+    const llvm::json::Object *p = peaks->getAsObject();
+    if (!p)
+      return makeError("cluster: 'peak_flops' must be an object {\"cpu\": ..., \"gpu\": ...}");
+    Fields pf(*p, "peak_flops");
+    if (auto e = pf.unknownKeys({"cpu", "gpu"}))
+      return e;
+    if (p->get("cpu"))
+      if (auto e = into(pf.number("cpu"), cpuPeak))
+        return e;
+    if (p->get("gpu"))
+      if (auto e = into(pf.number("gpu"), gpuPeak))
+        return e;
+  }
+  return Cluster::create(std::move(devices), std::move(links), cpuPeak, gpuPeak);
+}
+
+llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError("cannot read cluster file '" + path + "': " + buffer.getError().message());
+  auto c = parseClusterJson((*buffer)->getBuffer());
+  if (!c)
+    return withContext(c.takeError(), path);
+  return c;
+}
+
+std::string clusterToJson(const Cluster &c) {
+  llvm::json::Array devices, links;
+  for (const Device &d : c.devices())
+    devices.push_back(llvm::json::Object{{"name", d.name},
+                                         {"kind", deviceTypeName(d.type)},
+                                         {"memory_bytes", d.memoryBytes},
+                                         {"relative_speed", d.relativeSpeed}});
+  for (const Link &l : c.links())
+    links.push_back(
+        llvm::json::Object{{"endpoints", llvm::json::Array{l.a, l.b}}, {"bandwidth", l.bandwidth}});
+  llvm::json::Object root{{"devices", std::move(devices)},
+                          {"links", std::move(links)},
+                          {"peak_flops", llvm::json::Object{{"cpu", c.kindPeakFlops(DeviceType::CPU)},
+                                                            {"gpu", c.kindPeakFlops(DeviceType::GPU)}}}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));
+  return os.str();
+}
+
+} // namespace graphc

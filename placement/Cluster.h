@@ -1,0 +1,104 @@
+//===- Cluster.h - The devices a placed graph runs on -----------*- C++ -*-===//
+//
+// A cluster is a host ("cpu:0") plus accelerators, each with a kind, memory
+// and a relative speed, and the links between them with their bandwidths.
+// It comes from `--gpus N` (defaultCluster: H100-like figures, documented in
+// docs/placement.md) or from a JSON file (parseClusterJson). A cluster that
+// exists has passed validation: names are "<kind>:<index>" and unique, the
+// host "cpu:0" is present, links join two different known devices once, and
+// every figure is positive. Device order is the order devices were listed,
+// host first; every tie the placer and cost model break follows it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphc {
+
+/// What can run on a device; named "cpu" and "gpu" in device names and files.
+/// (Not the kernel registry's DeviceKind: placement does not depend on kernels.)
+enum class DeviceType : unsigned char { CPU, GPU };
+llvm::StringRef deviceTypeName(DeviceType t);
+std::optional<DeviceType> parseDeviceType(llvm::StringRef s);
+
+struct Device {
+  std::string name; ///< "cpu:0", "gpu:3"
+  DeviceType type = DeviceType::CPU;
+  int64_t memoryBytes = 0;
+  double relativeSpeed = 1.0; ///< multiplies the kind's peak FLOP/s
+};
+
+/// An undirected link; its bandwidth holds in each direction.
+struct Link {
+  std::string a, b;
+  double bandwidth = 0; ///< bytes per second, each direction
+};
+
+/// Figures behind defaultCluster (docs/placement.md gives their sources).
+struct ClusterDefaults {
+  static constexpr int64_t kGpuMemory = 80LL << 30;      ///< H100 SXM: 80 GiB HBM3
+  static constexpr int64_t kHostMemory = 2048LL << 30;   ///< DGX H100 host: 2 TiB
+  static constexpr double kGpuPeakFlops = 67e12;         ///< H100 SXM FP32 (non-tensor)
+  static constexpr double kCpuPeakFlops = 7.2e12;        ///< 2 x 56-core AVX-512 FP32 FMA
+  static constexpr double kGpuGpuBandwidth = 450e9;      ///< NVLink 4 via NVSwitch, per direction
+  static constexpr double kHostGpuBandwidth = 64e9;      ///< PCIe 5.0 x16, per direction
+};
+
+class Cluster {
+public:
+  /// The host "cpu:0" and `gpus` GPUs "gpu:0".."gpu:N-1" with H100-like
+  /// figures: every GPU linked to the host and to every other GPU.
+  static Cluster defaultCluster(int gpus);
+  /// Builds a cluster and validates it; an error names what is wrong.
+  static llvm::Expected<Cluster> create(std::vector<Device> devices, std::vector<Link> links,
+                                        double cpuPeakFlops = ClusterDefaults::kCpuPeakFlops,
+                                        double gpuPeakFlops = ClusterDefaults::kGpuPeakFlops);
+
+  llvm::ArrayRef<Device> devices() const { return devices_; }
+  llvm::ArrayRef<Link> links() const { return links_; }
+  const Device *find(llvm::StringRef name) const;
+  /// Position in devices(); the order ties are broken in.
+  std::optional<unsigned> indexOf(llvm::StringRef name) const;
+  const Device &host() const { return devices_.front(); }
+  unsigned numGpus() const;
+
+  /// Peak FLOP/s of a device: its kind's peak times its relative speed.
+  double peakFlops(const Device &d) const;
+  double kindPeakFlops(DeviceType t) const { return t == DeviceType::GPU ? gpuPeak_ : cpuPeak_; }
+  /// Bandwidth between two devices: their direct link, else the best path
+  /// through one intermediate device (its slower hop); none if unconnected.
+  std::optional<double> bandwidth(llvm::StringRef a, llvm::StringRef b) const;
+
+  /// "visible devices: cpu:0, gpu:0, gpu:1".
+  std::string visibleDevices() const;
+  /// Success if `name` is a device of this cluster; otherwise an error
+  /// "<what> 'gpu:5' is not a device of this cluster; visible devices: ...".
+  llvm::Error checkDevice(llvm::StringRef name, llvm::StringRef what = "device") const;
+
+private:
+  std::vector<Device> devices_;
+  std::vector<Link> links_;
+  double cpuPeak_ = ClusterDefaults::kCpuPeakFlops;
+  double gpuPeak_ = ClusterDefaults::kGpuPeakFlops;
+};
+
+/// Parses a cluster description:
+///   { "devices": [ {"name": "cpu:0", "kind": "cpu", "memory_bytes": 1e12,
+///                   "relative_speed": 1}, ... ],
+///     "links": [ {"endpoints": ["cpu:0", "gpu:0"], "bandwidth": 64e9}, ... ],
+///     "peak_flops": {"cpu": 7.2e12, "gpu": 67e12} }          (optional)
+/// Errors name the entry ("devices[2] ('gpu:1'): missing field 'kind'").
+llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text);
+/// Reads and parses a cluster file; errors start with the path.
+llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path);
+/// The JSON form parseClusterJson reads back.
+std::string clusterToJson(const Cluster &c);
+
+} // namespace graphc
