@@ -1,0 +1,113 @@
+//===- Dropout.cpp - Dropout at inference and in training -----------------===//
+//
+// Dropout (inference) is a copy. DropoutTrain {ratio, seed} gives y = x * mask
+// and the mask itself, whose entries are 0 (probability `ratio`) or
+// 1/(1-ratio), so the backward pass is one Mul.
+//
+// The mask is a pure function of (run seed, node, tower, step): its stream is
+// RandomStream(env.seed, key), the key mixing a stable hash of the node's name
+// without its tower prefix ("tower_1/drop" and "drop" hash alike), the node's
+// tower index, the step and the node's `seed` attribute (a salt). So a rerun
+// with the same seed draws the same masks and each tower draws its own. The
+// tensor is cut into fixed blocks, each with its own derived stream, so the
+// mask does not depend on how many threads drew it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Random.h"
+#include "kernels/cpu/PlainLoops.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace graphc {
+namespace {
+
+using namespace plain;
+
+/// Elements per independently seeded block of the mask.
+constexpr int64_t kMaskBlock = 4096;
+
+uint64_t mix(uint64_t x) {
+  return splitmix64(x);
+}
+
+/// The name without a leading "tower<N>/" or "tower_<N>/" component.
+llvm::StringRef withoutTowerPrefix(llvm::StringRef name) {
+  llvm::StringRef rest = name;
+  if (!rest.consume_front("tower"))
+    return name;
+  rest.consume_front("_");
+  size_t digits = 0;
+  while (digits < rest.size() && llvm::isDigit(rest[digits]))
+    ++digits;
+  if (digits == 0 || digits >= rest.size() || rest[digits] != '/')
+    return name;
+  return rest.drop_front(digits + 1);
+}
+
+class CopyKernel : public Kernel {
+public:
+  CopyKernel(const Node &, const KernelEnv &) {}
+  llvm::Error run(KernelContext &ctx) override {
+    if (ctx.outputs[0].data != ctx.inputs[0].data && ctx.outputs[0].bytes())
+      std::memcpy(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].bytes());
+    return llvm::Error::success();
+  }
+  bool acceptsLayout(unsigned, Layout) const override { return true; }
+  bool producesLayout(unsigned, Layout) const override { return true; }
+  std::optional<unsigned> inPlaceOperand() const override { return 0; }
+};
+
+class DropoutTrainKernel : public Kernel {
+public:
+  DropoutTrainKernel(const Node &n, const KernelEnv &env)
+      : dtype_(n.result()->type().dtype), seed_(env.seed) {
+    ratio_ = n.attrs().getFloat("ratio", 0.5);
+    scale_ = ratio_ < 1 ? (float)(1.0 / (1.0 - ratio_)) : 0.0f;
+    uint64_t key = stableHash(withoutTowerPrefix(n.name()));
+    key = mix(key ^ ((uint64_t)(n.tower() + 1) * 0x9e3779b97f4a7c15ull));
+    key_ = mix(key ^ (uint64_t)n.attrs().getInt("seed"));
+  }
+
+  llvm::Error run(KernelContext &ctx) override {
+    uint64_t stepKey = mix(key_ ^ (ctx.step * 0xbf58476d1ce4e5b9ull));
+    int64_t n = ctx.outputs[0].numElements();
+    int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
+    visitFloat(dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T *x = ctx.inputs[0].as<const T>();
+      T *y = ctx.outputs[0].as<T>(), *mask = ctx.outputs[1].as<T>();
+      parallelFor(blocks, kGrain / kMaskBlock, [&](int64_t first, int64_t last) {
+        float m[kMaskBlock], v[kMaskBlock];
+        for (int64_t b = first; b < last; ++b) {
+          int64_t begin = b * kMaskBlock, len = std::min(kMaskBlock, n - begin);
+          RandomStream stream(seed_, mix(stepKey + (uint64_t)b));
+          for (int64_t i = 0; i < len; ++i)
+            m[i] = stream.uniform() < ratio_ ? 0.0f : scale_;
+          loadFloats(v, x + begin, 1, len);
+          for (int64_t i = 0; i < len; ++i)
+            v[i] *= m[i];
+          storeFloats(y + begin, v, len);
+          storeFloats(mask + begin, m, len);
+        }
+      });
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  DType dtype_;
+  uint64_t seed_, key_ = 0;
+  double ratio_ = 0.5;
+  float scale_ = 2;
+};
+
+} // namespace
+
+void registerCpuDropoutKernels(KernelRegistry &r) {
+  auto floats = {DType::F32, DType::F16, DType::BF16};
+  r.add(Op::Dropout, DeviceKind::CPU, floats, makeFactory<CopyKernel>());
+  r.add(Op::DropoutTrain, DeviceKind::CPU, floats, makeFactory<DropoutTrainKernel>());
+}
+
+} // namespace graphc

@@ -1,0 +1,176 @@
+//===- Optimizers.cpp - Variable updates: Assign and the Apply* ops -------===//
+//
+// Update ops produce nothing; they write the variables their attributes name
+// (`var`, and `slots` for optimizer state) through ctx.variables, in place.
+// Operands are (grad, lr) with lr a scalar f32 fed each step. weight_decay
+// (default 0) adds wd * param to the gradient first, as PyTorch does.
+//
+//  ApplySGD      p -= lr * g
+//  ApplyMomentum slots [buf]: buf = m * buf + g; p -= lr * buf, or with
+//                nesterov p -= lr * (g + m * buf)   (PyTorch SGD, dampening 0)
+//  ApplyRMSProp  slots [ms, mom] {decay, momentum, epsilon}: ms = decay * ms +
+//                (1 - decay) * g^2; mom = momentum * mom + lr * g / sqrt(ms +
+//                epsilon); p -= mom             (TensorFlow, Inception paper)
+//  ApplyAdam     slots [m, v] {beta1, beta2, epsilon}: PyTorch Adam with bias
+//                correction at t = step + 1
+//  Assign        var = operand
+//
+// Defaults follow the libraries they copy: momentum 0.9; decay 0.9, momentum
+// 0, epsilon 1e-10 (TensorFlow's RMSProp); beta1 0.9, beta2 0.999, epsilon
+// 1e-8 (PyTorch's Adam).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Diagnostics.h"
+#include "kernels/cpu/PlainLoops.h"
+
+#include <cmath>
+
+namespace graphc {
+namespace {
+
+using namespace plain;
+
+enum class Rule { SGD, Momentum, RMSProp, Adam };
+
+/// Finds a variable's storage and checks that it fits the update.
+llvm::Expected<void *> storage(const Node &n, KernelContext &ctx, const std::string &name,
+                               const TensorView &like) {
+  if (!ctx.variables)
+    return nodeError(n, "no variable storage given");
+  auto v = ctx.variables->variable(name);
+  if (!v)
+    return withContext(v.takeError(), "node '" + n.name() + "' (" + opName(n.op()) + ")");
+  if (v->dtype != like.dtype || v->numElements() != like.numElements() ||
+      v->layout != Layout::Plain)
+    return nodeError(n, "variable '" + name + "' is " + toString(TensorType(v->dtype, v->shape)) +
+                            ", the update is " + toString(TensorType(like.dtype, like.shape)));
+  return v->data;
+}
+
+class AssignKernel : public Kernel {
+public:
+  AssignKernel(const Node &n, const KernelEnv &) : node_(&n), var_(n.attrs().getString("var")) {}
+
+  llvm::Error run(KernelContext &ctx) override {
+    auto to = storage(*node_, ctx, var_, ctx.inputs[0]);
+    if (!to)
+      return to.takeError();
+    if (ctx.inputs[0].bytes() && *to != ctx.inputs[0].data)
+      std::memcpy(*to, ctx.inputs[0].data, ctx.inputs[0].bytes());
+    return llvm::Error::success();
+  }
+
+private:
+  const Node *node_;
+  std::string var_;
+};
+
+template <Rule R> class ApplyKernel : public Kernel {
+public:
+  ApplyKernel(const Node &n, const KernelEnv &)
+      : node_(&n), var_(n.attrs().getString("var")), slots_(n.attrs().getStrings("slots")) {
+    const Attrs &a = n.attrs();
+    wd_ = (float)a.getFloat("weight_decay", 0);
+    switch (R) {
+    case Rule::SGD:
+      break;
+    case Rule::Momentum:
+      momentum_ = (float)a.getFloat("momentum", 0.9);
+      nesterov_ = a.getInt("nesterov", 0) != 0;
+      break;
+    case Rule::RMSProp:
+      decay_ = (float)a.getFloat("decay", 0.9);
+      restOfDecay_ = (float)(1 - a.getFloat("decay", 0.9));
+      momentum_ = (float)a.getFloat("momentum", 0.0);
+      epsilon_ = (float)a.getFloat("epsilon", 1e-10);
+      break;
+    case Rule::Adam:
+      beta1_ = a.getFloat("beta1", 0.9);
+      beta2_ = a.getFloat("beta2", 0.999);
+      epsilon_ = (float)a.getFloat("epsilon", 1e-8);
+      break;
+    }
+  }
+
+  llvm::Error run(KernelContext &ctx) override {
+    constexpr size_t needed = R == Rule::SGD ? 0 : R == Rule::Momentum ? 1 : 2;
+    if (slots_.size() != needed)
+      return nodeError(*node_, "needs " + llvm::Twine(needed) + " optimizer slots, has " +
+                                   llvm::Twine(slots_.size()));
+    const TensorView &grad = ctx.inputs[0];
+    auto p = storage(*node_, ctx, var_, grad);
+    if (!p)
+      return p.takeError();
+    float *s[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < needed; ++i) {
+      auto slot = storage(*node_, ctx, slots_[i], grad);
+      if (!slot)
+        return slot.takeError();
+      s[i] = static_cast<float *>(*slot);
+    }
+    const float *g = grad.as<const float>();
+    float lr = ctx.inputs[1].as<const float>()[0];
+    auto *param = static_cast<float *>(*p);
+    float wd = wd_;
+    parallelFor(grad.numElements(), kGrain, [&](int64_t begin, int64_t end) {
+      if constexpr (R == Rule::SGD) {
+        for (int64_t i = begin; i < end; ++i)
+          param[i] -= lr * (g[i] + wd * param[i]);
+      } else if constexpr (R == Rule::Momentum) {
+        float m = momentum_, *buf = s[0];
+        for (int64_t i = begin; i < end; ++i) {
+          float d = g[i] + wd * param[i];
+          buf[i] = m * buf[i] + d;
+          param[i] -= lr * (nesterov_ ? d + m * buf[i] : buf[i]);
+        }
+      } else if constexpr (R == Rule::RMSProp) {
+        float decay = decay_, rest = restOfDecay_, m = momentum_, eps = epsilon_;
+        float *ms = s[0], *mom = s[1];
+        for (int64_t i = begin; i < end; ++i) {
+          float d = g[i] + wd * param[i];
+          ms[i] = decay * ms[i] + rest * d * d;
+          mom[i] = m * mom[i] + lr * d / std::sqrt(ms[i] + eps);
+          param[i] -= mom[i];
+        }
+      } else {
+        double t = (double)ctx.step + 1;
+        float b1 = (float)beta1_, b2 = (float)beta2_, eps = epsilon_;
+        float rest1 = (float)(1 - beta1_), rest2 = (float)(1 - beta2_);
+        float stepSize = (float)(lr / (1 - std::pow(beta1_, t)));
+        float invRootBc2 = (float)(1 / std::sqrt(1 - std::pow(beta2_, t)));
+        float *m = s[0], *v = s[1];
+        for (int64_t i = begin; i < end; ++i) {
+          float d = g[i] + wd * param[i];
+          m[i] = b1 * m[i] + rest1 * d;
+          v[i] = b2 * v[i] + rest2 * d * d;
+          param[i] -= stepSize * m[i] / (std::sqrt(v[i]) * invRootBc2 + eps);
+        }
+      }
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  const Node *node_;
+  std::string var_;
+  Strings slots_;
+  // 1 - decay in double first: 1 - (float)0.999 is off by 1e-5 relative.
+  float wd_ = 0, momentum_ = 0, decay_ = 0, restOfDecay_ = 0, epsilon_ = 0;
+  bool nesterov_ = false;
+  double beta1_ = 0, beta2_ = 0;
+};
+
+} // namespace
+
+void registerCpuOptimizerKernels(KernelRegistry &r) {
+  const auto cpu = DeviceKind::CPU;
+  r.add(Op::Assign, cpu, {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool},
+        makeFactory<AssignKernel>());
+  r.add(Op::ApplySGD, cpu, DType::F32, makeFactory<ApplyKernel<Rule::SGD>>());
+  r.add(Op::ApplyMomentum, cpu, DType::F32, makeFactory<ApplyKernel<Rule::Momentum>>());
+  r.add(Op::ApplyRMSProp, cpu, DType::F32, makeFactory<ApplyKernel<Rule::RMSProp>>());
+  r.add(Op::ApplyAdam, cpu, DType::F32, makeFactory<ApplyKernel<Rule::Adam>>());
+}
+
+} // namespace graphc

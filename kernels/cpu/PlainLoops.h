@@ -1,0 +1,210 @@
+//===- PlainLoops.h - Loops the plain C++ CPU kernels share ------*- C++ -*-===//
+//
+// The building blocks of the kernels that do not go through oneDNN:
+//
+//  - parallelFor: contiguous ranges, one per thread of the device's OpenMP
+//    budget, and no threads at all below a grain size (tiny tensors run on the
+//    calling thread, so a step with thousands of small nodes does not pay for
+//    thread wake-ups).
+//  - LoopNest: an output walked in row-major order while each operand is read
+//    through its own strides (0 on a broadcast axis, negative for a reversed
+//    slice). Adjacent axes that every operand walks contiguously are merged,
+//    so a same-shape op is one flat run, a per-channel broadcast is runs of
+//    H*W against a scalar, and the odometer does no division inside a run.
+//  - Half and BFloat: 16-bit storage computed in f32 (callers convert short
+//    chunks into a float buffer and reuse the f32 loop).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Tensor.h"
+#include "kernels/Kernel.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+#include <cstring>
+#include <omp.h>
+#include <type_traits>
+
+namespace graphc {
+namespace plain {
+
+/// Elements below which an elementwise loop stays on the calling thread.
+inline constexpr int64_t kGrain = 1 << 15;
+
+/// Calls f(begin, end) on disjoint ranges covering [0, n); in parallel when
+/// n is at least two grains and the thread budget allows.
+template <typename F> void parallelFor(int64_t n, int64_t grain, F &&f) {
+  if (n <= 0)
+    return;
+  int64_t threads = std::min<int64_t>(omp_get_max_threads(), n / std::max<int64_t>(grain, 1));
+  if (threads <= 1 || omp_in_parallel()) {
+    f(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads((int)threads)
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+    if (begin < end)
+      f(begin, end);
+  }
+}
+
+//===-- 16-bit floats ------------------------------------------------------===//
+
+struct Half {
+  uint16_t bits;
+};
+struct BFloat {
+  uint16_t bits;
+};
+
+template <typename T>
+inline constexpr bool isHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat>;
+
+inline float toFloat(float x) {
+  return x;
+}
+inline float toFloat(Half h) {
+  return halfToFloat(h.bits);
+}
+inline float toFloat(BFloat h) {
+  uint32_t bits = (uint32_t)h.bits << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+template <typename T> T fromFloat(float f);
+template <> inline float fromFloat<float>(float f) {
+  return f;
+}
+template <> inline Half fromFloat<Half>(float f) {
+  return Half{floatToHalf(f)};
+}
+template <> inline BFloat fromFloat<BFloat>(float f) {
+  return BFloat{floatToBf16(f)};
+}
+
+/// Floats per chunk when a 16-bit tensor is computed in f32 (on the stack).
+inline constexpr int64_t kChunk = 512;
+
+/// Reads n elements (or one, when stride is 0) into floats.
+template <typename T> void loadFloats(float *to, const T *from, int64_t stride, int64_t n) {
+  if (stride == 0)
+    n = 1;
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = toFloat(from[i * stride]);
+}
+template <typename T> void storeFloats(T *to, const float *from, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = fromFloat<T>(from[i]);
+}
+
+//===-- Dispatch on dtype --------------------------------------------------===//
+
+template <typename T> struct TypeTag { using type = T; };
+
+/// Calls f(TypeTag<T>{}) for the storage type of a float dtype.
+template <typename F> void visitFloat(DType t, F &&f) {
+  switch (t) {
+  case DType::F16:
+    return f(TypeTag<Half>{});
+  case DType::BF16:
+    return f(TypeTag<BFloat>{});
+  default:
+    assert(t == DType::F32 && "not a float dtype");
+    return f(TypeTag<float>{});
+  }
+}
+
+/// Float dtypes plus i64 and i32 (arithmetic on shapes).
+template <typename F> void visitNumeric(DType t, F &&f) {
+  switch (t) {
+  case DType::I64:
+    return f(TypeTag<int64_t>{});
+  case DType::I32:
+    return f(TypeTag<int32_t>{});
+  default:
+    return visitFloat(t, f);
+  }
+}
+
+//===-- Strided loop nests -------------------------------------------------===//
+
+/// An output of shape `dims` walked in row-major order; operand k is read at
+/// offset base[k] + sum(index[d] * strides[k][d]) (in elements).
+struct LoopNest {
+  Dims dims;
+  llvm::SmallVector<Dims, 3> strides;
+  llvm::SmallVector<int64_t, 3> base;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  }
+  /// Stride of operand k along the innermost axis.
+  int64_t innerStride(unsigned k) const { return strides[k].back(); }
+
+  /// Drops size-1 axes and merges neighbours that every operand walks as
+  /// one; leaves at least one axis.
+  void collapse();
+
+  /// Calls f(outOffset, operandOffsets, length) for each innermost run of the
+  /// flat output range [begin, end); operand k's run starts at
+  /// operandOffsets[k] and steps by innerStride(k).
+  template <typename F> void forEachRun(int64_t begin, int64_t end, F &&f) const {
+    size_t rank = dims.size(), ops = strides.size();
+    int64_t idx[8];
+    int64_t off[4];
+    assert(rank <= 8 && ops <= 4 && "loop nest too deep");
+    int64_t rest = begin;
+    for (size_t d = rank; d-- > 0;) {
+      idx[d] = rest % dims[d];
+      rest /= dims[d];
+    }
+    for (size_t k = 0; k < ops; ++k) {
+      off[k] = base[k];
+      for (size_t d = 0; d < rank; ++d)
+        off[k] += idx[d] * strides[k][d];
+    }
+    int64_t inner = dims[rank - 1];
+    for (int64_t pos = begin; pos < end;) {
+      int64_t len = std::min(inner - idx[rank - 1], end - pos);
+      f(pos, (const int64_t *)off, len);
+      pos += len;
+      idx[rank - 1] += len;
+      for (size_t k = 0; k < ops; ++k)
+        off[k] += len * strides[k][rank - 1];
+      for (size_t d = rank - 1; d > 0 && idx[d] == dims[d]; --d) {
+        idx[d] = 0;
+        ++idx[d - 1];
+        for (size_t k = 0; k < ops; ++k)
+          off[k] += strides[k][d - 1] - dims[d] * strides[k][d];
+      }
+    }
+  }
+};
+
+/// Row-major element strides of a shape.
+Dims contiguousStrides(llvm::ArrayRef<int64_t> shape);
+
+/// The nest that reads each operand broadcast (numpy rules) to `out`.
+LoopNest broadcastNest(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<Dims> operands);
+
+/// Copies a strided source into a contiguous destination, for elements of
+/// `elemSize` bytes: out[i] = in[nest offset of operand 0 at i]. Parallel
+/// over large outputs.
+void stridedCopy(void *out, const void *in, const LoopNest &nest, size_t elemSize);
+
+/// Product of dims[begin, end).
+int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin, size_t end);
+
+/// Whether every input and output of a kernel arrives in the same layout.
+bool sameLayout(const KernelContext &ctx);
+
+} // namespace plain
+} // namespace graphc
