@@ -1,0 +1,172 @@
+//===- ClusterTest.cpp - Default clusters, cluster files and their errors --===//
+
+#include "placement/Cluster.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+using namespace graphc;
+
+namespace {
+
+std::string parseError(llvm::StringRef json) {
+  auto c = parseClusterJson(json);
+  if (c)
+    return "(parsed)";
+  return llvm::toString(c.takeError());
+}
+
+const char *kGood = R"({
+  "devices": [
+    {"name": "gpu:0", "kind": "gpu", "memory_bytes": 42949672960, "relative_speed": 1.0},
+    {"name": "gpu:1", "kind": "gpu", "memory_bytes": 25769803776, "relative_speed": 0.5},
+    {"name": "cpu:0", "kind": "cpu", "memory_bytes": 274877906944, "relative_speed": 1}
+  ],
+  "links": [
+    {"endpoints": ["cpu:0", "gpu:0"], "bandwidth": 32e9},
+    {"endpoints": ["gpu:1", "cpu:0"], "bandwidth": 16e9}
+  ],
+  "peak_flops": {"gpu": 20e12}
+})";
+
+} // namespace
+
+TEST(Cluster, DefaultHasTheHostAndNGpusFullyLinked) {
+  Cluster c = Cluster::defaultCluster(4);
+  ASSERT_EQ(c.devices().size(), 5u);
+  EXPECT_EQ(c.host().name, "cpu:0");
+  EXPECT_EQ(c.numGpus(), 4u);
+  EXPECT_EQ(c.links().size(), 4u + 6u);
+  const Device *g3 = c.find("gpu:3");
+  ASSERT_NE(g3, nullptr);
+  EXPECT_EQ(g3->type, DeviceType::GPU);
+  EXPECT_EQ(g3->memoryBytes, 80LL << 30);
+  EXPECT_EQ(c.peakFlops(*g3), 67e12);
+  EXPECT_EQ(*c.bandwidth("gpu:1", "gpu:3"), 450e9);
+  EXPECT_EQ(*c.bandwidth("gpu:2", "cpu:0"), 64e9);
+  EXPECT_EQ(c.find("gpu:4"), nullptr);
+  EXPECT_EQ(*c.indexOf("gpu:0"), 1u);
+}
+
+TEST(Cluster, CheckDeviceListsTheVisibleDevices) {
+  Cluster c = Cluster::defaultCluster(4);
+  EXPECT_FALSE(bool(c.checkDevice("gpu:3")));
+  EXPECT_EQ(llvm::toString(c.checkDevice("gpu:5", "--params device")),
+            "--params device 'gpu:5' is not a device of this cluster; visible devices: cpu:0, "
+            "gpu:0, gpu:1, gpu:2, gpu:3");
+  EXPECT_EQ(Cluster::defaultCluster(0).visibleDevices(), "visible devices: cpu:0");
+}
+
+TEST(Cluster, ParsesAFileAndPutsTheHostFirst) {
+  auto c = parseClusterJson(kGood);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  ASSERT_EQ(c->devices().size(), 3u);
+  EXPECT_EQ(c->devices()[0].name, "cpu:0");
+  EXPECT_EQ(c->devices()[1].name, "gpu:0");
+  EXPECT_EQ(c->find("gpu:1")->relativeSpeed, 0.5);
+  EXPECT_EQ(c->peakFlops(*c->find("gpu:1")), 10e12);
+  EXPECT_EQ(c->kindPeakFlops(DeviceType::CPU), ClusterDefaults::kCpuPeakFlops);
+  // No direct GPU link: the best path through the host, at its slower hop.
+  EXPECT_EQ(*c->bandwidth("gpu:0", "gpu:1"), 16e9);
+}
+
+TEST(Cluster, RoundTripsThroughJson) {
+  Cluster a = Cluster::defaultCluster(2);
+  auto b = parseClusterJson(clusterToJson(a));
+  ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
+  EXPECT_EQ(clusterToJson(*b), clusterToJson(a));
+  EXPECT_EQ(b->links().size(), 3u);
+}
+
+TEST(Cluster, UnconnectedDevicesHaveNoBandwidth) {
+  auto c = parseClusterJson(R"({"devices": [
+    {"name": "cpu:0", "kind": "cpu", "memory_bytes": 1000, "relative_speed": 1},
+    {"name": "gpu:0", "kind": "gpu", "memory_bytes": 1000, "relative_speed": 1}]})");
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_FALSE(c->bandwidth("cpu:0", "gpu:0").has_value());
+}
+
+TEST(Cluster, FileErrorsNameWhatIsWrong) {
+  auto dev = [](const std::string &body) { return "{\"devices\": [" + body + "]}"; };
+  const std::string host =
+      R"({"name": "cpu:0", "kind": "cpu", "memory_bytes": 1000, "relative_speed": 1})";
+  const std::string gpu0 =
+      R"({"name": "gpu:0", "kind": "gpu", "memory_bytes": 1000, "relative_speed": 1})";
+
+  EXPECT_EQ(parseError(dev(host + "," + gpu0 + "," + gpu0)),
+            "device 'gpu:0' is listed twice (devices[1] and devices[2])");
+  EXPECT_EQ(parseError(dev(host + R"(, {"name": "gpu:1", "kind": "gpu", "relative_speed": 1})")),
+            "devices[1] ('gpu:1'): missing field 'memory_bytes'");
+  EXPECT_EQ(parseError(dev(R"({"kind": "cpu", "memory_bytes": 1, "relative_speed": 1})")),
+            "devices[0]: missing field 'name'");
+  EXPECT_EQ(parseError(dev(R"({"name": "cpu:0", "memory_bytes": 1, "relative_speed": 1})")),
+            "devices[0] ('cpu:0'): missing field 'kind'");
+  EXPECT_EQ(parseError(dev(R"({"name": "cpu:0", "kind": "cpu", "memory_bytes": 1})")),
+            "devices[0] ('cpu:0'): missing field 'relative_speed'");
+  EXPECT_EQ(parseError(dev(R"({"name": "cpu:0", "kind": "tpu", "memory_bytes": 1,
+                              "relative_speed": 1})")),
+            "devices[0] ('cpu:0'): kind 'tpu' is not one of cpu, gpu");
+  EXPECT_EQ(parseError(dev(R"({"name": "cpu:0", "kind": "cpu", "memory_bytes": "lots",
+                              "relative_speed": 1})")),
+            "devices[0] ('cpu:0'): field 'memory_bytes' must be a number");
+  EXPECT_EQ(parseError(dev(host + R"(, {"name": "gpu:0", "kind": "cpu", "memory_bytes": 1,
+                                        "relative_speed": 1})")),
+            "device 'gpu:0': a cpu device must be named 'cpu:<index>'");
+  EXPECT_EQ(parseError(dev(host + R"(, {"name": "gpu:0", "kind": "gpu", "memory_bytes": 1,
+                                        "relative_speed": 0})")),
+            "device 'gpu:0': relative speed must be positive, got 0.000000");
+  EXPECT_EQ(parseError(dev(host + R"(, {"name": "gpu:0", "kind": "gpu", "memory_bytes": 1,
+                                        "relative_speed": 1, "colour": "red"})")),
+            "devices[1] ('gpu:0'): unknown field 'colour' (known: name, kind, memory_bytes, "
+            "relative_speed)");
+  EXPECT_EQ(parseError(dev(gpu0)), "a cluster needs the host device 'cpu:0'");
+
+  auto links = [&](const std::string &body) {
+    return "{\"devices\": [" + host + "," + gpu0 + "], \"links\": [" + body + "]}";
+  };
+  EXPECT_EQ(parseError(links(R"({"endpoints": ["cpu:0", "gpu:7"], "bandwidth": 1e9})")),
+            "link 0 ('cpu:0' - 'gpu:7'): endpoint 'gpu:7' is not a device of this cluster; "
+            "visible devices: cpu:0, gpu:0");
+  EXPECT_EQ(parseError(links(R"({"endpoints": ["cpu:0", "gpu:0"]})")),
+            "links[0]: missing field 'bandwidth'");
+  EXPECT_EQ(parseError(links(R"({"bandwidth": 1e9})")), "links[0]: missing field 'endpoints'");
+  EXPECT_EQ(parseError(links(R"({"endpoints": ["cpu:0"], "bandwidth": 1e9})")),
+            "links[0]: 'endpoints' must list two device names");
+  EXPECT_EQ(parseError(links(R"({"endpoints": ["gpu:0", "gpu:0"], "bandwidth": 1e9})")),
+            "link 0 ('gpu:0' - 'gpu:0') joins a device to itself");
+  EXPECT_EQ(parseError(links(R"({"endpoints": ["cpu:0", "gpu:0"], "bandwidth": 1e9},
+                                {"endpoints": ["gpu:0", "cpu:0"], "bandwidth": 2e9})")),
+            "link 1 ('gpu:0' - 'cpu:0') repeats link 0");
+  EXPECT_EQ(parseError(links(R"({"endpoints": ["cpu:0", "gpu:0"], "bandwidth": -1})")),
+            "link 0 ('cpu:0' - 'gpu:0'): bandwidth must be positive, got -1.000000");
+
+  EXPECT_EQ(parseError("{\"devices\": ["), parseError("{\"devices\": [")); // stable
+  EXPECT_EQ(parseError("{\"devices\": [").rfind("cluster file is not valid JSON: ", 0), 0u);
+  EXPECT_EQ(parseError("[]"), "cluster file must hold one JSON object");
+  EXPECT_EQ(parseError("{}"), "cluster: missing field 'devices'");
+  EXPECT_EQ(parseError(R"({"devices": [], "gpus": 4})"),
+            "cluster: unknown field 'gpus' (known: devices, links, peak_flops)");
+}
+
+TEST(Cluster, LoadsFilesAndNamesThePathInErrors) {
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("cluster", "json", path));
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    os << R"({"devices": [{"name": "cpu:0", "kind": "cpu", "memory_bytes": 1e9,
+                           "relative_speed": 1}, {"name": "gpu:0"}]})";
+  }
+  auto c = loadClusterFile(path);
+  ASSERT_FALSE(bool(c));
+  EXPECT_EQ(llvm::toString(c.takeError()),
+            path.str().str() + ": devices[1] ('gpu:0'): missing field 'kind'");
+  llvm::sys::fs::remove(path);
+  auto missing = loadClusterFile("/nonexistent/cluster.json");
+  ASSERT_FALSE(bool(missing));
+  EXPECT_EQ(llvm::toString(missing.takeError()).rfind(
+                "cannot read cluster file '/nonexistent/cluster.json': ", 0),
+            0u);
+}
