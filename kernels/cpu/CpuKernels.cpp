@@ -5,28 +5,18 @@
 namespace graphc {
 
 void registerCpuStructuralKernels(KernelRegistry &r);
-// Plain C++ families (a later registration of the same key wins).
-void registerCpuElementwiseKernels(KernelRegistry &r);
-void registerCpuCastKernels(KernelRegistry &r);
-void registerCpuDropoutKernels(KernelRegistry &r);
-void registerCpuSoftmaxKernels(KernelRegistry &r);
-void registerCpuShapeKernels(KernelRegistry &r);
-void registerCpuGatherKernels(KernelRegistry &r);
-void registerCpuReduceKernels(KernelRegistry &r);
-void registerCpuLossKernels(KernelRegistry &r);
-void registerCpuOptimizerKernels(KernelRegistry &r);
+// oneDNN families.
+void registerCpuConvKernels(KernelRegistry &r);
+void registerCpuPoolKernels(KernelRegistry &r);
+void registerCpuBatchNormKernels(KernelRegistry &r);
+void registerCpuMatMulKernels(KernelRegistry &r);
 
 void registerCpuKernels(KernelRegistry &r) {
   registerCpuStructuralKernels(r);
-  registerCpuElementwiseKernels(r);
-  registerCpuCastKernels(r);
-  registerCpuDropoutKernels(r);
-  registerCpuSoftmaxKernels(r);
-  registerCpuShapeKernels(r);
-  registerCpuGatherKernels(r);
-  registerCpuReduceKernels(r);
-  registerCpuLossKernels(r);
-  registerCpuOptimizerKernels(r);
+  registerCpuConvKernels(r);
+  registerCpuPoolKernels(r);
+  registerCpuBatchNormKernels(r);
+  registerCpuMatMulKernels(r);
 }
 
 } // namespace graphc

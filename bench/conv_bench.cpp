@@ -1,0 +1,186 @@
+//===- conv_bench.cpp - GFLOP/s of the CPU convolution kernels -------------===//
+//
+// Times Conv, ConvGradData and ConvGradFilter through the kernel registry (so
+// what is measured is what the executor runs, staging included) on a few
+// inception_v3 convolution shapes, with activations in the plain and in the
+// blocked (nChw16c) layout, and prints GFLOP/s from the best of several runs.
+//
+//   conv_bench [--batch N] [--threads T] [--min-seconds S]
+//
+// FLOPs count 2 * N * O * OH * OW * (C / group) * kh * kw per direction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Builder.h"
+#include "kernels/cpu/CpuBackend.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+using namespace graphc;
+
+namespace {
+
+struct Shape {
+  const char *name;
+  int64_t c, hw, o, kh, kw, stride, padH, padW;
+};
+
+// Input channels and size as they reach each layer in inception_v3 (299x299).
+const Shape kShapes[] = {
+    {"Conv2d_1a_3x3", 3, 299, 32, 3, 3, 2, 0, 0},
+    {"Conv2d_2b_3x3", 32, 147, 64, 3, 3, 1, 1, 1},
+    {"Conv2d_4a_3x3", 80, 73, 192, 3, 3, 1, 0, 0},
+    {"Mixed_5b/branch5x5_2", 48, 35, 64, 5, 5, 1, 2, 2},
+    {"Mixed_5b/branch3x3dbl_3", 96, 35, 96, 3, 3, 1, 1, 1},
+    {"Mixed_6a/branch3x3", 288, 35, 384, 3, 3, 2, 0, 0},
+    {"Mixed_6b/branch7x7_2", 128, 17, 128, 1, 7, 1, 0, 3},
+    {"Mixed_7b/branch1x1", 1280, 8, 320, 1, 1, 1, 0, 0},
+    {"Mixed_7b/branch3x3_2a", 384, 8, 384, 1, 3, 1, 0, 1},
+};
+
+struct Options {
+  int64_t batch = 16;
+  int threads = 0;
+  double minSeconds = 0.3;
+};
+
+TensorView viewOf(Tensor &t, Layout l) {
+  TensorView v;
+  v.data = t.raw();
+  v.dtype = t.dtype();
+  v.shape.assign(t.shape().begin(), t.shape().end());
+  v.layout = l;
+  return v;
+}
+
+Layout layoutFor(const TensorType &t, bool blocked) {
+  return blocked && t.rank() == 4 && t.shape[1] % 16 == 0 ? Layout::Blocked16 : Layout::Plain;
+}
+
+/// Best seconds per run of the node's kernel, or a negative value on error.
+double timeNode(const Node &n, bool blocked, const Options &opt) {
+  KernelEnv env;
+  env.threads = cpuThreads();
+  env.backend = &CpuBackend::instance();
+  auto k = KernelRegistry::global().create(n, env);
+  if (!k) {
+    std::fprintf(stderr, "%s\n", llvm::toString(k.takeError()).c_str());
+    return -1;
+  }
+  std::vector<Tensor> storage;
+  std::vector<TensorView> in, out;
+  std::vector<Layout> inLayouts, outLayouts;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (const Value *v : n.operands()) {
+    Tensor t(v->type());
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.data<float>()[i] = uniform(rng);
+    storage.push_back(t);
+    // Weights stay plain; activations blocked where the kernel takes it.
+    Layout l = layoutFor(v->type(), blocked);
+    if (!(*k)->acceptsLayout(in.size(), l))
+      l = Layout::Plain;
+    inLayouts.push_back(l);
+    in.push_back(viewOf(storage.back(), l));
+  }
+  for (const auto &r : n.results()) {
+    storage.emplace_back(r->type());
+    Layout l = layoutFor(r->type(), blocked);
+    if (!(*k)->producesLayout(out.size(), l))
+      l = Layout::Plain;
+    outLayouts.push_back(l);
+    out.push_back(viewOf(storage.back(), l));
+  }
+  if (auto e = (*k)->prepare(inLayouts, outLayouts)) {
+    std::fprintf(stderr, "%s\n", llvm::toString(std::move(e)).c_str());
+    return -1;
+  }
+  Tensor scratch(TensorType(DType::F32, {(int64_t)((*k)->scratchBytes() / 4 + 1)}));
+  dnnl::stream stream(CpuBackend::instance().engine());
+  KernelContext ctx;
+  ctx.inputs = in;
+  ctx.outputs = out;
+  ctx.scratch = scratch.raw();
+  ctx.stream = &stream;
+  double best = 1e30, total = 0;
+  for (int rep = 0; rep < 3 || total < opt.minSeconds; ++rep) {
+    auto start = std::chrono::steady_clock::now();
+    if (auto e = (*k)->run(ctx)) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(e)).c_str());
+      return -1;
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rep > 0) { // the first run warms caches and page tables
+      best = std::min(best, s);
+      total += s;
+    }
+  }
+  return best;
+}
+
+bool parse(int argc, char **argv, Options &opt) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--batch"))
+      opt.batch = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads"))
+      opt.threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--min-seconds"))
+      opt.minSeconds = std::atof(argv[i + 1]);
+    else
+      return false;
+  }
+  return argc % 2 == 1 && opt.batch > 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opt;
+  if (!parse(argc, argv, opt)) {
+    std::fprintf(stderr, "usage: conv_bench [--batch N] [--threads T] [--min-seconds S]\n");
+    return 2;
+  }
+  if (opt.threads > 0)
+    setCpuThreads(opt.threads);
+  std::printf("batch %lld, %d threads; GFLOP/s (best run), plain | blocked activations\n",
+              (long long)opt.batch, cpuThreads());
+  std::printf("%-26s %-22s %8s  %15s  %15s  %15s\n", "layer", "x -> y", "GFLOP", "forward",
+              "backward-data", "backward-filter");
+  bool ok = true;
+  for (const Shape &s : kShapes) {
+    Module m;
+    Builder b(m.main());
+    TensorType xt(DType::F32, {opt.batch, s.c, s.hw, s.hw});
+    TensorType wt(DType::F32, {s.o, s.c, s.kh, s.kw});
+    Attrs a;
+    a.set("strides", Ints{s.stride, s.stride});
+    a.set("pads", Ints{s.padH, s.padW, s.padH, s.padW});
+    Value *x = b.input("x", xt), *w = b.input("w", wt);
+    Node *conv = b.createNode(Op::Conv, {x, w}, a, "conv");
+    TensorType yt = conv->result()->type();
+    Value *dy = b.input("dy", yt);
+    Attrs da = a, fa = a;
+    da.set("input_shape", Ints(xt.shape.begin(), xt.shape.end()));
+    fa.set("filter_shape", Ints(wt.shape.begin(), wt.shape.end()));
+    Node *data = b.createNode(Op::ConvGradData, {dy, w}, da, "grad_data");
+    Node *filter = b.createNode(Op::ConvGradFilter, {x, dy}, fa, "grad_filter");
+    double flops = 2.0 * yt.numElements() * s.c * s.kh * s.kw;
+    char shapes[64];
+    std::snprintf(shapes, sizeof shapes, "%lldx%lld^2->%lldx%lld^2", (long long)s.c,
+                  (long long)s.hw, (long long)s.o, (long long)yt.shape[2]);
+    std::printf("%-26s %-22s %8.2f ", s.name, shapes, flops * 1e-9);
+    for (const Node *n : {conv, data, filter}) {
+      double plain = timeNode(*n, false, opt), blocked = timeNode(*n, true, opt);
+      ok &= plain > 0 && blocked > 0;
+      std::printf("  %6.0f | %6.0f", flops / plain * 1e-9, flops / blocked * 1e-9);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,168 @@
+//===- BatchNorm.cpp - Batch normalization and its gradient (oneDNN) -------===//
+//
+// BatchNorm (x, scale, bias, mean, var) -> y, the inference form;
+// BatchNormTrain (x, scale, bias) -> (y, batch mean, biased batch variance);
+// BatchNormTrainGrad (x, scale, mean, var, dy) -> (dx, dscale, dbias), the
+// full training gradient (dx accounts for the batch statistics depending on
+// x). All take epsilon (default 1e-5) and x of rank 2 to 5 ([N, C, ...]).
+//
+// A primitive computes in the layout of x; one per layout the executor may
+// use, created on first use. dy and the activation results are staged
+// through scratch when their layout differs from x's. Channel vectors are
+// always plain.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Diagnostics.h"
+#include "kernels/cpu/DnnlKernel.h"
+
+#include <array>
+
+namespace graphc {
+namespace {
+
+using flags = dnnl::normalization_flags;
+using bn_fwd = dnnl::batch_normalization_forward;
+using bn_bwd = dnnl::batch_normalization_backward;
+
+/// The layouts x may have: plain, and blocked when the channels allow.
+std::array<bool, 2> layoutsFor(const TensorType &t) {
+  return {true, blockable(t)};
+}
+
+llvm::Error checkRank(const Node &n) {
+  size_t r = n.operand(0)->type().rank();
+  if (r < 2 || r > 5)
+    return nodeError(n, "input must have rank 2 to 5, has " + llvm::Twine(r));
+  return llvm::Error::success();
+}
+
+float epsilonOf(const Node &n) {
+  return (float)n.attrs().getFloat("epsilon", 1e-5);
+}
+
+bn_fwd::primitive_desc forwardPd(const Node &n, Layout l, dnnl::prop_kind kind, flags f,
+                                 const dnnl::primitive_attr &attr) {
+  auto data = layoutDesc(n.operand(0)->type(), l);
+  return bn_fwd::primitive_desc(bn_fwd::desc(kind, data, epsilonOf(n), f), attr,
+                                CpuBackend::instance().engine());
+}
+
+/// BatchNorm (inference) and BatchNormTrain: one forward primitive.
+class BatchNormKernel : public DnnlKernel {
+public:
+  using DnnlKernel::DnnlKernel;
+
+  llvm::Error build() override {
+    if (auto e = checkRank(node()))
+      return e;
+    training_ = node().op() == Op::BatchNormTrain;
+    flags f = flags::use_scale | flags::use_shift;
+    auto kind = training_ ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+    if (!training_)
+      f = f | flags::use_global_stats;
+    auto kinds = layoutsFor(operandType(0));
+    for (int l = 0; l < 2; ++l)
+      if (kinds[l])
+        prims_[l].pd = forwardPd(node(), Layout(l), kind, f, userScratchpad());
+    allowBlockedOperand(0);
+    allowBlockedResult(0);
+    return llvm::Error::success();
+  }
+
+  size_t scratchFor(const Layouts &ls) const override {
+    const auto &p = prims_[(int)ls.in[0]];
+    return Staging::bytes(layoutDesc(resultType(0), ls.out[0]), p.pd.dst_desc()) + p.scratchpad();
+  }
+
+  void prepareFor(const Layouts &ls) override { prims_[(int)ls.in[0]].get(); }
+
+  void execute(KernelContext &ctx, Staging &s) override {
+    auto &p = prims_[(int)ctx.inputs[0].layout];
+    auto channels = p.pd.mean_desc();
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
+        {DNNL_ARG_SCALE, s.read(ctx.inputs[1], p.pd.weights_desc())},
+        {DNNL_ARG_SHIFT, s.read(ctx.inputs[2], p.pd.weights_desc())},
+        {DNNL_ARG_DST, s.write(ctx.outputs[0], p.pd.dst_desc())},
+        {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}};
+    // Inference reads the given statistics; training writes the batch's.
+    llvm::ArrayRef<TensorView> stats = training_ ? ctx.outputs.slice(1) : ctx.inputs.slice(3);
+    args[DNNL_ARG_MEAN] = dnnl::memory(channels, s.engine(), stats[0].data);
+    args[DNNL_ARG_VARIANCE] = dnnl::memory(channels, s.engine(), stats[1].data);
+    p.get().execute(s.stream(), args);
+  }
+
+private:
+  bool training_ = false;
+  std::array<LazyPrimitive<bn_fwd>, 2> prims_;
+};
+
+/// BatchNormTrainGrad (x, scale, mean, var, dy) -> (dx, dscale, dbias).
+class BatchNormTrainGradKernel : public DnnlKernel {
+public:
+  using DnnlKernel::DnnlKernel;
+
+  llvm::Error build() override {
+    if (auto e = checkRank(node()))
+      return e;
+    flags f = flags::use_scale | flags::use_shift;
+    auto kinds = layoutsFor(operandType(0));
+    for (int l = 0; l < 2; ++l) {
+      if (!kinds[l])
+        continue;
+      auto hint = forwardPd(node(), Layout(l), dnnl::prop_kind::forward_training, f,
+                            dnnl::primitive_attr());
+      auto data = layoutDesc(operandType(0), Layout(l));
+      prims_[l].pd = bn_bwd::primitive_desc(
+          bn_bwd::desc(dnnl::prop_kind::backward, data, data, epsilonOf(node()), f),
+          userScratchpad(), CpuBackend::instance().engine(), hint);
+    }
+    allowBlockedOperand(0);
+    allowBlockedOperand(4);
+    allowBlockedResult(0);
+    return llvm::Error::success();
+  }
+
+  size_t scratchFor(const Layouts &ls) const override {
+    const auto &p = prims_[(int)ls.in[0]];
+    return Staging::bytes(layoutDesc(operandType(4), ls.in[4]), p.pd.diff_dst_desc()) +
+           Staging::bytes(layoutDesc(resultType(0), ls.out[0]), p.pd.diff_src_desc()) +
+           p.scratchpad();
+  }
+
+  void prepareFor(const Layouts &ls) override { prims_[(int)ls.in[0]].get(); }
+
+  void execute(KernelContext &ctx, Staging &s) override {
+    auto &p = prims_[(int)ctx.inputs[0].layout];
+    auto channels = p.pd.mean_desc(), weights = p.pd.weights_desc();
+    dnnl::memory scale = s.read(ctx.inputs[1], weights);
+    p.get().execute(s.stream(),
+                    {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
+                     {DNNL_ARG_SCALE, scale},
+                     // oneDNN asks for the shift whenever it computes its gradient, which
+                     // does not depend on it; any [C] buffer will do.
+                     {DNNL_ARG_SHIFT, scale},
+                     {DNNL_ARG_MEAN, dnnl::memory(channels, s.engine(), ctx.inputs[2].data)},
+                     {DNNL_ARG_VARIANCE, dnnl::memory(channels, s.engine(), ctx.inputs[3].data)},
+                     {DNNL_ARG_DIFF_DST, s.read(ctx.inputs[4], p.pd.diff_dst_desc())},
+                     {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], p.pd.diff_src_desc())},
+                     {DNNL_ARG_DIFF_SCALE, s.write(ctx.outputs[1], p.pd.diff_weights_desc())},
+                     {DNNL_ARG_DIFF_SHIFT, s.write(ctx.outputs[2], p.pd.diff_weights_desc())},
+                     {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}});
+  }
+
+private:
+  std::array<LazyPrimitive<bn_bwd>, 2> prims_;
+};
+
+} // namespace
+
+void registerCpuBatchNormKernels(KernelRegistry &r) {
+  r.add(Op::BatchNorm, DeviceKind::CPU, DType::F32, dnnlFactory<BatchNormKernel>());
+  r.add(Op::BatchNormTrain, DeviceKind::CPU, DType::F32, dnnlFactory<BatchNormKernel>());
+  r.add(Op::BatchNormTrainGrad, DeviceKind::CPU, DType::F32,
+        dnnlFactory<BatchNormTrainGradKernel>());
+}
+
+} // namespace graphc

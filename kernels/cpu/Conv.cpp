@@ -1,0 +1,238 @@
+//===- Conv.cpp - 2-d convolution and its two gradients (oneDNN) ------------===//
+//
+// Conv (x, w[, b]) -> y, ConvGradData (dy, w) -> dx and ConvGradFilter
+// (x, dy) -> dw, with groups, dilations, strides and asymmetric pads. The
+// bias gradient is a ReduceSum elsewhere.
+//
+// Each kernel builds one oneDNN primitive, with every tensor's format left to
+// oneDNN (format_tag::any), so the primitive computes in the layout it is
+// fastest in (nChw16c activations, blocked weights on AVX-512). Activations
+// are read and written in place when the executor's layout agrees with that
+// choice and reordered through scratch when it does not; weights (plain
+// OIHW, goihw with groups) are reordered every run, since they change every
+// training step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Diagnostics.h"
+#include "kernels/cpu/DnnlKernel.h"
+
+namespace graphc {
+namespace {
+
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+constexpr auto f32 = dnnl::memory::data_type::f32;
+
+/// A convolution's sizes and window in oneDNN's terms.
+struct ConvGeometry {
+  Dims x, w, y; // [N,C,H,W], [O,C/g,kh,kw], [N,O,OH,OW]
+  int64_t group = 1;
+  dims strides, dilates, padL, padR; // dilates: oneDNN counts dilation - 1
+
+  dnnl::memory::desc any(const Dims &d) const {
+    return dnnl::memory::desc(dims(d.begin(), d.end()), f32, tag::any);
+  }
+  /// The weights' shape as oneDNN sees them: [g, O/g, C/g, kh, kw] with groups.
+  dims weightDims() const {
+    if (group == 1)
+      return dims(w.begin(), w.end());
+    return {group, w[0] / group, w[1], w[2], w[3]};
+  }
+  dnnl::memory::desc weightsAny() const { return dnnl::memory::desc(weightDims(), f32, tag::any); }
+  dnnl::memory::desc weightsPlain() const {
+    return dnnl::memory::desc(weightDims(), f32, group == 1 ? tag::oihw : tag::goihw);
+  }
+};
+
+/// Reads strides, pads, dilations and group and checks them against the
+/// three shapes (the gradient ops' shapes are not checked by shape inference).
+llvm::Expected<ConvGeometry> readGeometry(const Node &n, Dims x, Dims w, Dims y) {
+  ConvGeometry g;
+  g.x = std::move(x);
+  g.w = std::move(w);
+  g.y = std::move(y);
+  const Attrs &a = n.attrs();
+  Ints strides = a.getInts("strides", {1, 1}), pads = a.getInts("pads", {0, 0, 0, 0});
+  Ints dilations = a.getInts("dilations", {1, 1});
+  g.group = a.getInt("group", 1);
+  if (g.x.size() != 4 || g.w.size() != 4 || g.y.size() != 4)
+    return nodeError(n, "needs 4-d input, filter and output, has " + shapeToString(g.x) + ", " +
+                            shapeToString(g.w) + ", " + shapeToString(g.y));
+  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+    return nodeError(n, "needs 2 strides, 4 pads and 2 dilations");
+  if (g.group <= 0 || g.x[1] != g.w[1] * g.group || g.w[0] % g.group || g.y[1] != g.w[0] ||
+      g.y[0] != g.x[0])
+    return nodeError(n, "input " + shapeToString(g.x) + ", filter " + shapeToString(g.w) +
+                            " and output " + shapeToString(g.y) + " do not fit group " +
+                            llvm::Twine(g.group));
+  for (int i = 0; i < 2; ++i) {
+    int64_t extent = (g.w[2 + i] - 1) * dilations[i] + 1;
+    if (strides[i] <= 0 || dilations[i] <= 0 || pads[i] < 0 || pads[i + 2] < 0)
+      return nodeError(n, "strides and dilations must be positive, pads non-negative");
+    int64_t floorOut = (g.x[2 + i] + pads[i] + pads[i + 2] - extent) / strides[i] + 1;
+    // ceil_mode (not an ONNX Conv attribute, but the window reader accepts it)
+    // may add one window; widen the end padding so oneDNN's floor agrees.
+    int64_t needEnd = (g.y[2 + i] - 1) * strides[i] + extent - g.x[2 + i] - pads[i];
+    if (g.y[2 + i] != floorOut && g.y[2 + i] != floorOut + 1)
+      return nodeError(n, "output " + shapeToString(g.y) + " does not match input " +
+                              shapeToString(g.x) + " under this window");
+    g.strides.push_back(strides[i]);
+    g.dilates.push_back(dilations[i] - 1);
+    g.padL.push_back(pads[i]);
+    g.padR.push_back(std::max(pads[i + 2], needEnd));
+  }
+  return g;
+}
+
+dnnl::convolution_forward::primitive_desc forwardPd(const ConvGeometry &g, bool bias,
+                                                    const dnnl::primitive_attr &attr) {
+  auto x = g.any(g.x), w = g.weightsAny(), y = g.any(g.y);
+  auto b = dnnl::memory::desc({g.w[0]}, f32, tag::a);
+  auto kind = dnnl::prop_kind::forward_training;
+  auto alg = dnnl::algorithm::convolution_direct;
+  auto desc = bias ? dnnl::convolution_forward::desc(kind, alg, x, w, b, y, g.strides, g.dilates,
+                                                     g.padL, g.padR)
+                   : dnnl::convolution_forward::desc(kind, alg, x, w, y, g.strides, g.dilates,
+                                                     g.padL, g.padR);
+  return dnnl::convolution_forward::primitive_desc(desc, attr, CpuBackend::instance().engine());
+}
+
+class ConvKernel : public DnnlKernel {
+public:
+  using DnnlKernel::DnnlKernel;
+
+  llvm::Error build() override {
+    auto g = readGeometry(node(), operandType(0).shape, operandType(1).shape, resultType(0).shape);
+    if (!g)
+      return g.takeError();
+    geo_ = *g;
+    bias_ = node().numOperands() == 3;
+    pd_ = forwardPd(geo_, bias_, userScratchpad());
+    prim_ = dnnl::convolution_forward(pd_);
+    allowBlockedOperand(0);
+    allowBlockedResult(0);
+    return llvm::Error::success();
+  }
+
+  size_t scratchFor(const Layouts &ls) const override {
+    return Staging::bytes(layoutDesc(operandType(0), ls.in[0]), pd_.src_desc()) +
+           Staging::bytes(geo_.weightsPlain(), pd_.weights_desc()) +
+           Staging::bytes(layoutDesc(resultType(0), ls.out[0]), pd_.dst_desc()) +
+           roundScratch(pd_.scratchpad_desc().get_size());
+  }
+
+  void execute(KernelContext &ctx, Staging &s) override {
+    std::unordered_map<int, dnnl::memory> args;
+    args[DNNL_ARG_SRC] = s.read(ctx.inputs[0], pd_.src_desc());
+    args[DNNL_ARG_WEIGHTS] = s.read(ctx.inputs[1].data, geo_.weightsPlain(), pd_.weights_desc());
+    if (bias_)
+      args[DNNL_ARG_BIAS] = s.read(ctx.inputs[2], pd_.bias_desc());
+    args[DNNL_ARG_DST] = s.write(ctx.outputs[0], pd_.dst_desc());
+    args[DNNL_ARG_SCRATCHPAD] = s.temp(pd_.scratchpad_desc());
+    prim_.execute(s.stream(), args);
+  }
+
+private:
+  ConvGeometry geo_;
+  bool bias_ = false;
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward prim_;
+};
+
+/// ConvGradData (dy, w) -> dx; attribute input_shape.
+class ConvGradDataKernel : public DnnlKernel {
+public:
+  using DnnlKernel::DnnlKernel;
+
+  llvm::Error build() override {
+    auto g = readGeometry(node(), resultType(0).shape, operandType(1).shape, operandType(0).shape);
+    if (!g)
+      return g.takeError();
+    geo_ = *g;
+    auto hint = forwardPd(geo_, false, dnnl::primitive_attr());
+    dnnl::convolution_backward_data::desc desc(
+        dnnl::algorithm::convolution_direct, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y),
+        geo_.strides, geo_.dilates, geo_.padL, geo_.padR);
+    pd_ = dnnl::convolution_backward_data::primitive_desc(desc, userScratchpad(),
+                                                          CpuBackend::instance().engine(), hint);
+    prim_ = dnnl::convolution_backward_data(pd_);
+    allowBlockedOperand(0);
+    allowBlockedResult(0);
+    return llvm::Error::success();
+  }
+
+  size_t scratchFor(const Layouts &ls) const override {
+    return Staging::bytes(layoutDesc(operandType(0), ls.in[0]), pd_.diff_dst_desc()) +
+           Staging::bytes(geo_.weightsPlain(), pd_.weights_desc()) +
+           Staging::bytes(layoutDesc(resultType(0), ls.out[0]), pd_.diff_src_desc()) +
+           roundScratch(pd_.scratchpad_desc().get_size());
+  }
+
+  void execute(KernelContext &ctx, Staging &s) override {
+    prim_.execute(s.stream(), {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[0], pd_.diff_dst_desc())},
+                               {DNNL_ARG_WEIGHTS, s.read(ctx.inputs[1].data, geo_.weightsPlain(),
+                                                         pd_.weights_desc())},
+                               {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], pd_.diff_src_desc())},
+                               {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}});
+  }
+
+private:
+  ConvGeometry geo_;
+  dnnl::convolution_backward_data::primitive_desc pd_;
+  dnnl::convolution_backward_data prim_;
+};
+
+/// ConvGradFilter (x, dy) -> dw; attribute filter_shape.
+class ConvGradFilterKernel : public DnnlKernel {
+public:
+  using DnnlKernel::DnnlKernel;
+
+  llvm::Error build() override {
+    auto g = readGeometry(node(), operandType(0).shape, resultType(0).shape, operandType(1).shape);
+    if (!g)
+      return g.takeError();
+    geo_ = *g;
+    auto hint = forwardPd(geo_, false, dnnl::primitive_attr());
+    dnnl::convolution_backward_weights::desc desc(
+        dnnl::algorithm::convolution_direct, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y),
+        geo_.strides, geo_.dilates, geo_.padL, geo_.padR);
+    pd_ = dnnl::convolution_backward_weights::primitive_desc(desc, userScratchpad(),
+                                                             CpuBackend::instance().engine(), hint);
+    prim_ = dnnl::convolution_backward_weights(pd_);
+    allowBlockedOperand(0);
+    allowBlockedOperand(1);
+    return llvm::Error::success();
+  }
+
+  size_t scratchFor(const Layouts &ls) const override {
+    return Staging::bytes(layoutDesc(operandType(0), ls.in[0]), pd_.src_desc()) +
+           Staging::bytes(layoutDesc(operandType(1), ls.in[1]), pd_.diff_dst_desc()) +
+           Staging::bytes(geo_.weightsPlain(), pd_.diff_weights_desc()) +
+           roundScratch(pd_.scratchpad_desc().get_size());
+  }
+
+  void execute(KernelContext &ctx, Staging &s) override {
+    prim_.execute(s.stream(),
+                  {{DNNL_ARG_SRC, s.read(ctx.inputs[0], pd_.src_desc())},
+                   {DNNL_ARG_DIFF_DST, s.read(ctx.inputs[1], pd_.diff_dst_desc())},
+                   {DNNL_ARG_DIFF_WEIGHTS,
+                    s.write(ctx.outputs[0].data, geo_.weightsPlain(), pd_.diff_weights_desc())},
+                   {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}});
+  }
+
+private:
+  ConvGeometry geo_;
+  dnnl::convolution_backward_weights::primitive_desc pd_;
+  dnnl::convolution_backward_weights prim_;
+};
+
+} // namespace
+
+void registerCpuConvKernels(KernelRegistry &r) {
+  r.add(Op::Conv, DeviceKind::CPU, DType::F32, dnnlFactory<ConvKernel>());
+  r.add(Op::ConvGradData, DeviceKind::CPU, DType::F32, dnnlFactory<ConvGradDataKernel>());
+  r.add(Op::ConvGradFilter, DeviceKind::CPU, DType::F32, dnnlFactory<ConvGradFilterKernel>());
+}
+
+} // namespace graphc

@@ -1,0 +1,222 @@
+//===- DnnlKernel.cpp - What the oneDNN-backed kernels share ----------------===//
+//
+// See DnnlKernel.h: thread scope, staging through scratch, the base class
+// that turns oneDNN exceptions into errors and checks scratch use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/cpu/DnnlKernel.h"
+
+#include "ir/Diagnostics.h"
+
+#include <omp.h>
+#include <stdexcept>
+
+namespace graphc {
+
+ThreadScope::ThreadScope(int threads) : saved_(omp_get_max_threads()) {
+  if (threads > 0 && threads != saved_)
+    omp_set_num_threads(threads);
+}
+
+ThreadScope::~ThreadScope() {
+  if (omp_get_max_threads() != saved_)
+    omp_set_num_threads(saved_);
+}
+
+bool blockable(const TensorType &t) {
+  return t.dtype == DType::F32 && t.rank() == 4 && t.isStatic() && t.shape[1] % 16 == 0;
+}
+
+dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims) {
+  dnnl::memory::dims d(dims.begin(), dims.end()), strides(dims.size());
+  if (d.empty())
+    d.push_back(1);
+  strides.resize(d.size());
+  int64_t stride = 1;
+  for (size_t i = d.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= d[i];
+  }
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
+}
+
+dnnl::memory::desc layoutDesc(const TensorType &t, Layout l) {
+  if (l == Layout::Blocked16)
+    return dnnlDesc(t, l);
+  return plainDesc(t.shape);
+}
+
+dnnl::reorder &ReorderCache::get(const dnnl::memory::desc &from, const dnnl::memory::desc &to) {
+  for (Entry &e : entries_)
+    if (e.from == from && e.to == to)
+      return e.prim;
+  const dnnl::engine &eng = CpuBackend::instance().engine();
+  dnnl::reorder::primitive_desc pd(eng, from, eng, to);
+  entries_.push_back({from, to, dnnl::reorder(pd)});
+  return entries_.back().prim;
+}
+
+void *Staging::take(size_t bytes) {
+  bytes = roundScratch(bytes);
+  if (used_ + bytes > capacity_)
+    throw std::runtime_error("needs more scratch memory than scratchBytes() reported (" +
+                             std::to_string(used_ + bytes) + " > " + std::to_string(capacity_) +
+                             "); were the layouts changed after prepare()?");
+  void *p = base_ + used_;
+  used_ += bytes;
+  return p;
+}
+
+dnnl::memory Staging::read(void *data, const dnnl::memory::desc &have,
+                           const dnnl::memory::desc &want) {
+  dnnl::memory view(have, engine(), data);
+  if (have == want)
+    return view;
+  dnnl::memory staged(want, engine(), take(want.get_size()));
+  reorders_.get(have, want).execute(stream_, view, staged);
+  return staged;
+}
+
+dnnl::memory Staging::write(void *data, const dnnl::memory::desc &have,
+                            const dnnl::memory::desc &want) {
+  dnnl::memory view(have, engine(), data);
+  if (have == want)
+    return view;
+  dnnl::memory staged(want, engine(), take(want.get_size()));
+  pending_.push_back({staged, view});
+  return staged;
+}
+
+dnnl::memory Staging::temp(const dnnl::memory::desc &d) {
+  return dnnl::memory(d, engine(), take(d.get_size()));
+}
+
+void Staging::finish() {
+  for (Pending &p : pending_)
+    reorders_.get(p.from.get_desc(), p.to.get_desc()).execute(stream_, p.from, p.to);
+  pending_.clear();
+  stream_.wait();
+}
+
+DnnlKernel::DnnlKernel(const Node &n, const KernelEnv &env)
+    : node_(&n), threads_(env.threads > 0 ? env.threads : 1), blockedIn_(n.numOperands(), false),
+      blockedOut_(n.numResults(), false) {}
+
+void DnnlKernel::allowBlockedOperand(unsigned i) {
+  blockedIn_[i] = blockable(operandType(i));
+}
+
+void DnnlKernel::allowBlockedResult(unsigned i) {
+  blockedOut_[i] = blockable(resultType(i));
+}
+
+bool DnnlKernel::acceptsLayout(unsigned i, Layout l) const {
+  return l == Layout::Plain || (i < blockedIn_.size() && blockedIn_[i]);
+}
+
+bool DnnlKernel::producesLayout(unsigned i, Layout l) const {
+  return l == Layout::Plain || (i < blockedOut_.size() && blockedOut_[i]);
+}
+
+dnnl::primitive_attr DnnlKernel::userScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+llvm::Error DnnlKernel::guard(llvm::function_ref<llvm::Error()> body) {
+  ThreadScope threads(threads_);
+  try {
+    return body();
+  } catch (const dnnl::error &e) {
+    return nodeError(*node_, llvm::Twine("oneDNN: ") + e.what());
+  } catch (const std::exception &e) {
+    return nodeError(*node_, e.what());
+  }
+}
+
+llvm::Error DnnlKernel::init() {
+  for (const Value *v : node_->operands())
+    if (!v->type().isStatic())
+      return nodeError(*node_, "operand '" + v->name() + "' has a symbolic shape; bind the batch");
+  for (const auto &v : node_->results())
+    if (!v->type().isStatic())
+      return nodeError(*node_, "result '" + v->name() + "' has a symbolic shape; bind the batch");
+  return guard([&] { return build(); });
+}
+
+std::vector<Layouts> DnnlKernel::allLayouts() const {
+  std::vector<Layouts> all(1);
+  auto expand = [&](auto member, bool blocked) {
+    size_t n = all.size();
+    for (size_t k = 0; k < n; ++k) {
+      (all[k].*member).push_back(Layout::Plain);
+      if (blocked) {
+        Layouts b = all[k];
+        (b.*member).back() = Layout::Blocked16;
+        all.push_back(std::move(b));
+      }
+    }
+  };
+  for (bool b : blockedIn_)
+    expand(&Layouts::in, b);
+  for (bool b : blockedOut_)
+    expand(&Layouts::out, b);
+  return all;
+}
+
+llvm::Error DnnlKernel::prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<Layout> results) {
+  if (operands.size() != blockedIn_.size() || results.size() != blockedOut_.size())
+    return nodeError(*node_, "prepare() got " + llvm::Twine(operands.size()) + " operand and " +
+                                 llvm::Twine(results.size()) + " result layouts");
+  Layouts ls;
+  ls.in.assign(operands.begin(), operands.end());
+  ls.out.assign(results.begin(), results.end());
+  for (unsigned i = 0; i < ls.in.size(); ++i)
+    if (!acceptsLayout(i, ls.in[i]))
+      return nodeError(*node_, "operand " + llvm::Twine(i) + " cannot be in the blocked layout");
+  for (unsigned i = 0; i < ls.out.size(); ++i)
+    if (!producesLayout(i, ls.out[i]))
+      return nodeError(*node_, "result " + llvm::Twine(i) + " cannot be in the blocked layout");
+  return guard([&] {
+    prepareFor(ls);
+    prepared_ = std::move(ls);
+    scratch_.reset();
+    return llvm::Error::success();
+  });
+}
+
+size_t DnnlKernel::scratchBytes() const {
+  if (scratch_)
+    return *scratch_;
+  ThreadScope threads(threads_);
+  if (prepared_) {
+    scratch_ = scratchFor(*prepared_);
+  } else {
+    size_t most = 0;
+    for (const Layouts &ls : allLayouts())
+      most = std::max(most, scratchFor(ls));
+    scratch_ = most;
+  }
+  return *scratch_;
+}
+
+llvm::Error DnnlKernel::run(KernelContext &ctx) {
+  assert(ctx.inputs.size() == blockedIn_.size() && ctx.outputs.size() == blockedOut_.size());
+  for (unsigned i = 0; i < ctx.inputs.size(); ++i)
+    if (!acceptsLayout(i, ctx.inputs[i].layout))
+      return nodeError(*node_, "operand " + llvm::Twine(i) + " arrived in the blocked layout");
+  for (unsigned i = 0; i < ctx.outputs.size(); ++i)
+    if (!producesLayout(i, ctx.outputs[i].layout))
+      return nodeError(*node_, "result " + llvm::Twine(i) + " was asked for in the blocked layout");
+  size_t capacity = scratchBytes();
+  return guard([&] {
+    Staging s(ctx.scratch, capacity, reorders_, cpuStream(ctx));
+    execute(ctx, s);
+    s.finish();
+    return llvm::Error::success();
+  });
+}
+
+} // namespace graphc

@@ -1,0 +1,201 @@
+//===- DnnlKernel.h - What the oneDNN-backed kernels share ------*- C++ -*-===//
+//
+// The oneDNN kernels (Conv.cpp, Pool.cpp, BatchNorm.cpp, MatMul.cpp) build
+// their primitive descriptors once, when the kernel is created, and run the
+// primitives per step. This header gives them one shape:
+//
+//  - DnnlKernel, the base class, guarantees that
+//    1. oneDNN exceptions come back as llvm::Errors naming the node;
+//    2. primitives are created and run under the same OpenMP thread count
+//       (the device's budget): oneDNN sizes per-thread scratch and splits
+//       work when it creates a primitive, so running it with more threads
+//       than it was made for is unsafe;
+//    3. oneDNN's scratchpad is user-managed and comes out of the kernel's
+//       scratch memory, so the executor's memory plan sees every byte;
+//    4. a run never uses more scratch than scratchBytes() said (checked).
+//
+//  - Staging moves a value between the layout of the executor's view and the
+//    layout a primitive computes in. When they agree the primitive reads or
+//    writes the view itself; otherwise the value is reordered through scratch
+//    (operands before the primitive, results after). Weights are reordered
+//    every run that needs them and never cached across runs: they change
+//    every training step.
+//
+// Kernels are not re-entrant: one run at a time per kernel object.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/cpu/CpuBackend.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace graphc {
+
+/// Sets the calling thread's OpenMP budget for a scope and restores it.
+class ThreadScope {
+public:
+  explicit ThreadScope(int threads);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope &) = delete;
+  ThreadScope &operator=(const ThreadScope &) = delete;
+
+private:
+  int saved_;
+};
+
+/// Scratch sizes are rounded to this so every piece stays 64-byte aligned.
+inline size_t roundScratch(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
+/// Whether a value of this type may be in Layout::Blocked16.
+bool blockable(const TensorType &t);
+
+/// A plain (row-major) f32 descriptor of any rank, scalars as [1].
+dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims);
+/// The f32 descriptor of a tensor of type `t` in layout `l`.
+dnnl::memory::desc layoutDesc(const TensorType &t, Layout l);
+/// The descriptor of an f32 view in its own layout.
+inline dnnl::memory::desc viewDesc(const TensorView &v) {
+  return layoutDesc(TensorType(v.dtype, v.shape), v.layout);
+}
+
+/// Caches reorder primitives by (source, destination) descriptor.
+class ReorderCache {
+public:
+  dnnl::reorder &get(const dnnl::memory::desc &from, const dnnl::memory::desc &to);
+
+private:
+  struct Entry {
+    dnnl::memory::desc from, to;
+    dnnl::reorder prim;
+  };
+  std::vector<Entry> entries_;
+};
+
+/// Hands out the kernel's scratch memory in aligned pieces.
+class Staging {
+public:
+  Staging(void *scratch, size_t capacity, ReorderCache &reorders, dnnl::stream &stream)
+      : base_(static_cast<unsigned char *>(scratch)), capacity_(capacity), reorders_(reorders),
+        stream_(stream) {}
+
+  /// The scratch bytes read() or write() takes for a value held in `have`
+  /// that a primitive wants in `want`.
+  static size_t bytes(const dnnl::memory::desc &have, const dnnl::memory::desc &want) {
+    return have == want ? 0 : roundScratch(want.get_size());
+  }
+
+  /// Memory a primitive reads: `data` (held in `have`) itself, or a copy in
+  /// `want` made now.
+  dnnl::memory read(void *data, const dnnl::memory::desc &have, const dnnl::memory::desc &want);
+  dnnl::memory read(const TensorView &v, const dnnl::memory::desc &want) {
+    return read(v.data, viewDesc(v), want);
+  }
+  /// Memory a primitive writes: `data` itself, or a buffer in `want` that
+  /// finish() reorders into `data`.
+  dnnl::memory write(void *data, const dnnl::memory::desc &have, const dnnl::memory::desc &want);
+  dnnl::memory write(const TensorView &v, const dnnl::memory::desc &want) {
+    return write(v.data, viewDesc(v), want);
+  }
+  /// Scratch memory for the primitive's own use (scratchpad, workspace).
+  dnnl::memory temp(const dnnl::memory::desc &d);
+  /// Copies staged results into their views and waits for the stream.
+  void finish();
+
+  dnnl::stream &stream() { return stream_; }
+  const dnnl::engine &engine() const { return CpuBackend::instance().engine(); }
+
+private:
+  void *take(size_t bytes);
+
+  unsigned char *base_;
+  size_t capacity_, used_ = 0;
+  ReorderCache &reorders_;
+  dnnl::stream &stream_;
+  struct Pending {
+    dnnl::memory from, to;
+  };
+  llvm::SmallVector<Pending, 2> pending_;
+};
+
+/// The layouts of one run: one per operand, one per result.
+struct Layouts {
+  llvm::SmallVector<Layout, 5> in, out;
+  bool operator==(const Layouts &o) const { return in == o.in && out == o.out; }
+};
+
+class DnnlKernel : public Kernel {
+public:
+  DnnlKernel(const Node &n, const KernelEnv &env);
+
+  llvm::Error run(KernelContext &ctx) final;
+  llvm::Error prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<Layout> results) final;
+  size_t scratchBytes() const final;
+  bool acceptsLayout(unsigned i, Layout l) const final;
+  bool producesLayout(unsigned i, Layout l) const final;
+
+  /// Builds the layout-independent part (primitive descriptors); an error
+  /// names the node.
+  llvm::Error init();
+
+protected:
+  const Node &node() const { return *node_; }
+  const TensorType &operandType(unsigned i) const { return node_->operand(i)->type(); }
+  const TensorType &resultType(unsigned i) const { return node_->result(i)->type(); }
+  /// Lets operand or result `i` take Layout::Blocked16 when its type allows.
+  void allowBlockedOperand(unsigned i);
+  void allowBlockedResult(unsigned i);
+  /// A primitive attribute with a user-managed scratchpad.
+  static dnnl::primitive_attr userScratchpad();
+
+  /// May throw dnnl::error; errors a user's graph causes come back as values.
+  virtual llvm::Error build() = 0;
+  /// The scratch a run with these layouts takes (Staging::bytes of every
+  /// staged value plus temps, each rounded).
+  virtual size_t scratchFor(const Layouts &ls) const = 0;
+  /// Creates what a run with these layouts needs, ahead of the first run.
+  virtual void prepareFor(const Layouts &ls) {}
+  virtual void execute(KernelContext &ctx, Staging &s) = 0;
+
+private:
+  llvm::Error guard(llvm::function_ref<llvm::Error()> body);
+  /// Every combination of layouts this kernel accepts.
+  std::vector<Layouts> allLayouts() const;
+
+  const Node *node_;
+  int threads_;
+  llvm::SmallVector<bool, 5> blockedIn_, blockedOut_;
+  std::optional<Layouts> prepared_;
+  mutable std::optional<size_t> scratch_; ///< scratchBytes(), once computed
+  ReorderCache reorders_;
+};
+
+/// A factory that constructs the kernel and runs its init().
+template <typename KernelT> KernelFactory dnnlFactory() {
+  return [](const Node &n, const KernelEnv &env) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    auto k = std::make_unique<KernelT>(n, env);
+    if (auto e = k->init())
+      return e;
+    return std::unique_ptr<Kernel>(std::move(k));
+  };
+}
+
+/// A primitive descriptor built eagerly (cheap) and its primitive created on
+/// first use (oneDNN generates code then).
+template <typename Prim> struct LazyPrimitive {
+  typename Prim::primitive_desc pd;
+  std::optional<Prim> prim;
+
+  Prim &get() {
+    if (!prim)
+      prim.emplace(pd);
+    return *prim;
+  }
+  size_t scratchpad() const { return roundScratch(pd.scratchpad_desc().get_size()); }
+};
+
+} // namespace graphc

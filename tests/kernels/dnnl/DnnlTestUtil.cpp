@@ -1,0 +1,202 @@
+//===- DnnlTestUtil.cpp - Running one kernel in chosen layouts -------------===//
+
+#include "tests/kernels/dnnl/DnnlTestUtil.h"
+
+#include "ir/Builder.h"
+#include "kernels/cpu/CpuBackend.h"
+
+#include <cmath>
+#include <limits>
+
+namespace graphc::test {
+
+llvm::Expected<std::unique_ptr<OneNode>> makeNode(Op op, llvm::ArrayRef<TensorType> inputs,
+                                                  Attrs attrs) {
+  auto one = std::make_unique<OneNode>();
+  Builder b(one->module.main());
+  llvm::SmallVector<Value *, 5> operands;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    operands.push_back(b.input("in" + std::to_string(i), inputs[i]));
+  auto n = b.tryCreate(op, operands, std::move(attrs), "node");
+  if (!n)
+    return n.takeError();
+  one->node = *n;
+  return one;
+}
+
+std::unique_ptr<OneNode> mustMakeNode(Op op, llvm::ArrayRef<TensorType> inputs, Attrs attrs) {
+  auto n = makeNode(op, inputs, std::move(attrs));
+  if (!n) {
+    ADD_FAILURE() << llvm::toString(n.takeError());
+    return nullptr;
+  }
+  return std::move(*n);
+}
+
+namespace {
+
+/// Calls fn(plainIndex, blockedIndex) for every element of a 4-d tensor whose
+/// channels are a multiple of 16.
+template <typename Fn> void forEachBlocked(llvm::ArrayRef<int64_t> s, Fn fn) {
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          fn(((n * C + c) * H + h) * W + w,
+             (((n * (C / 16) + c / 16) * H + h) * W + w) * 16 + c % 16);
+}
+
+void fillNaN(void *data, size_t bytes) {
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  float *f = static_cast<float *>(data);
+  for (size_t i = 0; i < bytes / sizeof(float); ++i)
+    f[i] = nan;
+}
+
+} // namespace
+
+Tensor toBlocked(const Tensor &plain) {
+  Tensor out(plain.type());
+  const float *from = plain.data<float>();
+  float *to = out.data<float>();
+  forEachBlocked(plain.shape(), [&](int64_t p, int64_t b) { to[b] = from[p]; });
+  return out;
+}
+
+Tensor fromBlocked(const Tensor &blocked) {
+  Tensor out(blocked.type());
+  const float *from = blocked.data<float>();
+  float *to = out.data<float>();
+  forEachBlocked(blocked.shape(), [&](int64_t p, int64_t b) { to[p] = from[b]; });
+  return out;
+}
+
+llvm::Expected<std::unique_ptr<KernelHarness>>
+KernelHarness::create(const Node &n,
+                      std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts) {
+  auto h = std::make_unique<KernelHarness>();
+  h->node_ = &n;
+  KernelEnv env;
+  env.threads = cpuThreads();
+  env.backend = &CpuBackend::instance();
+  auto k = KernelRegistry::global().create(n, env);
+  if (!k)
+    return k.takeError();
+  h->kernel_ = std::move(*k);
+  h->in_.assign(n.numOperands(), Layout::Plain);
+  h->out_.assign(n.numResults(), Layout::Plain);
+  if (layouts) {
+    h->in_ = layouts->first;
+    h->out_ = layouts->second;
+    if (auto e = h->kernel_->prepare(h->in_, h->out_))
+      return e;
+  }
+  return h;
+}
+
+llvm::Expected<std::vector<Tensor>> KernelHarness::run(llvm::ArrayRef<Tensor> inputs) {
+  std::vector<Tensor> in, out;
+  std::vector<TensorView> inViews, outViews;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(in_[i] == Layout::Blocked16 ? toBlocked(inputs[i]) : inputs[i]);
+    TensorView v;
+    v.data = in.back().raw();
+    v.dtype = in.back().dtype();
+    v.shape.assign(in.back().shape().begin(), in.back().shape().end());
+    v.layout = in_[i];
+    inViews.push_back(v);
+  }
+  for (size_t i = 0; i < node_->numResults(); ++i) {
+    out.emplace_back(node_->result(i)->type());
+    fillNaN(out.back().raw(), out.back().bytes());
+    TensorView v;
+    v.data = out.back().raw();
+    v.dtype = out.back().dtype();
+    v.shape.assign(out.back().shape().begin(), out.back().shape().end());
+    v.layout = out_[i];
+    outViews.push_back(v);
+  }
+  size_t scratchBytes = kernel_->scratchBytes();
+  std::vector<float> scratch(scratchBytes / sizeof(float) + 16);
+  void *aligned = scratch.data() + (64 - (uintptr_t)scratch.data() % 64) % 64 / sizeof(float);
+  fillNaN(aligned, scratchBytes);
+  dnnl::stream stream(CpuBackend::instance().engine());
+  KernelContext ctx;
+  ctx.inputs = inViews;
+  ctx.outputs = outViews;
+  ctx.scratch = aligned;
+  ctx.stream = &stream;
+  if (auto e = kernel_->run(ctx))
+    return e;
+  stream.wait();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out_[i] == Layout::Blocked16)
+      out[i] = fromBlocked(out[i]);
+  return out;
+}
+
+std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs) {
+  auto h = KernelHarness::create(n);
+  if (!h) {
+    ADD_FAILURE() << llvm::toString(h.takeError());
+    return {};
+  }
+  auto out = (*h)->run(inputs);
+  if (!out) {
+    ADD_FAILURE() << llvm::toString(out.takeError());
+    return {};
+  }
+  return std::move(*out);
+}
+
+testing::AssertionResult near(const Tensor &got, const Tensor &want, double rtol, double *worst) {
+  if (got.type() != want.type())
+    return testing::AssertionFailure()
+           << "type " << toString(got.type()) << ", expected " << toString(want.type());
+  int64_t n = want.numElements();
+  double sumSq = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sumSq += want.at(i) * want.at(i);
+  double rms = n ? std::sqrt(sumSq / n) : 0;
+  int64_t bad = 0, worstAt = -1;
+  double worstErr = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double g = got.at(i), w = want.at(i);
+    double err = std::abs(g - w) / (std::abs(w) + rms + 1e-30);
+    if (std::isnan(g))
+      err = std::numeric_limits<double>::infinity();
+    if (err > rtol)
+      ++bad;
+    if (worstAt < 0 || err > worstErr) {
+      worstErr = err;
+      worstAt = i;
+    }
+  }
+  if (worst)
+    *worst = worstErr;
+  if (!bad)
+    return testing::AssertionSuccess();
+  return testing::AssertionFailure()
+         << bad << " of " << n << " elements off by more than " << rtol << " x (|expected| + rms "
+         << rms << "); worst at flat index " << worstAt << ": got " << got.at(worstAt)
+         << ", expected " << want.at(worstAt) << " (normalized error " << worstErr << ")";
+}
+
+Tensor randomTensor(const TensorType &t, std::mt19937 &rng) {
+  Tensor out(t);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  float *d = out.data<float>();
+  for (int64_t i = 0; i < out.numElements(); ++i)
+    d[i] = normal(rng);
+  return out;
+}
+
+double dot(const Tensor &a, const Tensor &b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.numElements(); ++i)
+    s += a.at(i) * b.at(i);
+  return s;
+}
+
+} // namespace graphc::test

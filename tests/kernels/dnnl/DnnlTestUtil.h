@@ -1,0 +1,72 @@
+//===- DnnlTestUtil.h - Running one kernel in chosen layouts ----*- C++ -*-===//
+//
+// Test helpers for the oneDNN kernels: a one-node module, a harness that
+// creates a node's CPU kernel once and runs it with operands and results in
+// chosen layouts (converting from and to plain by hand, filling results and
+// scratch with NaN so unwritten elements show), and a tolerance check.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+#include "kernels/Kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+namespace graphc::test {
+
+/// A module holding Input nodes of the given types and one node reading them.
+struct OneNode {
+  Module module;
+  Node *node = nullptr;
+};
+llvm::Expected<std::unique_ptr<OneNode>> makeNode(Op op, llvm::ArrayRef<TensorType> inputs,
+                                                  Attrs attrs);
+/// The same, asserting success (for hand-written cases).
+std::unique_ptr<OneNode> mustMakeNode(Op op, llvm::ArrayRef<TensorType> inputs, Attrs attrs);
+
+/// nChw16c from plain NCHW and back (same type, same bytes).
+Tensor toBlocked(const Tensor &plain);
+Tensor fromBlocked(const Tensor &blocked);
+
+/// Creates a node's CPU kernel once; runs it on plain tensors, converting
+/// operands and results to and from the layouts given.
+class KernelHarness {
+public:
+  /// With layouts: prepare() is called with them. Without: every value is
+  /// plain and prepare() is not called (the kernel sizes scratch for all).
+  static llvm::Expected<std::unique_ptr<KernelHarness>>
+  create(const Node &n,
+         std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts = std::nullopt);
+
+  llvm::Expected<std::vector<Tensor>> run(llvm::ArrayRef<Tensor> inputs);
+  Kernel &kernel() { return *kernel_; }
+
+private:
+  const Node *node_ = nullptr;
+  std::unique_ptr<Kernel> kernel_;
+  std::vector<Layout> in_, out_;
+};
+
+/// Runs a node once through a fresh harness (plain layouts).
+std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs);
+
+/// |got - want| <= rtol * (|want| + rms(want)) elementwise: relative error,
+/// with the tensor's RMS as the floor near zero (sums that cancel). Also
+/// reports the worst normalized error through `worst` when given.
+testing::AssertionResult near(const Tensor &got, const Tensor &want, double rtol,
+                              double *worst = nullptr);
+
+/// Normal(0, 1) values.
+Tensor randomTensor(const TensorType &t, std::mt19937 &rng);
+/// sum(a * b) in double.
+double dot(const Tensor &a, const Tensor &b);
+
+inline TensorType f32(llvm::ArrayRef<int64_t> dims) {
+  return TensorType(DType::F32, dims);
+}
+
+} // namespace graphc::test

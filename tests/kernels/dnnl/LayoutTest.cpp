@@ -1,0 +1,219 @@
+//===- LayoutTest.cpp - Blocked views give the plain views' numbers --------===//
+//
+// For every oneDNN kernel that takes nChw16c, every combination of layouts it
+// accepts (operands and results independently) must give the numbers of the
+// all-plain run; results and scratch start as NaN so unwritten elements show.
+// Also: which values may be blocked, scratch sizing after prepare(), and
+// errors for attributes the kernels cannot run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/kernels/dnnl/DnnlTestUtil.h"
+
+#include "kernels/cpu/CpuBackend.h"
+
+#include <cmath>
+
+using namespace graphc;
+using namespace graphc::test;
+
+namespace {
+
+using LayoutPair = std::pair<std::vector<Layout>, std::vector<Layout>>;
+
+Attrs attrs(std::initializer_list<std::pair<const char *, Attribute>> list) {
+  Attrs a;
+  for (auto &[k, v] : list)
+    a.set(k, v);
+  return a;
+}
+
+struct Case {
+  const char *name;
+  Op op;
+  std::vector<TensorType> inputs;
+  Attrs attrs;
+};
+
+std::vector<Case> blockedCases() {
+  Ints pad1{1, 1, 1, 1};
+  Attrs conv = attrs({{"pads", pad1}});
+  Attrs dataAttrs = conv, filterAttrs = conv;
+  dataAttrs.set("input_shape", Ints{2, 32, 7, 7});
+  filterAttrs.set("filter_shape", Ints{16, 32, 3, 3});
+  Attrs maxPool = attrs({{"kernel_shape", Ints{3, 3}},
+                         {"strides", Ints{2, 2}},
+                         {"pads", pad1},
+                         {"ceil_mode", (int64_t)1}});
+  Attrs avgPool = maxPool;
+  avgPool.set("count_include_pad", (int64_t)1); // windows overhang at the end
+  Attrs avgGrad = avgPool;
+  avgGrad.set("input_shape", Ints{1, 16, 10, 10});
+  Attrs eps = attrs({{"epsilon", 1e-3}});
+  TensorType c16 = f32({16}), c32 = f32({32});
+  return {
+      {"conv", Op::Conv, {f32({2, 32, 7, 7}), f32({16, 32, 3, 3}), c16}, conv},
+      {"conv_rgb",
+       Op::Conv,
+       {f32({2, 3, 9, 9}), f32({16, 3, 3, 3})},
+       attrs({{"strides", Ints{2, 2}}})},
+      {"conv_grad_data", Op::ConvGradData, {f32({2, 16, 7, 7}), f32({16, 32, 3, 3})}, dataAttrs},
+      {"conv_grad_filter",
+       Op::ConvGradFilter,
+       {f32({2, 32, 7, 7}), f32({2, 16, 7, 7})},
+       filterAttrs},
+      {"max_pool", Op::MaxPool, {f32({2, 16, 9, 9})}, maxPool},
+      {"max_pool_grad", Op::MaxPoolGrad, {f32({2, 16, 9, 9}), f32({2, 16, 5, 5})}, maxPool},
+      {"avg_pool", Op::AveragePool, {f32({1, 16, 10, 10})}, avgPool},
+      {"avg_pool_grad", Op::AveragePoolGrad, {f32({1, 16, 5, 5})}, avgGrad},
+      {"global_avg_pool", Op::GlobalAveragePool, {f32({2, 32, 5, 5})}, {}},
+      {"batch_norm", Op::BatchNorm, {f32({2, 16, 4, 4}), c16, c16, c16, c16}, eps},
+      {"batch_norm_train", Op::BatchNormTrain, {f32({2, 32, 3, 3}), c32, c32}, eps},
+      {"batch_norm_train_grad",
+       Op::BatchNormTrainGrad,
+       {f32({2, 32, 3, 3}), c32, c32, c32, f32({2, 32, 3, 3})},
+       eps},
+  };
+}
+
+/// Every combination of layouts the kernel accepts, all-plain first.
+std::vector<LayoutPair> layoutCombinations(const Kernel &k, const Node &n) {
+  std::vector<LayoutPair> all{{{}, {}}};
+  auto expand = [&](bool blocked, bool operand) {
+    size_t count = all.size();
+    for (size_t i = 0; i < count; ++i) {
+      auto &list = operand ? all[i].first : all[i].second;
+      list.push_back(Layout::Plain);
+      if (blocked) {
+        LayoutPair b = all[i];
+        (operand ? b.first : b.second).back() = Layout::Blocked16;
+        all.push_back(std::move(b));
+      }
+    }
+  };
+  for (unsigned i = 0; i < n.numOperands(); ++i)
+    expand(k.acceptsLayout(i, Layout::Blocked16), true);
+  for (unsigned i = 0; i < n.numResults(); ++i)
+    expand(k.producesLayout(i, Layout::Blocked16), false);
+  return all;
+}
+
+std::string describe(const LayoutPair &p) {
+  std::string s;
+  for (Layout l : p.first)
+    s += l == Layout::Plain ? 'p' : 'B';
+  s += " -> ";
+  for (Layout l : p.second)
+    s += l == Layout::Plain ? 'p' : 'B';
+  return s;
+}
+
+TEST(DnnlLayout, BlockedViewsMatchPlain) {
+  std::mt19937 rng(5);
+  for (const Case &c : blockedCases()) {
+    SCOPED_TRACE(c.name);
+    auto node = mustMakeNode(c.op, c.inputs, c.attrs);
+    ASSERT_TRUE(node);
+    std::vector<Tensor> in;
+    for (const TensorType &t : c.inputs)
+      in.push_back(randomTensor(t, rng));
+    // Variances must be positive.
+    unsigned var = c.op == Op::BatchNorm ? 4 : c.op == Op::BatchNormTrainGrad ? 3 : 0;
+    for (int64_t i = 0; var && i < in[var].numElements(); ++i)
+      in[var].set(i, std::abs(in[var].at(i)) + 0.5);
+    std::vector<Tensor> plain = runOnce(*node->node, in);
+    ASSERT_EQ(plain.size(), node->node->numResults());
+
+    auto probe = KernelHarness::create(*node->node);
+    ASSERT_TRUE(bool(probe)) << llvm::toString(probe.takeError());
+    std::vector<LayoutPair> combos = layoutCombinations((*probe)->kernel(), *node->node);
+    EXPECT_GT(combos.size(), 1u) << "takes no blocked value";
+    for (const LayoutPair &layouts : combos) {
+      SCOPED_TRACE(describe(layouts));
+      auto h = KernelHarness::create(*node->node, layouts);
+      ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
+      auto out = (*h)->run(in);
+      ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+      for (size_t i = 0; i < plain.size(); ++i)
+        EXPECT_TRUE(near((*out)[i], plain[i], 1e-5)) << "result " << i;
+    }
+  }
+}
+
+std::unique_ptr<Kernel> kernelFor(const Node &n) {
+  KernelEnv env;
+  env.threads = cpuThreads();
+  auto k = KernelRegistry::global().create(n, env);
+  if (!k) {
+    ADD_FAILURE() << llvm::toString(k.takeError());
+    return nullptr;
+  }
+  return std::move(*k);
+}
+
+TEST(DnnlLayout, OnlyActivationsWithChannelsOf16MayBeBlocked) {
+  auto conv = mustMakeNode(Op::Conv, {f32({2, 3, 9, 9}), f32({16, 3, 3, 3}), f32({16})}, {});
+  auto k = kernelFor(*conv->node);
+  ASSERT_TRUE(k);
+  EXPECT_FALSE(k->acceptsLayout(0, Layout::Blocked16)) << "3 channels";
+  EXPECT_FALSE(k->acceptsLayout(1, Layout::Blocked16)) << "weights stay plain";
+  EXPECT_FALSE(k->acceptsLayout(2, Layout::Blocked16)) << "bias stays plain";
+  EXPECT_TRUE(k->producesLayout(0, Layout::Blocked16)) << "16 channels";
+
+  auto bn = mustMakeNode(Op::BatchNormTrain, {f32({4, 32}), f32({32}), f32({32})}, {});
+  k = kernelFor(*bn->node);
+  ASSERT_TRUE(k);
+  EXPECT_FALSE(k->acceptsLayout(0, Layout::Blocked16)) << "2-d";
+  EXPECT_FALSE(k->producesLayout(1, Layout::Blocked16)) << "statistics";
+
+  auto mm = mustMakeNode(Op::MatMul, {f32({2, 16, 4, 4}), f32({2, 16, 4, 4})}, {});
+  k = kernelFor(*mm->node);
+  ASSERT_TRUE(k);
+  EXPECT_FALSE(k->acceptsLayout(0, Layout::Blocked16));
+  EXPECT_FALSE(k->producesLayout(0, Layout::Blocked16));
+}
+
+TEST(DnnlLayout, PrepareSizesScratchForTheChosenLayouts) {
+  auto conv = mustMakeNode(Op::Conv, {f32({8, 32, 14, 14}), f32({32, 32, 3, 3})},
+                           attrs({{"pads", Ints{1, 1, 1, 1}}}));
+  auto any = kernelFor(*conv->node), plain = kernelFor(*conv->node),
+       blocked = kernelFor(*conv->node);
+  ASSERT_TRUE(any && plain && blocked);
+  using L = Layout;
+  ASSERT_FALSE(bool(plain->prepare({L::Plain, L::Plain}, {L::Plain})));
+  ASSERT_FALSE(bool(blocked->prepare({L::Blocked16, L::Plain}, {L::Blocked16})));
+  // On AVX-512 the convolution computes in nChw16c: plain views are staged
+  // (two activation copies), blocked ones are not.
+  size_t activation = 8 * 32 * 14 * 14 * sizeof(float);
+  EXPECT_GE(plain->scratchBytes(), blocked->scratchBytes() + 2 * activation);
+  EXPECT_GE(any->scratchBytes(), plain->scratchBytes());
+
+  llvm::Error e = blocked->prepare({L::Plain, L::Blocked16}, {L::Plain});
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("operand 1 cannot be in the blocked layout"),
+            std::string::npos);
+}
+
+TEST(DnnlLayout, UnsupportedAttributesAreErrorsNamingTheNode) {
+  auto pool = mustMakeNode(Op::AveragePool, {f32({1, 2, 9, 9})},
+                           attrs({{"kernel_shape", Ints{3, 3}}, {"dilations", Ints{2, 2}}}));
+  ASSERT_TRUE(pool);
+  KernelEnv env;
+  auto k = KernelRegistry::global().create(*pool->node, env);
+  ASSERT_FALSE(bool(k));
+  std::string msg = llvm::toString(k.takeError());
+  EXPECT_NE(msg.find("node 'node' (AveragePool)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dilated"), std::string::npos) << msg;
+
+  // ConvGradData's input_shape is not checked by shape inference.
+  auto grad = mustMakeNode(Op::ConvGradData, {f32({1, 4, 5, 5}), f32({4, 2, 3, 3})},
+                           attrs({{"input_shape", Ints{1, 2, 9, 9}}}));
+  ASSERT_TRUE(grad);
+  k = KernelRegistry::global().create(*grad->node, env);
+  ASSERT_FALSE(bool(k));
+  msg = llvm::toString(k.takeError());
+  EXPECT_NE(msg.find("(ConvGradData)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("does not match"), std::string::npos) << msg;
+}
+
+} // namespace

@@ -1,0 +1,158 @@
+//===- ReferenceTest.cpp - oneDNN kernels against PyTorch ------------------===//
+//
+// make_reference.py (run once per test run by the ctest fixture
+// dnnl_reference_data) writes cases as .npy files and a manifest; each test
+// here runs every case of one op family through the node's CPU kernel and
+// compares with PyTorch's float64 result.
+//
+// Tolerance: 1e-4 relative, floored by the expected tensor's RMS (see
+// near()). oneDNN sums in float32 in orders of its own (blocked channels,
+// per-thread partial sums in the weight gradient); the worst errors measured
+// are printed and recorded in docs/cpu-kernels.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/kernels/dnnl/DnnlTestUtil.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/Npy.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdio>
+
+using namespace graphc;
+using namespace graphc::test;
+
+namespace {
+
+constexpr double kTolerance = 1e-4;
+
+struct Case {
+  std::string name;
+  Op op = Op::Identity;
+  Attrs attrs;
+  std::vector<Tensor> inputs, outputs;
+};
+
+llvm::Expected<Attribute> readAttr(const llvm::json::Value &v) {
+  const llvm::json::Object *o = v.getAsObject();
+  if (o && o->getInteger("int"))
+    return Attribute(*o->getInteger("int"));
+  if (o && o->getNumber("float"))
+    return Attribute(*o->getNumber("float"));
+  if (o && o->getArray("ints")) {
+    Ints ints;
+    for (const llvm::json::Value &e : *o->getArray("ints"))
+      ints.push_back(*e.getAsInteger());
+    return Attribute(ints);
+  }
+  return makeError("unknown attribute form");
+}
+
+llvm::Expected<std::vector<Case>> loadCases() {
+  std::string dir = DNNL_REFERENCE_DIR;
+  auto text = llvm::MemoryBuffer::getFile(dir + "/manifest.json");
+  if (!text)
+    return makeError("cannot read " + dir +
+                     "/manifest.json; run the test through ctest (the fixture "
+                     "dnnl_reference_data writes it)");
+  auto json = llvm::json::parse((*text)->getBuffer());
+  if (!json)
+    return json.takeError();
+  std::vector<Case> cases;
+  for (const llvm::json::Value &c : *json->getAsObject()->getArray("cases")) {
+    const llvm::json::Object &o = *c.getAsObject();
+    Case k;
+    k.name = o.getString("name")->str();
+    auto op = parseOp(*o.getString("op"));
+    if (!op)
+      return makeError("unknown op in case " + k.name);
+    k.op = *op;
+    for (const auto &[name, value] : *o.getObject("attrs")) {
+      auto a = readAttr(value);
+      if (!a)
+        return a.takeError();
+      k.attrs.set(name.str(), *a);
+    }
+    for (auto [key, list] : {std::pair{"inputs", &k.inputs}, std::pair{"outputs", &k.outputs}})
+      for (const llvm::json::Value &f : *o.getArray(key)) {
+        auto t = readNpy(dir + "/" + f.getAsString()->str());
+        if (!t)
+          return t.takeError();
+        list->push_back(*t);
+      }
+    cases.push_back(std::move(k));
+  }
+  return cases;
+}
+
+const std::vector<Case> &allCases() {
+  static std::vector<Case> cases = [] {
+    auto c = loadCases();
+    if (!c) {
+      ADD_FAILURE() << llvm::toString(c.takeError());
+      return std::vector<Case>();
+    }
+    return std::move(*c);
+  }();
+  return cases;
+}
+
+/// Runs every case whose op is in `ops`; prints the worst error per op.
+void checkFamily(std::initializer_list<Op> ops) {
+  const std::vector<Case> &cases = allCases();
+  ASSERT_FALSE(cases.empty()) << "no reference cases";
+  for (Op op : ops) {
+    int count = 0;
+    double worst = 0;
+    std::string worstCase;
+    for (const Case &c : cases) {
+      if (c.op != op)
+        continue;
+      ++count;
+      SCOPED_TRACE(c.name);
+      std::vector<TensorType> types;
+      for (const Tensor &t : c.inputs)
+        types.push_back(t.type());
+      auto node = mustMakeNode(c.op, types, c.attrs);
+      ASSERT_TRUE(node);
+      std::vector<Tensor> got = runOnce(*node->node, c.inputs);
+      ASSERT_EQ(got.size(), c.outputs.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        double err = 0;
+        // A scalar result (1-d by 1-d MatMul) was saved by NumPy as shape ().
+        Tensor want = c.outputs[i].reshaped(got[i].shape());
+        EXPECT_TRUE(near(got[i], want, kTolerance, &err)) << "result " << i;
+        if (err > worst) {
+          worst = err;
+          worstCase = c.name;
+        }
+      }
+    }
+    EXPECT_GT(count, 0) << "no cases for " << opName(op).str();
+    std::printf("[ reference] %-20s %2d cases, worst normalized error %.2e (%s)\n",
+                opName(op).str().c_str(), count, worst, worstCase.c_str());
+  }
+}
+
+TEST(DnnlReference, Conv) {
+  checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter});
+}
+
+TEST(DnnlReference, Pool) {
+  checkFamily(
+      {Op::MaxPool, Op::MaxPoolGrad, Op::AveragePool, Op::AveragePoolGrad, Op::GlobalAveragePool});
+}
+
+TEST(DnnlReference, BatchNorm) {
+  checkFamily({Op::BatchNorm, Op::BatchNormTrain, Op::BatchNormTrainGrad});
+}
+
+TEST(DnnlReference, MatMul) {
+  checkFamily({Op::MatMul, Op::Gemm});
+}
+
+} // namespace
