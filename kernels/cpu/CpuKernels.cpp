@@ -10,6 +10,16 @@ void registerCpuConvKernels(KernelRegistry &r);
 void registerCpuPoolKernels(KernelRegistry &r);
 void registerCpuBatchNormKernels(KernelRegistry &r);
 void registerCpuMatMulKernels(KernelRegistry &r);
+// Plain C++ families (a later registration of the same key wins).
+void registerCpuElementwiseKernels(KernelRegistry &r);
+void registerCpuCastKernels(KernelRegistry &r);
+void registerCpuDropoutKernels(KernelRegistry &r);
+void registerCpuSoftmaxKernels(KernelRegistry &r);
+void registerCpuShapeKernels(KernelRegistry &r);
+void registerCpuGatherKernels(KernelRegistry &r);
+void registerCpuReduceKernels(KernelRegistry &r);
+void registerCpuLossKernels(KernelRegistry &r);
+void registerCpuOptimizerKernels(KernelRegistry &r);
 
 void registerCpuKernels(KernelRegistry &r) {
   registerCpuStructuralKernels(r);
@@ -17,6 +27,15 @@ void registerCpuKernels(KernelRegistry &r) {
   registerCpuPoolKernels(r);
   registerCpuBatchNormKernels(r);
   registerCpuMatMulKernels(r);
+  registerCpuElementwiseKernels(r);
+  registerCpuCastKernels(r);
+  registerCpuDropoutKernels(r);
+  registerCpuSoftmaxKernels(r);
+  registerCpuShapeKernels(r);
+  registerCpuGatherKernels(r);
+  registerCpuReduceKernels(r);
+  registerCpuLossKernels(r);
+  registerCpuOptimizerKernels(r);
 }
 
 } // namespace graphc
