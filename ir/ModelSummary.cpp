@@ -113,7 +113,8 @@ ModelSummary summarize(const Module &m, int64_t batch) {
   ModelSummary s;
   s.name = m.name();
   s.batchBound = m.batch().has_value();
-  s.batch = batch > 0 ? batch : m.batch().value_or(1);
+  // A bound module's shapes are static: its own batch is the only one it has.
+  s.batch = m.batch() ? *m.batch() : batch > 0 ? batch : 1;
 
   for (const Variable &v : m.variables()) {
     VariableStats &st = statsFor(s, v.kind);

@@ -13,7 +13,8 @@
 //    With several graphs, the largest graph's peak.
 //  - The per-op table is sorted by MACs, then FLOPs, then count (all
 //    descending), then op name, so equal modules print equal tables.
-//  - `batch` <= 0 means the module's bound batch, or 1 while it is symbolic.
+//  - `batch` is what the symbolic batch N counts as (<= 0: 1); a module whose
+//    batch is bound is summarized at its bound batch, whatever `batch` says.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

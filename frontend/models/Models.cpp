@@ -23,47 +23,27 @@ struct Entry {
   int64_t imageSize;
   double dropout; ///< < 0: the model has no dropout
   bool hasAux;
+  bool hasHidden; ///< takes ModelOptions::hiddenSizes
   void (*build)(NetBuilder &, const ModelOptions &);
 };
 
+// clang-format off
 const Entry kModels[] = {
-    {{"inception_v3", "torchvision Inception v3, 299×299 RGB, optional aux head (23.8M params)"},
-     1000,
-     299,
-     0.5,
-     true,
-     buildInceptionV3},
-    {{"resnet18", "torchvision ResNet-18, 224×224 RGB (11.7M params)"},
-     1000,
-     224,
-     -1,
-     false,
-     buildResNet18},
-    {{"resnet50", "torchvision ResNet-50, 224×224 RGB (25.6M params)"},
-     1000,
-     224,
-     -1,
-     false,
-     buildResNet50},
-    {{"small_cnn", "two conv+BatchNorm blocks and two linears for 28×28 grey images (422K)"},
-     10,
-     28,
-     0.5,
-     false,
-     buildSmallCnn},
-    {{"small_cnn_nobn", "small_cnn without BatchNorm (convs with bias)"},
-     10,
-     28,
-     0.5,
-     false,
-     buildSmallCnnNoBn},
-    {{"mlp", "784 → 256 → 256 → 10 with ReLU on flattened 28×28 images"},
-     10,
-     28,
-     -1,
-     false,
-     buildMlp},
+  // name, description; classes, image, dropout, aux head, hidden sizes, builder
+  {{"inception_v3", "torchvision Inception v3, 299×299 RGB, optional aux head (23.8M params)"},
+   1000, 299, 0.5, true, false, buildInceptionV3},
+  {{"resnet18", "torchvision ResNet-18, 224×224 RGB (11.7M params)"},
+   1000, 224, -1, false, false, buildResNet18},
+  {{"resnet50", "torchvision ResNet-50, 224×224 RGB (25.6M params)"},
+   1000, 224, -1, false, false, buildResNet50},
+  {{"small_cnn", "two conv+BatchNorm blocks and two linears for 28×28 grey images (422K)"},
+   10, 28, 0.5, false, false, buildSmallCnn},
+  {{"small_cnn_nobn", "small_cnn without BatchNorm (convs with bias)"},
+   10, 28, 0.5, false, false, buildSmallCnnNoBn},
+  {{"mlp", "784 → 256 → 256 → 10 with ReLU on flattened 28×28 images"},
+   10, 28, -1, false, true, buildMlp},
 };
+// clang-format on
 
 std::string modelList() {
   std::string s;
@@ -88,6 +68,10 @@ llvm::Error checkOptions(const Entry &e, const ModelOptions &o) {
                      llvm::Twine(o.batch));
   if (o.auxLogits && !e.hasAux)
     return makeError(model + " has no auxiliary head");
+  if (e.dropout < 0 && o.dropout >= 0)
+    return makeError(model + " has no dropout");
+  if (!e.hasHidden && !o.hiddenSizes.empty())
+    return makeError(model + " takes no hidden sizes (only mlp does)");
   if (e.dropout >= 0 && !(o.dropout >= 0 && o.dropout < 1))
     return makeError(model + ": the dropout ratio must be in [0, 1), got " +
                      formatDouble(o.dropout));
@@ -124,7 +108,7 @@ llvm::Expected<std::unique_ptr<Module>> buildModel(llvm::StringRef name, const M
     o.imageSize = entry->imageSize;
   if (o.dropout < 0)
     o.dropout = entry->dropout;
-  if (o.hiddenSizes.empty() && entry->build == buildMlp)
+  if (o.hiddenSizes.empty() && entry->hasHidden)
     o.hiddenSizes = {256, 256};
   if (auto e = checkOptions(*entry, o))
     return e;

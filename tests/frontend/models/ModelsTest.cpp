@@ -205,4 +205,8 @@ TEST(Models, BadOptionsSayWhatIsWrong) {
   EXPECT_NE(buildError("mlp", {.imageSize = -28}).find("image size must be positive"),
             std::string::npos);
   EXPECT_NE(buildError("mlp", {.batch = -1}).find("batch must be positive"), std::string::npos);
+  EXPECT_NE(buildError("resnet50", {.dropout = 0.2}).find("model 'resnet50' has no dropout"),
+            std::string::npos);
+  EXPECT_NE(buildError("small_cnn", {.hiddenSizes = {8}}).find("takes no hidden sizes"),
+            std::string::npos);
 }

@@ -106,10 +106,10 @@ TEST(Summary, SmallCnnTotalsAndTable) {
   EXPECT_EQ(macs, s.total.macs);
   EXPECT_EQ(nodes, s.nodes);
 
-  // The batch defaults to the bound one.
+  // A bound module is counted at its own batch.
   auto bound = model("small_cnn", {.batch = 16});
   ASSERT_TRUE(bound);
-  ModelSummary sb = summarize(*bound);
+  ModelSummary sb = summarize(*bound, 3);
   EXPECT_EQ(sb.batch, 16);
   EXPECT_TRUE(sb.batchBound);
   EXPECT_EQ(sb.total.macs, 16 * perImage);
