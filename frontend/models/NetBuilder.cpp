@@ -85,6 +85,7 @@ Value *NetBuilder::input(llvm::StringRef name, llvm::ArrayRef<int64_t> dims, DTy
 
 Value *NetBuilder::conv2d(Value *x, int64_t outChannels, Hw kernel, const ConvOptions &opts,
                           llvm::StringRef name) {
+  assert(opts.groups > 0 && "conv groups come from model code");
   if (failed())
     return x;
   const TensorType &t = x->type();
