@@ -83,32 +83,30 @@ llvm::Expected<bool> addOptimizer(Module &m, const CompileOptions &opts) {
                                toString(v->type));
   }
   if (gradOf.empty())
-    return makeError("add-optimizer: no gradient nodes (attribute grad_of) in graph '" +
-                     g->name() + "'; run autodiff first");
-
-  Builder b(*g);
-  TensorType lrType(DType::F32, {});
-  Value *lr;
-  if (Node *existing = g->findNode("lr")) {
-    if (existing->op() != Op::Input || existing->result()->type() != lrType)
-      return nodeError(*existing, "add-optimizer needs the name 'lr' for an Input of type f32[]");
-    lr = existing->result();
-  } else {
-    lr = b.input("lr", lrType);
-  }
+    return makeError("add-optimizer: no gradient nodes (attribute grad_of) in graph '" + g->name() +
+                     "'; run autodiff first");
 
   // Module order: deterministic, and the same order a checkpoint lists.
   std::vector<std::pair<std::string, TensorType>> params;
   for (const Variable &v : m.variables())
     if (gradOf.count(v.name))
       params.emplace_back(v.name, v.type);
+  // Check every slot name before changing anything.
+  for (auto &[name, type] : params)
+    for (const std::string &suffix : form->slots)
+      if (m.findVariable(name + "." + suffix))
+        return makeError("add-optimizer: cannot create optimizer slot '" + name + "." + suffix +
+                         "': a variable of that name exists");
+  Builder b(*g);
+  TensorType lrType(DType::F32, {});
+  Node *existingLr = g->findNode("lr");
+  if (existingLr && (existingLr->op() != Op::Input || existingLr->result()->type() != lrType))
+    return nodeError(*existingLr, "add-optimizer needs the name 'lr' for an Input of type f32[]");
+  Value *lr = existingLr ? existingLr->result() : b.input("lr", lrType);
   for (auto &[name, type] : params) {
     Strings slots;
     for (const std::string &suffix : form->slots) {
       std::string slotName = name + "." + suffix;
-      if (m.findVariable(slotName))
-        return makeError("add-optimizer: cannot create optimizer slot '" + slotName +
-                         "': a variable of that name exists");
       Variable slot;
       slot.name = slotName;
       slot.type = type;

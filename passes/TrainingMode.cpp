@@ -62,7 +62,8 @@ llvm::Error switchBatchNorm(Node &bn) {
   }
   if (perChannel < 2)
     return nodeError(bn, "training-mode batch norm needs more than one value per channel, input "
-                         "is " + toString(xt));
+                         "is " +
+                             toString(xt));
   auto meanVar = runningStatistic(bn, 3);
   if (!meanVar)
     return meanVar.takeError();

@@ -60,9 +60,8 @@ private:
 
 void ReverseSweep::markDependencies() {
   for (Node *n : forward_) {
-    bool depends = isTrainableRead(*n) || llvm::any_of(n->operands(), [&](Value *v) {
-                     return dependsOnParam_.count(v);
-                   });
+    bool depends = isTrainableRead(*n) ||
+                   llvm::any_of(n->operands(), [&](Value *v) { return dependsOnParam_.count(v); });
     if (!depends)
       continue;
     for (auto &r : n->results())

@@ -37,7 +37,7 @@ llvm::Error subGrad(GradContext &c) {
   if (c.needs(0))
     c.setGrad(0, reduceTo(c, c.dy(), 0));
   if (c.needs(1))
-    c.setGrad(1, c.create(Op::Neg, {reduceTo(c, c.dy(), 1)}));
+    c.setGrad(1, c.create(Op::Neg, {reduceTo(c, c.dy(), 1)}, {}, "grad_b"));
   return llvm::Error::success();
 }
 
@@ -45,17 +45,19 @@ llvm::Error mulGrad(GradContext &c) {
   // d(a*b) = dy*b da + dy*a db.
   for (unsigned i = 0; i < 2; ++i)
     if (c.needs(i))
-      c.setGrad(i, reduceTo(c, c.create(Op::Mul, {c.dy(), c.x(1 - i)}), i));
+      c.setGrad(
+          i, reduceTo(c, c.create(Op::Mul, {c.dy(), c.x(1 - i)}, {}, i ? "grad_b" : "grad_a"), i));
   return llvm::Error::success();
 }
 
 llvm::Error divGrad(GradContext &c) {
   // y = a/b: da = dy/b, db = -dy*a/b^2 = -(dy*y)/b.
   if (c.needs(0))
-    c.setGrad(0, reduceTo(c, c.create(Op::Div, {c.dy(), c.x(1)}), 0));
+    c.setGrad(0, reduceTo(c, c.create(Op::Div, {c.dy(), c.x(1)}, {}, "grad_a"), 0));
   if (c.needs(1)) {
-    Value *t = c.create(Op::Div, {c.create(Op::Mul, {c.dy(), c.y()}), c.x(1)});
-    c.setGrad(1, c.create(Op::Neg, {reduceTo(c, t, 1)}));
+    Value *t =
+        c.create(Op::Div, {c.create(Op::Mul, {c.dy(), c.y()}, {}, "dy_y"), c.x(1)}, {}, "dy_y_b");
+    c.setGrad(1, c.create(Op::Neg, {reduceTo(c, t, 1)}, {}, "grad_b"));
   }
   return llvm::Error::success();
 }
@@ -64,7 +66,7 @@ llvm::Error divGrad(GradContext &c) {
 /// max, axis), where first is the forward input or output.
 GradRule activation(Op gradOp, bool useOutput) {
   return [gradOp, useOutput](GradContext &c) -> llvm::Error {
-    c.setGrad(0, c.create(gradOp, {useOutput ? c.y() : c.x(0), c.dy()}, c.attrs()));
+    c.setGrad(0, c.create(gradOp, {useOutput ? c.y() : c.x(0), c.dy()}, c.attrs(), "grad"));
     return llvm::Error::success();
   };
 }
@@ -75,23 +77,24 @@ llvm::Error passThrough(GradContext &c) {
 }
 
 llvm::Error expGrad(GradContext &c) {
-  c.setGrad(0, c.create(Op::Mul, {c.dy(), c.y()}));
+  c.setGrad(0, c.create(Op::Mul, {c.dy(), c.y()}, {}, "grad"));
   return llvm::Error::success();
 }
 
 llvm::Error logGrad(GradContext &c) {
-  c.setGrad(0, c.create(Op::Div, {c.dy(), c.x(0)}));
+  c.setGrad(0, c.create(Op::Div, {c.dy(), c.x(0)}, {}, "grad"));
   return llvm::Error::success();
 }
 
 llvm::Error sqrtGrad(GradContext &c) {
   Value *half = scalarConstant(c.b(), 0.5, c.y()->type().dtype, "half");
-  c.setGrad(0, c.create(Op::Mul, {c.create(Op::Div, {c.dy(), c.y()}), half}));
+  c.setGrad(0,
+            c.create(Op::Mul, {c.create(Op::Div, {c.dy(), c.y()}, {}, "dy_y"), half}, {}, "grad"));
   return llvm::Error::success();
 }
 
 llvm::Error negGrad(GradContext &c) {
-  c.setGrad(0, c.create(Op::Neg, {c.dy()}));
+  c.setGrad(0, c.create(Op::Neg, {c.dy()}, {}, "grad"));
   return llvm::Error::success();
 }
 
@@ -99,14 +102,14 @@ llvm::Error castGrad(GradContext &c) {
   // Only float-to-float casts reach here: integer results carry no gradient.
   Attrs a;
   a.set("to", c.x(0)->type().dtype);
-  c.setGrad(0, c.create(Op::Cast, {c.dy()}, std::move(a)));
+  c.setGrad(0, c.create(Op::Cast, {c.dy()}, std::move(a), "grad"));
   return llvm::Error::success();
 }
 
 llvm::Error dropoutTrainGrad(GradContext &c) {
   // The mask (result 1) is drawn independently of x: it passes nothing back.
   if (c.dy(0))
-    c.setGrad(0, c.create(Op::Mul, {c.dy(0), c.y(1)}));
+    c.setGrad(0, c.create(Op::Mul, {c.dy(0), c.y(1)}, {}, "grad"));
   return llvm::Error::success();
 }
 

@@ -56,7 +56,9 @@ const GradRule &GradRegistry::rule(Op op) const {
   return entries_[(size_t)op].rule;
 }
 
-bool isDifferentiable(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool isDifferentiable(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
 
 Value *scalarConstant(Builder &b, double v, DType t, llvm::StringRef leaf) {
   Tensor c(TensorType(t, {}));

@@ -40,7 +40,8 @@ Value *transposeLast2(Builder &b, Value *v) {
   return b.create(Op::Transpose, {v}, std::move(a), "transpose");
 }
 
-Value *gemm(Builder &b, Value *x, Value *y, bool transA, bool transB, double alpha) {
+Value *gemm(Builder &b, Value *x, Value *y, bool transA, bool transB, double alpha,
+            llvm::StringRef leaf) {
   Attrs a;
   if (transA)
     a.set("transA", int64_t(1));
@@ -48,7 +49,7 @@ Value *gemm(Builder &b, Value *x, Value *y, bool transA, bool transB, double alp
     a.set("transB", int64_t(1));
   if (alpha != 1.0)
     a.set("alpha", alpha);
-  return b.create(Op::Gemm, {x, y}, std::move(a), "gemm");
+  return b.create(Op::Gemm, {x, y}, std::move(a), leaf);
 }
 
 llvm::Error matMulGrad(GradContext &c) {
@@ -70,13 +71,13 @@ llvm::Error matMulGrad(GradContext &c) {
   Value *dY = reshapeTo(b, c.dy(), y2);
   bool matrices = a2.size() == 2 && b2.size() == 2;
   if (c.needs(0)) {
-    Value *dA = matrices ? gemm(b, dY, B, false, true, 1.0)
-                         : b.create(Op::MatMul, {dY, transposeLast2(b, B)}, {}, "matmul");
+    Value *dA = matrices ? gemm(b, dY, B, false, true, 1.0, "grad_a")
+                         : b.create(Op::MatMul, {dY, transposeLast2(b, B)}, {}, "grad_a");
     c.setGrad(0, reshapeTo(b, reduceToShape(b, dA, a2), as));
   }
   if (c.needs(1)) {
-    Value *dB = matrices ? gemm(b, A, dY, true, false, 1.0)
-                         : b.create(Op::MatMul, {transposeLast2(b, A), dY}, {}, "matmul");
+    Value *dB = matrices ? gemm(b, A, dY, true, false, 1.0, "grad_b")
+                         : b.create(Op::MatMul, {transposeLast2(b, A), dY}, {}, "grad_b");
     c.setGrad(1, reshapeTo(b, reduceToShape(b, dB, b2), bs));
   }
   return llvm::Error::success();
@@ -89,11 +90,11 @@ llvm::Error gemmGrad(GradContext &c) {
   double alpha = c.attrs().getFloat("alpha", 1.0), beta = c.attrs().getFloat("beta", 1.0);
   Value *A = c.x(0), *B = c.x(1), *dY = c.dy();
   if (c.needs(0))
-    c.setGrad(0, ta ? gemm(b, B, dY, tb, true, alpha)     // alpha·op(B)·dYᵀ
-                    : gemm(b, dY, B, false, !tb, alpha)); // alpha·dY·op(B)ᵀ
+    c.setGrad(0, ta ? gemm(b, B, dY, tb, true, alpha, "grad_a")     // alpha·op(B)·dYᵀ
+                    : gemm(b, dY, B, false, !tb, alpha, "grad_a")); // alpha·dY·op(B)ᵀ
   if (c.needs(1))
-    c.setGrad(1, tb ? gemm(b, dY, A, true, ta, alpha)     // alpha·dYᵀ·op(A)
-                    : gemm(b, A, dY, !ta, false, alpha)); // alpha·op(A)ᵀ·dY
+    c.setGrad(1, tb ? gemm(b, dY, A, true, ta, alpha, "grad_b")     // alpha·dYᵀ·op(A)
+                    : gemm(b, A, dY, !ta, false, alpha, "grad_b")); // alpha·op(A)ᵀ·dY
   if (c.node().numOperands() == 3 && c.needs(2)) {
     Value *dC = reduceToShape(b, dY, c.x(2)->type().shape);
     if (beta != 1.0)
@@ -115,7 +116,9 @@ Value *sumPerChannel(Builder &b, Value *v, llvm::StringRef leaf) {
   return b.create(Op::ReduceSum, {v}, std::move(a), leaf);
 }
 
-Ints shapeInts(const Value *v) { return Ints(v->type().shape.begin(), v->type().shape.end()); }
+Ints shapeInts(const Value *v) {
+  return Ints(v->type().shape.begin(), v->type().shape.end());
+}
 
 llvm::Error convGrad(GradContext &c) {
   Builder &b = c.b();
@@ -190,7 +193,7 @@ llvm::Error batchNormInferenceGrad(GradContext &c) {
   if (c.needs(1)) {
     Value *centered = b.create(Op::Sub, {c.x(0), reshapeTo(b, c.x(3), perChannel)}, {}, "centered");
     Value *xhat = b.create(Op::Div, {centered, reshapeTo(b, stddev, perChannel)}, {}, "xhat");
-    c.setGrad(1, sumPerChannel(b, b.create(Op::Mul, {c.dy(), xhat}), "grad_scale"));
+    c.setGrad(1, sumPerChannel(b, b.create(Op::Mul, {c.dy(), xhat}, {}, "dy_xhat"), "grad_scale"));
   }
   if (c.needs(2))
     c.setGrad(2, sumPerChannel(b, c.dy(), "grad_bias"));

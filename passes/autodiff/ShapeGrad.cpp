@@ -23,9 +23,13 @@
 namespace graphc {
 namespace {
 
-Ints shapeOf(const Value *v) { return Ints(v->type().shape.begin(), v->type().shape.end()); }
+Ints shapeOf(const Value *v) {
+  return Ints(v->type().shape.begin(), v->type().shape.end());
+}
 
-int64_t normalizeAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + (int64_t)rank : axis; }
+int64_t normalizeAxis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + (int64_t)rank : axis;
+}
 
 llvm::Error reshapeBack(GradContext &c) {
   c.setGrad(0, reshapeTo(c.b(), c.dy(), c.x(0)->type().shape));
