@@ -9,6 +9,7 @@
 
 #include "ir/Diagnostics.h"
 
+#include <cstring>
 #include <omp.h>
 #include <stdexcept>
 
@@ -143,7 +144,17 @@ llvm::Error DnnlKernel::init() {
   for (const auto &v : node_->results())
     if (!v->type().isStatic())
       return nodeError(*node_, "result '" + v->name() + "' has a symbolic shape; bind the batch");
-  return guard([&] { return build(); });
+  for (const Value *v : node_->operands())
+    empty_ |= v->type().numElements() == 0;
+  for (const auto &v : node_->results())
+    empty_ |= v->type().numElements() == 0;
+  return guard([&] { return empty_ ? buildEmpty() : build(); });
+}
+
+void DnnlKernel::executeEmpty(KernelContext &ctx) {
+  for (const TensorView &v : ctx.outputs)
+    if (v.bytes())
+      std::memset(v.data, 0, v.bytes());
 }
 
 std::vector<Layouts> DnnlKernel::allLayouts() const {
@@ -180,7 +191,8 @@ llvm::Error DnnlKernel::prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<
     if (!producesLayout(i, ls.out[i]))
       return nodeError(*node_, "result " + llvm::Twine(i) + " cannot be in the blocked layout");
   return guard([&] {
-    prepareFor(ls);
+    if (!empty_)
+      prepareFor(ls);
     prepared_ = std::move(ls);
     scratch_.reset();
     return llvm::Error::success();
@@ -190,8 +202,9 @@ llvm::Error DnnlKernel::prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<
 size_t DnnlKernel::scratchBytes() const {
   if (scratch_)
     return *scratch_;
-  ThreadScope threads(threads_);
-  if (prepared_) {
+  if (empty_) {
+    scratch_ = 0;
+  } else if (prepared_) {
     scratch_ = scratchFor(*prepared_);
   } else {
     size_t most = 0;
@@ -212,6 +225,10 @@ llvm::Error DnnlKernel::run(KernelContext &ctx) {
       return nodeError(*node_, "result " + llvm::Twine(i) + " was asked for in the blocked layout");
   size_t capacity = scratchBytes();
   return guard([&] {
+    if (empty_) {
+      executeEmpty(ctx);
+      return llvm::Error::success();
+    }
     Staging s(ctx.scratch, capacity, reorders_, cpuStream(ctx));
     execute(ctx, s);
     s.finish();

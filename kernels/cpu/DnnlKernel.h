@@ -12,7 +12,11 @@
 //       than it was made for is unsafe;
 //    3. oneDNN's scratchpad is user-managed and comes out of the kernel's
 //       scratch memory, so the executor's memory plan sees every byte;
-//    4. a run never uses more scratch than scratchBytes() said (checked).
+//    4. a run never uses more scratch than scratchBytes() said (checked);
+//    5. a node with an empty operand or result (a tower that got no samples)
+//       builds no primitive (oneDNN 2.6 divides by zero on some) and its run
+//       zero-fills its results: the sum over nothing for gradients and
+//       products, and 0 as the statistics of an empty batch.
 //
 //  - Staging moves a value between the layout of the executor's view and the
 //    layout a primitive computes in. When they agree the primitive reads or
@@ -160,6 +164,10 @@ protected:
   /// Creates what a run with these layouts needs, ahead of the first run.
   virtual void prepareFor(const Layouts &ls) {}
   virtual void execute(KernelContext &ctx, Staging &s) = 0;
+  /// Instead of build() and execute() for a node with an empty operand or
+  /// result (default: nothing to build; zero-fill the results).
+  virtual llvm::Error buildEmpty() { return llvm::Error::success(); }
+  virtual void executeEmpty(KernelContext &ctx);
 
 private:
   llvm::Error guard(llvm::function_ref<llvm::Error()> body);
@@ -168,6 +176,7 @@ private:
 
   const Node *node_;
   int threads_;
+  bool empty_ = false;
   llvm::SmallVector<bool, 5> blockedIn_, blockedOut_;
   std::optional<Layouts> prepared_;
   mutable std::optional<size_t> scratch_; ///< scratchBytes(), once computed

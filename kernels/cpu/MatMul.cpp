@@ -83,37 +83,19 @@ public:
   using DnnlKernel::DnnlKernel;
 
   llvm::Error build() override {
-    const Dims &a = operandType(0).shape, &b = operandType(1).shape;
-    if (a.size() != 2 || b.size() != 2)
-      return nodeError(node(), "needs 2-d A and B");
-    bool ta = node().attrs().getInt("transA"), tb = node().attrs().getInt("transB");
-    int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1], n = tb ? b[0] : b[1];
-    if ((tb ? b[1] : b[0]) != k)
-      return nodeError(node(), "inner dimensions of A and B differ");
+    if (auto e = readShapes())
+      return e;
     auto f32 = dnnl::memory::data_type::f32;
     // A transposed operand: the stored [K, M] read as [M, K] through strides.
-    dnnl::memory::desc da({m, k}, f32, ta ? dnnl::memory::dims{1, m} : dnnl::memory::dims{k, 1});
-    dnnl::memory::desc db({k, n}, f32, tb ? dnnl::memory::dims{1, k} : dnnl::memory::dims{n, 1});
-    alpha_ = (float)node().attrs().getFloat("alpha", 1.0);
-    beta_ = (float)node().attrs().getFloat("beta", 1.0);
-    m_ = m;
-    n_ = n;
-    if (node().numOperands() == 3 && beta_ != 0) {
-      const Dims &c = operandType(2).shape;
-      if (c.size() > 2)
-        return nodeError(node(), "C must have rank 0 to 2");
-      cRows_ = c.size() == 2 ? c[0] : 1;
-      cCols_ = c.empty() ? 1 : c.back();
-      if ((cRows_ != 1 && cRows_ != m) || (cCols_ != 1 && cCols_ != n))
-        return nodeError(node(), "C " + shapeToString(c) + " does not broadcast to [" +
-                                     llvm::Twine(m) + ", " + llvm::Twine(n) + "]");
-      hasC_ = true;
-    }
+    dnnl::memory::desc da({m_, k_}, f32,
+                          transA_ ? dnnl::memory::dims{1, m_} : dnnl::memory::dims{k_, 1});
+    dnnl::memory::desc db({k_, n_}, f32,
+                          transB_ ? dnnl::memory::dims{1, k_} : dnnl::memory::dims{n_, 1});
     biasC_ = hasC_ && alpha_ == 1 && beta_ == 1;
     dnnl::primitive_attr attr = userScratchpad();
     if (alpha_ != 1)
       attr.set_output_scales(0, {alpha_});
-    auto dc = plainDesc({m, n});
+    auto dc = plainDesc({m_, n_});
     auto desc = biasC_ ? dnnl::matmul::desc(da, db, plainDesc({cRows_, cCols_}), dc)
                        : dnnl::matmul::desc(da, db, dc);
     pd_ = dnnl::matmul::primitive_desc(desc, attr, CpuBackend::instance().engine());
@@ -137,6 +119,47 @@ public:
     if (!hasC_ || biasC_)
       return;
     s.stream().wait();
+    addC(ctx);
+  }
+
+  // With K = 0 the product is zero and the result is beta * C.
+  llvm::Error buildEmpty() override { return readShapes(); }
+  void executeEmpty(KernelContext &ctx) override {
+    DnnlKernel::executeEmpty(ctx);
+    if (hasC_ && ctx.outputs[0].numElements() > 0)
+      addC(ctx);
+  }
+
+private:
+  llvm::Error readShapes() {
+    const Dims &a = operandType(0).shape, &b = operandType(1).shape;
+    if (a.size() != 2 || b.size() != 2)
+      return nodeError(node(), "needs 2-d A and B");
+    transA_ = node().attrs().getInt("transA");
+    transB_ = node().attrs().getInt("transB");
+    m_ = transA_ ? a[1] : a[0];
+    k_ = transA_ ? a[0] : a[1];
+    n_ = transB_ ? b[0] : b[1];
+    if ((transB_ ? b[1] : b[0]) != k_)
+      return nodeError(node(), "inner dimensions of A and B differ");
+    alpha_ = (float)node().attrs().getFloat("alpha", 1.0);
+    beta_ = (float)node().attrs().getFloat("beta", 1.0);
+    if (node().numOperands() < 3 || beta_ == 0)
+      return llvm::Error::success();
+    const Dims &c = operandType(2).shape;
+    if (c.size() > 2)
+      return nodeError(node(), "C must have rank 0 to 2");
+    cRows_ = c.size() == 2 ? c[0] : 1;
+    cCols_ = c.empty() ? 1 : c.back();
+    if ((cRows_ != 1 && cRows_ != m_) || (cCols_ != 1 && cCols_ != n_))
+      return nodeError(node(), "C " + shapeToString(c) + " does not broadcast to [" +
+                                   llvm::Twine(m_) + ", " + llvm::Twine(n_) + "]");
+    hasC_ = true;
+    return llvm::Error::success();
+  }
+
+  /// y += beta * C, C broadcast to [M, N].
+  void addC(KernelContext &ctx) const {
     const float *c = ctx.inputs[2].as<float>();
     float *y = ctx.outputs[0].as<float>();
     int64_t rowStep = cRows_ == 1 ? 0 : cCols_, colStep = cCols_ == 1 ? 0 : 1;
@@ -146,9 +169,9 @@ public:
         y[i * n_ + j] += beta_ * c[i * rowStep + j * colStep];
   }
 
-private:
+  bool transA_ = false, transB_ = false;
   float alpha_ = 1, beta_ = 1;
-  int64_t m_ = 0, n_ = 0, cRows_ = 1, cCols_ = 1;
+  int64_t m_ = 0, k_ = 0, n_ = 0, cRows_ = 1, cCols_ = 1;
   bool hasC_ = false, biasC_ = false;
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul prim_;
