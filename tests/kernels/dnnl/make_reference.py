@@ -185,6 +185,8 @@ conv_case("conv_stride2_floor", randn(3, 32, 11, 13), randn(48, 32, 3, 3), strid
 conv_case("conv_stride2_unused_pad", randn(1, 4, 8, 8), randn(4, 4, 3, 3), strides=(2, 2),
           pads=(1, 1, 1, 1))
 conv_case("conv_1x1_batch1", randn(1, 64, 5, 5), randn(16, 64, 1, 1), randn(16))
+# Longer reductions (2,312 terms per weight gradient, 432 per data gradient).
+conv_case("conv_larger", randn(8, 32, 17, 17), randn(48, 32, 3, 3), randn(48), pads=(1, 1, 1, 1))
 
 # Pooling: ceil_mode, pads (symmetric and not), dilation, both count_include_pad.
 pool_case("maxpool_3x3s2", "max", distinct(2, 3, 9, 9), (3, 3), (2, 2))
