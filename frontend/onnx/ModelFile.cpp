@@ -1,0 +1,68 @@
+#include "frontend/onnx/ModelFile.h"
+
+#include "ir/Archive.h"
+#include "ir/Diagnostics.h"
+#include "ir/Parser.h"
+#include "ir/ShapeInference.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace graphc {
+namespace {
+
+/// The first word, after whitespace and '#' comment lines, is `module`.
+bool looksLikeTextIR(llvm::StringRef s) {
+  for (;;) {
+    s = s.ltrim();
+    if (!s.startswith("#"))
+      break;
+    s = s.drop_until([](char c) { return c == '\n'; });
+  }
+  return s.startswith("module") && (s.size() == 6 || llvm::isSpace(s[6]));
+}
+
+/// The first byte is the tag of a ModelProto field with its wire type:
+/// ir_version (1, varint), producer_name .. opset_import (2-8),
+/// metadata_props (14), training_info (20), functions (25).
+bool looksLikeOnnx(llvm::StringRef s) {
+  static constexpr unsigned char kTags[] = {0x08, 0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42, 0x72};
+  unsigned char c = s[0];
+  if (llvm::is_contained(kTags, c))
+    return true;
+  return s.size() > 1 && (unsigned char)s[1] == 0x01 && (c == 0xa2 || c == 0xca);
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
+                                                      const ImportOptions &opts) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return makeError("cannot read '" + path + "': " + buf.getError().message());
+  llvm::StringRef bytes = (*buf)->getBuffer();
+  if (bytes.empty())
+    return makeError("'" + path + "' is empty; expected a graphc module file, graphc text IR or "
+                     "an ONNX model");
+  if (looksLikeOnnx(bytes) && !isArchiveFile(path))
+    return importOnnxFile(path, opts);
+  llvm::Expected<std::unique_ptr<Module>> m = nullptr;
+  if (isArchiveFile(path))
+    m = readModuleFile(path);
+  else if (looksLikeTextIR(bytes))
+    m = parseModule(bytes, path);
+  else
+    return makeError("'" + path + "' is not a model graphc can read: not a graphc module file "
+                     "(no GRPHCAR1 magic), not graphc text IR (it does not start with "
+                     "'module'), and not an ONNX model (not a protobuf ModelProto)");
+  if (!m)
+    return m.takeError();
+  if (opts.batch > 0 && (*m)->batch() != opts.batch)
+    if (auto e = bindBatch(**m, opts.batch))
+      return withContext(std::move(e), "'" + path + "'");
+  if (opts.seed && !(*m)->meta().has("seed"))
+    (*m)->meta().set("seed", (int64_t)opts.seed);
+  return m;
+}
+
+} // namespace graphc

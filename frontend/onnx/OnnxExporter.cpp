@@ -1,0 +1,454 @@
+//===- OnnxExporter.cpp - Graph "main" as an ONNX model (opset 17) ---------===//
+//
+// The inverse of the importer's mapping (docs/onnx-frontend.md): each of our
+// nodes becomes one ONNX node with the same name, attributes that ONNX takes
+// as inputs at opset 17 become Constant nodes, variables read by the graph
+// become initializers (in module order), the batch symbol N becomes the
+// dim_param "N", and integer module meta (a bound batch, a seed) is recorded
+// as metadata "graphc.<key>".
+// Value names stay ours where they are free; an intermediate value whose name
+// an initializer or graph input already holds gets a fresh one (the importer
+// names values after nodes, so this does not change what comes back).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/OnnxExporter.h"
+#include "frontend/onnx/OnnxTensor.h"
+
+#include "ir/Archive.h"
+#include "ir/Diagnostics.h"
+#include "ir/Initializers.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <climits>
+#include <cmath>
+
+namespace graphc {
+namespace {
+
+using onnxfe::toOnnxDType;
+using onnxfe::toOnnxTensor;
+
+constexpr int64_t kExportOpset = 17;
+constexpr int64_t kExportIrVersion = 8;
+
+void setType(onnx::ValueInfoProto &vi, const TensorType &t) {
+  auto *tt = vi.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(toOnnxDType(t.dtype));
+  auto *shape = tt->mutable_shape();
+  for (int64_t d : t.shape) {
+    auto *dim = shape->add_dim();
+    if (d == kBatchDim)
+      dim->set_dim_param("N");
+    else
+      dim->set_dim_value(d);
+  }
+}
+
+void addInt(onnx::NodeProto &n, llvm::StringRef name, int64_t v) {
+  auto *a = n.add_attribute();
+  a->set_name(name.str());
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void addFloat(onnx::NodeProto &n, llvm::StringRef name, double v) {
+  auto *a = n.add_attribute();
+  a->set_name(name.str());
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f((float)v);
+}
+
+void addInts(onnx::NodeProto &n, llvm::StringRef name, llvm::ArrayRef<int64_t> v) {
+  auto *a = n.add_attribute();
+  a->set_name(name.str());
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v)
+    a->add_ints(x);
+}
+
+void addString(onnx::NodeProto &n, llvm::StringRef name, llvm::StringRef v) {
+  auto *a = n.add_attribute();
+  a->set_name(name.str());
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v.str());
+}
+
+Tensor scalarOf(DType t, double v) {
+  Tensor s{TensorType(t, {})};
+  s.set(0, v);
+  return s;
+}
+
+class Exporter {
+public:
+  Exporter(const Module &m, uint64_t seed) : m_(m), seed_(seed) {}
+
+  llvm::Expected<std::string> run() {
+    const Graph *g = m_.findGraph("main");
+    if (!g)
+      return makeError("cannot export module '" + m_.name() + "': it has no graph 'main'");
+    model_.set_ir_version(kExportIrVersion);
+    model_.set_producer_name("graphc");
+    auto *opset = model_.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(kExportOpset);
+    // Integer facts (batch, seed, ...) come back through the importer.
+    for (const auto &[key, value] : m_.meta().entries())
+      if (const int64_t *i = std::get_if<int64_t>(&value)) {
+        auto *p = model_.add_metadata_props();
+        p->set_key("graphc." + key);
+        p->set_value(std::to_string(*i));
+      }
+    graph_ = model_.mutable_graph();
+    graph_->set_name(m_.name());
+
+    if (auto e = addInitializers(*g))
+      return e;
+    for (const Node *n : g->nodes())
+      nodeNames_.insert(n->name());
+    for (const Node *n : g->nodes())
+      if (auto e = exportNode(*n))
+        return e;
+    for (const Value *v : g->outputs()) {
+      auto *vi = graph_->add_output();
+      vi->set_name(names_.lookup(v));
+      setType(*vi, v->type());
+    }
+    std::string bytes;
+    if (model_.ByteSizeLong() > (size_t)INT_MAX)
+      return makeError("cannot export module '" + m_.name() +
+                       "': the model is larger than 2 GiB, which protobuf cannot write");
+    if (!model_.SerializeToString(&bytes))
+      return makeError("cannot export module '" + m_.name() + "': serialization failed");
+    return bytes;
+  }
+
+private:
+  /// Variables read by the graph, in module order.
+  llvm::Error addInitializers(const Graph &g) {
+    llvm::StringSet<> read;
+    for (const Node *n : g.nodes())
+      if (n->op() == Op::Variable)
+        read.insert(n->attrs().getString("var"));
+    for (const Variable &v : m_.variables()) {
+      if (!read.contains(v.name))
+        continue;
+      auto data = initialValue(v, seed_);
+      if (!data)
+        return withContext(data.takeError(), "cannot export variable '" + v.name + "'");
+      onnx::TensorProto *t = graph_->add_initializer();
+      t->set_name(v.name);
+      toOnnxTensor(*data, *t);
+      taken_.insert(v.name);
+    }
+    return llvm::Error::success();
+  }
+
+  /// `base` if no ONNX value holds it yet, else base_1, base_2, ...
+  std::string fresh(const std::string &base) {
+    std::string name = base;
+    for (unsigned i = 1; taken_.contains(name); ++i)
+      name = base + "_" + std::to_string(i);
+    taken_.insert(name);
+    return name;
+  }
+
+  std::string freshNode(const std::string &base) {
+    std::string name = base;
+    for (unsigned i = 1; nodeNames_.contains(name); ++i)
+      name = base + "_" + std::to_string(i);
+    nodeNames_.insert(name);
+    return name;
+  }
+
+  /// A Constant node holding `t`; returns the name of its output.
+  std::string constant(const Node &user, llvm::StringRef leaf, const Tensor &t) {
+    std::string name = freshNode(user.name() + "/" + leaf.str());
+    std::string out = fresh(name);
+    onnx::NodeProto *c = graph_->add_node();
+    c->set_name(name);
+    c->set_op_type("Constant");
+    c->add_output(out);
+    auto *a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    toOnnxTensor(t, *a->mutable_t());
+    return out;
+  }
+
+  std::string ints(const Node &user, llvm::StringRef leaf, llvm::ArrayRef<int64_t> v) {
+    return constant(user, leaf, Tensor::fromInts({(int64_t)v.size()}, v));
+  }
+
+  /// The ONNX node for `n`, its operands and results wired.
+  onnx::NodeProto &node(const Node &n, llvm::StringRef opType) {
+    onnx::NodeProto *p = graph_->add_node();
+    p->set_name(n.name());
+    p->set_op_type(opType.str());
+    for (const Value *v : n.operands())
+      p->add_input(names_.lookup(v));
+    for (const auto &r : n.results()) {
+      std::string name = fresh(r->name());
+      names_[r.get()] = name;
+      p->add_output(name);
+    }
+    return *p;
+  }
+
+  llvm::Error cannot(const Node &n, const llvm::Twine &why) {
+    return makeError("cannot export node '" + n.name() + "' (" + opName(n.op()) + "): " + why);
+  }
+
+  llvm::Error exportNode(const Node &n);
+
+  const Module &m_;
+  uint64_t seed_;
+  onnx::ModelProto model_;
+  onnx::GraphProto *graph_ = nullptr;
+  llvm::DenseMap<const Value *, std::string> names_;
+  llvm::StringSet<> taken_, nodeNames_;
+};
+
+llvm::Error Exporter::exportNode(const Node &n) {
+  const Attrs &a = n.attrs();
+  auto windowAttrs = [&](onnx::NodeProto &p, llvm::ArrayRef<int64_t> kernel) {
+    addInts(p, "kernel_shape", kernel);
+    addInts(p, "strides", a.getInts("strides", Ints(kernel.size(), 1)));
+    addInts(p, "pads", a.getInts("pads", Ints(2 * kernel.size(), 0)));
+  };
+  switch (n.op()) {
+  case Op::Input: {
+    std::string name = fresh(n.result()->name());
+    names_[n.result()] = name;
+    auto *vi = graph_->add_input();
+    vi->set_name(name);
+    setType(*vi, n.result()->type());
+    return llvm::Error::success();
+  }
+  case Op::Variable:
+    names_[n.result()] = a.getString("var");
+    return llvm::Error::success();
+  case Op::Constant: {
+    onnx::NodeProto &p = node(n, "Constant");
+    auto *attr = p.add_attribute();
+    attr->set_name("value");
+    attr->set_type(onnx::AttributeProto::TENSOR);
+    toOnnxTensor(*a.getTensor("value"), *attr->mutable_t());
+    return llvm::Error::success();
+  }
+  case Op::Identity:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Relu:
+  case Op::Sigmoid:
+  case Op::Tanh:
+  case Op::Exp:
+  case Op::Log:
+  case Op::Sqrt:
+  case Op::Neg:
+  case Op::MatMul:
+  case Op::GlobalAveragePool:
+    node(n, opName(n.op()));
+    return llvm::Error::success();
+  case Op::AddN:
+    node(n, "Sum");
+    return llvm::Error::success();
+  case Op::LeakyRelu:
+    addFloat(node(n, "LeakyRelu"), "alpha", a.getFloat("alpha", 0.01));
+    return llvm::Error::success();
+  case Op::Clip: {
+    DType dt = n.operand(0)->type().dtype;
+    double lo = a.getFloat("min", -INFINITY), hi = a.getFloat("max", INFINITY);
+    std::string loName = std::isinf(lo) && lo < 0 ? "" : constant(n, "min", scalarOf(dt, lo));
+    std::string hiName = std::isinf(hi) && hi > 0 ? "" : constant(n, "max", scalarOf(dt, hi));
+    onnx::NodeProto &p = node(n, "Clip");
+    if (!hiName.empty() || !loName.empty())
+      p.add_input(loName);
+    if (!hiName.empty())
+      p.add_input(hiName);
+    return llvm::Error::success();
+  }
+  case Op::Cast:
+    addInt(node(n, "Cast"), "to", toOnnxDType(a.getDType("to")));
+    return llvm::Error::success();
+  case Op::Dropout: {
+    std::string ratio = constant(n, "ratio", scalarOf(DType::F32, a.getFloat("ratio", 0.5)));
+    std::string training;
+    if (a.getInt("training"))
+      training = constant(n, "training_mode", scalarOf(DType::Bool, 1));
+    onnx::NodeProto &p = node(n, "Dropout");
+    p.add_input(ratio);
+    if (!training.empty())
+      p.add_input(training);
+    return llvm::Error::success();
+  }
+  case Op::Softmax:
+  case Op::LogSoftmax:
+    addInt(node(n, opName(n.op())), "axis", a.getInt("axis", -1));
+    return llvm::Error::success();
+  case Op::Gemm: {
+    onnx::NodeProto &p = node(n, "Gemm");
+    addFloat(p, "alpha", a.getFloat("alpha", 1.0));
+    addFloat(p, "beta", a.getFloat("beta", 1.0));
+    addInt(p, "transA", a.getInt("transA"));
+    addInt(p, "transB", a.getInt("transB"));
+    return llvm::Error::success();
+  }
+  case Op::Conv: {
+    onnx::NodeProto &p = node(n, "Conv");
+    llvm::ArrayRef<int64_t> w = n.operand(1)->type().shape;
+    windowAttrs(p, w.drop_front(2));
+    addInts(p, "dilations", a.getInts("dilations", Ints(w.size() - 2, 1)));
+    addInt(p, "group", a.getInt("group", 1));
+    return llvm::Error::success();
+  }
+  case Op::MaxPool:
+  case Op::AveragePool: {
+    Ints kernel = a.getInts("kernel_shape");
+    Ints dilations = a.getInts("dilations", Ints(kernel.size(), 1));
+    bool isMax = n.op() == Op::MaxPool;
+    if (!isMax && !llvm::all_of(dilations, [](int64_t d) { return d == 1; }))
+      return cannot(n, "AveragePool with dilations needs opset 19; graphc exports opset 17");
+    onnx::NodeProto &p = node(n, opName(n.op()));
+    windowAttrs(p, kernel);
+    addInt(p, "ceil_mode", a.getInt("ceil_mode"));
+    if (isMax)
+      addInts(p, "dilations", dilations);
+    else
+      addInt(p, "count_include_pad", a.getInt("count_include_pad"));
+    return llvm::Error::success();
+  }
+  case Op::BatchNorm: {
+    onnx::NodeProto &p = node(n, "BatchNormalization");
+    addFloat(p, "epsilon", a.getFloat("epsilon", 1e-5));
+    addFloat(p, "momentum", a.getFloat("momentum", 0.9));
+    if (a.getInt("training"))
+      addInt(p, "training_mode", 1);
+    return llvm::Error::success();
+  }
+  case Op::Reshape: {
+    Ints shape = a.getInts("shape");
+    if (llvm::count(shape, kBatchDim) > 1)
+      return cannot(n, "its shape " + shapeToString(shape) + " holds the batch twice");
+    bool zero = llvm::is_contained(shape, 0);
+    std::string s = ints(n, "shape", shape);
+    onnx::NodeProto &p = node(n, "Reshape");
+    p.add_input(s);
+    if (zero)
+      addInt(p, "allowzero", 1);
+    return llvm::Error::success();
+  }
+  case Op::Expand: {
+    Ints shape = a.getInts("shape");
+    llvm::ArrayRef<int64_t> in = n.operand(0)->type().shape;
+    // N in the target keeps the input's N (shapes align at the right),
+    // which ONNX writes as 1.
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] != kBatchDim)
+        continue;
+      int64_t k = (int64_t)i + (int64_t)in.size() - (int64_t)shape.size();
+      if (k < 0 || in[k] != kBatchDim)
+        return cannot(n, "it broadcasts to the symbolic batch");
+      shape[i] = 1;
+    }
+    std::string s = ints(n, "shape", shape);
+    node(n, "Expand").add_input(s);
+    return llvm::Error::success();
+  }
+  case Op::Flatten:
+    addInt(node(n, "Flatten"), "axis", a.getInt("axis", 1));
+    return llvm::Error::success();
+  case Op::Transpose:
+    addInts(node(n, "Transpose"), "perm", a.getInts("perm"));
+    return llvm::Error::success();
+  case Op::Concat:
+    addInt(node(n, "Concat"), "axis", a.getInt("axis"));
+    return llvm::Error::success();
+  case Op::Split: {
+    std::string s = ints(n, "split", a.getInts("split"));
+    onnx::NodeProto &p = node(n, "Split");
+    p.add_input(s);
+    addInt(p, "axis", a.getInt("axis"));
+    return llvm::Error::success();
+  }
+  case Op::Slice: {
+    Ints starts = a.getInts("starts");
+    Ints axes = a.getInts("axes"), steps = a.getInts("steps");
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i)
+        axes.push_back(i);
+    if (steps.empty())
+      steps.assign(starts.size(), 1);
+    std::string s = ints(n, "starts", starts), e = ints(n, "ends", a.getInts("ends"));
+    std::string x = ints(n, "axes", axes), st = ints(n, "steps", steps);
+    onnx::NodeProto &p = node(n, "Slice");
+    for (const std::string *in : {&s, &e, &x, &st})
+      p.add_input(*in);
+    return llvm::Error::success();
+  }
+  case Op::Pad: {
+    std::string mode = a.getString("mode", "constant");
+    std::string pads = ints(n, "pads", a.getInts("pads"));
+    std::string value;
+    if (mode == "constant")
+      value = constant(n, "value", scalarOf(n.operand(0)->type().dtype, a.getFloat("value")));
+    onnx::NodeProto &p = node(n, "Pad");
+    p.add_input(pads);
+    if (!value.empty())
+      p.add_input(value);
+    addString(p, "mode", mode);
+    return llvm::Error::success();
+  }
+  case Op::Squeeze:
+  case Op::Unsqueeze: {
+    Ints axes = a.getInts("axes");
+    std::string x = axes.empty() ? "" : ints(n, "axes", axes);
+    onnx::NodeProto &p = node(n, opName(n.op()));
+    if (!x.empty())
+      p.add_input(x);
+    return llvm::Error::success();
+  }
+  case Op::Gather:
+    addInt(node(n, "Gather"), "axis", a.getInt("axis"));
+    return llvm::Error::success();
+  case Op::ReduceMean: {
+    onnx::NodeProto &p = node(n, "ReduceMean");
+    if (!a.getInts("axes").empty())
+      addInts(p, "axes", a.getInts("axes"));
+    addInt(p, "keepdims", a.getInt("keepdims", 1));
+    return llvm::Error::success();
+  }
+  case Op::ReduceSum: {
+    Ints axes = a.getInts("axes");
+    std::string x = axes.empty() ? "" : ints(n, "axes", axes);
+    onnx::NodeProto &p = node(n, "ReduceSum");
+    if (!x.empty())
+      p.add_input(x);
+    addInt(p, "keepdims", a.getInt("keepdims", 1));
+    return llvm::Error::success();
+  }
+  default:
+    return cannot(n, "it is a training-only or multi-device op; export the forward graph, "
+                     "before the training and placement passes");
+  }
+}
+
+} // namespace
+
+llvm::Expected<std::string> exportOnnxBytes(const Module &m, uint64_t seed) {
+  return Exporter(m, seed).run();
+}
+
+llvm::Error exportOnnxFile(const Module &m, llvm::StringRef path, uint64_t seed) {
+  auto bytes = exportOnnxBytes(m, seed);
+  if (!bytes)
+    return bytes.takeError();
+  return writeFileAtomically(path, *bytes);
+}
+
+} // namespace graphc

@@ -1,0 +1,153 @@
+//===- OnnxOpImportElementwise.cpp - Elementwise ONNX ops ------------------===//
+//
+// Add, Sub, Mul, Div (numpy broadcasting, as ours), unary activations, Clip
+// (bounds as attributes before opset 11, as constant inputs after; an absent
+// bound is stored as -inf/+inf), Cast (`to` as our dtype), Softmax and
+// LogSoftmax (opset 13 semantics; older opsets only over the last axis),
+// Sum (as AddN) and Identity (of a weight: a variable of its own, see
+// Importer::aliasVariable).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/ImportContext.h"
+#include "frontend/onnx/OnnxTensor.h"
+
+#include <cmath>
+#include <limits>
+
+namespace graphc::onnxfe {
+namespace {
+
+/// Maps an ONNX op with data inputs only onto `op` with `attrs`.
+llvm::Error direct(NodeContext &ctx, Op op, Attrs attrs = {}) {
+  llvm::SmallVector<Value *, 4> operands;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    auto v = ctx.input(i);
+    if (!v)
+      return v.takeError();
+    operands.push_back(*v);
+  }
+  auto n = ctx.emit(op, operands, std::move(attrs));
+  return n ? llvm::Error::success() : n.takeError();
+}
+
+template <Op O> llvm::Error importDirect(NodeContext &ctx) { return direct(ctx, O); }
+
+llvm::Error importLeakyRelu(NodeContext &ctx) {
+  Attrs a;
+  a.set("alpha", ctx.getFloat("alpha", 0.01));
+  return direct(ctx, Op::LeakyRelu, std::move(a));
+}
+
+llvm::Error importClip(NodeContext &ctx) {
+  double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
+  if (ctx.opset() < 11) {
+    lo = ctx.getFloat("min", lo);
+    hi = ctx.getFloat("max", hi);
+  } else {
+    if (ctx.hasInput(1)) {
+      auto v = ctx.constScalar(1, "min");
+      if (!v)
+        return v.takeError();
+      lo = *v;
+    }
+    if (ctx.hasInput(2)) {
+      auto v = ctx.constScalar(2, "max");
+      if (!v)
+        return v.takeError();
+      hi = *v;
+    }
+  }
+  auto x = ctx.input(0);
+  if (!x)
+    return x.takeError();
+  Attrs a;
+  a.set("min", lo);
+  a.set("max", hi);
+  auto n = ctx.emit(Op::Clip, {*x}, std::move(a));
+  return n ? llvm::Error::success() : n.takeError();
+}
+
+llvm::Error importCast(NodeContext &ctx) {
+  int32_t to = (int32_t)ctx.getInt("to", 0);
+  auto dt = fromOnnxDType(to);
+  if (!dt)
+    return ctx.fail("casts to " + onnxDTypeName(to) + ", which graphc does not handle");
+  Attrs a;
+  a.set("to", *dt);
+  return direct(ctx, Op::Cast, std::move(a));
+}
+
+template <Op O> llvm::Error importSoftmax(NodeContext &ctx) {
+  auto type = ctx.inputType(0);
+  if (!type)
+    return type.takeError();
+  int64_t rank = type->rank();
+  auto axis = normalizeAxis(ctx, ctx.getInt("axis", ctx.opset() < 13 ? 1 : -1), rank);
+  if (!axis)
+    return axis.takeError();
+  // Before opset 13 the op flattened the dimensions from `axis` on.
+  if (ctx.opset() < 13 && *axis != rank - 1)
+    return ctx.fail("before opset 13 this op normalises over all dimensions from axis " +
+                    llvm::Twine(*axis) + " on; graphc supports it only over the last axis");
+  Attrs a;
+  a.set("axis", *axis);
+  return direct(ctx, O, std::move(a));
+}
+
+llvm::Error importIdentity(NodeContext &ctx) {
+  Importer &imp = ctx.importer();
+  const Slot *in = imp.slot(ctx.inputName(0));
+  llvm::StringRef out = ctx.proto().output(0);
+  bool weight = in && (!in->variable.empty() || (!in->value && in->known && !in->foldable));
+  if (!weight)
+    return direct(ctx, Op::Identity);
+  if (!imp.isDataUse(out)) {
+    // Read at import time only (a bound of Clip, say): pass the contents on.
+    Slot copy = *in;
+    copy.value = nullptr;
+    copy.producer = ctx.name();
+    *imp.slotFor(out) = std::move(copy);
+    return llvm::Error::success();
+  }
+  auto var = imp.aliasVariable(ctx.inputName(0), out, ctx.describe());
+  if (!var)
+    return var.takeError();
+  ctx.bindVariable(0, *var);
+  return llvm::Error::success();
+}
+
+const OpRule kRules[] = {
+    {"Add", importDirect<Op::Add>},
+    {"Sub", importDirect<Op::Sub>},
+    {"Mul", importDirect<Op::Mul>},
+    {"Div", importDirect<Op::Div>},
+    {"Relu", importDirect<Op::Relu>},
+    {"LeakyRelu", importLeakyRelu},
+    {"Sigmoid", importDirect<Op::Sigmoid>},
+    {"Tanh", importDirect<Op::Tanh>},
+    {"Exp", importDirect<Op::Exp>},
+    {"Log", importDirect<Op::Log>},
+    {"Sqrt", importDirect<Op::Sqrt>},
+    {"Neg", importDirect<Op::Neg>},
+    {"Clip", importClip, 0b110},
+    {"Cast", importCast},
+    {"Softmax", importSoftmax<Op::Softmax>},
+    {"LogSoftmax", importSoftmax<Op::LogSoftmax>},
+    {"Sum", importDirect<Op::AddN>},
+    {"Identity", importIdentity},
+};
+
+} // namespace
+
+llvm::ArrayRef<OpRule> elementwiseRules() { return kRules; }
+
+const OpRule *findRule(llvm::StringRef opType) {
+  for (llvm::ArrayRef<OpRule> rules : {elementwiseRules(), nnRules(), shapeRules()})
+    for (const OpRule &r : rules)
+      if (r.opType == opType)
+        return &r;
+  return nullptr;
+}
+
+} // namespace graphc::onnxfe

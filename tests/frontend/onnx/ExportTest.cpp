@@ -1,0 +1,133 @@
+//===- ExportTest.cpp - Modules back to ONNX -------------------------------===//
+//
+// Exported models pass Debian's Python onnx.checker; modules built in our own
+// IR export with their names and come back; training-only ops and variables
+// without values are errors naming them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestSupport.h"
+
+#include "frontend/onnx/OnnxExporter.h"
+
+#include "ir/Builder.h"
+#include "ir/Equivalence.h"
+#include "ir/Initializers.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+#include <cmath>
+
+using namespace graphc;
+using namespace graphc::testing;
+
+namespace {
+
+TEST(Export, PythonOnnxCheckerAcceptsExportedModels) {
+  std::vector<std::string> files;
+  for (const char *name : {"inception_v3_train_17.onnx", "resnet18_eval_13.onnx",
+                           "allops_train_11.onnx", "allops_eval_17.onnx", "opset18_forms.onnx",
+                           "graph_only_13.onnx", "stripped_weights_13.onnx"}) {
+    ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(name)));
+    files.push_back(tempPath(name));
+    ASSERT_FALSE(bool(exportOnnxFile(*m, files.back(), 1)));
+  }
+  std::vector<llvm::StringRef> args{GRAPHC_PYTHON, ONNX_CHECK_SCRIPT};
+  args.insert(args.end(), files.begin(), files.end());
+  std::string log = tempPath("checker.log");
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(log),
+                                                 llvm::StringRef(log)};
+  std::string err;
+  int rc = llvm::sys::ExecuteAndWait(GRAPHC_PYTHON, args, llvm::None, redirects, 600, 0, &err);
+  auto out = llvm::MemoryBuffer::getFile(log);
+  EXPECT_EQ(rc, 0) << err << (out ? (*out)->getBuffer().str() : "");
+  for (const std::string &f : files)
+    llvm::sys::fs::remove(f);
+  llvm::sys::fs::remove(log);
+}
+
+/// A module built in our IR (names, scopes, initializers, a bound batch).
+std::unique_ptr<Module> builtModule() {
+  auto m = std::make_unique<Module>("built");
+  Builder b(m->main());
+  Value *x = b.input("x", TensorType(DType::F32, {kBatchDim, 3, 8, 8}));
+  Variable w;
+  w.name = "stem.conv.weight";
+  w.type = TensorType(DType::F32, {4, 3, 3, 3});
+  w.init = {"kaiming_uniform", {std::sqrt(5.0)}};
+  Value *y;
+  {
+    Builder::Scope s(b, "stem");
+    Attrs conv;
+    conv.set("strides", Ints{1, 1});
+    conv.set("pads", Ints{1, 1, 1, 1});
+    conv.set("dilations", Ints{1, 1});
+    conv.set("group", int64_t(1));
+    y = b.create(Op::Relu, {b.create(Op::Conv, {x, b.newVariable(w)}, conv, "conv")}, {}, "relu");
+  }
+  Attrs flat;
+  flat.set("axis", int64_t(1));
+  y = b.create(Op::Flatten, {y}, flat, "flatten");
+  Attrs clip;
+  clip.set("min", 0.0);
+  clip.set("max", INFINITY);
+  m->main().addOutput(b.create(Op::Clip, {y}, clip, "clip"));
+  return m;
+}
+
+TEST(Export, BuiltModulesKeepTheirNames) {
+  auto m = builtModule();
+  auto bytes = exportOnnxBytes(*m, 5);
+  ASSERT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
+  EXPECT_EQ(onnxCheckerError(*bytes), "");
+  ASSERT_OK_AND_ASSIGN(back, importOnnxBytes(*bytes));
+  EXPECT_EQ(back->name(), "built");
+  for (const char *name : {"x", "stem/conv", "stem/relu", "flatten", "clip"})
+    EXPECT_NE(back->main().findNode(name), nullptr) << name;
+  const Variable *w = back->findVariable("stem.conv.weight");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->data, llvm::cantFail(initialValue(*m->findVariable("stem.conv.weight"), 5)));
+  const Node *clip = back->main().findNode("clip");
+  EXPECT_EQ(clip->attrs().getFloat("min"), 0.0);
+  EXPECT_TRUE(std::isinf(clip->attrs().getFloat("max")));
+  expectRoundTrips(*back);
+}
+
+TEST(Export, TrainingOnlyOpsAreRefused) {
+  Module m("trained");
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 4, 3, 3}));
+  Variable scale;
+  scale.name = "bn.weight";
+  scale.type = TensorType(DType::F32, {4});
+  scale.init = {"ones", {}};
+  Variable bias = scale;
+  bias.name = "bn.bias";
+  Node *bn = b.createNode(Op::BatchNormTrain, {x, b.newVariable(scale), b.newVariable(bias)}, {},
+                          "block/bn");
+  m.main().addOutput(bn->result(0));
+  auto bytes = exportOnnxBytes(m);
+  ASSERT_FALSE(bool(bytes));
+  std::string err = llvm::toString(bytes.takeError());
+  EXPECT_NE(err.find("cannot export node 'block/bn' (BatchNormTrain)"), std::string::npos) << err;
+}
+
+TEST(Export, ElidedVariablesAreRefused) {
+  auto m = builtModule();
+  m->findVariable("stem.conv.weight")->init = {"elided", {}};
+  auto bytes = exportOnnxBytes(*m);
+  ASSERT_FALSE(bool(bytes));
+  std::string err = llvm::toString(bytes.takeError());
+  EXPECT_NE(err.find("cannot export variable 'stem.conv.weight'"), std::string::npos) << err;
+}
+
+TEST(Export, FileWriteFailsCleanly) {
+  auto m = builtModule();
+  llvm::Error e = exportOnnxFile(*m, "/nonexistent-dir/model.onnx");
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("/nonexistent-dir/model.onnx"), std::string::npos);
+}
+
+} // namespace
