@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 namespace graphc {
 
@@ -37,9 +38,10 @@ SyntheticDataset::SyntheticDataset(SampleShape shape, int64_t samples, int64_t c
   rowCell_.resize(shape.height);
   for (int64_t y = 0; y < shape.height; ++y)
     rowCell_[y] = (int32_t)(y * gridRows_ / shape.height);
-  colCell_.resize(shape.width);
-  for (int64_t x = 0; x < shape.width; ++x)
-    colCell_[x] = (int32_t)(x * gridCols_ / shape.width);
+  // Column x lies in cell x·G/W: cell g covers [colStart_[g], colStart_[g + 1]).
+  colStart_.assign(gridCols_ + 1, (int32_t)shape.width);
+  for (int64_t x = shape.width - 1; x >= 0; --x)
+    colStart_[x * gridCols_ / shape.width] = (int32_t)x;
 }
 
 std::string SyntheticDataset::describe() const {
@@ -68,22 +70,23 @@ llvm::Error SyntheticDataset::load(int64_t index, float *pixels, int64_t &label)
   RandomStream rng(seed_, 2 * (uint64_t)index + (split_ == Split::Test ? 1 : 0));
   // Four 16-bit uniforms per draw; u in [-1, 1) has variance 1/3.
   const float noiseScale = std::sqrt(3.0f) / 32768.0f * kInvSqrt2;
-  uint64_t bits = 0;
-  int left = 0;
+  const int64_t width = shape_.width, width4 = (width + 3) / 4 * 4;
+  // One row of raw noise, then one pass per run of equal pattern values, so
+  // both loops are simple enough to vectorise.
+  std::vector<int16_t> noise(width4);
   float *out = pixels;
   for (int64_t c = 0; c < shape_.channels; ++c) {
     const float *patC = pat + c * gridRows_ * gridCols_;
-    for (int64_t y = 0; y < shape_.height; ++y) {
+    for (int64_t y = 0; y < shape_.height; ++y, out += width) {
+      for (int64_t x = 0; x < width4; x += 4) {
+        uint64_t bits = rng.next();
+        std::memcpy(&noise[x], &bits, sizeof(bits));
+      }
       const float *patRow = patC + rowCell_[y] * gridCols_;
-      for (int64_t x = 0; x < shape_.width; ++x) {
-        if (left == 0) {
-          bits = rng.next();
-          left = 4;
-        }
-        auto u = (int16_t)(uint16_t)bits;
-        bits >>= 16;
-        --left;
-        *out++ = patRow[colCell_[x]] + (float)u * noiseScale;
+      for (int64_t cell = 0; cell < gridCols_; ++cell) {
+        const float p = patRow[cell];
+        for (int64_t x = colStart_[cell]; x < colStart_[cell + 1]; ++x)
+          out[x] = p + (float)noise[x] * noiseScale;
       }
     }
   }

@@ -46,8 +46,9 @@ private:
   uint64_t seed_;
   Split split_;
   int64_t gridRows_, gridCols_;
-  std::vector<float> patterns_;            // classes × C × gridRows × gridCols
-  std::vector<int32_t> rowCell_, colCell_; // pixel row/column → grid cell
+  std::vector<float> patterns_;   // classes × C × gridRows × gridCols
+  std::vector<int32_t> rowCell_;  // pixel row → grid row
+  std::vector<int32_t> colStart_; // grid column → its first pixel column
 };
 
 } // namespace graphc
