@@ -48,6 +48,48 @@ llvm::Expected<void *> storage(const Node &n, KernelContext &ctx, const std::str
   return v->data;
 }
 
+/// Everything an update reads besides the tensors, by value so the loops
+/// below keep it in registers and vectorise.
+struct Hyper {
+  float lr = 0, wd = 0, momentum = 0, decay = 0, restOfDecay = 0, eps = 0;
+  float beta1 = 0, beta2 = 0, rest1 = 0, rest2 = 0, stepSize = 0, invRootBc2 = 0;
+  bool nesterov = false;
+};
+
+/// One rule over n elements; s0 and s1 are the slots the rule has.
+template <Rule R>
+void update(float *p, float *s0, float *s1, const float *g, int64_t n, const Hyper h) {
+  if constexpr (R == Rule::SGD) {
+    for (int64_t i = 0; i < n; ++i)
+      p[i] -= h.lr * (g[i] + h.wd * p[i]);
+  } else if constexpr (R == Rule::Momentum) {
+    for (int64_t i = 0; i < n; ++i) {
+      float d = g[i] + h.wd * p[i];
+      float buf = h.momentum * s0[i] + d;
+      s0[i] = buf;
+      p[i] -= h.lr * (h.nesterov ? d + h.momentum * buf : buf);
+    }
+  } else if constexpr (R == Rule::RMSProp) {
+    for (int64_t i = 0; i < n; ++i) {
+      float d = g[i] + h.wd * p[i];
+      float ms = h.decay * s0[i] + h.restOfDecay * d * d;
+      float mom = h.momentum * s1[i] + h.lr * d / std::sqrt(ms + h.eps);
+      s0[i] = ms;
+      s1[i] = mom;
+      p[i] -= mom;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      float d = g[i] + h.wd * p[i];
+      float m = h.beta1 * s0[i] + h.rest1 * d;
+      float v = h.beta2 * s1[i] + h.rest2 * d * d;
+      s0[i] = m;
+      s1[i] = v;
+      p[i] -= h.stepSize * m / (std::sqrt(v) * h.invRootBc2 + h.eps);
+    }
+  }
+}
+
 class AssignKernel : public Kernel {
 public:
   AssignKernel(const Node &n, const KernelEnv &) : node_(&n), var_(n.attrs().getString("var")) {}
@@ -109,44 +151,28 @@ public:
         return slot.takeError();
       s[i] = static_cast<float *>(*slot);
     }
-    const float *g = grad.as<const float>();
-    float lr = ctx.inputs[1].as<const float>()[0];
+    Hyper h;
+    h.lr = ctx.inputs[1].as<const float>()[0];
+    h.wd = wd_;
+    h.momentum = momentum_;
+    h.nesterov = nesterov_;
+    h.decay = decay_;
+    h.restOfDecay = restOfDecay_;
+    h.eps = epsilon_;
+    if constexpr (R == Rule::Adam) {
+      double t = (double)ctx.step + 1;
+      h.beta1 = (float)beta1_;
+      h.beta2 = (float)beta2_;
+      h.rest1 = (float)(1 - beta1_);
+      h.rest2 = (float)(1 - beta2_);
+      h.stepSize = (float)(h.lr / (1 - std::pow(beta1_, t)));
+      h.invRootBc2 = (float)(1 / std::sqrt(1 - std::pow(beta2_, t)));
+    }
     auto *param = static_cast<float *>(*p);
-    float wd = wd_;
+    const float *g = grad.as<const float>();
     parallelFor(grad.numElements(), kGrain, [&](int64_t begin, int64_t end) {
-      if constexpr (R == Rule::SGD) {
-        for (int64_t i = begin; i < end; ++i)
-          param[i] -= lr * (g[i] + wd * param[i]);
-      } else if constexpr (R == Rule::Momentum) {
-        float m = momentum_, *buf = s[0];
-        for (int64_t i = begin; i < end; ++i) {
-          float d = g[i] + wd * param[i];
-          buf[i] = m * buf[i] + d;
-          param[i] -= lr * (nesterov_ ? d + m * buf[i] : buf[i]);
-        }
-      } else if constexpr (R == Rule::RMSProp) {
-        float decay = decay_, rest = restOfDecay_, m = momentum_, eps = epsilon_;
-        float *ms = s[0], *mom = s[1];
-        for (int64_t i = begin; i < end; ++i) {
-          float d = g[i] + wd * param[i];
-          ms[i] = decay * ms[i] + rest * d * d;
-          mom[i] = m * mom[i] + lr * d / std::sqrt(ms[i] + eps);
-          param[i] -= mom[i];
-        }
-      } else {
-        double t = (double)ctx.step + 1;
-        float b1 = (float)beta1_, b2 = (float)beta2_, eps = epsilon_;
-        float rest1 = (float)(1 - beta1_), rest2 = (float)(1 - beta2_);
-        float stepSize = (float)(lr / (1 - std::pow(beta1_, t)));
-        float invRootBc2 = (float)(1 / std::sqrt(1 - std::pow(beta2_, t)));
-        float *m = s[0], *v = s[1];
-        for (int64_t i = begin; i < end; ++i) {
-          float d = g[i] + wd * param[i];
-          m[i] = b1 * m[i] + rest1 * d;
-          v[i] = b2 * v[i] + rest2 * d * d;
-          param[i] -= stepSize * m[i] / (std::sqrt(v[i]) * invRootBc2 + eps);
-        }
-      }
+      update<R>(param + begin, s[0] ? s[0] + begin : nullptr, s[1] ? s[1] + begin : nullptr,
+                g + begin, end - begin, h);
     });
     return llvm::Error::success();
   }

@@ -1,7 +1,9 @@
 //===- PlainLoops.cpp - Loop nests and strided copies ---------------------===//
 //
 // The out-of-line half of PlainLoops.h: building and collapsing loop nests,
-// and the one strided copy that Transpose, Slice, Expand and friends share.
+// and the one strided copy that Transpose, Slice, Expand and friends share
+// (runs of memcpy where the source is contiguous, square tiles where it is
+// transposed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,8 +72,56 @@ LoopNest broadcastNest(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<Dims> operand
   return nest;
 }
 
+/// Side of the square tiles a transposing copy moves at a time.
+constexpr int64_t kTile = 32;
+
+/// A copy whose innermost output axis reads with a stride while axis `q`
+/// reads contiguously (a transpose): tiles of q x last keep both the reads
+/// and the writes within a few cache lines.
+template <typename T> static void copyTiled(T *out, const T *in, const LoopNest &nest, size_t q) {
+  size_t rank = nest.dims.size(), last = rank - 1;
+  Dims outStrides = contiguousStrides(nest.dims);
+  Dims outerDims, outerIn, outerOut;
+  for (size_t d = 0; d < rank; ++d) {
+    if (d == q || d == last)
+      continue;
+    outerDims.push_back(nest.dims[d]);
+    outerIn.push_back(nest.strides[0][d]);
+    outerOut.push_back(outStrides[d]);
+  }
+  int64_t nq = nest.dims[q], nl = nest.dims[last];
+  int64_t qOut = outStrides[q], lIn = nest.strides[0][last];
+  int64_t tilesQ = (nq + kTile - 1) / kTile, tilesL = (nl + kTile - 1) / kTile;
+  int64_t tiles = tilesQ * tilesL;
+  int64_t work = product(outerDims, 0, outerDims.size()) * tiles;
+  parallelFor(work, std::max<int64_t>(1, kGrain / (kTile * kTile)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t w = begin; w < end; ++w) {
+                  int64_t outer = w / tiles, tile = w % tiles;
+                  const T *src = in + nest.base[0];
+                  T *dst = out;
+                  for (size_t d = outerDims.size(); d-- > 0;) {
+                    int64_t i = outer % outerDims[d];
+                    outer /= outerDims[d];
+                    src += i * outerIn[d];
+                    dst += i * outerOut[d];
+                  }
+                  int64_t q0 = (tile / tilesL) * kTile, l0 = (tile % tilesL) * kTile;
+                  int64_t q1 = std::min(nq, q0 + kTile), l1 = std::min(nl, l0 + kTile);
+                  for (int64_t i = q0; i < q1; ++i)
+                    for (int64_t l = l0; l < l1; ++l)
+                      dst[i * qOut + l] = src[i + l * lIn];
+                }
+              });
+}
+
 template <typename T> static void copyRuns(T *out, const T *in, const LoopNest &nest) {
   int64_t stride = nest.innerStride(0);
+  if (stride != 0 && stride != 1) {
+    for (size_t q = 0; q + 1 < nest.dims.size(); ++q)
+      if (nest.strides[0][q] == 1)
+        return copyTiled(out, in, nest, q);
+  }
   parallelFor(nest.numElements(), kGrain, [&](int64_t begin, int64_t end) {
     nest.forEachRun(begin, end, [&](int64_t o, const int64_t *off, int64_t len) {
       const T *src = in + off[0];

@@ -1,7 +1,8 @@
 //===- Reduce.cpp - ReduceSum and ReduceMean ------------------------------===//
 //
 // ReduceSum, ReduceMean {axes (empty: all), keepdims}: f32 in, f32 out, sums
-// kept in double so long reductions match PyTorch to float precision.
+// kept in double (vectorised conversions and adds, still memory-bound), so a
+// long reduction is the exact sum rounded once, whatever the order.
 //
 // Axes are grouped into runs of reduced and kept axes (size-1 axes dropped,
 // neighbours of one kind merged), so the work is one of two loops over
@@ -23,7 +24,8 @@ namespace {
 
 using namespace plain;
 
-/// Sum of a contiguous row, in eight interleaved partial sums.
+/// Sum of a contiguous row in eight interleaved double partial sums (the
+/// conversions and adds vectorise; the sum is exact to double rounding).
 double sumRow(const float *x, int64_t n) {
   double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;

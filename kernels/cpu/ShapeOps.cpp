@@ -201,6 +201,15 @@ public:
       for (int64_t o = 0; o < out.shape[d]; ++o)
         sources_.back().push_back(padSource(o, pads[d], in.shape[d], mode));
     }
+    // The stretch of the last axis that copies the input row as it is.
+    if (rank) {
+      const std::vector<int64_t> &last = sources_.back();
+      int64_t before = pads[rank - 1];
+      copyBegin_ = std::clamp<int64_t>(before, 0, (int64_t)last.size());
+      copyEnd_ = copyBegin_;
+      while (copyEnd_ < (int64_t)last.size() && last[copyEnd_] == copyEnd_ - before)
+        ++copyEnd_;
+    }
     Tensor fill(TensorType(in.dtype, {}));
     fill.set(0, n.attrs().getFloat("value", 0));
     std::memcpy(&fill_, fill.raw(), elemSize_);
@@ -251,7 +260,12 @@ private:
           std::fill(o, o + width, fill);
           continue;
         }
-        for (int64_t j = 0; j < width; ++j)
+        for (int64_t j = 0; j < copyBegin_; ++j)
+          o[j] = last[j] < 0 ? fill : in[base + last[j]];
+        if (copyEnd_ > copyBegin_)
+          std::memcpy(o + copyBegin_, in + base + last[copyBegin_],
+                      (copyEnd_ - copyBegin_) * sizeof(T));
+        for (int64_t j = copyEnd_; j < width; ++j)
           o[j] = last[j] < 0 ? fill : in[base + last[j]];
       }
     });
@@ -262,6 +276,7 @@ private:
   Dims outDims_, inStrides_;
   std::vector<std::vector<int64_t>> sources_;
   uint64_t fill_ = 0;
+  int64_t copyBegin_ = 0, copyEnd_ = 0;
 };
 
 } // namespace
