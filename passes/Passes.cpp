@@ -2,9 +2,12 @@
 
 #include "passes/AddLoss.h"
 #include "passes/AddOptimizer.h"
+#include "passes/AggregateGradients.h"
 #include "passes/BasicPasses.h"
 #include "passes/InsertTransfers.h"
 #include "passes/PlaceDevices.h"
+#include "passes/SplitBatch.h"
+#include "passes/TowerReplication.h"
 #include "passes/TrainingMode.h"
 #include "passes/autodiff/Autodiff.h"
 
@@ -32,6 +35,17 @@ void registerBuiltinPasses(PassRegistry &r) {
                   differentiate);
   addFunctionPass(r, "add-optimizer", "an lr input, optimizer slots and one update per parameter",
                   addOptimizer);
+  addFunctionPass(r, "replicate-towers",
+                  "one copy of the graph per tower (--towers), shared variables, per-tower batch",
+                  replicateTowers);
+  addFunctionPass(r, "split-batch", "one global input per data input, split over the towers",
+                  splitBatch);
+  addFunctionPass(r, "concat-outputs",
+                  "tower outputs joined on the host: losses summed, batches concatenated",
+                  concatOutputs);
+  addFunctionPass(r, "aggregate-gradients",
+                  "variable storage by --params and the towers' sums or all-reduce buckets",
+                  aggregateGradients);
   addFunctionPass(r, "place-devices",
                   "assign every node a device (the placer in CompileOptions::placer)",
                   placeDevices);

@@ -1,0 +1,124 @@
+//===- EquivalenceTest.cpp - N towers train like one device -----------------===//
+//
+// The promise of ARCHITECTURE.md "Semantics we promise": with the same global
+// batch and initial weights, 1 to 4 towers in every parameter mode end with
+// the parameters (and optimizer state) of the single-device graph after five
+// momentum-SGD steps, for batches that divide by the tower count, batches
+// that do not (uneven shares), and a batch smaller than the tower count (an
+// empty tower). The single-device graph is the reference: it never sees a
+// tower pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TowerTestUtil.h"
+
+using namespace graphc;
+using namespace graphc::towertest;
+
+namespace {
+
+constexpr int kSteps = 5;
+constexpr double kRtol = 1e-5;
+
+struct Case {
+  std::string model;
+  int64_t batch;
+  int towers;
+  std::string params;
+};
+
+models::ModelOptions modelOptions(const std::string &model) {
+  models::ModelOptions o;
+  if (model == "small_cnn_nobn" || model == "small_cnn")
+    o.dropout = 0; // masks differ per tower by design; equivalence needs none
+  return o;
+}
+
+CompileOptions compileOptions(const Case &c) {
+  CompileOptions o;
+  o.batch = c.batch;
+  o.towers = c.towers;
+  o.params = c.params;
+  o.remainder = "uneven";
+  o.learningRate = 0.1;
+  o.momentum = 0.9;
+  o.bucketBytes = 64 << 10; // several buckets even for these small models
+  return o;
+}
+
+/// The single-device reference for (model, batch), computed once.
+const std::map<std::string, Tensor> &reference(const std::string &model, int64_t batch) {
+  static std::map<std::pair<std::string, int64_t>, std::map<std::string, Tensor>> cache;
+  auto key = std::make_pair(model, batch);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  std::map<std::string, Tensor> &result = cache[key];
+  auto m = buildOrFail(model, modelOptions(model));
+  if (!m)
+    return result;
+  CompileOptions o;
+  o.batch = batch;
+  if (auto e = runPipeline(*m, kSingleDevicePipeline, o)) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    return result;
+  }
+  inputsFirst(*m);
+  ExecutorOptions eo;
+  eo.threads = 2;
+  eo.seed = 7;
+  auto ex = Executor::create(*m, eo);
+  if (!ex) {
+    ADD_FAILURE() << llvm::toString(ex.takeError());
+    return result;
+  }
+  Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);
+  auto out = train(**ex, b, kSteps);
+  if (!out) {
+    ADD_FAILURE() << llvm::toString(out.takeError());
+    return result;
+  }
+  result = variables(**ex);
+  return result;
+}
+
+class Equivalence : public testing::TestWithParam<Case> {};
+
+TEST_P(Equivalence, SameParametersAsOneDevice) {
+  const Case &c = GetParam();
+  const auto &want = reference(c.model, c.batch);
+  ASSERT_FALSE(want.empty());
+  auto m = buildOrFail(c.model, modelOptions(c.model));
+  ASSERT_TRUE(m);
+  llvm::Error err = compileTowers(*m, compileOptions(c));
+  ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  auto ex = makeExecutor(*m);
+  ASSERT_TRUE(ex);
+  Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);
+  auto out = train(*ex, b, kSteps);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  expectSameVariables(variables(*ex), want, kRtol,
+                      c.model + " " + std::to_string(c.towers) + " towers, params " + c.params);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const char *model : {"mlp", "small_cnn_nobn"})
+    for (const char *params : {"cpu", "gpu:0", "spread", "mirrored"}) {
+      for (int64_t batch : {12, 7})
+        for (int towers = 1; towers <= 4; ++towers)
+          out.push_back({model, batch, towers, params});
+      out.push_back({model, 3, 4, params}); // tower 3 is empty
+    }
+  return out;
+}
+
+std::string caseName(const testing::TestParamInfo<Case> &info) {
+  const Case &c = info.param;
+  std::string params = c.params == "gpu:0" ? "gpu0" : c.params;
+  return c.model + "_B" + std::to_string(c.batch) + "_N" + std::to_string(c.towers) + "_" + params;
+}
+
+INSTANTIATE_TEST_SUITE_P(Towers, Equivalence, testing::ValuesIn(cases()), caseName);
+
+} // namespace

@@ -1,0 +1,203 @@
+//===- TowerTestUtil.h - Compiling and training towers in tests -*- C++ -*-===//
+//
+// The tower tests compile a model with the tower pipeline, place it with a
+// stand-in for the placer (assigned = requested, unrequested nodes on the
+// host), add Transfer nodes with insert-transfers, and run it on the executor
+// with every GPU emulated by a CPU device (gpu:t -> cpu:t+1), so each tower
+// has its own worker and collectives really rendezvous. Training is momentum
+// SGD on a fixed random batch; results are every variable after the steps.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Executor.h"
+#include "frontend/models/Models.h"
+#include "ir/Diagnostics.h"
+#include "ir/Random.h"
+#include "passes/Pass.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace graphc::towertest {
+
+inline const char *const kSingleDevicePipeline =
+    "bind-batch,training-mode,add-loss,autodiff,add-optimizer,dce,verify";
+/// The default training pipeline up to (and without) placement.
+inline const char *const kTowerPipeline =
+    "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,split-batch,"
+    "concat-outputs,aggregate-gradients,dce,verify";
+
+inline llvm::Error runPipeline(Module &m, llvm::StringRef pipeline, const CompileOptions &o) {
+  PassManager pm(o);
+  if (auto e = pm.addPipeline(pipeline))
+    return e;
+  return pm.run(m);
+}
+
+/// The placer's stand-in: every node runs where it asked to, or on the host.
+inline void assignRequested(Module &m) {
+  for (Graph *g : m.graphs())
+    for (Node *n : g->nodes())
+      n->setAssignedDevice(n->requestedDevice().empty() ? "cpu:0" : n->requestedDevice());
+}
+
+/// gpu:t runs on the emulated CPU device cpu:(t+1).
+inline std::string emulate(const std::string &device) {
+  llvm::StringRef d(device);
+  unsigned index = 0;
+  if (d.consume_front("gpu:") && !d.getAsInteger(10, index))
+    return "cpu:" + std::to_string(index + 1);
+  return device.empty() ? "cpu:0" : device;
+}
+
+/// Moves every Input to the front of the graph. Works around an executor
+/// memory-plan bug (an Input's buffer is planned live only from its issue
+/// position, but feeds are written before the step, so an Input issued late,
+/// like add-optimizer's `lr`, can be overwritten by earlier values).
+inline void inputsFirst(Module &m) {
+  Graph &g = m.main();
+  std::vector<Node *> inputs = g.inputs();
+  Node *front = *g.nodes().begin();
+  for (auto it = inputs.rbegin(); it != inputs.rend(); ++it) {
+    if (*it == front)
+      continue;
+    g.moveAfter(*it, front);
+    g.moveAfter(front, *it);
+    front = *it;
+  }
+}
+
+/// Compiles `m` in place: the tower pipeline, placement, transfers.
+inline llvm::Error compileTowers(Module &m, const CompileOptions &o) {
+  if (auto e = runPipeline(m, kTowerPipeline, o))
+    return e;
+  assignRequested(m);
+  if (auto e = runPipeline(m, "insert-transfers,verify", o))
+    return e;
+  inputsFirst(m);
+  return llvm::Error::success();
+}
+
+inline std::unique_ptr<Executor> makeExecutor(const Module &m, uint64_t seed = 7) {
+  ExecutorOptions eo;
+  eo.threads = 2;
+  eo.seed = seed;
+  eo.deviceMap = emulate;
+  eo.waitTimeout = std::chrono::seconds(60);
+  auto ex = Executor::create(m, std::move(eo));
+  if (!ex) {
+    ADD_FAILURE() << llvm::toString(ex.takeError());
+    return nullptr;
+  }
+  return std::move(*ex);
+}
+
+struct Batch {
+  Tensor x, labels;
+};
+
+/// A deterministic batch for an input of type `x` (any batch) and `classes`.
+inline Batch randomBatch(const TensorType &x, int64_t classes, uint64_t seed) {
+  Batch b{Tensor(x), Tensor(TensorType(DType::I64, {x.shape[0]}))};
+  RandomStream r(seed, 1);
+  for (int64_t i = 0; i < b.x.numElements(); ++i)
+    b.x.set(i, r.uniform() * 2 - 1);
+  for (int64_t i = 0; i < x.shape[0]; ++i)
+    b.labels.set(i, (double)(r.next() % (uint64_t)classes));
+  return b;
+}
+
+/// The first `rows` samples of a batch.
+inline Batch firstRows(const Batch &b, int64_t rows) {
+  auto cut = [&](const Tensor &t) {
+    TensorType type = t.type();
+    int64_t rowBytes = (int64_t)t.bytes() / type.shape[0];
+    type.shape[0] = rows;
+    Tensor out(type);
+    if (out.bytes())
+      std::memcpy(out.raw(), t.raw(), (size_t)(rows * rowBytes));
+    return out;
+  };
+  return {cut(b.x), cut(b.labels)};
+}
+
+/// Runs `steps` training steps on the same batch; returns the last outputs.
+inline llvm::Expected<std::vector<Tensor>> train(Executor &ex, const Batch &b, int steps,
+                                                 float lr = 0.1f) {
+  llvm::StringMap<Tensor> feeds;
+  feeds["input"] = b.x;
+  feeds["labels"] = b.labels;
+  feeds["lr"] = Tensor::scalar(lr);
+  std::vector<Tensor> out;
+  for (int s = 0; s < steps; ++s) {
+    auto r = ex.run(feeds);
+    if (!r)
+      return r.takeError();
+    out = std::move(*r);
+  }
+  return out;
+}
+
+/// Every variable's value (first replica).
+inline std::map<std::string, Tensor> variables(const Executor &ex) {
+  std::map<std::string, Tensor> out;
+  for (const std::string &name : ex.variableNames()) {
+    auto t = ex.readVariable(name);
+    if (t)
+      out[name] = *t;
+    else
+      ADD_FAILURE() << llvm::toString(t.takeError());
+  }
+  return out;
+}
+
+/// |a - b| <= rtol · max|b| elementwise (relative to the tensor's scale, so
+/// entries near zero do not demand absolute agreement beyond float rounding).
+inline testing::AssertionResult closeTo(const Tensor &a, const Tensor &b, double rtol) {
+  if (a.type() != b.type())
+    return testing::AssertionFailure() << toString(a.type()) << " vs " << toString(b.type());
+  double scale = 0;
+  for (int64_t i = 0; i < b.numElements(); ++i)
+    scale = std::max(scale, std::abs(b.at(i)));
+  double worst = 0;
+  int64_t where = 0;
+  for (int64_t i = 0; i < b.numElements(); ++i) {
+    double d = std::abs(a.at(i) - b.at(i));
+    if (d > worst) {
+      worst = d;
+      where = i;
+    }
+  }
+  if (worst <= rtol * std::max(scale, 1e-12))
+    return testing::AssertionSuccess();
+  return testing::AssertionFailure()
+         << "element " << where << ": " << a.at(where) << " vs " << b.at(where) << " (max |b| "
+         << scale << ", rtol " << rtol << ")";
+}
+
+inline void expectSameVariables(const std::map<std::string, Tensor> &got,
+                                const std::map<std::string, Tensor> &want, double rtol,
+                                const std::string &what) {
+  EXPECT_EQ(got.size(), want.size()) << what;
+  for (const auto &[name, value] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) {
+      ADD_FAILURE() << what << ": variable '" << name << "' missing";
+      continue;
+    }
+    EXPECT_TRUE(closeTo(it->second, value, rtol)) << what << ": variable '" << name << "'";
+  }
+}
+
+inline std::unique_ptr<Module> buildOrFail(llvm::StringRef name, models::ModelOptions o) {
+  auto m = models::buildModel(name, o);
+  if (!m) {
+    ADD_FAILURE() << llvm::toString(m.takeError());
+    return nullptr;
+  }
+  return std::move(*m);
+}
+
+} // namespace graphc::towertest
