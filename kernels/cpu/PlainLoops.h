@@ -83,8 +83,14 @@ template <> inline float fromFloat<float>(float f) {
 template <> inline Half fromFloat<Half>(float f) {
   return Half{floatToHalf(f)};
 }
+/// floatToBf16 inline and branch-free (round to nearest even, NaN stays
+/// NaN), so chunk conversions vectorise.
 template <> inline BFloat fromFloat<BFloat>(float f) {
-  return BFloat{floatToBf16(f)};
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  uint32_t quiet = (x >> 16) | 0x40u;
+  return BFloat{(uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? quiet : rounded)};
 }
 
 /// Floats per chunk when a 16-bit tensor is computed in f32 (on the stack).

@@ -5,6 +5,7 @@
 #include "PlainTestUtil.h"
 
 #include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/PlainLoops.h"
 
 using namespace graphc;
 
@@ -201,5 +202,18 @@ TEST(PlainContract, ReduceMeanOfNothingIsNaNAndSumIsZero) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(std::isnan(mv.at(i)));
     EXPECT_EQ(sv.at(i), 0.0);
+  }
+}
+
+TEST(PlainContract, InlineBf16RoundingMatchesTheLibrary) {
+  // Every 65537th bit pattern (all exponents, both signs) plus ties and specials.
+  std::vector<uint32_t> patterns = {0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x7f800000u,
+                                    0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffbfffffu};
+  for (uint64_t bits = 0; bits < (1ull << 32); bits += 65537)
+    patterns.push_back((uint32_t)bits);
+  for (uint32_t bits : patterns) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    ASSERT_EQ(plain::fromFloat<plain::BFloat>(f).bits, floatToBf16(f)) << std::hex << bits;
   }
 }

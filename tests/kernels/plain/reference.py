@@ -411,6 +411,18 @@ xb = torch.rand(3, 1) > 0.5
 case("shape/Expand_bool", "Expand", {"shape": INTS([3, 4])}, [xb], [xb.expand(3, 4).contiguous()],
      0, 0)
 
+# Empty tensors move nothing but must still get their shapes right.
+xe = randn(0, 3)
+case("shape/Transpose_empty", "Transpose", {"perm": INTS([1, 0])}, [xe], [xe.t().contiguous()], 0, 0)
+case("shape/Reshape_empty", "Reshape", {"shape": INTS([3, 0])}, [xe], [xe.reshape(3, 0)], 0, 0)
+case("shape/Pad_empty", "Pad", {"pads": INTS([1, 0, 1, 0]), "value": Fl(2)}, [xe],
+     [F.pad(xe, (0, 0, 1, 1), value=2.0)], 0, 0)
+case("shape/Expand_empty", "Expand", {"shape": INTS([4, 0, 3])}, [xe],
+     [xe.expand(4, 0, 3).contiguous()], 0, 0)
+case("shape/Slice_of_empty", "Slice", {"starts": INTS([1]), "ends": INTS([3]), "axes": INTS([1])},
+     [xe], [xe[:, 1:3].contiguous()], 0, 0)
+case("cast/f32_to_i32_empty", "Cast", {"to": DT("i32")}, [xe], [xe.to(torch.int32)], 0, 0)
+
 # --- Gather and its gradient ----------------------------------------------------
 
 GATHERS = [
