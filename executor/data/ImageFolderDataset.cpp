@@ -133,11 +133,16 @@ llvm::Error ImageFolderDataset::load(int64_t index, float *pixels, int64_t &labe
     dst = planes.data();
   }
   const uint8_t *src = image->pixels.data();
+  float scale[3], shift[3];
   for (int c = 0; c < 3; ++c) {
-    float scale = 1.0f / (255.0f * kStd[c]), shift = -kMean[c] / kStd[c];
-    float *plane = dst + c * inPlane;
-    for (int64_t i = 0; i < inPlane; ++i)
-      plane[i] = (float)src[3 * i + c] * scale + shift;
+    scale[c] = 1.0f / (255.0f * kStd[c]);
+    shift[c] = -kMean[c] / kStd[c];
+  }
+  float *r = dst, *g = dst + inPlane, *b = dst + 2 * inPlane;
+  for (int64_t i = 0; i < inPlane; ++i, src += 3) {
+    r[i] = (float)src[0] * scale[0] + shift[0];
+    g[i] = (float)src[1] * scale[1] + shift[1];
+    b[i] = (float)src[2] * scale[2] + shift[2];
   }
   if (!plan.isIdentity())
     for (int c = 0; c < 3; ++c)

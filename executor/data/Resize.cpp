@@ -20,31 +20,51 @@ namespace {
 /// cropped from `offset`. Same arithmetic as PIL's and torch's antialiased
 /// bilinear: centre (j + 0.5) · scale, triangle of half-width max(scale, 1).
 AxisFilter planAxis(int64_t in, int64_t scaled, int64_t offset, int64_t out) {
-  AxisFilter f;
   double scale = (double)in / (double)scaled;
   double support = std::max(scale, 1.0); // the triangle's half-width, in input samples
-  f.taps = (int32_t)std::ceil(support) * 2 + 1;
+  std::vector<int64_t> lo(out), hi(out);
+  AxisFilter f;
+  for (int64_t i = 0; i < out; ++i) {
+    double center = ((double)(i + offset) + 0.5) * scale;
+    lo[i] = std::max<int64_t>((int64_t)(center - support + 0.5), 0);
+    hi[i] = std::min<int64_t>((int64_t)(center + support + 0.5), in);
+    assert(hi[i] > lo[i]);
+    f.taps = std::max<int32_t>(f.taps, (int32_t)(hi[i] - lo[i]));
+  }
+  // Every output gets the same number of taps (zero weights pad the shorter
+  // windows): a fixed trip count keeps the inner loops free of mispredicted
+  // branches. Windows near the end start earlier to stay inside the axis.
   f.first.resize(out);
-  f.count.resize(out);
   f.weights.assign(out * f.taps, 0.0f);
   std::vector<double> w(f.taps);
   for (int64_t i = 0; i < out; ++i) {
-    double center = ((double)(i + offset) + 0.5) * scale;
-    auto lo = std::max<int64_t>((int64_t)(center - support + 0.5), 0);
-    auto hi = std::min<int64_t>((int64_t)(center + support + 0.5), in);
-    assert(hi > lo && hi - lo <= f.taps);
-    double total = 0;
-    for (int64_t x = lo; x < hi; ++x) {
+    double center = ((double)(i + offset) + 0.5) * scale, total = 0;
+    for (int64_t x = lo[i]; x < hi[i]; ++x) {
       double t = std::abs(((double)x - center + 0.5) / support);
-      w[x - lo] = t < 1.0 ? 1.0 - t : 0.0;
-      total += w[x - lo];
+      w[x - lo[i]] = t < 1.0 ? 1.0 - t : 0.0;
+      total += w[x - lo[i]];
     }
-    f.first[i] = (int32_t)lo;
-    f.count[i] = (int32_t)(hi - lo);
-    for (int64_t k = 0; k < hi - lo; ++k)
-      f.weights[i * f.taps + k] = total > 0 ? (float)(w[k] / total) : 0.0f;
+    int64_t start = std::min<int64_t>(lo[i], in - f.taps);
+    f.first[i] = (int32_t)start;
+    for (int64_t k = 0; k < hi[i] - lo[i]; ++k)
+      f.weights[i * f.taps + (lo[i] - start) + k] = total > 0 ? (float)(w[k] / total) : 0.0f;
   }
   return f;
+}
+
+/// One row through the horizontal filter; TAPS > 0 fixes the trip count at
+/// compile time so the dot product unrolls (the hot loop of image loading).
+template <int TAPS>
+void filterRow(const AxisFilter &cols, const float *src, float *dst, int64_t outW) {
+  const int taps = TAPS > 0 ? TAPS : cols.taps;
+  const float *w = cols.weights.data();
+  for (int64_t x = 0; x < outW; ++x, w += taps) {
+    const float *s = src + cols.first[x];
+    float acc = 0;
+    for (int k = 0; k < taps; ++k)
+      acc += w[k] * s[k];
+    dst[x] = acc;
+  }
 }
 
 /// Python's round() of d / 2 (halves go to the even neighbour), as
@@ -90,21 +110,16 @@ void resizePlane(const ResizePlan &plan, const float *in, float *out, std::vecto
   // Input rows [r0, r1) are the ones the vertical filter reads.
   int64_t r0 = rows.first[0], r1 = r0;
   for (int64_t y = 0; y < outH; ++y)
-    r1 = std::max<int64_t>(r1, rows.first[y] + rows.count[y]);
+    r1 = std::max<int64_t>(r1, rows.first[y] + rows.taps);
   scratch.resize((r1 - r0) * outW);
 
-  for (int64_t r = r0; r < r1; ++r) {
-    const float *src = in + r * inW;
-    float *dst = scratch.data() + (r - r0) * outW;
-    for (int64_t x = 0; x < outW; ++x) {
-      const float *w = cols.weights.data() + x * cols.taps;
-      const float *s = src + cols.first[x];
-      float acc = 0;
-      for (int32_t k = 0, n = cols.count[x]; k < n; ++k)
-        acc += w[k] * s[k];
-      dst[x] = acc;
-    }
-  }
+  using RowFilter = void (*)(const AxisFilter &, const float *, float *, int64_t);
+  static constexpr RowFilter kUnrolled[] = {&filterRow<0>, &filterRow<1>, &filterRow<2>,
+                                            &filterRow<3>, &filterRow<4>, &filterRow<5>,
+                                            &filterRow<6>, &filterRow<7>, &filterRow<8>};
+  RowFilter filter = cols.taps <= 8 ? kUnrolled[cols.taps] : &filterRow<0>;
+  for (int64_t r = r0; r < r1; ++r)
+    filter(cols, in + r * inW, scratch.data() + (r - r0) * outW, outW);
   for (int64_t y = 0; y < outH; ++y) {
     float *dst = out + y * outW;
     const float *w = rows.weights.data() + y * rows.taps;
@@ -112,7 +127,7 @@ void resizePlane(const ResizePlan &plan, const float *in, float *out, std::vecto
     float w0 = w[0];
     for (int64_t x = 0; x < outW; ++x)
       dst[x] = w0 * base[x];
-    for (int32_t k = 1, n = rows.count[y]; k < n; ++k) {
+    for (int32_t k = 1; k < rows.taps; ++k) {
       const float *s = base + k * outW;
       float wk = w[k];
       for (int64_t x = 0; x < outW; ++x)

@@ -23,9 +23,9 @@
 namespace graphc {
 
 /// Filter taps of one axis: output i reads input[first[i] + k] with weight
-/// weights[i * taps + k] for k < count[i]; weights of an output sum to 1.
+/// weights[i * taps + k] for k < taps; weights of an output sum to 1.
 struct AxisFilter {
-  std::vector<int32_t> first, count;
+  std::vector<int32_t> first;
   std::vector<float> weights;
   int32_t taps = 0;
 };

@@ -6,7 +6,7 @@
 // sample (all threads; the robust number on a shared machine) and the time
 // the consumer waited.
 //
-//   data_throughput [--quick]
+//   data_throughput [--quick] [synthetic|fashion-mnist|images]
 //
 // The image-folder case writes JPEGs of 500×375 (a typical photo) with
 // libturbojpeg into a temporary folder first.
@@ -103,22 +103,34 @@ void measure(const std::string &spec, const DatasetOptions &dopts, SampleShape t
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--quick")
+      quick = true;
+    else
+      only = argv[i];
+  }
+  auto wanted = [&](const std::string &kind) { return only.empty() || only == kind; };
   const SampleShape inception{3, 299, 299};
 
-  DatasetOptions synthetic;
-  synthetic.shape = inception;
-  synthetic.samples = quick ? 256 : 1024;
-  for (int threads : {0, 1, 2})
-    measure("synthetic", synthetic, inception, 16, threads, 1);
-
-  DatasetOptions fmnist;
-  for (int threads : {0, 1, 2})
-    measure("fashion-mnist", fmnist, {1, 28, 28}, 64, threads, 1);
-  fmnist.split = Split::Test;
-  for (int threads : {0, 1, 2})
-    measure("fashion-mnist", fmnist, inception, 16, threads, 1);
-
+  if (wanted("synthetic")) {
+    DatasetOptions synthetic;
+    synthetic.shape = inception;
+    synthetic.samples = quick ? 256 : 1024;
+    for (int threads : {0, 1, 2})
+      measure("synthetic", synthetic, inception, 16, threads, 1);
+  }
+  if (wanted("fashion-mnist")) {
+    DatasetOptions fmnist;
+    for (int threads : {0, 1, 2})
+      measure("fashion-mnist", fmnist, {1, 28, 28}, 64, threads, 1);
+    fmnist.split = Split::Test;
+    for (int threads : {0, 1, 2})
+      measure("fashion-mnist", fmnist, inception, 16, threads, 1);
+  }
+  if (!wanted("images"))
+    return 0;
   std::string dir =
       "/tmp/graphc-data-throughput-" + std::to_string(llvm::sys::Process::getProcessId());
   writeJpegFolder(dir, 4, quick ? 16 : 64);
