@@ -68,9 +68,10 @@ struct ClipGradFn {
   float operator()(float x, float dy) const { return x >= lo && x <= hi ? dy : 0.0f; }
 };
 
-/// One run of a binary op; operand strides are 0 (broadcast) or 1.
+/// One run of a binary op; operand strides are 0 (broadcast) or 1. The
+/// functor comes by value so its parameters cannot alias the output.
 template <typename T, typename F>
-void binaryRun(T *o, const T *a, int64_t sa, const T *b, int64_t sb, int64_t n, const F &f) {
+void binaryRun(T *o, const T *a, int64_t sa, const T *b, int64_t sb, int64_t n, F f) {
   if (sa && sb) {
     for (int64_t i = 0; i < n; ++i)
       o[i] = f(a[i], b[i]);
@@ -88,7 +89,7 @@ void binaryRun(T *o, const T *a, int64_t sa, const T *b, int64_t sb, int64_t n, 
 }
 
 template <typename S, typename F>
-void binaryRunHalf(S *o, const S *a, int64_t sa, const S *b, int64_t sb, int64_t n, const F &f) {
+void binaryRunHalf(S *o, const S *a, int64_t sa, const S *b, int64_t sb, int64_t n, F f) {
   float fa[kChunk], fb[kChunk], fo[kChunk];
   for (int64_t i = 0; i < n; i += kChunk) {
     int64_t m = std::min(kChunk, n - i);
@@ -192,7 +193,7 @@ struct ClipFn {
   float operator()(float x) const { return std::min(std::max(x, lo), hi); }
 };
 
-template <typename T, typename F> void unaryRun(T *o, const T *a, int64_t n, const F &f) {
+template <typename T, typename F> void unaryRun(T *o, const T *a, int64_t n, F f) {
   if constexpr (isHalfLike<T>) {
     float fa[kChunk];
     for (int64_t i = 0; i < n; i += kChunk) {
