@@ -5,7 +5,7 @@
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <map>
 
@@ -55,6 +55,8 @@ static llvm::Expected<bool> insertTransfers(Graph &g) {
 
   bool changed = false;
   Builder b(g);
+  // Copies of one value follow each other after its producer in creation order.
+  llvm::DenseMap<const Node *, Node *> lastAfter;
   // A reused Transfer may sit after a reader it gains; the stable sort below
   // restores topological order without moving anything that was in order.
   for (Crossing &c : crossings) {
@@ -75,7 +77,9 @@ static llvm::Expected<bool> insertTransfers(Graph &g) {
                        nameSafe(c.value->name()) + "/to_" + nameSafe(c.to));
       t->setAssignedDevice(c.to);
       t->setPlacementReason("transfer from " + producer->assignedDevice());
-      g.moveAfter(t, producer);
+      Node *&anchor = lastAfter[producer];
+      g.moveAfter(t, anchor ? anchor : producer);
+      anchor = t;
     }
     for (auto &[reader, slot] : c.readers)
       reader->setOperand(slot, t->result());

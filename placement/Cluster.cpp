@@ -13,7 +13,9 @@
 
 namespace graphc {
 
-llvm::StringRef deviceTypeName(DeviceType t) { return t == DeviceType::GPU ? "gpu" : "cpu"; }
+llvm::StringRef deviceTypeName(DeviceType t) {
+  return t == DeviceType::GPU ? "gpu" : "cpu";
+}
 
 std::optional<DeviceType> parseDeviceType(llvm::StringRef s) {
   if (s == "cpu")
@@ -116,7 +118,9 @@ unsigned Cluster::numGpus() const {
   return llvm::count_if(devices_, [](const Device &d) { return d.type == DeviceType::GPU; });
 }
 
-double Cluster::peakFlops(const Device &d) const { return kindPeakFlops(d.type) * d.relativeSpeed; }
+double Cluster::peakFlops(const Device &d) const {
+  return kindPeakFlops(d.type) * d.relativeSpeed;
+}
 
 std::optional<double> Cluster::bandwidth(llvm::StringRef a, llvm::StringRef b) const {
   auto direct = [&](llvm::StringRef x, llvm::StringRef y) -> double {
@@ -341,10 +345,11 @@ std::string clusterToJson(const Cluster &c) {
   for (const Link &l : c.links())
     links.push_back(
         llvm::json::Object{{"endpoints", llvm::json::Array{l.a, l.b}}, {"bandwidth", l.bandwidth}});
-  llvm::json::Object root{{"devices", std::move(devices)},
-                          {"links", std::move(links)},
-                          {"peak_flops", llvm::json::Object{{"cpu", c.kindPeakFlops(DeviceType::CPU)},
-                                                            {"gpu", c.kindPeakFlops(DeviceType::GPU)}}}};
+  llvm::json::Object root{
+      {"devices", std::move(devices)},
+      {"links", std::move(links)},
+      {"peak_flops", llvm::json::Object{{"cpu", c.kindPeakFlops(DeviceType::CPU)},
+                                        {"gpu", c.kindPeakFlops(DeviceType::GPU)}}}};
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));

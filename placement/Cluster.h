@@ -43,12 +43,12 @@ struct Link {
 
 /// Figures behind defaultCluster (docs/placement.md gives their sources).
 struct ClusterDefaults {
-  static constexpr int64_t kGpuMemory = 80LL << 30;      ///< H100 SXM: 80 GiB HBM3
-  static constexpr int64_t kHostMemory = 2048LL << 30;   ///< DGX H100 host: 2 TiB
-  static constexpr double kGpuPeakFlops = 67e12;         ///< H100 SXM FP32 (non-tensor)
-  static constexpr double kCpuPeakFlops = 7.2e12;        ///< 2 x 56-core AVX-512 FP32 FMA
-  static constexpr double kGpuGpuBandwidth = 450e9;      ///< NVLink 4 via NVSwitch, per direction
-  static constexpr double kHostGpuBandwidth = 64e9;      ///< PCIe 5.0 x16, per direction
+  static constexpr int64_t kGpuMemory = 80LL << 30;    ///< H100 SXM: 80 GiB HBM3
+  static constexpr int64_t kHostMemory = 2048LL << 30; ///< DGX H100 host: 2 TiB
+  static constexpr double kGpuPeakFlops = 67e12;       ///< H100 SXM FP32 (non-tensor)
+  static constexpr double kCpuPeakFlops = 7.2e12;      ///< 2 x 56-core AVX-512 FP32 FMA
+  static constexpr double kGpuGpuBandwidth = 450e9;    ///< NVLink 4 via NVSwitch, per direction
+  static constexpr double kHostGpuBandwidth = 64e9;    ///< PCIe 5.0 x16, per direction
 };
 
 class Cluster {

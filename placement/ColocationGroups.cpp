@@ -41,7 +41,9 @@ private:
   std::vector<unsigned> parent_;
 };
 
-std::string joinDevices(const std::vector<std::string> &ds) { return llvm::join(ds, ", "); }
+std::string joinDevices(const std::vector<std::string> &ds) {
+  return llvm::join(ds, ", ");
+}
 
 } // namespace
 

@@ -22,7 +22,9 @@
 
 namespace graphc {
 
-bool anyKernelAnywhere(const Node &, DeviceType) { return true; }
+bool anyKernelAnywhere(const Node &, DeviceType) {
+  return true;
+}
 
 bool runsWithoutKernel(Op op) {
   switch (op) {
@@ -40,7 +42,9 @@ bool runsWithoutKernel(Op op) {
 namespace {
 
 constexpr unsigned kAllKinds = 3;
-unsigned kindBit(DeviceType t) { return t == DeviceType::GPU ? 2u : 1u; }
+unsigned kindBit(DeviceType t) {
+  return t == DeviceType::GPU ? 2u : 1u;
+}
 
 std::string kindList(unsigned kinds) {
   std::vector<std::string> names;
@@ -50,7 +54,9 @@ std::string kindList(unsigned kinds) {
   return names.empty() ? "none" : llvm::join(names, ", ");
 }
 
-std::string quoted(const Node &n) { return "'" + n.name() + "' (" + opName(n.op()).str() + ")"; }
+std::string quoted(const Node &n) {
+  return "'" + n.name() + "' (" + opName(n.op()).str() + ")";
+}
 
 llvm::Error cannotAssign(const Node &n, const llvm::Twine &msg) {
   return makeError("Cannot assign a device for operation " + quoted(n) + ": " + msg);
@@ -58,8 +64,8 @@ llvm::Error cannotAssign(const Node &n, const llvm::Twine &msg) {
 
 /// What a group asked for and what it got.
 struct GroupPlan {
-  std::string requested;     ///< device name; empty: no request
-  std::string requestedBy;   ///< "'x' (Op)" or "the storage of variable 'w'"
+  std::string requested;           ///< device name; empty: no request
+  std::string requestedBy;         ///< "'x' (Op)" or "the storage of variable 'w'"
   const Node *requester = nullptr; ///< null when storage asked
   unsigned kinds = kAllKinds;
   const Node *limiting = nullptr; ///< first member that ruled a kind out
@@ -128,8 +134,7 @@ private:
       return llvm::Error::success();
     std::string who = by ? "it requested '" + device + "'" : byText + " is on '" + device + "'";
     return cannotAssign(blame, who + ", but it must be colocated with " + p.requestedBy +
-                                   ", which requested '" + p.requested + "'" +
-                                   colocationNote(gi));
+                                   ", which requested '" + p.requested + "'" + colocationNote(gi));
   }
 
   llvm::Error collect(unsigned gi) {
@@ -314,7 +319,8 @@ private:
       return;
     }
     const Device *other = bestRunnable >= 0 ? &c_.devices()[bestRunnable] : fallbackDevice(p);
-    decide(p, other, neighbour + " is on " + d.name + ", but " + noKernel(p, d) + ": " + other->name);
+    decide(p, other,
+           neighbour + " is on " + d.name + ", but " + noKernel(p, d) + ": " + other->name);
   }
 
   void writeBack() {

@@ -166,7 +166,7 @@ TEST(Cluster, LoadsFilesAndNamesThePathInErrors) {
   llvm::sys::fs::remove(path);
   auto missing = loadClusterFile("/nonexistent/cluster.json");
   ASSERT_FALSE(bool(missing));
-  EXPECT_EQ(llvm::toString(missing.takeError()).rfind(
-                "cannot read cluster file '/nonexistent/cluster.json': ", 0),
+  EXPECT_EQ(llvm::toString(missing.takeError())
+                .rfind("cannot read cluster file '/nonexistent/cluster.json': ", 0),
             0u);
 }

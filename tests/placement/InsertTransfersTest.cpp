@@ -56,11 +56,11 @@ TEST(InsertTransfers, OneTransferPerValueAndDestinationShared) {
   std::set<std::string> names;
   for (const Node *t : transfers(*m))
     names.insert(t->name());
-  EXPECT_EQ(names, (std::set<std::string>{
-                       "dense.weight/to_gpu_0", "dense.weight/to_gpu_1", "split_0/to_gpu_0",
-                       "split_1/to_gpu_1", "tower_0/dense/MatMul/to_cpu_0",
-                       "tower_1/dense/MatMul/to_cpu_0", "tower_0/grad/w/to_cpu_0",
-                       "tower_1/grad/w/to_cpu_0"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"dense.weight/to_gpu_0", "dense.weight/to_gpu_1",
+                                   "split_0/to_gpu_0", "split_1/to_gpu_1",
+                                   "tower_0/dense/MatMul/to_cpu_0", "tower_1/dense/MatMul/to_cpu_0",
+                                   "tower_0/grad/w/to_cpu_0", "tower_1/grad/w/to_cpu_0"}));
 
   const Node &w1 = node(*m, "dense.weight/to_gpu_1");
   EXPECT_EQ(w1.attrs().getString("from"), "cpu:0");
@@ -78,8 +78,9 @@ TEST(InsertTransfers, OneTransferPerValueAndDestinationShared) {
   for (const Node *n : m->main().nodes()) {
     if (n == &w1) {
       ASSERT_NE(previous, nullptr);
-      bool producerOrSibling = previous == w1.operand(0)->producer() ||
-                               (previous->op() == Op::Transfer && previous->operand(0) == w1.operand(0));
+      bool producerOrSibling =
+          previous == w1.operand(0)->producer() ||
+          (previous->op() == Op::Transfer && previous->operand(0) == w1.operand(0));
       EXPECT_TRUE(producerOrSibling) << previous->name();
     }
     previous = n;

@@ -110,9 +110,9 @@ inline std::unique_ptr<Module> buildTowerGraph(const TowerGraphOptions &o) {
       ar.set("rank", int64_t(t));
       ar.set("nranks", int64_t(o.towers));
       ar.set("group", std::string("grads"));
-      Value *sum = b.createNode(Op::AllReduce, {grads[t]}, ar,
-                                "tower_" + std::to_string(t) + "/allreduce")
-                       ->result();
+      Value *sum =
+          b.createNode(Op::AllReduce, {grads[t]}, ar, "tower_" + std::to_string(t) + "/allreduce")
+              ->result();
       b.createNode(Op::ApplyMomentum, {sum, lr}, update,
                    "tower_" + std::to_string(t) + "/update/dense.weight");
     }
@@ -134,12 +134,15 @@ inline const Node &node(const Module &m, llvm::StringRef name) {
   if (!n) {
     ADD_FAILURE() << "no node '" << name.str() << "'";
     static Module empty;
-    static Node *dummy = Builder(empty.main()).input("missing", TensorType(DType::F32, {}))->producer();
+    static Node *dummy =
+        Builder(empty.main()).input("missing", TensorType(DType::F32, {}))->producer();
     return *dummy;
   }
   return *n;
 }
 
-inline std::string errorText(llvm::Error e) { return e ? llvm::toString(std::move(e)) : ""; }
+inline std::string errorText(llvm::Error e) {
+  return e ? llvm::toString(std::move(e)) : "";
+}
 
 } // namespace graphc::testing

@@ -2,9 +2,9 @@
 
 #include "PlacementTestUtil.h"
 
+#include "passes/PlaceDevices.h"
 #include "placement/ColocationGroups.h"
 #include "placement/Placer.h"
-#include "passes/PlaceDevices.h"
 
 #include "ir/Printer.h"
 
@@ -23,8 +23,7 @@ llvm::Error place(Module &m, int gpus, KernelAvailability k = anyKernelAnywhere,
 
 /// Kernels everywhere except `op`, which has no GPU kernel.
 KernelAvailability noGpuKernelFor(Op op) {
-  return [op](const Node &n, DeviceType t) { return !(n.op() == op && t == DeviceType::GPU); }
-  ;
+  return [op](const Node &n, DeviceType t) { return !(n.op() == op && t == DeviceType::GPU); };
 }
 
 std::string placementOf(const Module &m) {
@@ -223,12 +222,13 @@ TEST(Placer, NodesWithoutRequestOrTowerFollowTheirNeighbours) {
   Value *big = g.findValue("tower_1/dense/MatMul"); // [4,3] f32: 48 bytes
   Value *small = b.input("small", TensorType(DType::F32, {2}));
   small->producer()->setRequestedDevice("cpu:0");
-  Value *sum = b.create(Op::Add, {big, b.create(Op::Reshape, {b.create(Op::ReduceSum, {small})},
-                                                [] {
-                                                  Attrs a;
-                                                  a.set("shape", Ints{1, 1});
-                                                  return a;
-                                                }())},
+  Value *sum = b.create(Op::Add,
+                        {big, b.create(Op::Reshape, {b.create(Op::ReduceSum, {small})},
+                                       [] {
+                                         Attrs a;
+                                         a.set("shape", Ints{1, 1});
+                                         return a;
+                                       }())},
                         {}, "free/add");
   b.create(Op::Relu, {sum}, {}, "free/relu");
   b.scalar(1.0f, "isolated");

@@ -1,0 +1,155 @@
+//===- HtmlView.cpp - Graph data as JSON plus the inline page ---------------===//
+//
+// Nodes and clusters are arrays, not objects, to keep 20k-node pages a few
+// megabytes; view.js names the fields. The page text comes from
+// placement/html/view.{js,css}, embedded at build time (HtmlViewAssets.inc).
+//
+//===----------------------------------------------------------------------===//
+
+#include "placement/HtmlView.h"
+
+#include "placement/ViewTree.h"
+
+#include "ir/Printer.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+
+namespace graphc {
+namespace {
+
+#include "HtmlViewAssets.inc"
+
+/// Attributes in one line; tensors by type only.
+std::string attributesText(const Node &n) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  bool first = true;
+  for (const auto &[name, value] : n.attrs().entries()) {
+    os << (first ? "" : ", ") << name << " = ";
+    first = false;
+    if (const Tensor *t = std::get_if<Tensor>(&value))
+      os << "tensor " << toString(t->type());
+    else
+      printAttribute(value, os);
+  }
+  return os.str();
+}
+
+std::string metaText(const Module &m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  bool first = true;
+  for (const auto &[name, value] : m.meta().entries()) {
+    os << (first ? "" : ", ") << name << " = ";
+    first = false;
+    printAttribute(value, os);
+  }
+  return os.str();
+}
+
+llvm::json::Object graphData(const Graph &g, const llvm::StringMap<unsigned> &deviceIndex) {
+  ViewTree tree = ViewTree::build(g);
+  int64_t batch = g.module().batch().value_or(1);
+  llvm::json::Array clusters, nodes;
+  for (const ViewCluster &c : tree.clusters())
+    clusters.push_back(
+        llvm::json::Array{c.label, c.parent, c.isTower ? 1 : 0, (int64_t)c.totalNodes});
+  llvm::DenseMap<const Node *, unsigned> index;
+  for (const Node *n : g.nodes())
+    index[n] = index.size();
+  for (const Node *n : g.nodes()) {
+    llvm::json::Array outs, operands;
+    for (const auto &r : n->results())
+      outs.push_back(llvm::json::Array{toString(r->type()), r->type().bytes(batch)});
+    for (const Value *v : n->operands()) {
+      operands.push_back(index.lookup(v->producer()));
+      operands.push_back(v->resultIndex());
+    }
+    auto device = deviceIndex.find(n->assignedDevice());
+    nodes.push_back(llvm::json::Array{n->name(), opName(n->op()), tree.clusterOf(n),
+                                      device == deviceIndex.end() ? -1 : (int)device->second,
+                                      n->requestedDevice(), n->placementReason(), n->tower(),
+                                      std::move(outs), attributesText(*n), std::move(operands)});
+  }
+  return llvm::json::Object{
+      {"name", g.name()}, {"clusters", std::move(clusters)}, {"nodes", std::move(nodes)}};
+}
+
+/// JSON inside <script>: '<' only occurs in strings, where \u003c means the same.
+std::string scriptSafe(const std::string &json) {
+  std::string out;
+  out.reserve(json.size());
+  for (char c : json)
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
+  return out;
+}
+
+std::string htmlEscape(llvm::StringRef s) {
+  std::string out;
+  for (char c : s)
+    switch (c) {
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '&':
+      out += "&amp;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  return out;
+}
+
+} // namespace
+
+std::string htmlViewData(const Module &m) {
+  std::vector<std::string> devices;
+  for (const Graph *g : m.graphs())
+    for (const std::string &d : devicesOf(*g))
+      if (!llvm::is_contained(devices, d))
+        devices.push_back(d);
+  llvm::StringMap<unsigned> deviceIndex;
+  llvm::json::Array deviceList, graphs;
+  for (const std::string &d : devices) {
+    deviceIndex[d] = deviceIndex.size();
+    deviceList.push_back(llvm::json::Array{d, deviceColor(d)});
+  }
+  for (const Graph *g : m.graphs())
+    graphs.push_back(graphData(*g, deviceIndex));
+  llvm::json::Object root{{"module", m.name()},
+                          {"meta", metaText(m)},
+                          {"devices", std::move(deviceList)},
+                          {"graphs", std::move(graphs)}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::json::Value(std::move(root));
+  return os.str();
+}
+
+void writeHtmlView(const Module &m, llvm::raw_ostream &os) {
+  os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+     << "<title>graphc view: " << htmlEscape(m.name()) << "</title>\n<style>\n"
+     << kViewCss << "</style>\n</head>\n<body>\n"
+     << "<div id=\"bar\"><h1 id=\"title\"></h1><select id=\"graph\"></select>"
+     << "<input id=\"search\" type=\"search\" placeholder=\"find a node by name  ( / )\">"
+     << "<button id=\"fit\" title=\"fit the graph to the window (f)\">Fit</button>"
+     << "<button id=\"expand-level\">Expand one level</button>"
+     << "<button id=\"collapse\">Collapse all</button><div id=\"legend\"></div></div>\n"
+     << "<div id=\"matches\"></div>\n<div id=\"canvas\"></div>\n<div id=\"panel\"></div>\n"
+     << "<div id=\"status\"></div>\n"
+     << "<script id=\"graph-data\" type=\"application/json\">" << scriptSafe(htmlViewData(m))
+     << "</script>\n<script>\n"
+     << kViewJs << "</script>\n</body>\n</html>\n";
+}
+
+} // namespace graphc

@@ -1,0 +1,269 @@
+//===- GraphViewsTest.cpp - View tree, DOT structure, SVG, HTML data -------===//
+
+#include "PlacementTestUtil.h"
+
+#include "passes/InsertTransfers.h"
+#include "placement/DotView.h"
+#include "placement/HtmlView.h"
+#include "placement/Placer.h"
+#include "placement/ViewTree.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Program.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+
+using namespace graphc;
+using namespace graphc::testing;
+
+namespace {
+
+std::unique_ptr<Module> placedTowers(int towers = 2) {
+  TowerGraphOptions o;
+  o.towers = towers;
+  o.batch = 4 * towers;
+  auto m = buildTowerGraph(o);
+  Cluster c = Cluster::defaultCluster(towers);
+  EXPECT_EQ(errorText(Placer(c, anyKernelAnywhere).run(*m)), "");
+  auto changed = insertTransfers(*m, {});
+  EXPECT_TRUE(bool(changed));
+  return m;
+}
+
+/// What a DOT text nests: cluster label -> parent cluster label, node id ->
+/// innermost cluster label ("" at the top level), node id -> fill colour.
+struct DotShape {
+  std::map<std::string, std::string> clusterParent, nodeCluster, nodeFill;
+  std::vector<std::string> edgeLines;
+};
+
+std::string attr(llvm::StringRef line, llvm::StringRef key) {
+  size_t at = line.find(key.str() + "=\"");
+  if (at == llvm::StringRef::npos)
+    return "";
+  auto [value, rest] = line.substr(at + key.size() + 2).split('"');
+  return value.str();
+}
+
+DotShape parseDot(llvm::StringRef dot) {
+  DotShape s;
+  std::vector<std::string> stack;
+  llvm::SmallVector<llvm::StringRef, 64> lines;
+  dot.split(lines, '\n');
+  bool pendingLabel = false;
+  for (llvm::StringRef raw : lines) {
+    llvm::StringRef l = raw.trim();
+    if (l.startswith("subgraph cluster_")) {
+      stack.push_back("?");
+      pendingLabel = true;
+    } else if (pendingLabel && l.startswith("label=")) {
+      std::string label = attr(l, "label");
+      label = label.substr(0, label.find("  ("));
+      stack.back() = label;
+      s.clusterParent[label] = stack.size() > 1 ? stack[stack.size() - 2] : "";
+      pendingLabel = false;
+    } else if (l == "}") {
+      if (!stack.empty())
+        stack.pop_back();
+    } else if (l.contains(" -> ")) {
+      s.edgeLines.push_back(l.str());
+    } else if (l.startswith("g0n")) {
+      std::string id = l.substr(0, l.find(' ')).str();
+      s.nodeCluster[id] = stack.empty() ? "" : stack.back();
+      s.nodeFill[id] = attr(l, "fillcolor");
+    }
+  }
+  return s;
+}
+
+std::string nodeId(const Module &m, llvm::StringRef name) {
+  unsigned i = 0;
+  for (const Node *n : m.findGraph("main")->nodes()) {
+    if (n->name() == name)
+      return "g0n" + std::to_string(i);
+    ++i;
+  }
+  return "?";
+}
+
+} // namespace
+
+TEST(ViewTree, TowersAtTheTopScopesInsideSingletonsDissolved) {
+  auto m = placedTowers();
+  ViewTree t = ViewTree::build(m->main());
+  std::map<std::string, std::string> parentOf;
+  for (const ViewCluster &c : t.clusters())
+    parentOf[c.label] = c.parent < 0 ? "" : t.clusters()[c.parent].label;
+  // "tower_1/dense/MatMul" sits in tower 1 > dense: the tower_1 scope is the tower.
+  const Node *mm = m->main().findNode("tower_1/dense/MatMul");
+  ASSERT_GE(t.clusterOf(mm), 0);
+  const ViewCluster &dense = t.clusters()[t.clusterOf(mm)];
+  EXPECT_EQ(dense.label, "dense");
+  ASSERT_GE(dense.parent, 0);
+  EXPECT_EQ(t.clusters()[dense.parent].label, "tower 1");
+  EXPECT_TRUE(t.clusters()[dense.parent].isTower);
+  EXPECT_EQ(parentOf.count("tower_1"), 0u);
+  EXPECT_EQ(t.clusters()[t.clusterOf(m->main().findNode("tower_1/grad/w/to_cpu_0"))].label, "grad");
+  // The loss scope holds one node: dissolved into the tower.
+  EXPECT_EQ(parentOf.count("loss"), 0u);
+  const Node *loss = m->main().findNode("tower_1/loss/ReduceMean");
+  EXPECT_EQ(t.clusters()[t.clusterOf(loss)].label, "tower 1");
+  // Top level: the split, the variable read, the update.
+  EXPECT_EQ(t.clusterOf(m->main().findNode("split")), -1);
+  EXPECT_EQ(t.clusters()[t.rootClusters()[0]].label, "tower 0");
+  size_t total = t.rootNodes().size();
+  for (unsigned c : t.rootClusters())
+    total += t.clusters()[c].totalNodes;
+  EXPECT_EQ(total, m->main().numNodes());
+}
+
+TEST(ViewTree, ChainsOfScopesMerge) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {2}));
+  {
+    Builder::Scope a(b, "Mixed_5b");
+    Builder::Scope br(b, "branch1x1");
+    x = b.create(Op::Relu, {x}, {}, "relu");
+    x = b.create(Op::Relu, {x}, {}, "relu2");
+  }
+  ViewTree t = ViewTree::build(m.main());
+  ASSERT_EQ(t.clusters().size(), 1u);
+  EXPECT_EQ(t.clusters()[0].label, "Mixed_5b/branch1x1");
+  EXPECT_EQ(t.clusters()[0].nodes.size(), 2u);
+}
+
+TEST(ViewTree, DeviceColoursAreDistinctAndStable) {
+  std::set<std::string> colours;
+  for (const char *d :
+       {"cpu:0", "gpu:0", "gpu:1", "gpu:2", "gpu:3", "gpu:4", "gpu:5", "gpu:6", "gpu:7", "cpu:1"})
+    colours.insert(deviceColor(d));
+  EXPECT_EQ(colours.size(), 10u);
+  EXPECT_EQ(deviceColor("gpu:3"), deviceColor("gpu:3"));
+  EXPECT_EQ(deviceColor(""), "#ffffff");
+  EXPECT_EQ(deviceColor("cpu:0"), "#d4d4d4");
+}
+
+TEST(DotView, ClustersPerTowerAndScopeColoursAndCrossingEdges) {
+  auto m = placedTowers();
+  std::string dot = toDot(*m);
+  DotShape s = parseDot(dot);
+  EXPECT_EQ(s.clusterParent["tower 0"], "");
+  EXPECT_EQ(s.clusterParent["tower 1"], "");
+  EXPECT_EQ(s.clusterParent["dense"], "tower 1"); // both towers have one; the last one is kept
+  EXPECT_EQ(s.clusterParent["devices"], "");
+
+  EXPECT_EQ(s.nodeCluster[nodeId(*m, "tower_0/dense/MatMul")], "dense");
+  // A tower's result copied to the host is drawn in its tower.
+  EXPECT_EQ(s.nodeCluster[nodeId(*m, "tower_0/dense/MatMul/to_cpu_0")], "dense");
+  EXPECT_EQ(s.nodeFill[nodeId(*m, "tower_0/dense/MatMul/to_cpu_0")], deviceColor("cpu:0"));
+  EXPECT_EQ(s.nodeCluster[nodeId(*m, "tower_0/loss/ReduceMean")], "tower 0");
+  EXPECT_EQ(s.nodeCluster[nodeId(*m, "split")], "");
+  EXPECT_EQ(s.nodeFill[nodeId(*m, "tower_1/dense/Relu")], deviceColor("gpu:1"));
+  EXPECT_EQ(s.nodeFill[nodeId(*m, "update/dense.weight")], deviceColor("cpu:0"));
+
+  // Legend: one entry per device with its colour.
+  for (const char *d : {"cpu:0", "gpu:0", "gpu:1"})
+    EXPECT_NE(dot.find("[label=\"" + std::string(d) + "\", fillcolor=\"" + deviceColor(d) + "\"]"),
+              std::string::npos)
+        << d;
+
+  // Red exactly on the edges whose ends are on different devices.
+  std::set<std::pair<std::string, std::string>> crossing;
+  unsigned i = 0;
+  std::map<const Node *, std::string> ids;
+  for (const Node *n : m->main().nodes())
+    ids[n] = "g0n" + std::to_string(i++);
+  for (const Node *n : m->main().nodes())
+    for (const Value *v : n->operands())
+      if (v->producer()->assignedDevice() != n->assignedDevice())
+        crossing.insert({ids[v->producer()], ids[n]});
+  EXPECT_FALSE(crossing.empty());
+  unsigned red = 0;
+  for (const std::string &e : s.edgeLines) {
+    if (e.rfind("legend", 0) == 0)
+      continue;
+    llvm::StringRef l(e);
+    auto [from, rest] = l.split(" -> ");
+    std::string to = rest.substr(0, rest.find_first_of(" ;")).str();
+    bool isRed = l.contains(kCrossingEdgeColor);
+    red += isRed;
+    EXPECT_EQ(isRed, crossing.count({from.str(), to}) == 1) << e;
+  }
+  EXPECT_EQ(red, crossing.size());
+}
+
+TEST(DotView, RendersSvgWithGraphvizOrSaysItIsMissing) {
+  auto m = placedTowers();
+  std::string dot = toDot(*m);
+  if (!llvm::sys::findProgramByName("dot"))
+    GTEST_SKIP() << "Graphviz 'dot' is not installed";
+  auto svg = renderSvg(dot, 60);
+  ASSERT_TRUE(bool(svg)) << llvm::toString(svg.takeError());
+  EXPECT_NE(svg->find("<svg"), std::string::npos);
+  EXPECT_NE(svg->find("tower 0"), std::string::npos);
+  EXPECT_NE(svg->find(deviceColor("gpu:1")), std::string::npos);
+
+  auto broken = renderSvg("digraph { a -> }", 60);
+  ASSERT_FALSE(bool(broken));
+  EXPECT_NE(llvm::toString(broken.takeError()).find("Graphviz 'dot' failed"), std::string::npos);
+
+  std::string path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", "/nonexistent", 1);
+  auto missing = renderSvg(dot);
+  setenv("PATH", path.c_str(), 1);
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("Graphviz's 'dot' is not on PATH"),
+            std::string::npos);
+}
+
+TEST(HtmlView, DataListsClustersNodesAndDevices) {
+  auto m = placedTowers();
+  auto data = llvm::json::parse(htmlViewData(*m));
+  ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
+  const llvm::json::Object &o = *data->getAsObject();
+  EXPECT_EQ(*o.getString("module"), "towers");
+  const llvm::json::Array &devices = *o.getArray("devices");
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(*devices[1].getAsArray()->front().getAsString(), "gpu:0");
+  const llvm::json::Object &g = *(*o.getArray("graphs"))[0].getAsObject();
+  const llvm::json::Array &nodes = *g.getArray("nodes");
+  ASSERT_EQ(nodes.size(), m->main().numNodes());
+  unsigned i = 0;
+  for (const Node *n : m->main().nodes()) {
+    const llvm::json::Array &row = *nodes[i++].getAsArray();
+    EXPECT_EQ(*row[0].getAsString(), n->name());
+    EXPECT_EQ(*row[1].getAsString(), opName(n->op()));
+    EXPECT_EQ(*row[5].getAsString(), n->placementReason());
+    EXPECT_EQ(row[9].getAsArray()->size(), 2 * n->numOperands());
+  }
+  const llvm::json::Array &clusters = *g.getArray("clusters");
+  EXPECT_EQ(*(*clusters[0].getAsArray())[0].getAsString(), "tower 0");
+}
+
+TEST(HtmlView, PageIsSelfContained) {
+  auto m = placedTowers();
+  m->main().findNode("split")->setPlacementReason("</script><b>not markup</b>");
+  std::string page;
+  llvm::raw_string_ostream os(page);
+  writeHtmlView(*m, os);
+  os.flush();
+  EXPECT_EQ(page.find("<script src"), std::string::npos);
+  EXPECT_EQ(page.find("<link"), std::string::npos);
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+  // The only URL is the SVG namespace, which is a name, not a fetch.
+  size_t http = 0, at = 0;
+  while ((at = page.find("http://", at)) != std::string::npos) {
+    EXPECT_EQ(page.compare(at, 26, "http://www.w3.org/2000/svg"), 0);
+    ++http;
+    ++at;
+  }
+  EXPECT_LE(http, 2u);
+  // Text from the graph cannot close the data script.
+  EXPECT_EQ(page.find("</script><b>"), std::string::npos);
+  EXPECT_NE(page.find("\\u003c/script>\\u003cb>"), std::string::npos);
+}

@@ -1,0 +1,189 @@
+//===- HtmlViewBrowserTest.cpp - The HTML view rendered in headless Chromium ===//
+//
+// Writes the page of a small placed graph (4 towers), lets Chromium render it
+// to a PNG and dump the DOM after the script ran, and checks that the page
+// drew something (not one flat colour), that the collapsed tower boxes are
+// there with their devices' colours, and that the URL hash opens a tower and
+// selects a node whose details name its device and placement reason. Skips
+// only when Chromium is not installed. The files stay in the build directory
+// (test-output/placement/) to be looked at.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlacementTestUtil.h"
+
+#include "passes/InsertTransfers.h"
+#include "placement/HtmlView.h"
+#include "placement/Placer.h"
+#include "placement/ViewTree.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include <gtest/gtest.h>
+#include <png.h>
+
+#include <set>
+
+using namespace graphc;
+using namespace graphc::testing;
+
+namespace {
+
+std::string outputDir() {
+  llvm::SmallString<256> dir(GRAPHC_BINARY_DIR);
+  llvm::sys::path::append(dir, "test-output", "placement");
+  llvm::sys::fs::create_directories(dir);
+  return dir.str().str();
+}
+
+std::optional<std::string> findChromium() {
+  for (const char *name : {"chromium", "chromium-browser", "google-chrome"})
+    if (auto p = llvm::sys::findProgramByName(name))
+      return *p;
+  return std::nullopt;
+}
+
+/// Runs Chromium headless on `url` with `extra` flags; stdout to `out`.
+int runChromium(const std::string &chromium, llvm::ArrayRef<std::string> extra,
+                const std::string &url, const std::string &out, const std::string &log) {
+  std::string profile = outputDir() + "/chromium-profile";
+  std::vector<std::string> args{
+      chromium,         "--headless",           "--no-sandbox",      "--disable-gpu",
+      "--no-first-run", "--disable-extensions", "--hide-scrollbars", "--user-data-dir=" + profile};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.push_back(url);
+  std::vector<llvm::StringRef> refs(args.begin(), args.end());
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(out),
+                                                 llvm::StringRef(log)};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(chromium, refs, llvm::None, redirects, 120, 0, &message);
+  EXPECT_EQ(rc, 0) << message << " (log: " << log << ")";
+  return rc;
+}
+
+std::string readFile(const std::string &path) {
+  auto b = llvm::MemoryBuffer::getFile(path);
+  return b ? (*b)->getBuffer().str() : std::string();
+}
+
+struct Rgb {
+  int width = 0, height = 0;
+  std::vector<uint8_t> pixels;
+  unsigned count(const std::string &hex) const {
+    unsigned r = std::stoul(hex.substr(1, 2), nullptr, 16),
+             g = std::stoul(hex.substr(3, 2), nullptr, 16),
+             b = std::stoul(hex.substr(5, 2), nullptr, 16);
+    unsigned n = 0;
+    for (size_t i = 0; i + 2 < pixels.size(); i += 3)
+      n += pixels[i] == r && pixels[i + 1] == g && pixels[i + 2] == b;
+    return n;
+  }
+};
+
+Rgb readPng(const std::string &path) {
+  Rgb out;
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&image, path.c_str())) {
+    ADD_FAILURE() << "cannot read PNG " << path << ": " << image.message;
+    return out;
+  }
+  image.format = PNG_FORMAT_RGB;
+  out.pixels.resize(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr)) {
+    ADD_FAILURE() << "cannot decode PNG " << path << ": " << image.message;
+    out.pixels.clear();
+    return out;
+  }
+  out.width = image.width;
+  out.height = image.height;
+  return out;
+}
+
+class HtmlViewInBrowser : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto c = findChromium();
+    if (!c)
+      GTEST_SKIP() << "Chromium is not installed (Debian package chromium; scripts/install-deps)";
+    chromium_ = *c;
+    TowerGraphOptions o;
+    o.towers = 4;
+    o.batch = 16;
+    module_ = buildTowerGraph(o);
+    Cluster cluster = Cluster::defaultCluster(4);
+    ASSERT_EQ(errorText(Placer(cluster, anyKernelAnywhere).run(*module_)), "");
+    ASSERT_TRUE(bool(insertTransfers(*module_, {})));
+    page_ = outputDir() + "/towers.html";
+    std::error_code ec;
+    llvm::raw_fd_ostream os(page_, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    writeHtmlView(*module_, os);
+  }
+
+  std::string chromium_, page_;
+  std::unique_ptr<Module> module_;
+};
+
+} // namespace
+
+TEST_F(HtmlViewInBrowser, ScreenshotShowsTheCollapsedTowersInTheirColours) {
+  std::string png = outputDir() + "/towers.png";
+  llvm::sys::fs::remove(png);
+  ASSERT_EQ(runChromium(chromium_, {"--window-size=1280,800", "--screenshot=" + png},
+                        "file://" + page_, outputDir() + "/screenshot.out",
+                        outputDir() + "/screenshot.log"),
+            0);
+  ASSERT_TRUE(llvm::sys::fs::exists(png)) << png;
+  Rgb image = readPng(png);
+  ASSERT_EQ(image.width, 1280);
+  ASSERT_EQ(image.height, 800);
+  std::set<uint32_t> colours;
+  for (size_t i = 0; i + 2 < image.pixels.size(); i += 3)
+    colours.insert(image.pixels[i] << 16 | image.pixels[i + 1] << 8 | image.pixels[i + 2]);
+  EXPECT_GT(colours.size(), 50u) << "the page looks blank";
+  // Each collapsed tower box is filled mostly with its GPU's colour.
+  for (const char *gpu : {"gpu:0", "gpu:1", "gpu:2", "gpu:3"})
+    EXPECT_GT(image.count(deviceColor(gpu)), 2000u) << gpu << " " << deviceColor(gpu);
+}
+
+TEST_F(HtmlViewInBrowser, DomShowsCollapsedTowerBoxes) {
+  std::string dom = outputDir() + "/towers.dom.html";
+  ASSERT_EQ(
+      runChromium(chromium_, {"--dump-dom"}, "file://" + page_, dom, outputDir() + "/dom.log"), 0);
+  std::string text = readFile(dom);
+  EXPECT_NE(text.find("data-ready=\"1\""), std::string::npos) << "the script did not finish";
+  size_t boxes = 0;
+  for (size_t at = 0;
+       (at = text.find("class=\"cluster collapsed tower\"", at)) != std::string::npos; ++at)
+    ++boxes;
+  EXPECT_EQ(boxes, 4u);
+  for (int t = 0; t < 4; ++t)
+    EXPECT_NE(text.find("data-label=\"tower " + std::to_string(t) + "\""), std::string::npos) << t;
+  // Collapsed: no node inside a tower is drawn.
+  EXPECT_EQ(text.find("data-name=\"tower_0/dense/MatMul\""), std::string::npos);
+  EXPECT_NE(text.find("data-name=\"update/dense.weight\""), std::string::npos);
+}
+
+TEST_F(HtmlViewInBrowser, HashOpensATowerAndSelectsANode) {
+  std::string dom = outputDir() + "/towers-expanded.dom.html";
+  ASSERT_EQ(runChromium(chromium_, {"--dump-dom"},
+                        "file://" + page_ + "#expand=tower%201&select=tower_1/dense/Relu", dom,
+                        outputDir() + "/dom-expanded.log"),
+            0);
+  std::string text = readFile(dom);
+  EXPECT_NE(text.find("class=\"cluster expanded tower\" data-key=\"c"), std::string::npos);
+  EXPECT_NE(text.find("data-label=\"tower 1\""), std::string::npos);
+  EXPECT_NE(text.find("class=\"node selected\" data-key=\"n"), std::string::npos);
+  EXPECT_NE(text.find("data-name=\"tower_1/dense/Relu\""), std::string::npos);
+  // The details panel: op, device, requested device and reason.
+  EXPECT_NE(text.find("<h2>tower_1/dense/Relu</h2>"), std::string::npos);
+  EXPECT_NE(text.find("<td>requested</td><td>gpu:1</td>"), std::string::npos);
+  EXPECT_NE(text.find("<td>reason</td><td>requested</td>"), std::string::npos);
+  EXPECT_NE(text.find("gpu:1</span>"), std::string::npos);
+  // Other towers stay collapsed.
+  EXPECT_EQ(text.find("data-name=\"tower_2/dense/Relu\""), std::string::npos);
+}
