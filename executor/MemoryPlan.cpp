@@ -136,7 +136,8 @@ planDeviceMemory(const Schedule &s, unsigned device,
       out.external[v] = root;
       continue;
     }
-    unsigned first = s.position.lookup(v->producer());
+    // Feeds are copied in before the first node runs.
+    unsigned first = v->producer()->op() == Op::Input ? 0 : s.position.lookup(v->producer());
     auto [it, fresh] = requestOf.try_emplace(root, requests.size());
     if (fresh)
       requests.push_back({0, first, 0});

@@ -76,3 +76,23 @@ TEST(Schedule, VariableWritersComeAfterEveryReaderOnAnyDevice) {
       << "the reader on cpu:1, through a view, must come first";
   EXPECT_EQ(s->devices, (std::vector<std::string>{"cpu:0", "cpu:1"}));
 }
+
+TEST(DeviceMemoryPlan, InputsDefinedLateStillLiveFromTheStart) {
+  // An input created after other nodes (like `lr`, added by add-optimizer)
+  // is fed before the step starts: nothing may share its bytes.
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {16}));
+  Value *y = b.create(Op::Sigmoid, {b.create(Op::Tanh, {x})});
+  Value *lr = b.input("lr", TensorType(DType::F32, {16}));
+  m.main().addOutput(b.create(Op::Add, {y, lr}));
+  auto s = buildSchedule(m.main(), [](const Node &) { return std::string("cpu:0"); });
+  ASSERT_TRUE(bool(s));
+  DeviceMemoryPlan p = planDeviceMemory(*s, 0, nullptr);
+  int64_t at = p.offset.lookup(lr);
+  for (auto &[v, off] : p.offset) {
+    if (v != lr) {
+      EXPECT_TRUE(off + v->type().bytes() <= at || at + 64 <= off) << v->name();
+    }
+  }
+}

@@ -1,0 +1,69 @@
+#include "tools/driver/Profile.h"
+
+#include "ir/Archive.h"
+
+#include "llvm/Support/Format.h"
+
+#include <map>
+
+namespace graphc {
+
+void printProfile(const Executor &ex, llvm::raw_ostream &os) {
+  std::vector<NodeProfile> nodes = ex.profile();
+  std::map<std::string, std::pair<double, int64_t>> byOp;
+  double total = 0;
+  int64_t runs = 1;
+  for (const NodeProfile &p : nodes) {
+    auto &slot = byOp[opName(p.node->op()).str()];
+    slot.first += p.seconds;
+    ++slot.second;
+    total += p.seconds;
+    runs = std::max(runs, p.runs);
+  }
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> ops(byOp.begin(), byOp.end());
+  llvm::sort(ops, [](auto &a, auto &b) {
+    return a.second.first != b.second.first ? a.second.first > b.second.first : a.first < b.first;
+  });
+  os << llvm::format("per-op time over %lld profiled steps (%.3f s per step)\n", (long long)runs,
+                     total / runs);
+  os << "  op                            ms/step   share  nodes\n";
+  for (auto &[op, v] : ops)
+    os << llvm::format("  %-26s %10.2f %6.1f%% %6lld\n", op.c_str(), 1e3 * v.first / runs,
+                       total ? 100 * v.first / total : 0.0, (long long)v.second);
+  llvm::sort(nodes, [](const NodeProfile &a, const NodeProfile &b) {
+    return a.seconds != b.seconds ? a.seconds > b.seconds : a.node->name() < b.node->name();
+  });
+  os << "slowest nodes\n";
+  for (size_t i = 0; i < nodes.size() && i < 15; ++i)
+    os << llvm::format("  %10.2f ms  %-18s %s\n", 1e3 * nodes[i].seconds / runs,
+                       opName(nodes[i].node->op()).str().c_str(), nodes[i].node->name().c_str());
+}
+
+llvm::Error writeProfile(const Executor &ex, llvm::StringRef path) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printProfile(ex, os);
+  return writeFileAtomically(path, os.str());
+}
+
+void printTimeBreakdown(const TraceRecorder &trace, llvm::raw_ostream &os) {
+  std::vector<TimeBreakdown> rows = trace.summarize();
+  if (rows.empty())
+    return;
+  os << "per step (ms): device        step   compute      comm     input      wait      idle\n";
+  double slowest = 0;
+  std::string slowestDevice;
+  for (const TimeBreakdown &r : rows) {
+    os << llvm::format("               %-8s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n",
+                       r.device.c_str(), r.stepUs / 1e3, r.computeUs / 1e3,
+                       r.communicationUs / 1e3, r.inputUs / 1e3, r.waitUs / 1e3, r.idleUs / 1e3);
+    if (r.computeUs > slowest) {
+      slowest = r.computeUs;
+      slowestDevice = r.device;
+    }
+  }
+  if (rows.size() > 1)
+    os << "slowest device: " << slowestDevice << "\n";
+}
+
+} // namespace graphc

@@ -1,0 +1,22 @@
+//===- Profile.h - Where the time of a step went -----------------*- C++ -*-===//
+//
+// Turns the executor's per-node timings into a per-op table (time, share,
+// count, the slowest nodes) and the trace's per-device breakdown into compute,
+// communication, input and waiting time per step.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Executor.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace graphc {
+
+/// Per-op time table, slowest op first, then the 15 slowest nodes.
+void printProfile(const Executor &ex, llvm::raw_ostream &os);
+llvm::Error writeProfile(const Executor &ex, llvm::StringRef path);
+/// One line per device: compute / communication / input / wait / idle per step.
+void printTimeBreakdown(const TraceRecorder &trace, llvm::raw_ostream &os);
+
+} // namespace graphc

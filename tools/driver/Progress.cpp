@@ -1,0 +1,88 @@
+#include "tools/driver/Progress.h"
+
+#include "ir/Diagnostics.h"
+
+#include "llvm/Support/Format.h"
+
+#include <unistd.h>
+
+namespace graphc {
+
+ProgressLine::ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled)
+    : os_(os), total_(total), enabled_(enabled), tty_(os.is_displayed()),
+      start_(std::chrono::steady_clock::now()) {}
+
+void ProgressLine::update(int64_t done, int64_t epoch, double loss, double imagesPerSecond) {
+  if (!enabled_)
+    return;
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  double eta = done ? elapsed / done * (total_ - done) : 0;
+  if (!tty_) {
+    // A line every 5% (and the first and last step).
+    int64_t bucket = total_ ? done * 20 / total_ : done;
+    if (bucket == lastPrinted_ && done != total_ && done != 1)
+      return;
+    lastPrinted_ = bucket;
+  }
+  const int width = 24;
+  int filled = total_ ? (int)(width * done / total_) : 0;
+  std::string bar(filled, '#');
+  bar.resize(width, '.');
+  if (tty_)
+    os_ << "\r";
+  os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs",
+                      bar.c_str(), (long long)done, (long long)total_, (long long)epoch, loss,
+                      imagesPerSecond, eta);
+  if (tty_) {
+    os_ << "   ";
+    open_ = true;
+  } else {
+    os_ << "\n";
+  }
+  os_.flush();
+}
+
+void ProgressLine::finish() {
+  if (open_)
+    os_ << "\n";
+  open_ = false;
+}
+
+llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringRef path) {
+  std::error_code ec;
+  auto os = std::make_unique<llvm::raw_fd_ostream>(path, ec);
+  if (ec)
+    return makeError("cannot write metrics file '" + path + "': " + ec.message());
+  bool csv = path.endswith(".csv");
+  if (csv)
+    *os << "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples\n";
+  return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(os), csv));
+}
+
+void MetricsWriter::step(const StepRecord &r) {
+  if (csv_)
+    *os_ << llvm::format("step,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,,\n", (long long)r.step,
+                         (long long)r.epoch, r.loss, r.lr, r.seconds, r.imagesPerSecond,
+                         r.inputWait);
+  else
+    *os_ << llvm::format("{\"kind\":\"step\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
+                         "\"lr\":%.6g,\"seconds\":%.6g,\"images_per_sec\":%.6g,"
+                         "\"input_wait\":%.6g}\n",
+                         (long long)r.step, (long long)r.epoch, r.loss, r.lr, r.seconds,
+                         r.imagesPerSecond, r.inputWait);
+  os_->flush();
+}
+
+void MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
+                         int64_t samples) {
+  if (csv_)
+    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld\n", (long long)step,
+                         (long long)epoch, loss, accuracy, (long long)samples);
+  else
+    *os_ << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
+                         "\"accuracy\":%.6g,\"samples\":%lld}\n",
+                         (long long)step, (long long)epoch, loss, accuracy, (long long)samples);
+  os_->flush();
+}
+
+} // namespace graphc

@@ -1,0 +1,53 @@
+//===- Progress.h - Progress line and metrics file --------------*- C++ -*-===//
+//
+// The progress line redraws in place on a terminal and prints a plain line
+// every few percent otherwise (logs, CI). The metrics file gets one record per
+// step and one per evaluation: JSON lines, or CSV when the path ends in .csv.
+// Metrics are appended as they come, so a run that stops early keeps them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace graphc {
+
+class ProgressLine {
+public:
+  ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled);
+  /// Shows step `done` of total with the loss and throughput.
+  void update(int64_t done, int64_t epoch, double loss, double imagesPerSecond);
+  /// Ends the line (before other output).
+  void finish();
+
+private:
+  llvm::raw_ostream &os_;
+  int64_t total_;
+  bool enabled_, tty_, open_ = false;
+  int64_t lastPrinted_ = -1;
+  std::chrono::steady_clock::time_point start_;
+};
+
+struct StepRecord {
+  int64_t step, epoch;
+  double loss, lr, seconds, imagesPerSecond, inputWait;
+};
+
+class MetricsWriter {
+public:
+  static llvm::Expected<std::unique_ptr<MetricsWriter>> open(llvm::StringRef path);
+  void step(const StepRecord &r);
+  void eval(int64_t step, int64_t epoch, double accuracy, double loss, int64_t samples);
+
+private:
+  MetricsWriter(std::unique_ptr<llvm::raw_fd_ostream> os, bool csv) : os_(std::move(os)), csv_(csv) {}
+  std::unique_ptr<llvm::raw_fd_ostream> os_;
+  bool csv_;
+};
+
+} // namespace graphc

@@ -1,0 +1,170 @@
+//===- graphc.cpp - The compiler's command line ----------------------------===//
+//
+//   graphc inspect [MODEL | --model NAME] [--batch N] [--json]
+//   graphc print   [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
+//   graphc export  [MODEL | --model NAME] -o FILE.onnx
+//   graphc compile [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
+//   graphc passes
+//
+// Every subcommand is a few calls into the libraries; errors print one line
+// and exit non-zero.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/OnnxExporter.h"
+#include "ir/Archive.h"
+#include "ir/ModelSummary.h"
+#include "ir/Printer.h"
+#include "ir/ShapeInference.h"
+#include "tools/driver/Compile.h"
+#include "tools/driver/ModelSource.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+using namespace graphc;
+
+namespace {
+
+int fail(llvm::Error e) {
+  llvm::errs() << "graphc: error: " << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+
+struct ModelArgs {
+  std::string path, name;
+  int64_t batch = 0, numClasses = 0, imageSize = 0;
+  bool aux = false;
+  uint64_t seed = 0;
+
+  void add(CLI::App *cmd) {
+    cmd->add_option("MODEL", path, "ONNX model, .gir text, graphc module file or checkpoint");
+    cmd->add_option("--model", name, "a built-in model (inception_v3, resnet18, resnet50, "
+                                     "small_cnn, small_cnn_nobn, mlp)");
+    cmd->add_option("--batch", batch, "bind the batch dimension");
+    cmd->add_option("--num-classes", numClasses, "classes of a built-in model");
+    cmd->add_option("--image-size", imageSize, "input side of a built-in model");
+    cmd->add_flag("--aux-logits", aux, "inception_v3's auxiliary head");
+    cmd->add_option("--seed", seed, "seed of initial values");
+  }
+
+  llvm::Expected<std::unique_ptr<Module>> load(bool bind = true) const {
+    ModelSpec spec;
+    spec.path = path;
+    spec.name = name;
+    spec.options.numClasses = numClasses;
+    spec.options.imageSize = imageSize;
+    spec.options.auxLogits = aux;
+    spec.seed = seed;
+    auto m = loadModel(spec);
+    if (!m)
+      return m.takeError();
+    if (bind && batch > 0 && m->forward->batch() != batch)
+      if (auto e = bindBatch(*m->forward, batch))
+        return e;
+    return std::move(m->forward);
+  }
+};
+
+llvm::Error writeText(const std::string &path, const std::string &text) {
+  if (path.empty() || path == "-") {
+    llvm::outs() << text;
+    return llvm::Error::success();
+  }
+  return writeFileAtomically(path, text);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"graphc: compile a single-device model for training on many devices"};
+  app.require_subcommand(1);
+
+  ModelArgs inspectArgs;
+  bool json = false;
+  auto *inspect = app.add_subcommand("inspect", "parameters, MACs, activation bytes, per-op table");
+  inspectArgs.add(inspect);
+  inspect->add_flag("--json", json, "machine-readable output");
+
+  ModelArgs printArgs;
+  bool weights = false;
+  std::string printOut;
+  auto *print = app.add_subcommand("print", "the model in graphc's text IR");
+  printArgs.add(print);
+  print->add_flag("--weights", weights, "include variable data (lossless, large)");
+  print->add_option("-o,--output", printOut, "write to a file instead of stdout");
+
+  ModelArgs exportArgs;
+  std::string exportOut;
+  auto *exp = app.add_subcommand("export", "the forward graph and weights as ONNX (opset 17)");
+  exportArgs.add(exp);
+  exp->add_option("-o,--output", exportOut, "ONNX file to write")->required();
+
+  ModelArgs compileArgs;
+  CompileRequest req;
+  std::string compileOut;
+  auto *compile = app.add_subcommand("compile", "run the training pipeline, write a module file");
+  compileArgs.add(compile);
+  compile->add_option("--pipeline", req.pipeline, "comma-separated passes (default: training)");
+  compile->add_option("--optimizer", req.options.optimizer, "sgd | momentum | rmsprop | adam");
+  compile->add_option("--dump-dir", req.dump.dumpDir, "write NNNN.after_<pass>.gir per pass");
+  compile->add_flag("--print-ir-after-all", req.dump.printAfterAll, "print IR after every pass");
+  compile->add_option("--print-ir-after", req.dump.printAfter, "print IR after these passes");
+  compile->add_option("-o,--output", compileOut, "module file to write")->required();
+
+  auto *passes = app.add_subcommand("passes", "list the registered passes");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*inspect) {
+    auto m = inspectArgs.load(false);
+    if (!m)
+      return fail(m.takeError());
+    if (json)
+      printSummaryJson(**m, inspectArgs.batch, llvm::outs());
+    else
+      printSummary(**m, inspectArgs.batch, llvm::outs());
+    return 0;
+  }
+  if (*print) {
+    auto m = printArgs.load();
+    if (!m)
+      return fail(m.takeError());
+    PrintOptions po;
+    po.weights = weights;
+    if (auto e = writeText(printOut, toText(**m, po)))
+      return fail(std::move(e));
+    return 0;
+  }
+  if (*exp) {
+    auto m = exportArgs.load();
+    if (!m)
+      return fail(m.takeError());
+    if (auto e = exportOnnxFile(**m, exportOut, exportArgs.seed))
+      return fail(std::move(e));
+    llvm::outs() << "wrote " << exportOut << "\n";
+    return 0;
+  }
+  if (*compile) {
+    auto m = compileArgs.load(false);
+    if (!m)
+      return fail(m.takeError());
+    req.options.batch = compileArgs.batch;
+    req.options.seed = compileArgs.seed;
+    auto c = compileTraining(**m, req);
+    if (!c)
+      return fail(c.takeError());
+    if (auto e = writeModuleFile(compileOut, **c))
+      return fail(std::move(e));
+    llvm::outs() << "wrote " << compileOut << " (" << (*c)->main().numNodes() << " nodes)\n";
+    return 0;
+  }
+  if (*passes) {
+    for (auto &[name, summary] : PassRegistry::global().list())
+      llvm::outs() << llvm::format("  %-22s %s\n", name.c_str(), summary.c_str());
+    llvm::outs() << "default training pipeline: " << kDefaultTrainingPipeline << "\n";
+    return 0;
+  }
+  return 0;
+}

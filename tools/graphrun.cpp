@@ -1,0 +1,146 @@
+//===- graphrun.cpp - The executor's command line --------------------------===//
+//
+//   graphrun train  [MODEL | --model NAME] [--data SPEC] [--batch N] [--steps N | --epochs N]
+//                   [--optimizer O] [--lr X] [--checkpoint DIR] [--metrics FILE] ...
+//   graphrun eval   --checkpoint CKPT [--data SPEC] [--batch N]
+//   graphrun infer  MODEL --input x.npy -o y.npy [--batch-size-from-input]
+//   graphrun export --checkpoint CKPT -o model.onnx
+//
+// Every subcommand is a few calls into the libraries (tools/driver); errors
+// print one line and exit non-zero.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/OnnxExporter.h"
+#include "tools/driver/Inference.h"
+#include "tools/driver/Trainer.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+using namespace graphc;
+
+namespace {
+
+int fail(llvm::Error e) {
+  llvm::errs() << "graphrun: error: " << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"graphrun: train and run graphc models"};
+  app.require_subcommand(1);
+
+  TrainOptions t;
+  t.compile.options.batch = 32;
+  CompileOptions &co = t.compile.options;
+  bool noProgress = false, noEval = false;
+  auto *train = app.add_subcommand("train", "train a model (synthetic data by default)");
+  train->add_option("MODEL", t.model.path, "ONNX model, .gir, module file or checkpoint");
+  train->add_option("--model", t.model.name, "a built-in model (inception_v3, resnet18, "
+                                             "resnet50, small_cnn, small_cnn_nobn, mlp)");
+  train->add_option("--num-classes", t.model.options.numClasses, "classes of a built-in model");
+  train->add_option("--image-size", t.model.options.imageSize, "input side of a built-in model");
+  train->add_flag("--aux-logits", t.model.options.auxLogits, "inception_v3's auxiliary head");
+  train->add_option("--data", t.data,
+                    "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
+      ->capture_default_str();
+  train->add_option("--synthetic-samples", t.syntheticSamples, "size of the synthetic data set");
+  train->add_option("--batch", co.batch, "global batch")->capture_default_str();
+  train->add_option("--steps", t.steps, "training steps");
+  train->add_option("--epochs", t.epochs, "training epochs (instead of --steps)");
+  train->add_option("--optimizer", co.optimizer, "sgd | momentum | rmsprop | adam")
+      ->capture_default_str();
+  train->add_option("--lr", co.learningRate, "learning rate")->capture_default_str();
+  train->add_option("--lr-schedule", t.lrSchedule, "constant | cosine | step:EPOCHS:FACTOR")
+      ->capture_default_str();
+  train->add_option("--momentum", co.momentum, "momentum (momentum, rmsprop)")
+      ->capture_default_str();
+  train->add_flag("--nesterov", co.nesterov, "Nesterov momentum");
+  train->add_option("--weight-decay", co.weightDecay, "L2 weight decay")->capture_default_str();
+  train->add_option("--checkpoint", t.checkpointDir, "checkpoint directory");
+  train->add_option("--checkpoint-every", t.checkpointEvery, "steps between checkpoints");
+  train->add_flag("--resume", t.resume, "continue from the latest checkpoint in --checkpoint");
+  train->add_option("--metrics", t.metricsPath, "per-step metrics (.jsonl or .csv)");
+  train->add_option("--seed", t.executor.seed, "seed: same seed, same devices, same result");
+  train->add_option("--threads", t.executor.threads, "CPU threads (default: all cores)");
+  train->add_option("--loader-threads", t.loaderThreads, "input pipeline threads")
+      ->capture_default_str();
+  train->add_flag("--check-numerics", t.executor.checkNumerics,
+                  "stop at the first node that produces NaN or infinity");
+  train->add_option("--trace", t.tracePath, "Chrome/Perfetto trace of the steps");
+  train->add_option("--profile", t.profilePath, "per-op time table");
+  train->add_option("--eval-batch", t.evalBatch, "batch for test evaluation");
+  train->add_flag("--no-eval", noEval, "skip test evaluation after each epoch");
+  train->add_flag("--no-progress", noProgress, "no progress line");
+  train->add_option("--dump-dir", t.compile.dump.dumpDir, "IR after every pass, numbered");
+
+  std::string evalCkpt, evalData = "fashion-mnist";
+  int64_t evalBatch = 100;
+  ExecutorOptions evalExec;
+  bool evalTrainSplit = false;
+  auto *eval = app.add_subcommand("eval", "accuracy of a checkpoint on a data set");
+  eval->add_option("--checkpoint", evalCkpt, "checkpoint file or directory")->required();
+  eval->add_option("--data", evalData, "data set")->capture_default_str();
+  eval->add_option("--batch", evalBatch, "batch")->capture_default_str();
+  eval->add_flag("--train-split", evalTrainSplit, "evaluate on the training split");
+  eval->add_option("--threads", evalExec.threads, "CPU threads");
+
+  InferOptions inf;
+  auto *infer = app.add_subcommand("infer", "run a model on a NumPy input, write .npy outputs");
+  infer->add_option("MODEL", inf.model, "ONNX, .gir, module file or checkpoint")->required();
+  infer->add_option("--input", inf.inputs, "input .npy (one per graph input, in order)")
+      ->required();
+  infer->add_option("-o,--output", inf.output, "output .npy (several outputs: NAME.K.npy)")
+      ->required();
+  infer->add_option("--threads", inf.executor.threads, "CPU threads");
+
+  std::string exportCkpt, exportOut;
+  auto *exp = app.add_subcommand("export", "a checkpoint's trained model as ONNX");
+  exp->add_option("--checkpoint", exportCkpt, "checkpoint file or directory")->required();
+  exp->add_option("-o,--output", exportOut, "ONNX file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*train) {
+    t.progress = !noProgress;
+    t.evaluate = !noEval;
+    co.seed = t.executor.seed;
+    t.model.seed = t.executor.seed;
+    auto r = runTraining(t, llvm::outs());
+    if (!r)
+      return fail(r.takeError());
+    return 0;
+  }
+  if (*eval) {
+    auto model = loadModel({evalCkpt, "", {}, 0});
+    if (!model)
+      return fail(model.takeError());
+    auto r = runEvaluation(*model->forward, evalData, !evalTrainSplit, evalBatch, evalExec);
+    if (!r)
+      return fail(r.takeError());
+    llvm::outs() << llvm::format("%s accuracy %.2f%% (%lld/%lld), loss %.4f\n",
+                                 evalTrainSplit ? "train" : "test", 100 * r->accuracy(),
+                                 (long long)r->correct, (long long)r->samples, r->loss);
+    return 0;
+  }
+  if (*infer) {
+    if (auto e = runInference(inf, llvm::outs()))
+      return fail(std::move(e));
+    return 0;
+  }
+  if (*exp) {
+    auto model = loadModel({exportCkpt, "", {}, 0});
+    if (!model)
+      return fail(model.takeError());
+    if (auto e = exportOnnxFile(*model->forward, exportOut))
+      return fail(std::move(e));
+    llvm::outs() << "wrote " << exportOut << "\n";
+    return 0;
+  }
+  return 0;
+}
