@@ -164,9 +164,9 @@ struct LoopNest {
   /// operandOffsets[k] and steps by innerStride(k).
   template <typename F> void forEachRun(int64_t begin, int64_t end, F &&f) const {
     size_t rank = dims.size(), ops = strides.size();
-    int64_t idx[8];
+    llvm::SmallVector<int64_t, 8> idx(rank);
     int64_t off[4];
-    assert(rank <= 8 && ops <= 4 && "loop nest too deep");
+    assert(ops <= 4 && "loop nests read at most four operands");
     int64_t rest = begin;
     for (size_t d = rank; d-- > 0;) {
       idx[d] = rest % dims[d];

@@ -88,9 +88,8 @@ int64_t offsetOf(int64_t i, llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t
 template <typename F>
 void forEachOffset(llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t> strides, F &&f) {
   int64_t count = product(dims, 0, dims.size());
-  int64_t idx[8] = {0};
+  llvm::SmallVector<int64_t, 8> idx(dims.size(), 0);
   int64_t off = 0;
-  assert(dims.size() <= 8);
   for (int64_t i = 0; i < count; ++i) {
     f(off);
     for (size_t d = dims.size(); d-- > 0;) {

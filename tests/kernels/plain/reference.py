@@ -125,6 +125,7 @@ SHAPES = [
     ("empty", (0, 3), (3,)),
     ("large", (70001,), (70001,)),
     ("large_channel", (4, 32, 33, 17), (1, 32, 1, 1)),
+    ("rank10", (2, 1, 2, 1, 2, 1, 2, 1, 2, 3), (1, 2, 1, 2, 1, 2, 1, 2, 1, 3)),
 ]
 for op, fn in BINARY.items():
     for tag, sa, sb in SHAPES:
@@ -491,6 +492,7 @@ REDUCES = [
     ("large_columns", (20, 4001), [0], 0),
     ("large_all", (300001,), [], 0),
     ("large_nchw", (8, 64, 35, 35), [0, 2, 3], 1),
+    ("rank10", (2, 3, 2, 3, 2, 3, 2, 3, 2, 3), [0, 2, 4, 6, 8], 0),
 ]
 for tag, shape, axes, keep in REDUCES:
     x = randn(*shape)
