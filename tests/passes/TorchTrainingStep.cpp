@@ -1,0 +1,137 @@
+//===- TorchTrainingStep.cpp - Two training steps against PyTorch -----------===//
+//
+// The same two-head CNN as torch_training_step.py, written in the IR with a
+// symbolic batch, compiled by the default training pipeline (Nesterov momentum,
+// weight decay) and run with runGraph from PyTorch's initial values: the
+// step-1 loss and every gradient, the step-2 loss, and every variable after two
+// steps (parameters, BatchNorm running statistics) must match PyTorch 1.13.
+// The reference files come from a ctest fixture (passes_torch_reference).
+//
+//===----------------------------------------------------------------------===//
+
+#include "PassTestUtil.h"
+
+#include "ir/Npy.h"
+#include "ir/Parser.h"
+#include "kernels/KernelRunner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace graphc;
+
+namespace {
+
+const char *const kModel = R"(
+module torch_step {
+  var conv.weight : f32[6,3,3,3] param zeros
+  var conv.bias : f32[6] param zeros
+  var bn.weight : f32[6] param ones
+  var bn.bias : f32[6] param zeros
+  var bn.running_mean : f32[6] state zeros
+  var bn.running_var : f32[6] state ones
+  var fc.weight : f32[5,6] param zeros
+  var fc.bias : f32[5] param zeros
+  var aux.weight : f32[5,6] param zeros
+  graph main {
+    %x = Input : f32[N,3,9,9]
+    %conv.weight = Variable {var = "conv.weight"} : f32[6,3,3,3]
+    %conv.bias = Variable {var = "conv.bias"} : f32[6]
+    %conv = Conv(%x, %conv.weight, %conv.bias) {pads = [1, 1, 1, 1], strides = [1, 1]} : f32[N,6,9,9]
+    %bn.weight = Variable {var = "bn.weight"} : f32[6]
+    %bn.bias = Variable {var = "bn.bias"} : f32[6]
+    %bn.running_mean = Variable {var = "bn.running_mean"} : f32[6]
+    %bn.running_var = Variable {var = "bn.running_var"} : f32[6]
+    %bn = BatchNorm(%conv, %bn.weight, %bn.bias, %bn.running_mean, %bn.running_var) {epsilon = 0.001, momentum = 0.9, training = 1} : f32[N,6,9,9]
+    %relu = Relu(%bn) : f32[N,6,9,9]
+    %max_pool = MaxPool(%relu) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[N,6,5,5]
+    %avg_pool = AveragePool(%max_pool) {count_include_pad = 0, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]} : f32[N,6,5,5]
+    %gap = GlobalAveragePool(%avg_pool) : f32[N,6,1,1]
+    %flatten = Flatten(%gap) {axis = 1} : f32[N,6]
+    %fc.weight = Variable {var = "fc.weight"} : f32[5,6]
+    %fc.bias = Variable {var = "fc.bias"} : f32[5]
+    %fc = Gemm(%flatten, %fc.weight, %fc.bias) {transB = 1} : f32[N,5]
+    %aux.weight = Variable {var = "aux.weight"} : f32[5,6]
+    %aux = Gemm(%flatten, %aux.weight) {transB = 1} : f32[N,5]
+    return %fc, %aux
+  }
+}
+)";
+
+std::string refPath(llvm::StringRef name) {
+  return (GRAPHC_PASSES_TORCH_DIR "/" + name + ".npy").str();
+}
+
+Tensor load(llvm::StringRef name) {
+  auto t = readNpy(refPath(name));
+  if (!t) {
+    ADD_FAILURE() << llvm::toString(t.takeError())
+                  << " (the ctest fixture passes_torch_reference writes it)";
+    return Tensor();
+  }
+  return *t;
+}
+
+void expectClose(const Tensor &actual, const Tensor &expected, llvm::StringRef what,
+                 double tol = 1e-4) {
+  ASSERT_EQ(actual.type(), expected.type()) << what.str();
+  int bad = 0;
+  for (int64_t i = 0; i < actual.numElements() && bad < 5; ++i) {
+    double a = actual.at(i), e = expected.at(i);
+    if (std::abs(a - e) > tol * (1 + std::abs(e))) {
+      ++bad;
+      ADD_FAILURE() << what.str() << "[" << i << "]: graphc " << a << ", PyTorch " << e;
+    }
+  }
+}
+
+TEST(TorchTrainingStep, TwoStepsMatchPyTorch) {
+  auto parsed = parseModule(kModel, "torch_step.gir");
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  Module &m = **parsed;
+  auto opts = passtest::parseOptions(
+      "batch=4 optimizer=momentum momentum=0.9 nesterov=1 weight-decay=1e-4");
+  ASSERT_TRUE(bool(opts));
+  llvm::Error err = passtest::runPipeline(m, "default", *opts);
+  ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+
+  Graph &g = m.main();
+  std::vector<std::string> params;
+  for (Node *n : g.nodes())
+    if (n->attrs().has("grad_of")) {
+      params.push_back(n->attrs().getString("grad_of"));
+      g.addOutput(n->result());
+    }
+  ASSERT_EQ(params.size(), 7u);
+
+  TensorVariables vars;
+  for (const Variable &v : m.variables()) {
+    if (v.kind == VarKind::Slot) {
+      vars.tensors[v.name] = Tensor(v.type);
+      continue;
+    }
+    vars.tensors[v.name] = load("init/" + v.name);
+    ASSERT_FALSE(vars.tensors[v.name].empty()) << v.name;
+  }
+  llvm::StringMap<Tensor> inputs;
+  inputs["x"] = load("x");
+  inputs["labels"] = load("labels");
+  inputs["lr"] = Tensor::scalar(0.1f);
+  ASSERT_FALSE(inputs["x"].empty() || inputs["labels"].empty());
+
+  auto step1 = runGraph(g, inputs, vars, /*step=*/1);
+  ASSERT_TRUE(bool(step1)) << llvm::toString(step1.takeError());
+  expectClose((*step1)[0], load("loss1"), "loss at step 1");
+  for (size_t k = 0; k < params.size(); ++k)
+    expectClose((*step1)[3 + k], load("grad/" + params[k]), "gradient of " + params[k]);
+
+  auto step2 = runGraph(g, inputs, vars, /*step=*/2);
+  ASSERT_TRUE(bool(step2)) << llvm::toString(step2.takeError());
+  expectClose((*step2)[0], load("loss2"), "loss at step 2");
+  for (const Variable &v : m.variables())
+    if (v.kind != VarKind::Slot)
+      expectClose(vars.tensors[v.name], load("after/" + v.name), v.name + " after two steps");
+}
+
+} // namespace
