@@ -19,6 +19,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <cmath>
+
 namespace graphc {
 namespace {
 
@@ -64,6 +66,8 @@ public:
       : dtype_(n.result()->type().dtype), seed_(env.seed) {
     ratio_ = n.attrs().getFloat("ratio", 0.5);
     scale_ = ratio_ < 1 ? (float)(1.0 / (1.0 - ratio_)) : 0.0f;
+    // An element drops when 32 random bits fall below ratio * 2^32.
+    threshold_ = (uint64_t)std::ldexp(std::clamp(ratio_, 0.0, 1.0), 32);
     uint64_t key = stableHash(withoutTowerPrefix(n.name()));
     key = mix(key ^ ((uint64_t)(n.tower() + 1) * 0x9e3779b97f4a7c15ull));
     key_ = mix(key ^ (uint64_t)n.attrs().getInt("seed"));
@@ -82,8 +86,13 @@ public:
         for (int64_t b = first; b < last; ++b) {
           int64_t begin = b * kMaskBlock, len = std::min(kMaskBlock, n - begin);
           RandomStream stream(seed_, mix(stepKey + (uint64_t)b));
-          for (int64_t i = 0; i < len; ++i)
-            m[i] = stream.uniform() < ratio_ ? 0.0f : scale_;
+          // Each draw decides two elements by its 32-bit halves.
+          for (int64_t i = 0; i < len; i += 2) {
+            uint64_t r = stream.next();
+            m[i] = (r & 0xffffffffu) < threshold_ ? 0.0f : scale_;
+            if (i + 1 < len)
+              m[i + 1] = (r >> 32) < threshold_ ? 0.0f : scale_;
+          }
           loadFloats(v, x + begin, 1, len);
           for (int64_t i = 0; i < len; ++i)
             v[i] *= m[i];
@@ -99,6 +108,7 @@ private:
   DType dtype_;
   uint64_t seed_, key_ = 0;
   double ratio_ = 0.5;
+  uint64_t threshold_ = 0;
   float scale_ = 2;
 };
 
