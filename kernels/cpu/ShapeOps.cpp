@@ -9,7 +9,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/Diagnostics.h"
 #include "ir/ShapeInference.h"
 #include "kernels/cpu/PlainLoops.h"
 
