@@ -255,14 +255,15 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       << (*train)->numClasses() << " classes, " << perEpoch << " steps per epoch)\n";
   const CompileOptions &co = opts.compile.options;
   double lrScale = opts.scaleLrByTowers ? towers : 1;
-  out << "  optimizer  " << co.optimizer << ", lr " << co.learningRate * lrScale;
+  auto num = [](double d) { return llvm::format("%g", d); };
+  out << "  optimizer  " << co.optimizer << ", lr " << num(co.learningRate * lrScale);
   if (lrScale != 1)
-    out << " (" << co.learningRate << " x " << towers << " towers)";
+    out << " (" << num(co.learningRate) << " x " << towers << " towers)";
   out << " (" << opts.lrSchedule << ")";
   if (co.optimizer == "momentum")
-    out << ", momentum " << co.momentum << (co.nesterov ? " nesterov" : "");
+    out << ", momentum " << num(co.momentum) << (co.nesterov ? " nesterov" : "");
   if (co.weightDecay)
-    out << ", weight decay " << co.weightDecay;
+    out << ", weight decay " << num(co.weightDecay);
   out << "\n";
   out << "  parameters " << withCommas(summary.params.elements) << " trainable ("
       << humanBytes(summary.params.bytes) << "), " << withCommas(summary.state.elements)
