@@ -42,6 +42,10 @@ llvm::Expected<std::unique_ptr<DataLoader>> DataLoader::create(std::shared_ptr<c
     return makeError("data loader: " + llvm::Twine(options.threads) + " threads and prefetch " +
                      llvm::Twine(options.prefetch) +
                      " (threads must be at least 0, prefetch at least 1)");
+  if (options.dropLast && data->size() < options.batch)
+    return makeError(data->describe() + ": " + llvm::Twine(data->size()) +
+                     " samples do not fill one batch of " + llvm::Twine(options.batch) +
+                     " (and the short last batch is dropped)");
   LoaderOptions opts = options;
   if (opts.target == SampleShape{})
     opts.target = data->shape();
@@ -221,8 +225,8 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
       current_ = takeChunk(nextChunk_++);
       currentSlot_ = 0;
       // The common case: a whole chunk of good samples is the batch as it is.
-      bool allGood = (int64_t)current_->errors.size() == 0;
-      if (filled == 0 && allGood && (current_->count == batch || !options_.dropLast)) {
+      if (filled == 0 && current_->errors.empty() &&
+          (current_->count == batch || !options_.dropLast)) {
         out.images = std::move(current_->images);
         out.labels = std::move(current_->labels);
         filled = current_->count;

@@ -57,6 +57,23 @@ TEST(Image, DecodingMatchesPil) {
   EXPECT_EQ(checked, 8);
 }
 
+TEST(Image, SixteenBitPngIsScaledNotGammaConverted) {
+  std::string ref = referenceDir();
+  ASSERT_FALSE(ref.empty());
+  auto bytes = llvm::MemoryBuffer::getFile(ref + "/extra/grey16.png");
+  ASSERT_TRUE(bool(bytes));
+  auto image = decodeImage(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>((*bytes)->getBufferStart()), (*bytes)->getBufferSize()));
+  ASSERT_TRUE(bool(image)) << llvm::toString(image.takeError());
+  Tensor values = loadNpy(ref + "/extra/grey16.npy");
+  ASSERT_EQ(values.shape(), llvm::ArrayRef<int64_t>({image->height, image->width}));
+  for (int64_t k = 0; k < values.numElements(); ++k) {
+    double expected = values.data<int32_t>()[k] / 257.0; // 65535 -> 255
+    for (int c = 0; c < 3; ++c)
+      ASSERT_NEAR(image->pixels[3 * k + c], expected, 0.51) << "pixel " << k;
+  }
+}
+
 TEST(Image, BadBytesAreErrorsNotCrashes) {
   auto check = [](llvm::StringRef bytes, llvm::StringRef expected) {
     auto image = decodeImage(
@@ -206,9 +223,10 @@ TEST(Image, EpochOfOnlyCorruptFilesIsAnError) {
   LoaderOptions lo;
   lo.batch = 4;
   lo.shuffle = false;
+  lo.dropLast = false;
   lo.target = {3, 16, 16};
   auto loader = DataLoader::create(std::move(*ds), lo);
-  ASSERT_TRUE(bool(loader));
+  ASSERT_TRUE(bool(loader)) << llvm::toString(loader.takeError());
   auto batch = (*loader)->next();
   ASSERT_FALSE(bool(batch));
   std::string msg = llvm::toString(batch.takeError());

@@ -226,6 +226,18 @@ TEST(DataLoader, BadOptionsAreErrors) {
   l = DataLoader::create(ds, o);
   ASSERT_FALSE(bool(l));
   llvm::consumeError(l.takeError());
+  // Fewer samples than a batch: with dropLast every epoch would be empty.
+  o.prefetch = 1;
+  o.batch = 7;
+  l = DataLoader::create(ds, o);
+  ASSERT_FALSE(bool(l));
+  EXPECT_NE(llvm::toString(l.takeError()).find("counting: 6 samples do not fill one batch of 7"),
+            std::string::npos);
+  o.dropLast = false;
+  o.shuffle = false;
+  l = DataLoader::create(ds, o);
+  ASSERT_TRUE(bool(l));
+  EXPECT_EQ(epoch(**l, 0), (std::vector<std::vector<int64_t>>{{0, 1, 2, 3, 4, 5}}));
 }
 
 TEST(DataLoader, WaitTimeShowsAnInputBottleneck) {

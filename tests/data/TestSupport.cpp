@@ -72,4 +72,6 @@ Tensor loadNpy(llvm::StringRef path) {
 } // namespace graphc::testing
 
 // The ctest fixture `data_reference` runs this alone before the other tests.
-TEST(Reference, Generate) { EXPECT_FALSE(graphc::testing::referenceDir().empty()); }
+TEST(Reference, Generate) {
+  EXPECT_FALSE(graphc::testing::referenceDir().empty());
+}

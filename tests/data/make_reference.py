@@ -8,6 +8,7 @@
                    convert("RGB") -> to_tensor -> resize(S, antialias=True)
                    -> center_crop(S) -> normalize(ImageNet mean, std)
   decoded/*.npy    PIL's decoded RGB pixels (int32, H x W x 3)
+  extra/grey16.*   a 16-bit grey PNG and its values
   resize/*.npy     random planes and torch's antialiased bilinear resize of
                    them, followed by a centre crop (the policy of Resize.h)
   fmnist/*.npy     the first Fashion-MNIST images and labels as read by numpy
@@ -102,6 +103,15 @@ def write_images(root, out):
             np.save(os.path.join(out, "decoded", key + ".npy"), decoded)
 
 
+def write_16bit(out):
+    """A 16-bit grey PNG and its raw values: PIL cannot convert it to RGB faithfully."""
+    d = os.path.join(out, "extra")
+    os.makedirs(d)
+    values = (np.arange(24 * 40, dtype=np.int64).reshape(24, 40) * 68 + 7) % 65536
+    Image.fromarray(values.astype(np.uint16)).save(os.path.join(d, "grey16.png"))
+    np.save(os.path.join(d, "grey16.npy"), values.astype(np.int32))
+
+
 def write_resize(out):
     """Planes and their resize + centre crop, computed by torch."""
     d = os.path.join(out, "resize")
@@ -150,6 +160,7 @@ def main():
     root = os.path.join(out, "images")
     os.makedirs(root)
     write_images(root, out)
+    write_16bit(out)
     write_resize(out)
     if os.path.isdir("/usr/share/datasets/fashion-mnist"):
         write_fmnist(out)
