@@ -125,14 +125,11 @@ DataLoader::Chunk DataLoader::buildChunk(int64_t index, const std::vector<int64_
       break;
     float *dst = images + slot * elems;
     int64_t sample = order[index * batch + slot], label = 0;
-    llvm::Error err = llvm::Error::success();
-    if (conversion_.isIdentity()) {
-      err = data_->load(sample, dst, label);
-    } else {
-      err = data_->load(sample, scratch.native.data(), label);
-      if (!err)
-        conversion_.convert(scratch.native.data(), dst, scratch.plane, scratch.resize);
-    }
+    // Straight into the batch when no conversion is needed.
+    bool direct = conversion_.isIdentity();
+    llvm::Error err = data_->load(sample, direct ? dst : scratch.native.data(), label);
+    if (!err && !direct)
+      conversion_.convert(scratch.native.data(), dst, scratch.plane, scratch.resize);
     if (err) {
       c.errors.push_back(llvm::toString(std::move(err)));
       std::fill(dst, dst + elems, 0.0f);
