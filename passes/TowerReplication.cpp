@@ -111,7 +111,7 @@ class TowerCopier {
 public:
   TowerCopier(Graph &g, int tower, int64_t batch, int64_t towerBatch, double lossScaleFactor,
               const Classified &c)
-      : g_(g), b_(g), tower_(tower), batch_(batch), towerBatch_(towerBatch),
+      : b_(g), tower_(tower), batch_(batch), towerBatch_(towerBatch),
         lossScaleFactor_(lossScaleFactor), c_(c) {
     b_.setTower(tower);
   }
@@ -119,24 +119,21 @@ public:
   int tower() const { return tower_; }
   int64_t towerBatch() const { return towerBatch_; }
 
-  void copyInputs() {
-    for (Node *in : c_.batchInputs) {
-      TensorType t = in->result()->type();
-      t.shape[0] = towerBatch_;
-      b_.setRequestedDevice("cpu:0");
-      Value *v = b_.input(towerPrefix(tower_) + in->name(), t);
-      map_[in->result()] = v;
-      if (towerBatch_ != batch_) // otherwise nothing changes and no axis needs finding
-        axis_[v] = 0;
-    }
+  void copyInput(const Node &in) {
+    TensorType t = in.result()->type();
+    t.shape[0] = towerBatch_;
+    b_.setRequestedDevice("cpu:0");
+    Value *v = b_.input(towerPrefix(tower_) + in.name(), t);
+    map_[in.result()] = v;
+    if (towerBatch_ != batch_) // otherwise nothing changes and no axis needs finding
+      axis_[v] = 0;
   }
 
-  llvm::Error copyBody() {
-    for (Node *n : c_.body)
-      if (auto e = copy(*n))
-        return withContext(std::move(e), "replicate-towers: tower " + llvm::Twine(tower_) +
-                                             " (batch " + llvm::Twine(towerBatch_) + " of " +
-                                             llvm::Twine(batch_) + ")");
+  llvm::Error copy(const Node &orig) {
+    if (auto e = copyNode(orig))
+      return withContext(std::move(e), "replicate-towers: tower " + llvm::Twine(tower_) +
+                                           " (batch " + llvm::Twine(towerBatch_) + " of " +
+                                           llvm::Twine(batch_) + ")");
     return llvm::Error::success();
   }
 
@@ -159,9 +156,8 @@ private:
     return it == axis_.end() ? -1 : it->second;
   }
   llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> ops, Attrs &attrs) const;
-  llvm::Error copy(const Node &orig);
+  llvm::Error copyNode(const Node &orig);
 
-  Graph &g_;
   Builder b_;
   int tower_;
   int64_t batch_, towerBatch_;
@@ -210,7 +206,7 @@ llvm::Error TowerCopier::rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Valu
   }
 }
 
-llvm::Error TowerCopier::copy(const Node &orig) {
+llvm::Error TowerCopier::copyNode(const Node &orig) {
   llvm::SmallVector<Value *, 4> ops;
   for (Value *v : orig.operands())
     ops.push_back(lookup(v));
@@ -362,14 +358,18 @@ llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts) {
   Classified c = classify(*g, *batch);
   double lossScaleFactor = (double)*batch / (double)split->global;
   std::vector<TowerCopier> towers;
-  for (unsigned t = 0; t < split->sizes.size(); ++t) {
-    if (split->sizes[t] == 0)
-      continue;
-    towers.emplace_back(*g, (int)t, *batch, split->sizes[t], lossScaleFactor, c);
-    towers.back().copyInputs();
-    if (auto e = towers.back().copyBody())
-      return e;
-  }
+  for (unsigned t = 0; t < split->sizes.size(); ++t)
+    if (split->sizes[t] > 0)
+      towers.emplace_back(*g, (int)t, *batch, split->sizes[t], lossScaleFactor, c);
+  // Node after node, each copied into every tower: the graph order is the
+  // single-device order lifted to towers (see the header).
+  for (Node *in : c.batchInputs)
+    for (TowerCopier &t : towers)
+      t.copyInput(*in);
+  for (Node *n : c.body)
+    for (TowerCopier &t : towers)
+      if (auto e = t.copy(*n))
+        return e;
   if (auto e = fixBatchNorms(c, towers, opts))
     return e;
 

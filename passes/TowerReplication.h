@@ -39,7 +39,14 @@
 //  8. Randomness. Node names keep `tower_<t>/` + the original name, so the
 //     DropoutTrain kernel keys its stream by (run seed, name without the
 //     prefix, tower, step): each tower draws its own mask, reproducibly.
-//  9. Outputs. The graph returns each non-empty tower's outputs, tower after
+//  9. Order. The graph order is the single-device order lifted to towers:
+//     node after node, the copies of one node for towers 0..N-1 are adjacent
+//     (tower sums and updates come last). The executor issues each device's
+//     nodes in graph order and collectives synchronize devices without an
+//     edge in the graph, so this is what keeps them from deadlocking: every
+//     rank of a collective comes after everything any rank needs and before
+//     anything that needs a rank's result, on every device, the host included.
+// 10. Outputs. The graph returns each non-empty tower's outputs, tower after
 //     tower (concat-outputs joins them). Module meta: "towers" = N,
 //     "tower_batches" = [B_0, ...], "batch" = the global batch.
 //

@@ -85,7 +85,7 @@ inline std::unique_ptr<Executor> makeExecutor(const Module &m, uint64_t seed = 7
   eo.threads = 2;
   eo.seed = seed;
   eo.deviceMap = emulate;
-  eo.waitTimeout = std::chrono::seconds(60);
+  eo.waitTimeout = std::chrono::seconds(getenv("T_TIMEOUT") ? atoi(getenv("T_TIMEOUT")) : 60);
   auto ex = Executor::create(m, std::move(eo));
   if (!ex) {
     ADD_FAILURE() << llvm::toString(ex.takeError());
