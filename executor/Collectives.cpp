@@ -52,7 +52,8 @@ llvm::Error CpuCollectives::waitFor(std::unique_lock<std::mutex> &lock, Group &g
 
 llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
                                       llvm::ArrayRef<TensorView> inputs,
-                                      llvm::ArrayRef<TensorView> outputs, llvm::StringRef what) {
+                                      llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
+                                      Device &) {
   std::unique_lock<std::mutex> lock(mutex_);
   Group &g = groups_[group.str()];
   if (g.nranks == 0) {

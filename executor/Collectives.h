@@ -25,18 +25,35 @@
 
 namespace graphc {
 
-class CpuCollectives {
+class Device;
+
+/// Sums tensors across the devices of a group. Each participant calls
+/// allReduce from its own device thread; on devices with streams the call may
+/// only enqueue the work (NCCL), on host devices it completes it.
+class CollectiveEngine {
+public:
+  virtual ~CollectiveEngine() = default;
+  /// Sums `inputs` elementwise over the `nranks` participants of `group` into
+  /// `outputs` (same shapes; f32). `what` names the caller for messages.
+  virtual llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                llvm::ArrayRef<TensorView> inputs,
+                                llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
+                                Device &device) = 0;
+  /// Wakes every waiting participant with an error (another device failed).
+  virtual void abort() = 0;
+  /// Before each step.
+  virtual void reset() = 0;
+};
+
+class CpuCollectives : public CollectiveEngine {
 public:
   explicit CpuCollectives(std::chrono::milliseconds timeout) : timeout_(timeout) {}
 
-  /// Sums `inputs` elementwise over the `nranks` participants of `group`
-  /// into `outputs` (same shapes; f32). `what` names the caller for messages.
   llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
                         llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
-                        llvm::StringRef what);
-  /// Wakes every waiting participant with an error (another device failed).
-  void abort();
-  void reset();
+                        llvm::StringRef what, Device &device) override;
+  void abort() override;
+  void reset() override;
 
 private:
   struct Group {

@@ -2,11 +2,11 @@
 
 #include "executor/Collectives.h"
 #include "executor/CoreBudget.h"
+#include "executor/Device.h"
 #include "executor/MemoryPlan.h"
 #include "executor/Schedule.h"
 #include "ir/Diagnostics.h"
 #include "ir/Initializers.h"
-#include "kernels/cpu/CpuBackend.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -14,7 +14,7 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -24,10 +24,11 @@ namespace {
 
 /// How a node is carried out.
 enum class Action : unsigned char {
-  Kernel,    ///< run its kernel
-  Feed,      ///< an Input: the step copies the feed in
-  Alias,     ///< a Variable, Constant or view whose bytes already sit where its result is
-  Collective ///< an AllReduce: rendezvous through CpuCollectives
+  Kernel,     ///< launch its kernel on its device
+  Feed,       ///< an Input: the step copies the feed in
+  Alias,      ///< a Variable, Constant or view whose bytes already sit where its result is
+  Transfer,   ///< a copy from another device (Device::receive)
+  Collective, ///< an AllReduce: through the group's CollectiveEngine
 };
 
 struct NodeExec {
@@ -36,55 +37,48 @@ struct NodeExec {
   Action action = Action::Kernel;
   std::unique_ptr<Kernel> kernel;
   std::vector<TensorView> inputs, outputs;
-  /// Nodes on other devices that must finish first.
+  /// Nodes on other devices that must be issued (and waited for) first.
   llvm::SmallVector<unsigned, 4> remotePreds;
-  /// Devices to wake when this node finishes.
+  /// Devices to wake when this node is issued.
   llvm::SmallVector<unsigned, 2> remoteWaiters;
-  std::atomic<uint64_t> doneEpoch{0};
+  std::atomic<uint64_t> issuedEpoch{0};
+  std::shared_ptr<DeviceEvent> event; ///< marks this node's work, for remote waiters
+  CollectiveEngine *collectives = nullptr;
   EventKind kind = EventKind::Compute;
   double seconds = 0;
   int64_t runs = 0;
 };
 
-struct AlignedBuffer {
-  std::unique_ptr<unsigned char, void (*)(void *)> bytes{nullptr, std::free};
-  int64_t size = 0;
-  void allocate(int64_t n) {
-    size = n;
-    size_t rounded = ((size_t)std::max<int64_t>(n, 1) + 63) / 64 * 64;
-    bytes.reset(static_cast<unsigned char *>(std::aligned_alloc(64, rounded)));
-    if (!bytes)
-      llvm::report_bad_alloc_error("arena allocation failed");
-    std::memset(bytes.get(), 0, rounded);
-  }
+/// A variable's storage on one device.
+struct Storage {
+  void *data = nullptr;
+  TensorType type;
 };
 
 class DeviceVariables : public VariableAccess {
 public:
-  llvm::StringMap<Tensor> storage;
+  llvm::StringMap<Storage> storage;
   llvm::Expected<TensorView> variable(llvm::StringRef name) override {
     auto it = storage.find(name);
     if (it == storage.end())
       return makeError("variable '" + name + "' is not held on this device");
     TensorView v;
-    v.data = it->second.raw();
-    v.dtype = it->second.dtype();
-    v.shape.assign(it->second.shape().begin(), it->second.shape().end());
+    v.data = it->second.data;
+    v.dtype = it->second.type.dtype;
+    v.shape = it->second.type.shape;
     return v;
   }
 };
 
 struct DeviceState {
-  std::string name;
-  DeviceKind kind = DeviceKind::CPU;
-  int threads = 1;
+  std::unique_ptr<Device> device;
   std::vector<unsigned> order; ///< NodeExec indices in issue order
-  AlignedBuffer arena;
-  AlignedBuffer scratch; ///< the largest scratch any of its kernels asks for
+  void *arena = nullptr;
+  void *scratch = nullptr; ///< the largest scratch any of its kernels asks for
   DeviceMemoryPlan plan;
   DeviceVariables variables;
-  std::unique_ptr<dnnl::stream> stream;
-  unsigned computeTrack = 0;
+  llvm::DenseMap<const Node *, void *> constants; ///< device copies of Constant values
+  unsigned computeTrack = 0, copyTrack = 0;
   std::mutex mutex;
   std::condition_variable cv;
   std::thread worker;
@@ -92,11 +86,11 @@ struct DeviceState {
   llvm::Error error = llvm::Error::success();
 };
 
-bool isFiniteView(const TensorView &v) {
-  if (v.dtype != DType::F32)
+bool allFinite(const Tensor &t) {
+  if (t.dtype() != DType::F32)
     return true;
-  const float *p = v.as<float>();
-  for (int64_t i = 0, n = v.numElements(); i < n; ++i)
+  const float *p = t.data<float>();
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
     if (!std::isfinite(p[i]))
       return false;
   return true;
@@ -113,7 +107,8 @@ struct Executor::Impl {
   std::vector<std::unique_ptr<NodeExec>> nodes;
   llvm::DenseMap<const Node *, unsigned> index;
   std::unique_ptr<CoreBudget> cores;
-  std::unique_ptr<CpuCollectives> collectives;
+  std::unique_ptr<CpuCollectives> cpuCollectives;
+  std::vector<std::unique_ptr<CollectiveEngine>> otherCollectives;
   TraceRecorder trace;
   std::vector<const Value *> outputs;
 
@@ -127,52 +122,34 @@ struct Executor::Impl {
   bool shuttingDown = false;
 
   llvm::Error bind();
+  llvm::Error createDevices();
+  llvm::Error createKernels();
+  llvm::Error planMemory();
   llvm::Error bindVariables();
-  TensorView viewOf(const Value *v, DeviceState &d);
+  llvm::Error bindCollectives();
+  TensorView viewOf(const Value *v);
   llvm::Error runDevice(DeviceState &d);
   llvm::Error runNode(NodeExec &e, DeviceState &d);
+  llvm::Error checkNumerics(NodeExec &e, DeviceState &d);
+  void abortAll();
   void workerLoop(DeviceState &d);
   ~Impl();
 };
-
-static std::string defaultDevice(const std::string &assigned) {
-  return assigned.empty() ? "cpu:0" : assigned;
-}
 
 llvm::Error Executor::Impl::bind() {
   graph = module->findGraph("main");
   if (!graph)
     return makeError("module '" + module->name() + "' has no main graph");
   auto map = [&](const Node &n) {
-    std::string d = defaultDevice(n.assignedDevice());
+    std::string d = n.assignedDevice().empty() ? "cpu:0" : n.assignedDevice();
     return opts.deviceMap ? opts.deviceMap(d) : d;
   };
   auto s = buildSchedule(*graph, map);
   if (!s)
     return s.takeError();
   schedule = std::move(*s);
-
-  unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  int total = opts.threads > 0 ? opts.threads : (int)hardware;
-  unsigned cpuDevices = 0;
-  for (const std::string &name : schedule.devices) {
-    auto d = std::make_unique<DeviceState>();
-    d->name = name;
-    if (llvm::StringRef(name).startswith("gpu"))
-      return makeError("the plan needs device '" + name +
-                       "', which this build cannot run (no CUDA backend loaded); visible "
-                       "devices: cpu. Run with --emulate to map it onto a CPU device");
-    if (!llvm::StringRef(name).startswith("cpu"))
-      return makeError("unknown device '" + name + "' (expected cpu:N or gpu:N)");
-    ++cpuDevices;
-    d->stream = std::make_unique<dnnl::stream>(CpuBackend::instance().engine());
-    d->computeTrack = trace.addTrack(name, "compute");
-    devices.push_back(std::move(d));
-  }
-  for (auto &d : devices)
-    d->threads = std::max(1, total / (int)std::max(1u, cpuDevices));
-  cores = std::make_unique<CoreBudget>(total);
-  collectives = std::make_unique<CpuCollectives>(opts.waitTimeout);
+  if (auto e = createDevices())
+    return e;
 
   // Node records in global issue order.
   std::vector<const Node *> issue(graph->numNodes());
@@ -186,8 +163,71 @@ llvm::Error Executor::Impl::bind() {
     devices[e->device]->order.push_back(nodes.size());
     nodes.push_back(std::move(e));
   }
+  if (auto e = createKernels())
+    return e;
+  if (auto e = planMemory())
+    return e;
+  if (auto e = bindVariables())
+    return e;
 
-  // Kernels.
+  // Views, aliases and cross-device dependencies.
+  for (auto &e : nodes) {
+    const Node *n = e->node;
+    for (const Value *v : n->operands())
+      e->inputs.push_back(viewOf(v));
+    for (auto &r : n->results())
+      e->outputs.push_back(viewOf(r.get()));
+    if (isViewOp(n->op()) && e->outputs[0].data == e->inputs[0].data)
+      e->action = Action::Alias;
+    for (const Node *p : schedule.predecessors(n)) {
+      unsigned pi = index.lookup(p);
+      if (nodes[pi]->device != e->device && !llvm::is_contained(e->remotePreds, pi)) {
+        e->remotePreds.push_back(pi);
+        if (!llvm::is_contained(nodes[pi]->remoteWaiters, e->device))
+          nodes[pi]->remoteWaiters.push_back(e->device);
+      }
+    }
+  }
+  if (auto e = bindCollectives())
+    return e;
+  for (const Value *v : graph->outputs())
+    outputs.push_back(v);
+  for (auto &d : devices)
+    d->device->setProfiling(opts.profile, &trace);
+
+  // Workers for several devices; one device runs on the calling thread.
+  if (devices.size() > 1)
+    for (auto &d : devices)
+      d->worker = std::thread([this, dev = d.get()] { workerLoop(*dev); });
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::Impl::createDevices() {
+  unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  int total = opts.threads > 0 ? opts.threads : (int)hardware;
+  unsigned cpuDevices = 0;
+  for (const std::string &name : schedule.devices)
+    cpuDevices += llvm::StringRef(name).startswith("cpu");
+  cores = std::make_unique<CoreBudget>(total);
+  cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout);
+  for (const std::string &name : schedule.devices) {
+    auto d = std::make_unique<DeviceState>();
+    DeviceRequest req;
+    req.name = name;
+    req.threads = std::max(1, total / (int)std::max(1u, cpuDevices));
+    req.cores = cores.get();
+    auto dev = createDevice(req);
+    if (!dev)
+      return dev.takeError();
+    d->device = std::move(*dev);
+    d->computeTrack = trace.addTrack(name, "compute");
+    d->copyTrack = trace.addTrack(name, "copy");
+    devices.push_back(std::move(d));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::Impl::createKernels() {
   for (auto &e : nodes) {
     const Node *n = e->node;
     DeviceState &d = *devices[e->device];
@@ -204,19 +244,18 @@ llvm::Error Executor::Impl::bind() {
       e->action = Action::Collective;
       e->kind = EventKind::Collective;
       continue;
+    case Op::Transfer:
+      e->action = Action::Transfer;
+      e->kind = EventKind::Copy;
+      continue;
     default:
       break;
     }
-    if (n->op() == Op::Transfer)
-      e->kind = EventKind::Copy;
-    KernelEnv env;
-    env.kind = d.kind;
-    env.threads = d.threads;
+    KernelEnv env = d.device->kernelEnv();
     env.seed = opts.seed;
-    env.backend = &CpuBackend::instance();
     auto k = KernelRegistry::global().create(*n, env);
     if (!k)
-      return withContext(k.takeError(), "on device " + d.name);
+      return withContext(k.takeError(), "on device " + d.device->name());
     // Every value is plain (row-major) for now; blocked layouts are chosen here
     // once the kernels that can keep them are in place.
     llvm::SmallVector<Layout, 4> in(n->numOperands(), Layout::Plain),
@@ -225,51 +264,29 @@ llvm::Error Executor::Impl::bind() {
       return err;
     e->kernel = std::move(*k);
   }
+  return llvm::Error::success();
+}
 
-  // Memory plans and arenas.
+llvm::Error Executor::Impl::planMemory() {
   for (unsigned i = 0; i < devices.size(); ++i) {
     DeviceState &d = *devices[i];
     d.plan = planDeviceMemory(schedule, i, [&](const Node &n) -> std::optional<unsigned> {
       const NodeExec &e = *nodes[index.lookup(&n)];
       return e.kernel ? e.kernel->inPlaceOperand() : std::nullopt;
     });
-    d.arena.allocate(d.plan.plan.arenaBytes);
+    auto arena = d.device->allocate(d.plan.plan.arenaBytes);
+    if (!arena)
+      return withContext(arena.takeError(), "the arena of " + d.device->name());
+    d.arena = *arena;
     int64_t scratch = 0;
     for (unsigned n : d.order)
       if (nodes[n]->kernel)
         scratch = std::max<int64_t>(scratch, nodes[n]->kernel->scratchBytes());
-    d.scratch.allocate(scratch);
+    auto s = d.device->allocate(scratch);
+    if (!s)
+      return s.takeError();
+    d.scratch = *s;
   }
-  if (auto e = bindVariables())
-    return e;
-
-  // Views, aliases and dependencies.
-  for (auto &e : nodes) {
-    const Node *n = e->node;
-    DeviceState &d = *devices[e->device];
-    for (const Value *v : n->operands())
-      e->inputs.push_back(viewOf(v, d));
-    for (auto &r : n->results())
-      e->outputs.push_back(viewOf(r.get(), d));
-    if (isViewOp(n->op()) && e->outputs[0].data == e->inputs[0].data)
-      e->action = Action::Alias;
-    llvm::SmallVector<unsigned, 8> preds;
-    for (const Node *p : schedule.predecessors(n)) {
-      unsigned pi = index.lookup(p);
-      if (nodes[pi]->device != e->device && !llvm::is_contained(e->remotePreds, pi)) {
-        e->remotePreds.push_back(pi);
-        if (!llvm::is_contained(nodes[pi]->remoteWaiters, e->device))
-          nodes[pi]->remoteWaiters.push_back(e->device);
-      }
-    }
-  }
-  for (const Value *v : graph->outputs())
-    outputs.push_back(v);
-
-  // Workers for several devices; one device runs on the calling thread.
-  if (devices.size() > 1)
-    for (auto &d : devices)
-      d->worker = std::thread([this, dev = d.get()] { workerLoop(*dev); });
   return llvm::Error::success();
 }
 
@@ -277,9 +294,19 @@ llvm::Error Executor::Impl::bindVariables() {
   // Storage on every device that reads or writes the variable.
   for (auto &e : nodes) {
     const Node *n = e->node;
+    DeviceState &d = *devices[e->device];
+    if (n->op() == Op::Constant) {
+      const Tensor &value = *n->attrs().getTensor("value");
+      auto p = d.device->allocate(value.bytes());
+      if (!p)
+        return p.takeError();
+      if (auto err = d.device->copyIn(*p, value.raw(), value.bytes()))
+        return err;
+      d.constants[n] = *p;
+      continue;
+    }
     if (n->op() != Op::Variable && !isVariableUpdate(n->op()))
       continue;
-    DeviceState &d = *devices[e->device];
     std::vector<std::string> names{n->attrs().getString("var")};
     for (const std::string &slot : n->attrs().getStrings("slots"))
       names.push_back(slot);
@@ -292,46 +319,80 @@ llvm::Error Executor::Impl::bindVariables() {
       auto value = initialValue(*v, opts.seed);
       if (!value)
         return value.takeError();
-      d.variables.storage[name] = value->clone();
+      auto p = d.device->allocate(value->bytes());
+      if (!p)
+        return withContext(p.takeError(), "variable '" + name + "'");
+      if (auto err = d.device->copyIn(*p, value->raw(), value->bytes()))
+        return err;
+      d.variables.storage[name] = {*p, v->type};
     }
   }
   return llvm::Error::success();
 }
 
-TensorView Executor::Impl::viewOf(const Value *v, DeviceState &d) {
+llvm::Error Executor::Impl::bindCollectives() {
+  // All members of a group must be on host devices (the project's own
+  // reduction) or all on GPUs (the CUDA backend's engine).
+  std::map<std::string, std::vector<unsigned>> groups;
+  for (unsigned i = 0; i < nodes.size(); ++i)
+    if (nodes[i]->action == Action::Collective)
+      groups[nodes[i]->node->attrs().getString("group")].push_back(i);
+  for (auto &[name, members] : groups) {
+    bool anyGpu = false, anyCpu = false;
+    for (unsigned m : members)
+      (devices[nodes[m]->device]->device->kind() == DeviceKind::CPU ? anyCpu : anyGpu) = true;
+    if (anyGpu && anyCpu)
+      return nodeError(*nodes[members[0]]->node,
+                       "collective '" + name + "' spans host and GPU devices; insert transfers "
+                       "so that all members are on one kind");
+    if (anyGpu)
+      return nodeError(*nodes[members[0]]->node,
+                       "collective '" + name + "' runs on GPUs, which need the CUDA backend");
+    for (unsigned m : members)
+      nodes[m]->collectives = cpuCollectives.get();
+  }
+  return llvm::Error::success();
+}
+
+TensorView Executor::Impl::viewOf(const Value *v) {
   TensorView view;
   view.dtype = v->type().dtype;
   view.shape = v->type().shape;
-  // A value produced on another device is read where it lives (host memory).
+  // A value is read where it lives; transfers copy between devices.
   DeviceState &owner = *devices[schedule.deviceOf.lookup(v->producer())];
   auto off = owner.plan.offset.find(v);
   if (off != owner.plan.offset.end()) {
-    view.data = owner.arena.bytes.get() + off->second;
+    view.data = static_cast<unsigned char *>(owner.arena) + off->second;
     return view;
   }
   const Value *root = owner.plan.external.lookup(v);
   assert(root && "every value is either in an arena or aliases external storage");
   const Node *src = root->producer();
   if (src->op() == Op::Constant) {
-    view.data = const_cast<void *>(src->attrs().getTensor("value")->raw());
+    view.data = owner.constants.lookup(src);
   } else {
-    Tensor &t = owner.variables.storage[src->attrs().getString("var")];
-    view.data = t.raw();
+    view.data = owner.variables.storage[src->attrs().getString("var")].data;
   }
-  (void)d;
   return view;
 }
 
 llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
+  Device &dev = *d.device;
   switch (e.action) {
   case Action::Feed:
   case Action::Alias:
     return llvm::Error::success();
+  case Action::Transfer: {
+    const Node *src = e.node->operand(0)->producer();
+    Device &from = *devices[schedule.deviceOf.lookup(src)]->device;
+    dev.noteNode(index.lookup(e.node), EventKind::Copy);
+    return dev.receive(e.outputs[0].data, from, e.inputs[0].data, e.outputs[0].bytes());
+  }
   case Action::Collective: {
     const Attrs &a = e.node->attrs();
-    return collectives->allReduce(a.getString("group"), (unsigned)a.getInt("rank"),
-                                  (unsigned)a.getInt("nranks"), e.inputs, e.outputs,
-                                  "node '" + e.node->name() + "' on " + d.name);
+    return e.collectives->allReduce(a.getString("group"), (unsigned)a.getInt("rank"),
+                                    (unsigned)a.getInt("nranks"), e.inputs, e.outputs,
+                                    "node '" + e.node->name() + "' on " + dev.name(), dev);
   }
   case Action::Kernel:
     break;
@@ -339,15 +400,26 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   KernelContext ctx;
   ctx.inputs = e.inputs;
   ctx.outputs = e.outputs;
-  ctx.scratch = d.scratch.bytes.get();
+  ctx.scratch = d.scratch;
   ctx.step = step;
   ctx.variables = &d.variables;
-  ctx.stream = d.stream.get();
-  CoreBudget::Lease lease(*cores, d.threads);
-  setCpuThreads(d.threads);
-  if (auto err = e.kernel->run(ctx))
+  dev.noteNode(index.lookup(e.node), e.kind);
+  return dev.launch(*e.kernel, ctx);
+}
+
+llvm::Error Executor::Impl::checkNumerics(NodeExec &e, DeviceState &d) {
+  if (auto err = d.device->synchronize())
     return err;
-  d.stream->wait();
+  for (unsigned r = 0; r < e.outputs.size(); ++r) {
+    Tensor host(e.node->result(r)->type());
+    if (auto err = d.device->copyOut(host.raw(), e.outputs[r].data, host.bytes()))
+      return err;
+    if (!allFinite(host))
+      return nodeError(*e.node, "produced a non-finite value (NaN or infinity) in result '" +
+                                    e.node->result(r)->name() + "' at step " + llvm::Twine(step) +
+                                    " (the first such node on " + d.device->name() +
+                                    "; --check-numerics)");
+  }
   return llvm::Error::success();
 }
 
@@ -356,51 +428,68 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
     NodeExec &e = *nodes[i];
     for (unsigned p : e.remotePreds) {
       NodeExec &pred = *nodes[p];
-      if (pred.doneEpoch.load(std::memory_order_acquire) == epoch)
-        continue;
-      double waitStart = trace.nowUs();
-      std::unique_lock<std::mutex> lock(d.mutex);
-      bool ok = d.cv.wait_for(lock, opts.waitTimeout, [&] {
-        return aborted.load() || pred.doneEpoch.load(std::memory_order_acquire) == epoch;
-      });
-      if (aborted.load())
-        return makeError("stopped because another device failed");
-      if (!ok)
-        return nodeError(*e.node, "on " + d.name + " waited " +
-                                      llvm::Twine((int64_t)opts.waitTimeout.count()) +
-                                      " ms for node '" + pred.node->name() + "' on " +
-                                      devices[pred.device]->name + " at step " +
-                                      llvm::Twine(step));
-      if (opts.profile)
-        trace.record(d.computeTrack, {pred.node->name(), "wait", EventKind::Wait, step, waitStart,
-                                      trace.nowUs() - waitStart});
+      if (pred.issuedEpoch.load(std::memory_order_acquire) != epoch) {
+        std::unique_lock<std::mutex> lock(d.mutex);
+        bool ok = d.cv.wait_for(lock, opts.waitTimeout, [&] {
+          return aborted.load() || pred.issuedEpoch.load(std::memory_order_acquire) == epoch;
+        });
+        if (aborted.load())
+          return makeError("stopped because another device failed");
+        if (!ok)
+          return nodeError(*e.node, "on " + d.device->name() + " waited " +
+                                        llvm::Twine((int64_t)opts.waitTimeout.count()) +
+                                        " ms for node '" + pred.node->name() + "' on " +
+                                        devices[pred.device]->device->name() + " at step " +
+                                        llvm::Twine(step));
+      }
+      double waitStart = opts.profile ? trace.nowUs() : 0;
+      if (auto err = d.device->wait(*pred.event))
+        return err;
+      if (opts.profile) {
+        double waited = trace.nowUs() - waitStart;
+        if (waited > 1)
+          trace.record(d.computeTrack,
+                       {pred.node->name(), "wait", EventKind::Wait, step, waitStart, waited});
+      }
     }
     if (aborted.load())
       return makeError("stopped because another device failed");
-    double start = opts.profile ? trace.nowUs() : 0;
     if (auto err = runNode(e, d))
       return err;
-    if (opts.profile && e.action != Action::Alias) {
-      double dur = trace.nowUs() - start;
-      e.seconds += dur * 1e-6;
-      ++e.runs;
-      trace.record(d.computeTrack, {e.node->name(), opName(e.node->op()).str(), e.kind, step,
-                                    start, dur});
-    }
-    if (opts.checkNumerics)
-      for (unsigned r = 0; r < e.outputs.size(); ++r)
-        if (!isFiniteView(e.outputs[r]))
-          return nodeError(*e.node, "produced a non-finite value (NaN or infinity) in result '" +
-                                        e.node->result(r)->name() + "' at step " +
-                                        llvm::Twine(step) + " (first such node on " + d.name +
-                                        "; --check-numerics)");
-    e.doneEpoch.store(epoch, std::memory_order_release);
+    if (opts.checkNumerics && e.action == Action::Kernel)
+      if (auto err = checkNumerics(e, d))
+        return err;
+    if (!e.remoteWaiters.empty())
+      e.event = d.device->record();
+    e.issuedEpoch.store(epoch, std::memory_order_release);
     for (unsigned w : e.remoteWaiters) {
       std::lock_guard<std::mutex> lock(devices[w]->mutex);
       devices[w]->cv.notify_all();
     }
   }
+  if (auto err = d.device->synchronize())
+    return err;
+  if (opts.profile)
+    for (const LaunchTiming &t : d.device->takeTimings()) {
+      NodeExec &e = *nodes[t.node];
+      e.seconds += t.durationUs * 1e-6;
+      ++e.runs;
+      trace.record(t.kind == EventKind::Copy ? d.copyTrack : d.computeTrack,
+                   {e.node->name(), opName(e.node->op()).str(), t.kind, step, t.startUs,
+                    t.durationUs});
+    }
   return llvm::Error::success();
+}
+
+void Executor::Impl::abortAll() {
+  aborted.store(true);
+  cpuCollectives->abort();
+  for (auto &c : otherCollectives)
+    c->abort();
+  for (auto &other : devices) {
+    std::lock_guard<std::mutex> lock(other->mutex);
+    other->cv.notify_all();
+  }
 }
 
 void Executor::Impl::workerLoop(DeviceState &d) {
@@ -414,14 +503,8 @@ void Executor::Impl::workerLoop(DeviceState &d) {
       seen = d.startEpoch;
     }
     llvm::Error err = runDevice(d);
-    if (err) {
-      aborted.store(true);
-      collectives->abort();
-      for (auto &other : devices) {
-        std::lock_guard<std::mutex> lock(other->mutex);
-        other->cv.notify_all();
-      }
-    }
+    if (err)
+      abortAll();
     std::lock_guard<std::mutex> lock(doneMutex);
     d.error = std::move(err);
     ++devicesDone;
@@ -435,11 +518,22 @@ Executor::Impl::~Impl() {
     shuttingDown = true;
     d->cv.notify_all();
   }
-  for (auto &d : devices)
+  for (auto &d : devices) {
     if (d->worker.joinable())
       d->worker.join();
-  for (auto &d : devices)
     llvm::consumeError(std::move(d->error));
+    if (!d->device)
+      continue;
+    llvm::consumeError(d->device->synchronize());
+    for (auto &entry : d->variables.storage)
+      d->device->deallocate(entry.second.data);
+    for (auto &entry : d->constants)
+      d->device->deallocate(entry.second);
+    if (d->arena)
+      d->device->deallocate(d->arena);
+    if (d->scratch)
+      d->device->deallocate(d->scratch);
+  }
 }
 
 //===-- Executor -----------------------------------------------------------===//
@@ -459,7 +553,9 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::create(const Module &m, Exec
 llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> &feeds) {
   Impl &im = *impl_;
   double stepStart = im.trace.nowUs();
-  // Feeds.
+  for (const auto &entry : feeds)
+    if (!im.graph->findInput(entry.getKey()))
+      return makeError("fed '" + entry.getKey() + "', which is not an input of the graph");
   for (auto &e : im.nodes) {
     if (e->action != Action::Feed)
       continue;
@@ -471,16 +567,21 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
       return makeError("graph input '" + e->node->name() + "' expects " +
                        toString(e->node->result()->type()) + ", was fed " +
                        toString(it->second.type()));
-    if (it->second.bytes())
-      std::memcpy(e->outputs[0].data, it->second.raw(), it->second.bytes());
+    Device &dev = *im.devices[e->device]->device;
+    double start = im.trace.nowUs();
+    if (auto err = dev.copyIn(e->outputs[0].data, it->second.raw(), it->second.bytes()))
+      return err;
+    if (im.opts.profile)
+      im.trace.record(im.devices[e->device]->copyTrack,
+                      {e->node->name(), "Input", EventKind::Input, step_, start,
+                       im.trace.nowUs() - start});
   }
-  for (const auto &entry : feeds)
-    if (!im.graph->findInput(entry.getKey()))
-      return makeError("fed '" + entry.getKey() + "', which is not an input of the graph");
   im.step = step_;
   ++im.epoch;
   im.aborted.store(false);
-  im.collectives->reset();
+  im.cpuCollectives->reset();
+  for (auto &c : im.otherCollectives)
+    c->reset();
   llvm::Error failure = llvm::Error::success();
   if (im.devices.size() == 1) {
     failure = im.runDevice(*im.devices[0]);
@@ -516,10 +617,9 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
   std::vector<Tensor> out;
   for (const Value *v : im.outputs) {
     Tensor t(v->type());
-    DeviceState &owner = *im.devices[im.schedule.deviceOf.lookup(v->producer())];
-    TensorView view = im.viewOf(v, owner);
-    if (t.bytes())
-      std::memcpy(t.raw(), view.data, t.bytes());
+    Device &owner = *im.devices[im.schedule.deviceOf.lookup(v->producer())]->device;
+    if (auto err = owner.copyOut(t.raw(), im.viewOf(v).data, t.bytes()))
+      return err;
     out.push_back(std::move(t));
   }
   if (im.opts.profile)
@@ -531,8 +631,12 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
 llvm::Expected<Tensor> Executor::readVariable(llvm::StringRef name) const {
   for (auto &d : impl_->devices) {
     auto it = d->variables.storage.find(name);
-    if (it != d->variables.storage.end())
-      return it->second.clone();
+    if (it == d->variables.storage.end())
+      continue;
+    Tensor t(it->second.type);
+    if (auto e = d->device->copyOut(t.raw(), it->second.data, t.bytes()))
+      return e;
+    return t;
   }
   return makeError("no variable '" + name + "' is held by any device");
 }
@@ -543,10 +647,11 @@ llvm::Error Executor::writeVariable(llvm::StringRef name, const Tensor &value) {
     auto it = d->variables.storage.find(name);
     if (it == d->variables.storage.end())
       continue;
-    if (it->second.type() != value.type())
-      return makeError("variable '" + name + "' is " + toString(it->second.type()) +
-                       ", given " + toString(value.type()));
-    std::memcpy(it->second.raw(), value.raw(), value.bytes());
+    if (it->second.type != value.type())
+      return makeError("variable '" + name + "' is " + toString(it->second.type) + ", given " +
+                       toString(value.type()));
+    if (auto e = d->device->copyIn(it->second.data, value.raw(), value.bytes()))
+      return e;
     found = true;
   }
   if (!found)
@@ -567,16 +672,23 @@ std::vector<std::string> Executor::variableNames() const {
 
 const std::vector<std::string> &Executor::devices() const { return impl_->schedule.devices; }
 
+std::vector<std::string> Executor::deviceDescriptions() const {
+  std::vector<std::string> out;
+  for (auto &d : impl_->devices)
+    out.push_back(d->device->name() + " (" + d->device->describe() + ")");
+  return out;
+}
+
 std::vector<DeviceMemory> Executor::memory() const {
   std::vector<DeviceMemory> out;
   for (auto &d : impl_->devices) {
     DeviceMemory m;
-    m.device = d->name;
+    m.device = d->device->name();
     m.arenaBytes = d->plan.plan.arenaBytes;
     m.peakLiveBytes = d->plan.plan.peakLiveBytes;
     m.naiveBytes = d->plan.plan.naiveBytes;
     for (auto &entry : d->variables.storage)
-      m.variableBytes += entry.second.bytes();
+      m.variableBytes += entry.second.type.bytes();
     out.push_back(m);
   }
   return out;
@@ -586,7 +698,7 @@ std::vector<NodeProfile> Executor::profile() const {
   std::vector<NodeProfile> out;
   for (auto &e : impl_->nodes)
     if (e->runs)
-      out.push_back({e->node, impl_->devices[e->device]->name, e->seconds, e->runs});
+      out.push_back({e->node, impl_->devices[e->device]->device->name(), e->seconds, e->runs});
   return out;
 }
 

@@ -77,6 +77,8 @@ public:
   std::vector<std::string> variableNames() const;
 
   const std::vector<std::string> &devices() const;
+  /// "cpu:0 (cpu, 2 threads)", one per device, for run plans.
+  std::vector<std::string> deviceDescriptions() const;
   std::vector<DeviceMemory> memory() const;
   std::vector<NodeProfile> profile() const;
   const TraceRecorder &trace() const;

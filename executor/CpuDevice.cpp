@@ -1,0 +1,126 @@
+//===- CpuDevice.cpp - Host devices ----------------------------------------===//
+//
+// A CPU device runs kernels synchronously on the thread that issues them,
+// holding its share of the process's cores (CoreBudget) and setting the
+// OpenMP team to that share. Its memory is host memory, so other host devices
+// read it directly; its events are complete once recorded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "executor/CoreBudget.h"
+#include "executor/Device.h"
+#include "ir/Diagnostics.h"
+#include "kernels/cpu/CpuBackend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace graphc {
+namespace {
+
+class DoneEvent : public DeviceEvent {
+public:
+  llvm::Error synchronize() const override { return llvm::Error::success(); }
+};
+
+class CpuDevice : public Device {
+public:
+  CpuDevice(const DeviceRequest &req)
+      : name_(req.name), threads_(std::max(1, req.threads)), cores_(req.cores),
+        stream_(CpuBackend::instance().engine()) {}
+
+  const std::string &name() const override { return name_; }
+  DeviceKind kind() const override { return DeviceKind::CPU; }
+  std::string describe() const override {
+    return "cpu, " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads");
+  }
+
+  llvm::Expected<void *> allocate(size_t bytes) override {
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, rounded);
+    if (!p)
+      return makeError(name_ + ": out of host memory allocating " + llvm::Twine(bytes) +
+                       " bytes");
+    std::memset(p, 0, rounded);
+    return p;
+  }
+  void deallocate(void *p) override { std::free(p); }
+  llvm::Error copyIn(void *dst, const void *host, size_t bytes) override {
+    if (bytes)
+      std::memcpy(dst, host, bytes);
+    return llvm::Error::success();
+  }
+  llvm::Error copyOut(void *host, const void *src, size_t bytes) override {
+    return copyIn(host, src, bytes);
+  }
+
+  KernelEnv kernelEnv() override {
+    KernelEnv env;
+    env.kind = DeviceKind::CPU;
+    env.threads = threads_;
+    env.backend = &CpuBackend::instance();
+    return env;
+  }
+
+  llvm::Error launch(Kernel &k, KernelContext &ctx) override {
+    ctx.stream = &stream_;
+    double start = clock_ ? clock_->nowUs() : 0;
+    {
+      std::optional<CoreBudget::Lease> lease;
+      if (cores_)
+        lease.emplace(*cores_, threads_);
+      setCpuThreads(threads_);
+      if (auto e = k.run(ctx))
+        return e;
+      stream_.wait();
+    }
+    if (clock_)
+      timings_.push_back({node_, kind_, start, clock_->nowUs() - start});
+    return llvm::Error::success();
+  }
+
+  llvm::Error receive(void *dst, Device &from, const void *src, size_t bytes) override {
+    double start = clock_ ? clock_->nowUs() : 0;
+    if (from.kind() == DeviceKind::CPU) {
+      if (bytes && dst != src)
+        std::memcpy(dst, src, bytes);
+    } else if (auto e = from.readToHost(dst, src, bytes)) {
+      return e;
+    }
+    if (clock_)
+      timings_.push_back({node_, EventKind::Copy, start, clock_->nowUs() - start});
+    return llvm::Error::success();
+  }
+  llvm::Error readToHost(void *host, const void *src, size_t bytes) override {
+    return copyOut(host, src, bytes);
+  }
+
+  std::shared_ptr<DeviceEvent> record() override { return std::make_shared<DoneEvent>(); }
+  llvm::Error wait(const DeviceEvent &e) override { return e.synchronize(); }
+  llvm::Error synchronize() override { return llvm::Error::success(); }
+
+  void setProfiling(bool on, TraceRecorder *clock) override { clock_ = on ? clock : nullptr; }
+  void noteNode(unsigned node, EventKind kind) override {
+    node_ = node;
+    kind_ = kind;
+  }
+  std::vector<LaunchTiming> takeTimings() override { return std::move(timings_); }
+
+private:
+  std::string name_;
+  int threads_;
+  CoreBudget *cores_;
+  dnnl::stream stream_;
+  TraceRecorder *clock_ = nullptr;
+  unsigned node_ = 0;
+  EventKind kind_ = EventKind::Compute;
+  std::vector<LaunchTiming> timings_;
+};
+
+} // namespace
+
+std::unique_ptr<Device> createCpuDevice(const DeviceRequest &req) {
+  return std::make_unique<CpuDevice>(req);
+}
+
+} // namespace graphc

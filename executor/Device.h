@@ -1,0 +1,109 @@
+//===- Device.h - What the executor needs from a device ----------*- C++ -*-===//
+//
+// The executor drives every device through this interface. A device owns its
+// memory (arenas, variables), a compute stream on which kernels run in issue
+// order, and the means to order its work after other devices' work:
+//
+//   - launch() runs a kernel (CPU: now, on the calling thread, within the
+//     device's share of cores) or enqueues it (CUDA: on the compute stream).
+//   - record() marks everything issued so far; another device's wait() makes
+//     its later work wait for that mark: an event wait on a stream, never a
+//     host synchronisation, where the devices allow it (CUDA after CUDA). A
+//     CPU device waiting on a GPU's mark blocks its thread on the event.
+//   - receive() copies a tensor produced on another device into this one's
+//     memory, within the step (host-to-device on a copy stream, peer copies,
+//     device-to-host, or memcpy between host devices).
+//   - synchronize() waits for everything issued (the end of a step).
+// Blocking copyIn/copyOut move bytes between host memory and the device
+// outside steps (feeds, fetches, variables, checkpoints).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Trace.h"
+#include "kernels/Kernel.h"
+
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+
+namespace graphc {
+
+class CoreBudget;
+
+/// A point in a device's issued work.
+class DeviceEvent {
+public:
+  virtual ~DeviceEvent() = default;
+  /// Blocks the calling thread until the work before the mark is done.
+  virtual llvm::Error synchronize() const = 0;
+  /// Set by the CUDA backend: the cudaEvent_t, for stream waits.
+  virtual void *nativeHandle() const { return nullptr; }
+};
+
+/// One node's time on a device's stream, microseconds on the trace's clock.
+struct LaunchTiming {
+  unsigned node;
+  EventKind kind;
+  double startUs, durationUs;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  virtual const std::string &name() const = 0;
+  virtual DeviceKind kind() const = 0;
+  /// A short description for run plans ("cpu, 2 threads", "NVIDIA H100, ordinal 0").
+  virtual std::string describe() const = 0;
+
+  /// Zero-filled device memory, 64-byte aligned at least.
+  virtual llvm::Expected<void *> allocate(size_t bytes) = 0;
+  virtual void deallocate(void *p) = 0;
+  /// Blocking copies between host memory and this device's memory.
+  virtual llvm::Error copyIn(void *dst, const void *host, size_t bytes) = 0;
+  virtual llvm::Error copyOut(void *host, const void *src, size_t bytes) = 0;
+
+  /// What kernels created for this device are told.
+  virtual KernelEnv kernelEnv() = 0;
+  /// Runs or enqueues a kernel; `ctx.stream` is filled in by the device.
+  virtual llvm::Error launch(Kernel &k, KernelContext &ctx) = 0;
+  /// Copies `bytes` at `src` on device `from` to `dst` on this device, within
+  /// a step, after the work this device already waits for.
+  virtual llvm::Error receive(void *dst, Device &from, const void *src, size_t bytes) = 0;
+  /// Reads `bytes` at `src` of this device into host memory, within a step
+  /// (the caller has ordered it after the producer). Blocking.
+  virtual llvm::Error readToHost(void *host, const void *src, size_t bytes) = 0;
+
+  virtual std::shared_ptr<DeviceEvent> record() = 0;
+  virtual llvm::Error wait(const DeviceEvent &e) = 0;
+  virtual llvm::Error synchronize() = 0;
+
+  /// Profiling: when on, launches are timed; takeTimings() after synchronize()
+  /// returns them (and forgets them). `node` is the executor's node index.
+  virtual void setProfiling(bool on, TraceRecorder *clock) = 0;
+  virtual void noteNode(unsigned node, EventKind kind) = 0;
+  virtual std::vector<LaunchTiming> takeTimings() = 0;
+};
+
+struct DeviceRequest {
+  std::string name;  ///< "cpu:1", "gpu:3"
+  int threads = 1;   ///< CPU: the device's share of cores
+  CoreBudget *cores = nullptr;
+  /// GPU: the physical GPU that hosts this (logical) device.
+  int physicalOrdinal = -1;
+};
+
+/// Creates the device a request names. GPUs need the CUDA backend (built in
+/// when the toolkit was found at configure time, loaded at run time); an
+/// error lists the devices that are visible.
+llvm::Expected<std::unique_ptr<Device>> createDevice(const DeviceRequest &req);
+
+/// Devices this process can see, for error messages: "cpu", "gpu:0 (NVIDIA H100)", ...
+std::vector<std::string> visibleDevices();
+
+/// Number of CUDA GPUs usable now (0 without a driver or a GPU).
+int cudaDeviceCount();
+
+} // namespace graphc
