@@ -5,9 +5,13 @@
 // inception_v3 convolution shapes, with activations in the plain and in the
 // blocked (nChw16c) layout, and prints GFLOP/s from the best of several runs.
 //
-//   conv_bench [--batch N] [--threads T] [--min-seconds S]
+//   conv_bench [--batch N] [--threads T] [--min-seconds S] [--clock wall|cpu]
 //
 // FLOPs count 2 * N * O * OH * OW * (C / group) * kh * kw per direction.
+// --clock cpu divides the process's CPU time by the thread count instead of
+// using wall time: an estimate of the uncontended speed on a machine shared
+// with other work (run it with OMP_WAIT_POLICY=passive, so threads waiting at
+// a barrier sleep rather than spin and add CPU time).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 
 using namespace graphc;
@@ -27,6 +32,7 @@ namespace {
 struct Shape {
   const char *name;
   int64_t c, hw, o, kh, kw, stride, padH, padW;
+  int64_t batch = 0; ///< 0: the --batch option
 };
 
 // Input channels and size as they reach each layer in inception_v3 (299x299).
@@ -40,13 +46,26 @@ const Shape kShapes[] = {
     {"Mixed_6b/branch7x7_2", 128, 17, 128, 1, 7, 1, 0, 3},
     {"Mixed_7b/branch1x1", 1280, 8, 320, 1, 1, 1, 0, 0},
     {"Mixed_7b/branch3x3_2a", 384, 8, 384, 1, 3, 1, 0, 1},
+    // The probe TOOLCHAIN.md measured oneDNN with (N=32), for calibration.
+    {"probe_N32", 64, 35, 64, 3, 3, 1, 1, 1, 32},
 };
 
 struct Options {
   int64_t batch = 16;
   int threads = 0;
   double minSeconds = 0.3;
+  bool cpuClock = false;
 };
+
+/// Seconds on the chosen clock: wall, or process CPU time per thread.
+double now(const Options &opt) {
+  if (!opt.cpuClock)
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (t.tv_sec + 1e-9 * t.tv_nsec) / cpuThreads();
+}
 
 TensorView viewOf(Tensor &t, Layout l) {
   TensorView v;
@@ -109,12 +128,12 @@ double timeNode(const Node &n, bool blocked, const Options &opt) {
   ctx.stream = &stream;
   double best = 1e30, total = 0;
   for (int rep = 0; rep < 3 || total < opt.minSeconds; ++rep) {
-    auto start = std::chrono::steady_clock::now();
+    double start = now(opt);
     if (auto e = (*k)->run(ctx)) {
       std::fprintf(stderr, "%s\n", llvm::toString(std::move(e)).c_str());
       return -1;
     }
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double s = now(opt) - start;
     if (rep > 0) { // the first run warms caches and page tables
       best = std::min(best, s);
       total += s;
@@ -131,6 +150,10 @@ bool parse(int argc, char **argv, Options &opt) {
       opt.threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--min-seconds"))
       opt.minSeconds = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--clock") && !std::strcmp(argv[i + 1], "cpu"))
+      opt.cpuClock = true;
+    else if (!std::strcmp(argv[i], "--clock") && !std::strcmp(argv[i + 1], "wall"))
+      opt.cpuClock = false;
     else
       return false;
   }
@@ -142,20 +165,22 @@ bool parse(int argc, char **argv, Options &opt) {
 int main(int argc, char **argv) {
   Options opt;
   if (!parse(argc, argv, opt)) {
-    std::fprintf(stderr, "usage: conv_bench [--batch N] [--threads T] [--min-seconds S]\n");
+    std::fprintf(stderr, "usage: conv_bench [--batch N] [--threads T] [--min-seconds S] "
+                         "[--clock wall|cpu]\n");
     return 2;
   }
   if (opt.threads > 0)
     setCpuThreads(opt.threads);
-  std::printf("batch %lld, %d threads; GFLOP/s (best run), plain | blocked activations\n",
-              (long long)opt.batch, cpuThreads());
+  std::printf("batch %lld, %d threads, %s clock; GFLOP/s (best run), plain | blocked "
+              "activations\n",
+              (long long)opt.batch, cpuThreads(), opt.cpuClock ? "cpu-time" : "wall");
   std::printf("%-26s %-22s %8s  %15s  %15s  %15s\n", "layer", "x -> y", "GFLOP", "forward",
               "backward-data", "backward-filter");
   bool ok = true;
   for (const Shape &s : kShapes) {
     Module m;
     Builder b(m.main());
-    TensorType xt(DType::F32, {opt.batch, s.c, s.hw, s.hw});
+    TensorType xt(DType::F32, {s.batch ? s.batch : opt.batch, s.c, s.hw, s.hw});
     TensorType wt(DType::F32, {s.o, s.c, s.kh, s.kw});
     Attrs a;
     a.set("strides", Ints{s.stride, s.stride});

@@ -129,7 +129,6 @@ private:
 /// The layouts of one run: one per operand, one per result.
 struct Layouts {
   llvm::SmallVector<Layout, 5> in, out;
-  bool operator==(const Layouts &o) const { return in == o.in && out == o.out; }
 };
 
 class DnnlKernel : public Kernel {
