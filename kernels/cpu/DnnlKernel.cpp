@@ -30,10 +30,10 @@ bool blockable(const TensorType &t) {
 }
 
 dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims) {
-  dnnl::memory::dims d(dims.begin(), dims.end()), strides(dims.size());
+  dnnl::memory::dims d(dims.begin(), dims.end());
   if (d.empty())
     d.push_back(1);
-  strides.resize(d.size());
+  dnnl::memory::dims strides(d.size());
   int64_t stride = 1;
   for (size_t i = d.size(); i-- > 0;) {
     strides[i] = stride;
