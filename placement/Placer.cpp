@@ -91,6 +91,8 @@ public:
       if (auto e = decideByRequestOrTower(gi))
         return e;
     for (unsigned gi = 0; gi < plans_.size(); ++gi)
+      decideInput(gi);
+    for (unsigned gi = 0; gi < plans_.size(); ++gi)
       decideByNeighbours(gi, /*producers=*/true);
     for (unsigned gi = plans_.size(); gi-- > 0;)
       decideByNeighbours(gi, /*producers=*/false);
@@ -259,6 +261,16 @@ private:
     else if (const Device *other = fallbackDevice(p))
       decide(p, other, tower + " is on " + d.name + ", but " + noKernel(p, d) + ": " + other->name);
     return llvm::Error::success();
+  }
+
+  /// Contract 6: the executor feeds inputs from host memory.
+  void decideInput(unsigned gi) {
+    GroupPlan &p = plans_[gi];
+    if (p.device ||
+        !llvm::any_of(groups_.members(gi), [](const Node *n) { return n->op() == Op::Input; }))
+      return;
+    if (canRun(p, c_.host()))
+      decide(p, &c_.host(), "an input: fed on the host");
   }
 
   /// Contract 6: weigh the placed neighbours of a group by bytes.

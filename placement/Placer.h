@@ -60,7 +60,8 @@ struct PlacerOptions {
 ///  5. A group without a request follows its tower: tower t's device is the
 ///     device most requested by tower t's nodes (ties: cluster order), else
 ///     "gpu:t" when the cluster has it.
-///  6. A group with neither request nor tower follows its inputs: the device
+///  6. A group with neither request nor tower that holds an Input goes to the
+///     host, which feeds inputs. Any other follows its inputs: the device
 ///     its already-placed producers send it the most bytes from (graph order);
 ///     failing that, its consumers, the device it sends the most bytes to
 ///     (reverse graph order); failing both, the host. Ties go to the device

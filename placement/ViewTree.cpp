@@ -43,6 +43,33 @@ int towerOfScope(llvm::StringRef scope) {
   return (int)t;
 }
 
+/// The scopes of a node's name, outermost first; a Transfer's are its
+/// producer's (a copy sits with the value it copies). A variable's name is dotted
+/// ("Mixed_5b.branch1x1.conv.weight"): where a name component is a variable's,
+/// its dots are scopes too, so a weight's read, copies and gradient land in the
+/// box of the layer that uses it ("Mixed_5b/branch1x1/conv").
+void scopesOf(const Node &n, llvm::SmallVectorImpl<llvm::StringRef> &out) {
+  // A copy sits with the value it copies.
+  if (n.op() == Op::Transfer)
+    return scopesOf(*n.operand(0)->producer(), out);
+  const Module &m = n.graph().module();
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  llvm::StringRef(n.name()).split(parts, '/');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    bool leaf = i + 1 == parts.size();
+    if (!parts[i].contains('.') || !m.findVariable(parts[i])) {
+      if (!leaf)
+        out.push_back(parts[i]);
+      continue;
+    }
+    llvm::SmallVector<llvm::StringRef, 8> dotted;
+    parts[i].split(dotted, '.');
+    if (leaf)
+      dotted.pop_back();
+    out.append(dotted.begin(), dotted.end());
+  }
+}
+
 /// Dissolves single-node scopes and merges scope chains, bottom up.
 void simplify(Box &b, const llvm::DenseMap<const Node *, unsigned> &position) {
   for (auto &k : b.kids)
@@ -98,11 +125,11 @@ std::string hslColor(double h, double s, double l) {
 ViewTree ViewTree::build(const Graph &g) {
   llvm::DenseMap<const Node *, unsigned> position;
   Box root;
+  std::vector<std::pair<Box *, const Node *>> placed;
   for (const Node *n : g.nodes()) {
     position[n] = position.size();
     llvm::SmallVector<llvm::StringRef, 8> parts;
-    llvm::StringRef(n->name()).split(parts, '/');
-    parts.pop_back(); // the leaf
+    scopesOf(*n, parts);
     Box *at = &root;
     size_t first = 0;
     int tower = n->tower();
@@ -117,6 +144,21 @@ ViewTree ViewTree::build(const Graph &g) {
     for (size_t i = first; i < parts.size(); ++i)
       at = at->kid(parts[i].str(), parts[i].str(), false, n->tower());
     at->nodes.push_back(n);
+    placed.push_back({at, n});
+  }
+  // A node named like a scope ("b/conv" next to "b/conv/weight") opens that scope.
+  for (auto [box, n] : placed) {
+    llvm::StringRef leaf = llvm::StringRef(n->name()).rsplit('/').second;
+    auto it = box->kidByKey.find(leaf.empty() ? n->name() : leaf);
+    if (it == box->kidByKey.end() || it->second->isTower)
+      continue;
+    llvm::erase_value(box->nodes, n);
+    auto &into = it->second->nodes;
+    into.insert(llvm::upper_bound(into, n,
+                                  [&](const Node *x, const Node *y) {
+                                    return position.lookup(x) < position.lookup(y);
+                                  }),
+                n);
   }
   countTotals(root);
   simplify(root, position);

@@ -6,7 +6,12 @@
 // Mixed_5b > branch1x1). A leading "tower_1" (or "tower1") scope is the tower
 // itself, not a scope inside it; a node outside every tower whose name starts
 // with one (a copy of tower 1's result to the host) is drawn in that tower's
-// box, where its name puts it. Towers come in tower order. To keep boxes meaningful, a scope
+// box, where its name puts it. Towers come in tower order. A name component
+// that is a variable's dotted name ("Mixed_5b.branch1x1.conv.weight") counts
+// its dots as scopes, so a weight's read, its copies and its gradient sit in
+// the box of the layer that uses it (a node named like a scope, "b/conv" next
+// to "b/conv/weight", opens that scope). A Transfer is drawn with the value it
+// copies. To keep boxes meaningful, a scope
 // holding a single node is dissolved into its parent, and a scope whose only
 // content is one other scope is merged with it ("Mixed_5b/branch1x1").
 //

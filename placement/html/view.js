@@ -11,7 +11,6 @@
   const DATA = JSON.parse(document.getElementById('graph-data').textContent);
   const SVGNS = 'http://www.w3.org/2000/svg';
   const NODE_H = 34, BOX_H = 48, GAP_X = 18, GAP_Y = 44, PAD = 12, HEADER = 24, CHAR_W = 6.4;
-  const ROW_MAX = 28; // wider layers wrap into several rows
 
   // Node fields: name, op, cluster, device, requested, reason, tower, outputs [[type, bytes]],
   // attributes, operands [producer, result, ...]. Cluster fields: label, parent, isTower, total.
@@ -219,9 +218,19 @@
         r.forEach((v, i) => { pos[v] = i - r.length / 2; });
       }
     }
-    // Coordinates, wrapping very wide layers.
+    // Coordinates. A layer much wider than the box is square wraps into several lines.
+    const area = items.reduce((s, it) => s + (it.w + GAP_X) * (it.h + GAP_Y), 0);
+    const maxLine = Math.max(900, 1.8 * Math.sqrt(area));
     const lines = [];
-    for (const r of layers) for (let i = 0; i < r.length; i += ROW_MAX) lines.push(r.slice(i, i + ROW_MAX));
+    for (const r of layers) {
+      let line = [], width = 0;
+      for (const v of r) {
+        if (line.length && width + items[v].w > maxLine) { lines.push(line); line = []; width = 0; }
+        line.push(v);
+        width += items[v].w + GAP_X;
+      }
+      if (line.length) lines.push(line);
+    }
     const top = owner < 0 ? 0 : HEADER + PAD, left = owner < 0 ? 0 : PAD;
     let y = top, width = 0;
     const lineWidth = lines.map(l => l.reduce((s, v) => s + items[v].w, 0) + GAP_X * (l.length - 1));

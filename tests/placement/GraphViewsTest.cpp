@@ -137,6 +137,29 @@ TEST(ViewTree, ChainsOfScopesMerge) {
   EXPECT_EQ(t.clusters()[0].nodes.size(), 2u);
 }
 
+TEST(ViewTree, AWeightSitsInTheBoxOfTheLayerThatUsesIt) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 4}));
+  Value *w = b.newVariable(makeVar("block.fc.weight", {4, 3}, VarKind::Param));
+  {
+    Builder::Scope block(b, "block");
+    x = b.create(Op::MatMul, {x, w}, {}, "fc");
+    x = b.create(Op::Relu, {x}, {}, "relu");
+  }
+  ViewTree t = ViewTree::build(m.main());
+  const Node *fc = m.main().findNode("block/fc");
+  const Node *read = m.main().findNode("block.fc.weight");
+  ASSERT_GE(t.clusterOf(fc), 0);
+  EXPECT_EQ(t.clusterOf(fc), t.clusterOf(read));
+  const ViewCluster &box = t.clusters()[t.clusterOf(fc)];
+  EXPECT_EQ(box.label, "fc");
+  EXPECT_EQ(box.nodes, (std::vector<const Node *>{read, fc}));
+  ASSERT_GE(box.parent, 0);
+  EXPECT_EQ(t.clusters()[box.parent].label, "block");
+  EXPECT_EQ(t.clusterOf(m.main().findNode("block/relu")), box.parent);
+}
+
 TEST(ViewTree, DeviceColoursAreDistinctAndStable) {
   std::set<std::string> colours;
   for (const char *d :

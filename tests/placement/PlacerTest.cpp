@@ -211,14 +211,29 @@ TEST(Placer, GroupThatNoKindCanRunIsAnError) {
 TEST(Placer, NodesWithoutRequestOrTowerFollowTheirNeighbours) {
   auto m = buildTowerGraph({});
   Graph &g = m->main();
-  // lr feeds only the update on cpu:0; x feeds only the split on cpu:0.
+  // Inputs are fed on the host; a constant follows its consumer.
+  Builder b(g);
+  b.setTower(-1);
+  Node *update = g.findNode("update/dense.weight");
+  update->setOperand(1, b.create(Op::Mul, {update->operand(1), b.scalar(2.0f, "two")}, {}, "lr2"));
+  update->setRequestedDevice("gpu:1");
+  m->findVariable("dense.weight")->devices = {"gpu:1"};
+  for (const char *name : {"dense.weight", "grad/dense.weight"})
+    g.findNode(name)->setRequestedDevice("gpu:1");
   ASSERT_EQ(errorText(place(*m, 2)), "");
   EXPECT_EQ(node(*m, "lr").assignedDevice(), "cpu:0");
-  EXPECT_EQ(node(*m, "lr").placementReason(), "follows its consumer 'update/dense.weight' (cpu:0)");
-  EXPECT_EQ(node(*m, "x").placementReason(), "follows its consumer 'split' (cpu:0)");
+  EXPECT_EQ(node(*m, "lr").placementReason(), "an input: fed on the host");
+  EXPECT_EQ(node(*m, "x").placementReason(), "an input: fed on the host");
+  EXPECT_EQ(node(*m, "lr2").placementReason(), "follows its input 'lr' (cpu:0)");
+  EXPECT_EQ(node(*m, "two").placementReason(), "follows its consumer 'lr2' (cpu:0)");
+  Node *scaled = b.createNode(Op::Mul, {g.findValue("tower_1/dense/Relu"), b.scalar(3.0f, "three")},
+                              {}, "scaled");
+  scaled->setRequestedDevice("gpu:1");
+  ASSERT_EQ(errorText(place(*m, 2)), "");
+  EXPECT_EQ(node(*m, "three").assignedDevice(), "gpu:1");
+  EXPECT_EQ(node(*m, "three").placementReason(), "follows its consumer 'scaled' (gpu:1)");
 
-  // A free node reading 48 bytes from gpu:1 and 8 from cpu:0 goes to gpu:1.
-  Builder b(g);
+  // A free node reading 48 bytes from gpu:1 and 4 from cpu:0 goes to gpu:1.
   Value *big = g.findValue("tower_1/dense/MatMul"); // [4,3] f32: 48 bytes
   Value *small = b.input("small", TensorType(DType::F32, {2}));
   small->producer()->setRequestedDevice("cpu:0");
