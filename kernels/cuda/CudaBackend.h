@@ -1,0 +1,115 @@
+//===- CudaBackend.h - Per-device state the CUDA kernels share ---*- C++ -*-===//
+//
+// One CudaBackend per (logical) CUDA device, created by the executor and
+// handed to every kernel through KernelEnv::backend. It owns:
+//   - the device ordinal (the physical GPU),
+//   - the cuDNN and cuBLAS handles, created on that device, and the function
+//     tables of the dlopen'ed libraries (CudaLibraries.h): executables link
+//     only static cudart, so graphc and the CPU path start without cuDNN,
+//   - the TF32 switch (convolutions and GEMMs; our own kernels never use it),
+//   - the device error word: kernels that meet bad data (a label out of range)
+//     must not fault the GPU, so they record the first such event in
+//     host-mapped memory and the executor turns it into an llvm::Error with
+//     takeDeviceError() after a step's streams are synchronized.
+//
+// Threading: the handles are bound to a stream per call (cudnnSetStream),
+// under handleMutex(); kernels assume the calling thread's current device is
+// ordinal() (the executor sets it before launching on this device).
+//
+// This header needs no CUDA headers (handles are forward-declared), so the
+// executor can include it anywhere.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/Kernel.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct cudnnContext;
+struct cublasContext;
+
+namespace graphc {
+
+struct CudaLibraries;
+
+struct CudaBackendOptions {
+  /// TF32 tensor-core math for f32 convolutions and GEMMs (10-bit mantissa
+  /// products, f32 accumulation). Off: strict FP32 everywhere.
+  bool allowTF32 = true;
+};
+
+/// The defaults with the environment applied: GRAPHC_CUDA_TF32=0 turns TF32
+/// off (any other value, or none, keeps it on). The executor may override
+/// the result from its own options before create().
+CudaBackendOptions cudaBackendOptionsFromEnv();
+
+/// What a kernel records on the device when it meets bad data. Lives in
+/// host-mapped, zero-initialised memory; the first writer wins (site != 0).
+struct DeviceErrorWord {
+  int32_t site;   ///< registerErrorSite() id of the first failing kernel; 0: none
+  int32_t pad;
+  int64_t index;  ///< where (e.g. the batch row)
+  int64_t value;  ///< what (e.g. the label)
+  int64_t count;  ///< how many elements failed (all sites, saturating)
+};
+
+class CudaBackend {
+public:
+  /// Opens cuDNN and cuBLAS (once per process), selects device `ordinal` on
+  /// the calling thread and creates the handles there. Errors name the
+  /// library, the paths searched, or the failing CUDA call.
+  static llvm::Expected<std::unique_ptr<CudaBackend>>
+  create(int ordinal, CudaBackendOptions options = cudaBackendOptionsFromEnv());
+  ~CudaBackend();
+  CudaBackend(const CudaBackend &) = delete;
+  CudaBackend &operator=(const CudaBackend &) = delete;
+
+  int ordinal() const { return ordinal_; }
+  bool allowTF32() const { return options_.allowTF32; }
+  const CudaLibraries &libraries() const { return *libs_; }
+  cudnnContext *cudnn() const { return cudnn_; }
+  cublasContext *cublas() const { return cublas_; }
+  /// Held while a handle is bound to a stream and used.
+  std::mutex &handleMutex() { return handleMutex_; }
+  /// Streaming multiprocessors of the device (launch sizing).
+  int multiprocessors() const { return multiprocessors_; }
+
+  /// A kernel that can flag bad data registers what it would report, once at
+  /// creation ("node 'loss' (SoftmaxCrossEntropy): label out of range [0, 10)");
+  /// the id (>= 1) is what its device code writes into the error word.
+  int32_t registerErrorSite(std::string what);
+  /// The error word as device code addresses it.
+  DeviceErrorWord *deviceErrorWord() const { return deviceWord_; }
+  /// After the device's streams are synchronized: the first recorded bad-data
+  /// event as an error ("node 'loss' (SoftmaxCrossEntropy): label out of
+  /// range [0, 10): value 12 at index 3 (2 elements in all)"), and clears the
+  /// word. Success when nothing was recorded.
+  llvm::Error takeDeviceError();
+
+private:
+  CudaBackend() = default;
+
+  int ordinal_ = 0;
+  CudaBackendOptions options_;
+  const CudaLibraries *libs_ = nullptr;
+  cudnnContext *cudnn_ = nullptr;
+  cublasContext *cublas_ = nullptr;
+  int multiprocessors_ = 1;
+  std::mutex handleMutex_;
+  DeviceErrorWord *hostWord_ = nullptr;   ///< cudaHostAlloc'ed, mapped
+  DeviceErrorWord *deviceWord_ = nullptr; ///< the same memory, device address
+  std::mutex sitesMutex_;
+  std::vector<std::string> sites_;
+};
+
+/// The backend a CUDA kernel factory was given.
+inline CudaBackend &cudaBackend(const KernelEnv &env) {
+  return *static_cast<CudaBackend *>(env.backend);
+}
+
+} // namespace graphc
