@@ -41,7 +41,9 @@ std::string joined(llvm::ArrayRef<int64_t> v) {
 std::string joined(llvm::ArrayRef<double> v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i)
-    s.append(i ? "," : "").append(formatDouble(v[i]));
+    s.append(i ? "," : "")
+        .append(v[i] == std::floor(v[i]) && std::abs(v[i]) < 1e15 ? std::to_string((int64_t)v[i])
+                                                                  : formatDouble(v[i]));
   return s;
 }
 
