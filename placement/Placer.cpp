@@ -97,8 +97,13 @@ public:
     for (unsigned gi = plans_.size(); gi-- > 0;)
       decideByNeighbours(gi, /*producers=*/false);
     for (GroupPlan &p : plans_)
-      if (!p.device)
-        decide(p, fallbackDevice(p), "no request, tower or placed neighbour: the host");
+      if (!p.device) {
+        const Device *d = fallbackDevice(p);
+        decide(p, d,
+               d == &c_.host() ? "no request, tower or placed neighbour: the host"
+                               : "no request, tower or placed neighbour: the first device that "
+                                 "can run it");
+      }
     for (GroupPlan &p : plans_)
       if (!p.device)
         return cannotAssign(*groups_.members(&p - plans_.data())[0],
@@ -136,7 +141,8 @@ private:
       return llvm::Error::success();
     std::string who = by ? "it requested '" + device + "'" : byText + " is on '" + device + "'";
     return cannotAssign(blame, who + ", but it must be colocated with " + p.requestedBy +
-                                   ", which requested '" + p.requested + "'" + colocationNote(gi));
+                                   (p.requester ? ", which requested '" : ", which is on '") +
+                                   p.requested + "'" + colocationNote(gi));
   }
 
   llvm::Error collect(unsigned gi) {

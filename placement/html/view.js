@@ -8,6 +8,7 @@
 // with that size. Edges are drawn between whatever represents their ends.
 'use strict';
 (function () {
+  const started = performance.now();
   const DATA = JSON.parse(document.getElementById('graph-data').textContent);
   const SVGNS = 'http://www.w3.org/2000/svg';
   const NODE_H = 34, BOX_H = 48, GAP_X = 18, GAP_Y = 44, PAD = 12, HEADER = 24, CHAR_W = 6.4;
@@ -636,6 +637,7 @@
   }
   window.addEventListener('hashchange', applyHash);
   document.body.setAttribute('data-ready', '1');
+  document.body.setAttribute('data-render-ms', Math.round(performance.now() - started));
 
   // "#expand=tower 0,tower 1/dense&select=<node name>" opens boxes (by label, or by the
   // labels of their path joined with '/') and selects a node, so a view can be linked to.

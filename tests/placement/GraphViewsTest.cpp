@@ -3,12 +3,16 @@
 #include "PlacementTestUtil.h"
 
 #include "passes/InsertTransfers.h"
+#include "passes/Pass.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
 #include "placement/ViewTree.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
 #include <gtest/gtest.h>
@@ -289,4 +293,29 @@ TEST(HtmlView, PageIsSelfContained) {
   // Text from the graph cannot close the data script.
   EXPECT_EQ(page.find("</script><b>"), std::string::npos);
   EXPECT_NE(page.find("\\u003c/script>\\u003cb>"), std::string::npos);
+}
+
+TEST(DotView, IsAPassManagerDotWriter) {
+  auto m = buildTowerGraph({});
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("graphc-dot-dump", dir));
+  DumpOptions dump;
+  dump.dumpDir = dir.str().str();
+  dump.dumpDot = true;
+  CompileOptions o;
+  o.placer = makePlacerFunction(Cluster::defaultCluster(2), anyKernelAnywhere);
+  PassManager pm(o, dump);
+  pm.setDotWriter(writeDot);
+  ASSERT_EQ(errorText(pm.addPipeline("place-devices,insert-transfers")), "");
+  ASSERT_EQ(errorText(pm.run(*m)), "");
+  for (const char *file : {"0001.after_place-devices.dot", "0002.after_insert-transfers.dot"}) {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, file);
+    auto text = llvm::MemoryBuffer::getFile(path);
+    ASSERT_TRUE(bool(text)) << path.str().str();
+    EXPECT_TRUE((*text)->getBuffer().startswith("digraph \"towers\" {")) << file;
+    EXPECT_TRUE((*text)->getBuffer().contains(deviceColor("gpu:1"))) << file;
+  }
+  EXPECT_TRUE(toDot(*m).find("to_gpu_1") != std::string::npos);
+  llvm::sys::fs::remove_directories(dir);
 }
