@@ -31,6 +31,11 @@ struct Case {
   std::string bn = "local";
 };
 
+void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.model << " batch " << c.batch << ", " << c.towers << " towers, params " << c.params
+      << ", bn " << c.bn;
+}
+
 models::ModelOptions modelOptions(const std::string &model) {
   models::ModelOptions o;
   if (model == "small_cnn_nobn" || model == "small_cnn")
