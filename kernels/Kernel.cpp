@@ -9,6 +9,9 @@
 namespace graphc {
 
 void registerCpuKernels(KernelRegistry &r);
+#if GRAPHC_HAVE_CUDA
+void registerCudaKernels(KernelRegistry &r);
+#endif
 
 Kernel::~Kernel() = default;
 
@@ -32,6 +35,9 @@ KernelRegistry &KernelRegistry::global() {
   static KernelRegistry *r = [] {
     auto *reg = new KernelRegistry();
     registerCpuKernels(*reg);
+#if GRAPHC_HAVE_CUDA
+    registerCudaKernels(*reg);
+#endif
     return reg;
   }();
   return *r;

@@ -7,10 +7,11 @@
 //     tables of the dlopen'ed libraries (CudaLibraries.h): executables link
 //     only static cudart, so graphc and the CPU path start without cuDNN,
 //   - the TF32 switch (convolutions and GEMMs; our own kernels never use it),
-//   - the device error word: kernels that meet bad data (a label out of range)
-//     must not fault the GPU, so they record the first such event in
-//     host-mapped memory and the executor turns it into an llvm::Error with
-//     takeDeviceError() after a step's streams are synchronized.
+//   - the device error word (DeviceCommon.h): kernels that meet bad data (a
+//     label out of range) must not fault the GPU, so they record the first
+//     such event in a small device buffer and the executor turns it into an
+//     llvm::Error with takeDeviceError() after a step's streams are
+//     synchronized.
 //
 // Threading: the handles are bound to a stream per call (cudnnSetStream),
 // under handleMutex(); kernels assume the calling thread's current device is
@@ -23,6 +24,7 @@
 #pragma once
 
 #include "kernels/Kernel.h"
+#include "kernels/cuda/DeviceCommon.h"
 
 #include <cstdint>
 #include <memory>
@@ -47,16 +49,6 @@ struct CudaBackendOptions {
 /// off (any other value, or none, keeps it on). The executor may override
 /// the result from its own options before create().
 CudaBackendOptions cudaBackendOptionsFromEnv();
-
-/// What a kernel records on the device when it meets bad data. Lives in
-/// host-mapped, zero-initialised memory; the first writer wins (site != 0).
-struct DeviceErrorWord {
-  int32_t site;   ///< registerErrorSite() id of the first failing kernel; 0: none
-  int32_t pad;
-  int64_t index;  ///< where (e.g. the batch row)
-  int64_t value;  ///< what (e.g. the label)
-  int64_t count;  ///< how many elements failed (all sites, saturating)
-};
 
 class CudaBackend {
 public:
@@ -85,8 +77,9 @@ public:
   int32_t registerErrorSite(std::string what);
   /// The error word as device code addresses it.
   DeviceErrorWord *deviceErrorWord() const { return deviceWord_; }
-  /// After the device's streams are synchronized: the first recorded bad-data
-  /// event as an error ("node 'loss' (SoftmaxCrossEntropy): label out of
+  /// After the device's streams are synchronized (it copies the word back
+  /// with a blocking cudaMemcpy): the first recorded bad-data event as an
+  /// error ("node 'loss' (SoftmaxCrossEntropy): label out of
   /// range [0, 10): value 12 at index 3 (2 elements in all)"), and clears the
   /// word. Success when nothing was recorded.
   llvm::Error takeDeviceError();
@@ -101,8 +94,7 @@ private:
   cublasContext *cublas_ = nullptr;
   int multiprocessors_ = 1;
   std::mutex handleMutex_;
-  DeviceErrorWord *hostWord_ = nullptr;   ///< cudaHostAlloc'ed, mapped
-  DeviceErrorWord *deviceWord_ = nullptr; ///< the same memory, device address
+  DeviceErrorWord *deviceWord_ = nullptr; ///< cudaMalloc'ed, zeroed
   std::mutex sitesMutex_;
   std::vector<std::string> sites_;
 };

@@ -1,0 +1,89 @@
+//===- CudaBackend.cpp - Creating a device's handles; the error word ------===//
+
+#include "kernels/cuda/CudaBackend.h"
+
+#include "ir/Diagnostics.h"
+#include "kernels/cuda/CudaCheck.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace graphc {
+
+CudaBackendOptions cudaBackendOptionsFromEnv() {
+  CudaBackendOptions o;
+  if (const char *v = std::getenv("GRAPHC_CUDA_TF32"))
+    o.allowTF32 = std::strcmp(v, "0") != 0;
+  return o;
+}
+
+llvm::Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(int ordinal,
+                                                                 CudaBackendOptions options) {
+  auto libs = loadCudaLibraries();
+  if (!libs)
+    return libs.takeError();
+  int count = 0;
+  GRAPHC_CUDA_TRY(cudaGetDeviceCount(&count));
+  if (ordinal < 0 || ordinal >= count)
+    return makeError("no CUDA device " + llvm::Twine(ordinal) + " (" + llvm::Twine(count) +
+                     " visible)");
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  b->ordinal_ = ordinal;
+  b->options_ = options;
+  b->libs_ = *libs;
+  GRAPHC_CUDA_TRY(cudaSetDevice(ordinal));
+  GRAPHC_CUDA_TRY(
+      cudaDeviceGetAttribute(&b->multiprocessors_, cudaDevAttrMultiProcessorCount, ordinal));
+  const CudnnApi &dnn = b->libs_->cudnn;
+  const CublasApi &blas = b->libs_->cublas;
+  GRAPHC_CUDNN_TRY(dnn, dnn.cudnnCreate(&b->cudnn_));
+  GRAPHC_CUBLAS_TRY(blas, blas.cublasCreate_v2(&b->cublas_));
+  // TF32 for f32 GEMMs only when allowed; the default math mode never uses it.
+  GRAPHC_CUBLAS_TRY(blas, blas.cublasSetMathMode(b->cublas_, options.allowTF32
+                                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                 : CUBLAS_DEFAULT_MATH));
+  void *word = nullptr;
+  GRAPHC_CUDA_TRY(cudaMalloc(&word, sizeof(DeviceErrorWord)));
+  b->deviceWord_ = static_cast<DeviceErrorWord *>(word);
+  GRAPHC_CUDA_TRY(cudaMemset(word, 0, sizeof(DeviceErrorWord)));
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  // Teardown errors have nowhere to go; the device may already be gone.
+  if (libs_ && cublas_)
+    libs_->cublas.cublasDestroy_v2(cublas_);
+  if (libs_ && cudnn_)
+    libs_->cudnn.cudnnDestroy(cudnn_);
+  if (deviceWord_)
+    cudaFree(deviceWord_);
+}
+
+int32_t CudaBackend::registerErrorSite(std::string what) {
+  std::lock_guard<std::mutex> lock(sitesMutex_);
+  sites_.push_back(std::move(what));
+  return (int32_t)sites_.size();
+}
+
+llvm::Error CudaBackend::takeDeviceError() {
+  DeviceErrorWord w;
+  std::memset(&w, 0, sizeof(w));
+  GRAPHC_CUDA_TRY(cudaSetDevice(ordinal_));
+  GRAPHC_CUDA_TRY(cudaMemcpy(&w, deviceWord_, sizeof(w), cudaMemcpyDeviceToHost));
+  if (w.site == 0)
+    return llvm::Error::success();
+  GRAPHC_CUDA_TRY(cudaMemset(deviceWord_, 0, sizeof(DeviceErrorWord)));
+  std::string what;
+  {
+    std::lock_guard<std::mutex> lock(sitesMutex_);
+    what = w.site >= 1 && (size_t)w.site <= sites_.size() ? sites_[w.site - 1]
+                                                          : "an unknown kernel recorded bad data";
+  }
+  std::string msg =
+      what + ": value " + std::to_string(w.value) + " at index " + std::to_string(w.index);
+  if (w.count > 1)
+    msg += " (" + std::to_string(w.count) + " elements in all)";
+  return makeError(msg);
+}
+
+} // namespace graphc

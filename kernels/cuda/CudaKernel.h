@@ -1,0 +1,108 @@
+//===- CudaKernel.h - What the CUDA kernel classes share ---------*- C++ -*-===//
+//
+// Every CUDA kernel derives from CudaKernel, which guarantees that
+//  1. errors from creation (init) and from enqueueing (enqueue) come back
+//     naming the node and op;
+//  2. run() only enqueues work on ctx.stream (a cudaStream_t): it never
+//     synchronizes, allocates or reads device memory on the host;
+//  3. a kernel's scratch use stays within scratchBytes() (kernels size it
+//     with ScratchLayout, the same arithmetic at creation and at run time).
+//
+// Also here: the broadcast index of a node's operands (through the CPU's
+// loop nests, so both backends merge axes the same way) and small helpers.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Diagnostics.h"
+#include "kernels/Kernel.h"
+#include "kernels/cuda/CudaBackend.h"
+#include "kernels/cuda/CudaCheck.h"
+#include "kernels/cuda/DeviceCommon.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+namespace graphc {
+
+namespace plain {
+struct LoopNest;
+}
+
+class CudaKernel : public Kernel {
+public:
+  CudaKernel(const Node &n, const KernelEnv &env) : node_(&n), backend_(&cudaBackend(env)) {}
+
+  /// Creation work that can fail (descriptors, algorithm choice); called
+  /// once by the factory.
+  virtual llvm::Error init() { return llvm::Error::success(); }
+  llvm::Error run(KernelContext &ctx) final;
+
+protected:
+  virtual llvm::Error enqueue(KernelContext &ctx) = 0;
+
+  const Node &node() const { return *node_; }
+  CudaBackend &backend() const { return *backend_; }
+  const CudaLibraries &libs() const { return backend_->libraries(); }
+  static cudaStream_t streamOf(const KernelContext &ctx) {
+    return static_cast<cudaStream_t>(ctx.stream);
+  }
+  const TensorType &operandType(unsigned i) const { return node_->operand(i)->type(); }
+  const TensorType &resultType(unsigned i = 0) const { return node_->result(i)->type(); }
+  /// Whether any operand or result has no elements.
+  bool anyEmpty() const;
+
+private:
+  const Node *node_;
+  CudaBackend *backend_;
+};
+
+/// Prefixes an error with "node 'name' (Op): ".
+llvm::Error inNode(const Node &n, llvm::Error e);
+
+/// A factory that constructs K(node, env) and runs its init().
+template <typename K> KernelFactory cudaFactory() {
+  return [](const Node &n, const KernelEnv &env) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (!env.backend)
+      return nodeError(n, "CUDA kernel created without a CUDA backend");
+    auto k = std::make_unique<K>(n, env);
+    if (auto e = k->init())
+      return inNode(n, std::move(e));
+    return std::unique_ptr<Kernel>(std::move(k));
+  };
+}
+
+/// A loop nest in the fixed-size form device code reads; an error when the
+/// merged nest has more than cuda::kMaxRank axes.
+template <int Ops>
+llvm::Expected<cuda::StridedIndex<Ops>> toStridedIndex(const Node &n, const plain::LoopNest &nest);
+
+/// The broadcast index of operands `shapes` read as `out` (numpy rules).
+llvm::Expected<cuda::StridedIndex<2>> broadcastIndex2(const Node &n, llvm::ArrayRef<int64_t> out,
+                                                      llvm::ArrayRef<int64_t> a,
+                                                      llvm::ArrayRef<int64_t> b);
+
+/// Pieces of one scratch buffer, each 256-byte aligned; the same calls at
+/// creation (to size) and at run time (to place) give the same offsets.
+class ScratchLayout {
+public:
+  explicit ScratchLayout(void *base = nullptr) : base_(static_cast<char *>(base)) {}
+  /// Reserves `bytes` and returns where they start (null when sizing).
+  void *take(size_t bytes) {
+    size_t at = (used_ + 255) / 256 * 256;
+    used_ = at + bytes;
+    return base_ ? base_ + at : nullptr;
+  }
+  template <typename T> T *take(int64_t count) {
+    return static_cast<T *>(take((size_t)count * sizeof(T)));
+  }
+  size_t bytes() const { return used_; }
+
+private:
+  char *base_;
+  size_t used_ = 0;
+};
+
+/// An asynchronous device-to-device copy (nothing when empty or aliased).
+llvm::Error copyOnDevice(void *to, const void *from, size_t bytes, cudaStream_t stream);
+
+} // namespace graphc

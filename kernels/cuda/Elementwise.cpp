@@ -1,0 +1,298 @@
+//===- Elementwise.cpp - Elementwise and copying CUDA kernels -------------===//
+//
+// The CUDA twins of kernels/cpu/Elementwise.cpp, Cast.cpp, Structural.cpp and
+// the copying ops: binary ops with numpy broadcasting and the activation
+// gradients, unary ops, Cast, AddN (our kernels, Elementwise.cu); Identity,
+// Transfer (on one device), Dropout at inference and the Reshape family
+// (asynchronous device copies the executor may elide: operand 0 in place);
+// Constant (from pinned host memory) and Variable (from its storage).
+// The same dtypes as the CPU kernels, the same in-place operands.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/cuda/CudaKernel.h"
+#include "kernels/cuda/ElementwiseDevice.h"
+
+#include <limits>
+
+namespace graphc {
+namespace {
+
+using namespace cuda;
+
+static_assert((int)ElemType::Bool == (int)DType::Bool && (int)ElemType::I32 == (int)DType::I32 &&
+                  (int)ElemType::BF16 == (int)DType::BF16,
+              "ElemType mirrors DType");
+
+ElemType elemType(DType t) {
+  return (ElemType)t;
+}
+
+ElemParams paramsOf(const Node &n) {
+  ElemParams p;
+  p.alpha = (float)n.attrs().getFloat("alpha", 0.01);
+  p.lo = (float)n.attrs().getFloat("min", -std::numeric_limits<double>::infinity());
+  p.hi = (float)n.attrs().getFloat("max", std::numeric_limits<double>::infinity());
+  return p;
+}
+
+BinaryOp binaryOpOf(Op op) {
+  switch (op) {
+  case Op::Sub:
+    return BinaryOp::Sub;
+  case Op::Mul:
+    return BinaryOp::Mul;
+  case Op::Div:
+    return BinaryOp::Div;
+  case Op::ReluGrad:
+    return BinaryOp::ReluGrad;
+  case Op::LeakyReluGrad:
+    return BinaryOp::LeakyReluGrad;
+  case Op::SigmoidGrad:
+    return BinaryOp::SigmoidGrad;
+  case Op::TanhGrad:
+    return BinaryOp::TanhGrad;
+  case Op::ClipGrad:
+    return BinaryOp::ClipGrad;
+  default:
+    assert(op == Op::Add && "not a binary elementwise op");
+    return BinaryOp::Add;
+  }
+}
+
+UnaryOp unaryOpOf(Op op) {
+  switch (op) {
+  case Op::LeakyRelu:
+    return UnaryOp::LeakyRelu;
+  case Op::Sigmoid:
+    return UnaryOp::Sigmoid;
+  case Op::Tanh:
+    return UnaryOp::Tanh;
+  case Op::Exp:
+    return UnaryOp::Exp;
+  case Op::Log:
+    return UnaryOp::Log;
+  case Op::Sqrt:
+    return UnaryOp::Sqrt;
+  case Op::Neg:
+    return UnaryOp::Neg;
+  case Op::Clip:
+    return UnaryOp::Clip;
+  default:
+    assert(op == Op::Relu && "not a unary elementwise op");
+    return UnaryOp::Relu;
+  }
+}
+
+/// An activation gradient: both operands have the result's shape and dy
+/// (operand 1) is the one to overwrite.
+bool isGradient(Op op) {
+  return op == Op::ReluGrad || op == Op::LeakyReluGrad || op == Op::SigmoidGrad ||
+         op == Op::TanhGrad || op == Op::ClipGrad;
+}
+
+class BinaryKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+  llvm::Error init() override {
+    auto index =
+        broadcastIndex2(node(), resultType().shape, operandType(0).shape, operandType(1).shape);
+    if (!index)
+      return index.takeError();
+    index_ = *index;
+    for (unsigned i = 0; i < 2; ++i)
+      sameShape_[i] = operandType(i) == resultType();
+    return llvm::Error::success();
+  }
+
+  std::optional<unsigned> inPlaceOperand() const override {
+    unsigned first = isGradient(node().op()) ? 1 : 0;
+    if (sameShape_[first])
+      return first;
+    if (sameShape_[1 - first])
+      return 1 - first;
+    return std::nullopt;
+  }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    GRAPHC_CUDA_TRY(launchBinary(binaryOpOf(node().op()), elemType(resultType().dtype),
+                                 paramsOf(node()), index_, ctx.outputs[0].numElements(),
+                                 ctx.outputs[0].data, ctx.inputs[0].data, ctx.inputs[1].data,
+                                 streamOf(ctx)));
+    return llvm::Error::success();
+  }
+
+private:
+  StridedIndex<2> index_;
+  bool sameShape_[2] = {false, false};
+};
+
+class UnaryKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+  std::optional<unsigned> inPlaceOperand() const override { return 0; }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    GRAPHC_CUDA_TRY(launchUnary(unaryOpOf(node().op()), elemType(resultType().dtype),
+                                paramsOf(node()), ctx.outputs[0].numElements(), ctx.outputs[0].data,
+                                ctx.inputs[0].data, streamOf(ctx)));
+    return llvm::Error::success();
+  }
+};
+
+class CastKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+  std::optional<unsigned> inPlaceOperand() const override {
+    return same() ? std::optional<unsigned>(0) : std::nullopt;
+  }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    if (same())
+      return copyOnDevice(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].bytes(),
+                          streamOf(ctx));
+    GRAPHC_CUDA_TRY(launchCast(elemType(operandType(0).dtype), elemType(resultType().dtype),
+                               ctx.outputs[0].numElements(), ctx.outputs[0].data,
+                               ctx.inputs[0].data, streamOf(ctx)));
+    return llvm::Error::success();
+  }
+
+private:
+  bool same() const { return operandType(0).dtype == resultType().dtype; }
+};
+
+class AddNKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+  std::optional<unsigned> inPlaceOperand() const override { return 0; }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    // Operands go in groups of kMaxAddN; after the first group the partial
+    // sum in the output is the next group's first operand.
+    size_t next = 0;
+    while (next < ctx.inputs.size()) {
+      AddNOperands ops;
+      ops.count = 0;
+      if (next > 0)
+        ops.in[ops.count++] = ctx.outputs[0].data;
+      while (ops.count < kMaxAddN && next < ctx.inputs.size())
+        ops.in[ops.count++] = ctx.inputs[next++].data;
+      GRAPHC_CUDA_TRY(launchAddN(elemType(resultType().dtype), ctx.outputs[0].numElements(),
+                                 ctx.outputs[0].data, ops, streamOf(ctx)));
+    }
+    return llvm::Error::success();
+  }
+};
+
+/// Identity, Transfer on one device, Dropout at inference, Reshape, Flatten,
+/// Squeeze, Unsqueeze: the same bytes.
+class CopyKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+  std::optional<unsigned> inPlaceOperand() const override { return 0; }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    return copyOnDevice(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].bytes(),
+                        streamOf(ctx));
+  }
+};
+
+/// Constant: the value is kept in pinned host memory, so the per-run copy
+/// is asynchronous. (The executor normally aliases constants instead.)
+class ConstantKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+  ~ConstantKernel() override {
+    if (pinned_)
+      cudaFreeHost(pinned_);
+  }
+
+  llvm::Error init() override {
+    const Tensor *t = node().attrs().getTensor("value");
+    if (!t)
+      return makeError("needs a tensor attribute 'value'");
+    bytes_ = t->bytes();
+    if (!bytes_)
+      return llvm::Error::success();
+    GRAPHC_CUDA_TRY(cudaMallocHost(&pinned_, bytes_));
+    std::memcpy(pinned_, t->raw(), bytes_);
+    return llvm::Error::success();
+  }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    if (!bytes_)
+      return llvm::Error::success();
+    GRAPHC_CUDA_TRY(cudaMemcpyAsync(ctx.outputs[0].data, pinned_, bytes_, cudaMemcpyHostToDevice,
+                                    streamOf(ctx)));
+    return llvm::Error::success();
+  }
+
+private:
+  void *pinned_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class VariableKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    if (!ctx.variables)
+      return makeError("no variable storage given");
+    auto v = ctx.variables->variable(node().attrs().getString("var"));
+    if (!v)
+      return v.takeError();
+    if (v->bytes() != ctx.outputs[0].bytes())
+      return makeError("variable storage holds " + llvm::Twine(v->bytes()) + " bytes, the result " +
+                       llvm::Twine(ctx.outputs[0].bytes()));
+    return copyOnDevice(ctx.outputs[0].data, v->data, ctx.outputs[0].bytes(), streamOf(ctx));
+  }
+};
+
+class InputKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+protected:
+  llvm::Error enqueue(KernelContext &) override {
+    return makeError("graph inputs are fed by the executor, not computed");
+  }
+};
+
+} // namespace
+
+void registerCudaElementwiseKernels(KernelRegistry &r) {
+  const auto gpu = DeviceKind::CUDA;
+  auto floats = {DType::F32, DType::F16, DType::BF16};
+  auto numeric = {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32};
+  auto all = {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool};
+
+  for (Op op : {Op::Add, Op::Sub, Op::Mul})
+    r.add(op, gpu, numeric, cudaFactory<BinaryKernel>());
+  for (Op op :
+       {Op::Div, Op::ReluGrad, Op::LeakyReluGrad, Op::SigmoidGrad, Op::TanhGrad, Op::ClipGrad})
+    r.add(op, gpu, floats, cudaFactory<BinaryKernel>());
+  for (Op op :
+       {Op::Relu, Op::LeakyRelu, Op::Sigmoid, Op::Tanh, Op::Exp, Op::Log, Op::Sqrt, Op::Clip})
+    r.add(op, gpu, floats, cudaFactory<UnaryKernel>());
+  r.add(Op::Neg, gpu, numeric, cudaFactory<UnaryKernel>());
+  r.add(Op::Cast, gpu, all, cudaFactory<CastKernel>());
+  r.add(Op::AddN, gpu, numeric, cudaFactory<AddNKernel>());
+
+  for (Op op : {Op::Identity, Op::Transfer, Op::Reshape, Op::Flatten, Op::Squeeze, Op::Unsqueeze})
+    r.add(op, gpu, all, cudaFactory<CopyKernel>());
+  r.add(Op::Dropout, gpu, floats, cudaFactory<CopyKernel>());
+  r.add(Op::Input, gpu, all, cudaFactory<InputKernel>());
+  r.add(Op::Constant, gpu, all, cudaFactory<ConstantKernel>());
+  r.add(Op::Variable, gpu, all, cudaFactory<VariableKernel>());
+}
+
+} // namespace graphc

@@ -1,0 +1,195 @@
+//===- ElementwiseDevice.h - Elementwise ops: bodies and launchers -*- C++ -*-===//
+//
+// The per-element functions of the elementwise CUDA kernels (binary ops with
+// broadcasting, activation gradients, unary ops, Cast, AddN), written once
+// for the device and the host tests, and the launchers Elementwise.cu
+// defines. The formulas are the CPU kernels' (kernels/cpu/Elementwise.cpp,
+// Cast.cpp) in the same evaluation order: f16 and bf16 are computed in f32
+// and rounded once; comparisons are written so NaN propagates as there.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/cuda/DeviceCommon.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+
+namespace graphc {
+namespace cuda {
+
+/// The dtypes, numbered as graphc::DType.
+enum class ElemType : uint8_t { F32, F16, BF16, I64, I32, Bool };
+
+enum class BinaryOp : uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  ReluGrad,      ///< (y, dy)
+  LeakyReluGrad, ///< (x, dy)
+  SigmoidGrad,   ///< (y, dy)
+  TanhGrad,      ///< (y, dy)
+  ClipGrad,      ///< (x, dy)
+};
+
+enum class UnaryOp : uint8_t { Relu, LeakyRelu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Clip };
+
+struct ElemParams {
+  float alpha = 0;      ///< LeakyRelu(Grad)
+  float lo = 0, hi = 0; ///< Clip(Grad)
+};
+
+GRAPHC_HD float mathExp(float x) {
+#if defined(__CUDA_ARCH__)
+  return expf(x);
+#else
+  return std::exp(x);
+#endif
+}
+GRAPHC_HD float mathLog(float x) {
+#if defined(__CUDA_ARCH__)
+  return logf(x);
+#else
+  return std::log(x);
+#endif
+}
+GRAPHC_HD float mathSqrt(float x) {
+#if defined(__CUDA_ARCH__)
+  return sqrtf(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+GRAPHC_HD float mathTanh(float x) {
+#if defined(__CUDA_ARCH__)
+  return tanhf(x);
+#else
+  return std::tanh(x);
+#endif
+}
+
+GRAPHC_HD float applyBinary(BinaryOp op, float a, float b, ElemParams p) {
+  switch (op) {
+  case BinaryOp::Add:
+    return a + b;
+  case BinaryOp::Sub:
+    return a - b;
+  case BinaryOp::Mul:
+    return a * b;
+  case BinaryOp::Div:
+    return a / b;
+  case BinaryOp::ReluGrad:
+    return a > 0 ? b : 0.0f;
+  case BinaryOp::LeakyReluGrad:
+    return a > 0 ? b : p.alpha * b;
+  case BinaryOp::SigmoidGrad:
+    return b * a * (1 - a);
+  case BinaryOp::TanhGrad:
+    return b * (1 - a * a);
+  case BinaryOp::ClipGrad:
+    return a >= p.lo && a <= p.hi ? b : 0.0f;
+  }
+  return 0.0f;
+}
+
+/// Integer dtypes run Add, Sub and Mul (shape arithmetic).
+template <typename T> GRAPHC_HD T applyBinaryInt(BinaryOp op, T a, T b) {
+  switch (op) {
+  case BinaryOp::Sub:
+    return a - b;
+  case BinaryOp::Mul:
+    return a * b;
+  default:
+    return a + b;
+  }
+}
+
+GRAPHC_HD float applyUnary(UnaryOp op, float x, ElemParams p) {
+  switch (op) {
+  case UnaryOp::Relu:
+    return x < 0 ? 0.0f : x;
+  case UnaryOp::LeakyRelu:
+    return x < 0 ? p.alpha * x : x;
+  case UnaryOp::Sigmoid:
+    return 1.0f / (1.0f + mathExp(-x));
+  case UnaryOp::Tanh:
+    return mathTanh(x);
+  case UnaryOp::Exp:
+    return mathExp(x);
+  case UnaryOp::Log:
+    return mathLog(x);
+  case UnaryOp::Sqrt:
+    return mathSqrt(x);
+  case UnaryOp::Neg:
+    return -x;
+  case UnaryOp::Clip: {
+    // std::min(std::max(x, lo), hi), NaN included.
+    float m = x < p.lo ? p.lo : x;
+    return p.hi < m ? p.hi : m;
+  }
+  }
+  return 0.0f;
+}
+
+template <typename T> inline constexpr bool isHalfLike = false;
+template <> inline constexpr bool isHalfLike<Half> = true;
+template <> inline constexpr bool isHalfLike<BFloat> = true;
+template <typename T> inline constexpr bool isFloatLike = isHalfLike<T>;
+template <> inline constexpr bool isFloatLike<float> = true;
+
+/// One element of a binary op on storage type T.
+template <typename T> GRAPHC_HD T binaryElement(BinaryOp op, T a, T b, ElemParams p) {
+  if constexpr (isFloatLike<T>)
+    return fromFloat<T>(applyBinary(op, toFloat(a), toFloat(b), p));
+  else
+    return applyBinaryInt(op, a, b);
+}
+
+template <typename T> GRAPHC_HD T unaryElement(UnaryOp op, T x, ElemParams p) {
+  if constexpr (isFloatLike<T>)
+    return fromFloat<T>(applyUnary(op, toFloat(x), p));
+  else
+    return -x; // integers run Neg only
+}
+
+/// Cast: Tensor.to(dtype) semantics (kernels/cpu/Cast.cpp).
+template <typename T> GRAPHC_HD auto widen(T x) {
+  if constexpr (isHalfLike<T>)
+    return toFloat(x);
+  else if constexpr (sizeof(T) == 1)
+    return (int32_t)(x.v != 0); // Bool8
+  else
+    return x;
+}
+
+template <typename To, typename From> GRAPHC_HD To convertElement(From x) {
+  auto w = widen(x);
+  if constexpr (sizeof(To) == 1)
+    return To{(uint8_t)(w != 0)};
+  else if constexpr (isHalfLike<To>)
+    return fromFloat<To>((float)w);
+  else
+    return (To)w;
+}
+
+/// AddN operands per launch; more are folded in by further launches.
+inline constexpr int kMaxAddN = 32;
+struct AddNOperands {
+  const void *in[kMaxAddN];
+  int count;
+};
+
+cudaError_t launchBinary(BinaryOp op, ElemType t, ElemParams p, const StridedIndex<2> &index,
+                         int64_t n, void *out, const void *a, const void *b, cudaStream_t stream);
+cudaError_t launchUnary(UnaryOp op, ElemType t, ElemParams p, int64_t n, void *out, const void *in,
+                        cudaStream_t stream);
+cudaError_t launchCast(ElemType from, ElemType to, int64_t n, void *out, const void *in,
+                       cudaStream_t stream);
+/// out = sum of the operands, left to right (out may be operand 0).
+cudaError_t launchAddN(ElemType t, int64_t n, void *out, const AddNOperands &ops,
+                       cudaStream_t stream);
+
+} // namespace cuda
+} // namespace graphc
