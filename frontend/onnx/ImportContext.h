@@ -153,6 +153,11 @@ bool alwaysFolded(llvm::StringRef opType);
 llvm::Expected<Dims> resolveReshape(const NodeContext &ctx, llvm::ArrayRef<int64_t> input,
                                     const Known &shape, bool allowZero);
 
+/// The double with the shortest decimal form that rounds to `f`: ONNX keeps
+/// float attributes as float32, and 0.9f reads better, and subtracts from 1
+/// closer to what the model's author wrote, as 0.9 than as 0.899999976.
+double shortestDecimal(float f);
+
 /// Normalises a possibly negative axis against `rank` (error if outside).
 llvm::Expected<int64_t> normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank);
 

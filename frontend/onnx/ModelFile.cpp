@@ -42,7 +42,8 @@ llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
     return makeError("cannot read '" + path + "': " + buf.getError().message());
   llvm::StringRef bytes = (*buf)->getBuffer();
   if (bytes.empty())
-    return makeError("'" + path + "' is empty; expected a graphc module file, graphc text IR or "
+    return makeError("'" + path +
+                     "' is empty; expected a graphc module file, graphc text IR or "
                      "an ONNX model");
   if (looksLikeOnnx(bytes) && !isArchiveFile(path))
     return importOnnxFile(path, opts);
@@ -52,7 +53,8 @@ llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
   else if (looksLikeTextIR(bytes))
     m = parseModule(bytes, path);
   else
-    return makeError("'" + path + "' is not a model graphc can read: not a graphc module file "
+    return makeError("'" + path +
+                     "' is not a model graphc can read: not a graphc module file "
                      "(no GRPHCAR1 magic), not graphc text IR (it does not start with "
                      "'module'), and not an ONNX model (not a protobuf ModelProto)");
   if (!m)

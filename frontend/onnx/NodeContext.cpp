@@ -14,9 +14,15 @@
 #include "ir/Diagnostics.h"
 #include "ir/ShapeInference.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 namespace graphc::onnxfe {
 
-int64_t NodeContext::opset() const { return imp_.opset(); }
+int64_t NodeContext::opset() const {
+  return imp_.opset();
+}
 
 std::string NodeContext::describe() const {
   std::string op = node_.domain().empty() || node_.domain() == "ai.onnx"
@@ -76,7 +82,8 @@ llvm::Expected<Ints> NodeContext::constInts(unsigned i, llvm::StringRef what) co
   const Known *k = known(i);
   const Slot *s = imp_.slot(node_.input(i));
   if (!k)
-    return fail(what + " (input '" + node_.input(i) + "') must be known at import time, but it "
+    return fail(what + " (input '" + node_.input(i) +
+                "') must be known at import time, but it "
                 "is computed at run time" +
                 (s && !s->producer.empty() ? " by '" + s->producer + "'" : std::string()));
   if (k->hasBatch())
@@ -100,6 +107,8 @@ llvm::Expected<double> NodeContext::constScalar(unsigned i, llvm::StringRef what
   if (k->data.numElements() != 1 || k->hasBatch())
     return fail(what + " (input '" + node_.input(i) + "') must be a single number, not " +
                 toString(k->data.type()));
+  if (k->data.dtype() == DType::F32)
+    return shortestDecimal(k->data.data<float>()[0]);
   return isFloat(k->data.dtype()) ? k->data.at(0) : (double)intAt(k->data, 0);
 }
 
@@ -119,11 +128,24 @@ int64_t NodeContext::getInt(llvm::StringRef name, int64_t dflt) const {
   return a->type() == onnx::AttributeProto::FLOAT ? (int64_t)a->f() : a->i();
 }
 
+double shortestDecimal(float f) {
+  if (!std::isfinite(f))
+    return f;
+  char buf[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    snprintf(buf, sizeof(buf), "%.*g", precision, (double)f);
+    double d = std::strtod(buf, nullptr);
+    if ((float)d == f)
+      return d;
+  }
+  return f;
+}
+
 double NodeContext::getFloat(llvm::StringRef name, double dflt) const {
   const onnx::AttributeProto *a = attr(name);
   if (!a)
     return dflt;
-  return a->type() == onnx::AttributeProto::INT ? (double)a->i() : (double)a->f();
+  return a->type() == onnx::AttributeProto::INT ? (double)a->i() : shortestDecimal(a->f());
 }
 
 std::string NodeContext::getString(llvm::StringRef name, llvm::StringRef dflt) const {
@@ -183,15 +205,14 @@ llvm::Expected<Node *> NodeContext::emit(Op op, llvm::ArrayRef<Value *> operands
     names.push_back(name);
   }
   llvm::SmallVector<TensorType, 2> placeholder(count);
-  Node *n = g.createNodeWithResultNames(op, operands, placeholder, names, std::move(attrs),
-                                        nodeName);
+  Node *n =
+      g.createNodeWithResultNames(op, operands, placeholder, names, std::move(attrs), nodeName);
   auto types = inferResultTypes(*n);
   if (!types || types->size() != count) {
     g.erase(n);
     if (!types)
       return types.takeError();
-    return fail("gives " + llvm::Twine(types->size()) + " results, expected " +
-                llvm::Twine(count));
+    return fail("gives " + llvm::Twine(types->size()) + " results, expected " + llvm::Twine(count));
   }
   for (size_t i = 0; i < count; ++i)
     n->result(i)->setType((*types)[i]);
@@ -244,8 +265,7 @@ void NodeContext::drop(unsigned out, llvm::StringRef why) {
 llvm::Expected<int64_t> normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    return ctx.fail("axis " + llvm::Twine(axis) + " is out of range for rank " +
-                    llvm::Twine(rank));
+    return ctx.fail("axis " + llvm::Twine(axis) + " is out of range for rank " + llvm::Twine(rank));
   return a;
 }
 

@@ -29,7 +29,9 @@ namespace onnxfe {
 /// Opsets of the default domain whose forms this importer knows.
 static constexpr int64_t kMinOpset = 7, kMaxOpset = 21;
 
-static bool isDefaultDomain(llvm::StringRef d) { return d.empty() || d == "ai.onnx"; }
+static bool isDefaultDomain(llvm::StringRef d) {
+  return d.empty() || d == "ai.onnx";
+}
 
 std::string scopeName(const onnx::NodeProto &node) {
   llvm::StringRef name = llvm::StringRef(node.name()).ltrim('/');
@@ -82,9 +84,8 @@ llvm::Error Importer::checkModel() {
   if (opset_ == 0)
     return makeError(source_ + " imports no opset of the default ONNX domain");
   if (opset_ < kMinOpset || opset_ > kMaxOpset)
-    return makeError(source_ + " uses opset " + llvm::Twine(opset_) +
-                     "; graphc imports opsets " + llvm::Twine(kMinOpset) + " to " +
-                     llvm::Twine(kMaxOpset));
+    return makeError(source_ + " uses opset " + llvm::Twine(opset_) + "; graphc imports opsets " +
+                     llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset));
   return llvm::Error::success();
 }
 
@@ -272,9 +273,10 @@ llvm::Error Importer::createInputs() {
                   });
     if (weight) {
       auto type = declaredType(name);
-      weight = type && (type->rank() >= 1) &&
-               !(llvm::any_of(it->second, [](const Use &u) { return u.node->op_type() == "MatMul"; }) &&
-                 type->rank() != 2);
+      weight =
+          type && (type->rank() >= 1) &&
+          !(llvm::any_of(it->second, [](const Use &u) { return u.node->op_type() == "MatMul"; }) &&
+            type->rank() != 2);
     }
     if (weight) {
       weightInputs_.push_back(name);
@@ -304,9 +306,8 @@ llvm::Error Importer::createInputs() {
         return makeError(what + " has an empty dimension at axis " + llvm::Twine(axis));
       if (axis != 0)
         return makeError(what + " has a dynamic dimension" +
-                         (d.dim_param().empty() ? "" : " '" + d.dim_param() + "'") +
-                         " at axis " + llvm::Twine(axis) +
-                         "; only axis 0 (the batch) may be dynamic");
+                         (d.dim_param().empty() ? "" : " '" + d.dim_param() + "'") + " at axis " +
+                         llvm::Twine(axis) + "; only axis 0 (the batch) may be dynamic");
       type.shape.push_back(batchDim());
       anyBatch = true;
     }
@@ -321,9 +322,10 @@ llvm::Error Importer::createInputs() {
     const TensorType &t = ins.front()->result()->type();
     if (t.rank() > 0 && t.shape[0] != opts_.batch)
       return makeError("graph input '" + ins.front()->name() + "' has a fixed batch of " +
-                       llvm::Twine(t.shape[0]) + " (axis 0 is not dynamic); it cannot be bound "
-                       "to batch " + llvm::Twine(opts_.batch) +
-                       ". Export the model with a dynamic batch axis");
+                       llvm::Twine(t.shape[0]) +
+                       " (axis 0 is not dynamic); it cannot be bound "
+                       "to batch " +
+                       llvm::Twine(opts_.batch) + ". Export the model with a dynamic batch axis");
   }
   return llvm::Error::success();
 }
@@ -426,8 +428,8 @@ llvm::Expected<Value *> Importer::materialize(llvm::StringRef name, llvm::String
     const Variable *v = module_->findVariable(s->variable);
     Attrs a;
     a.set("var", v->name);
-    s->value = graph_->createNode(Op::Variable, {}, {v->type}, std::move(a), uniqueName(v->name))
-                   ->result();
+    std::string nodeName = uniqueName(v->name, isGraphOutput(name) ? name : "");
+    s->value = graph_->createNode(Op::Variable, {}, {v->type}, std::move(a), nodeName)->result();
     return s->value;
   }
   if (!s->known)
@@ -443,8 +445,9 @@ llvm::Expected<Value *> Importer::materialize(llvm::StringRef name, llvm::String
   Attrs a;
   a.set("value", s->known->data);
   std::string base = isGraphOutput(name) ? name.str() : s->origin.empty() ? name.str() : s->origin;
-  s->value = graph_->createNode(Op::Constant, {}, {s->known->data.type()}, std::move(a),
-                                uniqueName(base, name))
+  s->value = graph_
+                 ->createNode(Op::Constant, {}, {s->known->data.type()}, std::move(a),
+                              uniqueName(base, name))
                  ->result();
   return s->value;
 }
@@ -558,9 +561,8 @@ llvm::Expected<std::unique_ptr<Module>> importOnnx(llvm::StringRef bytes, const 
 
 //===-- Entry points -------------------------------------------------------===//
 
-llvm::Expected<std::unique_ptr<Module>> importOnnxBytes(llvm::StringRef bytes,
-                                                        const ImportOptions &opts,
-                                                        llvm::StringRef name) {
+llvm::Expected<std::unique_ptr<Module>>
+importOnnxBytes(llvm::StringRef bytes, const ImportOptions &opts, llvm::StringRef name) {
   return onnxfe::importOnnx(bytes, opts, name, "");
 }
 

@@ -31,7 +31,9 @@ llvm::Error direct(NodeContext &ctx, Op op, Attrs attrs = {}) {
   return n ? llvm::Error::success() : n.takeError();
 }
 
-template <Op O> llvm::Error importDirect(NodeContext &ctx) { return direct(ctx, O); }
+template <Op O> llvm::Error importDirect(NodeContext &ctx) {
+  return direct(ctx, O);
+}
 
 llvm::Error importLeakyRelu(NodeContext &ctx) {
   Attrs a;
@@ -96,6 +98,8 @@ template <Op O> llvm::Error importSoftmax(NodeContext &ctx) {
 }
 
 llvm::Error importIdentity(NodeContext &ctx) {
+  if (!ctx.hasInput(0) || ctx.proto().output_size() < 1)
+    return ctx.fail("needs one input and one output");
   Importer &imp = ctx.importer();
   const Slot *in = imp.slot(ctx.inputName(0));
   llvm::StringRef out = ctx.proto().output(0);
@@ -140,7 +144,9 @@ const OpRule kRules[] = {
 
 } // namespace
 
-llvm::ArrayRef<OpRule> elementwiseRules() { return kRules; }
+llvm::ArrayRef<OpRule> elementwiseRules() {
+  return kRules;
+}
 
 const OpRule *findRule(llvm::StringRef opType) {
   for (llvm::ArrayRef<OpRule> rules : {elementwiseRules(), nnRules(), shapeRules()})

@@ -38,8 +38,7 @@ llvm::Error emitWith(NodeContext &ctx, Op op, unsigned numOperands, Attrs attrs)
 llvm::Error readWindow(NodeContext &ctx, const TensorType &x, const Ints &kernel, Attrs &a,
                        bool dilations) {
   if (x.rank() != 4 || kernel.size() != 2)
-    return ctx.fail("only 2-d windows over 4-d NCHW inputs are supported, input is " +
-                    toString(x));
+    return ctx.fail("only 2-d windows over 4-d NCHW inputs are supported, input is " + toString(x));
   Ints strides = ctx.getInts("strides").value_or(Ints{1, 1});
   Ints dil = ctx.getInts("dilations").value_or(Ints{1, 1});
   Ints pads = ctx.getInts("pads").value_or(Ints{0, 0, 0, 0});
@@ -81,8 +80,7 @@ llvm::Error importConv(NodeContext &ctx) {
     return ctx.fail("only 2-d convolutions are supported, weight is " + toString(*w));
   Ints kernel(w->shape.begin() + 2, w->shape.end());
   if (auto k = ctx.getInts("kernel_shape"); k && *k != kernel)
-    return ctx.fail("kernel_shape " + shapeToString(*k) + " does not match weight " +
-                    toString(*w));
+    return ctx.fail("kernel_shape " + shapeToString(*k) + " does not match weight " + toString(*w));
   Attrs a;
   if (auto e = readWindow(ctx, *x, kernel, a, true))
     return e;
@@ -113,8 +111,8 @@ template <Op O> llvm::Error importPool(NodeContext &ctx) {
 llvm::Error importBatchNorm(NodeContext &ctx) {
   if (ctx.opset() < 9 && ctx.getInt("spatial", 1) != 1)
     return ctx.fail("per-activation statistics (spatial = 0) are not supported");
-  bool training = ctx.opset() >= 14 ? ctx.getInt("training_mode", 0) != 0
-                                    : ctx.proto().output_size() > 1;
+  bool training =
+      ctx.opset() >= 14 ? ctx.getInt("training_mode", 0) != 0 : ctx.proto().output_size() > 1;
   Attrs a;
   a.set("epsilon", ctx.getFloat("epsilon", 1e-5));
   a.set("momentum", ctx.getFloat("momentum", 0.9));
@@ -137,7 +135,9 @@ llvm::Error importGemm(NodeContext &ctx) {
   return emitWith(ctx, Op::Gemm, 3, std::move(a));
 }
 
-llvm::Error importMatMul(NodeContext &ctx) { return emitWith(ctx, Op::MatMul, 2, {}); }
+llvm::Error importMatMul(NodeContext &ctx) {
+  return emitWith(ctx, Op::MatMul, 2, {});
+}
 
 llvm::Error importGlobalAveragePool(NodeContext &ctx) {
   return emitWith(ctx, Op::GlobalAveragePool, 1, {});
@@ -183,6 +183,8 @@ const OpRule kRules[] = {
 
 } // namespace
 
-llvm::ArrayRef<OpRule> nnRules() { return kRules; }
+llvm::ArrayRef<OpRule> nnRules() {
+  return kRules;
+}
 
 } // namespace graphc::onnxfe

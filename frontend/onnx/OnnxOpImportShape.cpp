@@ -192,8 +192,7 @@ llvm::Error importSlice(NodeContext &ctx) {
       axes.push_back(i);
   if (steps.empty())
     steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return ctx.fail("starts, ends, axes and steps must have the same length");
   for (size_t i = 0; i < axes.size(); ++i) {
     auto a = normalizeAxis(ctx, axes[i], x->rank());
@@ -377,6 +376,8 @@ const OpRule kRules[] = {
 
 } // namespace
 
-llvm::ArrayRef<OpRule> shapeRules() { return kRules; }
+llvm::ArrayRef<OpRule> shapeRules() {
+  return kRules;
+}
 
 } // namespace graphc::onnxfe

@@ -223,19 +223,20 @@ llvm::Expected<std::vector<double>> foreignValues(const TensorProto &t, llvm::St
   if (!n)
     return n.takeError();
   int32_t type = t.data_type();
-  size_t size = type == TensorProto::DOUBLE                                    ? 8
-                : type == TensorProto::INT8 || type == TensorProto::UINT8     ? 1
-                : type == TensorProto::INT16 || type == TensorProto::UINT16   ? 2
-                : type == TensorProto::UINT32                                 ? 4
-                                                                              : 0;
+  size_t size = type == TensorProto::DOUBLE                                 ? 8
+                : type == TensorProto::INT8 || type == TensorProto::UINT8   ? 1
+                : type == TensorProto::INT16 || type == TensorProto::UINT16 ? 2
+                : type == TensorProto::UINT32                               ? 4
+                                                                            : 0;
   if (!size)
     return makeError(what + " has element type " + onnxDTypeName(type) +
                      ", which graphc does not handle");
-  std::vector<double> out(*n);
+  std::vector<double> out;
   if (t.has_raw_data()) {
     if (t.raw_data().size() != (uint64_t)*n * size)
       return makeError(what + " has " + llvm::Twine(t.raw_data().size()) + " bytes of data for " +
                        llvm::Twine(*n) + " elements of " + onnxDTypeName(type));
+    out.resize(*n);
     const char *p = t.raw_data().data();
     for (int64_t i = 0; i < *n; ++i, p += size) {
       switch (type) {
@@ -268,8 +269,10 @@ llvm::Expected<std::vector<double>> foreignValues(const TensorProto &t, llvm::St
     return out;
   }
   auto count = [&](int have) -> llvm::Error {
-    if (have == *n)
+    if (have == *n) {
+      out.resize(*n);
       return llvm::Error::success();
+    }
     return makeError(what + " has " + llvm::Twine(have) + " values for " + llvm::Twine(*n) +
                      " elements");
   };

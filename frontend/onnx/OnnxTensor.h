@@ -42,8 +42,7 @@ llvm::Expected<int64_t> checkedElements(const TensorType &type, llvm::StringRef 
 
 /// The values of a tensor of a numeric element type we do not handle
 /// (DOUBLE, INT8, UINT8, INT16, UINT16, UINT32), exactly, as doubles.
-llvm::Expected<std::vector<double>> foreignValues(const onnx::TensorProto &t,
-                                                  llvm::StringRef what);
+llvm::Expected<std::vector<double>> foreignValues(const onnx::TensorProto &t, llvm::StringRef what);
 
 /// The shape and type of a TensorProto without reading its data.
 llvm::Expected<TensorType> onnxTensorType(const onnx::TensorProto &t, llvm::StringRef what);

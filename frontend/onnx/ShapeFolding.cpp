@@ -26,6 +26,8 @@
 namespace graphc::onnxfe {
 namespace {
 
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
+
 int64_t intAt(const Tensor &t, int64_t i) {
   switch (t.dtype()) {
   case DType::I64:
@@ -57,8 +59,8 @@ void setInt(Tensor &t, int64_t i, int64_t v) {
 
 void copyElement(Tensor &dst, int64_t di, const Tensor &src, int64_t si) {
   size_t s = dtypeSize(src.dtype());
-  std::memcpy(static_cast<char *>(dst.raw()) + di * s, static_cast<const char *>(src.raw()) + si * s,
-              s);
+  std::memcpy(static_cast<char *>(dst.raw()) + di * s,
+              static_cast<const char *>(src.raw()) + si * s, s);
 }
 
 int64_t product(llvm::ArrayRef<int64_t> dims) {
@@ -72,7 +74,19 @@ Known sameData(const Known &k, llvm::ArrayRef<int64_t> shape) {
   return Known{k.data.reshaped(shape), k.batch};
 }
 
-/// Element i of a known value as an ONNX node input, for messages.
+/// A zero-filled result of `type`, refused above kMaxFoldedElements: folded
+/// constants feed shapes and small operands, and a huge one comes from a
+/// corrupted or unusual model, not something to materialise at import.
+llvm::Expected<Tensor> folded(const NodeContext &ctx, const TensorType &type) {
+  auto n = checkedElements(type, ctx.describe() + ": result");
+  if (!n)
+    return n.takeError();
+  if (*n > kMaxFoldedElements)
+    return ctx.fail("would fold into a constant of " + toString(type) +
+                    ", larger than graphc folds at import");
+  return Tensor(type);
+}
+
 llvm::Error batchArithmetic(const NodeContext &ctx) {
   return ctx.fail("arithmetic on the symbolic batch size is not supported; import with a "
                   "bound batch size (ImportOptions::batch, --batch)");
@@ -165,13 +179,12 @@ llvm::Expected<Known> foldConstantOfShape(NodeContext &ctx) {
       return ctx.fail("attribute 'value' must hold one element");
     fill = *t;
   }
-  TensorType type(fill.dtype(), *shape);
-  if (auto n = checkedElements(type, ctx.describe() + ": shape"); !n)
-    return n.takeError();
-  Tensor out(type);
-  for (int64_t i = 0; i < out.numElements(); ++i)
-    copyElement(out, i, fill, 0);
-  return Known{out, {}};
+  auto out = folded(ctx, TensorType(fill.dtype(), *shape));
+  if (!out)
+    return out.takeError();
+  for (int64_t i = 0; i < out->numElements(); ++i)
+    copyElement(*out, i, fill, 0);
+  return Known{*out, {}};
 }
 
 //===-- Folded on known inputs ---------------------------------------------===//
@@ -216,7 +229,10 @@ llvm::Expected<Known> foldGather(NodeContext &ctx, const Known &data, const Know
   shape.append(idx.data.shape().begin(), idx.data.shape().end());
   shape.append(ds.begin() + *axis + 1, ds.end());
   Known k;
-  k.data = Tensor(TensorType(data.data.dtype(), shape));
+  auto kData = folded(ctx, TensorType(data.data.dtype(), shape));
+  if (!kData)
+    return kData.takeError();
+  k.data = std::move(*kData);
   if (!data.batch.empty())
     k.batch.assign(k.data.numElements(), false);
   for (int64_t j = 0; j < count; ++j) {
@@ -249,6 +265,8 @@ llvm::Expected<Known> foldUnsqueeze(NodeContext &ctx, const Known &in) {
     auto n = normalizeAxis(ctx, a, r);
     if (!n)
       return n.takeError();
+    if (inserted[*n])
+      return ctx.fail("axis " + llvm::Twine(a) + " appears twice");
     inserted[*n] = true;
   }
   Dims shape;
@@ -273,8 +291,7 @@ llvm::Expected<Known> foldSqueeze(NodeContext &ctx, const Known &in) {
       if (!n)
         return n.takeError();
       if (s[*n] != 1)
-        return ctx.fail("cannot squeeze axis " + llvm::Twine(a) + " of size " +
-                        llvm::Twine(s[*n]));
+        return ctx.fail("cannot squeeze axis " + llvm::Twine(a) + " of size " + llvm::Twine(s[*n]));
       drop[*n] = true;
     }
   Dims shape;
@@ -289,8 +306,7 @@ llvm::Expected<Known> foldReshape(NodeContext &ctx, const Known &in, const Known
   if (!dims)
     return dims.takeError();
   if (product(*dims) != in.data.numElements() || llvm::is_contained(*dims, kBatchDim))
-    return ctx.fail("cannot reshape " + toString(in.data.type()) + " to " +
-                    shapeToString(*dims));
+    return ctx.fail("cannot reshape " + toString(in.data.type()) + " to " + shapeToString(*dims));
   return sameData(in, *dims);
 }
 
@@ -323,7 +339,10 @@ llvm::Expected<Known> foldConcat(NodeContext &ctx, llvm::ArrayRef<const Known *>
     anyBatch |= !k->batch.empty();
   }
   Known out;
-  out.data = Tensor(TensorType(t0.dtype, shape));
+  auto outData = folded(ctx, TensorType(t0.dtype, shape));
+  if (!outData)
+    return outData.takeError();
+  out.data = std::move(*outData);
   if (anyBatch)
     out.batch.assign(out.data.numElements(), false);
   int64_t outer = product(llvm::ArrayRef<int64_t>(t0.shape).take_front(*axis));
@@ -364,8 +383,7 @@ llvm::Expected<Known> foldSlice(NodeContext &ctx, const Known &in) {
       axes.push_back(i);
   if (steps.empty())
     steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return ctx.fail("starts, ends, axes and steps must have the same length");
   Dims begin(s.size(), 0), step(s.size(), 1), shape(s.begin(), s.end());
   for (size_t i = 0; i < starts.size(); ++i) {
@@ -452,7 +470,10 @@ llvm::Expected<Known> foldArithmetic(NodeContext &ctx, llvm::ArrayRef<const Know
                     " do not broadcast");
   Known out;
   DType dt = a.data.dtype();
-  out.data = Tensor(TensorType(dt, *shape));
+  auto outData = folded(ctx, TensorType(dt, *shape));
+  if (!outData)
+    return outData.takeError();
+  out.data = std::move(*outData);
   bool anyBatch = a.hasBatch() || b.hasBatch();
   if (anyBatch)
     out.batch.assign(out.data.numElements(), false);
@@ -503,9 +524,9 @@ llvm::Expected<Known> foldArithmetic(NodeContext &ctx, llvm::ArrayRef<const Know
 }
 
 const llvm::StringSet<> &foldableOps() {
-  static const llvm::StringSet<> ops = {
-      "Identity", "Cast",  "Gather", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Concat",
-      "Slice",    "Transpose", "Add", "Sub",      "Mul",     "Div",     "Neg"};
+  static const llvm::StringSet<> ops = {"Identity", "Cast",    "Gather", "Unsqueeze", "Squeeze",
+                                        "Reshape",  "Flatten", "Concat", "Slice",     "Transpose",
+                                        "Add",      "Sub",     "Mul",    "Div",       "Neg"};
   return ops;
 }
 
@@ -529,8 +550,12 @@ llvm::Expected<bool> tryFold(NodeContext &ctx) {
   } else {
     if (!foldableOps().contains(op) || ctx.numInputs() == 0)
       return false;
+    // Only Slice has optional inputs in the middle; a gap elsewhere is left
+    // to the op rule, which reports it.
     llvm::SmallVector<const Known *, 4> ins;
     for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+      if (!ctx.hasInput(i) && (op != "Slice" || i == 0))
+        return false;
       const Slot *s = ctx.hasInput(i) ? ctx.importer().slot(ctx.inputName(i)) : nullptr;
       if (ctx.hasInput(i) && (!s || s->value || !s->known || !s->foldable))
         return false;
@@ -614,7 +639,8 @@ llvm::Expected<Dims> resolveReshape(const NodeContext &ctx, llvm::ArrayRef<int64
                     llvm::Twine(inferAt));
   if (inBatch && !outBatch) {
     if (inKnown != outKnown)
-      return ctx.fail("-1 in the shape stands for " + llvm::Twine(inKnown / std::max<int64_t>(outKnown, 1)) +
+      return ctx.fail("-1 in the shape stands for " +
+                      llvm::Twine(inKnown / std::max<int64_t>(outKnown, 1)) +
                       " x the batch size, which has no symbolic form; import with a bound "
                       "batch size (ImportOptions::batch, --batch)");
     out[inferAt] = kBatchDim;

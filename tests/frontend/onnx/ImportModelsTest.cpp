@@ -31,7 +31,8 @@ struct ModelCase {
 };
 
 std::string caseName(const ::testing::TestParamInfo<ModelCase> &info) {
-  return std::string(info.param.model) + "_" + info.param.mode + "_" + std::to_string(info.param.opset);
+  return std::string(info.param.model) + "_" + info.param.mode + "_" +
+         std::to_string(info.param.opset);
 }
 
 class TorchvisionModel : public ::testing::TestWithParam<ModelCase> {};
@@ -49,7 +50,9 @@ TEST_P(TorchvisionModel, ImportsVerifiesAndRoundTrips) {
   EXPECT_EQ(m->main().outputs()[0]->type(), TensorType(DType::F32, {kBatchDim, 1000}));
   for (const Node *n : m->main().nodes())
     EXPECT_FALSE(llvm::StringRef(n->name()).startswith("/")) << n->name();
-  expectRoundTrips(*m, /*weights=*/std::string(c.model) == "resnet18");
+  // Printing 95 MB of inception weights as hex takes seconds: once is enough.
+  expectRoundTrips(*m, /*weights=*/std::string(c.model) == "resnet18" ||
+                           c.file() == "inception_v3_train_17.onnx");
 }
 
 INSTANTIATE_TEST_SUITE_P(Frontend, TorchvisionModel,
@@ -83,8 +86,9 @@ TEST(InceptionV3, TrainingExportHasPyTorchsParametersAndStatistics) {
       if (n->op() == Op::BatchNorm) {
         ++batchNorms;
         EXPECT_EQ(n->attrs().getInt("training"), 1) << n->name();
-        EXPECT_FLOAT_EQ((float)n->attrs().getFloat("momentum"), 0.9f);
-        EXPECT_FLOAT_EQ((float)n->attrs().getFloat("epsilon"), 0.001f);
+        // ONNX's float32 attributes read as the decimals PyTorch wrote.
+        EXPECT_EQ(n->attrs().getFloat("momentum"), 0.9);
+        EXPECT_EQ(n->attrs().getFloat("epsilon"), 0.001);
         for (unsigned i : {3u, 4u}) {
           const Node *read = n->operand(i)->producer();
           ASSERT_EQ(read->op(), Op::Variable);
@@ -142,8 +146,7 @@ TEST(InceptionV3, BatchBindsAtImportAsBindBatchDoes) {
   opts.batch = 4;
   ASSERT_OK_AND_ASSIGN(bound, importOnnxFile(modelPath("inception_v3_train_17.onnx"), opts));
   EXPECT_EQ(bound->batch(), 4);
-  EXPECT_EQ(bound->main().inputs()[0]->result()->type(),
-            TensorType(DType::F32, {4, 3, 299, 299}));
+  EXPECT_EQ(bound->main().inputs()[0]->result()->type(), TensorType(DType::F32, {4, 3, 299, 299}));
   EXPECT_EQ(bound->main().outputs()[0]->type(), TensorType(DType::F32, {4, 1000}));
 
   ASSERT_OK_AND_ASSIGN(later, importOnnxFile(modelPath("inception_v3_train_17.onnx")));

@@ -53,11 +53,39 @@ TEST_P(AllOps, ImportsEveryOpAndRoundTrips) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(file)));
   bool training = std::string(c.mode) == "train";
   llvm::StringSet<> ops = opsOf(*m);
-  for (const char *op :
-       {"Input", "Variable", "Conv", "Relu", "Pad", "MaxPool", "AveragePool", "Split", "Concat",
-        "Slice", "GlobalAveragePool", "Sigmoid", "Mul", "ReduceMean", "Sub", "Transpose",
-        "Reshape", "Gemm", "Tanh", "LeakyRelu", "Clip", "Unsqueeze", "ReduceSum", "Div", "Add",
-        "MatMul", "Squeeze", "Gather", "Cast", "Flatten", "Softmax", "LogSoftmax", "Constant"})
+  for (const char *op : {"Input",
+                         "Variable",
+                         "Conv",
+                         "Relu",
+                         "Pad",
+                         "MaxPool",
+                         "AveragePool",
+                         "Split",
+                         "Concat",
+                         "Slice",
+                         "GlobalAveragePool",
+                         "Sigmoid",
+                         "Mul",
+                         "ReduceMean",
+                         "Sub",
+                         "Transpose",
+                         "Reshape",
+                         "Gemm",
+                         "Tanh",
+                         "LeakyRelu",
+                         "Clip",
+                         "Unsqueeze",
+                         "ReduceSum",
+                         "Div",
+                         "Add",
+                         "MatMul",
+                         "Squeeze",
+                         "Gather",
+                         "Cast",
+                         "Flatten",
+                         "Softmax",
+                         "LogSoftmax",
+                         "Constant"})
     EXPECT_TRUE(ops.contains(op)) << "no " << op << " in " << file;
   EXPECT_EQ(ops.contains("BatchNorm"), training);
   EXPECT_EQ(ops.contains("Dropout"), training);
@@ -69,7 +97,8 @@ TEST_P(AllOps, ImportsEveryOpAndRoundTrips) {
   if (training) {
     const Node *bn = firstNode(*m, Op::BatchNorm);
     EXPECT_EQ(bn->attrs().getInt("training"), 1);
-    EXPECT_FLOAT_EQ((float)bn->attrs().getFloat("momentum"), 0.9f);
+    EXPECT_EQ(bn->attrs().getFloat("momentum"), 0.9);
+    EXPECT_EQ(bn->attrs().getFloat("epsilon"), 1e-5);
     const Node *drop = firstNode(*m, Op::Dropout);
     EXPECT_FLOAT_EQ((float)drop->attrs().getFloat("ratio"), 0.25f);
     EXPECT_EQ(drop->attrs().getInt("training"), c.opset >= 12 ? 1 : 0);
@@ -116,7 +145,7 @@ TEST(Opset18, InputFormsBecomeAttributes) {
   EXPECT_FLOAT_EQ((float)attrs("pad/Pad").getFloat("value"), 0.25f);
   EXPECT_EQ(attrs("split/Split").getInts("split"), (Ints{5, 4}));
   EXPECT_EQ(attrs("slice/Slice").getInts("steps"), (Ints{-2}));
-  EXPECT_FLOAT_EQ((float)attrs("drop/Dropout").getFloat("ratio"), 0.3f);
+  EXPECT_EQ(attrs("drop/Dropout").getFloat("ratio"), 0.3);
   EXPECT_FALSE(attrs("drop/Dropout").has("training"));
   // Pad makes [N,4,9,7], Split [N,4,5,7], Slice from the end by -2 [N,4,5,4].
   EXPECT_EQ(attrs("shape/Reshape").getInts("shape"), (Ints{kBatchDim, 80}));
