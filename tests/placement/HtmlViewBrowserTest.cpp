@@ -4,8 +4,10 @@
 // to a PNG and dump the DOM after the script ran, and checks that the page
 // drew something (not one flat colour), that the collapsed tower boxes are
 // there with their devices' colours, and that the URL hash opens a tower and
-// selects a node whose details name its device and placement reason. Skips
-// only when Chromium is not installed. The files stay in the build directory
+// selects a node whose details name its device and placement reason. A
+// harness page drives the page's controls (clicks on boxes, headers and nodes,
+// search, the buttons, wheel zoom, drag) through an iframe. Skips only when
+// Chromium is not installed. The files stay in the build directory
 // (test-output/placement/) to be looked at.
 //
 //===----------------------------------------------------------------------===//
@@ -186,4 +188,78 @@ TEST_F(HtmlViewInBrowser, HashOpensATowerAndSelectsANode) {
   EXPECT_NE(text.find("gpu:1</span>"), std::string::npos);
   // Other towers stay collapsed.
   EXPECT_EQ(text.find("data-name=\"tower_2/dense/Relu\""), std::string::npos);
+}
+
+/// Drives the page from a parent document: `--allow-file-access-from-files`
+/// lets a file:// page reach into a file:// iframe.
+const char *const kHarness = R"(<!DOCTYPE html>
+<html><body><pre id="log"></pre>
+<iframe id="f" src="towers.html" width="1200" height="800"></iframe>
+<script>
+const log = [];
+const ok = (cond, what) => log.push((cond ? 'PASS ' : 'FAIL ') + what);
+document.getElementById('f').addEventListener('load', () => {
+  try {
+    const w = document.getElementById('f').contentWindow, d = w.document;
+    const q = s => d.querySelector(s);
+    const click = el => el.dispatchEvent(new w.MouseEvent('click', {bubbles: true}));
+    ok(d.body.getAttribute('data-ready') === '1', 'page ready');
+    click(q('.cluster.collapsed[data-label="tower 1"] rect'));
+    ok(!!q('.cluster.expanded[data-label="tower 1"]'), 'a click on a box expands it');
+    ok(!!q('.node[data-name="tower_1/loss/ReduceMean"]'), 'its nodes are drawn');
+    ok(q('#panel h2').textContent === 'tower 1', 'the box is described');
+    click(q('.cluster.expanded[data-label="tower 1"] .header rect'));
+    ok(!!q('.cluster.collapsed[data-label="tower 1"]'), 'a click on its title collapses it');
+    ok(!q('.node[data-name="tower_1/loss/ReduceMean"]'), 'its nodes are hidden again');
+    click(q('.node[data-name="split"] rect'));
+    ok(q('#panel h2').textContent === 'split', 'a click on a node shows its details');
+    ok(q('#panel').textContent.includes('SplitBatch'), 'with its op');
+    const s = q('#search');
+    s.value = 'tower_2/dense/relu';
+    s.dispatchEvent(new w.Event('input'));
+    ok(q('#matches').children.length === 1, 'search lists the match');
+    s.dispatchEvent(new w.KeyboardEvent('keydown', {key: 'Enter'}));
+    ok(!!q('.node.selected[data-name="tower_2/dense/Relu"]'), 'enter opens the way and selects');
+    ok(!!q('.cluster.expanded[data-label="tower 2"]'), 'the tower was opened');
+    q('#collapse').click();
+    ok(d.querySelectorAll('.cluster.expanded').length === 0, 'collapse all');
+    q('#expand-level').click();
+    ok(d.querySelectorAll('.cluster.expanded.tower').length === 4, 'expand one level');
+    q('#fit').click();
+    const t0 = q('#viewport').getAttribute('transform');
+    q('#canvas').dispatchEvent(new w.WheelEvent('wheel',
+      {deltaY: -400, clientX: 300, clientY: 300, bubbles: true, cancelable: true}));
+    const t1 = q('#viewport').getAttribute('transform');
+    ok(t1 !== t0, 'the wheel zooms');
+    q('#canvas').dispatchEvent(new w.MouseEvent('mousedown', {clientX: 100, clientY: 100, bubbles: true}));
+    w.dispatchEvent(new w.MouseEvent('mousemove', {clientX: 180, clientY: 150}));
+    w.dispatchEvent(new w.MouseEvent('mouseup', {clientX: 180, clientY: 150}));
+    ok(q('#viewport').getAttribute('transform') !== t1, 'dragging pans');
+  } catch (e) {
+    log.push('FAIL exception: ' + e);
+  }
+  document.getElementById('log').textContent = log.join('\n');
+});
+</script></body></html>
+)";
+
+TEST_F(HtmlViewInBrowser, ControlsWorkWhenDriven) {
+  std::string harness = outputDir() + "/harness.html";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(harness, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    os << kHarness;
+  }
+  std::string dom = outputDir() + "/harness.dom.html";
+  ASSERT_EQ(runChromium(chromium_, {"--dump-dom", "--allow-file-access-from-files"},
+                        "file://" + harness, dom, outputDir() + "/harness.log"),
+            0);
+  std::string text = readFile(dom);
+  size_t from = text.find("<pre id=\"log\">"), to = text.find("</pre>");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  std::string log = text.substr(from + 14, to - from - 14);
+  EXPECT_EQ(log.find("FAIL"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n') + 1, 15) << log;
 }
