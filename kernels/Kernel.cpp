@@ -15,6 +15,15 @@ void registerCudaKernels(KernelRegistry &r);
 
 Kernel::~Kernel() = default;
 
+llvm::Error Kernel::runGroup(llvm::ArrayRef<Kernel *> group,
+                             llvm::ArrayRef<KernelContext *> contexts) {
+  assert(group.size() == contexts.size() && "one context per kernel");
+  for (size_t i = 0; i < group.size(); ++i)
+    if (auto e = group[i]->run(*contexts[i]))
+      return e;
+  return llvm::Error::success();
+}
+
 llvm::StringRef deviceKindName(DeviceKind k) { return k == DeviceKind::CPU ? "cpu" : "gpu"; }
 
 DType kernelDType(const Node &n) {

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace graphc {
 
@@ -77,6 +78,16 @@ public:
   virtual bool producesLayout(unsigned i, Layout l) const { return l == Layout::Plain; }
   /// An operand whose buffer result 0 may overwrite (elementwise ops), if any.
   virtual std::optional<unsigned> inPlaceOperand() const { return std::nullopt; }
+  /// Fused variable updates (a multi-tensor optimizer step): kernels that can
+  /// run as one launch with others return a key, and kernels of one device
+  /// with equal non-empty keys may be run together through runGroup() on any
+  /// one of them, once all their operands are ready. Default: not fusable.
+  virtual std::string fusionKey() const { return {}; }
+  /// Runs every kernel of `group` (which holds this one; all share its
+  /// fusionKey) with its own context, with the effect of running them one
+  /// after another. Default: exactly that.
+  virtual llvm::Error runGroup(llvm::ArrayRef<Kernel *> group,
+                               llvm::ArrayRef<KernelContext *> contexts);
   /// Tells the kernel the layouts the executor chose (one per operand and per
   /// result), once, before scratchBytes() is read for planning and before the
   /// first run. Kernels whose primitives or scratch depend on layouts build

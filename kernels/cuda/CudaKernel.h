@@ -81,11 +81,16 @@ llvm::Expected<cuda::StridedIndex<2>> broadcastIndex2(const Node &n, llvm::Array
                                                       llvm::ArrayRef<int64_t> a,
                                                       llvm::ArrayRef<int64_t> b);
 
-/// Pieces of one scratch buffer, each 256-byte aligned; the same calls at
-/// creation (to size) and at run time (to place) give the same offsets.
+/// Pieces of one scratch buffer, each 256-byte aligned in memory (cuBLAS
+/// and cuDNN want that; the executor promises 64): sizing reserves 255 bytes
+/// of slack, placing rounds the base up. The same calls at creation (to size,
+/// base null) and at run time (to place) give the same pieces.
 class ScratchLayout {
 public:
-  explicit ScratchLayout(void *base = nullptr) : base_(static_cast<char *>(base)) {}
+  explicit ScratchLayout(void *base = nullptr)
+      : base_(base ? reinterpret_cast<char *>((reinterpret_cast<uintptr_t>(base) + 255) &
+                                              ~uintptr_t(255))
+                   : nullptr) {}
   /// Reserves `bytes` and returns where they start (null when sizing).
   void *take(size_t bytes) {
     size_t at = (used_ + 255) / 256 * 256;
@@ -95,7 +100,8 @@ public:
   template <typename T> T *take(int64_t count) {
     return static_cast<T *>(take((size_t)count * sizeof(T)));
   }
-  size_t bytes() const { return used_; }
+  /// What to ask for: the pieces plus the alignment slack (0 when empty).
+  size_t bytes() const { return used_ ? used_ + 255 : 0; }
 
 private:
   char *base_;

@@ -11,9 +11,29 @@
 namespace graphc {
 
 void registerCudaElementwiseKernels(KernelRegistry &r);
+void registerCudaShapeKernels(KernelRegistry &r);
+void registerCudaReduceKernels(KernelRegistry &r);
+void registerCudaSoftmaxKernels(KernelRegistry &r);
+void registerCudaLossKernels(KernelRegistry &r);
+void registerCudaDropoutKernels(KernelRegistry &r);
+void registerCudaOptimizerKernels(KernelRegistry &r);
+void registerCudaBatchNormKernels(KernelRegistry &r);
+void registerCudaPoolKernels(KernelRegistry &r);
+void registerCudaConvKernels(KernelRegistry &r);
+void registerCudaMatMulKernels(KernelRegistry &r);
 
 void registerCudaKernels(KernelRegistry &r) {
   registerCudaElementwiseKernels(r);
+  registerCudaShapeKernels(r);
+  registerCudaReduceKernels(r);
+  registerCudaSoftmaxKernels(r);
+  registerCudaLossKernels(r);
+  registerCudaDropoutKernels(r);
+  registerCudaOptimizerKernels(r);
+  registerCudaBatchNormKernels(r);
+  registerCudaPoolKernels(r);
+  registerCudaConvKernels(r);
+  registerCudaMatMulKernels(r);
 }
 
 } // namespace graphc

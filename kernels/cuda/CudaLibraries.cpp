@@ -159,6 +159,7 @@ llvm::Error loadCublas(CudaLibraries &libs) {
   GRAPHC_RESOLVE(t, *h, p, cublasDestroy_v2)
   GRAPHC_RESOLVE(t, *h, p, cublasSetStream_v2)
   GRAPHC_RESOLVE(t, *h, p, cublasSetMathMode)
+  GRAPHC_RESOLVE(t, *h, p, cublasSetWorkspace_v2)
   GRAPHC_RESOLVE(t, *h, p, cublasGetStatusString)
   GRAPHC_RESOLVE(t, *h, p, cublasSgemm_v2)
   GRAPHC_RESOLVE(t, *h, p, cublasSgemmStridedBatched)

@@ -66,6 +66,7 @@ struct CublasApi {
   GRAPHC_FN(cublasDestroy_v2);
   GRAPHC_FN(cublasSetStream_v2);
   GRAPHC_FN(cublasSetMathMode);
+  GRAPHC_FN(cublasSetWorkspace_v2);
   GRAPHC_FN(cublasGetStatusString);
   GRAPHC_FN(cublasSgemm_v2);
   GRAPHC_FN(cublasSgemmStridedBatched);

@@ -32,6 +32,7 @@ enum class BinaryOp : uint8_t {
   SigmoidGrad,   ///< (y, dy)
   TanhGrad,      ///< (y, dy)
   ClipGrad,      ///< (x, dy)
+  AddScaled,     ///< a + alpha * b (Gemm's beta * C)
 };
 
 enum class UnaryOp : uint8_t { Relu, LeakyRelu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Clip };
@@ -90,6 +91,8 @@ GRAPHC_HD float applyBinary(BinaryOp op, float a, float b, ElemParams p) {
     return b * (1 - a * a);
   case BinaryOp::ClipGrad:
     return a >= p.lo && a <= p.hi ? b : 0.0f;
+  case BinaryOp::AddScaled:
+    return a + p.alpha * b;
   }
   return 0.0f;
 }

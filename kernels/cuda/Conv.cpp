@@ -1,0 +1,395 @@
+//===- Conv.cpp - Convolution and its gradients through cuDNN -------------===//
+//
+// The CUDA twins of kernels/cpu/Conv.cpp: Conv (x, w[, b]) -> y,
+// ConvGradData (dy, w) -> dx and ConvGradFilter (x, dy) -> dw, with groups,
+// dilations, strides, asymmetric pads and ceil_mode, through cuDNN's legacy
+// convolution API (NCHW f32, cross-correlation).
+//
+// At creation (once per node): the descriptors, then the algorithm for this
+// shape from cuDNN's heuristics, chosen by chooseConvAlgorithm and kept in a
+// process-wide cache (ConvPlan.h says why heuristics and not Find), and the
+// scratch it needs: the algorithm's workspace plus, for asymmetric pads, the
+// padded x (or padded dx). The math type follows the backend's TF32 switch:
+// CUDNN_DEFAULT_MATH (TF32 allowed) or CUDNN_FMA_MATH (strict FP32).
+// A bias is added afterwards by our broadcast Add. A node with an empty
+// operand or result makes no cuDNN call; its results are zero-filled.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/cpu/PlainLoops.h"
+#include "kernels/cuda/ConvPlan.h"
+#include "kernels/cuda/CudaKernel.h"
+#include "kernels/cuda/CudnnDescriptors.h"
+#include "kernels/cuda/ElementwiseDevice.h"
+#include "kernels/cuda/ShapeDevice.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <mutex>
+
+namespace graphc {
+namespace {
+
+using namespace cuda;
+
+/// Selects the backend's device for the calls of a scope (kernels may be
+/// created on a thread whose current device is another GPU).
+class DeviceScope {
+public:
+  explicit DeviceScope(int ordinal) {
+    if (cudaGetDevice(&previous_) != cudaSuccess)
+      previous_ = -1;
+    status_ = cudaSetDevice(ordinal);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0)
+      cudaSetDevice(previous_);
+  }
+  cudaError_t status() const { return status_; }
+
+private:
+  int previous_ = -1;
+  cudaError_t status_ = cudaSuccess;
+};
+
+struct AlgoChoice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+};
+
+/// Chosen algorithms by convCacheKey, for the whole process.
+class AlgoCache {
+public:
+  static AlgoCache &instance() {
+    static AlgoCache cache;
+    return cache;
+  }
+  std::optional<AlgoChoice> find(const std::string &key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = choices_.find(key);
+    return it == choices_.end() ? std::nullopt : std::optional<AlgoChoice>(it->second);
+  }
+  void add(const std::string &key, AlgoChoice c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    choices_[key] = c;
+  }
+
+private:
+  std::mutex mutex_;
+  llvm::StringMap<AlgoChoice> choices_;
+};
+
+bool isTensorOp(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+/// cuDNN's perf answers as candidates (the perf structs of the three
+/// directions have the same fields).
+template <typename Perf> std::vector<AlgoCandidate> candidatesOf(const Perf *perf, int count) {
+  std::vector<AlgoCandidate> out;
+  for (int i = 0; i < count; ++i) {
+    AlgoCandidate c;
+    c.algo = (int)perf[i].algo;
+    c.ok = perf[i].status == CUDNN_STATUS_SUCCESS;
+    c.memory = perf[i].memory;
+    c.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+    c.tensorOps = isTensorOp(perf[i].mathType);
+    out.push_back(c);
+  }
+  return out;
+}
+
+class ConvKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+  llvm::Error init() override {
+    switch (node().op()) {
+    case Op::ConvGradData:
+      dir_ = ConvDirection::BackwardData;
+      break;
+    case Op::ConvGradFilter:
+      dir_ = ConvDirection::BackwardFilter;
+      break;
+    default:
+      dir_ = ConvDirection::Forward;
+      break;
+    }
+    auto g = convGeometry(node());
+    if (!g)
+      return g.takeError();
+    geo_ = *g;
+    empty_ = anyEmpty();
+    if (empty_)
+      return llvm::Error::success();
+    low_ = lowerConv(geo_);
+    const CudnnApi &api = libs().cudnn;
+    if (auto e = xDesc_.create(api, low_.paddedX))
+      return e;
+    if (auto e = wDesc_.create(api, geo_.w))
+      return e;
+    if (auto e = yDesc_.create(api, geo_.y))
+      return e;
+    int64_t pads[2] = {low_.pad[0], low_.pad[1]};
+    if (auto e = conv_.create(api, pads, geo_.strides, geo_.dilations, geo_.group))
+      return e;
+    DeviceScope scope(backend().ordinal());
+    GRAPHC_CUDA_TRY(scope.status());
+    if (auto e = checkOutputShape())
+      return e;
+    if (auto e = chooseAlgorithm())
+      return e;
+    if (low_.explicitPad) {
+      padIn_ = padParams();
+      cropOut_ = cropIndex();
+    }
+    bias_ = node().op() == Op::Conv && node().numOperands() == 3;
+    if (bias_) {
+      auto index = broadcastIndex2(node(), geo_.y, geo_.y, {geo_.w[0], 1, 1});
+      if (!index)
+        return index.takeError();
+      biasIndex_ = *index;
+    }
+    return llvm::Error::success();
+  }
+
+  size_t scratchBytes() const override { return layout(nullptr).bytes(); }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    cudaStream_t s = streamOf(ctx);
+    if (empty_) {
+      for (const TensorView &v : ctx.outputs)
+        if (v.bytes())
+          GRAPHC_CUDA_TRY(cudaMemsetAsync(v.data, 0, v.bytes(), s));
+      return llvm::Error::success();
+    }
+    ScratchLayout scratch = layout(ctx.scratch);
+    void *padded = low_.explicitPad ? scratch.take(paddedBytes()) : nullptr;
+    void *workspace = choice_.workspace ? scratch.take(choice_.workspace) : nullptr;
+    const CudnnApi &api = libs().cudnn;
+    const float one = 1, zero = 0;
+    switch (dir_) {
+    case ConvDirection::Forward: {
+      const void *x = ctx.inputs[0].data;
+      if (padded) {
+        GRAPHC_CUDA_TRY(launchPad(4, padIn_, elements(low_.paddedX), padded, x, s));
+        x = padded;
+      }
+      {
+        std::lock_guard<std::mutex> lock(backend().handleMutex());
+        GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
+        GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionForward(
+                                  backend().cudnn(), &one, xDesc_.get(), x, wDesc_.get(),
+                                  ctx.inputs[1].data, conv_.get(),
+                                  (cudnnConvolutionFwdAlgo_t)choice_.algo, workspace,
+                                  choice_.workspace, &zero, yDesc_.get(), ctx.outputs[0].data));
+      }
+      if (bias_)
+        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, ElemType::F32, ElemParams(), biasIndex_,
+                                     elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data,
+                                     ctx.inputs[2].data, s));
+      return llvm::Error::success();
+    }
+    case ConvDirection::BackwardData: {
+      void *dx = padded ? padded : ctx.outputs[0].data;
+      {
+        std::lock_guard<std::mutex> lock(backend().handleMutex());
+        GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
+        GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardData(
+                                  backend().cudnn(), &one, wDesc_.get(), ctx.inputs[1].data,
+                                  yDesc_.get(), ctx.inputs[0].data, conv_.get(),
+                                  (cudnnConvolutionBwdDataAlgo_t)choice_.algo, workspace,
+                                  choice_.workspace, &zero, xDesc_.get(), dx));
+      }
+      if (padded)
+        GRAPHC_CUDA_TRY(
+            launchStridedCopy(4, cropOut_, elements(geo_.x), ctx.outputs[0].data, padded, s));
+      return llvm::Error::success();
+    }
+    case ConvDirection::BackwardFilter: {
+      const void *x = ctx.inputs[0].data;
+      if (padded) {
+        GRAPHC_CUDA_TRY(launchPad(4, padIn_, elements(low_.paddedX), padded, x, s));
+        x = padded;
+      }
+      std::lock_guard<std::mutex> lock(backend().handleMutex());
+      GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
+      GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardFilter(
+                                backend().cudnn(), &one, xDesc_.get(), x, yDesc_.get(),
+                                ctx.inputs[1].data, conv_.get(),
+                                (cudnnConvolutionBwdFilterAlgo_t)choice_.algo, workspace,
+                                choice_.workspace, &zero, wDesc_.get(), ctx.outputs[0].data));
+      return llvm::Error::success();
+    }
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  static int64_t elements(llvm::ArrayRef<int64_t> dims) { return plain::product(dims, 0, 4); }
+  size_t paddedBytes() const { return (size_t)elements(low_.paddedX) * sizeof(float); }
+
+  /// Scratch: the padded tensor (when padding is explicit), then the workspace.
+  ScratchLayout layout(void *base) const {
+    ScratchLayout l(base);
+    if (empty_)
+      return l;
+    if (low_.explicitPad)
+      l.take(paddedBytes());
+    if (choice_.workspace)
+      l.take(choice_.workspace);
+    return l;
+  }
+
+  /// x zero-padded by the explicit part of the padding.
+  PadParams padParams() const {
+    PadParams p;
+    p.rank = 4;
+    p.mode = PadMode::Constant;
+    Dims strides = plain::contiguousStrides(geo_.x);
+    for (int d = 0; d < 4; ++d) {
+      p.outDims[d] = low_.paddedX[d];
+      p.inDims[d] = geo_.x[d];
+      p.inStrides[d] = strides[d];
+      p.before[d] = d >= 2 ? low_.extraBegin[d - 2] : 0;
+    }
+    return p;
+  }
+
+  /// dx: the interior of the padded gradient.
+  StridedIndex<1> cropIndex() const {
+    plain::LoopNest nest;
+    nest.dims = geo_.x;
+    nest.strides.push_back(plain::contiguousStrides(low_.paddedX));
+    nest.base.push_back(low_.extraBegin[0] * low_.paddedX[3] + low_.extraBegin[1]);
+    nest.collapse();
+    StridedIndex<1> index;
+    index.rank = (int)nest.dims.size();
+    for (size_t d = 0; d < nest.dims.size(); ++d) {
+      index.dims[d] = nest.dims[d];
+      index.strides[0][d] = nest.strides[0][d];
+    }
+    index.base[0] = nest.base[0];
+    return index;
+  }
+
+  /// cuDNN's idea of the output must be the graph's (a lowering check).
+  llvm::Error checkOutputShape() {
+    const CudnnApi &api = libs().cudnn;
+    int n = 0, c = 0, h = 0, w = 0;
+    GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolution2dForwardOutputDim(conv_.get(), xDesc_.get(),
+                                                                    wDesc_.get(), &n, &c, &h, &w));
+    if (n != geo_.y[0] || c != geo_.y[1] || h != geo_.y[2] || w != geo_.y[3])
+      return makeError("cuDNN computes output [" + llvm::Twine(n) + ", " + llvm::Twine(c) + ", " +
+                       llvm::Twine(h) + ", " + llvm::Twine(w) + "], the graph says " +
+                       shapeToString(geo_.y));
+    return llvm::Error::success();
+  }
+
+  llvm::Error chooseAlgorithm() {
+    const CudnnApi &api = libs().cudnn;
+    bool tf32 = backend().allowTF32();
+    std::string key = convCacheKey(geo_, dir_, tf32, backend().ordinal());
+    if (auto cached = AlgoCache::instance().find(key)) {
+      choice_ = *cached;
+      return conv_.setMath(choice_.math);
+    }
+    // Ask under the math type we will allow, so the answers respect it.
+    if (auto e = conv_.setMath(tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH))
+      return e;
+    std::vector<AlgoCandidate> candidates;
+    std::vector<cudnnMathType_t> maths;
+    int count = 0;
+    cudnnHandle_t h = backend().cudnn();
+    switch (dir_) {
+    case ConvDirection::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionForwardAlgorithm_v7(
+                                h, xDesc_.get(), wDesc_.get(), conv_.get(), yDesc_.get(),
+                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+      candidates = candidatesOf(perf, count);
+      for (int i = 0; i < count; ++i)
+        maths.push_back(perf[i].mathType);
+      break;
+    }
+    case ConvDirection::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                                h, wDesc_.get(), yDesc_.get(), conv_.get(), xDesc_.get(),
+                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+      candidates = candidatesOf(perf, count);
+      for (int i = 0; i < count; ++i)
+        maths.push_back(perf[i].mathType);
+      break;
+    }
+    case ConvDirection::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                                h, xDesc_.get(), yDesc_.get(), conv_.get(), wDesc_.get(),
+                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+      candidates = candidatesOf(perf, count);
+      for (int i = 0; i < count; ++i)
+        maths.push_back(perf[i].mathType);
+      break;
+    }
+    }
+    auto chosen = chooseConvAlgorithm(candidates, kConvWorkspaceLimit, tf32);
+    if (!chosen)
+      return makeError("cuDNN offers no algorithm for this convolution within " +
+                       llvm::Twine(kConvWorkspaceLimit >> 20) + " MiB of workspace" +
+                       (tf32 ? "" : " without tensor-core math"));
+    AlgoChoice c;
+    c.algo = candidates[*chosen].algo;
+    // Strict FP32 keeps FMA math whatever the answer said.
+    c.math = tf32 ? maths[*chosen] : CUDNN_FMA_MATH;
+    if (auto e = conv_.setMath(c.math))
+      return e;
+    // The workspace for the final descriptor (the heuristic's figure may be
+    // for another math type).
+    size_t bytes = 0;
+    switch (dir_) {
+    case ConvDirection::Forward:
+      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionForwardWorkspaceSize(
+                                h, xDesc_.get(), wDesc_.get(), conv_.get(), yDesc_.get(),
+                                (cudnnConvolutionFwdAlgo_t)c.algo, &bytes));
+      break;
+    case ConvDirection::BackwardData:
+      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                h, wDesc_.get(), yDesc_.get(), conv_.get(), xDesc_.get(),
+                                (cudnnConvolutionBwdDataAlgo_t)c.algo, &bytes));
+      break;
+    case ConvDirection::BackwardFilter:
+      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                                h, xDesc_.get(), yDesc_.get(), conv_.get(), wDesc_.get(),
+                                (cudnnConvolutionBwdFilterAlgo_t)c.algo, &bytes));
+      break;
+    }
+    c.workspace = std::max(bytes, candidates[*chosen].memory);
+    choice_ = c;
+    AlgoCache::instance().add(key, c);
+    return llvm::Error::success();
+  }
+
+  ConvDirection dir_ = ConvDirection::Forward;
+  ConvGeometry geo_;
+  ConvLowering low_;
+  bool empty_ = false, bias_ = false;
+  CudnnTensor xDesc_, yDesc_;
+  CudnnFilter wDesc_;
+  CudnnConvolution conv_;
+  AlgoChoice choice_;
+  PadParams padIn_;
+  StridedIndex<1> cropOut_;
+  StridedIndex<2> biasIndex_;
+};
+
+} // namespace
+
+void registerCudaConvKernels(KernelRegistry &r) {
+  for (Op op : {Op::Conv, Op::ConvGradData, Op::ConvGradFilter})
+    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<ConvKernel>());
+}
+
+} // namespace graphc

@@ -1,0 +1,67 @@
+//===- CudnnDescriptors.h - Owning wrappers of cuDNN descriptors -*- C++ -*-===//
+//
+// Tensor, filter and convolution descriptors that destroy themselves, made
+// through the dlopen'ed table. NCHW f32 only (what the kernels use); every
+// size must fit cuDNN's int, which create() checks.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/cuda/CudaCheck.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+namespace graphc {
+
+/// Whether every value fits a (positive) int and so does their product.
+bool fitsCudnnInt(llvm::ArrayRef<int64_t> dims);
+
+class CudnnTensor {
+public:
+  CudnnTensor() = default;
+  CudnnTensor(const CudnnTensor &) = delete;
+  CudnnTensor &operator=(const CudnnTensor &) = delete;
+  ~CudnnTensor();
+  /// A packed NCHW f32 tensor of dims [n, c, h, w].
+  llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> nchw);
+  cudnnTensorDescriptor_t get() const { return desc_; }
+
+private:
+  const CudnnApi *api_ = nullptr;
+  cudnnTensorDescriptor_t desc_ = nullptr;
+};
+
+class CudnnFilter {
+public:
+  CudnnFilter() = default;
+  CudnnFilter(const CudnnFilter &) = delete;
+  CudnnFilter &operator=(const CudnnFilter &) = delete;
+  ~CudnnFilter();
+  /// A KCRS (OIHW) f32 filter.
+  llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> oihw);
+  cudnnFilterDescriptor_t get() const { return desc_; }
+
+private:
+  const CudnnApi *api_ = nullptr;
+  cudnnFilterDescriptor_t desc_ = nullptr;
+};
+
+class CudnnConvolution {
+public:
+  CudnnConvolution() = default;
+  CudnnConvolution(const CudnnConvolution &) = delete;
+  CudnnConvolution &operator=(const CudnnConvolution &) = delete;
+  ~CudnnConvolution();
+  /// Cross-correlation with f32 compute; pads are symmetric (per axis).
+  llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> pads,
+                     llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> dilations,
+                     int64_t groups);
+  llvm::Error setMath(cudnnMathType_t math);
+  cudnnConvolutionDescriptor_t get() const { return desc_; }
+
+private:
+  const CudnnApi *api_ = nullptr;
+  cudnnConvolutionDescriptor_t desc_ = nullptr;
+};
+
+} // namespace graphc

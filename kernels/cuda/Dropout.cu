@@ -1,0 +1,55 @@
+//===- Dropout.cu - DropoutTrain with the CPU's mask streams --------------===//
+
+#include "kernels/cuda/Dispatch.cuh"
+#include "kernels/cuda/DropoutDevice.h"
+
+namespace graphc {
+namespace cuda {
+namespace {
+
+/// Draws one thread makes per round; each decides two elements.
+constexpr int kDraws = 256;
+
+template <typename T>
+__global__ void dropoutKernel(DropoutParams p, int64_t n, const T *x, T *y, T *mask) {
+  __shared__ uint64_t draws[kDraws];
+  int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
+  for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
+    int64_t begin = b * kMaskBlock;
+    int64_t len = n - begin < kMaskBlock ? n - begin : kMaskBlock;
+    Xoshiro stream = maskStream(p, b); // only thread 0 draws from it
+    for (int64_t base = 0; base < len; base += 2 * kDraws) {
+      int64_t elems = len - base < 2 * kDraws ? len - base : 2 * kDraws;
+      if (threadIdx.x == 0)
+        for (int64_t k = 0; k < (elems + 1) / 2; ++k)
+          draws[k] = stream.next();
+      __syncthreads();
+      for (int64_t e = threadIdx.x; e < elems; e += blockDim.x) {
+        int64_t i = begin + base + e;
+        float m = maskValue(p, draws[e / 2], (int)(e & 1));
+        y[i] = fromFloat<T>(toFloat(x[i]) * m);
+        mask[i] = fromFloat<T>(m);
+      }
+      __syncthreads(); // draws[] is refilled next round
+    }
+  }
+}
+
+} // namespace
+
+cudaError_t launchDropoutTrain(int dtype, const DropoutParams &p, int64_t n, const void *x, void *y,
+                               void *mask, cudaStream_t stream) {
+  int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
+  if (blocks <= 0)
+    return cudaSuccess;
+  unsigned grid = (unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+  return visitFloatType((ElemType)dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dropoutKernel<T><<<grid, kThreads, 0, stream>>>(p, n, static_cast<const T *>(x),
+                                                    static_cast<T *>(y), static_cast<T *>(mask));
+    return launched();
+  });
+}
+
+} // namespace cuda
+} // namespace graphc

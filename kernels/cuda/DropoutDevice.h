@@ -1,0 +1,85 @@
+//===- DropoutDevice.h - Dropout masks, bit for bit the CPU's ----*- C++ -*-===//
+//
+// DropoutTrain draws its mask on the device with the CPU kernel's streams
+// (kernels/cpu/Dropout.cpp), so a mask is the same bits on either device:
+// the tensor is cut into blocks of 4096 elements; block b draws from
+// xoshiro256** seeded as RandomStream(seed, splitmix64(stepKey + b)), and
+// each 64-bit draw decides two elements by its low and high 32-bit halves
+// (dropped when below ratio * 2^32). The masks are computed on the device
+// rather than on the host and copied: no host work or transfer per step, and
+// a step stays one asynchronous launch.
+//
+// A block's draws are sequential, so one thread of a CUDA block draws 256 at
+// a time into shared memory and all threads apply them; blocks of the mask
+// run in parallel.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/cuda/DeviceCommon.h"
+
+#include <cuda_runtime_api.h>
+
+namespace graphc {
+namespace cuda {
+
+/// Elements per independently seeded block of the mask (the CPU's).
+inline constexpr int64_t kMaskBlock = 4096;
+
+/// splitmix64 of a value (ir/Random.h's splitmix64 on a copy).
+GRAPHC_HD uint64_t mix64(uint64_t x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// ir/Random.h's RandomStream (xoshiro256**), callable on the device.
+struct Xoshiro {
+  uint64_t s[4];
+
+  GRAPHC_HD Xoshiro(uint64_t seed, uint64_t key) {
+    uint64_t x = seed ^ (key * 0xd1342543de82ef95ull);
+    for (uint64_t &w : s) {
+      w = mix64(x);
+      x += 0x9e3779b97f4a7c15ull;
+    }
+  }
+  GRAPHC_HD static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  GRAPHC_HD uint64_t next() {
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+  }
+};
+
+struct DropoutParams {
+  uint64_t seed = 0;      ///< the run's seed
+  uint64_t stepKey = 0;   ///< the node's key mixed with the step
+  uint64_t threshold = 0; ///< ratio * 2^32
+  float scale = 2;        ///< 1 / (1 - ratio), or 0
+};
+
+/// The stream of mask block b.
+GRAPHC_HD Xoshiro maskStream(const DropoutParams &p, int64_t b) {
+  return Xoshiro(p.seed, mix64(p.stepKey + (uint64_t)b));
+}
+
+/// The mask value element `half` (0: low, 1: high bits) of a draw decides.
+GRAPHC_HD float maskValue(const DropoutParams &p, uint64_t draw, int half) {
+  uint64_t bits = half ? draw >> 32 : draw & 0xffffffffull;
+  return bits < p.threshold ? 0.0f : p.scale;
+}
+
+/// y = x * mask and the mask itself, n elements of dtype t (f32, f16, bf16;
+/// numbered as ElemType).
+cudaError_t launchDropoutTrain(int dtype, const DropoutParams &p, int64_t n, const void *x, void *y,
+                               void *mask, cudaStream_t stream);
+
+} // namespace cuda
+} // namespace graphc

@@ -1,0 +1,124 @@
+//===- Pool.cpp - Max and average pooling on CUDA (our kernels) -----------===//
+//
+// The CUDA twins of MaxPool, AveragePool, MaxPoolGrad and AveragePoolGrad
+// in kernels/cpu/Pool.cpp (GlobalAveragePool is a mean in Reduce.cpp). Not
+// cuDNN: its pooling descriptor has symmetric padding and floor-mode output
+// sizes only, and its include-padding average divides by the full window,
+// so asymmetric pads, ceil_mode and PyTorch's divisor would each need a
+// correction pass; one direct kernel per direction covers all of them (the
+// semantics are in PoolDevice.h). Pooling is memory-bound, and the gradients
+// gather instead of scattering, so they are deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/cuda/CudaKernel.h"
+#include "kernels/cuda/KernelPlans.h"
+
+namespace graphc {
+namespace cuda {
+
+llvm::Expected<PoolParams> poolParams(const Node &n) {
+  Dims x, y;
+  switch (n.op()) {
+  case Op::MaxPoolGrad:
+    x = n.operand(0)->type().shape;
+    y = n.operand(1)->type().shape;
+    break;
+  case Op::AveragePoolGrad:
+    x = n.result()->type().shape;
+    y = n.operand(0)->type().shape;
+    break;
+  default:
+    x = n.operand(0)->type().shape;
+    y = n.result()->type().shape;
+    break;
+  }
+  if (x.size() != 4 || y.size() != 4 || x[0] != y[0] || x[1] != y[1])
+    return nodeError(n, "input " + shapeToString(x) + " and output " + shapeToString(y) +
+                            " do not fit a 2-d pooling");
+  const Attrs &a = n.attrs();
+  Ints kernel = a.getInts("kernel_shape"), strides = a.getInts("strides", Ints(2, 1));
+  Ints pads = a.getInts("pads", Ints(4, 0)), dilations = a.getInts("dilations", Ints(2, 1));
+  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+    return nodeError(n, "kernel_shape, strides, pads or dilations do not match a 2-d window");
+  PoolParams p;
+  p.max = n.op() == Op::MaxPool || n.op() == Op::MaxPoolGrad;
+  p.includePad = !p.max && a.getInt("count_include_pad") != 0;
+  for (int i = 0; i < 2; ++i) {
+    if (kernel[i] <= 0 || strides[i] <= 0 || dilations[i] <= 0 || pads[i] < 0 || pads[i + 2] < 0)
+      return nodeError(n, "window sizes, strides and dilations must be positive, pads "
+                          "non-negative");
+    if (!p.max && dilations[i] != 1)
+      return nodeError(n, "dilated average pooling is not supported");
+    int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t floorOut = (x[2 + i] + pads[i] + pads[i + 2] - extent) / strides[i] + 1;
+    if (y[2 + i] != floorOut && y[2 + i] != floorOut + 1)
+      return nodeError(n, "output " + shapeToString(y) + " does not match input " +
+                              shapeToString(x) + " under this window");
+  }
+  p.planes = x[0] * x[1];
+  p.h = x[2];
+  p.w = x[3];
+  p.oh = y[2];
+  p.ow = y[3];
+  p.kh = kernel[0];
+  p.kw = kernel[1];
+  p.sh = strides[0];
+  p.sw = strides[1];
+  p.dh = dilations[0];
+  p.dw = dilations[1];
+  p.padTop = pads[0];
+  p.padLeft = pads[1];
+  p.padBottom = pads[2];
+  p.padRight = pads[3];
+  return p;
+}
+
+} // namespace cuda
+
+namespace {
+
+using namespace cuda;
+
+class PoolKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+  llvm::Error init() override {
+    auto p = poolParams(node());
+    if (!p)
+      return p.takeError();
+    p_ = *p;
+    return llvm::Error::success();
+  }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    float *out = ctx.outputs[0].as<float>();
+    auto in = [&](unsigned i) { return ctx.inputs[i].as<const float>(); };
+    switch (node().op()) {
+    case Op::MaxPoolGrad:
+      GRAPHC_CUDA_TRY(launchPoolBackward(p_, in(0), in(1), out, streamOf(ctx)));
+      break;
+    case Op::AveragePoolGrad:
+      GRAPHC_CUDA_TRY(launchPoolBackward(p_, nullptr, in(0), out, streamOf(ctx)));
+      break;
+    default:
+      GRAPHC_CUDA_TRY(launchPoolForward(p_, in(0), out, streamOf(ctx)));
+      break;
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  PoolParams p_;
+};
+
+} // namespace
+
+void registerCudaPoolKernels(KernelRegistry &r) {
+  for (Op op : {Op::MaxPool, Op::AveragePool, Op::MaxPoolGrad, Op::AveragePoolGrad})
+    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<PoolKernel>());
+}
+
+} // namespace graphc
