@@ -266,6 +266,8 @@ llvm::Expected<bool> aggregateGradients(Module &m, const CompileOptions &opts) {
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("aggregate-gradients: the module has no graph 'main'");
+  if (opts.towers == 0 && !m.meta().has("tower_batches"))
+    return false; // no towers asked for, none made
   auto sizes = towerBatches(m, "aggregate-gradients");
   if (!sizes)
     return sizes.takeError();

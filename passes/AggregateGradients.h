@@ -31,6 +31,8 @@
 //     the same placement. No variable, slot or update lands on a device the
 //     mode did not ask for.
 //
+// Without towers and with --towers 0 the pass changes nothing.
+//
 // Errors: an unknown mode; `gpu:K` with K outside the towers' GPUs (the
 // message lists the devices); a module without towers; an update that does
 // not read a tower sum. Placement (assigned devices) and Transfer nodes are

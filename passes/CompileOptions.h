@@ -37,7 +37,7 @@ struct CompileOptions {
   double dropoutSeedSalt = 0;
 
   // replicate-towers, split-batch, aggregate-gradients, place-devices
-  int towers = 1;
+  int towers = 1; ///< GPU towers gpu:0..N-1; 0: none (the single-device graph)
   std::string bnMode = "local";        ///< local | sync | frozen
   std::string remainder = "uneven";    ///< error | drop | uneven
   std::vector<double> splitWeights;    ///< per-device batch weights (--split 4,4,2)

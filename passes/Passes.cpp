@@ -15,7 +15,8 @@ namespace graphc {
 
 const char *const kDefaultInferencePipeline = "bind-batch,verify";
 const char *const kDefaultTrainingPipeline =
-    "bind-batch,training-mode,add-loss,autodiff,add-optimizer,dce,verify";
+    "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,split-batch,"
+    "concat-outputs,aggregate-gradients,dce,verify";
 
 static void addFunctionPass(PassRegistry &r, llvm::StringRef name, llvm::StringRef summary,
                             FunctionPass::Fn fn) {

@@ -340,6 +340,8 @@ Value *zeros(Builder &b, const TensorType &t, llvm::StringRef name) {
 } // namespace
 
 llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts) {
+  if (opts.towers == 0)
+    return false; // no towers asked for: the single-device graph stays as it is
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("replicate-towers: the module has no graph 'main'");

@@ -50,6 +50,10 @@
 //     tower (concat-outputs joins them). Module meta: "towers" = N,
 //     "tower_batches" = [B_0, ...], "batch" = the global batch.
 //
+// --towers 0 asks for no towers: the pass (and split-batch, concat-outputs and
+// aggregate-gradients after it) leaves the single-device graph alone; one
+// tower (--towers 1) is a tower like any other, on gpu:0.
+//
 // Errors: an unbound batch; a module that already has towers; the remainder
 // policy's errors (planBatchSplit); a node whose batch cannot be split (a
 // Reshape that folds the batch into another dimension, a forward node that

@@ -87,7 +87,7 @@ TEST(ModelPipeline, InceptionAuxiliaryLossWeight) {
   auto m = models::buildModel("inception_v3", {.auxLogits = true});
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
   ASSERT_FALSE(bool(passtest::runPipeline(**m, "default", *passtest::parseOptions("batch=2"))));
-  Node *aux = (*m)->main().findNode("loss/aux_cross_entropy");
+  Node *aux = (*m)->main().findNode("tower_0/loss/aux_cross_entropy");
   ASSERT_TRUE(aux);
   EXPECT_DOUBLE_EQ(aux->attrs().getFloat("scale"), 0.4 / 2);
   EXPECT_EQ((*m)->main().outputs()[0]->name(), "loss/total");

@@ -78,12 +78,13 @@ struct Trainer {
 
 TEST(TrainingStep, DefaultPipelineIsTheContract) {
   EXPECT_STREQ(kDefaultTrainingPipeline,
-               "bind-batch,training-mode,add-loss,autodiff,add-optimizer,dce,verify");
+               "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,"
+               "split-batch,concat-outputs,aggregate-gradients,dce,verify");
 }
 
 TEST(TrainingStep, MovingAveragesFollowTheBatchStatistics) {
   Trainer t;
-  ASSERT_NO_FATAL_FAILURE(t.compile("batch=4 optimizer=sgd", {"conv1/conv"}));
+  ASSERT_NO_FATAL_FAILURE(t.compile("batch=4 optimizer=sgd", {"tower_0/conv1/conv"}));
   Tensor mean0 = t.snapshot("conv1.bn.running_mean"), var0 = t.snapshot("conv1.bn.running_var");
   auto out = t.run();
   ASSERT_GE(out.size(), 3u);

@@ -3,6 +3,7 @@
 #include "TowerTestUtil.h"
 
 #include "ir/Builder.h"
+#include "ir/Equivalence.h"
 #include "passes/TowerReplication.h"
 
 using namespace graphc;
@@ -94,6 +95,15 @@ TEST(Replicate, TowersAreNamedPlacedAndShareTheVariables) {
       order.push_back(stripTowerPrefix(n->name()).str());
   for (size_t i = 0; i + 2 < order.size(); i += 3)
     EXPECT_TRUE(order[i] == order[i + 1] && order[i] == order[i + 2]) << order[i];
+}
+
+TEST(Replicate, ZeroTowersLeaveTheSingleDeviceGraphAlone) {
+  auto single = smallMlp(), none = smallMlp();
+  ASSERT_TRUE(single && none);
+  ASSERT_FALSE(bool(runPipeline(*single, kSingleDevicePipeline, towersOf(1, 4))));
+  ASSERT_FALSE(bool(runPipeline(*none, kTowerPipeline, towersOf(0, 4))));
+  std::string why;
+  EXPECT_TRUE(structurallyEqual(*single, *none, &why)) << why;
 }
 
 TEST(Replicate, DropShrinksTheBatchAndTheLossScaleFollows) {
