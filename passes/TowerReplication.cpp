@@ -337,6 +337,65 @@ Value *zeros(Builder &b, const TensorType &t, llvm::StringRef name) {
   return b.constant(Tensor(t), name);
 }
 
+/// An update to rebuild once the originals are gone: it will read the sum of
+/// `parts`, one value per tower.
+struct PendingUpdate {
+  Op op;
+  std::string name, sumName;
+  Attrs attrs, sumAttrs;
+  llvm::SmallVector<Value *, 8> parts;
+  llvm::SmallVector<Value *, 2> rest; ///< operands after the first
+};
+
+/// Each update's operand 0 as one value per tower: the tower's gradient, or
+/// its moving-average value weighted by B_t/B; zeros from an empty tower.
+llvm::Expected<std::vector<PendingUpdate>> towerParts(Graph &g, const Classified &c,
+                                                      std::vector<TowerCopier> &towers,
+                                                      const BatchSplit &split) {
+  std::vector<PendingUpdate> pending;
+  for (Node *u : c.updates) {
+    PendingUpdate p{u->op(), u->name(), "", u->attrs(), {}, {}, {}};
+    Value *v = u->operand(0);
+    Node *producer = v->producer();
+    if (!c.erased.count(producer) || producer->op() == Op::Input)
+      return nodeError(*u, "replicate-towers: the update reads '" + v->name() +
+                               "', which no tower computes; an update must read a gradient or "
+                               "a statistic of the batch");
+    bool state = u->op() == Op::Assign;
+    if (!state && producer->attrs().has("grad_of")) {
+      p.sumName = producer->name();
+      p.sumAttrs.set("grad_of", producer->attrs().getString("grad_of"));
+    } else {
+      p.sumName = u->name() + "/sum";
+    }
+    std::string partLeaf = state ? u->name() + "/weighted" : producer->name();
+    auto tower = towers.begin();
+    for (unsigned t = 0; t < split.sizes.size(); ++t) {
+      std::string prefix = towerPrefix((int)t);
+      if (split.sizes[t] == 0) {
+        Builder b(g);
+        b.setTower((int)t);
+        b.setRequestedDevice(towerDevice((int)t));
+        p.parts.push_back(zeros(b, v->type(), prefix + partLeaf));
+        continue;
+      }
+      Value *part = tower->lookup(v);
+      double weight = (double)split.sizes[t] / (double)split.global;
+      if (state && weight != 1.0) {
+        Builder &b = tower->builder(towerDevice((int)t));
+        Value *w = scalarOf(b, weight, v->type().dtype, prefix + u->name() + "/weight");
+        part = b.create(Op::Mul, {part, w}, {}, prefix + partLeaf);
+      }
+      p.parts.push_back(part);
+      ++tower;
+    }
+    for (unsigned i = 1; i < u->numOperands(); ++i)
+      p.rest.push_back(towers.front().lookup(u->operand(i)));
+    pending.push_back(std::move(p));
+  }
+  return pending;
+}
+
 } // namespace
 
 llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts) {
@@ -375,55 +434,9 @@ llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts) {
   if (auto e = fixBatchNorms(c, towers, opts))
     return e;
 
-  // Each update's operand 0, one value per tower (zeros from an empty tower).
-  struct PendingUpdate {
-    Op op;
-    std::string name, sumName;
-    Attrs attrs, sumAttrs;
-    llvm::SmallVector<Value *, 8> parts;
-    llvm::SmallVector<Value *, 2> rest; ///< operands after the first
-  };
-  std::vector<PendingUpdate> pending;
-  const TowerCopier &first = towers.front();
-  for (Node *u : c.updates) {
-    PendingUpdate p;
-    p.op = u->op();
-    p.name = u->name();
-    p.attrs = u->attrs();
-    Value *v = u->operand(0);
-    Node *producer = v->producer();
-    bool state = u->op() == Op::Assign;
-    if (!state && producer->attrs().has("grad_of")) {
-      p.sumName = producer->name();
-      p.sumAttrs.set("grad_of", producer->attrs().getString("grad_of"));
-    } else {
-      p.sumName = u->name() + "/sum";
-    }
-    std::string partLeaf = state ? u->name() + "/weighted" : producer->name();
-    auto tower = towers.begin();
-    for (unsigned t = 0; t < split->sizes.size(); ++t) {
-      if (split->sizes[t] == 0) {
-        Builder b(*g);
-        b.setTower((int)t);
-        b.setRequestedDevice(towerDevice((int)t));
-        p.parts.push_back(zeros(b, v->type(), towerPrefix((int)t) + partLeaf));
-        continue;
-      }
-      Value *part = tower->lookup(v);
-      double weight = (double)split->sizes[t] / (double)split->global;
-      if (state && weight != 1.0) {
-        Builder &b = tower->builder(towerDevice((int)t));
-        Value *w =
-            scalarOf(b, weight, v->type().dtype, towerPrefix((int)t) + u->name() + "/weight");
-        part = b.create(Op::Mul, {part, w}, {}, towerPrefix((int)t) + partLeaf);
-      }
-      p.parts.push_back(part);
-      ++tower;
-    }
-    for (unsigned i = 1; i < u->numOperands(); ++i)
-      p.rest.push_back(first.lookup(u->operand(i)));
-    pending.push_back(std::move(p));
-  }
+  auto pending = towerParts(*g, c, towers, *split);
+  if (!pending)
+    return pending.takeError();
 
   llvm::SmallVector<Value *, 8> outputs;
   for (const TowerCopier &t : towers)
@@ -433,7 +446,7 @@ llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts) {
   g->eraseIf([&](const Node &n) { return c.erased.count(&n) != 0; });
 
   Builder b(*g);
-  for (PendingUpdate &p : pending) {
+  for (PendingUpdate &p : *pending) {
     Value *sum = b.create(Op::AddN, p.parts, std::move(p.sumAttrs), p.sumName);
     llvm::SmallVector<Value *, 3> operands{sum};
     operands.append(p.rest.begin(), p.rest.end());
