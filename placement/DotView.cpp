@@ -152,11 +152,7 @@ void writeDot(const Module &m, llvm::raw_ostream &os) {
      << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=9, "
         "penwidth=0.6];\n"
      << "  edge [color=\"#8a8a8a\", arrowsize=0.6];\n";
-  std::vector<std::string> devices;
-  for (const Graph *g : m.graphs())
-    for (const std::string &d : devicesOf(*g))
-      if (!llvm::is_contained(devices, d))
-        devices.push_back(d);
+  std::vector<std::string> devices = devicesOf(m);
   DotWriter w(os);
   w.legend(devices);
   std::vector<Graph *> graphs = m.graphs();

@@ -113,11 +113,7 @@ std::string htmlEscape(llvm::StringRef s) {
 } // namespace
 
 std::string htmlViewData(const Module &m) {
-  std::vector<std::string> devices;
-  for (const Graph *g : m.graphs())
-    for (const std::string &d : devicesOf(*g))
-      if (!llvm::is_contained(devices, d))
-        devices.push_back(d);
+  std::vector<std::string> devices = devicesOf(m);
   llvm::StringMap<unsigned> deviceIndex;
   llvm::json::Array deviceList, graphs;
   for (const std::string &d : devices) {

@@ -213,11 +213,12 @@ std::string deviceColor(llvm::StringRef device) {
   return kind == "gpu" ? hslColor(hue, 0.70, 0.74) : hslColor(hue, 0.30, 0.78);
 }
 
-std::vector<std::string> devicesOf(const Graph &g) {
+std::vector<std::string> devicesOf(const Module &m) {
   std::vector<std::string> ds;
-  for (const Node *n : g.nodes())
-    if (!n->assignedDevice().empty() && !llvm::is_contained(ds, n->assignedDevice()))
-      ds.push_back(n->assignedDevice());
+  for (const Graph *g : m.graphs())
+    for (const Node *n : g->nodes())
+      if (!n->assignedDevice().empty() && !llvm::is_contained(ds, n->assignedDevice()))
+        ds.push_back(n->assignedDevice());
   auto key = [](llvm::StringRef d) {
     auto [kind, number] = d.split(':');
     unsigned k = 0;

@@ -62,7 +62,7 @@ std::string deviceColor(llvm::StringRef device);
 /// The colour of edges that cross devices.
 inline constexpr const char *kCrossingEdgeColor = "#d62f1f";
 
-/// Devices assigned in a graph, host first, then by kind and number.
-std::vector<std::string> devicesOf(const Graph &g);
+/// Devices assigned in a module, host first, then by kind and number.
+std::vector<std::string> devicesOf(const Module &m);
 
 } // namespace graphc

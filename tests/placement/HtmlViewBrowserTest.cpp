@@ -34,6 +34,15 @@ using namespace graphc::testing;
 
 namespace {
 
+std::string outputDir();
+
+/// Files of the running test: tests run in parallel under ctest, so each
+/// gets its own page, outputs and Chromium profile.
+std::string testFile(llvm::StringRef suffix) {
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return outputDir() + "/" + name + suffix.str();
+}
+
 std::string outputDir() {
   llvm::SmallString<256> dir(GRAPHC_BINARY_DIR);
   llvm::sys::path::append(dir, "test-output", "placement");
@@ -51,7 +60,7 @@ std::optional<std::string> findChromium() {
 /// Runs Chromium headless on `url` with `extra` flags; stdout to `out`.
 int runChromium(const std::string &chromium, llvm::ArrayRef<std::string> extra,
                 const std::string &url, const std::string &out, const std::string &log) {
-  std::string profile = outputDir() + "/chromium-profile";
+  std::string profile = testFile(".profile");
   std::vector<std::string> args{
       chromium,         "--headless",           "--no-sandbox",      "--disable-gpu",
       "--no-first-run", "--disable-extensions", "--hide-scrollbars", "--user-data-dir=" + profile};
@@ -119,7 +128,7 @@ protected:
     Cluster cluster = Cluster::defaultCluster(4);
     ASSERT_EQ(errorText(Placer(cluster, anyKernelAnywhere).run(*module_)), "");
     ASSERT_TRUE(bool(insertTransfers(*module_, {})));
-    page_ = outputDir() + "/towers.html";
+    page_ = testFile(".html");
     std::error_code ec;
     llvm::raw_fd_ostream os(page_, ec);
     ASSERT_FALSE(ec) << ec.message();
@@ -133,11 +142,10 @@ protected:
 } // namespace
 
 TEST_F(HtmlViewInBrowser, ScreenshotShowsTheCollapsedTowersInTheirColours) {
-  std::string png = outputDir() + "/towers.png";
+  std::string png = testFile(".png");
   llvm::sys::fs::remove(png);
   ASSERT_EQ(runChromium(chromium_, {"--window-size=1280,800", "--screenshot=" + png},
-                        "file://" + page_, outputDir() + "/screenshot.out",
-                        outputDir() + "/screenshot.log"),
+                        "file://" + page_, testFile(".out"), testFile(".log")),
             0);
   ASSERT_TRUE(llvm::sys::fs::exists(png)) << png;
   Rgb image = readPng(png);
@@ -153,9 +161,8 @@ TEST_F(HtmlViewInBrowser, ScreenshotShowsTheCollapsedTowersInTheirColours) {
 }
 
 TEST_F(HtmlViewInBrowser, DomShowsCollapsedTowerBoxes) {
-  std::string dom = outputDir() + "/towers.dom.html";
-  ASSERT_EQ(
-      runChromium(chromium_, {"--dump-dom"}, "file://" + page_, dom, outputDir() + "/dom.log"), 0);
+  std::string dom = testFile(".dom.html");
+  ASSERT_EQ(runChromium(chromium_, {"--dump-dom"}, "file://" + page_, dom, testFile(".log")), 0);
   std::string text = readFile(dom);
   EXPECT_NE(text.find("data-ready=\"1\""), std::string::npos) << "the script did not finish";
   size_t boxes = 0;
@@ -171,10 +178,10 @@ TEST_F(HtmlViewInBrowser, DomShowsCollapsedTowerBoxes) {
 }
 
 TEST_F(HtmlViewInBrowser, HashOpensATowerAndSelectsANode) {
-  std::string dom = outputDir() + "/towers-expanded.dom.html";
+  std::string dom = testFile(".dom.html");
   ASSERT_EQ(runChromium(chromium_, {"--dump-dom"},
                         "file://" + page_ + "#expand=tower%201&select=tower_1/dense/Relu", dom,
-                        outputDir() + "/dom-expanded.log"),
+                        testFile(".log")),
             0);
   std::string text = readFile(dom);
   EXPECT_NE(text.find("class=\"cluster expanded tower\" data-key=\"c"), std::string::npos);
@@ -194,7 +201,7 @@ TEST_F(HtmlViewInBrowser, HashOpensATowerAndSelectsANode) {
 /// lets a file:// page reach into a file:// iframe.
 const char *const kHarness = R"(<!DOCTYPE html>
 <html><body><pre id="log"></pre>
-<iframe id="f" src="towers.html" width="1200" height="800"></iframe>
+<iframe id="f" src="ControlsWorkWhenDriven.html" width="1200" height="800"></iframe>
 <script>
 const log = [];
 const ok = (cond, what) => log.push((cond ? 'PASS ' : 'FAIL ') + what);
@@ -244,16 +251,16 @@ document.getElementById('f').addEventListener('load', () => {
 )";
 
 TEST_F(HtmlViewInBrowser, ControlsWorkWhenDriven) {
-  std::string harness = outputDir() + "/harness.html";
+  std::string harness = testFile(".harness.html");
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(harness, ec);
     ASSERT_FALSE(ec) << ec.message();
     os << kHarness;
   }
-  std::string dom = outputDir() + "/harness.dom.html";
+  std::string dom = testFile(".dom.html");
   ASSERT_EQ(runChromium(chromium_, {"--dump-dom", "--allow-file-access-from-files"},
-                        "file://" + harness, dom, outputDir() + "/harness.log"),
+                        "file://" + harness, dom, testFile(".log")),
             0);
   std::string text = readFile(dom);
   size_t from = text.find("<pre id=\"log\">"), to = text.find("</pre>");
