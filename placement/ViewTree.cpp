@@ -142,7 +142,7 @@ ViewTree ViewTree::build(const Graph &g) {
         first = 1;
     }
     for (size_t i = first; i < parts.size(); ++i)
-      at = at->kid(parts[i].str(), parts[i].str(), false, n->tower());
+      at = at->kid(parts[i].str(), parts[i].str(), false, tower);
     at->nodes.push_back(n);
     placed.push_back({at, n});
   }
