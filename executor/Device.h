@@ -25,6 +25,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -47,6 +48,9 @@ struct LaunchTiming {
   unsigned node;
   EventKind kind;
   double startUs, durationUs;
+  /// The trace track: an index into Device::traceStreams(); -1: by kind
+  /// (copies on the copy track, everything else on compute).
+  int stream = -1;
 };
 
 class Device {
@@ -64,6 +68,13 @@ public:
   /// Blocking copies between host memory and this device's memory.
   virtual llvm::Error copyIn(void *dst, const void *host, size_t bytes) = 0;
   virtual llvm::Error copyOut(void *host, const void *src, size_t bytes) = 0;
+  /// Starts copying host bytes to `dst`, which no running step uses, and
+  /// returns the event that marks the copy's end; `host` may be reused when
+  /// the call returns (CUDA: staged through page-locked memory on a copy
+  /// stream of its own). Executor::prefetch uses it from a helper thread.
+  /// Default: a blocking copyIn and a completed event.
+  virtual llvm::Expected<std::shared_ptr<DeviceEvent>> copyInAsync(void *dst, const void *host,
+                                                                   size_t bytes);
 
   /// What kernels created for this device are told.
   virtual KernelEnv kernelEnv() = 0;
@@ -80,6 +91,9 @@ public:
   virtual llvm::Error wait(const DeviceEvent &e) = 0;
   virtual llvm::Error synchronize() = 0;
 
+  /// Trace track names, one per stream that carries timed work; the first
+  /// is compute, the second where feeds are copied.
+  virtual std::vector<std::string> traceStreams() const { return {"compute", "copy"}; }
   /// Profiling: when on, launches are timed; takeTimings() after synchronize()
   /// returns them (and forgets them). `node` is the executor's node index.
   virtual void setProfiling(bool on, TraceRecorder *clock) = 0;
@@ -91,8 +105,11 @@ struct DeviceRequest {
   std::string name;  ///< "cpu:1", "gpu:3"
   int threads = 1;   ///< CPU: the device's share of cores
   CoreBudget *cores = nullptr;
-  /// GPU: the physical GPU that hosts this (logical) device.
+  /// GPU: the physical GPU that hosts this (logical) device; -1: K of "gpu:K".
   int physicalOrdinal = -1;
+  /// GPU: how long synchronize() and host waits on events wait before they
+  /// give up with an error naming what is still running.
+  std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
 };
 
 /// Creates the device a request names. GPUs need the CUDA backend (built in

@@ -5,6 +5,7 @@
 #include "executor/Device.h"
 #include "executor/MemoryPlan.h"
 #include "executor/Schedule.h"
+#include "executor/cuda/StepCapture.h"
 #include "ir/Diagnostics.h"
 #include "ir/Initializers.h"
 
@@ -15,6 +16,8 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -79,6 +82,7 @@ struct DeviceState {
   DeviceVariables variables;
   llvm::DenseMap<const Node *, void *> constants; ///< device copies of Constant values
   unsigned computeTrack = 0, copyTrack = 0;
+  std::vector<unsigned> tracks; ///< by Device::traceStreams()
   std::mutex mutex;
   std::condition_variable cv;
   std::thread worker;
@@ -120,6 +124,23 @@ struct Executor::Impl {
   std::condition_variable doneCv;
   unsigned devicesDone = 0;
   bool shuttingDown = false;
+  uint64_t stepsRun = 0;
+
+  // ExecutorOptions::cudaGraphs.
+  std::unique_ptr<StepCapture> capture;
+  std::string graphNote;
+
+  // prefetch(): per Input node, two device buffers the helper thread fills
+  // while steps run; run({}) moves one into the input's step buffer.
+  struct Prefetched {
+    unsigned slot = 0;
+    std::vector<unsigned> feeds; ///< Input NodeExec indices
+    std::shared_ptr<std::vector<std::shared_ptr<DeviceEvent>>> events;
+    std::future<std::string> done; ///< "" or the helper's error
+  };
+  std::deque<Prefetched> prefetched;
+  unsigned prefetchCount = 0;
+  llvm::DenseMap<unsigned, std::array<void *, 2>> staging;
 
   llvm::Error bind();
   llvm::Error createDevices();
@@ -131,6 +152,10 @@ struct Executor::Impl {
   llvm::Error runDevice(DeviceState &d);
   llvm::Error runNode(NodeExec &e, DeviceState &d);
   llvm::Error checkNumerics(NodeExec &e, DeviceState &d);
+  llvm::Error checkFeeds(const llvm::StringMap<Tensor> &feeds) const;
+  llvm::Error consumePrefetched(uint64_t stepNumber);
+  llvm::Error runDevices();
+  void bindCapture();
   void abortAll();
   void workerLoop(DeviceState &d);
   ~Impl();
@@ -194,6 +219,8 @@ llvm::Error Executor::Impl::bind() {
     outputs.push_back(v);
   for (auto &d : devices)
     d->device->setProfiling(opts.profile, &trace);
+  if (opts.cudaGraphs)
+    bindCapture();
 
   // Workers for several devices; one device runs on the calling thread.
   if (devices.size() > 1)
@@ -216,12 +243,17 @@ llvm::Error Executor::Impl::createDevices() {
     req.name = name;
     req.threads = std::max(1, total / (int)std::max(1u, cpuDevices));
     req.cores = cores.get();
+    req.waitTimeout = opts.waitTimeout;
+    if (opts.physicalGpu && llvm::StringRef(name).startswith("gpu:"))
+      req.physicalOrdinal = opts.physicalGpu(name);
     auto dev = createDevice(req);
     if (!dev)
       return dev.takeError();
     d->device = std::move(*dev);
-    d->computeTrack = trace.addTrack(name, "compute");
-    d->copyTrack = trace.addTrack(name, "copy");
+    for (const std::string &stream : d->device->traceStreams())
+      d->tracks.push_back(trace.addTrack(name, stream));
+    d->computeTrack = d->tracks[0];
+    d->copyTrack = d->tracks.size() > 1 ? d->tracks[1] : d->tracks[0];
     devices.push_back(std::move(d));
   }
   return llvm::Error::success();
@@ -334,6 +366,7 @@ llvm::Error Executor::Impl::bindCollectives() {
   // All members of a group must be on host devices (the project's own
   // reduction) or all on GPUs (the CUDA backend's engine).
   std::map<std::string, std::vector<unsigned>> groups;
+  std::map<std::string, std::vector<Device *>> gpuGroups; // devices by rank
   for (unsigned i = 0; i < nodes.size(); ++i)
     if (nodes[i]->action == Action::Collective)
       groups[nodes[i]->node->attrs().getString("group")].push_back(i);
@@ -345,13 +378,66 @@ llvm::Error Executor::Impl::bindCollectives() {
       return nodeError(*nodes[members[0]]->node,
                        "collective '" + name + "' spans host and GPU devices; insert transfers "
                        "so that all members are on one kind");
-    if (anyGpu)
-      return nodeError(*nodes[members[0]]->node,
-                       "collective '" + name + "' runs on GPUs, which need the CUDA backend");
+    if (anyGpu) {
+      std::vector<Device *> &byRank = gpuGroups[name];
+      for (unsigned m : members) {
+        const Node &n = *nodes[m]->node;
+        int64_t rank = n.attrs().getInt("rank"), nranks = n.attrs().getInt("nranks");
+        Device *dev = devices[nodes[m]->device]->device.get();
+        if (byRank.empty())
+          byRank.assign(nranks, nullptr);
+        if (rank < 0 || rank >= (int64_t)byRank.size() || (byRank[rank] && byRank[rank] != dev))
+          return nodeError(n, "collective '" + name + "': rank " + llvm::Twine(rank) + " of " +
+                                  llvm::Twine(nranks) + " is on " + dev->name() +
+                                  (rank >= 0 && rank < (int64_t)byRank.size() && byRank[rank]
+                                       ? " and on " + byRank[rank]->name()
+                                       : std::string()));
+        byRank[rank] = dev;
+      }
+      for (size_t r = 0; r < byRank.size(); ++r)
+        if (!byRank[r])
+          return nodeError(*nodes[members[0]]->node, "collective '" + name + "' has no node for rank " +
+                                                         llvm::Twine(r));
+      continue;
+    }
     for (unsigned m : members)
       nodes[m]->collectives = cpuCollectives.get();
   }
+  if (gpuGroups.empty())
+    return llvm::Error::success();
+#if GRAPHC_HAVE_CUDA
+  auto engine = createCudaCollectives(opts.waitTimeout, gpuGroups);
+  if (!engine)
+    return engine.takeError();
+  for (auto &[name, members] : groups)
+    if (gpuGroups.count(name))
+      for (unsigned m : members)
+        nodes[m]->collectives = engine->get();
+  otherCollectives.push_back(std::move(*engine));
   return llvm::Error::success();
+#else
+  return makeError("collective '" + gpuGroups.begin()->first +
+                   "' runs on GPUs, which need the CUDA backend (not built)");
+#endif
+}
+
+void Executor::Impl::bindCapture() {
+  std::vector<DeviceKind> kinds;
+  std::vector<Device *> devs;
+  for (auto &d : devices) {
+    kinds.push_back(d->device->kind());
+    devs.push_back(d->device.get());
+  }
+  std::string why = stepCaptureRefusal(*graph, kinds, opts.profile, opts.checkNumerics);
+#if GRAPHC_HAVE_CUDA
+  if (why.empty()) {
+    capture = createCudaStepCapture(devs, opts.waitTimeout);
+    if (!capture)
+      why = "the devices are not CUDA devices of this process";
+  }
+#endif
+  graphNote = why.empty() ? "the second step is captured as a CUDA graph and replayed after"
+                          : "CUDA graphs not used: " + why;
 }
 
 TensorView Executor::Impl::viewOf(const Value *v) {
@@ -390,6 +476,7 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   }
   case Action::Collective: {
     const Attrs &a = e.node->attrs();
+    dev.noteNode(index.lookup(e.node), EventKind::Collective);
     return e.collectives->allReduce(a.getString("group"), (unsigned)a.getInt("rank"),
                                     (unsigned)a.getInt("nranks"), e.inputs, e.outputs,
                                     "node '" + e.node->name() + "' on " + dev.name(), dev);
@@ -474,7 +561,10 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
       NodeExec &e = *nodes[t.node];
       e.seconds += t.durationUs * 1e-6;
       ++e.runs;
-      trace.record(t.kind == EventKind::Copy ? d.copyTrack : d.computeTrack,
+      unsigned track = t.stream >= 0 && (size_t)t.stream < d.tracks.size()
+                           ? d.tracks[t.stream]
+                           : (t.kind == EventKind::Copy ? d.copyTrack : d.computeTrack);
+      trace.record(track,
                    {e.node->name(), opName(e.node->op()).str(), t.kind, step, t.startUs,
                     t.durationUs});
     }
@@ -513,6 +603,11 @@ void Executor::Impl::workerLoop(DeviceState &d) {
 }
 
 Executor::Impl::~Impl() {
+  // The prefetch helpers write into device buffers: let them finish first.
+  for (Prefetched &p : prefetched)
+    if (p.done.valid())
+      p.done.wait();
+  capture.reset();
   for (auto &d : devices) {
     std::lock_guard<std::mutex> lock(d->mutex);
     shuttingDown = true;
@@ -534,6 +629,10 @@ Executor::Impl::~Impl() {
     if (d->scratch)
       d->device->deallocate(d->scratch);
   }
+  for (auto &[node, slots] : staging)
+    for (void *p : slots)
+      if (p)
+        devices[nodes[node]->device]->device->deallocate(p);
 }
 
 //===-- Executor -----------------------------------------------------------===//
@@ -550,13 +649,11 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::create(const Module &m, Exec
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }
 
-llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> &feeds) {
-  Impl &im = *impl_;
-  double stepStart = im.trace.nowUs();
+llvm::Error Executor::Impl::checkFeeds(const llvm::StringMap<Tensor> &feeds) const {
   for (const auto &entry : feeds)
-    if (!im.graph->findInput(entry.getKey()))
+    if (!graph->findInput(entry.getKey()))
       return makeError("fed '" + entry.getKey() + "', which is not an input of the graph");
-  for (auto &e : im.nodes) {
+  for (auto &e : nodes) {
     if (e->action != Action::Feed)
       continue;
     auto it = feeds.find(e->node->name());
@@ -567,53 +664,123 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
       return makeError("graph input '" + e->node->name() + "' expects " +
                        toString(e->node->result()->type()) + ", was fed " +
                        toString(it->second.type()));
-    Device &dev = *im.devices[e->device]->device;
-    double start = im.trace.nowUs();
-    if (auto err = dev.copyIn(e->outputs[0].data, it->second.raw(), it->second.bytes()))
-      return err;
-    if (im.opts.profile)
-      im.trace.record(im.devices[e->device]->copyTrack,
-                      {e->node->name(), "Input", EventKind::Input, step_, start,
-                       im.trace.nowUs() - start});
   }
-  im.step = step_;
-  ++im.epoch;
-  im.aborted.store(false);
-  im.cpuCollectives->reset();
-  for (auto &c : im.otherCollectives)
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::Impl::consumePrefetched(uint64_t stepNumber) {
+  Prefetched p = std::move(prefetched.front());
+  prefetched.pop_front();
+  std::string failed = p.done.get();
+  if (!failed.empty())
+    return makeError("prefetching the inputs of step " + llvm::Twine(stepNumber) + ": " + failed);
+  // Each device moves its inputs into their step buffers after the copies
+  // (a device copy on its compute stream, ordered by the copy's event).
+  for (size_t i = 0; i < p.feeds.size(); ++i) {
+    NodeExec &e = *nodes[p.feeds[i]];
+    Device &dev = *devices[e.device]->device;
+    if (auto err = dev.wait(*(*p.events)[i]))
+      return err;
+    dev.noteNode(p.feeds[i], EventKind::Input);
+    if (auto err = dev.receive(e.outputs[0].data, dev, staging[p.feeds[i]][p.slot],
+                               e.outputs[0].bytes()))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::Impl::runDevices() {
+  ++epoch;
+  aborted.store(false);
+  cpuCollectives->reset();
+  for (auto &c : otherCollectives)
     c->reset();
-  llvm::Error failure = llvm::Error::success();
-  if (im.devices.size() == 1) {
-    failure = im.runDevice(*im.devices[0]);
+  if (devices.size() == 1)
+    return runDevice(*devices[0]);
+  {
+    std::lock_guard<std::mutex> lock(doneMutex);
+    devicesDone = 0;
+  }
+  for (auto &d : devices) {
+    std::lock_guard<std::mutex> lock(d->mutex);
+    d->startEpoch = epoch;
+    d->cv.notify_all();
+  }
+  std::unique_lock<std::mutex> lock(doneMutex);
+  doneCv.wait(lock, [&] { return devicesDone == devices.size(); });
+  // Report the root cause, not the devices that stopped because of it.
+  std::string primary, secondary;
+  for (auto &d : devices) {
+    if (!d->error)
+      continue;
+    std::string msg = llvm::toString(std::move(d->error));
+    d->error = llvm::Error::success();
+    std::string &slot =
+        llvm::StringRef(msg).contains("another device failed") ? secondary : primary;
+    if (slot.empty())
+      slot = msg;
+  }
+  if (!primary.empty() || !secondary.empty())
+    return makeError(primary.empty() ? secondary : primary);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> &feeds) {
+  Impl &im = *impl_;
+  double stepStart = im.trace.nowUs();
+  im.step = step_;
+  if (feeds.empty() && !im.prefetched.empty()) {
+    if (auto err = im.consumePrefetched(step_))
+      return err;
   } else {
-    {
-      std::lock_guard<std::mutex> lock(im.doneMutex);
-      im.devicesDone = 0;
-    }
-    for (auto &d : im.devices) {
-      std::lock_guard<std::mutex> lock(d->mutex);
-      d->startEpoch = im.epoch;
-      d->cv.notify_all();
-    }
-    std::unique_lock<std::mutex> lock(im.doneMutex);
-    im.doneCv.wait(lock, [&] { return im.devicesDone == im.devices.size(); });
-    // Report the root cause, not the devices that stopped because of it.
-    std::string primary, secondary;
-    for (auto &d : im.devices) {
-      if (!d->error)
+    if (!im.prefetched.empty())
+      return makeError("run() was given feeds while " + llvm::Twine(im.prefetched.size()) +
+                       " prefetched step(s) wait; run them with run({}) first");
+    if (auto err = im.checkFeeds(feeds))
+      return err;
+    for (auto &e : im.nodes) {
+      if (e->action != Action::Feed)
         continue;
-      std::string msg = llvm::toString(std::move(d->error));
-      d->error = llvm::Error::success();
-      std::string &slot =
-          llvm::StringRef(msg).contains("another device failed") ? secondary : primary;
-      if (slot.empty())
-        slot = msg;
+      const Tensor &t = feeds.find(e->node->name())->second;
+      Device &dev = *im.devices[e->device]->device;
+      double start = im.trace.nowUs();
+      if (auto err = dev.copyIn(e->outputs[0].data, t.raw(), t.bytes()))
+        return err;
+      if (im.opts.profile)
+        im.trace.record(im.devices[e->device]->copyTrack,
+                        {e->node->name(), "Input", EventKind::Input, step_, start,
+                         im.trace.nowUs() - start});
     }
-    if (!primary.empty() || !secondary.empty())
-      failure = makeError(primary.empty() ? secondary : primary);
+  }
+  llvm::Error failure = llvm::Error::success();
+  if (im.capture && im.capture->ready()) {
+    for (auto &c : im.otherCollectives)
+      c->reset();
+    failure = im.capture->replay();
+  } else if (im.capture && im.stepsRun == 1) {
+    // Capture the second step; a failed capture runs the step eagerly.
+    llvm::Error e = im.capture->begin();
+    if (!e)
+      e = im.runDevices();
+    if (!e)
+      e = im.capture->finish();
+    if (e) {
+      im.capture->abandon();
+      im.capture.reset();
+      im.graphNote = "CUDA graphs not used: capturing step " + std::to_string(step_) +
+                     " failed: " + llvm::toString(std::move(e));
+      failure = im.runDevices();
+    } else {
+      im.graphNote = "step " + std::to_string(step_) +
+                     " was captured as a CUDA graph; later steps replay it";
+      failure = im.capture->replay();
+    }
+  } else {
+    failure = im.runDevices();
   }
   if (failure)
     return failure;
+  ++im.stepsRun;
   std::vector<Tensor> out;
   for (const Value *v : im.outputs) {
     Tensor t(v->type());
@@ -627,6 +794,56 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
   ++step_;
   return out;
 }
+
+llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
+  Impl &im = *impl_;
+  if (im.prefetched.size() >= 2)
+    return makeError("two steps' inputs are already prefetched; run a step first");
+  if (auto err = im.checkFeeds(feeds))
+    return err;
+  Impl::Prefetched p;
+  p.slot = im.prefetchCount % 2;
+  struct Copy {
+    Device *device;
+    void *dst;
+    const Tensor *tensor;
+  };
+  std::vector<Copy> copies;
+  for (unsigned i = 0; i < im.nodes.size(); ++i) {
+    NodeExec &e = *im.nodes[i];
+    if (e.action != Action::Feed)
+      continue;
+    Device &dev = *im.devices[e.device]->device;
+    void *&buffer = im.staging[i][p.slot];
+    if (!buffer) {
+      auto b = dev.allocate(e.outputs[0].bytes());
+      if (!b)
+        return withContext(b.takeError(), "prefetch buffer of input '" + e.node->name() + "'");
+      buffer = *b;
+    }
+    p.feeds.push_back(i);
+    copies.push_back({&dev, buffer, &feeds.find(e.node->name())->second});
+  }
+  p.events = std::make_shared<std::vector<std::shared_ptr<DeviceEvent>>>();
+  auto events = p.events;
+  p.done = std::async(std::launch::async,
+                      [copies = std::move(copies), events,
+                       owned = std::move(feeds)]() -> std::string {
+                        for (const Copy &c : copies) {
+                          auto ev = c.device->copyInAsync(c.dst, c.tensor->raw(),
+                                                          c.tensor->bytes());
+                          if (!ev)
+                            return llvm::toString(ev.takeError());
+                          events->push_back(std::move(*ev));
+                        }
+                        return std::string();
+                      });
+  ++im.prefetchCount;
+  im.prefetched.push_back(std::move(p));
+  return llvm::Error::success();
+}
+
+const std::string &Executor::cudaGraphNote() const { return impl_->graphNote; }
 
 llvm::Expected<Tensor> Executor::readVariable(llvm::StringRef name) const {
   for (auto &d : impl_->devices) {

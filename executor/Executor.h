@@ -41,6 +41,13 @@ struct ExecutorOptions {
   std::function<std::string(const std::string &)> deviceMap;
   /// How long a device waits for another device or a collective.
   std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
+  /// GPU devices: the physical GPU that runs logical device "gpu:K"
+  /// (--emulate folds a plan's GPUs onto fewer); default: GPU K.
+  std::function<int(const std::string &)> physicalGpu;
+  /// Capture the second step as one CUDA graph and replay it afterwards,
+  /// when every device is a GPU and nothing per-step is computed on the host
+  /// (docs/cuda.md; cudaGraphNote() says why not, when refused).
+  bool cudaGraphs = false;
 };
 
 struct DeviceMemory {
@@ -64,7 +71,19 @@ public:
   ~Executor();
 
   /// Runs the main graph once; feeds by Input name; returns the graph outputs.
+  /// With no feeds, runs on the oldest prefetched ones (prefetch()).
   llvm::Expected<std::vector<Tensor>> run(const llvm::StringMap<Tensor> &feeds);
+
+  /// Starts copying the inputs of a later step to their devices (a helper
+  /// thread; on GPUs through page-locked memory on a copy stream of their
+  /// own) so that the copy overlaps the steps before it; run({}) consumes
+  /// prefetched inputs in order. At most two steps may wait: the loop is
+  ///   prefetch(b0); for each step i { prefetch(b[i+1]); run({}); }
+  llvm::Error prefetch(llvm::StringMap<Tensor> feeds);
+
+  /// ExecutorOptions::cudaGraphs: "" when not asked for; otherwise whether
+  /// the step is replayed as a CUDA graph, or why not.
+  const std::string &cudaGraphNote() const;
 
   /// The step counter (advanced by run); optimizers and dropout read it.
   uint64_t step() const { return step_; }

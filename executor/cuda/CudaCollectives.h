@@ -1,0 +1,87 @@
+//===- CudaCollectives.h - All-reduce among GPU devices ----------*- C++ -*-===//
+//
+// The collective engine for groups whose members are all CUDA devices. Each
+// group gets a path at bind time (CollectivePath.h): NCCL where every rank
+// has its own GPU, the project's own reduction kernel (SumRanks.h) where
+// ranks share a GPU.
+//
+// Every call is enqueued on the rank's collective stream, after the hazard
+// waits of its device (the inputs are ready, the outputs' bytes are free),
+// and the ranks' issuing threads meet on the host first (Rendezvous.h): a
+// missing rank or mismatched tensors is an error naming the group, the call's
+// sequence number, the rank, the missing ranks and the shapes, within the
+// executor's wait timeout, instead of a GPU that never finishes. No call
+// waits for GPU work on the host.
+//
+//   NCCL: ncclGroupStart, one ncclAllReduce per tensor of the call (a bucket
+//     is one grouped launch), ncclGroupEnd. One communicator set per ordered
+//     list of GPUs (ncclCommInitAll at bind), shared by the groups on it.
+//     NCCL's asynchronous errors end a device's synchronize with an error.
+//   Own kernel: every rank records "ready" on its collective stream; rank 0
+//     waits for all ranks' ready events, sums into every rank's outputs, and
+//     records "done"; the others wait for done on their collective streams,
+//     so their later work that reuses the inputs' or outputs' bytes comes
+//     after the sum.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Collectives.h"
+#include "executor/cuda/CollectivePath.h"
+#include "executor/cuda/NcclLibrary.h"
+#include "executor/cuda/Rendezvous.h"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <map>
+
+namespace graphc {
+
+class CudaDevice;
+
+class CudaCollectives : public CollectiveEngine {
+public:
+  /// `groups`: each group's devices by rank.
+  static llvm::Expected<std::unique_ptr<CudaCollectives>>
+  create(std::chrono::milliseconds timeout,
+         const std::map<std::string, std::vector<CudaDevice *>> &groups);
+  ~CudaCollectives() override;
+
+  llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
+                        llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
+                        llvm::StringRef what, Device &device) override;
+  void abort() override;
+  void reset() override;
+
+  /// The path chosen for a group (tests, run plans).
+  CollectivePath path(llvm::StringRef group) const;
+
+private:
+  explicit CudaCollectives(std::chrono::milliseconds timeout) : rendezvous_(timeout) {}
+  struct Group {
+    CollectivePath path = CollectivePath::SharedGpu;
+    std::vector<CudaDevice *> devices;
+    std::vector<ncclComm_t> comms; ///< by rank (NCCL path)
+  };
+  /// A rank's part of one own-kernel call.
+  struct Token {
+    CudaDevice *device = nullptr;
+    cudaEvent_t ready = nullptr, done = nullptr;
+  };
+  llvm::Error ncclAllReduce(Group &g, unsigned rank, llvm::ArrayRef<TensorView> inputs,
+                            llvm::ArrayRef<TensorView> outputs, cudaStream_t stream);
+  llvm::Error ownAllReduce(llvm::StringRef name, const RendezvousMeeting &m, unsigned rank,
+                           cudaStream_t stream, Token &mine);
+  Token *newToken(CudaDevice &d);
+
+  Rendezvous rendezvous_;
+  std::map<std::string, Group> groups_;
+  std::map<std::vector<int>, std::vector<ncclComm_t>> commSets_;
+  const NcclApi *nccl_ = nullptr;
+  std::atomic<bool> broken_{false};
+  std::mutex tokensMutex_;
+  std::vector<std::unique_ptr<Token>> tokens_; ///< this step's; freed at reset
+};
+
+} // namespace graphc

@@ -1,0 +1,68 @@
+//===- StepCapture.h - A whole step as one CUDA graph ------------*- C++ -*-===//
+//
+// ExecutorOptions::cudaGraphs: when every device of a step is a GPU, the
+// executor captures the second step (the first one builds the kernels'
+// lazily made state) into one CUDA graph over all devices' streams, and
+// replays that graph for every later step instead of issuing each kernel
+// from the host. The step's issue order, events and collectives are the
+// same as when issuing eagerly: the capture records exactly what the device
+// threads issue.
+//
+// A graph replays the same launches with the same arguments, so a step can
+// be captured only when nothing the host computes per step reaches a kernel:
+// stepCaptureRefusal says why a graph is refused (a host device, profiling,
+// check-numerics, ops that use the step counter on the host). A capture that
+// fails (a library call that cannot be captured) is abandoned and the step
+// runs eagerly; the executor reports why (Executor::cudaGraphNote).
+//
+// The interface is CUDA-free so the executor includes it in every build; the
+// implementation (CudaStepGraph.cpp) exists only with the CUDA backend.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/Kernel.h"
+
+#include "llvm/Support/Error.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace graphc {
+
+class CollectiveEngine;
+class Device;
+class Graph;
+
+class StepCapture {
+public:
+  virtual ~StepCapture() = default;
+  /// Before the devices issue the step to capture.
+  virtual llvm::Error begin() = 0;
+  /// After every device issued (and "synchronized") the step: ends the
+  /// capture and instantiates the graph; nothing has run yet.
+  virtual llvm::Error finish() = 0;
+  /// A failed capture: ends it and puts the devices back to eager issue.
+  virtual void abandon() = 0;
+  /// Runs the captured step and waits for it.
+  virtual llvm::Error replay() = 0;
+  virtual bool ready() const = 0;
+};
+
+/// Why the step of `g` over devices of `kinds` cannot be captured, or "".
+std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds, bool profile,
+                               bool checkNumerics);
+
+#if GRAPHC_HAVE_CUDA
+/// The capture over the executor's devices (all CUDA devices).
+std::unique_ptr<StepCapture> createCudaStepCapture(llvm::ArrayRef<Device *> devices,
+                                                   std::chrono::milliseconds timeout);
+/// The collective engine for groups of CUDA devices (devices by rank).
+llvm::Expected<std::unique_ptr<CollectiveEngine>>
+createCudaCollectives(std::chrono::milliseconds timeout,
+                      const std::map<std::string, std::vector<Device *>> &groups);
+#endif
+
+} // namespace graphc
