@@ -100,11 +100,10 @@ public:
                                                           unsigned input) const;
 
   //===-- Results -----------------------------------------------------------===//
-  /// Creates our node (named after the ONNX node, unique in the graph) and,
-  /// when `bind`, binds its results to the ONNX outputs in order. Shape errors
-  /// name this node and the producers of its operands.
-  llvm::Expected<Node *> emit(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs = {},
-                              bool bind = true);
+  /// Creates our node (named after the ONNX node, unique in the graph) and
+  /// binds its results to the ONNX outputs in order. Shape errors name this
+  /// node and the producers of its operands.
+  llvm::Expected<Node *> emit(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs = {});
   void bindValue(unsigned out, Value *v);
   void bindKnown(unsigned out, Known k);
   /// Output `out` reads module variable `var` (an Identity of a weight).
@@ -121,7 +120,6 @@ private:
   Importer &imp_;
   const onnx::NodeProto &node_;
   std::string name_;
-  unsigned emitted_ = 0;
 };
 
 /// One ONNX op the importer maps onto ours.

@@ -174,23 +174,21 @@ llvm::Expected<std::optional<Ints>> NodeContext::intsFromAttrOrInput(llvm::Strin
 
 //===-- Results ------------------------------------------------------------===//
 
-llvm::Expected<Node *> NodeContext::emit(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs,
-                                         bool bind) {
+llvm::Expected<Node *> NodeContext::emit(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs) {
   Graph &g = imp_.graph();
-  std::string base = emitted_ == 0 ? name_ : name_ + "/" + opName(op).str();
   // A node may take the name of a graph output it produces itself.
   llvm::StringRef mayUse;
   for (const std::string &out : node_.output())
-    if (bind && out == base && imp_.isGraphOutput(out))
+    if (out == name_ && imp_.isGraphOutput(out))
       mayUse = out;
-  std::string nodeName = imp_.uniqueName(base, mayUse);
+  std::string nodeName = imp_.uniqueName(name_, mayUse);
 
   int fixed = opInfo(op).numOutputs;
   size_t count = fixed >= 0 ? (size_t)fixed : attrs.getInts("split").size();
   std::vector<std::string> names;
   for (size_t i = 0; i < count; ++i) {
     // Graph outputs keep their ONNX names, so users find them by those.
-    bool output = bind && i < (size_t)node_.output_size() && imp_.isGraphOutput(node_.output(i));
+    bool output = i < (size_t)node_.output_size() && imp_.isGraphOutput(node_.output(i));
     std::string want = output       ? node_.output(i)
                        : count == 1 ? nodeName
                                     : nodeName + ":" + std::to_string(i);
@@ -216,10 +214,8 @@ llvm::Expected<Node *> NodeContext::emit(Op op, llvm::ArrayRef<Value *> operands
   }
   for (size_t i = 0; i < count; ++i)
     n->result(i)->setType((*types)[i]);
-  if (bind)
-    for (size_t i = 0; i < count && i < (size_t)node_.output_size(); ++i)
-      bindValue(i, n->result(i));
-  ++emitted_;
+  for (size_t i = 0; i < count && i < (size_t)node_.output_size(); ++i)
+    bindValue(i, n->result(i));
   return n;
 }
 

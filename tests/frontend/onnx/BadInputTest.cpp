@@ -27,9 +27,13 @@ struct BadCase {
   std::vector<const char *> expected; ///< substrings of the message
 };
 
-class BadInput : public ::testing::TestWithParam<BadCase> {};
+void PrintTo(const BadCase &c, std::ostream *os) {
+  *os << c.file;
+}
 
-TEST_P(BadInput, GivesOneClearError) {
+class OnnxBadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(OnnxBadInput, GivesOneClearError) {
   std::string err = importError(GetParam().file);
   ASSERT_NE(err, "") << GetParam().file << " imported";
   for (const char *s : GetParam().expected)
@@ -37,7 +41,7 @@ TEST_P(BadInput, GivesOneClearError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Frontend, BadInput,
+    Frontend, OnnxBadInput,
     ::testing::Values(
         BadCase{"empty.onnx", {"empty.onnx' is empty"}},
         BadCase{"text.onnx", {"text.onnx' is not an ONNX model"}},
@@ -68,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// Every prefix and many corrupted copies of a real model: an error or a
 /// module that verifies, never a crash or a hang.
-TEST(BadInput, TruncatedAndCorruptedBytesNeverCrash) {
+TEST(OnnxBadInput, TruncatedAndCorruptedBytesNeverCrash) {
   auto buf = llvm::MemoryBuffer::getFile(modelPath("allops_train_17.onnx"));
   ASSERT_TRUE(bool(buf));
   std::string bytes = (*buf)->getBuffer().str();
@@ -99,7 +103,7 @@ TEST(BadInput, TruncatedAndCorruptedBytesNeverCrash) {
 /// Random structural edits of real models (inputs cleared or rewired, ops
 /// swapped, attributes and dimensions changed, nodes removed): each import
 /// is an error or a module that verifies, never a crash.
-TEST(BadInput, MutatedGraphsNeverCrash) {
+TEST(OnnxBadInput, MutatedGraphsNeverCrash) {
   const char *ops[] = {"Conv",
                        "Relu",
                        "Add",

@@ -25,7 +25,7 @@ using namespace graphc::testing;
 
 namespace {
 
-TEST(Export, PythonOnnxCheckerAcceptsExportedModels) {
+TEST(OnnxExport, PythonOnnxCheckerAcceptsExportedModels) {
   std::vector<std::string> files;
   for (const char *name : {"inception_v3_train_17.onnx", "resnet18_eval_13.onnx",
                            "allops_train_11.onnx", "allops_eval_17.onnx", "opset18_forms.onnx",
@@ -77,7 +77,7 @@ std::unique_ptr<Module> builtModule() {
   return m;
 }
 
-TEST(Export, BuiltModulesKeepTheirNames) {
+TEST(OnnxExport, BuiltModulesKeepTheirNames) {
   auto m = builtModule();
   auto bytes = exportOnnxBytes(*m, 5);
   ASSERT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
@@ -95,7 +95,7 @@ TEST(Export, BuiltModulesKeepTheirNames) {
   expectRoundTrips(*back);
 }
 
-TEST(Export, TrainingOnlyOpsAreRefused) {
+TEST(OnnxExport, TrainingOnlyOpsAreRefused) {
   Module m("trained");
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {2, 4, 3, 3}));
@@ -114,7 +114,7 @@ TEST(Export, TrainingOnlyOpsAreRefused) {
   EXPECT_NE(err.find("cannot export node 'block/bn' (BatchNormTrain)"), std::string::npos) << err;
 }
 
-TEST(Export, ElidedVariablesAreRefused) {
+TEST(OnnxExport, ElidedVariablesAreRefused) {
   auto m = builtModule();
   m->findVariable("stem.conv.weight")->init = {"elided", {}};
   auto bytes = exportOnnxBytes(*m);
@@ -123,7 +123,7 @@ TEST(Export, ElidedVariablesAreRefused) {
   EXPECT_NE(err.find("cannot export variable 'stem.conv.weight'"), std::string::npos) << err;
 }
 
-TEST(Export, FileWriteFailsCleanly) {
+TEST(OnnxExport, FileWriteFailsCleanly) {
   auto m = builtModule();
   llvm::Error e = exportOnnxFile(*m, "/nonexistent-dir/model.onnx");
   ASSERT_TRUE(bool(e));

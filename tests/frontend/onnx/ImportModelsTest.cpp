@@ -35,9 +35,13 @@ std::string caseName(const ::testing::TestParamInfo<ModelCase> &info) {
          std::to_string(info.param.opset);
 }
 
-class TorchvisionModel : public ::testing::TestWithParam<ModelCase> {};
+void PrintTo(const ModelCase &c, std::ostream *os) {
+  *os << c.file();
+}
 
-TEST_P(TorchvisionModel, ImportsVerifiesAndRoundTrips) {
+class OnnxTorchvisionModel : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(OnnxTorchvisionModel, ImportsVerifiesAndRoundTrips) {
   const ModelCase &c = GetParam();
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(c.file())));
   std::vector<Node *> inputs = m->main().inputs();
@@ -55,7 +59,7 @@ TEST_P(TorchvisionModel, ImportsVerifiesAndRoundTrips) {
                            c.file() == "inception_v3_train_17.onnx");
 }
 
-INSTANTIATE_TEST_SUITE_P(Frontend, TorchvisionModel,
+INSTANTIATE_TEST_SUITE_P(Frontend, OnnxTorchvisionModel,
                          ::testing::Values(ModelCase{"inception_v3", "eval", 13, 299},
                                            ModelCase{"inception_v3", "eval", 17, 299},
                                            ModelCase{"inception_v3", "train", 13, 299},
@@ -74,7 +78,7 @@ void expectEqualsNpy(const Module &m, llvm::StringRef var, llvm::StringRef npy) 
   EXPECT_EQ(v->data, *t) << var.str() << " differs from PyTorch's state_dict";
 }
 
-TEST(InceptionV3, TrainingExportHasPyTorchsParametersAndStatistics) {
+TEST(OnnxInceptionV3, TrainingExportHasPyTorchsParametersAndStatistics) {
   for (int opset : {13, 17}) {
     SCOPED_TRACE(opset);
     ASSERT_OK_AND_ASSIGN(
@@ -112,7 +116,7 @@ TEST(InceptionV3, TrainingExportHasPyTorchsParametersAndStatistics) {
   }
 }
 
-TEST(InceptionV3, EvalExportFoldsBatchNormAndKeepsOneBiasPerConv) {
+TEST(OnnxInceptionV3, EvalExportFoldsBatchNormAndKeepsOneBiasPerConv) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("inception_v3_eval_17.onnx")));
   // PyTorch folds BN into the convolutions (one bias each instead of BN's
   // scale and bias) and shares equal folded biases through Identity nodes,
@@ -132,7 +136,7 @@ TEST(InceptionV3, EvalExportFoldsBatchNormAndKeepsOneBiasPerConv) {
   expectEqualsNpy(*m, "fc.bias", "inception_v3.fc.bias.npy");
 }
 
-TEST(ResNet18, ParametersStatisticsAndWeights) {
+TEST(OnnxResNet18, ParametersStatisticsAndWeights) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("resnet18_train_13.onnx")));
   EXPECT_EQ(countElements(*m, VarKind::Param), 11689512);
   EXPECT_EQ(countElements(*m, VarKind::State), 2 * 4800);
@@ -141,7 +145,7 @@ TEST(ResNet18, ParametersStatisticsAndWeights) {
   EXPECT_EQ(countElements(*e, VarKind::Param), 11689512 - 4800);
 }
 
-TEST(InceptionV3, BatchBindsAtImportAsBindBatchDoes) {
+TEST(OnnxInceptionV3, BatchBindsAtImportAsBindBatchDoes) {
   ImportOptions opts;
   opts.batch = 4;
   ASSERT_OK_AND_ASSIGN(bound, importOnnxFile(modelPath("inception_v3_train_17.onnx"), opts));

@@ -45,9 +45,13 @@ struct OpsCase {
   int opset;
 };
 
-class AllOps : public ::testing::TestWithParam<OpsCase> {};
+void PrintTo(const OpsCase &c, std::ostream *os) {
+  *os << c.mode << " " << c.opset;
+}
 
-TEST_P(AllOps, ImportsEveryOpAndRoundTrips) {
+class OnnxAllOps : public ::testing::TestWithParam<OpsCase> {};
+
+TEST_P(OnnxAllOps, ImportsEveryOpAndRoundTrips) {
   const OpsCase &c = GetParam();
   std::string file = std::string("allops_") + c.mode + "_" + std::to_string(c.opset) + ".onnx";
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(file)));
@@ -114,7 +118,7 @@ TEST_P(AllOps, ImportsEveryOpAndRoundTrips) {
   expectRoundTrips(*m);
 }
 
-INSTANTIATE_TEST_SUITE_P(Frontend, AllOps,
+INSTANTIATE_TEST_SUITE_P(Frontend, OnnxAllOps,
                          ::testing::Values(OpsCase{"eval", 9}, OpsCase{"eval", 11},
                                            OpsCase{"eval", 13}, OpsCase{"eval", 17},
                                            OpsCase{"train", 9}, OpsCase{"train", 11},
@@ -124,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(Frontend, AllOps,
                                   std::to_string(info.param.opset);
                          });
 
-TEST(Opset18, InputFormsBecomeAttributes) {
+TEST(OnnxOpset18, InputFormsBecomeAttributes) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("opset18_forms.onnx")));
   auto attrs = [&](llvm::StringRef name) -> const Attrs & {
     const Node *n = findByName(*m, name);
@@ -163,7 +167,7 @@ TEST(Opset18, InputFormsBecomeAttributes) {
   expectRoundTrips(*m);
 }
 
-TEST(GraphOnly, WeightsGetPyTorchsDefaultInitializers) {
+TEST(OnnxGraphOnly, WeightsGetPyTorchsDefaultInitializers) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("graph_only_13.onnx")));
   ASSERT_EQ(m->main().inputs().size(), 1u);
   auto init = [&](llvm::StringRef name) {
@@ -196,7 +200,7 @@ TEST(GraphOnly, WeightsGetPyTorchsDefaultInitializers) {
   EXPECT_TRUE(structurallyEqual(*materialised(*m, 7), **back, &why)) << why;
 }
 
-TEST(GraphOnly, StrippedInitializersAreSeeded) {
+TEST(OnnxGraphOnly, StrippedInitializersAreSeeded) {
   ImportOptions opts;
   opts.seed = 42;
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("stripped_weights_13.onnx"), opts));
@@ -214,7 +218,7 @@ TEST(GraphOnly, StrippedInitializersAreSeeded) {
   expectExportImports(*materialised(*m, 0));
 }
 
-TEST(FixedBatch, BindsOnlyToItsOwnBatch) {
+TEST(OnnxFixedBatch, BindsOnlyToItsOwnBatch) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("mlp_static_13.onnx")));
   EXPECT_EQ(m->main().inputs()[0]->result()->type(), TensorType(DType::F32, {4, 12}));
   const Node *clip = firstNode(*m, Op::Clip);
@@ -230,7 +234,7 @@ TEST(FixedBatch, BindsOnlyToItsOwnBatch) {
   expectRoundTrips(*m);
 }
 
-TEST(Mlp, WeightsEqualStateDict) {
+TEST(OnnxMlp, WeightsEqualStateDict) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("mlp_13.onnx")));
   auto t = readNpy(modelPath("mlp.fc1.weight.npy"));
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
@@ -240,7 +244,7 @@ TEST(Mlp, WeightsEqualStateDict) {
   EXPECT_EQ(m->main().outputs()[0]->producer()->name(), "fc2/Gemm");
 }
 
-TEST(ModelFile, RecognisesFormatsByContent) {
+TEST(OnnxModelFile, RecognisesFormatsByContent) {
   ASSERT_OK_AND_ASSIGN(onnx, loadModelFile(modelPath("mlp_13.onnx")));
   // The same module as a module file and as text with comments, under
   // misleading extensions.
