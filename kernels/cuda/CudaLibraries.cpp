@@ -81,9 +81,10 @@ llvm::Error resolve(void *handle, const std::string &path, const char *name, F &
   return llvm::Error::success();
 }
 
-/// dlopens the first candidate that loads; the error lists every attempt.
-llvm::Expected<void *> openLibrary(llvm::StringRef what, const std::string &soname,
-                                   std::string &foundAt) {
+} // namespace
+
+llvm::Expected<void *> openCudaLibrary(llvm::StringRef what, const std::string &soname,
+                                       std::string &foundAt) {
   LibrarySearchEnv env = LibrarySearchEnv::fromProcess();
   std::vector<std::string> tried;
   for (const std::string &candidate : librarySearchCandidates(soname, env)) {
@@ -102,13 +103,15 @@ llvm::Expected<void *> openLibrary(llvm::StringRef what, const std::string &sona
                    ". Set GRAPHC_CUDA_LIBRARY_PATH to the directory that holds " + soname);
 }
 
+namespace {
+
 #define GRAPHC_RESOLVE(table, handle, path, name)                                                  \
   if (auto e = resolve(handle, path, #name, table.name))                                           \
     return e;
 
 llvm::Error loadCudnn(CudaLibraries &libs) {
   std::string soname = "libcudnn.so." + std::to_string(CUDNN_MAJOR);
-  auto h = openLibrary("cuDNN", soname, libs.cudnnPath);
+  auto h = openCudaLibrary("cuDNN", soname, libs.cudnnPath);
   if (!h)
     return h.takeError();
   CudnnApi &t = libs.cudnn;
@@ -150,7 +153,7 @@ llvm::Error loadCudnn(CudaLibraries &libs) {
 
 llvm::Error loadCublas(CudaLibraries &libs) {
   std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-  auto h = openLibrary("cuBLAS", soname, libs.cublasPath);
+  auto h = openCudaLibrary("cuBLAS", soname, libs.cublasPath);
   if (!h)
     return h.takeError();
   CublasApi &t = libs.cublas;

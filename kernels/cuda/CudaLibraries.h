@@ -101,4 +101,10 @@ std::vector<std::string> librarySearchCandidates(const std::string &soname,
 /// The wheel package directory a library lives in ("cudnn", "cublas").
 std::string wheelPackageFor(const std::string &soname);
 
+/// dlopens the first candidate of librarySearchCandidates that loads (the
+/// process's environment) and says where in `foundAt`; the error names
+/// `what`, the soname and every attempt.
+llvm::Expected<void *> openCudaLibrary(llvm::StringRef what, const std::string &soname,
+                                       std::string &foundAt);
+
 } // namespace graphc

@@ -1,0 +1,372 @@
+//===- CudaTestUtil.cpp - Running one node on the GPU and on the CPU ------===//
+
+#include "CudaTestUtil.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace graphc {
+
+bool cudaDeviceAvailable() {
+  static const bool available = [] {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  }();
+  return available;
+}
+
+CudaBackend *strictBackend() {
+  static std::unique_ptr<CudaBackend> backend;
+  static std::string failure;
+  if (!backend && failure.empty()) {
+    CudaBackendOptions options;
+    options.allowTF32 = false;
+    auto b = CudaBackend::create(0, options);
+    if (b)
+      backend = std::move(*b);
+    else
+      failure = llvm::toString(b.takeError());
+  }
+  if (!backend)
+    ADD_FAILURE() << "cannot create the CUDA backend: " << failure;
+  return backend.get();
+}
+
+Node *OneNode::node(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs, llvm::StringRef name) {
+  auto n = builder_.tryCreate(op, operands, std::move(attrs), name);
+  if (!n) {
+    ADD_FAILURE() << llvm::toString(n.takeError());
+    return nullptr;
+  }
+  return *n;
+}
+
+namespace {
+
+/// Device memory freed on scope exit.
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes && cudaMalloc(&p_, bytes) != cudaSuccess)
+      p_ = nullptr;
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() {
+    if (p_)
+      cudaFree(p_);
+  }
+  void *get() const { return p_; }
+  bool ok() const { return p_ || !bytes_; }
+
+private:
+  void *p_ = nullptr;
+  size_t bytes_;
+};
+
+llvm::Error check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", what,
+                                 cudaGetErrorString(e));
+}
+
+/// Host variables mirrored in device memory.
+class DeviceVariables : public VariableAccess {
+public:
+  llvm::Error load(TensorVariables &host) {
+    for (auto &entry : host.tensors) {
+      const Tensor &t = entry.second;
+      auto buffer = std::make_unique<DeviceBuffer>(t.bytes());
+      if (!buffer->ok())
+        return check(cudaErrorMemoryAllocation, "cudaMalloc");
+      if (t.bytes())
+        if (auto e = check(cudaMemcpy(buffer->get(), t.raw(), t.bytes(), cudaMemcpyHostToDevice),
+                           "copy a variable in"))
+          return e;
+      buffers_[entry.first()] = std::move(buffer);
+      host_ = &host;
+    }
+    return llvm::Error::success();
+  }
+  llvm::Error store() {
+    if (!host_)
+      return llvm::Error::success();
+    for (auto &entry : host_->tensors) {
+      Tensor &t = entry.second;
+      if (t.bytes())
+        if (auto e = check(cudaMemcpy(t.raw(), buffers_[entry.first()]->get(), t.bytes(),
+                                      cudaMemcpyDeviceToHost),
+                           "copy a variable out"))
+          return e;
+    }
+    return llvm::Error::success();
+  }
+  llvm::Expected<TensorView> variable(llvm::StringRef name) override {
+    auto it = buffers_.find(name);
+    if (it == buffers_.end())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "no variable '%s'",
+                                     name.str().c_str());
+    TensorView v = viewOf(host_->tensors[name]);
+    v.data = it->second->get();
+    return v;
+  }
+
+private:
+  TensorVariables *host_ = nullptr;
+  llvm::StringMap<std::unique_ptr<DeviceBuffer>> buffers_;
+};
+
+} // namespace
+
+llvm::Expected<std::vector<Tensor>> runOnCuda(const Node &n, llvm::ArrayRef<Tensor> inputs,
+                                              const CudaRun &run) {
+  CudaBackend *backend = run.backend ? run.backend : strictBackend();
+  if (!backend)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "no CUDA backend");
+  if (auto e = check(cudaSetDevice(backend->ordinal()), "cudaSetDevice"))
+    return e;
+  KernelEnv env;
+  env.kind = DeviceKind::CUDA;
+  env.seed = run.seed;
+  env.backend = backend;
+  auto kernel = KernelRegistry::global().create(n, env);
+  if (!kernel)
+    return kernel.takeError();
+  llvm::SmallVector<Layout, 4> in(n.numOperands(), Layout::Plain),
+      out(n.numResults(), Layout::Plain);
+  if (auto e = (*kernel)->prepare(in, out))
+    return e;
+  std::optional<unsigned> alias = run.inPlace ? (*kernel)->inPlaceOperand() : std::nullopt;
+
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::vector<TensorView> inViews, outViews;
+  for (unsigned i = 0; i < inputs.size(); ++i) {
+    buffers.push_back(std::make_unique<DeviceBuffer>(inputs[i].bytes()));
+    if (!buffers.back()->ok())
+      return check(cudaErrorMemoryAllocation, "cudaMalloc");
+    if (inputs[i].bytes())
+      if (auto e = check(cudaMemcpy(buffers.back()->get(), inputs[i].raw(), inputs[i].bytes(),
+                                    cudaMemcpyHostToDevice),
+                         "copy an input in"))
+        return e;
+    TensorView v = viewOf(inputs[i]);
+    v.data = buffers.back()->get();
+    inViews.push_back(v);
+  }
+  std::vector<Tensor> results;
+  for (unsigned r = 0; r < n.numResults(); ++r) {
+    results.emplace_back(n.result(r)->type());
+    TensorView v = viewOf(results.back());
+    if (r == 0 && alias) {
+      v.data = inViews[*alias].data;
+    } else {
+      buffers.push_back(std::make_unique<DeviceBuffer>(results.back().bytes()));
+      if (!buffers.back()->ok())
+        return check(cudaErrorMemoryAllocation, "cudaMalloc");
+      v.data = buffers.back()->get();
+      // NaN bytes, so an element the kernel forgets to write shows.
+      if (results.back().bytes())
+        if (auto e = check(cudaMemset(v.data, 0xff, results.back().bytes()), "cudaMemset"))
+          return e;
+    }
+    outViews.push_back(v);
+  }
+  // Scratch starts as garbage and 64 bytes past an allocation's start, the
+  // alignment the executor promises.
+  size_t scratchBytes = (*kernel)->scratchBytes();
+  DeviceBuffer scratch(scratchBytes + 64);
+  if (!scratch.ok())
+    return check(cudaErrorMemoryAllocation, "cudaMalloc");
+  if (auto e = check(cudaMemset(scratch.get(), 0xab, scratchBytes + 64), "cudaMemset"))
+    return e;
+  DeviceVariables variables;
+  if (run.variables)
+    if (auto e = variables.load(*run.variables))
+      return e;
+
+  cudaStream_t stream = nullptr;
+  if (auto e = check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"))
+    return e;
+  KernelContext ctx;
+  ctx.inputs = inViews;
+  ctx.outputs = outViews;
+  ctx.scratch = static_cast<char *>(scratch.get()) + 64;
+  ctx.step = run.step;
+  ctx.variables = &variables;
+  ctx.stream = stream;
+  llvm::Error runError = (*kernel)->run(ctx);
+  cudaError_t synced = cudaStreamSynchronize(stream);
+  cudaStreamDestroy(stream);
+  if (runError)
+    return runError;
+  if (auto e = check(synced, "cudaStreamSynchronize"))
+    return e;
+  if (auto e = check(cudaGetLastError(), "kernel"))
+    return e;
+  if (auto e = backend->takeDeviceError())
+    return e;
+  for (unsigned r = 0; r < results.size(); ++r)
+    if (results[r].bytes())
+      if (auto e = check(cudaMemcpy(results[r].raw(), outViews[r].data, results[r].bytes(),
+                                    cudaMemcpyDeviceToHost),
+                         "copy a result out"))
+        return e;
+  if (auto e = variables.store())
+    return e;
+  return results;
+}
+
+llvm::Error runGroupOnCuda(llvm::ArrayRef<const Node *> nodes,
+                           llvm::ArrayRef<std::vector<Tensor>> inputs, TensorVariables &variables,
+                           uint64_t step) {
+  CudaBackend *backend = strictBackend();
+  if (!backend)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "no CUDA backend");
+  if (auto e = check(cudaSetDevice(backend->ordinal()), "cudaSetDevice"))
+    return e;
+  KernelEnv env;
+  env.kind = DeviceKind::CUDA;
+  env.backend = backend;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::vector<std::vector<TensorView>> views(nodes.size());
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    auto kernel = KernelRegistry::global().create(*nodes[k], env);
+    if (!kernel)
+      return kernel.takeError();
+    kernels.push_back(std::move(*kernel));
+    for (const Tensor &t : inputs[k]) {
+      buffers.push_back(std::make_unique<DeviceBuffer>(t.bytes()));
+      if (!buffers.back()->ok())
+        return check(cudaErrorMemoryAllocation, "cudaMalloc");
+      if (t.bytes())
+        if (auto e =
+                check(cudaMemcpy(buffers.back()->get(), t.raw(), t.bytes(), cudaMemcpyHostToDevice),
+                      "copy an input in"))
+          return e;
+      TensorView v = viewOf(t);
+      v.data = buffers.back()->get();
+      views[k].push_back(v);
+    }
+  }
+  DeviceVariables device;
+  if (auto e = device.load(variables))
+    return e;
+  cudaStream_t stream = nullptr;
+  if (auto e = check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"))
+    return e;
+  std::vector<KernelContext> contexts(nodes.size());
+  std::vector<Kernel *> group;
+  std::vector<KernelContext *> contextPointers;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    contexts[k].inputs = views[k];
+    contexts[k].step = step;
+    contexts[k].variables = &device;
+    contexts[k].stream = stream;
+    group.push_back(kernels[k].get());
+    contextPointers.push_back(&contexts[k]);
+  }
+  llvm::Error runError =
+      group.empty() ? llvm::Error::success() : group[0]->runGroup(group, contextPointers);
+  cudaError_t synced = cudaStreamSynchronize(stream);
+  cudaStreamDestroy(stream);
+  if (runError)
+    return runError;
+  if (auto e = check(synced, "cudaStreamSynchronize"))
+    return e;
+  return device.store();
+}
+
+Tensor randomTensor(const TensorType &t, std::mt19937 &rng, double lo, double hi) {
+  Tensor x(t);
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    double v = u(rng);
+    x.set(i, isFloat(t.dtype) ? v : std::floor(v));
+  }
+  return x;
+}
+
+double relativeError(const Tensor &got, const Tensor &want) {
+  if (got.type() != want.type())
+    return NAN;
+  double top = 0, diff = 0;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    double g = got.at(i), w = want.at(i);
+    if (std::isnan(g) != std::isnan(w))
+      return NAN;
+    if (std::isnan(w) || (std::isinf(w) && g == w))
+      continue;
+    top = std::max(top, std::fabs(w));
+    diff = std::max(diff, std::fabs(g - w));
+  }
+  if (diff == 0)
+    return 0;
+  return top > 0 ? diff / top : INFINITY;
+}
+
+::testing::AssertionResult closeTo(const Tensor &got, const Tensor &want, double tol) {
+  double err = relativeError(got, want);
+  if (err <= tol)
+    return ::testing::AssertionSuccess();
+  std::ostringstream os;
+  os << "relative error " << err << " > " << tol << " for " << toString(want.type());
+  if (got.type() == want.type()) {
+    int64_t worst = 0;
+    double most = -1;
+    for (int64_t i = 0; i < want.numElements(); ++i) {
+      double d = std::fabs(got.at(i) - want.at(i));
+      if (std::isnan(d) || d > most) {
+        most = std::isnan(d) ? INFINITY : d;
+        worst = i;
+      }
+      if (std::isnan(d))
+        break;
+    }
+    if (want.numElements())
+      os << "; at element " << worst << " got " << got.at(worst) << ", want " << want.at(worst);
+  }
+  return ::testing::AssertionFailure() << os.str();
+}
+
+::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want) {
+  if (got.type() != want.type())
+    return ::testing::AssertionFailure() << toString(got.type()) << " vs " << toString(want.type());
+  size_t es = dtypeSize(want.dtype());
+  const auto *g = static_cast<const unsigned char *>(got.raw());
+  const auto *w = static_cast<const unsigned char *>(want.raw());
+  for (int64_t i = 0; i < want.numElements(); ++i)
+    if (std::memcmp(g + i * es, w + i * es, es) != 0)
+      return ::testing::AssertionFailure() << "element " << i << " of " << toString(want.type())
+                                           << ": got " << got.at(i) << ", want " << want.at(i);
+  return ::testing::AssertionSuccess();
+}
+
+void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, double tol, uint64_t step,
+                 uint64_t seed) {
+  auto cpu = runNode(n, inputs, nullptr, step, seed);
+  ASSERT_TRUE((bool)cpu) << llvm::toString(cpu.takeError());
+  for (bool inPlace : {false, true}) {
+    CudaRun run;
+    run.step = step;
+    run.seed = seed;
+    run.inPlace = inPlace;
+    auto gpu = runOnCuda(n, inputs, run);
+    ASSERT_TRUE((bool)gpu) << n.name() << ": " << llvm::toString(gpu.takeError());
+    ASSERT_EQ(gpu->size(), cpu->size());
+    for (size_t r = 0; r < cpu->size(); ++r) {
+      if (tol < 0)
+        EXPECT_TRUE(sameBits((*gpu)[r], (*cpu)[r]))
+            << opName(n.op()).str() << " result " << r << (inPlace ? " (in place)" : "");
+      else
+        EXPECT_TRUE(closeTo((*gpu)[r], (*cpu)[r], tol))
+            << opName(n.op()).str() << " result " << r << (inPlace ? " (in place)" : "");
+    }
+  }
+}
+
+} // namespace graphc

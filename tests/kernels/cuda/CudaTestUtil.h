@@ -1,0 +1,94 @@
+//===- CudaTestUtil.h - Running one node on the GPU and on the CPU -*- C++ -*-===//
+//
+// The CUDA kernel tests build one node (ir/Builder.h), run its CPU kernel
+// (kernels/KernelRunner.h) and its CUDA kernel on the same random inputs and
+// compare. Without a usable GPU (cudaGetDeviceCount fails or finds none) the
+// GPU tests skip with "no CUDA device"; the backend they use has TF32 off
+// (strict FP32), so the tolerance is 1e-5 relative to the largest magnitude
+// of the CPU result (normwise: cancellation in a sum makes single elements'
+// relative errors meaningless).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Builder.h"
+#include "kernels/KernelRunner.h"
+#include "kernels/cuda/CudaBackend.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+namespace graphc {
+
+/// Whether a CUDA device can be used (checked once).
+bool cudaDeviceAvailable();
+
+#define SKIP_WITHOUT_CUDA()                                                                        \
+  do {                                                                                             \
+    if (!::graphc::cudaDeviceAvailable())                                                          \
+      GTEST_SKIP() << "no CUDA device";                                                            \
+  } while (0)
+
+/// The strict-FP32 backend of device 0, created once; null (and the test
+/// failed) when creation fails on a machine that has a GPU.
+CudaBackend *strictBackend();
+
+/// One node over fresh inputs, in a module of its own.
+class OneNode {
+public:
+  OneNode() : module_("cuda_test"), builder_(module_.main()) {
+    module_.meta().set("batch", int64_t(1));
+  }
+  Value *input(llvm::StringRef name, TensorType t) { return builder_.input(name, std::move(t)); }
+  Value *variable(Variable v) { return builder_.newVariable(std::move(v)); }
+  /// Creates the node; a shape error fails the test and returns null.
+  Node *node(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs = {}, llvm::StringRef name = "n");
+  Module &module() { return module_; }
+  Builder &builder() { return builder_; }
+
+private:
+  Module module_;
+  Builder builder_;
+};
+
+/// Options of a GPU run.
+struct CudaRun {
+  TensorVariables *variables = nullptr; ///< copied to the device and back
+  uint64_t step = 0, seed = 0;
+  bool inPlace = false;           ///< result 0 written over its in-place operand, if any
+  CudaBackend *backend = nullptr; ///< default: strictBackend()
+};
+
+/// Runs the node's CUDA kernel on copies of `inputs` and returns its
+/// results; device errors (CudaBackend::takeDeviceError) come back too.
+llvm::Expected<std::vector<Tensor>> runOnCuda(const Node &n, llvm::ArrayRef<Tensor> inputs,
+                                              const CudaRun &run = {});
+
+/// Creates the CUDA kernels of update nodes and runs them as one group
+/// (Kernel::runGroup on the first), each with its inputs; `variables` are
+/// copied to the device and back.
+llvm::Error runGroupOnCuda(llvm::ArrayRef<const Node *> nodes,
+                           llvm::ArrayRef<std::vector<Tensor>> inputs, TensorVariables &variables,
+                           uint64_t step = 0);
+
+/// Uniform random values in [lo, hi) of any dtype (integers rounded).
+Tensor randomTensor(const TensorType &t, std::mt19937 &rng, double lo = -1, double hi = 1);
+
+/// max |got - want| / max |want| (0 when both are zero); NaN where one has
+/// a NaN the other has not, or the shapes differ.
+double relativeError(const Tensor &got, const Tensor &want);
+
+/// Fails with the largest error's position when above `tol`.
+::testing::AssertionResult closeTo(const Tensor &got, const Tensor &want, double tol = 1e-5);
+/// Byte-wise equality, with the first differing element.
+::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want);
+
+/// Runs `n` on the CPU and on the GPU over `inputs` and compares every
+/// result (tol < 0: bit for bit); also with the result written in place
+/// when the kernel allows it.
+void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, double tol = 1e-5, uint64_t step = 0,
+                 uint64_t seed = 0);
+
+} // namespace graphc

@@ -1,0 +1,308 @@
+//===- NNTwinTest.cpp - Layer CUDA kernels vs the CPU ---------------------===//
+//
+// Convolutions and their gradients (cuDNN), pooling, batch norm, softmax
+// (cuDNN), the loss, MatMul / Gemm (cuBLAS) and reductions, in strict FP32
+// (the test backend has TF32 off): relative error below 1e-5 against the
+// CPU kernels on random inputs of odd shapes, empty batches included.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+
+namespace graphc {
+namespace {
+
+struct ConvCase {
+  Dims x, w;
+  Ints pads, strides, dilations;
+  int64_t group;
+  bool ceil;
+};
+
+const ConvCase kConvs[] = {
+    {{2, 3, 9, 7}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false},
+    {{1, 4, 17, 13}, {6, 2, 3, 5}, {2, 0, 1, 3}, {2, 3}, {1, 1}, 2, false},
+    {{3, 8, 11, 11}, {8, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}, 8, false},
+    {{2, 5, 10, 10}, {7, 5, 1, 1}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, true},
+    {{4, 16, 35, 35}, {32, 16, 3, 3}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, false},
+    {{1, 3, 6, 6}, {2, 3, 3, 3}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, true},
+    {{0, 3, 8, 8}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false}};
+
+Attrs convAttrs(const ConvCase &k) {
+  Attrs a;
+  a.set("pads", k.pads);
+  a.set("strides", k.strides);
+  a.set("dilations", k.dilations);
+  a.set("group", k.group);
+  a.set("ceil_mode", int64_t(k.ceil));
+  return a;
+}
+
+TEST(CudaNN, ConvolutionForwardAndGradients) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(41);
+  for (const ConvCase &k : kConvs)
+    for (bool bias : {false, true}) {
+      OneNode c;
+      TensorType xt(DType::F32, k.x), wt(DType::F32, k.w);
+      std::vector<Value *> in{c.input("x", xt), c.input("w", wt)};
+      if (bias)
+        in.push_back(c.input("b", TensorType(DType::F32, {k.w[0]})));
+      Node *conv = c.node(Op::Conv, in, convAttrs(k), "conv");
+      ASSERT_TRUE(conv);
+      std::vector<Tensor> values{randomTensor(xt, rng), randomTensor(wt, rng)};
+      if (bias)
+        values.push_back(randomTensor(in[2]->type(), rng));
+      expectTwins(*conv, values);
+      if (bias)
+        continue;
+      const TensorType &yt = conv->result()->type();
+      Attrs gd = convAttrs(k), gf = convAttrs(k);
+      gd.set("input_shape", Ints(k.x.begin(), k.x.end()));
+      gf.set("filter_shape", Ints(k.w.begin(), k.w.end()));
+      Value *dy = c.input("dy", yt);
+      Node *data = c.node(Op::ConvGradData, {dy, in[1]}, gd, "grad_data");
+      Node *filter = c.node(Op::ConvGradFilter, {in[0], dy}, gf, "grad_filter");
+      ASSERT_TRUE(data && filter);
+      Tensor dyv = randomTensor(yt, rng);
+      expectTwins(*data, {dyv, values[1]});
+      expectTwins(*filter, {values[0], dyv});
+    }
+}
+
+TEST(CudaNN, PoolingAndItsGradients) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(42);
+  struct Case {
+    Ints kernel, strides, pads, dilations;
+    bool ceil;
+  };
+  const Case cases[] = {{{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},
+                        {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
+                        {{3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 1}, true},
+                        {{2, 2}, {2, 2}, {0, 1, 1, 0}, {1, 1}, true},
+                        {{3, 3}, {2, 1}, {1, 1, 0, 2}, {2, 1}, false}};
+  for (const Case &k : cases)
+    for (Op op : {Op::MaxPool, Op::AveragePool})
+      for (int includePad : {0, 1})
+        for (Dims shape : {Dims{2, 3, 9, 8}, Dims{4, 5, 35, 35}}) {
+          if ((op == Op::MaxPool && includePad) ||
+              (op == Op::AveragePool && k.dilations != Ints{1, 1}))
+            continue;
+          OneNode c;
+          Attrs a;
+          a.set("kernel_shape", k.kernel);
+          a.set("strides", k.strides);
+          a.set("pads", k.pads);
+          if (op == Op::MaxPool)
+            a.set("dilations", k.dilations);
+          a.set("ceil_mode", int64_t(k.ceil));
+          a.set("count_include_pad", int64_t(includePad));
+          TensorType xt(DType::F32, shape);
+          Value *x = c.input("x", xt);
+          Node *n = c.node(op, {x}, a, "pool");
+          ASSERT_TRUE(n);
+          Tensor xv = randomTensor(xt, rng);
+          expectTwins(*n, {xv}, op == Op::MaxPool ? -1 : 1e-6);
+          Tensor dy = randomTensor(n->result()->type(), rng);
+          if (op == Op::MaxPool) {
+            Node *g = c.node(Op::MaxPoolGrad, {x, c.input("dy", n->result()->type())}, a, "grad");
+            ASSERT_TRUE(g);
+            expectTwins(*g, {xv, dy});
+          } else {
+            Attrs ga = a;
+            ga.set("input_shape", Ints(shape.begin(), shape.end()));
+            Node *g = c.node(Op::AveragePoolGrad, {c.input("dy", n->result()->type())}, ga, "grad");
+            ASSERT_TRUE(g);
+            expectTwins(*g, {dy});
+          }
+        }
+  for (Dims shape : {Dims{2, 3, 7, 5}, Dims{3, 4, 11}, Dims{1, 2, 3, 4, 5}, Dims{0, 3, 4, 4}}) {
+    OneNode c;
+    Node *n = c.node(Op::GlobalAveragePool, {c.input("x", TensorType(DType::F32, shape))});
+    ASSERT_TRUE(n);
+    expectTwins(*n, {randomTensor(n->operand(0)->type(), rng)});
+  }
+}
+
+TEST(CudaNN, BatchNormInferenceTrainingAndGradient) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(43);
+  for (Dims shape : {Dims{8, 5, 6, 7}, Dims{16, 3}, Dims{2, 1, 9, 9}, Dims{1, 4, 3, 2, 2},
+                     Dims{32, 64, 17, 17}, Dims{0, 3, 4, 4}}) {
+    OneNode c;
+    TensorType xt(DType::F32, shape), ct(DType::F32, {shape[1]});
+    Value *x = c.input("x", xt), *scale = c.input("scale", ct), *bias = c.input("bias", ct);
+    Value *mean = c.input("mean", ct), *var = c.input("var", ct), *dy = c.input("dy", xt);
+    Attrs a;
+    a.set("epsilon", 1e-3);
+    Node *infer = c.node(Op::BatchNorm, {x, scale, bias, mean, var}, a, "bn");
+    Node *train = c.node(Op::BatchNormTrain, {x, scale, bias}, a, "bn_train");
+    Node *grad = c.node(Op::BatchNormTrainGrad, {x, scale, mean, var, dy}, a, "bn_grad");
+    ASSERT_TRUE(infer && train && grad);
+    Tensor xv = randomTensor(xt, rng, -2, 3), sv = randomTensor(ct, rng, 0.5, 2);
+    Tensor bv = randomTensor(ct, rng), mv = randomTensor(ct, rng),
+           vv = randomTensor(ct, rng, 0.1, 2);
+    expectTwins(*infer, {xv, sv, bv, mv, vv});
+    expectTwins(*train, {xv, sv, bv});
+    // The gradient at the batch's own statistics, as training uses it.
+    auto stats = runNode(*train, {xv, sv, bv});
+    ASSERT_TRUE((bool)stats);
+    expectTwins(*grad, {xv, sv, (*stats)[1], (*stats)[2], randomTensor(xt, rng)});
+  }
+}
+
+TEST(CudaNN, SoftmaxFamilyOnEveryAxis) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(44);
+  for (Op op : {Op::Softmax, Op::LogSoftmax, Op::SoftmaxGrad, Op::LogSoftmaxGrad})
+    for (auto [shape, axis] : {std::pair<Dims, int64_t>{{7, 10}, -1},
+                               {{7, 10}, 0},
+                               {{3, 5, 33}, 1},
+                               {{2, 3, 4, 5}, 2},
+                               {{1000, 1}, -1},
+                               {{0, 4}, -1}}) {
+      OneNode c;
+      Attrs a;
+      a.set("axis", axis);
+      TensorType t(DType::F32, shape);
+      bool grad = op == Op::SoftmaxGrad || op == Op::LogSoftmaxGrad;
+      std::vector<Value *> in{c.input("x", t)};
+      if (grad)
+        in.push_back(c.input("dy", t));
+      Node *n = c.node(op, in, a);
+      ASSERT_TRUE(n);
+      std::vector<Tensor> values{randomTensor(t, rng, -5, 5)};
+      if (grad) {
+        // y is the forward result, as the gradient rules feed it.
+        OneNode f;
+        Node *fwd =
+            f.node(op == Op::SoftmaxGrad ? Op::Softmax : Op::LogSoftmax, {f.input("x", t)}, a);
+        auto y = runNode(*fwd, {values[0]});
+        ASSERT_TRUE((bool)y);
+        values[0] = (*y)[0];
+        values.push_back(randomTensor(t, rng));
+      }
+      expectTwins(*n, values);
+    }
+}
+
+TEST(CudaNN, SoftmaxCrossEntropyAndItsGradient) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(45);
+  for (auto [rows, classes] :
+       {std::pair<int64_t, int64_t>{8, 10}, {33, 1000}, {1, 1}, {257, 3}, {0, 5}})
+    for (DType lt : {DType::I64, DType::I32})
+      for (bool scaled : {false, true}) {
+        OneNode c;
+        Attrs a;
+        if (scaled)
+          a.set("scale", 0.125);
+        TensorType logits(DType::F32, {rows, classes}), labels(lt, {rows});
+        Value *x = c.input("x", logits), *l = c.input("labels", labels);
+        Node *loss = c.node(Op::SoftmaxCrossEntropy, {x, l}, a, "loss");
+        Node *grad = c.node(Op::SoftmaxCrossEntropyGrad,
+                            {x, l, c.input("dloss", TensorType(DType::F32, {}))}, a, "grad");
+        ASSERT_TRUE(loss && grad);
+        Tensor xv = randomTensor(logits, rng, -8, 8);
+        Tensor lv(labels);
+        std::uniform_int_distribution<int64_t> u(0, classes - 1);
+        for (int64_t b = 0; b < rows; ++b)
+          lv.set(b, (double)u(rng));
+        expectTwins(*loss, {xv, lv});
+        expectTwins(*grad, {xv, lv, Tensor::scalar(1.5f)});
+      }
+}
+
+TEST(CudaNN, BadLabelsAreReportedOnTheNextCheck) {
+  SKIP_WITHOUT_CUDA();
+  OneNode c;
+  TensorType logits(DType::F32, {4, 10}), labels(DType::I64, {4});
+  Node *loss =
+      c.node(Op::SoftmaxCrossEntropy, {c.input("x", logits), c.input("l", labels)}, {}, "loss");
+  ASSERT_TRUE(loss);
+  std::mt19937 rng(46);
+  auto gpu = runOnCuda(*loss, {randomTensor(logits, rng), Tensor::fromInts({4}, {1, 12, 3, -1})});
+  ASSERT_FALSE((bool)gpu);
+  std::string msg = llvm::toString(gpu.takeError());
+  EXPECT_NE(msg.find("node 'loss' (SoftmaxCrossEntropy): label outside [0, 10)"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("at index"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 elements in all"), std::string::npos) << msg;
+  // The device keeps working.
+  auto good = runOnCuda(*loss, {randomTensor(logits, rng), Tensor::fromInts({4}, {1, 2, 3, 9})});
+  EXPECT_TRUE((bool)good) << llvm::toString(good.takeError());
+}
+
+TEST(CudaNN, MatMulInEveryBroadcastForm) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(47);
+  const std::pair<Dims, Dims> cases[] = {{{5, 7}, {7, 3}},
+                                         {{4, 5, 7}, {7, 3}},
+                                         {{5, 7}, {4, 7, 3}},
+                                         {{2, 3, 5, 7}, {2, 3, 7, 3}},
+                                         {{2, 1, 5, 7}, {1, 3, 7, 3}},
+                                         {{7}, {7, 3}},
+                                         {{4, 5, 7}, {7}},
+                                         {{7}, {7}},
+                                         {{3, 5, 0}, {0, 4}},
+                                         {{0, 5, 7}, {7, 2}},
+                                         {{129, 257}, {257, 65}}};
+  for (const auto &[a, b] : cases) {
+    OneNode c;
+    Node *n = c.node(Op::MatMul, {c.input("a", TensorType(DType::F32, a)),
+                                  c.input("b", TensorType(DType::F32, b))});
+    ASSERT_TRUE(n);
+    expectTwins(
+        *n, {randomTensor(n->operand(0)->type(), rng), randomTensor(n->operand(1)->type(), rng)});
+  }
+}
+
+TEST(CudaNN, GemmWithTransposesScalesAndBias) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(48);
+  for (int ta : {0, 1})
+    for (int tb : {0, 1})
+      for (Dims cShape : {Dims{}, Dims{1}, Dims{3}, Dims{5, 1}, Dims{5, 3}})
+        for (auto [alpha, beta] : {std::pair<double, double>{1, 1}, {0.5, 2}, {1, 0}})
+          for (int64_t k : {7, 0}) {
+            OneNode c;
+            Attrs a;
+            a.set("transA", int64_t(ta));
+            a.set("transB", int64_t(tb));
+            a.set("alpha", alpha);
+            a.set("beta", beta);
+            Dims as = ta ? Dims{k, 5} : Dims{5, k}, bs = tb ? Dims{3, k} : Dims{k, 3};
+            Node *n = c.node(Op::Gemm,
+                             {c.input("a", TensorType(DType::F32, as)),
+                              c.input("b", TensorType(DType::F32, bs)),
+                              c.input("c", TensorType(DType::F32, cShape))},
+                             a);
+            ASSERT_TRUE(n);
+            expectTwins(*n, {randomTensor(n->operand(0)->type(), rng),
+                             randomTensor(n->operand(1)->type(), rng),
+                             randomTensor(n->operand(2)->type(), rng)});
+          }
+}
+
+TEST(CudaNN, ReductionsOverAnyAxes) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(49);
+  const std::pair<Dims, Ints> cases[] = {{{4, 5, 6}, {1}},       {{4, 5, 6}, {0, 2}},
+                                         {{4, 5, 6}, {}},        {{3, 1, 7}, {-1}},
+                                         {{2, 3, 4, 5}, {1, 3}}, {{10000, 3}, {0}},
+                                         {{3, 700001}, {1}},     {{2, 0, 3}, {1}},
+                                         {{1 << 22}, {0}},       {{32, 64, 17, 17}, {0, 2, 3}}};
+  for (Op op : {Op::ReduceSum, Op::ReduceMean})
+    for (const auto &[shape, axes] : cases) {
+      OneNode c;
+      Attrs a;
+      a.set("axes", axes);
+      Node *n = c.node(op, {c.input("x", TensorType(DType::F32, shape))}, a);
+      ASSERT_TRUE(n);
+      expectTwins(*n, {randomTensor(n->operand(0)->type(), rng)});
+    }
+}
+
+} // namespace
+} // namespace graphc
