@@ -1,3 +1,11 @@
+//===- ModelFile.cpp - Telling model formats apart by content -------------===//
+//
+// The archive magic first (ir/Archive.h), then the text IR's `module`
+// keyword, then a protobuf tag that starts a ModelProto; anything else is one
+// error that lists what was tried.
+//
+//===----------------------------------------------------------------------===//
+
 #include "frontend/onnx/ModelFile.h"
 
 #include "ir/Archive.h"
@@ -45,18 +53,15 @@ llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
     return makeError("'" + path +
                      "' is empty; expected a graphc module file, graphc text IR or "
                      "an ONNX model");
-  if (looksLikeOnnx(bytes) && !isArchiveFile(path))
-    return importOnnxFile(path, opts);
-  llvm::Expected<std::unique_ptr<Module>> m = nullptr;
-  if (isArchiveFile(path))
-    m = readModuleFile(path);
-  else if (looksLikeTextIR(bytes))
-    m = parseModule(bytes, path);
-  else
+  if (!isArchiveFile(path) && !looksLikeTextIR(bytes)) {
+    if (looksLikeOnnx(bytes))
+      return importOnnxFile(path, opts);
     return makeError("'" + path +
                      "' is not a model graphc can read: not a graphc module file "
                      "(no GRPHCAR1 magic), not graphc text IR (it does not start with "
                      "'module'), and not an ONNX model (not a protobuf ModelProto)");
+  }
+  auto m = isArchiveFile(path) ? readModuleFile(path) : parseModule(bytes, path);
   if (!m)
     return m.takeError();
   if (opts.batch > 0 && (*m)->batch() != opts.batch)

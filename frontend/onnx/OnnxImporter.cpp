@@ -273,10 +273,9 @@ llvm::Error Importer::createInputs() {
                   });
     if (weight) {
       auto type = declaredType(name);
-      weight =
-          type && (type->rank() >= 1) &&
-          !(llvm::any_of(it->second, [](const Use &u) { return u.node->op_type() == "MatMul"; }) &&
-            type->rank() != 2);
+      bool matmul =
+          llvm::any_of(it->second, [](const Use &u) { return u.node->op_type() == "MatMul"; });
+      weight = type && type->rank() >= 1 && (!matmul || type->rank() == 2);
     }
     if (weight) {
       weightInputs_.push_back(name);
@@ -323,8 +322,7 @@ llvm::Error Importer::createInputs() {
     if (t.rank() > 0 && t.shape[0] != opts_.batch)
       return makeError("graph input '" + ins.front()->name() + "' has a fixed batch of " +
                        llvm::Twine(t.shape[0]) +
-                       " (axis 0 is not dynamic); it cannot be bound "
-                       "to batch " +
+                       " (axis 0 is not dynamic); it cannot be bound to " + "batch " +
                        llvm::Twine(opts_.batch) + ". Export the model with a dynamic batch axis");
   }
   return llvm::Error::success();

@@ -1,3 +1,10 @@
+//===- OnnxTensor.cpp - TensorProto <-> Tensor ----------------------------===//
+//
+// Sizes are checked against the declared shape before anything is allocated,
+// so a corrupted dimension is an error, not a huge allocation.
+//
+//===----------------------------------------------------------------------===//
+
 #include "frontend/onnx/OnnxTensor.h"
 
 #include "ir/Diagnostics.h"

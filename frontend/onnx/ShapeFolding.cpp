@@ -530,6 +530,72 @@ const llvm::StringSet<> &foldableOps() {
   return ops;
 }
 
+/// `op` on known inputs (`ins`, null for an absent optional input).
+llvm::Expected<Known> foldKnown(NodeContext &ctx, llvm::StringRef op,
+                                llvm::ArrayRef<const Known *> ins) {
+  for (const Known *k : ins)
+    if (k && k->foreignType && op != "Cast" && op != "Identity")
+      return ctx.fail("an input has element type " + onnxDTypeName(k->foreignType) +
+                      ", which graphc does not handle");
+  if (op == "Identity")
+    return *ins[0];
+  if (op == "Cast")
+    return foldCast(ctx, *ins[0]);
+  if (op == "Unsqueeze")
+    return foldUnsqueeze(ctx, *ins[0]);
+  if (op == "Squeeze")
+    return foldSqueeze(ctx, *ins[0]);
+  if (op == "Flatten")
+    return foldFlatten(ctx, *ins[0]);
+  if (op == "Concat")
+    return foldConcat(ctx, ins);
+  if (op == "Slice")
+    return foldSlice(ctx, *ins[0]);
+  if (op == "Transpose")
+    return foldTranspose(ctx, *ins[0]);
+  if (op == "Neg")
+    return foldArithmetic(ctx, ins);
+  if (ins.size() < 2)
+    return ctx.fail("needs two inputs");
+  if (op == "Gather")
+    return foldGather(ctx, *ins[0], *ins[1]);
+  if (op == "Reshape")
+    return foldReshape(ctx, *ins[0], *ins[1]);
+  return foldArithmetic(ctx, ins);
+}
+
+/// The node's result if it is known at import time, or nullopt.
+llvm::Expected<std::optional<Known>> foldNode(NodeContext &ctx) {
+  llvm::StringRef op = ctx.opType();
+  auto wrap = [](llvm::Expected<Known> k) -> llvm::Expected<std::optional<Known>> {
+    if (!k)
+      return k.takeError();
+    return std::optional<Known>(std::move(*k));
+  };
+  if (op == "Constant")
+    return wrap(foldConstant(ctx));
+  if (op == "Shape")
+    return wrap(foldShape(ctx));
+  if (op == "Size")
+    return wrap(foldSize(ctx));
+  if (op == "ConstantOfShape")
+    return wrap(foldConstantOfShape(ctx));
+  if (!foldableOps().contains(op) || ctx.numInputs() == 0)
+    return std::nullopt;
+  // Only Slice has optional inputs in the middle; a gap elsewhere is left to
+  // the op rule, which reports it.
+  llvm::SmallVector<const Known *, 4> ins;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    if (!ctx.hasInput(i) && (op != "Slice" || i == 0))
+      return std::nullopt;
+    const Slot *s = ctx.hasInput(i) ? ctx.importer().slot(ctx.inputName(i)) : nullptr;
+    if (ctx.hasInput(i) && (!s || s->value || !s->known || !s->foldable))
+      return std::nullopt;
+    ins.push_back(s ? s->known.get() : nullptr);
+  }
+  return wrap(foldKnown(ctx, op, ins));
+}
+
 } // namespace
 
 bool alwaysFolded(llvm::StringRef op) {
@@ -537,62 +603,12 @@ bool alwaysFolded(llvm::StringRef op) {
 }
 
 llvm::Expected<bool> tryFold(NodeContext &ctx) {
-  llvm::StringRef op = ctx.opType();
-  llvm::Expected<Known> result = Known{};
-  if (op == "Constant") {
-    result = foldConstant(ctx);
-  } else if (op == "Shape") {
-    result = foldShape(ctx);
-  } else if (op == "Size") {
-    result = foldSize(ctx);
-  } else if (op == "ConstantOfShape") {
-    result = foldConstantOfShape(ctx);
-  } else {
-    if (!foldableOps().contains(op) || ctx.numInputs() == 0)
-      return false;
-    // Only Slice has optional inputs in the middle; a gap elsewhere is left
-    // to the op rule, which reports it.
-    llvm::SmallVector<const Known *, 4> ins;
-    for (unsigned i = 0; i < ctx.numInputs(); ++i) {
-      if (!ctx.hasInput(i) && (op != "Slice" || i == 0))
-        return false;
-      const Slot *s = ctx.hasInput(i) ? ctx.importer().slot(ctx.inputName(i)) : nullptr;
-      if (ctx.hasInput(i) && (!s || s->value || !s->known || !s->foldable))
-        return false;
-      ins.push_back(s ? s->known.get() : nullptr);
-    }
-    for (const Known *k : ins)
-      if (k && k->foreignType && op != "Cast" && op != "Identity")
-        return ctx.fail("an input has element type " + onnxDTypeName(k->foreignType) +
-                        ", which graphc does not handle");
-    if (op == "Identity")
-      result = *ins[0];
-    else if (op == "Cast")
-      result = foldCast(ctx, *ins[0]);
-    else if (op == "Gather")
-      result = ins.size() < 2 ? ctx.fail("needs indices") : foldGather(ctx, *ins[0], *ins[1]);
-    else if (op == "Unsqueeze")
-      result = foldUnsqueeze(ctx, *ins[0]);
-    else if (op == "Squeeze")
-      result = foldSqueeze(ctx, *ins[0]);
-    else if (op == "Reshape")
-      result = ins.size() < 2 ? ctx.fail("needs a shape") : foldReshape(ctx, *ins[0], *ins[1]);
-    else if (op == "Flatten")
-      result = foldFlatten(ctx, *ins[0]);
-    else if (op == "Concat")
-      result = foldConcat(ctx, ins);
-    else if (op == "Slice")
-      result = foldSlice(ctx, *ins[0]);
-    else if (op == "Transpose")
-      result = foldTranspose(ctx, *ins[0]);
-    else if (op != "Neg" && ins.size() < 2)
-      result = ctx.fail("needs two operands");
-    else
-      result = foldArithmetic(ctx, ins);
-  }
+  auto result = foldNode(ctx);
   if (!result)
     return result.takeError();
-  ctx.bindKnown(0, std::move(*result));
+  if (!*result)
+    return false;
+  ctx.bindKnown(0, std::move(**result));
   return true;
 }
 

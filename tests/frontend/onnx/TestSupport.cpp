@@ -1,3 +1,5 @@
+//===- TestSupport.cpp - Shared helpers of the ONNX frontend tests --------===//
+
 #include "TestSupport.h"
 
 #include "frontend/onnx/OnnxExporter.h"

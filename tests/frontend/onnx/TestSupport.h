@@ -1,4 +1,9 @@
 //===- TestSupport.h - Shared helpers of the ONNX frontend tests -*- C++ -*-===//
+//
+// Where make_models.py put its files, the round trips every imported module
+// must pass, and small queries the tests share.
+//
+//===----------------------------------------------------------------------===//
 #pragma once
 
 #include "frontend/onnx/OnnxImporter.h"
