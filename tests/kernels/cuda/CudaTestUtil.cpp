@@ -2,6 +2,8 @@
 
 #include "CudaTestUtil.h"
 
+#include "ir/Random.h"
+
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -283,9 +285,15 @@ llvm::Error runGroupOnCuda(llvm::ArrayRef<const Node *> nodes,
 
 Tensor randomTensor(const TensorType &t, std::mt19937 &rng, double lo, double hi) {
   Tensor x(t);
-  std::uniform_real_distribution<double> u(lo, hi);
+  // One draw from the caller's generator seeds a fast stream for the values.
+  RandomStream values(rng(), 0x5eed);
+  if (t.dtype == DType::F32) {
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      x.data<float>()[i] = (float)(lo + (hi - lo) * values.uniform());
+    return x;
+  }
   for (int64_t i = 0; i < x.numElements(); ++i) {
-    double v = u(rng);
+    double v = lo + (hi - lo) * values.uniform();
     x.set(i, isFloat(t.dtype) ? v : std::floor(v));
   }
   return x;
