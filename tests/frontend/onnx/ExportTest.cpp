@@ -27,9 +27,11 @@ namespace {
 
 TEST(OnnxExport, PythonOnnxCheckerAcceptsExportedModels) {
   std::vector<std::string> files;
-  for (const char *name : {"inception_v3_train_17.onnx", "resnet18_eval_13.onnx",
-                           "allops_train_11.onnx", "allops_eval_17.onnx", "opset18_forms.onnx",
-                           "graph_only_13.onnx", "stripped_weights_13.onnx"}) {
+  for (const char *name :
+       {"inception_v3_train_17.onnx", "inception_v3_eval_13.onnx", "resnet18_eval_13.onnx",
+        "resnet18_train_17.onnx", "allops_train_11.onnx", "allops_eval_17.onnx",
+        "allops_train_9.onnx", "opset18_forms.onnx", "graph_only_13.onnx",
+        "stripped_weights_13.onnx"}) {
     ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(name)));
     files.push_back(tempPath(name));
     ASSERT_FALSE(bool(exportOnnxFile(*m, files.back(), 1)));

@@ -234,6 +234,12 @@ TEST(OnnxFixedBatch, BindsOnlyToItsOwnBatch) {
   expectRoundTrips(*m);
 }
 
+TEST(OnnxFixedBatch, AnUnnamedDynamicAxisZeroIsTheBatch) {
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("unnamed_batch_13.onnx")));
+  EXPECT_EQ(m->main().inputs()[0]->result()->type(), TensorType(DType::F32, {kBatchDim, 4}));
+  expectRoundTrips(*m);
+}
+
 TEST(OnnxMlp, WeightsEqualStateDict) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("mlp_13.onnx")));
   auto t = readNpy(modelPath("mlp.fc1.weight.npy"));

@@ -241,6 +241,15 @@ def graph_only_models():
     model.ir_version = 8
     save_model(model, "stripped_weights_13.onnx", check=False)  # the checker wants data
 
+    # A batch axis with neither a value nor a name is dynamic too.
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="/act/Relu")], "unnamed_batch",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    save_model(model, "unnamed_batch_13.onnx")
+
 
 # --- malformed files ------------------------------------------------------------
 
