@@ -327,8 +327,13 @@ llvm::Error Exporter::exportNode(const Node &n) {
     onnx::NodeProto &p = node(n, "BatchNormalization");
     addFloat(p, "epsilon", a.getFloat("epsilon", 1e-5));
     addFloat(p, "momentum", a.getFloat("momentum", 0.9));
-    if (a.getInt("training"))
+    // Training mode has three outputs in ONNX (shape inference insists); the
+    // running statistics are unused here, as the importer drops them.
+    if (a.getInt("training")) {
       addInt(p, "training_mode", 1);
+      p.add_output(fresh(n.name() + "/running_mean"));
+      p.add_output(fresh(n.name() + "/running_var"));
+    }
     return llvm::Error::success();
   }
   case Op::Reshape: {

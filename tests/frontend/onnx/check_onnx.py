@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs Debian's onnx.checker.check_model on each file given; exit 1 if any fails."""
+"""Runs Debian's onnx.checker.check_model (with shape inference) on each file given; exit 1 if any fails."""
 
 import sys
 
@@ -8,7 +8,7 @@ import onnx
 failed = 0
 for name in sys.argv[1:]:
     try:
-        onnx.checker.check_model(onnx.load(name))
+        onnx.checker.check_model(onnx.load(name), full_check=True)
         print("ok", name)
     except Exception as e:  # noqa: BLE001 - report every failure
         failed += 1
