@@ -130,11 +130,15 @@ struct Executor::Impl {
   std::unique_ptr<StepCapture> capture;
   std::string graphNote;
 
-  // prefetch(): per Input node, two device buffers the helper thread fills
-  // while steps run; run({}) moves one into the input's step buffer.
+  // prefetch(): per Input node on a GPU, two device buffers the helper
+  // thread fills while steps run; run({}) moves one into the input's step
+  // buffer. Inputs on host devices are kept and copied in by run() as usual
+  // (staging them would only add a copy).
   struct Prefetched {
     unsigned slot = 0;
-    std::vector<unsigned> feeds; ///< Input NodeExec indices
+    std::shared_ptr<const llvm::StringMap<Tensor>> tensors;
+    std::vector<unsigned> staged; ///< Input NodeExec indices, in events' order
+    std::vector<unsigned> host;   ///< Input NodeExec indices copied in by run()
     std::shared_ptr<std::vector<std::shared_ptr<DeviceEvent>>> events;
     std::future<std::string> done; ///< "" or the helper's error
   };
@@ -674,15 +678,21 @@ llvm::Error Executor::Impl::consumePrefetched(uint64_t stepNumber) {
   std::string failed = p.done.get();
   if (!failed.empty())
     return makeError("prefetching the inputs of step " + llvm::Twine(stepNumber) + ": " + failed);
-  // Each device moves its inputs into their step buffers after the copies
-  // (a device copy on its compute stream, ordered by the copy's event).
-  for (size_t i = 0; i < p.feeds.size(); ++i) {
-    NodeExec &e = *nodes[p.feeds[i]];
+  for (unsigned i : p.host) {
+    NodeExec &e = *nodes[i];
+    const Tensor &t = p.tensors->find(e.node->name())->second;
+    if (auto err = devices[e.device]->device->copyIn(e.outputs[0].data, t.raw(), t.bytes()))
+      return err;
+  }
+  // Each GPU moves its inputs into their step buffers after the copies (a
+  // device copy on its compute stream, ordered by the copy's event).
+  for (size_t i = 0; i < p.staged.size(); ++i) {
+    NodeExec &e = *nodes[p.staged[i]];
     Device &dev = *devices[e.device]->device;
     if (auto err = dev.wait(*(*p.events)[i]))
       return err;
-    dev.noteNode(p.feeds[i], EventKind::Input);
-    if (auto err = dev.receive(e.outputs[0].data, dev, staging[p.feeds[i]][p.slot],
+    dev.noteNode(p.staged[i], EventKind::Input);
+    if (auto err = dev.receive(e.outputs[0].data, dev, staging[p.staged[i]][p.slot],
                                e.outputs[0].bytes()))
       return err;
   }
@@ -803,6 +813,7 @@ llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
     return err;
   Impl::Prefetched p;
   p.slot = im.prefetchCount % 2;
+  p.tensors = std::make_shared<const llvm::StringMap<Tensor>>(std::move(feeds));
   struct Copy {
     Device *device;
     void *dst;
@@ -814,6 +825,10 @@ llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
     if (e.action != Action::Feed)
       continue;
     Device &dev = *im.devices[e.device]->device;
+    if (dev.kind() == DeviceKind::CPU) {
+      p.host.push_back(i);
+      continue;
+    }
     void *&buffer = im.staging[i][p.slot];
     if (!buffer) {
       auto b = dev.allocate(e.outputs[0].bytes());
@@ -821,14 +836,14 @@ llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
         return withContext(b.takeError(), "prefetch buffer of input '" + e.node->name() + "'");
       buffer = *b;
     }
-    p.feeds.push_back(i);
-    copies.push_back({&dev, buffer, &feeds.find(e.node->name())->second});
+    p.staged.push_back(i);
+    copies.push_back({&dev, buffer, &p.tensors->find(e.node->name())->second});
   }
   p.events = std::make_shared<std::vector<std::shared_ptr<DeviceEvent>>>();
   auto events = p.events;
+  auto tensors = p.tensors; // keeps the copies' sources alive
   p.done = std::async(std::launch::async,
-                      [copies = std::move(copies), events,
-                       owned = std::move(feeds)]() -> std::string {
+                      [copies = std::move(copies), events, tensors]() -> std::string {
                         for (const Copy &c : copies) {
                           auto ev = c.device->copyInAsync(c.dst, c.tensor->raw(),
                                                           c.tensor->bytes());

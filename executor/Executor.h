@@ -74,10 +74,11 @@ public:
   /// With no feeds, runs on the oldest prefetched ones (prefetch()).
   llvm::Expected<std::vector<Tensor>> run(const llvm::StringMap<Tensor> &feeds);
 
-  /// Starts copying the inputs of a later step to their devices (a helper
-  /// thread; on GPUs through page-locked memory on a copy stream of their
-  /// own) so that the copy overlaps the steps before it; run({}) consumes
-  /// prefetched inputs in order. At most two steps may wait: the loop is
+  /// Starts copying the inputs of a later step to their GPUs (a helper
+  /// thread, through page-locked memory on a copy stream of their own) so
+  /// that the copy overlaps the steps before it; run({}) consumes prefetched
+  /// inputs in order. Inputs placed on host devices are only kept (run()
+  /// copies them as usual). At most two steps may wait: the loop is
   ///   prefetch(b0); for each step i { prefetch(b[i+1]); run({}); }
   llvm::Error prefetch(llvm::StringMap<Tensor> feeds);
 

@@ -115,7 +115,10 @@ public:
   CudaEvent(cudaEvent_t e, std::shared_ptr<CudaEventPool> pool, std::string what,
             std::chrono::milliseconds timeout)
       : event_(e), pool_(std::move(pool)), what_(std::move(what)), timeout_(timeout) {}
-  ~CudaEvent() override { pool_->release(event_); }
+  ~CudaEvent() override {
+    if (event_)
+      pool_->release(event_);
+  }
   llvm::Error synchronize() const override {
     return waitForEvents(event_, timeout_, [&](size_t) { return what_; });
   }
@@ -275,6 +278,10 @@ llvm::Error CudaDevice::makeCurrent() const {
 }
 
 KernelEnv CudaDevice::kernelEnv() {
+  // Kernels are created (and prepared) right after this call, on this
+  // thread; whatever they set up belongs on this device's GPU.
+  if (llvm::Error e = makeCurrent())
+    llvm::consumeError(std::move(e));
   KernelEnv env;
   env.kind = DeviceKind::CUDA;
   env.threads = 1;
@@ -385,7 +392,7 @@ llvm::Expected<cudaEvent_t> CudaDevice::eventAt(StreamPoint p) {
     return computeMark_;
   }
   std::vector<cudaEvent_t> &events = sideEvents_[p.stream];
-  if (p.ticket >= 1 && p.ticket <= events.size())
+  if (p.ticket >= 1 && p.ticket <= events.size() && events[p.ticket - 1])
     return events[p.ticket - 1];
   // An operation that failed before its end was recorded: its stream's
   // current position covers it.

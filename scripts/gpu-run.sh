@@ -1,0 +1,207 @@
+#!/bin/bash
+# The GPU bundle's runner (scripts/gpu-bundle copies it to the bundle as run.sh; the
+# self-extracting run-gpu.sh unpacks the bundle and starts it). On the GPU machine it
+#   1. points /tmp/graphc-gpu/{src,build} at the bundle: the test binaries were built with
+#      those paths baked in (GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR);
+#   2. sets LD_LIBRARY_PATH to the bundle's libraries (plus its libstdc++ when the machine's
+#      is older than the one the binaries need) and the lib directories of the CUDA pip
+#      wheels (nvidia/*/lib: cuDNN, cuBLAS, NCCL), which also go to GRAPHC_CUDA_LIBRARY_PATH;
+#   3. runs what the mode asks for, writing under the results folder ($OUT when set, else
+#      ./gpu-results): summary.txt, env.txt, sanitizer.txt, bench.txt, bench.json and
+#      logs.tar.gz (every log and gtest XML), so that six files carry everything.
+#
+# Usage: run-gpu.sh [MODE...] (default: all), each MODE one of
+#   env               the machine, the libraries found, what is missing
+#   tests             every test binary, 4 at a time (tests=SUBSTRING: those whose name
+#                     contains SUBSTRING, e.g. tests=cuda)
+#   sanitizer         compute-sanitizer memcheck on a short inception_v3 training run (1
+#                     tower, and 2 logical towers for the own all-reduce), racecheck on our
+#                     own kernels; skipped when compute-sanitizer is not installed
+#   bench             bench/gpu_bench.py (graphc 1 and 4 towers, CUDA graph, PyTorch eager
+#                     and torch.compile); GRAPHC_BENCH_ARGS passes options on
+#   all               env tests sanitizer bench
+# A command of the device tool runs for at most 10 minutes: run `tests` and
+# `sanitizer bench` in separate calls when the whole does not fit.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+results=${OUT:-$PWD/gpu-results}
+# One test binary: its log, its XML, one summary line.
+run_one() {
+  bin=$1 workdir=$2 envs=$3
+  name=$(basename "$bin")
+  start=$(date +%s)
+  (
+    cd "$workdir" || exit 97
+    # shellcheck disable=SC2086
+    env $envs timeout "$per_test_timeout" "$bin" --gtest_output="xml:$logs/$name.xml" \
+      >"$logs/$name.log" 2>&1
+  )
+  rc=$?
+  secs=$(($(date +%s) - start))
+  passed=$(grep -a -o '\[  PASSED  \] [0-9]*' "$logs/$name.log" | tail -1 | grep -o '[0-9]*$')
+  failed=$(grep -a -o '\[  FAILED  \] [0-9]* test' "$logs/$name.log" | tail -1 | grep -o '[0-9]*' | head -1)
+  skipped=$(grep -a -o '\[  SKIPPED \] [0-9]* test' "$logs/$name.log" | tail -1 | grep -o '[0-9]*' | head -1)
+  status=ok
+  [ "$rc" -ne 0 ] && status="FAILED (exit $rc)"
+  [ "$rc" -eq 124 ] && status="TIMED OUT after ${per_test_timeout}s"
+  printf '%-34s %-22s passed %4s  failed %4s  skipped %4s  %5ss\n' "$name" "$status" \
+    "${passed:-0}" "${failed:-0}" "${skipped:-0}" "$secs"
+}
+
+if [ "${1:-}" = __one ]; then
+  shift
+  run_one "$@"
+  exit 0
+fi
+
+mkdir -p "$results"
+# Logs stay outside the results folder (the device tool returns only a few files from
+# $OUT); logs.tar.gz carries them.
+logs=${GRAPHC_LOG_DIR:-/tmp/graphc-gpu-logs}
+rm -rf "$logs"
+mkdir -p "$logs"
+py=${GRAPHC_PYTHON:-python3}
+jobs=${GRAPHC_TEST_JOBS:-4}
+per_test_timeout=${GRAPHC_TEST_TIMEOUT:-900}
+
+mkdir -p /tmp/graphc-gpu
+ln -sfn "$here/src" /tmp/graphc-gpu/src
+ln -sfn "$here/build" /tmp/graphc-gpu/build
+
+# CUDA libraries from pip wheels: every nvidia/*/lib under the Python that has them.
+wheel_libs=$("$py" - <<'EOF' 2>/dev/null
+import glob, os
+try:
+    import nvidia
+    roots = list(nvidia.__path__)
+except Exception:
+    roots = []
+dirs = []
+for r in roots:
+    for d in sorted(glob.glob(os.path.join(r, "*", "lib"))):
+        if d not in dirs:
+            dirs.append(d)
+print(":".join(dirs))
+EOF
+)
+libs=$here/lib
+need=$(cat "$here/needs-glibcxx" 2>/dev/null || echo "")
+system_cxx=$( (ldconfig -p 2>/dev/null | grep -m1 'libstdc++.so.6 ' | sed 's/.*=> //') || true)
+cxx_note="the machine's libstdc++ ($system_cxx) has $need"
+if [ -n "$need" ] && { [ -z "$system_cxx" ] || ! grep -q -a "$need" "$system_cxx"; }; then
+  libs=$libs:$here/lib/fallback
+  cxx_note="the machine's libstdc++ lacks $need: using the bundle's"
+fi
+export LD_LIBRARY_PATH=$libs${wheel_libs:+:$wheel_libs}
+export GRAPHC_CUDA_LIBRARY_PATH=$wheel_libs
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+
+run_env() {
+  {
+    echo "bundle: $here ($(cat "$here/VERSION" 2>/dev/null))"
+    echo "date: $(date -u)"
+    echo "host: $(uname -a)"
+    echo "glibc: $(ldd --version 2>&1 | head -1)"
+    echo "libstdc++: $cxx_note"
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    echo "python: $(command -v "$py") $("$py" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1)"
+    echo "compute-sanitizer: ${sanitizer:-not found}"
+    echo "--- nvidia-smi"
+    nvidia-smi 2>&1 | head -20
+    echo "--- libraries each binary resolves outside the bundle (glibc and the driver are expected)"
+    for b in "$here"/build/bin/*; do
+      ldd "$b" 2>&1 | grep -v -e "$here" -e linux-vdso -e ld-linux -e 'libc\.so' -e 'libm\.so' \
+        -e libpthread -e 'libdl\.so' -e 'librt\.so' -e 'libstdc++' -e 'libgcc_s' |
+        sed "s|^|$(basename "$b"): |"
+    done
+    echo "--- CUDA libraries the search will find"
+    for l in libcudnn.so.9 libcublas.so.13 libnccl.so.2; do
+      found=""
+      for d in $(echo "$wheel_libs" | tr ':' ' '); do
+        [ -e "$d/$l" ] && found="$d/$l" && break
+      done
+      echo "$l: ${found:-not in the wheels (the loader path may still have it)}"
+    done
+  } >"$results/env.txt" 2>&1
+  cat "$results/env.txt"
+}
+
+run_tests() {
+  filter=${1:-}
+  : >"$logs/summary.lines"
+  # tests.tsv: binary <TAB> working directory <TAB> environment (space-separated K=V)
+  while IFS="$(printf '\t')" read -r bin workdir envs; do
+    case "$(basename "$bin")" in *"$filter"*) ;; *) continue ;; esac
+    printf '%s\t%s\t%s\n' "$bin" "$workdir" "$envs"
+  done <"$here/tests.tsv" >"$logs/selected.tsv"
+  export logs per_test_timeout
+  # Each job re-enters this script (xargs cannot call a function).
+  while IFS="$(printf '\t')" read -r bin workdir envs; do
+    printf '%s\0%s\0%s\0' "$bin" "$workdir" "$envs"
+  done <"$logs/selected.tsv" |
+    xargs -0 -n 3 -P "$jobs" bash "$here/run.sh" __one >>"$logs/summary.lines"
+  {
+    echo "graphc GPU bundle: test binaries ($(date -u))"
+    sort "$logs/summary.lines"
+    awk '{for (i = 1; i <= NF; ++i) { if ($i == "passed") p += $(i + 1);
+          if ($i == "failed") f += $(i + 1); if ($i == "skipped") s += $(i + 1) } }
+         /FAILED|TIMED/ { bad += 1 }
+         END { printf "total: %d passed, %d failed, %d skipped; %d binaries not ok\n", p, f, s, bad }' \
+      "$logs/summary.lines"
+    echo "failing tests:"
+    grep -a -h '^\[  FAILED  \] [A-Za-z_0-9/.]*\.[A-Za-z_0-9/]*' "$logs"/*.log 2>/dev/null |
+      grep -v 'listed below' | sort -u | sed 's/^/  /'
+  } >"$results/summary.txt"
+  cat "$results/summary.txt"
+}
+
+run_sanitizer() {
+  if [ -z "$sanitizer" ]; then
+    echo "compute-sanitizer not found: skipped" | tee "$results/sanitizer.txt"
+    return 0
+  fi
+  bench="$here/build/bin/gpu_train_bench"
+  short="--model inception_v3 --batch 4 --image-size 299 --steps 1 --warmup 1"
+  : >"$results/sanitizer.txt"
+  for towers in 1 2; do
+    log=$logs/memcheck-$towers.log
+    # shellcheck disable=SC2086
+    timeout 900 "$sanitizer" --tool memcheck --leak-check no --error-exitcode 3 \
+      "$bench" $short --towers "$towers" --physical-gpus 1 >"$log" 2>&1
+    echo "memcheck, $towers tower(s): exit $? $(grep -a 'ERROR SUMMARY' "$log" | tail -1)" \
+      >>"$results/sanitizer.txt"
+  done
+  log=$logs/racecheck.log
+  # Our own kernels only (their names carry the graphc namespace); cuDNN and cuBLAS are
+  # NVIDIA's to check.
+  # shellcheck disable=SC2086
+  timeout 900 "$sanitizer" --tool racecheck --racecheck-report all --kernel-name kns=graphc \
+    --error-exitcode 3 "$bench" $short --towers 2 --physical-gpus 1 >"$log" 2>&1
+  echo "racecheck (graphc kernels), 2 towers: exit $? $(grep -a -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$log" | tail -1)" \
+    >>"$results/sanitizer.txt"
+  cat "$results/sanitizer.txt"
+}
+
+run_bench() {
+  "$py" "$here/src/bench/gpu_bench.py" --bench "$here/build/bin/gpu_train_bench" \
+    --out "$results/bench.json" "$@" 2>&1 | tee "$results/bench.txt"
+}
+
+pack_logs() {
+  (cd "$logs" && tar -czf "$results/logs.tar.gz" --exclude=selected.tsv --exclude=summary.lines . 2>/dev/null)
+}
+
+[ $# -eq 0 ] && set -- all
+for mode in "$@"; do
+  case "$mode" in
+  env) run_env ;;
+  tests) run_env >/dev/null; run_tests "" ;;
+  tests=*) run_env >/dev/null; run_tests "${mode#tests=}" ;;
+  sanitizer) run_sanitizer ;;
+  # shellcheck disable=SC2086
+  bench) run_bench ${GRAPHC_BENCH_ARGS:-} ;;
+  all) run_env; run_tests ""; run_sanitizer; run_bench ${GRAPHC_BENCH_ARGS:-} ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|bench|all]..." >&2; exit 2 ;;
+  esac
+done
+pack_logs
