@@ -16,6 +16,16 @@ llvm::Error CudaKernel::run(KernelContext &ctx) {
   return inNode(*node_, enqueue(ctx));
 }
 
+llvm::Error checkStaticShapes(const Node &n) {
+  for (const Value *v : n.operands())
+    if (!v->type().isStatic())
+      return nodeError(n, "operand '" + v->name() + "' has a symbolic shape; bind the batch");
+  for (const auto &r : n.results())
+    if (!r->type().isStatic())
+      return nodeError(n, "result '" + r->name() + "' has a symbolic shape; bind the batch");
+  return llvm::Error::success();
+}
+
 bool CudaKernel::anyEmpty() const {
   for (const Value *v : node_->operands())
     if (v->type().numElements() == 0)

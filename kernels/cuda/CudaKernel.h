@@ -59,11 +59,16 @@ private:
 /// Prefixes an error with "node 'name' (Op): ".
 llvm::Error inNode(const Node &n, llvm::Error e);
 
+/// An error when an operand or result still has the symbolic batch.
+llvm::Error checkStaticShapes(const Node &n);
+
 /// A factory that constructs K(node, env) and runs its init().
 template <typename K> KernelFactory cudaFactory() {
   return [](const Node &n, const KernelEnv &env) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (!env.backend)
       return nodeError(n, "CUDA kernel created without a CUDA backend");
+    if (auto e = checkStaticShapes(n))
+      return e;
     auto k = std::make_unique<K>(n, env);
     if (auto e = k->init())
       return inNode(n, std::move(e));

@@ -97,9 +97,11 @@ cudaError_t launchCast(ElemType from, ElemType to, int64_t n, void *out, const v
 
 cudaError_t launchAddN(ElemType t, int64_t n, void *out, const AddNOperands &ops,
                        cudaStream_t stream) {
+  if (ops.count < 1 || ops.count > kMaxAddN)
+    return cudaErrorInvalidValue;
   LaunchSize l = launchFor(n);
-  if (!l.blocks || ops.count < 1 || ops.count > kMaxAddN)
-    return ops.count < 1 || ops.count > kMaxAddN ? cudaErrorInvalidValue : cudaSuccess;
+  if (!l.blocks)
+    return cudaSuccess;
   return visitNumericType(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     addNKernel<T><<<l.blocks, l.threads, 0, stream>>>(n, static_cast<T *>(out), ops);
