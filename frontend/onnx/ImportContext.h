@@ -166,6 +166,8 @@ public:
   llvm::Expected<std::unique_ptr<Module>> run();
 
   int64_t opset() const { return opset_; }
+  /// The version the model imports of another domain (0: none).
+  int64_t domainOpset(llvm::StringRef domain) const;
   Graph &graph() { return *graph_; }
   Module &module() { return *module_; }
   /// The batch dimension as shapes carry it: the bound size, or kBatchDim.

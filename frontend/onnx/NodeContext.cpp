@@ -25,10 +25,11 @@ int64_t NodeContext::opset() const {
 }
 
 std::string NodeContext::describe() const {
-  std::string op = node_.domain().empty() || node_.domain() == "ai.onnx"
-                       ? node_.op_type()
-                       : node_.domain() + "." + node_.op_type();
-  return "node '" + name_ + "' (" + op + ", opset " + std::to_string(opset()) + ")";
+  if (node_.domain().empty() || node_.domain() == "ai.onnx")
+    return "node '" + name_ + "' (" + node_.op_type() + ", opset " + std::to_string(opset()) + ")";
+  int64_t version = imp_.domainOpset(node_.domain());
+  return "node '" + name_ + "' (" + node_.domain() + "." + node_.op_type() + ", " + node_.domain() +
+         " opset " + (version ? std::to_string(version) : "unknown") + ")";
 }
 
 llvm::Error NodeContext::fail(const llvm::Twine &msg) const {
@@ -81,11 +82,15 @@ llvm::Expected<Ints> NodeContext::constInts(unsigned i, llvm::StringRef what) co
     return fail("needs " + what + " (input " + llvm::Twine(i) + ")");
   const Known *k = known(i);
   const Slot *s = imp_.slot(node_.input(i));
-  if (!k)
+  if (!k) {
+    std::string source = !s                                                    ? ""
+                         : s->value && s->value->producer()->op() == Op::Input ? ", a graph input"
+                         : !s->variable.empty()                                ? ", a variable"
+                         : !s->producer.empty() ? ", computed by node '" + s->producer + "'"
+                                                : "";
     return fail(what + " (input '" + node_.input(i) +
-                "') must be known at import time, but it "
-                "is computed at run time" +
-                (s && !s->producer.empty() ? " by '" + s->producer + "'" : std::string()));
+                "') must be known at import time, but it is a runtime value" + source);
+  }
   if (k->hasBatch())
     return fail(what + " (input '" + node_.input(i) +
                 "') depends on the symbolic batch size here; import with a bound batch size "

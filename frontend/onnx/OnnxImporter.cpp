@@ -66,6 +66,13 @@ std::string Importer::uniqueName(llvm::StringRef base, llvm::StringRef mayUse) c
   }
 }
 
+int64_t Importer::domainOpset(llvm::StringRef domain) const {
+  for (const auto &o : model_.opset_import())
+    if (o.domain() == domain)
+      return o.version();
+  return 0;
+}
+
 //===-- Checks and order ---------------------------------------------------===//
 
 static std::string describeNode(const onnx::NodeProto &node, int64_t opset) {
