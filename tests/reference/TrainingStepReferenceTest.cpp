@@ -1,0 +1,186 @@
+// One momentum-SGD training step against PyTorch, through ONNX: the same
+// weights (set from PyTorch's initial state), input and labels; compared are
+// the loss, the logits, the gradient of every parameter, every parameter after
+// the step and the BatchNorm running statistics. Tolerance: each tensor's
+// largest difference within 1e-4 of its largest magnitude (float32; summation
+// orders differ between oneDNN and PyTorch).
+//
+// Where BatchNorm uses batch statistics in inception_v3 at small sizes, the
+// gradient is so ill-conditioned that PyTorch's own float32 gradients differ
+// from its float64 ones by up to 20% in some tensors (docs/reference-tests.md).
+// There the truth is PyTorch in float64: logits, loss and running statistics
+// must match it to 1e-4; gradients and updated parameters are judged as a
+// whole (the norm of the difference over all tensors, relative to the norm of
+// the truth), and must be no further from the truth than 1e-4 or twice
+// PyTorch float32's own distance, whichever is larger.
+
+#include "executor/Executor.h"
+#include "frontend/onnx/OnnxImporter.h"
+#include "ir/Npy.h"
+#include "tools/driver/Compile.h"
+#include "tools/driver/ModelSource.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+
+using namespace graphc;
+
+namespace {
+
+std::string referenceDir() {
+  const char *d = std::getenv("GRAPHC_REFERENCE_DIR");
+  return d ? d : GRAPHC_BINARY_DIR "/tests/reference/torch";
+}
+
+Tensor load(const std::string &path) {
+  auto t = readNpy(path);
+  if (!t) {
+    ADD_FAILURE() << llvm::toString(t.takeError());
+    return {};
+  }
+  return *t;
+}
+
+/// Largest |a - b| relative to the largest |b|.
+double relativeError(const Tensor &a, const Tensor &b) {
+  EXPECT_EQ(a.numElements(), b.numElements());
+  double diff = 0, scale = 1e-12;
+  for (int64_t i = 0; i < std::min(a.numElements(), b.numElements()); ++i) {
+    diff = std::max(diff, std::abs(a.at(i) - b.at(i)));
+    scale = std::max(scale, std::abs(b.at(i)));
+  }
+  return diff / scale;
+}
+
+std::vector<std::string> npyNames(const std::string &dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    llvm::StringRef file = llvm::sys::path::filename(it->path());
+    if (file.endswith(".npy"))
+      names.push_back(file.drop_back(4).str());
+  }
+  llvm::sort(names);
+  return names;
+}
+
+struct Case {
+  const char *name;
+  const char *bnMode;
+  bool float64Truth;
+};
+
+/// Sums of squares of (mine - truth), (torch32 - truth) and truth over tensors.
+struct NormTally {
+  double mine = 0, torch32 = 0, truth = 0;
+  void add(const Tensor &m, const Tensor &t32, const Tensor &t64) {
+    for (int64_t i = 0; i < t64.numElements(); ++i) {
+      mine += (m.at(i) - t64.at(i)) * (m.at(i) - t64.at(i));
+      torch32 += (t32.at(i) - t64.at(i)) * (t32.at(i) - t64.at(i));
+      truth += t64.at(i) * t64.at(i);
+    }
+  }
+  void check(const char *what) const {
+    double ours = std::sqrt(mine / truth), theirs = std::sqrt(torch32 / truth);
+    EXPECT_LE(ours, std::max(1e-4, 2 * theirs))
+        << what << ": ours " << ours << ", PyTorch float32 " << theirs << " from float64";
+    std::printf("%s: relative distance from float64, ours %.3g, PyTorch float32 %.3g\n", what,
+                ours, theirs);
+  }
+};
+
+/// Per tensor against PyTorch float32, or tallied against float64.
+void compare(const std::string &what, const Tensor &mine, const std::string &dir,
+             const std::string &file, NormTally *tally) {
+  Tensor torch32 = load(dir + "/" + file + ".npy");
+  if (!tally) {
+    EXPECT_LE(relativeError(mine, torch32), 1e-4) << what;
+    return;
+  }
+  size_t slash = file.find('/');
+  tally->add(mine, torch32, load(dir + "/" + file.substr(0, slash) + "64" + file.substr(slash) + ".npy"));
+}
+
+void checkCase(const Case &spec) {
+  std::string dir = referenceDir() + "/" + spec.name;
+  Tensor input = load(dir + "/input.npy"), labels = load(dir + "/labels.npy");
+  int64_t batch = input.shape()[0];
+  auto forward = importOnnxFile(dir + "/model.onnx", ImportOptions{});
+  ASSERT_TRUE(bool(forward)) << llvm::toString(forward.takeError());
+  CompileRequest req;
+  req.options.batch = batch;
+  req.options.optimizer = "momentum";
+  req.options.momentum = 0.9;
+  req.options.learningRate = 0.1;
+  req.options.bnMode = spec.bnMode;
+  auto m = compileTraining(**forward, req);
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  // Expose every gradient as an output.
+  Graph &g = (*m)->main();
+  std::vector<Value *> outs(g.outputs().begin(), g.outputs().end());
+  std::map<std::string, size_t> gradOutput;
+  for (Node *n : g.nodes())
+    if (n->attrs().has("grad_of")) {
+      gradOutput[n->attrs().getString("grad_of")] = outs.size();
+      outs.push_back(n->result());
+    }
+  g.setOutputs(outs);
+  auto ex = Executor::create(**m, {});
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  for (const std::string &var : npyNames(dir + "/before")) {
+    llvm::Error e = (*ex)->writeVariable(var, load(dir + "/before/" + var + ".npy"));
+    ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  }
+  auto in = dataInput(**forward);
+  ASSERT_TRUE(bool(in));
+  llvm::StringMap<Tensor> feeds;
+  feeds[(*in)->name()] = input;
+  feeds["labels"] = labels;
+  feeds["lr"] = Tensor::scalar(0.1f);
+  auto got = (*ex)->run(feeds);
+  ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+
+  std::string suffix = spec.float64Truth ? "64" : "";
+  EXPECT_LE(relativeError((*got)[0], load(dir + "/loss" + suffix + ".npy")), 1e-4) << "loss";
+  EXPECT_LE(relativeError((*got)[1], load(dir + "/logits" + suffix + ".npy")), 1e-4) << "logits";
+  std::vector<std::string> grads = npyNames(dir + "/grad");
+  ASSERT_FALSE(grads.empty());
+  NormTally gradTally, afterTally;
+  for (const std::string &p : grads) {
+    auto it = gradOutput.find(p);
+    ASSERT_NE(it, gradOutput.end()) << "no gradient for parameter " << p;
+    compare("gradient of " + p, (*got)[it->second], dir, "grad/" + p,
+            spec.float64Truth ? &gradTally : nullptr);
+  }
+  EXPECT_EQ(gradOutput.size(), grads.size()) << "every trainable parameter, no more";
+  for (const std::string &v : npyNames(dir + "/after")) {
+    auto mine = (*ex)->readVariable(v);
+    ASSERT_TRUE(bool(mine)) << llvm::toString(mine.takeError());
+    bool statistic = llvm::StringRef(v).endswith("running_mean") ||
+                     llvm::StringRef(v).endswith("running_var");
+    if (statistic && spec.float64Truth)
+      EXPECT_LE(relativeError(*mine, load(dir + "/after64/" + v + ".npy")), 1e-4) << v;
+    else
+      compare(v + " after one step", *mine, dir, "after/" + v,
+              spec.float64Truth ? &afterTally : nullptr);
+  }
+  if (spec.float64Truth) {
+    gradTally.check("gradients");
+    afterTally.check("parameters after the step");
+  }
+}
+
+} // namespace
+
+TEST(TrainingStepReference, SmallCnnMatchesPyTorch) { checkCase({"small_cnn", "local", false}); }
+
+TEST(TrainingStepReference, InceptionV3At75FrozenBatchNormMatchesPyTorch) {
+  checkCase({"inception_v3_75_frozen_bn", "frozen", false});
+}
+
+TEST(TrainingStepReference, InceptionV3At107BatchStatisticsMatchesPyTorchFloat64) {
+  checkCase({"inception_v3_107_batch_bn", "local", true});
+}
