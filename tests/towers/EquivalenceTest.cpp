@@ -72,7 +72,6 @@ const std::map<std::string, Tensor> &reference(const std::string &model, int64_t
     ADD_FAILURE() << llvm::toString(std::move(e));
     return result;
   }
-  inputsFirst(*m);
   ExecutorOptions eo;
   eo.threads = 2;
   eo.seed = 7;

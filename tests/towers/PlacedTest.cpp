@@ -47,7 +47,6 @@ TEST_P(Placed, TrainsLikeOneDevice) {
   CompileOptions o;
   o.batch = c.batch;
   ASSERT_FALSE(bool(runPipeline(*single, kSingleDevicePipeline, o)));
-  inputsFirst(*single);
 
   o.towers = c.towers;
   o.params = c.params;
@@ -57,7 +56,6 @@ TEST_P(Placed, TrainsLikeOneDevice) {
   llvm::Error e = runPipeline(
       *towers, std::string(kTowerPipeline) + ",place-devices,insert-transfers,verify", o);
   ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
-  inputsFirst(*towers);
   for (Node *n : towers->main().nodes())
     if (!n->requestedDevice().empty()) {
       EXPECT_EQ(n->assignedDevice(), n->requestedDevice()) << n->name();

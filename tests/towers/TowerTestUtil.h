@@ -52,32 +52,12 @@ inline std::string emulate(const std::string &device) {
   return device.empty() ? "cpu:0" : device;
 }
 
-/// Moves every Input to the front of the graph. Works around an executor
-/// memory-plan bug (an Input's buffer is planned live only from its issue
-/// position, but feeds are written before the step, so an Input issued late,
-/// like add-optimizer's `lr`, can be overwritten by earlier values).
-inline void inputsFirst(Module &m) {
-  Graph &g = m.main();
-  std::vector<Node *> inputs = g.inputs();
-  Node *front = *g.nodes().begin();
-  for (auto it = inputs.rbegin(); it != inputs.rend(); ++it) {
-    if (*it == front)
-      continue;
-    g.moveAfter(*it, front);
-    g.moveAfter(front, *it);
-    front = *it;
-  }
-}
-
 /// Compiles `m` in place: the tower pipeline, placement, transfers.
 inline llvm::Error compileTowers(Module &m, const CompileOptions &o) {
   if (auto e = runPipeline(m, kTowerPipeline, o))
     return e;
   assignRequested(m);
-  if (auto e = runPipeline(m, "insert-transfers,verify", o))
-    return e;
-  inputsFirst(m);
-  return llvm::Error::success();
+  return runPipeline(m, "insert-transfers,verify", o);
 }
 
 inline std::unique_ptr<Executor> makeExecutor(const Module &m, uint64_t seed = 7) {
