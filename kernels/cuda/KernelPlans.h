@@ -30,6 +30,9 @@ GatherParams gatherParams(const Node &n);
 /// MaxPool, AveragePool (x, y shapes from operand 0 and the result),
 /// MaxPoolGrad (operands 0 and 1), AveragePoolGrad (result and operand 0).
 llvm::Expected<PoolParams> poolParams(const Node &n);
+/// Softmax family: the [outer, L, inner, 1] NCHW view cuDNN normalizes over
+/// its channels (L: the axis).
+Dims softmaxView(const Node &n);
 /// DropoutTrain at `step` of a run seeded `seed` (the CPU kernel's keys).
 DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step);
 

@@ -15,25 +15,35 @@
 #include "kernels/cpu/PlainLoops.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"
+#include "kernels/cuda/KernelPlans.h"
 
 namespace graphc {
+namespace cuda {
+
+Dims softmaxView(const Node &n) {
+  const TensorType &t = n.operand(0)->type();
+  int64_t axis = n.attrs().getInt("axis", -1);
+  if (axis < 0)
+    axis += (int64_t)t.rank();
+  return {plain::product(t.shape, 0, axis), t.shape[axis],
+          plain::product(t.shape, axis + 1, t.rank()), 1};
+}
+
+} // namespace cuda
+
 namespace {
+
+using namespace cuda;
 
 class SoftmaxKernel : public CudaKernel {
 public:
   using CudaKernel::CudaKernel;
 
   llvm::Error init() override {
-    const TensorType &t = operandType(0);
-    elements_ = t.numElements();
+    elements_ = operandType(0).numElements();
     if (elements_ == 0)
       return llvm::Error::success();
-    int64_t axis = node().attrs().getInt("axis", -1);
-    if (axis < 0)
-      axis += (int64_t)t.rank();
-    int64_t outer = plain::product(t.shape, 0, axis), len = t.shape[axis];
-    int64_t inner = plain::product(t.shape, axis + 1, t.rank());
-    return desc_.create(libs().cudnn, {outer, len, inner, 1});
+    return desc_.create(libs().cudnn, softmaxView(node()));
   }
 
 protected:

@@ -13,6 +13,7 @@
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"
 #include "kernels/cuda/GemmPlan.h"
+#include "kernels/cuda/KernelPlans.h"
 #include "kernels/cuda/OptimizerDevice.h"
 #include "kernels/cuda/ReduceHost.h"
 
@@ -201,6 +202,20 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   keys.insert(convCacheKey(*ga, ConvDirection::Forward, false, 0));
   keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 1));
   EXPECT_EQ(keys.size(), 6u);
+}
+
+TEST(SoftmaxPlan, TheAxisBecomesCudnnChannels) {
+  for (auto [axis, want] : {std::pair<int64_t, Dims>{-1, {6, 5, 1, 1}},
+                            {0, {1, 2, 15, 1}},
+                            {1, {2, 3, 5, 1}},
+                            {2, {6, 5, 1, 1}}}) {
+    OneNode c;
+    Attrs a;
+    a.set("axis", axis);
+    Node *n = c.node(Op::Softmax, {c.input("x", TensorType(DType::F32, {2, 3, 5}))}, a);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(softmaxView(*n), want) << "axis " << axis;
+  }
 }
 
 //===-- GEMM ---------------------------------------------------------------===//
