@@ -110,7 +110,9 @@ TEST(CudaElementwise, CastsBetweenEveryPair) {
         a.set("to", to);
         Node *n = c.node(Op::Cast, {c.input("x", TensorType(from, shape))}, a);
         ASSERT_TRUE(n);
-        expectTwins(*n, {randomTensor(n->operand(0)->type(), rng, -70000, 70000)}, -1);
+        // Within f16's range: a float beyond an integer's range converts
+        // differently on x86 and on the GPU (undefined in C++).
+        expectTwins(*n, {randomTensor(n->operand(0)->type(), rng, -30000, 30000)}, -1);
       }
 }
 

@@ -455,7 +455,8 @@ TEST(Emulation, ReductionsOverAnyAxesMatch) {
 
 TEST(Emulation, BatchNormStatisticsAndGradientsMatch) {
   std::mt19937 rng(9);
-  for (Dims shape : {Dims{8, 5, 6, 7}, Dims{16, 3}, Dims{2, 1, 9, 9}, Dims{1, 4, 3, 2, 2}}) {
+  for (Dims shape : {Dims{8, 5, 6, 7}, Dims{16, 3}, Dims{2, 1, 9, 9}, Dims{1, 4, 3, 2, 2},
+                     Dims{32, 64, 17, 17}}) {
     int64_t c = shape[1];
     OneNode b;
     TensorType xt(DType::F32, shape), ct(DType::F32, {c});
