@@ -149,6 +149,9 @@ struct Executor::Impl {
   llvm::Error bind();
   llvm::Error createDevices();
   llvm::Error createKernels();
+  void assignLayouts();
+  bool blockable(const Value *v) const;
+  llvm::DenseMap<const Value *, Layout> layouts; ///< values not listed are plain
   llvm::Error planMemory();
   llvm::Error bindVariables();
   llvm::Error bindCollectives();
@@ -292,15 +295,84 @@ llvm::Error Executor::Impl::createKernels() {
     auto k = KernelRegistry::global().create(*n, env);
     if (!k)
       return withContext(k.takeError(), "on device " + d.device->name());
-    // Every value is plain (row-major) for now; blocked layouts are chosen here
-    // once the kernels that can keep them are in place.
-    llvm::SmallVector<Layout, 4> in(n->numOperands(), Layout::Plain),
-        out(n->numResults(), Layout::Plain);
-    if (auto err = (*k)->prepare(in, out))
-      return err;
     e->kernel = std::move(*k);
   }
+  assignLayouts();
+  auto layoutOf = [&](const Value *v) { return layouts.lookup(v); };
+  for (auto &e : nodes) {
+    if (!e->kernel)
+      continue;
+    llvm::SmallVector<Layout, 4> in, out;
+    for (const Value *v : e->node->operands())
+      in.push_back(layoutOf(v));
+    for (auto &r : e->node->results())
+      out.push_back(layoutOf(r.get()));
+    if (auto err = e->kernel->prepare(in, out))
+      return err;
+  }
   return llvm::Error::success();
+}
+
+/// Whether `v` may be kept blocked as far as it alone is concerned: a 4-d f32
+/// tensor with whole channel blocks, made and read only by kernels on one
+/// device that take it blocked, and not a graph output.
+bool Executor::Impl::blockable(const Value *v) const {
+  const TensorType &t = v->type();
+  if (t.dtype != DType::F32 || t.rank() != 4 || t.shape[1] % 16 != 0 || t.numElements() == 0)
+    return false;
+  const NodeExec &p = *nodes[index.lookup(v->producer())];
+  if (!p.kernel || p.action != Action::Kernel ||
+      !p.kernel->producesLayout(v->resultIndex(), Layout::Blocked16))
+    return false;
+  if (llvm::is_contained(graph->outputs(), v))
+    return false;
+  for (const Node *u : v->users()) {
+    const NodeExec &c = *nodes[index.lookup(u)];
+    if (!c.kernel || c.action != Action::Kernel || c.device != p.device)
+      return false;
+    for (unsigned i = 0; i < u->numOperands(); ++i)
+      if (u->operand(i) == v && !c.kernel->acceptsLayout(i, Layout::Blocked16))
+        return false;
+  }
+  return true;
+}
+
+void Executor::Impl::assignLayouts() {
+  if (!opts.blockedLayouts)
+    return;
+  // Layout-following kernels tie their operands and results into one group;
+  // a group is blocked only if every member can be.
+  llvm::DenseMap<const Value *, const Value *> parent;
+  std::function<const Value *(const Value *)> find = [&](const Value *v) -> const Value * {
+    auto it = parent.find(v);
+    if (it == parent.end() || it->second == v)
+      return v;
+    return parent[v] = find(it->second);
+  };
+  for (auto &e : nodes) {
+    if (!e->kernel || !e->kernel->layoutFollowsOperands())
+      continue;
+    llvm::SmallVector<const Value *, 6> members(e->node->operands().begin(),
+                                                e->node->operands().end());
+    for (auto &r : e->node->results())
+      members.push_back(r.get());
+    for (const Value *m : members)
+      parent[find(m)] = find(members[0]);
+  }
+  llvm::DenseMap<const Value *, bool> groupOk;
+  std::vector<const Value *> all;
+  for (auto &e : nodes)
+    for (auto &r : e->node->results()) {
+      all.push_back(r.get());
+      const Value *root = find(r.get());
+      auto [it, fresh] = groupOk.try_emplace(root, true);
+      it->second = it->second && blockable(r.get());
+    }
+  // Operands tied in by a follower but made elsewhere (inputs, variables) are
+  // results too, so every member was seen above.
+  for (const Value *v : all)
+    if (groupOk.lookup(find(v)))
+      layouts[v] = Layout::Blocked16;
 }
 
 llvm::Error Executor::Impl::planMemory() {
@@ -448,6 +520,7 @@ TensorView Executor::Impl::viewOf(const Value *v) {
   TensorView view;
   view.dtype = v->type().dtype;
   view.shape = v->type().shape;
+  view.layout = layouts.lookup(v);
   // A value is read where it lives; transfers copy between devices.
   DeviceState &owner = *devices[schedule.deviceOf.lookup(v->producer())];
   auto off = owner.plan.offset.find(v);

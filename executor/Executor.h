@@ -39,6 +39,9 @@ struct ExecutorOptions {
   /// Maps a node's device (its assigned device; "" for an unplaced node) to
   /// the device that runs it. Default: unplaced → "cpu:0", others unchanged.
   std::function<std::string(const std::string &)> deviceMap;
+  /// Keep 4-d activations in the blocked layout (oneDNN's nChw16c) between
+  /// kernels that can take it (convolutions, batch norms, pools, elementwise).
+  bool blockedLayouts = true;
   /// How long a device waits for another device or a collective.
   std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
   /// GPU devices: the physical GPU that runs logical device "gpu:K"

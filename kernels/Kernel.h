@@ -78,6 +78,10 @@ public:
   virtual bool producesLayout(unsigned i, Layout l) const { return l == Layout::Plain; }
   /// An operand whose buffer result 0 may overwrite (elementwise ops), if any.
   virtual std::optional<unsigned> inPlaceOperand() const { return std::nullopt; }
+  /// True for kernels whose work is the same on any layout (elementwise ops):
+  /// then all of its operands and results carry one layout, chosen together.
+  /// Others (oneDNN layers) may take and give each tensor in its own layout.
+  virtual bool layoutFollowsOperands() const { return false; }
   /// Fused variable updates (a multi-tensor optimizer step): kernels that can
   /// run as one launch with others return a key, and kernels of one device
   /// with equal non-empty keys may be run together through runGroup() on any

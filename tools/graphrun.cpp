@@ -78,6 +78,9 @@ int main(int argc, char **argv) {
   train->add_flag("--no-eval", noEval, "skip test evaluation after each epoch");
   train->add_flag("--no-progress", noProgress, "no progress line");
   train->add_option("--dump-dir", t.compile.dump.dumpDir, "IR after every pass, numbered");
+  bool plainLayouts = false;
+  train->add_flag("--plain-layouts", plainLayouts,
+                  "keep every activation row-major (no blocked layouts; for debugging)");
 
   std::string evalCkpt, evalData = "fashion-mnist";
   int64_t evalBatch = 100;
@@ -108,6 +111,7 @@ int main(int argc, char **argv) {
 
   if (*train) {
     t.progress = !noProgress;
+    t.executor.blockedLayouts = !plainLayouts;
     t.evaluate = !noEval;
     co.seed = t.executor.seed;
     t.model.seed = t.executor.seed;

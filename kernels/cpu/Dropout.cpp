@@ -57,6 +57,7 @@ public:
   }
   bool acceptsLayout(unsigned, Layout) const override { return true; }
   bool producesLayout(unsigned, Layout) const override { return true; }
+  bool layoutFollowsOperands() const override { return true; }
   std::optional<unsigned> inPlaceOperand() const override { return 0; }
 };
 

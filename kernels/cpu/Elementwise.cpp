@@ -143,6 +143,7 @@ public:
   bool producesLayout(unsigned, Layout l) const override {
     return l == Layout::Plain || blockable_;
   }
+  bool layoutFollowsOperands() const override { return true; }
   std::optional<unsigned> inPlaceOperand() const override {
     unsigned first = GradOrder ? 1 : 0;
     if (sameShape_[first])
@@ -234,6 +235,7 @@ public:
   // Elementwise on one operand: any layout, as long as the result matches.
   bool acceptsLayout(unsigned, Layout) const override { return true; }
   bool producesLayout(unsigned, Layout) const override { return true; }
+  bool layoutFollowsOperands() const override { return true; }
   std::optional<unsigned> inPlaceOperand() const override { return 0; }
 
 private:
@@ -295,6 +297,7 @@ public:
   bool producesLayout(unsigned, Layout l) const override {
     return l == Layout::Plain || blockable_;
   }
+  bool layoutFollowsOperands() const override { return true; }
   std::optional<unsigned> inPlaceOperand() const override { return 0; }
 
 private:

@@ -11,8 +11,10 @@
 // There the truth is PyTorch in float64: logits, loss and running statistics
 // must match it to 1e-4; gradients and updated parameters are judged as a
 // whole (the norm of the difference over all tensors, relative to the norm of
-// the truth), and must be no further from the truth than 1e-4 or twice
-// PyTorch float32's own distance, whichever is larger.
+// the truth), and must be no further from the truth than 1e-4 or four times
+// PyTorch float32's own distance, whichever is larger: float32 rounding is
+// amplified chaotically there, so two correct implementations land a factor of
+// two or three apart, while a wrong gradient is off by its whole size.
 
 #include "executor/Executor.h"
 #include "frontend/onnx/OnnxImporter.h"
@@ -85,7 +87,7 @@ struct NormTally {
   }
   void check(const char *what) const {
     double ours = std::sqrt(mine / truth), theirs = std::sqrt(torch32 / truth);
-    EXPECT_LE(ours, std::max(1e-4, 2 * theirs))
+    EXPECT_LE(ours, std::max(1e-4, 4 * theirs))
         << what << ": ours " << ours << ", PyTorch float32 " << theirs << " from float64";
     std::printf("%s: relative distance from float64, ours %.3g, PyTorch float32 %.3g\n", what,
                 ours, theirs);
