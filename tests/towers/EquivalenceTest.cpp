@@ -29,6 +29,7 @@ struct Case {
   int towers;
   std::string params;
   std::string bn = "local";
+  std::vector<double> split = {}; ///< --split weights (mixed devices)
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -50,6 +51,7 @@ CompileOptions compileOptions(const Case &c) {
   o.params = c.params;
   o.remainder = "uneven";
   o.bnMode = c.bn;
+  o.splitWeights = c.split;
   o.momentum = 0.9;
   o.bucketBytes = 64 << 10; // several buckets even for these small models
   return o;
@@ -126,6 +128,10 @@ std::vector<Case> cases() {
         out.push_back({"small_cnn", batch, towers, params, "sync"});
     out.push_back({"small_cnn", 3, 4, params, "sync"});
   }
+  // Mixed devices: shares proportional to --split weights.
+  out.push_back({"mlp", 11, 3, "mirrored", "local", {4, 4, 2}});
+  out.push_back({"mlp", 7, 2, "spread", "local", {3, 1}});
+  out.push_back({"small_cnn_nobn", 10, 3, "cpu", "local", {4, 4, 2}});
   return out;
 }
 
@@ -133,9 +139,42 @@ std::string caseName(const testing::TestParamInfo<Case> &info) {
   const Case &c = info.param;
   std::string params = c.params == "gpu:0" ? "gpu0" : c.params;
   return c.model + "_B" + std::to_string(c.batch) + "_N" + std::to_string(c.towers) + "_" + params +
-         (c.bn == "local" ? "" : "_" + c.bn);
+         (c.bn == "local" ? "" : "_" + c.bn) + (c.split.empty() ? "" : "_weighted");
 }
 
 INSTANTIATE_TEST_SUITE_P(Towers, Equivalence, testing::ValuesIn(cases()), caseName);
+
+// --remainder drop: the compiled global batch is the largest multiple of the
+// tower count, and training on it equals one device on those samples.
+TEST(Equivalence, DropTrainsLikeOneDeviceOnTheKeptSamples) {
+  auto m = buildOrFail("mlp", {});
+  ASSERT_TRUE(m);
+  CompileOptions o;
+  o.batch = 7;
+  o.towers = 4;
+  o.remainder = "drop";
+  o.params = "mirrored";
+  llvm::Error err = compileTowers(*m, o);
+  ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  ASSERT_EQ(m->batch(), 4);
+  auto ex = makeExecutor(*m);
+  ASSERT_TRUE(ex);
+  TensorType seven = m->main().findInput("input")->result()->type();
+  seven.shape[0] = 7;
+  Batch kept = firstRows(randomBatch(seven, 10, 42), 4);
+  auto out = train(*ex, kept, kSteps, kLearningRate);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+
+  auto single = buildOrFail("mlp", {});
+  ASSERT_TRUE(single);
+  CompileOptions one;
+  one.batch = 4;
+  ASSERT_FALSE(bool(runPipeline(*single, kSingleDevicePipeline, one)));
+  auto reference = makeExecutor(*single);
+  ASSERT_TRUE(reference);
+  auto refOut = train(*reference, kept, kSteps, kLearningRate);
+  ASSERT_TRUE(bool(refOut)) << llvm::toString(refOut.takeError());
+  expectSameVariables(variables(*ex), variables(*reference), kRtol, "drop 7 -> 4 on 4 towers");
+}
 
 } // namespace
