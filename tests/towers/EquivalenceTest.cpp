@@ -4,9 +4,11 @@
 // batch and initial weights, 1 to 4 towers in every parameter mode end with
 // the parameters (and optimizer state) of the single-device graph after five
 // momentum-SGD steps, for batches that divide by the tower count, batches
-// that do not (uneven shares), and a batch smaller than the tower count (an
-// empty tower). The single-device graph is the reference: it never sees a
-// tower pass.
+// that do not (uneven shares), a batch smaller than the tower count (an
+// empty tower), shares proportional to --split weights, and --remainder drop.
+// The same holds for a BatchNorm model under --bn sync, moving averages
+// included. The single-device graph is the reference: it never sees a tower
+// pass.
 //
 //===----------------------------------------------------------------------===//
 
