@@ -166,8 +166,7 @@ int main(int argc, char **argv) {
   o.optimizer = "momentum";
   o.momentum = 0.9;
   o.learningRate = 0.01;
-  o.placer = makePlacerFunction(Cluster::defaultCluster(a.towers), [](const Node &n,
-                                                                      DeviceType t) {
+  o.placer = makePlacerFunction(Cluster::defaultCluster(a.towers), [](const Node &n, DeviceType t) {
     return KernelRegistry::global().supports(n, t == DeviceType::GPU ? DeviceKind::CUDA
                                                                      : DeviceKind::CPU);
   });
@@ -196,13 +195,12 @@ int main(int argc, char **argv) {
     llvm::json::Object host;
     for (auto &[op, count] : hostOps)
       host[op] = count;
-    llvm::outs() << llvm::json::Value(llvm::json::Object{
-                        {"model", a.model},
-                        {"towers", a.towers},
-                        {"params", a.params},
-                        {"compile_s", compileSeconds},
-                        {"nodes_by_device", std::move(devices)},
-                        {"host_ops", std::move(host)}})
+    llvm::outs() << llvm::json::Value(llvm::json::Object{{"model", a.model},
+                                                         {"towers", a.towers},
+                                                         {"params", a.params},
+                                                         {"compile_s", compileSeconds},
+                                                         {"nodes_by_device", std::move(devices)},
+                                                         {"host_ops", std::move(host)}})
                  << "\n";
     return 0;
   }

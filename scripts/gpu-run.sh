@@ -173,9 +173,19 @@ run_sanitizer() {
   done
   log=$logs/racecheck.log
   # Our own kernels only (their names carry the graphc namespace); cuDNN and cuBLAS are
-  # NVIDIA's to check.
+  # NVIDIA's to check. The filter option's name changed across releases.
+  filter=""
+  help=$("$sanitizer" --help 2>&1)
+  if echo "$help" | grep -q -- '--kernel-name '; then
+    filter="--kernel-name kns=graphc"
+  elif echo "$help" | grep -q -- '--kernel-regex'; then
+    filter="--kernel-regex kns=graphc"
+  elif echo "$help" | grep -q -- '--filter'; then
+    filter="--filter kns=graphc"
+  fi
+  echo "racecheck kernel filter: ${filter:-none found, every kernel checked}" >>"$results/sanitizer.txt"
   # shellcheck disable=SC2086
-  timeout 900 "$sanitizer" --tool racecheck --racecheck-report all --kernel-name kns=graphc \
+  timeout 900 "$sanitizer" --tool racecheck --racecheck-report all $filter \
     --error-exitcode 3 "$bench" $short --towers 2 --physical-gpus 1 >"$log" 2>&1
   echo "racecheck (graphc kernels), 2 towers: exit $? $(grep -a -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$log" | tail -1)" \
     >>"$results/sanitizer.txt"

@@ -31,8 +31,7 @@ CudaCollectives::create(std::chrono::milliseconds timeout,
         if (!CudaDevice::peerAccess(ordinals[0], ordinals[r]))
           return makeError(
               "collective '" + name + "': its ranks share GPUs (physical GPUs " +
-              llvm::join(llvm::map_range(ordinals, [](int o) { return std::to_string(o); }),
-                         ", ") +
+              llvm::join(llvm::map_range(ordinals, [](int o) { return std::to_string(o); }), ", ") +
               "), which NCCL refuses, and GPU " + llvm::Twine(ordinals[0]) +
               " cannot address GPU " + llvm::Twine(ordinals[r]) +
               " (no peer access) for the own reduction; map the plan's GPUs one per "
@@ -48,9 +47,9 @@ CudaCollectives::create(std::chrono::milliseconds timeout,
       auto [it, fresh] = c->commSets_.try_emplace(ordinals);
       if (fresh) {
         it->second.assign(ordinals.size(), nullptr);
-        GRAPHC_NCCL_TRY(*c->nccl_, nullptr,
-                        c->nccl_->ncclCommInitAll(it->second.data(), (int)ordinals.size(),
-                                                  ordinals.data()));
+        GRAPHC_NCCL_TRY(
+            *c->nccl_, nullptr,
+            c->nccl_->ncclCommInitAll(it->second.data(), (int)ordinals.size(), ordinals.data()));
         // A failing peer (NCCL's asynchronous error) ends the device's wait.
         for (size_t r = 0; r < devices.size(); ++r) {
           ncclComm_t comm = it->second[r];
@@ -94,7 +93,9 @@ CollectivePath CudaCollectives::path(llvm::StringRef group) const {
   return it == groups_.end() ? CollectivePath::SharedGpu : it->second.path;
 }
 
-void CudaCollectives::abort() { rendezvous_.abort(); }
+void CudaCollectives::abort() {
+  rendezvous_.abort();
+}
 
 void CudaCollectives::reset() {
   rendezvous_.reset();
@@ -123,9 +124,9 @@ llvm::Error CudaCollectives::ncclAllReduce(Group &g, unsigned rank,
   ncclComm_t comm = g.comms[rank];
   GRAPHC_NCCL_TRY(api, comm, api.ncclGroupStart());
   for (size_t t = 0; t < inputs.size(); ++t) {
-    ncclResult_t r = api.ncclAllReduce(inputs[t].data, outputs[t].data,
-                                       (size_t)inputs[t].numElements(), ncclFloat32, ncclSum,
-                                       comm, stream);
+    ncclResult_t r =
+        api.ncclAllReduce(inputs[t].data, outputs[t].data, (size_t)inputs[t].numElements(),
+                          ncclFloat32, ncclSum, comm, stream);
     if (r != ncclSuccess) {
       api.ncclGroupEnd();
       return ncclCallError(api, r, comm, "ncclAllReduce", __FILE__, __LINE__);
@@ -181,8 +182,8 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
   Group &g = git->second;
   auto *d = dynamic_cast<CudaDevice *>(&device);
   if (!d || rank >= g.devices.size() || g.devices[rank] != d)
-    return makeError("collective '" + group + "': " + what + " calls as rank " +
-                     llvm::Twine(rank) + " from a device that is not that rank's");
+    return makeError("collective '" + group + "': " + what + " calls as rank " + llvm::Twine(rank) +
+                     " from a device that is not that rank's");
   llvm::SmallVector<ByteRange, 8> reads, writes;
   for (const TensorView &v : inputs)
     reads.push_back(ByteRange::of(v.data, v.bytes()));

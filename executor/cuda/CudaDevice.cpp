@@ -48,8 +48,8 @@ llvm::Expected<cudaEvent_t> CudaEventPool::acquire() {
   GRAPHC_CUDA_TRY(cudaGetDevice(&previous));
   GRAPHC_CUDA_TRY(cudaSetDevice(ordinal_));
   cudaEvent_t e = nullptr;
-  cudaError_t status = cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault
-                                                            : cudaEventDisableTiming);
+  cudaError_t status =
+      cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault : cudaEventDisableTiming);
   cudaSetDevice(previous);
   GRAPHC_CUDA_TRY(status);
   return e;
@@ -190,8 +190,12 @@ const Probe &probe() {
 }
 } // namespace
 
-int cudaVisibleDeviceCount() { return probe().count; }
-std::string cudaUnavailableReason() { return probe().reason; }
+int cudaVisibleDeviceCount() {
+  return probe().count;
+}
+std::string cudaUnavailableReason() {
+  return probe().reason;
+}
 
 std::string cudaDeviceDescription(int ordinal) {
   cudaDeviceProp prop;
@@ -236,8 +240,7 @@ llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceReque
   GRAPHC_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
   for (unsigned s = 0; s < kCudaStreams; ++s) {
     int priority = (CudaStream)s == CudaStream::Compute ? leastPriority : greatestPriority;
-    GRAPHC_CUDA_TRY(
-        cudaStreamCreateWithPriority(&d->streams_[s], cudaStreamNonBlocking, priority));
+    GRAPHC_CUDA_TRY(cudaStreamCreateWithPriority(&d->streams_[s], cudaStreamNonBlocking, priority));
   }
   d->pool_ = std::make_shared<CudaEventPool>(ordinal, false);
   d->timingPool_ = std::make_shared<CudaEventPool>(ordinal, true);
@@ -304,8 +307,8 @@ llvm::Expected<void *> CudaDevice::allocate(size_t bytes) {
     std::lock_guard<std::mutex> lock(memoryMutex_);
     return makeError(name_ + " (" + gpuName_ + ", physical GPU " + llvm::Twine(ordinal_) +
                      "): out of memory allocating " + llvm::Twine((uint64_t)bytes) +
-                     " bytes; the GPU has " + llvm::Twine((uint64_t)freeBytes) +
-                     " bytes free of " + llvm::Twine((uint64_t)totalBytes) + ", this device holds " +
+                     " bytes; the GPU has " + llvm::Twine((uint64_t)freeBytes) + " bytes free of " +
+                     llvm::Twine((uint64_t)totalBytes) + ", this device holds " +
                      llvm::Twine((uint64_t)allocatedBytes_));
   }
   GRAPHC_CUDA_TRY(s);
@@ -513,8 +516,7 @@ llvm::Error CudaDevice::receive(void *dst, Device &from, const void *src, size_t
       return pinned.takeError();
     std::memcpy(*pinned, src, bytes);
     ByteRange w = ByteRange::of(dst, bytes);
-    auto st = beginOperation(streamForReceive(CopySource::Host), {}, w,
-                             "copy from " + from.name());
+    auto st = beginOperation(streamForReceive(CopySource::Host), {}, w, "copy from " + from.name());
     if (!st)
       return st.takeError();
     GRAPHC_CUDA_TRY(cudaMemcpyAsync(dst, *pinned, bytes, cudaMemcpyHostToDevice, *st));
@@ -526,7 +528,7 @@ llvm::Error CudaDevice::receive(void *dst, Device &from, const void *src, size_t
   if (!other)
     return makeError(name_ + ": cannot copy from device " + from.name() +
                      ", which is not a CUDA device of this process");
-  CopySource source = other == this                      ? CopySource::SameDevice
+  CopySource source = other == this                 ? CopySource::SameDevice
                       : other->ordinal_ == ordinal_ ? CopySource::SamePhysicalGpu
                                                     : CopySource::OtherGpu;
   CudaStream s = streamForReceive(source);
@@ -692,13 +694,17 @@ llvm::Error CudaDevice::afterGraphStep() {
 
 //===-- Profiling -------------------------------------------------------------===//
 
-void CudaDevice::setProfiling(bool on, TraceRecorder *clock) { clock_ = on ? clock : nullptr; }
+void CudaDevice::setProfiling(bool on, TraceRecorder *clock) {
+  clock_ = on ? clock : nullptr;
+}
 
 void CudaDevice::noteNode(unsigned node, EventKind kind) {
   node_ = node;
   kind_ = kind;
 }
 
-std::vector<LaunchTiming> CudaDevice::takeTimings() { return std::move(timings_); }
+std::vector<LaunchTiming> CudaDevice::takeTimings() {
+  return std::move(timings_);
+}
 
 } // namespace graphc

@@ -60,8 +60,8 @@ llvm::Error open(NcclApi &t, const LibrarySearchEnv &env) {
 } // namespace
 
 llvm::Expected<void *> openFirstLibrary(llvm::StringRef what, const std::string &soname,
-                                        llvm::ArrayRef<std::string> candidates,
-                                        bool libraryPathSet, std::string &foundAt) {
+                                        llvm::ArrayRef<std::string> candidates, bool libraryPathSet,
+                                        std::string &foundAt) {
   std::vector<std::string> tried;
   for (const std::string &candidate : candidates) {
     dlerror();

@@ -51,8 +51,8 @@ llvm::Expected<std::unique_ptr<NcclApi>> openNccl(const LibrarySearchEnv &env);
 /// dlopens the first candidate that loads (a bare soname is the loader's own
 /// search); the error names `what` and every candidate tried.
 llvm::Expected<void *> openFirstLibrary(llvm::StringRef what, const std::string &soname,
-                                        llvm::ArrayRef<std::string> candidates,
-                                        bool libraryPathSet, std::string &foundAt);
+                                        llvm::ArrayRef<std::string> candidates, bool libraryPathSet,
+                                        std::string &foundAt);
 
 /// An error for a failed NCCL call: the call, NCCL's status and last-error
 /// text, file and line.

@@ -69,8 +69,7 @@ llvm::Error PinnedBounce::ensure() {
   return llvm::Error::success();
 }
 
-llvm::Error PinnedBounce::toDevice(void *dst, const void *host, size_t bytes,
-                                   cudaStream_t stream) {
+llvm::Error PinnedBounce::toDevice(void *dst, const void *host, size_t bytes, cudaStream_t stream) {
   if (!bytes)
     return llvm::Error::success();
   if (auto e = ensure())

@@ -20,18 +20,18 @@ llvm::Error Rendezvous::aborted(llvm::StringRef group, uint64_t seq, unsigned ra
                    llvm::Twine(rank) + ": aborted because another device failed");
 }
 
-llvm::Error Rendezvous::timedOut(const Group &g, const Call &c, llvm::StringRef group,
-                                 uint64_t seq, unsigned rank, llvm::StringRef phase) const {
+llvm::Error Rendezvous::timedOut(const Group &g, const Call &c, llvm::StringRef group, uint64_t seq,
+                                 unsigned rank, llvm::StringRef phase) const {
   std::vector<std::string> missing;
   for (unsigned r = 0; r < g.nranks; ++r)
     if (!c.present[r])
       missing.push_back(std::to_string(r));
-  return makeError("collective '" + group + "' (AllReduce) #" + llvm::Twine(seq) + ": rank " +
-                   llvm::Twine(rank) + " waited " + llvm::Twine((int64_t)timeout_.count()) +
-                   " ms to " + phase + "; ranks not arrived: " +
-                   (missing.empty() ? std::string("none") : llvm::join(missing, ", ")) +
-                   "; its tensors: " +
-                   (c.present[rank] ? shapesOf(c.arrivals[rank].inputs) : std::string("?")));
+  return makeError(
+      "collective '" + group + "' (AllReduce) #" + llvm::Twine(seq) + ": rank " +
+      llvm::Twine(rank) + " waited " + llvm::Twine((int64_t)timeout_.count()) + " ms to " + phase +
+      "; ranks not arrived: " +
+      (missing.empty() ? std::string("none") : llvm::join(missing, ", ")) +
+      "; its tensors: " + (c.present[rank] ? shapesOf(c.arrivals[rank].inputs) : std::string("?")));
 }
 
 llvm::Expected<RendezvousMeeting> Rendezvous::arrive(llvm::StringRef group, unsigned rank,

@@ -53,9 +53,7 @@ struct ByteRange {
 struct StreamPoint {
   unsigned stream = 0;
   uint64_t ticket = 0;
-  bool operator==(const StreamPoint &o) const {
-    return stream == o.stream && ticket == o.ticket;
-  }
+  bool operator==(const StreamPoint &o) const { return stream == o.stream && ticket == o.ticket; }
 };
 
 class StreamHazards {
@@ -98,7 +96,7 @@ private:
   std::vector<uint64_t> issued_;
   std::vector<std::vector<uint64_t>> known_;    ///< known_[S][T]
   std::vector<std::vector<uint64_t>> lastKnew_; ///< S's clock at its last operation
-  std::vector<Pending> pending_;             ///< side operations, in issue order
+  std::vector<Pending> pending_;                ///< side operations, in issue order
 };
 
 } // namespace graphc

@@ -45,7 +45,9 @@ __global__ void sumRanksKernel(SumRanksBatch b, unsigned vectorMask) {
   }
 }
 
-bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+bool aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
 
 } // namespace
 

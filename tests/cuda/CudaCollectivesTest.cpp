@@ -21,7 +21,7 @@ using namespace graphc;
 namespace {
 struct Rank {
   std::unique_ptr<CudaDevice> device;
-  std::vector<TensorView> views;      ///< on the GPU
+  std::vector<TensorView> views;        ///< on the GPU
   std::vector<std::vector<float>> host; ///< the same tensors, for the CPU engine
 };
 

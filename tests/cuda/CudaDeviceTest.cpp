@@ -53,8 +53,7 @@ TEST(CudaDevice, OutOfMemoryNamesTheDeviceTheBytesAndTheFreeMemory) {
   std::string msg = llvm::toString(p.takeError());
   EXPECT_NE(msg.find("gpu:3"), std::string::npos) << msg;
   EXPECT_NE(msg.find("physical GPU 0"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("out of memory allocating 1125899906842624 bytes"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("out of memory allocating 1125899906842624 bytes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("bytes free of"), std::string::npos) << msg;
   // The device still works afterwards.
   auto q = d->allocate(1024);

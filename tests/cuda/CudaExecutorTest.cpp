@@ -54,10 +54,9 @@ void buildTowers(Module &m, const std::string &inputDevice, const std::string &o
     Node *mul = place(b.createNode(Op::Mul, {copy->result(), wr->result()}), dev);
     Node *add = place(b.createNode(Op::Add, {mul->result(), copy->result()}), dev);
     Node *relu = place(b.createNode(Op::Relu, {add->result()}), dev);
-    reduces.push_back(place(
-        b.createNode(Op::AllReduce, {relu->result()}, allReduce("towers", r, 4),
-                     "ar" + std::to_string(r)),
-        dev));
+    reduces.push_back(place(b.createNode(Op::AllReduce, {relu->result()}, allReduce("towers", r, 4),
+                                         "ar" + std::to_string(r)),
+                            dev));
   }
   Attrs t;
   t.set("to", outputDevice);
@@ -164,8 +163,7 @@ TEST(CudaExecutor, CudaGraphsCaptureTheSecondStepAndReplayIt) {
   opts.cudaGraphs = true;
   auto ex = Executor::create(m, opts);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
-  EXPECT_NE((*ex)->cudaGraphNote().find("captured"), std::string::npos)
-      << (*ex)->cudaGraphNote();
+  EXPECT_NE((*ex)->cudaGraphNote().find("captured"), std::string::npos) << (*ex)->cudaGraphNote();
   for (int step = 0; step < 5; ++step) {
     // New inputs every step: a replay reads the step's input buffers.
     expectStep(**ex, feed(n, (float)step * 3), (float)step * 3, n);

@@ -17,9 +17,9 @@
 
 namespace graphc {
 /// A logical GPU device on physical GPU `ordinal`; fails the test on error.
-inline std::unique_ptr<CudaDevice> makeGpu(const std::string &name, int ordinal = 0,
-                                           std::chrono::milliseconds timeout =
-                                               std::chrono::minutes(1)) {
+inline std::unique_ptr<CudaDevice>
+makeGpu(const std::string &name, int ordinal = 0,
+        std::chrono::milliseconds timeout = std::chrono::minutes(1)) {
   DeviceRequest req;
   req.name = name;
   req.physicalOrdinal = ordinal;

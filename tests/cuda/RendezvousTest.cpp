@@ -44,8 +44,8 @@ TEST(Rendezvous, AllRanksMeetAndSeeEveryArrival) {
   for (unsigned rank = 0; rank < 3; ++rank)
     threads.emplace_back([&, rank] {
       for (int call = 0; call < 4; ++call) {
-        auto m = r.arrive("g", rank, 3, arrival({{2, 3}}, "rank " + std::to_string(rank),
-                                                &tokens[rank]));
+        auto m = r.arrive("g", rank, 3,
+                          arrival({{2, 3}}, "rank " + std::to_string(rank), &tokens[rank]));
         if (!m) {
           errors[rank] = llvm::toString(m.takeError());
           return;
@@ -91,7 +91,8 @@ TEST(Rendezvous, AMissingRankTimesOutNamingGroupSequenceRankAndShapes) {
 TEST(Rendezvous, MismatchedShapesNameBothRanks) {
   Rendezvous r(5s);
   std::string e1;
-  std::thread t0([&] { llvm::consumeError(r.arrive("g", 0, 2, arrival({{8}}, "node 'a'")).takeError()); });
+  std::thread t0(
+      [&] { llvm::consumeError(r.arrive("g", 0, 2, arrival({{8}}, "node 'a'")).takeError()); });
   std::thread t1([&] {
     auto m = r.arrive("g", 1, 2, arrival({{9}}, "node 'b'"));
     e1 = m ? "" : llvm::toString(m.takeError());

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/cuda/CudaStreams.h"
 #include "executor/cuda/StreamHazards.h"
+#include "executor/cuda/CudaStreams.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,9 @@ constexpr unsigned kCopyIn = (unsigned)CudaStream::CopyIn;
 constexpr unsigned kCollective = (unsigned)CudaStream::Collective;
 constexpr unsigned kMarker = (unsigned)CudaStream::Marker;
 
-ByteRange bytes(uintptr_t begin, uintptr_t end) { return {begin, end}; }
+ByteRange bytes(uintptr_t begin, uintptr_t end) {
+  return {begin, end};
+}
 
 std::vector<StreamPoint> waits(const StreamHazards::Issue &i) {
   return std::vector<StreamPoint>(i.waits.begin(), i.waits.end());
