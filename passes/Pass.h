@@ -103,6 +103,9 @@ private:
 
 /// The pipeline `graphc` runs for training, written down once.
 extern const char *const kDefaultTrainingPipeline;
+/// What `graphc place` runs after the training pipeline (needs
+/// CompileOptions::placer).
+extern const char *const kPlacementPipeline;
 /// The pipeline for inference compiles (no loss, no gradients).
 extern const char *const kDefaultInferencePipeline;
 

@@ -17,6 +17,7 @@ const char *const kDefaultInferencePipeline = "bind-batch,verify";
 const char *const kDefaultTrainingPipeline =
     "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,split-batch,"
     "concat-outputs,aggregate-gradients,dce,verify";
+const char *const kPlacementPipeline = "place-devices,insert-transfers,verify";
 
 static void addFunctionPass(PassRegistry &r, llvm::StringRef name, llvm::StringRef summary,
                             FunctionPass::Fn fn) {

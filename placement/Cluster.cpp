@@ -27,7 +27,7 @@ std::optional<DeviceType> parseDeviceType(llvm::StringRef s) {
 }
 
 Cluster Cluster::defaultCluster(int gpus) {
-  std::vector<Device> devices{{"cpu:0", DeviceType::CPU, ClusterDefaults::kHostMemory, 1.0}};
+  std::vector<ClusterDevice> devices{{"cpu:0", DeviceType::CPU, ClusterDefaults::kHostMemory, 1.0}};
   std::vector<Link> links;
   for (int i = 0; i < gpus; ++i) {
     std::string name = "gpu:" + std::to_string(i);
@@ -50,11 +50,11 @@ static bool wellFormedName(llvm::StringRef name, DeviceType type) {
   return parseDeviceType(kind) == type && !index.empty() && !index.getAsInteger(10, n);
 }
 
-llvm::Expected<Cluster> Cluster::create(std::vector<Device> devices, std::vector<Link> links,
+llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std::vector<Link> links,
                                         double cpuPeakFlops, double gpuPeakFlops) {
   llvm::StringMap<unsigned> index;
   for (unsigned i = 0; i < devices.size(); ++i) {
-    const Device &d = devices[i];
+    const ClusterDevice &d = devices[i];
     std::string where = "device '" + d.name + "'";
     if (!wellFormedName(d.name, d.type))
       return makeError(where + ": a " + deviceTypeName(d.type) + " device must be named '" +
@@ -101,8 +101,8 @@ llvm::Expected<Cluster> Cluster::create(std::vector<Device> devices, std::vector
   return c;
 }
 
-const Device *Cluster::find(llvm::StringRef name) const {
-  for (const Device &d : devices_)
+const ClusterDevice *Cluster::find(llvm::StringRef name) const {
+  for (const ClusterDevice &d : devices_)
     if (d.name == name)
       return &d;
   return nullptr;
@@ -116,10 +116,10 @@ std::optional<unsigned> Cluster::indexOf(llvm::StringRef name) const {
 }
 
 unsigned Cluster::numGpus() const {
-  return llvm::count_if(devices_, [](const Device &d) { return d.type == DeviceType::GPU; });
+  return llvm::count_if(devices_, [](const ClusterDevice &d) { return d.type == DeviceType::GPU; });
 }
 
-double Cluster::peakFlops(const Device &d) const {
+double Cluster::peakFlops(const ClusterDevice &d) const {
   return kindPeakFlops(d.type) * d.relativeSpeed;
 }
 
@@ -133,7 +133,7 @@ std::optional<double> Cluster::bandwidth(llvm::StringRef a, llvm::StringRef b) c
   if (double bw = direct(a, b))
     return bw;
   double best = 0;
-  for (const Device &mid : devices_)
+  for (const ClusterDevice &mid : devices_)
     best = std::max(best, std::min(direct(a, mid.name), direct(mid.name, b)));
   if (best > 0)
     return best;
@@ -142,7 +142,7 @@ std::optional<double> Cluster::bandwidth(llvm::StringRef a, llvm::StringRef b) c
 
 std::string Cluster::visibleDevices() const {
   std::vector<std::string> names;
-  for (const Device &d : devices_)
+  for (const ClusterDevice &d : devices_)
     names.push_back(d.name);
   return "visible devices: " + llvm::join(names, ", ");
 }
@@ -219,7 +219,7 @@ template <typename T> llvm::Error into(llvm::Expected<T> v, T &out) {
   return llvm::Error::success();
 }
 
-llvm::Expected<Device> parseDevice(const llvm::json::Value &v, unsigned i) {
+llvm::Expected<ClusterDevice> parseDevice(const llvm::json::Value &v, unsigned i) {
   std::string where = "devices[" + std::to_string(i) + "]";
   const llvm::json::Object *o = v.getAsObject();
   if (!o)
@@ -227,7 +227,7 @@ llvm::Expected<Device> parseDevice(const llvm::json::Value &v, unsigned i) {
   if (auto name = o->getString("name"))
     where += " ('" + name->str() + "')";
   Fields f(*o, where);
-  Device d;
+  ClusterDevice d;
   std::string kind;
   double memory = 0;
   if (auto e = into(f.string("name"), d.name))
@@ -287,7 +287,7 @@ llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text) {
   const llvm::json::Array *deviceList = nullptr;
   if (auto e = into(f.array("devices"), deviceList))
     return e;
-  std::vector<Device> devices;
+  std::vector<ClusterDevice> devices;
   for (unsigned i = 0; i < deviceList->size(); ++i) {
     auto d = parseDevice((*deviceList)[i], i);
     if (!d)
@@ -338,7 +338,7 @@ llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path) {
 
 std::string clusterToJson(const Cluster &c) {
   llvm::json::Array devices, links;
-  for (const Device &d : c.devices())
+  for (const ClusterDevice &d : c.devices())
     devices.push_back(llvm::json::Object{{"name", d.name},
                                          {"kind", deviceTypeName(d.type)},
                                          {"memory_bytes", d.memoryBytes},

@@ -28,7 +28,7 @@ enum class DeviceType : unsigned char { CPU, GPU };
 llvm::StringRef deviceTypeName(DeviceType t);
 std::optional<DeviceType> parseDeviceType(llvm::StringRef s);
 
-struct Device {
+struct ClusterDevice {
   std::string name; ///< "cpu:0", "gpu:3"
   DeviceType type = DeviceType::CPU;
   int64_t memoryBytes = 0;
@@ -57,20 +57,20 @@ public:
   /// figures: every GPU linked to the host and to every other GPU.
   static Cluster defaultCluster(int gpus);
   /// Builds a cluster and validates it; an error names what is wrong.
-  static llvm::Expected<Cluster> create(std::vector<Device> devices, std::vector<Link> links,
+  static llvm::Expected<Cluster> create(std::vector<ClusterDevice> devices, std::vector<Link> links,
                                         double cpuPeakFlops = ClusterDefaults::kCpuPeakFlops,
                                         double gpuPeakFlops = ClusterDefaults::kGpuPeakFlops);
 
-  llvm::ArrayRef<Device> devices() const { return devices_; }
+  llvm::ArrayRef<ClusterDevice> devices() const { return devices_; }
   llvm::ArrayRef<Link> links() const { return links_; }
-  const Device *find(llvm::StringRef name) const;
+  const ClusterDevice *find(llvm::StringRef name) const;
   /// Position in devices(); the order ties are broken in.
   std::optional<unsigned> indexOf(llvm::StringRef name) const;
-  const Device &host() const { return devices_.front(); }
+  const ClusterDevice &host() const { return devices_.front(); }
   unsigned numGpus() const;
 
   /// Peak FLOP/s of a device: its kind's peak times its relative speed.
-  double peakFlops(const Device &d) const;
+  double peakFlops(const ClusterDevice &d) const;
   double kindPeakFlops(DeviceType t) const { return t == DeviceType::GPU ? gpuPeak_ : cpuPeak_; }
   /// Bandwidth between two devices: their direct link, else the best path
   /// through one intermediate device (its slower hop); none if unconnected.
@@ -83,7 +83,7 @@ public:
   llvm::Error checkDevice(llvm::StringRef name, llvm::StringRef what = "device") const;
 
 private:
-  std::vector<Device> devices_;
+  std::vector<ClusterDevice> devices_;
   std::vector<Link> links_;
   double cpuPeak_ = ClusterDefaults::kCpuPeakFlops;
   double gpuPeak_ = ClusterDefaults::kGpuPeakFlops;

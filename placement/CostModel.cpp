@@ -31,7 +31,7 @@ namespace {
 class Estimator {
 public:
   Estimator(const Cluster &c, int64_t batch) : c_(c), batch_(batch) {
-    for (const Device &d : c.devices())
+    for (const ClusterDevice &d : c.devices())
       out_.devices.push_back({d.name});
     in_.resize(c.devices().size());
     sent_.resize(c.devices().size());

@@ -32,7 +32,7 @@ std::optional<int64_t> peakOf(const PeakActivationBytes &peak, llvm::StringRef d
 
 /// Variables plus peak activations over the device's memory.
 bool overMemory(const DeviceCost &d, const Cluster &c, std::optional<int64_t> peak) {
-  const Device *dev = c.find(d.device);
+  const ClusterDevice *dev = c.find(d.device);
   return dev && d.variableBytes + peak.value_or(0) > dev->memoryBytes;
 }
 
@@ -109,7 +109,7 @@ llvm::json::Value costReportJson(const PlacementCost &cost, const Cluster &c,
   llvm::json::Array devices, traffic;
   for (const DeviceCost &d : cost.devices) {
     std::optional<int64_t> p = peakOf(peak, d.device);
-    const Device *dev = c.find(d.device);
+    const ClusterDevice *dev = c.find(d.device);
     devices.push_back(llvm::json::Object{
         {"device", d.device},
         {"kind", dev ? deviceTypeName(dev->type) : llvm::StringRef("?")},

@@ -70,7 +70,7 @@ struct GroupPlan {
   unsigned kinds = kAllKinds;
   const Node *limiting = nullptr; ///< first member that ruled a kind out
   int tower = -1;
-  const Device *device = nullptr;
+  const ClusterDevice *device = nullptr;
   std::string reason;
   bool followsRequest = false; ///< reason is "colocated with <requestedBy>"
 };
@@ -98,7 +98,7 @@ public:
       decideByNeighbours(gi, /*producers=*/false);
     for (GroupPlan &p : plans_)
       if (!p.device) {
-        const Device *d = fallbackDevice(p);
+        const ClusterDevice *d = fallbackDevice(p);
         decide(p, d,
                d == &c_.host() ? "no request, tower or placed neighbour: the host"
                                : "no request, tower or placed neighbour: the first device that "
@@ -201,28 +201,30 @@ private:
       auto best = std::max_element(count.begin(), count.end()); // first maximum
       if (best != count.end() && *best > 0)
         towerDevice_[tower] = &c_.devices()[best - count.begin()];
-      else if (const Device *d = c_.find("gpu:" + std::to_string(tower)))
+      else if (const ClusterDevice *d = c_.find("gpu:" + std::to_string(tower)))
         towerDevice_[tower] = d;
     }
   }
 
-  bool canRun(const GroupPlan &p, const Device &d) const { return p.kinds & kindBit(d.type); }
+  bool canRun(const GroupPlan &p, const ClusterDevice &d) const {
+    return p.kinds & kindBit(d.type);
+  }
 
   /// The host when it can run the group, else the first device that can.
-  const Device *fallbackDevice(const GroupPlan &p) const {
-    for (const Device &d : c_.devices())
+  const ClusterDevice *fallbackDevice(const GroupPlan &p) const {
+    for (const ClusterDevice &d : c_.devices())
       if (canRun(p, d))
         return &d;
     return nullptr;
   }
 
-  void decide(GroupPlan &p, const Device *d, std::string reason) {
+  void decide(GroupPlan &p, const ClusterDevice *d, std::string reason) {
     p.device = d;
     p.reason = std::move(reason);
   }
 
   /// "no gpu kernel for Softmax", naming the member when the group has several.
-  std::string noKernel(const GroupPlan &p, const Device &d) const {
+  std::string noKernel(const GroupPlan &p, const ClusterDevice &d) const {
     const Node &n = *p.limiting;
     bool alone = groups_.members(groups_.groupOf(&n)).size() == 1;
     return "no " + deviceTypeName(d.type).str() + " kernel for " +
@@ -232,16 +234,16 @@ private:
   llvm::Error decideByRequestOrTower(unsigned gi) {
     GroupPlan &p = plans_[gi];
     if (!p.requested.empty()) {
-      const Device &d = *c_.find(p.requested);
+      const ClusterDevice &d = *c_.find(p.requested);
       if (canRun(p, d)) {
         decide(p, &d, "requested");
         p.followsRequest = true;
         return llvm::Error::success();
       }
-      const Device *other = fallbackDevice(p);
+      const ClusterDevice *other = fallbackDevice(p);
       if (!opts_.softPlacement || !other) {
         std::vector<std::string> could;
-        for (const Device &x : c_.devices())
+        for (const ClusterDevice &x : c_.devices())
           if (canRun(p, x))
             could.push_back(x.name);
         return cannotAssign(*p.limiting,
@@ -260,11 +262,11 @@ private:
     auto it = towerDevice_.find(p.tower);
     if (it == towerDevice_.end())
       return llvm::Error::success();
-    const Device &d = *it->second;
+    const ClusterDevice &d = *it->second;
     std::string tower = "tower " + std::to_string(p.tower);
     if (canRun(p, d))
       decide(p, &d, tower);
-    else if (const Device *other = fallbackDevice(p))
+    else if (const ClusterDevice *other = fallbackDevice(p))
       decide(p, other, tower + " is on " + d.name + ", but " + noKernel(p, d) + ": " + other->name);
     return llvm::Error::success();
   }
@@ -331,12 +333,13 @@ private:
     if (best < 0)
       return;
     std::string neighbour = (producers ? "input '" : "consumer '") + weights[best].neighbour + "'";
-    const Device &d = c_.devices()[best];
+    const ClusterDevice &d = c_.devices()[best];
     if (best == bestRunnable) {
       decide(p, &d, "follows its " + neighbour + " (" + d.name + ")");
       return;
     }
-    const Device *other = bestRunnable >= 0 ? &c_.devices()[bestRunnable] : fallbackDevice(p);
+    const ClusterDevice *other =
+        bestRunnable >= 0 ? &c_.devices()[bestRunnable] : fallbackDevice(p);
     decide(p, other,
            neighbour + " is on " + d.name + ", but " + noKernel(p, d) + ": " + other->name);
   }
@@ -355,7 +358,7 @@ private:
   llvm::Error writeVariableDevices() {
     Module &m = g_.module();
     // Replicas in module variable order, so errors come in a stable order.
-    llvm::StringMap<std::vector<std::pair<unsigned, const Device *>>> placed;
+    llvm::StringMap<std::vector<std::pair<unsigned, const ClusterDevice *>>> placed;
     for (unsigned gi = 0; gi < plans_.size(); ++gi)
       for (const VariableReplica &r : groups_.storage(gi))
         placed[r.var].emplace_back(r.replica, plans_[gi].device);
@@ -385,7 +388,7 @@ private:
   PlacerOptions opts_;
   ColocationGroups groups_;
   std::vector<GroupPlan> plans_;
-  std::map<int, const Device *> towerDevice_;
+  std::map<int, const ClusterDevice *> towerDevice_;
   int64_t batch_;
 };
 

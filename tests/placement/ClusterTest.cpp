@@ -39,7 +39,7 @@ TEST(Cluster, DefaultHasTheHostAndNGpusFullyLinked) {
   EXPECT_EQ(c.host().name, "cpu:0");
   EXPECT_EQ(c.numGpus(), 4u);
   EXPECT_EQ(c.links().size(), 4u + 6u);
-  const Device *g3 = c.find("gpu:3");
+  const ClusterDevice *g3 = c.find("gpu:3");
   ASSERT_NE(g3, nullptr);
   EXPECT_EQ(g3->type, DeviceType::GPU);
   EXPECT_EQ(g3->memoryBytes, 80LL << 30);

@@ -1,20 +1,67 @@
 #include "tools/driver/Compile.h"
 
 #include "ir/Clone.h"
+#include "ir/Diagnostics.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
+#include "kernels/Kernel.h"
+#include "placement/DotView.h"
+#include "placement/Placer.h"
 
 namespace graphc {
+
+static void keepForwardGraph(const Module &forward, Module &compiled) {
+  Graph &g = compiled.addGraph("forward");
+  g.setOutputs(cloneGraphInto(*forward.findGraph("main"), g));
+}
 
 llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
                                                         const CompileRequest &req) {
   std::unique_ptr<Module> m = cloneModule(forward);
   PassManager pm(req.options, req.dump);
+  pm.setDotWriter(writeDot);
   if (auto e = pm.addPipeline(req.pipeline.empty() ? kDefaultTrainingPipeline : req.pipeline))
     return e;
   if (auto e = pm.run(*m))
     return e;
+  keepForwardGraph(forward, *m);
   return m;
+}
+
+llvm::Expected<Cluster> clusterFor(const PlacementRequest &place) {
+  if (!place.clusterFile.empty())
+    return loadClusterFile(place.clusterFile);
+  if (place.gpus <= 0)
+    return makeError("--gpus must be at least 1");
+  return Cluster::defaultCluster(place.gpus);
+}
+
+/// Whether a node has a kernel for a device type. A build without the CUDA
+/// backend registers no GPU kernels; it plans as a CUDA build would, taking the
+/// CPU kernels as the measure of what exists.
+static bool kernelFor(const Node &n, DeviceType t) {
+  static const bool haveGpuKernels =
+      KernelRegistry::global().find(Op::Conv, DeviceKind::CUDA, DType::F32) != nullptr;
+  DeviceKind kind = t == DeviceType::GPU && haveGpuKernels ? DeviceKind::CUDA : DeviceKind::CPU;
+  return KernelRegistry::global().supports(n, kind);
+}
+
+llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
+                                                      const PlacementRequest &place) {
+  auto cluster = clusterFor(place);
+  if (!cluster)
+    return cluster.takeError();
+  int gpus = (int)cluster->numGpus();
+  if (gpus == 0)
+    return makeError("the cluster has no GPU to place towers on");
+  if (req.options.towers <= 1)
+    req.options.towers = gpus;
+  PlacerOptions po;
+  po.softPlacement = place.softPlacement;
+  req.options.placer = makePlacerFunction(*cluster, kernelFor, po);
+  std::string pipeline = req.pipeline.empty() ? kDefaultTrainingPipeline : req.pipeline;
+  req.pipeline = pipeline + "," + kPlacementPipeline;
+  return compileTraining(forward, req);
 }
 
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch) {
@@ -22,6 +69,43 @@ llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, 
   if (batch > 0 && m->batch() != batch)
     if (auto e = bindBatch(*m, batch))
       return e;
+  if (auto e = verify(*m))
+    return e;
+  return m;
+}
+
+bool isCompiledForTraining(const Module &m) {
+  return m.meta().getInt("training") != 0 && m.findGraph("forward") != nullptr;
+}
+
+bool isPlaced(const Module &m) {
+  for (const Node *n : m.findGraph("main")->nodes())
+    if (!n->assignedDevice().empty())
+      return true;
+  return false;
+}
+
+llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled) {
+  const Graph *fwd = compiled.findGraph("forward");
+  if (!fwd)
+    return makeError("module '" + compiled.name() + "' keeps no forward graph");
+  auto m = std::make_unique<Module>(compiled.name());
+  for (auto &[key, value] : compiled.meta().entries())
+    if (key == "seed" || key == "source")
+      m->meta().set(key, value);
+  Graph &g = m->main();
+  // Only the variables the forward graph reads, with their current values.
+  for (const Node *n : fwd->nodes())
+    if (n->op() == Op::Variable && !m->findVariable(n->attrs().getString("var"))) {
+      Variable v = *compiled.findVariable(n->attrs().getString("var"));
+      v.devices.clear();
+      m->addVariable(std::move(v));
+    }
+  g.setOutputs(cloneGraphInto(*fwd, g));
+  for (Node *n : g.nodes()) {
+    n->setAssignedDevice("");
+    n->setPlacementReason("");
+  }
   if (auto e = verify(*m))
     return e;
   return m;

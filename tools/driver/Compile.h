@@ -1,13 +1,20 @@
 //===- Compile.h - Forward model to runnable module --------------*- C++ -*-===//
 //
-// The two compiles the tools run: training (the pass pipeline written down in
-// passes/Passes.cpp, or --pipeline) and inference (bind the batch, verify).
-// Both start from a copy, so one forward model can yield both.
+// The compiles the tools run:
+//   training   the pass pipeline written down in passes/Passes.cpp (or
+//              --pipeline), on one device or, with towers, on emulated ones;
+//   placed     training for a cluster (--gpus N or a cluster file): the
+//              training pipeline, then placement and transfers; the placed
+//              module also keeps the single-device forward graph as graph
+//              "forward", so evaluation and checkpoints need nothing else;
+//   inference  bind the batch, verify.
+// All start from a copy, so one forward model can yield several.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "passes/Pass.h"
+#include "placement/Cluster.h"
 
 #include <memory>
 
@@ -19,8 +26,28 @@ struct CompileRequest {
   std::string pipeline; ///< empty: kDefaultTrainingPipeline
 };
 
+struct PlacementRequest {
+  int gpus = 0;            ///< --gpus N (0: no placement)
+  std::string clusterFile; ///< or a cluster description
+  bool softPlacement = true;
+  bool wanted() const { return gpus > 0 || !clusterFile.empty(); }
+};
+
 llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
                                                         const CompileRequest &req);
+llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
+/// Training compiled for a cluster: one tower per GPU unless
+/// req.options.towers says otherwise.
+llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
+                                                      const PlacementRequest &place);
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch);
+
+/// True for a module the training pipeline already produced (a module file
+/// from `graphc compile` or `graphc place`).
+bool isCompiledForTraining(const Module &m);
+/// True when its nodes carry assigned devices.
+bool isPlaced(const Module &m);
+/// The single-device forward model a compiled module keeps (graph "forward").
+llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled);
 
 } // namespace graphc
