@@ -15,6 +15,7 @@
 #include "tools/driver/Inference.h"
 #include "tools/driver/Trainer.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -78,6 +79,23 @@ int main(int argc, char **argv) {
   train->add_flag("--no-eval", noEval, "skip test evaluation after each epoch");
   train->add_flag("--no-progress", noProgress, "no progress line");
   train->add_option("--dump-dir", t.compile.dump.dumpDir, "IR after every pass, numbered");
+  train->add_option("--gpus", t.placement.gpus, "compile for N GPUs, one tower each");
+  train->add_option("--cluster", t.placement.clusterFile, "compile for the devices of a cluster file");
+  train->add_flag("--emulate", t.emulate,
+                  "run the plan's GPUs on CPU devices (or on fewer physical GPUs)");
+  train->add_option("--params", co.params, "where variables live: cpu | gpu:K | spread | mirrored")
+      ->capture_default_str();
+  train->add_option("--bn", co.bnMode, "BatchNorm across towers: local | sync | frozen")
+      ->capture_default_str();
+  train->add_option("--remainder", co.remainder,
+                    "a batch that does not divide by the towers: error | drop | uneven")
+      ->capture_default_str();
+  std::string splitWeights;
+  train->add_option("--split", splitWeights, "per-device batch weights, e.g. 4,4,2");
+  double bucketMb = 25;
+  train->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap in MB (mirrored)")
+      ->capture_default_str();
+  train->add_flag("--scale-lr", t.scaleLrByTowers, "multiply --lr by the number of towers");
   bool plainLayouts = false;
   train->add_flag("--plain-layouts", plainLayouts,
                   "keep every activation row-major (no blocked layouts; for debugging)");
@@ -111,6 +129,19 @@ int main(int argc, char **argv) {
 
   if (*train) {
     t.progress = !noProgress;
+    co.bucketBytes = (int64_t)(bucketMb * 1e6);
+    if (!splitWeights.empty()) {
+      llvm::SmallVector<llvm::StringRef, 8> parts;
+      llvm::StringRef(splitWeights).split(parts, ',');
+      for (llvm::StringRef p : parts) {
+        double w = 0;
+        if (!llvm::to_float(p.trim(), w) || w < 0) {
+          llvm::errs() << "graphrun: error: --split takes non-negative weights such as 4,4,2\n";
+          return 1;
+        }
+        co.splitWeights.push_back(w);
+      }
+    }
     t.executor.blockedLayouts = !plainLayouts;
     t.evaluate = !noEval;
     co.seed = t.executor.seed;

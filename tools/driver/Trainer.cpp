@@ -1,6 +1,7 @@
 #include "tools/driver/Trainer.h"
 
 #include "executor/Checkpoint.h"
+#include "executor/Device.h"
 #include "executor/data/DataLoader.h"
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
@@ -143,6 +144,38 @@ LoaderOptions loaderFor(const Module &forward, const Dataset &ds, int64_t batch,
   return lo;
 }
 
+/// --emulate: a plan's GPUs run as CPU devices cpu:1.. when this machine has
+/// no GPU, or as logical devices folded onto the GPUs it has. Returns the
+/// one line the run plan prints about it.
+std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
+  std::vector<std::string> gpus;
+  for (const Node *n : placed.findGraph("main")->nodes())
+    if (llvm::StringRef(n->assignedDevice()).startswith("gpu:") &&
+        !llvm::is_contained(gpus, n->assignedDevice()))
+      gpus.push_back(n->assignedDevice());
+  llvm::sort(gpus);
+  int physical = cudaDeviceCount();
+  if (gpus.empty())
+    return "";
+  if (physical > 0) {
+    exec.physicalGpu = [physical](const std::string &name) {
+      unsigned k = 0;
+      llvm::StringRef(name).drop_front(4).getAsInteger(10, k);
+      return (int)(k % physical);
+    };
+    return "the plan's " + std::to_string(gpus.size()) + " GPUs run as logical devices on " +
+           std::to_string(physical) + " physical GPU" + (physical > 1 ? "s" : "");
+  }
+  exec.deviceMap = [](const std::string &d) {
+    unsigned k = 0;
+    if (llvm::StringRef(d).startswith("gpu:") && !llvm::StringRef(d).drop_front(4).getAsInteger(10, k))
+      return "cpu:" + std::to_string(k + 1);
+    return d;
+  };
+  return "no GPU here: the plan's " + std::to_string(gpus.size()) + " GPUs run as CPU devices cpu:1..cpu:" +
+         std::to_string(gpus.size()) + " sharing this machine's cores";
+}
+
 } // namespace
 
 llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef data,
@@ -161,8 +194,8 @@ llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef 
 }
 
 llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out) {
-  const int64_t batch = opts.compile.options.batch;
-  if (batch <= 0)
+  const int64_t batchOption = opts.compile.options.batch;
+  if (batchOption <= 0)
     return makeError("--batch must be positive");
   if (opts.steps < 0 || opts.epochs < 0)
     return makeError("--steps and --epochs must not be negative");
@@ -174,7 +207,21 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   auto loaded = loadModel(opts.model);
   if (!loaded)
     return loaded.takeError();
+  // A module `graphc compile` or `graphc place` wrote is already a training
+  // step; its forward graph serves evaluation and checkpoints.
+  std::unique_ptr<Module> precompiled;
+  if (isCompiledForTraining(*loaded->forward)) {
+    precompiled = std::move(loaded->forward);
+    auto fwd = forwardOf(*precompiled);
+    if (!fwd)
+      return fwd.takeError();
+    loaded->forward = std::move(*fwd);
+    if (opts.placement.wanted())
+      return makeError("'" + opts.model.path +
+                       "' is already compiled; --gpus and --cluster apply to models");
+  }
   const Module &forward = *loaded->forward;
+  const int64_t batch = precompiled && precompiled->batch() ? *precompiled->batch() : batchOption;
   uint64_t seed = opts.executor.seed;
   auto train = openFor(forward, opts.data, Split::Train, opts.syntheticSamples, seed);
   if (!train)
@@ -191,12 +238,22 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   }
 
   // 2. Compile and bind.
-  auto compiled = compileTraining(forward, opts.compile);
-  if (!compiled)
-    return compiled.takeError();
+  std::unique_ptr<Module> compiled;
+  if (precompiled) {
+    compiled = std::move(precompiled);
+  } else {
+    auto c = opts.placement.wanted() ? compilePlaced(forward, opts.compile, opts.placement)
+                                     : compileTraining(forward, opts.compile);
+    if (!c)
+      return c.takeError();
+    compiled = std::move(*c);
+  }
   ExecutorOptions exec = opts.executor;
   exec.profile = exec.profile || !opts.tracePath.empty() || !opts.profilePath.empty();
-  auto ex = Executor::create(**compiled, exec);
+  std::string emulation;
+  if (opts.emulate && isPlaced(*compiled))
+    emulation = emulateDevices(*compiled, exec);
+  auto ex = Executor::create(*compiled, exec);
   if (!ex)
     return ex.takeError();
   Executor &executor = **ex;
@@ -207,7 +264,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     auto ckpt = loadCheckpoint(opts.checkpointDir);
     if (!ckpt)
       return ckpt.takeError();
-    if (auto e = restoreInto(*ckpt, **compiled, executor))
+    if (auto e = restoreInto(*ckpt, *compiled, executor))
       return e;
     startEpoch = ckpt->info.epoch;
   }
@@ -242,10 +299,12 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   // 3. The run plan.
   ModelSummary summary = summarize(forward, batch);
   const Node *input = *dataInput(forward);
-  int towers = std::max(1, opts.compile.options.towers);
+  int towers = std::max<int>(1, compiled->meta().getInt("towers", 1));
   out << "graphrun train: model " << forward.name() << " (" << summary.nodes
-      << " forward nodes, " << (*compiled)->main().numNodes() << " in the training graph)\n";
-  out << "  devices    " << llvm::join(executor.devices(), ", ") << "\n";
+      << " forward nodes, " << compiled->main().numNodes() << " in the training graph)\n";
+  out << "  devices    " << llvm::join(executor.deviceDescriptions(), ", ") << "\n";
+  if (!emulation.empty())
+    out << "  emulation  " << emulation << "\n";
   out << "  batch      " << batch << " global";
   if (towers > 1)
     out << " over " << towers << " towers";
@@ -339,7 +398,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     if (metrics)
       metrics->step({(int64_t)executor.step(), epoch, loss, lr, dt, ips, stepWait});
     if (opts.checkpointEvery && done % opts.checkpointEvery == 0 && done != totalSteps) {
-      auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, **compiled,
+      auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled,
                                       {executor.step(), epoch});
       if (!path)
         return path.takeError();
@@ -352,7 +411,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     if (auto e = evaluateEpoch())
       return e;
   if (!opts.checkpointDir.empty()) {
-    auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, **compiled,
+    auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled,
                                     {executor.step(), epoch});
     if (!path)
       return path.takeError();

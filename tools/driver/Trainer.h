@@ -29,6 +29,10 @@ namespace graphc {
 struct TrainOptions {
   ModelSpec model;
   CompileRequest compile; ///< options.batch is the global batch
+  /// --gpus N / --cluster FILE: compile for several devices (one tower each).
+  PlacementRequest placement;
+  /// Run a plan's GPUs on CPU devices (or on fewer physical GPUs).
+  bool emulate = false;
   std::string data = "synthetic";
   int64_t syntheticSamples = 4096;
   int64_t steps = 0;  ///< stop after this many steps (0: use epochs)
