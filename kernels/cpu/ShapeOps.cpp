@@ -117,10 +117,27 @@ int64_t joinAxis(const Node &n, size_t rank) {
   return a < 0 ? a + (int64_t)rank : a;
 }
 
+/// Joining 4-d f32 tensors along the batch or channel axis moves the same
+/// bytes in nChw16c as in NCHW when every part has whole channel blocks: per
+/// image, a part is one contiguous run in both layouts.
+bool joinsWholeBlocks(llvm::ArrayRef<const TensorType *> parts, int64_t axis) {
+  if (axis > 1)
+    return false;
+  for (const TensorType *t : parts)
+    if (t->dtype != DType::F32 || t->rank() != 4 || t->shape[1] % 16 != 0)
+      return false;
+  return true;
+}
+
 class ConcatKernel : public Kernel {
 public:
   ConcatKernel(const Node &n, const KernelEnv &)
-      : pieces_(types(n), joinAxis(n, n.result()->type().rank())) {}
+      : pieces_(types(n), joinAxis(n, n.result()->type().rank())),
+        blockable_(joinsWholeBlocks(types(n), joinAxis(n, n.result()->type().rank()))) {}
+
+  bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
+  bool producesLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
+  bool layoutFollowsOperands() const override { return true; }
 
   llvm::Error run(KernelContext &ctx) override {
     auto *out = static_cast<char *>(ctx.outputs[0].data);
@@ -141,12 +158,18 @@ private:
     return t;
   }
   Pieces pieces_;
+  bool blockable_;
 };
 
 class SplitKernel : public Kernel {
 public:
   SplitKernel(const Node &n, const KernelEnv &)
-      : pieces_(types(n), joinAxis(n, n.operand(0)->type().rank())) {}
+      : pieces_(types(n), joinAxis(n, n.operand(0)->type().rank())),
+        blockable_(joinsWholeBlocks(types(n), joinAxis(n, n.operand(0)->type().rank()))) {}
+
+  bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
+  bool producesLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
+  bool layoutFollowsOperands() const override { return true; }
 
   llvm::Error run(KernelContext &ctx) override {
     auto *in = static_cast<const char *>(ctx.inputs[0].data);
@@ -167,6 +190,7 @@ private:
     return t;
   }
   Pieces pieces_;
+  bool blockable_;
 };
 
 //===-- Pad ----------------------------------------------------------------===//
