@@ -270,6 +270,10 @@ Graph &Module::addGraph(std::string name) {
   return *graphs_.back();
 }
 
+void Module::removeGraph(llvm::StringRef name) {
+  llvm::erase_if(graphs_, [&](const std::unique_ptr<Graph> &g) { return g->name() == name; });
+}
+
 Graph *Module::findGraph(llvm::StringRef name) const {
   for (auto &g : graphs_)
     if (g->name() == name)

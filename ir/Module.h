@@ -227,6 +227,7 @@ public:
   void removeVariable(llvm::StringRef name);
 
   Graph &addGraph(std::string name);
+  void removeGraph(llvm::StringRef name);
   Graph *findGraph(llvm::StringRef name) const;
   /// The graph named "main" (created on first use).
   Graph &main();

@@ -4,6 +4,8 @@
 //   graphc print   [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
 //   graphc export  [MODEL | --model NAME] -o FILE.onnx
 //   graphc compile [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
+//   graphc place   [MODEL | --model NAME] --gpus N --batch B [--params P] -o FILE [--explain]
+//   graphc view    PLACED -o FILE.html | .svg | .dot
 //   graphc passes
 //
 // Every subcommand is a few calls into the libraries; errors print one line
@@ -17,8 +19,13 @@
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "tools/driver/Compile.h"
+#include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
+#include "placement/DotView.h"
+#include "placement/HtmlView.h"
+#include "placement/Placer.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <CLI/CLI.hpp>
@@ -113,6 +120,40 @@ int main(int argc, char **argv) {
   compile->add_option("--print-ir-after", req.dump.printAfter, "print IR after these passes");
   compile->add_option("-o,--output", compileOut, "module file to write")->required();
 
+  ModelArgs placeArgs;
+  CompileRequest placeReq;
+  PlacementRequest placement;
+  std::string placeOut, splitWeights;
+  bool explain = false;
+  double bucketMb = 25;
+  auto *place = app.add_subcommand("place", "compile for several devices: towers, split/concat, "
+                                            "gradient aggregation, placement, transfers");
+  placeArgs.add(place);
+  CompileOptions &po = placeReq.options;
+  place->add_option("--gpus", placement.gpus, "GPUs of the default cluster (one tower each)");
+  place->add_option("--cluster", placement.clusterFile, "a cluster description (JSON)");
+  place->add_option("--towers", po.towers, "towers (default: one per GPU)");
+  place->add_option("--params", po.params, "cpu | gpu:K | spread | mirrored")->capture_default_str();
+  place->add_option("--bn", po.bnMode, "local | sync | frozen")->capture_default_str();
+  place->add_option("--remainder", po.remainder, "error | drop | uneven")->capture_default_str();
+  place->add_option("--split", splitWeights, "per-device batch weights, e.g. 4,4,2");
+  place->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap (mirrored)")->capture_default_str();
+  place->add_option("--optimizer", po.optimizer, "sgd | momentum | rmsprop | adam")
+      ->capture_default_str();
+  place->add_flag("--hard-placement", [&](int64_t) { placement.softPlacement = false; },
+                  "a node pinned where its op has no kernel is an error, not moved to the host");
+  place->add_option("--dump-dir", placeReq.dump.dumpDir, "NNNN.after_<pass>.gir (and .dot) per pass");
+  place->add_flag("--dump-dot", placeReq.dump.dumpDot, "also write a .dot per pass");
+  place->add_flag("--print-ir-after-all", placeReq.dump.printAfterAll, "print IR after every pass");
+  place->add_option("--print-ir-after", placeReq.dump.printAfter, "print IR after these passes");
+  place->add_flag("--explain", explain, "for each node: requested device, assigned device, reason");
+  place->add_option("-o,--output", placeOut, "placed module file to write")->required();
+
+  std::string viewIn, viewOut;
+  auto *view = app.add_subcommand("view", "a placed module as an offline HTML page, SVG or DOT");
+  view->add_option("MODULE", viewIn, "a module or model file")->required();
+  view->add_option("-o,--output", viewOut, "FILE.html, FILE.svg or FILE.dot")->required();
+
   auto *passes = app.add_subcommand("passes", "list the registered passes");
 
   CLI11_PARSE(app, argc, argv);
@@ -121,6 +162,11 @@ int main(int argc, char **argv) {
     auto m = inspectArgs.load(false);
     if (!m)
       return fail(m.takeError());
+    if (isPlaced(**m)) {
+      if (auto e = printPlacedReport(*runnablePart(**m), llvm::outs(), json))
+        return fail(std::move(e));
+      return 0;
+    }
     if (json)
       printSummaryJson(**m, inspectArgs.batch, llvm::outs());
     else
@@ -158,6 +204,68 @@ int main(int argc, char **argv) {
     if (auto e = writeModuleFile(compileOut, **c))
       return fail(std::move(e));
     llvm::outs() << "wrote " << compileOut << " (" << (*c)->main().numNodes() << " nodes)\n";
+    return 0;
+  }
+  if (*place) {
+    auto m = placeArgs.load(false);
+    if (!m)
+      return fail(m.takeError());
+    po.batch = placeArgs.batch;
+    po.seed = placeArgs.seed;
+    po.bucketBytes = (int64_t)(bucketMb * 1e6);
+    if (!splitWeights.empty()) {
+      llvm::SmallVector<llvm::StringRef, 8> parts;
+      llvm::StringRef(splitWeights).split(parts, ',');
+      for (llvm::StringRef p : parts) {
+        double w = 0;
+        if (!llvm::to_float(p.trim(), w) || w < 0)
+          return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                              "--split takes non-negative weights such as 4,4,2"));
+        po.splitWeights.push_back(w);
+      }
+    }
+    if (po.batch <= 0 && !(*m)->batch())
+      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                          "graphc place needs --batch (the global batch)"));
+    auto c = compilePlaced(**m, placeReq, placement);
+    if (!c)
+      return fail(c.takeError());
+    if (explain)
+      printPlacementExplanation(*runnablePart(**c), llvm::outs());
+    if (auto e = writeModuleFile(placeOut, **c))
+      return fail(std::move(e));
+    llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, "
+                 << (*c)->meta().getInt("towers", 1) << " towers)\n";
+    return 0;
+  }
+  if (*view) {
+    ModelArgs viewArgs;
+    viewArgs.path = viewIn;
+    auto loaded = viewArgs.load(false);
+    if (!loaded)
+      return fail(loaded.takeError());
+    std::unique_ptr<Module> shown = runnablePart(**loaded);
+    const std::unique_ptr<Module> *m = &shown;
+    llvm::StringRef ext = llvm::StringRef(viewOut).rsplit('.').second;
+    std::string text;
+    if (ext == "html") {
+      llvm::raw_string_ostream os(text);
+      writeHtmlView(**m, os);
+    } else if (ext == "dot") {
+      text = toDot(**m);
+    } else if (ext == "svg") {
+      auto svg = renderSvg(toDot(**m));
+      if (!svg)
+        return fail(svg.takeError());
+      text = std::move(*svg);
+    } else {
+      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                          "graphc view writes .html, .svg or .dot, not '" +
+                                              viewOut + "'"));
+    }
+    if (auto e = writeFileAtomically(viewOut, text))
+      return fail(std::move(e));
+    llvm::outs() << "wrote " << viewOut << "\n";
     return 0;
   }
   if (*passes) {

@@ -61,7 +61,12 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
   req.options.placer = makePlacerFunction(*cluster, kernelFor, po);
   std::string pipeline = req.pipeline.empty() ? kDefaultTrainingPipeline : req.pipeline;
   req.pipeline = pipeline + "," + kPlacementPipeline;
-  return compileTraining(forward, req);
+  auto m = compileTraining(forward, req);
+  if (!m)
+    return m.takeError();
+  // The cluster travels with the plan, for `graphc inspect`.
+  (*m)->meta().set("cluster", clusterToJson(*cluster));
+  return m;
 }
 
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch) {
@@ -83,6 +88,12 @@ bool isPlaced(const Module &m) {
     if (!n->assignedDevice().empty())
       return true;
   return false;
+}
+
+std::unique_ptr<Module> runnablePart(const Module &compiled) {
+  std::unique_ptr<Module> m = cloneModule(compiled);
+  m->removeGraph("forward");
+  return m;
 }
 
 llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled) {

@@ -49,5 +49,8 @@ bool isCompiledForTraining(const Module &m);
 bool isPlaced(const Module &m);
 /// The single-device forward model a compiled module keeps (graph "forward").
 llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled);
+/// The module as the executor sees it: without the kept forward graph (for
+/// reports and views).
+std::unique_ptr<Module> runnablePart(const Module &compiled);
 
 } // namespace graphc
