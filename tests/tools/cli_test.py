@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""End-to-end tests of the graphc and graphrun command lines.
+
+Each test runs the real binaries (GRAPHC_BIN, default build/bin) in a scratch
+directory. Bad input must give one clear line on stderr and a non-zero exit
+status, never a crash (a signal) or a hang.
+"""
+import gzip
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+BIN = os.environ.get("GRAPHC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
+GRAPHC = os.path.join(BIN, "graphc")
+GRAPHRUN = os.path.join(BIN, "graphrun")
+
+
+def run(*args, ok=True, timeout=600):
+    p = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+    if ok and p.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(map(str, args)), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+class CliCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="graphc-cli-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def assertFailsClearly(self, p, *fragments):
+        """A refused command: non-zero status (not a signal), one error line naming the problem."""
+        self.assertGreater(p.returncode, 0, "expected failure:\n" + p.stdout + p.stderr)
+        self.assertLess(p.returncode, 128, "crashed:\n" + p.stderr)
+        errors = [l for l in p.stderr.splitlines() if "error:" in l]
+        self.assertEqual(len(errors), 1, p.stderr)
+        for f in fragments:
+            self.assertIn(f, p.stderr)
+
+
+class GraphcTest(CliCase):
+    def inspect_json(self, *args):
+        return json.loads(run(GRAPHC, "inspect", "--json", *args).stdout)
+
+    def test_inception_counts_match_torchvision(self):
+        s = self.inspect_json("--model", "inception_v3", "--batch", "1")
+        self.assertEqual(s["parameters"]["elements"], 23834568)
+        macs = s["macs"]
+        self.assertLess(abs(macs / 5.71e9 - 1), 0.01, macs)
+        aux = self.inspect_json("--model", "inception_v3", "--aux-logits", "--batch", "1")
+        self.assertEqual(aux["parameters"]["elements"], 27161264)
+
+    def test_print_parses_back(self):
+        first = run(GRAPHC, "print", "--model", "small_cnn").stdout
+        with open(self.path("m.gir"), "w") as f:
+            f.write(first)
+        self.assertEqual(run(GRAPHC, "print", self.path("m.gir")).stdout, first)
+
+    def test_export_is_valid_onnx_and_reimports(self):
+        out = self.path("small.onnx")
+        run(GRAPHC, "export", "--model", "small_cnn", "-o", out)
+        import onnx
+        onnx.checker.check_model(onnx.load(out))
+        a = self.inspect_json("--model", "small_cnn")
+        b = self.inspect_json(out)
+        self.assertEqual(a["parameters"]["elements"], b["parameters"]["elements"])
+
+    def test_bad_model_files(self):
+        empty = self.path("empty.onnx")
+        open(empty, "w").close()
+        self.assertFailsClearly(run(GRAPHC, "inspect", empty, ok=False), "empty.onnx")
+        text = self.path("notes.txt")
+        with open(text, "w") as f:
+            f.write("these are not weights\n")
+        self.assertFailsClearly(run(GRAPHC, "inspect", text, ok=False), "notes.txt")
+        run(GRAPHC, "export", "--model", "mlp", "-o", self.path("mlp.onnx"))
+        data = open(self.path("mlp.onnx"), "rb").read()
+        with open(self.path("cut.onnx"), "wb") as f:
+            f.write(data[: len(data) // 3])
+        self.assertFailsClearly(run(GRAPHC, "inspect", self.path("cut.onnx"), ok=False), "cut.onnx")
+        bad = self.path("bad.gir")
+        with open(bad, "w") as f:
+            f.write("module m {\n  graph main {\n    %x = Input : f32[2\n")
+        self.assertFailsClearly(run(GRAPHC, "print", bad, ok=False), "bad.gir:4:1:")
+        self.assertFailsClearly(run(GRAPHC, "inspect", "--model", "resnet99", ok=False), "inception_v3")
+        self.assertFailsClearly(run(GRAPHC, "inspect", self.path("missing.onnx"), ok=False), "missing.onnx")
+
+    def test_place_inspect_view(self):
+        placed = self.path("cnn.placed")
+        p = run(GRAPHC, "place", "--model", "small_cnn_nobn", "--gpus", "4", "--params", "spread",
+                "--batch", "64", "-o", placed, "--explain", "--dump-dir", self.path("dumps"))
+        self.assertIn("requested", p.stdout)
+        dumps = sorted(os.listdir(self.path("dumps")))
+        self.assertTrue(dumps[0].startswith("0001.after_"), dumps)
+        self.assertTrue(any("place-devices" in d for d in dumps), dumps)
+        report = run(GRAPHC, "inspect", placed).stdout
+        for d in ("cpu:0", "gpu:0", "gpu:3"):
+            self.assertIn(d, report)
+        run(GRAPHC, "view", placed, "-o", self.path("v.html"))
+        self.assertIn("<html", open(self.path("v.html")).read().lower())
+        run(GRAPHC, "view", placed, "-o", self.path("v.dot"))
+        self.assertIn("digraph", open(self.path("v.dot")).read())
+
+    def test_parameter_bytes_follow_the_mode(self):
+        def var_mib(mode, gpus=4):
+            placed = self.path("m-%s.placed" % mode.replace(":", ""))
+            run(GRAPHC, "place", "--model", "small_cnn_nobn", "--gpus", str(gpus), "--params", mode,
+                "--batch", "32", "-o", placed)
+            rows = json.loads(run(GRAPHC, "inspect", "--json", placed).stdout)["devices"]
+            return {r["device"]: r["variable_bytes"] for r in rows}
+        cpu = var_mib("cpu")
+        self.assertGreater(cpu["cpu:0"], 0)
+        self.assertEqual(sum(v for d, v in cpu.items() if d != "cpu:0"), 0)
+        mirrored = var_mib("mirrored")
+        self.assertEqual(len({mirrored["gpu:%d" % i] for i in range(4)}), 1)
+        self.assertEqual(mirrored["gpu:0"], cpu["cpu:0"])
+
+    def test_placement_errors(self):
+        self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--gpus", "4", "--params", "gpu:5",
+                                    "--batch", "8", "-o", self.path("x"), ok=False), "gpu:5", "gpu:3")
+        self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--gpus", "4", "--remainder", "error",
+                                    "--batch", "3", "-o", self.path("x"), ok=False), "3", "uneven")
+        cluster = self.path("cluster.json")
+        with open(cluster, "w") as f:
+            dev = lambda name, kind: {"name": name, "kind": kind, "memory_bytes": 1 << 30, "relative_speed": 1}
+            json.dump({"devices": [dev("cpu:0", "cpu"), dev("gpu:0", "gpu"), dev("gpu:0", "gpu")],
+                       "links": [{"endpoints": ["cpu:0", "gpu:0"], "bandwidth": 1e10}]}, f)
+        self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--cluster", cluster, "--batch", "8",
+                                    "-o", self.path("x"), ok=False), "gpu:0")
+
+
+def write_idx(path, array, magic):
+    with gzip.open(path, "wb") as f:
+        f.write(struct.pack(">I", magic))
+        for d in array.shape:
+            f.write(struct.pack(">I", d))
+        f.write(array.astype(np.uint8).tobytes())
+
+
+class GraphrunTest(CliCase):
+    def train(self, *args, ok=True):
+        return run(GRAPHRUN, "train", "--no-progress", "--threads", "2", *args, ok=ok)
+
+    def test_train_checkpoint_eval_export_infer(self):
+        ckpt = self.path("ckpt")
+        metrics = self.path("m.jsonl")
+        self.train("--model", "mlp", "--data", "fashion-mnist", "--steps", "30", "--batch", "64",
+                   "--lr", "0.1", "--checkpoint", ckpt, "--metrics", metrics, "--no-eval")
+        with open(metrics) as f:
+            steps = [json.loads(l) for l in f]
+        self.assertEqual(len(steps), 30)
+        self.assertLess(steps[-1]["loss"], steps[0]["loss"])
+        self.assertTrue(os.path.exists(os.path.join(ckpt, "latest")))
+        ev = run(GRAPHRUN, "eval", "--checkpoint", ckpt, "--data", "fashion-mnist").stdout
+        acc = float(re.search(r"accuracy ([0-9.]+)%", ev).group(1))
+        self.assertGreater(acc, 50)
+        onnx_path = self.path("trained.onnx")
+        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", onnx_path)
+        x = np.random.RandomState(0).randn(5, 784).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        run(GRAPHRUN, "infer", onnx_path, "--input", self.path("x.npy"), "-o", self.path("y.npy"))
+        run(GRAPHRUN, "infer", ckpt, "--input", self.path("x.npy"), "-o", self.path("z.npy"))
+        np.testing.assert_allclose(np.load(self.path("y.npy")), np.load(self.path("z.npy")), rtol=1e-6)
+        # Resume continues from the saved step.
+        p = self.train("--model", "mlp", "--data", "fashion-mnist", "--steps", "35", "--batch", "64",
+                       "--checkpoint", ckpt, "--resume", "--no-eval")
+        self.assertIn("from step 30", p.stdout)
+
+    def test_same_seed_same_result(self):
+        losses = []
+        for _ in range(2):
+            m = self.path("m%d.jsonl" % len(losses))
+            self.train("--model", "small_cnn", "--data", "fashion-mnist", "--steps", "4", "--batch", "16",
+                       "--seed", "7", "--metrics", m, "--no-eval")
+            with open(m) as f:
+                losses.append([json.loads(l)["loss"] for l in f])
+        self.assertEqual(losses[0], losses[1])
+
+    def test_emulated_towers(self):
+        p = self.train("--model", "small_cnn_nobn", "--data", "fashion-mnist", "--steps", "3", "--batch", "30",
+                       "--gpus", "4", "--emulate", "--params", "mirrored", "--no-eval")
+        self.assertIn("emulation", p.stdout)
+        self.assertIn("over 4 towers", p.stdout)
+        refused = self.train("--model", "mlp", "--steps", "1", "--batch", "8", "--gpus", "2", ok=False)
+        self.assertFailsClearly(refused, "visible devices", "--emulate")
+
+    def test_bad_training_input(self):
+        # A data directory with no images.
+        os.makedirs(self.path("empty/cat"))
+        self.assertFailsClearly(self.train("--model", "small_cnn", "--data", "images:" + self.path("empty"),
+                                           "--steps", "1", ok=False), "no images")
+        # More classes than the model's logits (labels out of range), caught before training.
+        self.assertFailsClearly(self.train("--model", "small_cnn", "--num-classes", "5", "--data",
+                                           "fashion-mnist", "--steps", "1", "--batch", "4", ok=False),
+                                "10 classes", "logits have 5")
+        # Labels in a data file outside the data set's classes.
+        imgs = np.zeros((20, 28, 28)), np.arange(20) % 12
+        write_idx(self.path("train-images-idx3-ubyte.gz"), imgs[0], 0x803)
+        write_idx(self.path("train-labels-idx1-ubyte.gz"), imgs[1], 0x801)
+        write_idx(self.path("t10k-images-idx3-ubyte.gz"), imgs[0], 0x803)
+        write_idx(self.path("t10k-labels-idx1-ubyte.gz"), imgs[1], 0x801)
+        self.assertFailsClearly(self.train("--model", "small_cnn", "--data", "fashion-mnist:" + self.dir,
+                                           "--steps", "1", "--batch", "4", ok=False), "label 10", "outside")
+        # An unwritable checkpoint directory, before any step.
+        p = self.train("--model", "mlp", "--steps", "1", "--batch", "4", "--checkpoint", "/proc/graphc-ckpt",
+                       ok=False)
+        self.assertFailsClearly(p, "/proc/graphc-ckpt")
+        self.assertNotIn("trained", p.stdout)
+        # A checkpoint from another model.
+        ckpt = self.path("ckpt")
+        self.train("--model", "mlp", "--data", "fashion-mnist", "--steps", "1", "--batch", "8",
+                   "--checkpoint", ckpt, "--no-eval")
+        p = self.train("--model", "small_cnn", "--data", "fashion-mnist", "--steps", "2", "--batch", "8",
+                       "--checkpoint", ckpt, "--resume", "--no-eval", ok=False)
+        self.assertFailsClearly(p, "missing", "unexpected")
+        # A loss that blows up, with --check-numerics naming the step and the node.
+        p = self.train("--model", "mlp", "--data", "fashion-mnist", "--steps", "50", "--batch", "8",
+                       "--lr", "1e30", "--check-numerics", "--no-eval", ok=False)
+        self.assertFailsClearly(p, "non-finite", "step")
+        self.assertRegex(p.stderr, r"node '[^']+' \(\w+\)")
+
+    def test_infer_reproduces_torchvision_logits(self):
+        import torch
+        import torchvision
+        torch.manual_seed(0)
+        torch.set_num_threads(2)
+        for name, size in (("resnet18", 224), ("inception_v3", 299)):
+            kwargs = {"aux_logits": False, "init_weights": True} if name == "inception_v3" else {}
+            model = getattr(torchvision.models, name)(weights=None, **kwargs).eval()
+            x = torch.randn(2, 3, size, size)
+            path = self.path(name + ".onnx")
+            torch.onnx.export(model, x, path, opset_version=17, input_names=["input"],
+                              output_names=["logits"])
+            with torch.no_grad():
+                want = model(x).numpy()
+            np.save(self.path("x.npy"), x.numpy())
+            run(GRAPHRUN, "infer", path, "--input", self.path("x.npy"), "-o", self.path("y.npy"))
+            got = np.load(self.path("y.npy"))
+            err = np.abs(got - want).max() / np.abs(want).max()
+            self.assertLess(err, 1e-4, name)
+
+    def test_corrupt_images_are_skipped_and_reported(self):
+        for c in ("a", "b"):
+            os.makedirs(self.path("imgs/" + c))
+            for i in range(4):
+                arr = (np.random.RandomState(i).rand(40, 40, 3) * 255).astype(np.uint8)
+                from PIL import Image
+                Image.fromarray(arr).save(self.path("imgs/%s/%d.png" % (c, i)))
+        with open(self.path("imgs/a/broken.jpg"), "wb") as f:
+            f.write(b"\xff\xd8\xff\xe0 not really a jpeg")
+        p = self.train("--model", "small_cnn", "--num-classes", "2", "--image-size", "28", "--data",
+                       "images:" + self.path("imgs"), "--steps", "2", "--batch", "4")
+        self.assertIn("could not be loaded", p.stdout)
+        self.assertIn("broken.jpg", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
