@@ -50,7 +50,11 @@ int main(int argc, char **argv) {
   train->add_option("--data", t.data,
                     "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
       ->capture_default_str();
-  train->add_option("--synthetic-samples", t.syntheticSamples, "size of the synthetic data set");
+  train->add_option("--synthetic-samples", t.synthetic.samples, "size of the synthetic data set")
+      ->capture_default_str();
+  train->add_option("--synthetic-classes", t.synthetic.classes,
+                    "synthetic labels use this many of the model's classes (0: all)")
+      ->capture_default_str();
   train->add_option("--batch", co.batch, "global batch")->capture_default_str();
   train->add_option("--steps", t.steps, "training steps");
   train->add_option("--epochs", t.epochs, "training epochs (instead of --steps)");
@@ -104,12 +108,18 @@ int main(int argc, char **argv) {
   int64_t evalBatch = 100;
   ExecutorOptions evalExec;
   bool evalTrainSplit = false;
+  SyntheticData evalSynthetic;
   auto *eval = app.add_subcommand("eval", "accuracy of a checkpoint on a data set");
   eval->add_option("--checkpoint", evalCkpt, "checkpoint file or directory")->required();
   eval->add_option("--data", evalData, "data set")->capture_default_str();
   eval->add_option("--batch", evalBatch, "batch")->capture_default_str();
   eval->add_flag("--train-split", evalTrainSplit, "evaluate on the training split");
   eval->add_option("--threads", evalExec.threads, "CPU threads");
+  eval->add_option("--synthetic-samples", evalSynthetic.samples, "size of the synthetic data set")
+      ->capture_default_str();
+  eval->add_option("--synthetic-classes", evalSynthetic.classes,
+                   "synthetic labels use this many of the model's classes (0: all)")
+      ->capture_default_str();
 
   InferOptions inf;
   auto *infer = app.add_subcommand("infer", "run a model on a NumPy input, write .npy outputs");
@@ -155,7 +165,8 @@ int main(int argc, char **argv) {
     auto model = loadModel({evalCkpt, "", {}, 0});
     if (!model)
       return fail(model.takeError());
-    auto r = runEvaluation(*model->forward, evalData, !evalTrainSplit, evalBatch, evalExec);
+    auto r = runEvaluation(*model->forward, evalData, !evalTrainSplit, evalBatch, evalExec,
+                           evalSynthetic);
     if (!r)
       return fail(r.takeError());
     llvm::outs() << llvm::format("%s accuracy %.2f%% (%lld/%lld), loss %.4f\n",

@@ -178,6 +178,13 @@ class GraphrunTest(CliCase):
                        "--checkpoint", ckpt, "--resume", "--no-eval")
         self.assertIn("from step 30", p.stdout)
 
+    def test_synthetic_labels_use_ten_classes_unless_told(self):
+        plan = self.train("--model", "mlp", "--num-classes", "100", "--steps", "1", "--batch", "8").stdout
+        self.assertIn("4096 samples, 10 of the model's 100 classes", plan)
+        plan = self.train("--model", "mlp", "--num-classes", "100", "--steps", "1", "--batch", "8",
+                          "--synthetic-classes", "0", "--synthetic-samples", "512").stdout
+        self.assertIn("512 samples, 100 classes", plan)
+
     def test_same_seed_same_result(self):
         losses = []
         for _ in range(2):

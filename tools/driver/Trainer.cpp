@@ -96,7 +96,7 @@ llvm::Expected<int64_t> numClasses(const Module &forward) {
 }
 
 llvm::Expected<std::shared_ptr<const Dataset>> openFor(const Module &forward, llvm::StringRef spec,
-                                                       Split split, int64_t samples,
+                                                       Split split, const SyntheticData &synthetic,
                                                        uint64_t seed) {
   auto in = dataInput(forward);
   if (!in)
@@ -107,8 +107,8 @@ llvm::Expected<std::shared_ptr<const Dataset>> openFor(const Module &forward, ll
   const TensorType &t = (*in)->result()->type();
   DatasetOptions o;
   o.split = split;
-  o.samples = samples;
-  o.classes = *classes;
+  o.samples = synthetic.samples;
+  o.classes = synthetic.classes > 0 ? std::min(synthetic.classes, *classes) : *classes;
   o.seed = seed;
   if (t.rank() == 4)
     o.shape = {t.shape[1], t.shape[2], t.shape[3]};
@@ -180,8 +180,9 @@ std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
 
 llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef data,
                                          bool testSplit, int64_t batch,
-                                         const ExecutorOptions &exec) {
-  auto ds = openFor(forward, data, testSplit ? Split::Test : Split::Train, 4096, exec.seed);
+                                         const ExecutorOptions &exec,
+                                         const SyntheticData &synthetic) {
+  auto ds = openFor(forward, data, testSplit ? Split::Test : Split::Train, synthetic, exec.seed);
   if (!ds)
     return ds.takeError();
   auto eval = Evaluator::create(forward, batch, exec);
@@ -223,7 +224,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   const Module &forward = *loaded->forward;
   const int64_t batch = precompiled && precompiled->batch() ? *precompiled->batch() : batchOption;
   uint64_t seed = opts.executor.seed;
-  auto train = openFor(forward, opts.data, Split::Train, opts.syntheticSamples, seed);
+  auto train = openFor(forward, opts.data, Split::Train, opts.synthetic, seed);
   if (!train)
     return train.takeError();
   if (!opts.checkpointDir.empty())
@@ -283,7 +284,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   std::unique_ptr<Evaluator> evaluator;
   std::shared_ptr<const Dataset> test;
   if (opts.evaluate && llvm::StringRef(opts.data).startswith("fashion-mnist")) {
-    auto t = openFor(forward, opts.data, Split::Test, 0, seed);
+    auto t = openFor(forward, opts.data, Split::Test, opts.synthetic, seed);
     if (!t)
       return t.takeError();
     test = *t;
@@ -311,7 +312,10 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
   out << "  data       " << opts.data << " (" << (*train)->size() << " samples, "
-      << (*train)->numClasses() << " classes, " << perEpoch << " steps per epoch)\n";
+      << (*train)->numClasses();
+  if (auto modelClasses = numClasses(forward); modelClasses && *modelClasses > (*train)->numClasses())
+    out << " of the model's " << *modelClasses;
+  out << " classes, " << perEpoch << " steps per epoch)\n";
   const CompileOptions &co = opts.compile.options;
   double lrScale = opts.scaleLrByTowers ? towers : 1;
   auto num = [](double d) { return llvm::format("%g", d); };
