@@ -1,6 +1,7 @@
 #include "ir/Module.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
 
@@ -175,6 +176,44 @@ void Graph::moveAfter(Node *n, Node *anchor) {
   auto at = llvm::find_if(nodes_, [&](const std::unique_ptr<Node> &p) { return p.get() == anchor; });
   assert(at != nodes_.end());
   nodes_.insert(at + 1, std::move(owned));
+}
+
+void Graph::moveAfter(llvm::ArrayRef<std::pair<Node *, Node *>> moves) {
+  if (moves.empty())
+    return;
+  llvm::DenseMap<const Node *, llvm::SmallVector<Node *, 2>> followers;
+  llvm::DenseSet<const Node *> moved;
+  for (auto [n, anchor] : moves) {
+    assert(n != anchor);
+    followers[anchor].push_back(n);
+    moved.insert(n);
+  }
+  std::vector<std::unique_ptr<Node>> old = std::move(nodes_);
+  llvm::DenseMap<const Node *, size_t> index;
+  for (size_t i = 0; i < old.size(); ++i)
+    index[old[i].get()] = i;
+  nodes_.clear();
+  nodes_.reserve(old.size());
+  // Each unmoved node, then its followers (and theirs) depth-first.
+  std::vector<Node *> stack;
+  for (size_t i = 0; i < old.size(); ++i) {
+    if (!old[i] || moved.contains(old[i].get())) // emitted already, or a follower
+      continue;
+    stack.push_back(old[i].get());
+    while (!stack.empty()) {
+      Node *n = stack.back();
+      stack.pop_back();
+      nodes_.push_back(std::move(old[index.lookup(n)]));
+      auto it = followers.find(n);
+      if (it != followers.end())
+        for (Node *f : llvm::reverse(it->second))
+          stack.push_back(f);
+    }
+  }
+  assert(nodes_.size() == old.size() && "moveAfter: anchors form a cycle");
+  for (std::unique_ptr<Node> &p : old) // only after a cycle: keep every node
+    if (p)
+      nodes_.push_back(std::move(p));
 }
 
 bool Graph::sortTopologically() {

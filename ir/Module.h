@@ -160,6 +160,11 @@ public:
   /// where the executor should issue it, e.g. an all-reduce right after the
   /// last gradient of its bucket.
   void moveAfter(Node *n, Node *anchor);
+  /// Many moves in one pass over the node order: each (node, anchor) puts the
+  /// node just after its anchor; nodes given the same anchor follow it in the
+  /// order given, and a moved node that is itself an anchor brings its
+  /// followers along. Anchors must not form a cycle.
+  void moveAfter(llvm::ArrayRef<std::pair<Node *, Node *>> moves);
 
 private:
   Module *module_;

@@ -159,13 +159,16 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
       n->setRequestedDevice(towerDevice(n->tower()));
 
   // A gradient's name (Identity) moves next to the node computing it, so its
-  // position is when it becomes ready.
-  for (Reduction &r : reductions)
+  // position is when it becomes ready (several of one node: the last
+  // reduction's first).
+  std::vector<std::pair<Node *, Node *>> moves;
+  for (Reduction &r : llvm::reverse(reductions))
     for (unsigned t = 0; t < towers; ++t) {
       Node *part = r.sum->operand(t)->producer();
       if (part->op() == Op::Identity)
-        g.moveAfter(part, part->operand(0)->producer());
+        moves.emplace_back(part, part->operand(0)->producer());
     }
+  g.moveAfter(moves);
   unsigned reference =
       (unsigned)(std::find_if(sizes.begin(), sizes.end(), [](int64_t s) { return s > 0; }) -
                  sizes.begin());

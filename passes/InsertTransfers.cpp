@@ -5,8 +5,6 @@
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 
-#include "llvm/ADT/DenseMap.h"
-
 #include <map>
 
 namespace graphc {
@@ -56,7 +54,7 @@ static llvm::Expected<bool> insertTransfers(Graph &g) {
   bool changed = false;
   Builder b(g);
   // Copies of one value follow each other after its producer in creation order.
-  llvm::DenseMap<const Node *, Node *> lastAfter;
+  std::vector<std::pair<Node *, Node *>> moves;
   // A reused Transfer may sit after a reader it gains; the stable sort below
   // restores topological order without moving anything that was in order.
   for (Crossing &c : crossings) {
@@ -77,14 +75,13 @@ static llvm::Expected<bool> insertTransfers(Graph &g) {
                        nameSafe(c.value->name()) + "/to_" + nameSafe(c.to));
       t->setAssignedDevice(c.to);
       t->setPlacementReason("transfer from " + producer->assignedDevice());
-      Node *&anchor = lastAfter[producer];
-      g.moveAfter(t, anchor ? anchor : producer);
-      anchor = t;
+      moves.emplace_back(t, producer);
     }
     for (auto &[reader, slot] : c.readers)
       reader->setOperand(slot, t->result());
     changed = true;
   }
+  g.moveAfter(moves);
   if (changed && !g.sortTopologically())
     return makeError("insert-transfers: graph '" + g.name() + "' has a cycle");
   return changed;

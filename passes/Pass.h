@@ -73,6 +73,7 @@ struct DumpOptions {
   std::vector<std::string> printAfter; ///< pass names
   std::string dumpDir;                 ///< numbered files per pass when set
   bool dumpDot = false;                ///< also NNNN.after_<pass>.dot
+  bool timePasses = false;             ///< a wall-time table of the passes after the run
   llvm::raw_ostream *printStream = nullptr; ///< defaults to stderr
 };
 
@@ -94,6 +95,12 @@ public:
 
 private:
   void dumpAfter(const Pass &p, unsigned index, const Module &m);
+  struct Timing {
+    std::string pass;
+    double runSeconds = 0, verifySeconds = 0;
+    size_t nodesAfter = 0;
+  };
+  void printTimings(llvm::ArrayRef<Timing> timings) const;
 
   CompileOptions opts_;
   DumpOptions dump_;

@@ -6,7 +6,10 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
+
+#include <chrono>
 
 namespace graphc {
 
@@ -89,17 +92,46 @@ void PassManager::dumpAfter(const Pass &p, unsigned index, const Module &m) {
     write(".dot", [&](llvm::raw_ostream &os) { dot_(m, os); });
 }
 
+void PassManager::printTimings(llvm::ArrayRef<Timing> timings) const {
+  llvm::raw_ostream &os = dump_.printStream ? *dump_.printStream : llvm::errs();
+  double total = 0;
+  for (const Timing &t : timings)
+    total += t.runSeconds + t.verifySeconds;
+  os << "pass timings (wall clock; verify runs after a pass that changed the module)\n"
+     << "  pass                       run ms  verify ms   share      nodes\n";
+  for (const Timing &t : timings)
+    os << llvm::format("  %-22s %10.2f %10.2f %6.1f%% %10zu\n", t.pass.c_str(),
+                       1e3 * t.runSeconds, 1e3 * t.verifySeconds,
+                       total > 0 ? 100 * (t.runSeconds + t.verifySeconds) / total : 0.0,
+                       t.nodesAfter);
+  os << llvm::format("  total                  %10.2f\n", 1e3 * total);
+}
+
 llvm::Error PassManager::run(Module &m) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  std::vector<Timing> timings;
   unsigned index = 0;
   for (auto &p : passes_) {
+    Timing t{p->name().str()};
+    auto start = Clock::now();
     auto changed = p->run(m);
+    auto ran = Clock::now();
+    t.runSeconds = seconds(start, ran);
     if (!changed)
       return withContext(changed.takeError(), "pass '" + p->name() + "'");
     if (*changed)
       if (auto e = verify(m))
         return withContext(std::move(e), "IR failed verification after pass '" + p->name() + "'");
+    t.verifySeconds = seconds(ran, Clock::now());
+    t.nodesAfter = m.main().numNodes();
+    timings.push_back(std::move(t));
     dumpAfter(*p, ++index, m);
   }
+  if (dump_.timePasses)
+    printTimings(timings);
   return llvm::Error::success();
 }
 

@@ -26,9 +26,12 @@
 #include "placement/Placer.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <CLI/CLI.hpp>
+
+#include <chrono>
 
 using namespace graphc;
 
@@ -118,6 +121,7 @@ int main(int argc, char **argv) {
   compile->add_option("--dump-dir", req.dump.dumpDir, "write NNNN.after_<pass>.gir per pass");
   compile->add_flag("--print-ir-after-all", req.dump.printAfterAll, "print IR after every pass");
   compile->add_option("--print-ir-after", req.dump.printAfter, "print IR after these passes");
+  compile->add_flag("--time-passes", req.dump.timePasses, "wall time of every pass");
   compile->add_option("-o,--output", compileOut, "module file to write")->required();
 
   ModelArgs placeArgs;
@@ -146,6 +150,8 @@ int main(int argc, char **argv) {
   place->add_flag("--dump-dot", placeReq.dump.dumpDot, "also write a .dot per pass");
   place->add_flag("--print-ir-after-all", placeReq.dump.printAfterAll, "print IR after every pass");
   place->add_option("--print-ir-after", placeReq.dump.printAfter, "print IR after these passes");
+  place->add_flag("--time-passes", placeReq.dump.timePasses,
+                  "wall time of every pass, and of reading the model and writing the module");
   place->add_flag("--explain", explain, "for each node: requested device, assigned device, reason");
   place->add_option("-o,--output", placeOut, "placed module file to write")->required();
 
@@ -207,9 +213,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (*place) {
+    using Clock = std::chrono::steady_clock;
+    auto since = [](Clock::time_point t) {
+      return std::chrono::duration<double>(Clock::now() - t).count();
+    };
+    auto start = Clock::now();
     auto m = placeArgs.load(false);
     if (!m)
       return fail(m.takeError());
+    double readSeconds = since(start);
     po.batch = placeArgs.batch;
     po.seed = placeArgs.seed;
     po.bucketBytes = (int64_t)(bucketMb * 1e6);
@@ -227,13 +239,20 @@ int main(int argc, char **argv) {
     if (po.batch <= 0 && !(*m)->batch())
       return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
                                           "graphc place needs --batch (the global batch)"));
+    auto compileStart = Clock::now();
     auto c = compilePlaced(**m, placeReq, placement);
     if (!c)
       return fail(c.takeError());
+    double compileSeconds = since(compileStart);
     if (explain)
       printPlacementExplanation(*runnablePart(**c), llvm::outs());
+    auto writeStart = Clock::now();
     if (auto e = writeModuleFile(placeOut, **c))
       return fail(std::move(e));
+    if (placeReq.dump.timePasses)
+      llvm::errs() << llvm::format("read the model %.3f s, compile and place %.3f s, write the "
+                                   "module %.3f s\n",
+                                   readSeconds, compileSeconds, since(writeStart));
     llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, "
                  << (*c)->meta().getInt("towers", 1) << " towers)\n";
     return 0;

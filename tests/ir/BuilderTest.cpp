@@ -113,3 +113,23 @@ TEST(Graph, MoveAfterReordersForTheScheduler) {
   EXPECT_EQ(order, (std::vector<std::string>{"a", "Relu", "Sigmoid", "Tanh"}));
   (void)y;
 }
+
+TEST(Graph, ManyMovesInOnePassKeepTheGivenOrderAndCarryFollowers) {
+  Module m;
+  Builder b(m.main());
+  Value *a = b.input("a", TensorType(DType::F32, {2}));
+  Value *x = b.create(Op::Relu, {a}, {}, "x");
+  Value *y = b.create(Op::Tanh, {a}, {}, "y");
+  Value *z = b.create(Op::Sigmoid, {x}, {}, "z");
+  Value *w = b.create(Op::Neg, {z}, {}, "w");
+  Value *v = b.create(Op::Exp, {x}, {}, "v");
+  // z and v after x in that order; w after z, so it comes along with z.
+  m.main().moveAfter({{z->producer(), x->producer()},
+                      {v->producer(), x->producer()},
+                      {w->producer(), z->producer()}});
+  std::vector<std::string> order;
+  for (Node *n : m.main().nodes())
+    order.push_back(n->name());
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "x", "z", "w", "v", "y"}));
+  (void)y;
+}
