@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Float16.h"
 #include "ir/Type.h"
 
 #include <cassert>
@@ -53,10 +54,5 @@ private:
   TensorType type_;
   std::shared_ptr<unsigned char> buffer_;
 };
-
-float halfToFloat(uint16_t h);
-uint16_t floatToHalf(float f);
-float bf16ToFloat(uint16_t h);
-uint16_t floatToBf16(float f);
 
 } // namespace graphc

@@ -14,12 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/Random.h"
+#include "kernels/DropoutKey.h"
 #include "kernels/cpu/PlainLoops.h"
-
-#include "llvm/ADT/StringExtras.h"
-
-#include <cmath>
 
 namespace graphc {
 namespace {
@@ -28,24 +24,6 @@ using namespace plain;
 
 /// Elements per independently seeded block of the mask.
 constexpr int64_t kMaskBlock = 4096;
-
-uint64_t mix(uint64_t x) {
-  return splitmix64(x);
-}
-
-/// The name without a leading "tower<N>/" or "tower_<N>/" component.
-llvm::StringRef withoutTowerPrefix(llvm::StringRef name) {
-  llvm::StringRef rest = name;
-  if (!rest.consume_front("tower"))
-    return name;
-  rest.consume_front("_");
-  size_t digits = 0;
-  while (digits < rest.size() && llvm::isDigit(rest[digits]))
-    ++digits;
-  if (digits == 0 || digits >= rest.size() || rest[digits] != '/')
-    return name;
-  return rest.drop_front(digits + 1);
-}
 
 class CopyKernel : public Kernel {
 public:
@@ -66,16 +44,13 @@ public:
   DropoutTrainKernel(const Node &n, const KernelEnv &env)
       : dtype_(n.result()->type().dtype), seed_(env.seed) {
     ratio_ = n.attrs().getFloat("ratio", 0.5);
-    scale_ = ratio_ < 1 ? (float)(1.0 / (1.0 - ratio_)) : 0.0f;
-    // An element drops when 32 random bits fall below ratio * 2^32.
-    threshold_ = (uint64_t)std::ldexp(std::clamp(ratio_, 0.0, 1.0), 32);
-    uint64_t key = stableHash(withoutTowerPrefix(n.name()));
-    key = mix(key ^ ((uint64_t)(n.tower() + 1) * 0x9e3779b97f4a7c15ull));
-    key_ = mix(key ^ (uint64_t)n.attrs().getInt("seed"));
+    scale_ = dropoutScale(ratio_);
+    threshold_ = dropoutThreshold(ratio_);
+    key_ = dropoutNodeKey(n);
   }
 
   llvm::Error run(KernelContext &ctx) override {
-    uint64_t stepKey = mix(key_ ^ (ctx.step * 0xbf58476d1ce4e5b9ull));
+    uint64_t stepKey = dropoutStepKey(key_, ctx.step);
     int64_t n = ctx.outputs[0].numElements();
     int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
     visitFloat(dtype_, [&](auto tag) {
@@ -86,7 +61,7 @@ public:
         float m[kMaskBlock], v[kMaskBlock];
         for (int64_t b = first; b < last; ++b) {
           int64_t begin = b * kMaskBlock, len = std::min(kMaskBlock, n - begin);
-          RandomStream stream(seed_, mix(stepKey + (uint64_t)b));
+          RandomStream stream(seed_, mixedKey(stepKey + (uint64_t)b));
           // Each draw decides two elements by its 32-bit halves.
           for (int64_t i = 0; i < len; i += 2) {
             uint64_t r = stream.next();

@@ -68,29 +68,20 @@ inline float toFloat(float x) {
   return x;
 }
 inline float toFloat(Half h) {
-  return halfToFloat(h.bits);
+  return halfBitsToFloat(h.bits);
 }
 inline float toFloat(BFloat h) {
-  uint32_t bits = (uint32_t)h.bits << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return bf16BitsToFloat(h.bits);
 }
 template <typename T> T fromFloat(float f);
 template <> inline float fromFloat<float>(float f) {
   return f;
 }
 template <> inline Half fromFloat<Half>(float f) {
-  return Half{floatToHalf(f)};
+  return Half{floatToHalfBits(f)};
 }
-/// floatToBf16 inline and branch-free (round to nearest even, NaN stays
-/// NaN), so chunk conversions vectorise.
 template <> inline BFloat fromFloat<BFloat>(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  uint32_t quiet = (x >> 16) | 0x40u;
-  return BFloat{(uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? quiet : rounded)};
+  return BFloat{floatToBf16Bits(f)};
 }
 
 /// Floats per chunk when a 16-bit tensor is computed in f32 (on the stack).

@@ -8,8 +8,7 @@
 //  - GRAPHC_HD marks functions callable on both sides;
 //  - launchFor(): the grid of a grid-stride loop (capped block count; every
 //    kernel walks 64-bit indices, so any tensor size is covered);
-//  - 16-bit float conversions, bit for bit the CPU kernels' (round to nearest
-//    even, NaN stays NaN), so Cast and the f16/bf16 paths agree with the CPU;
+//  - 16-bit float conversions (ir/Float16.h, the CPU's own);
 //  - StridedIndex: a flat output index to one element offset per operand
 //    (broadcast strides, negative strides for reversed slices);
 //  - DeviceErrorWord: where kernels record bad data instead of faulting.
@@ -17,14 +16,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Float16.h" // GRAPHC_HD and the 16-bit float conversions
+
 #include <cstdint>
 #include <cstring>
-
-#if defined(__CUDACC__)
-#define GRAPHC_HD __host__ __device__ inline
-#else
-#define GRAPHC_HD inline
-#endif
 
 namespace graphc {
 
@@ -74,78 +69,6 @@ inline LaunchSize launchFor(int64_t n, int threads = kThreads) {
   int64_t blocks = (n + threads - 1) / threads;
   l.blocks = (unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
   return l;
-}
-
-//===-- 16-bit floats (the CPU's conversions, bit for bit) ----------------===//
-
-GRAPHC_HD uint32_t bitsOf(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  return x;
-}
-GRAPHC_HD float floatOf(uint32_t x) {
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
-GRAPHC_HD float halfBitsToFloat(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  return floatOf(bits);
-}
-
-GRAPHC_HD uint16_t floatToHalfBits(float f) {
-  uint32_t x = bitsOf(f);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff)
-    return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
-  if (exp >= 31)
-    return (uint16_t)(sign | 0x7c00);
-  if (exp <= 0) {
-    if (exp < -10)
-      return (uint16_t)sign;
-    mant |= 0x800000;
-    uint32_t shift = (uint32_t)(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1)))
-      ++half;
-    return (uint16_t)(sign | half);
-  }
-  uint32_t half = sign | ((uint32_t)exp << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-    ++half;
-  return (uint16_t)half;
-}
-
-GRAPHC_HD float bf16BitsToFloat(uint16_t h) {
-  return floatOf((uint32_t)h << 16);
-}
-
-GRAPHC_HD uint16_t floatToBf16Bits(float f) {
-  uint32_t x = bitsOf(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((x >> 16) | 0x40);
-  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
 /// Storage types of the 16-bit floats on the device.

@@ -8,11 +8,11 @@ using namespace graphc;
 
 TEST(Tensor, HalfAndBFloatConversionsRoundToNearestEven) {
   for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f})
-    EXPECT_EQ(halfToFloat(floatToHalf(f)), f) << f;
-  EXPECT_EQ(floatToHalf(1e6f), 0x7c00) << "overflow goes to infinity";
-  EXPECT_EQ(halfToFloat(floatToHalf(1.0f + 1.0f / 4096)), 1.0f) << "ties to even";
-  EXPECT_EQ(bf16ToFloat(floatToBf16(3.0f)), 3.0f);
-  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(NAN))));
+    EXPECT_EQ(halfBitsToFloat(floatToHalfBits(f)), f) << f;
+  EXPECT_EQ(floatToHalfBits(1e6f), 0x7c00) << "overflow goes to infinity";
+  EXPECT_EQ(halfBitsToFloat(floatToHalfBits(1.0f + 1.0f / 4096)), 1.0f) << "ties to even";
+  EXPECT_EQ(bf16BitsToFloat(floatToBf16Bits(3.0f)), 3.0f);
+  EXPECT_TRUE(std::isnan(bf16BitsToFloat(floatToBf16Bits(NAN))));
 }
 
 TEST(Tensor, CopiesShareAndCloneCopies) {
