@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "kernels/ConvGeometry.h"
 #include "kernels/cpu/DnnlKernel.h"
 
 namespace graphc {
@@ -25,7 +26,7 @@ using tag = dnnl::memory::format_tag;
 constexpr auto f32 = dnnl::memory::data_type::f32;
 
 /// A convolution's sizes and window in oneDNN's terms.
-struct ConvGeometry {
+struct DnnlConvGeometry {
   Dims x, w, y; // [N,C,H,W], [O,C/g,kh,kw], [N,O,OH,OW]
   int64_t group = 1;
   dims strides, dilates, padL, padR; // dilates: oneDNN counts dilation - 1
@@ -45,47 +46,26 @@ struct ConvGeometry {
   }
 };
 
-/// Reads strides, pads, dilations and group and checks them against the
-/// three shapes (the gradient ops' shapes are not checked by shape inference).
-llvm::Expected<ConvGeometry> readGeometry(const Node &n, Dims x, Dims w, Dims y) {
-  ConvGeometry g;
-  g.x = std::move(x);
-  g.w = std::move(w);
-  g.y = std::move(y);
-  const Attrs &a = n.attrs();
-  Ints strides = a.getInts("strides", {1, 1}), pads = a.getInts("pads", {0, 0, 0, 0});
-  Ints dilations = a.getInts("dilations", {1, 1});
-  g.group = a.getInt("group", 1);
-  if (g.x.size() != 4 || g.w.size() != 4 || g.y.size() != 4)
-    return nodeError(n, "needs 4-d input, filter and output, has " + shapeToString(g.x) + ", " +
-                            shapeToString(g.w) + ", " + shapeToString(g.y));
-  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
-    return nodeError(n, "needs 2 strides, 4 pads and 2 dilations");
-  if (g.group <= 0 || g.x[1] != g.w[1] * g.group || g.w[0] % g.group || g.y[1] != g.w[0] ||
-      g.y[0] != g.x[0])
-    return nodeError(n, "input " + shapeToString(g.x) + ", filter " + shapeToString(g.w) +
-                            " and output " + shapeToString(g.y) + " do not fit group " +
-                            llvm::Twine(g.group));
+/// The node's geometry (kernels/ConvGeometry.h) in oneDNN's terms.
+llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n) {
+  auto c = convGeometry(n);
+  if (!c)
+    return c.takeError();
+  DnnlConvGeometry g;
+  g.x = c->x;
+  g.w = c->w;
+  g.y = c->y;
+  g.group = c->group;
   for (int i = 0; i < 2; ++i) {
-    int64_t extent = (g.w[2 + i] - 1) * dilations[i] + 1;
-    if (strides[i] <= 0 || dilations[i] <= 0 || pads[i] < 0 || pads[i + 2] < 0)
-      return nodeError(n, "strides and dilations must be positive, pads non-negative");
-    int64_t floorOut = (g.x[2 + i] + pads[i] + pads[i + 2] - extent) / strides[i] + 1;
-    // ceil_mode (not an ONNX Conv attribute, but the window reader accepts it)
-    // may add one window; widen the end padding so oneDNN's floor agrees.
-    int64_t needEnd = (g.y[2 + i] - 1) * strides[i] + extent - g.x[2 + i] - pads[i];
-    if (g.y[2 + i] != floorOut && g.y[2 + i] != floorOut + 1)
-      return nodeError(n, "output " + shapeToString(g.y) + " does not match input " +
-                              shapeToString(g.x) + " under this window");
-    g.strides.push_back(strides[i]);
-    g.dilates.push_back(dilations[i] - 1);
-    g.padL.push_back(pads[i]);
-    g.padR.push_back(std::max(pads[i + 2], needEnd));
+    g.strides.push_back(c->strides[i]);
+    g.dilates.push_back(c->dilations[i] - 1);
+    g.padL.push_back(c->padBegin[i]);
+    g.padR.push_back(c->padEnd[i]);
   }
   return g;
 }
 
-dnnl::convolution_forward::primitive_desc forwardPd(const ConvGeometry &g, bool bias,
+dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, bool bias,
                                                     const dnnl::primitive_attr &attr) {
   auto x = g.any(g.x), w = g.weightsAny(), y = g.any(g.y);
   auto b = dnnl::memory::desc({g.w[0]}, f32, tag::a);
@@ -103,7 +83,7 @@ public:
   using DnnlKernel::DnnlKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node(), operandType(0).shape, operandType(1).shape, resultType(0).shape);
+    auto g = readGeometry(node());
     if (!g)
       return g.takeError();
     geo_ = *g;
@@ -134,7 +114,7 @@ public:
   }
 
 private:
-  ConvGeometry geo_;
+  DnnlConvGeometry geo_;
   bool bias_ = false;
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;
@@ -146,7 +126,7 @@ public:
   using DnnlKernel::DnnlKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node(), resultType(0).shape, operandType(1).shape, operandType(0).shape);
+    auto g = readGeometry(node());
     if (!g)
       return g.takeError();
     geo_ = *g;
@@ -178,7 +158,7 @@ public:
   }
 
 private:
-  ConvGeometry geo_;
+  DnnlConvGeometry geo_;
   dnnl::convolution_backward_data::primitive_desc pd_;
   dnnl::convolution_backward_data prim_;
 };
@@ -189,7 +169,7 @@ public:
   using DnnlKernel::DnnlKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node(), operandType(0).shape, resultType(0).shape, operandType(1).shape);
+    auto g = readGeometry(node());
     if (!g)
       return g.takeError();
     geo_ = *g;
@@ -222,7 +202,7 @@ public:
   }
 
 private:
-  ConvGeometry geo_;
+  DnnlConvGeometry geo_;
   dnnl::convolution_backward_weights::primitive_desc pd_;
   dnnl::convolution_backward_weights prim_;
 };

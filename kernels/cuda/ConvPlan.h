@@ -2,8 +2,8 @@
 //
 // The host-side decisions of the cuDNN convolution kernels, as pure
 // functions the host tests check:
-//  - convGeometry: the node's shapes and window, checked as the CPU twin
-//    checks them (ceil_mode widens the end padding);
+//  - the node's shapes and window come from kernels/ConvGeometry.h, as the
+//    CPU twin's do;
 //  - lowerConv: cuDNN's legacy descriptors take one pad per axis, so
 //    asymmetric padding becomes an explicit zero-pad of x into scratch (or a
 //    crop of the padded gradient) plus the smaller, symmetric pad;
@@ -25,6 +25,7 @@
 #pragma once
 
 #include "ir/Module.h"
+#include "kernels/ConvGeometry.h"
 
 #include "llvm/Support/Error.h"
 
@@ -38,17 +39,6 @@ enum class ConvDirection : uint8_t { Forward, BackwardData, BackwardFilter };
 
 /// Workspace a convolution algorithm may use (from the device's scratch).
 inline constexpr size_t kConvWorkspaceLimit = size_t(256) << 20;
-
-struct ConvGeometry {
-  Dims x, w, y; ///< [N,C,H,W], [O,C/g,kh,kw], [N,O,OH,OW]
-  int64_t group = 1;
-  int64_t strides[2] = {1, 1}, dilations[2] = {1, 1};
-  int64_t padBegin[2] = {0, 0}, padEnd[2] = {0, 0}; ///< padEnd widened for ceil_mode
-};
-
-/// Conv (x, w[, b]), ConvGradData (dy, w; input_shape), ConvGradFilter
-/// (x, dy; filter_shape).
-llvm::Expected<ConvGeometry> convGeometry(const Node &n);
 
 struct ConvLowering {
   bool explicitPad = false; ///< x is padded (or dx cropped) through scratch
