@@ -6,6 +6,7 @@
 #include "executor/MemoryPlan.h"
 #include "executor/Schedule.h"
 #include "executor/cuda/StepCapture.h"
+#include "ir/Cost.h"
 #include "ir/Diagnostics.h"
 #include "ir/Initializers.h"
 
@@ -83,6 +84,9 @@ struct DeviceState {
   llvm::DenseMap<const Node *, void *> constants; ///< device copies of Constant values
   unsigned computeTrack = 0, copyTrack = 0;
   std::vector<unsigned> tracks; ///< by Device::traceStreams()
+  /// Work the host did for this device outside its launches (a CPU device's
+  /// collectives), for the timeline when profiling.
+  std::vector<LaunchTiming> hostTimings;
   std::mutex mutex;
   std::condition_variable cv;
   std::thread worker;
@@ -239,16 +243,28 @@ llvm::Error Executor::Impl::bind() {
 llvm::Error Executor::Impl::createDevices() {
   unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   int total = opts.threads > 0 ? opts.threads : (int)hardware;
-  unsigned cpuDevices = 0;
-  for (const std::string &name : schedule.devices)
-    cpuDevices += llvm::StringRef(name).startswith("cpu");
+  // The cores are shared among the CPU devices that compute: a host that only
+  // feeds and aggregates for towers must not halve one tower's threads. Every
+  // CPU device gets that share; the budget's leases keep the sum within it.
+  std::vector<int64_t> flops(schedule.devices.size(), 0);
+  int64_t most = 0;
+  for (size_t d = 0; d < schedule.devices.size(); ++d) {
+    if (!llvm::StringRef(schedule.devices[d]).startswith("cpu"))
+      continue;
+    for (const Node *n : schedule.order[d])
+      flops[d] += nodeCost(*n).flops;
+    most = std::max(most, flops[d]);
+  }
+  unsigned computing = 0;
+  for (size_t d = 0; d < schedule.devices.size(); ++d)
+    computing += llvm::StringRef(schedule.devices[d]).startswith("cpu") && 10 * flops[d] >= most;
   cores = std::make_unique<CoreBudget>(total);
   cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout);
   for (const std::string &name : schedule.devices) {
     auto d = std::make_unique<DeviceState>();
     DeviceRequest req;
     req.name = name;
-    req.threads = std::max(1, total / (int)std::max(1u, cpuDevices));
+    req.threads = std::max(1, total / (int)std::max(1u, computing));
     req.cores = cores.get();
     req.waitTimeout = opts.waitTimeout;
     if (opts.physicalGpu && llvm::StringRef(name).startswith("gpu:"))
@@ -553,10 +569,17 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   }
   case Action::Collective: {
     const Attrs &a = e.node->attrs();
-    dev.noteNode(index.lookup(e.node), EventKind::Collective);
-    return e.collectives->allReduce(a.getString("group"), (unsigned)a.getInt("rank"),
-                                    (unsigned)a.getInt("nranks"), e.inputs, e.outputs,
-                                    "node '" + e.node->name() + "' on " + dev.name(), dev);
+    unsigned node = index.lookup(e.node);
+    dev.noteNode(node, EventKind::Collective);
+    // A CPU collective runs on this thread, not through a launch: time it here.
+    bool timed = opts.profile && dev.kind() == DeviceKind::CPU;
+    double start = timed ? trace.nowUs() : 0;
+    llvm::Error err = e.collectives->allReduce(
+        a.getString("group"), (unsigned)a.getInt("rank"), (unsigned)a.getInt("nranks"), e.inputs,
+        e.outputs, "node '" + e.node->name() + "' on " + dev.name(), dev);
+    if (timed && !err)
+      d.hostTimings.push_back({node, EventKind::Collective, start, trace.nowUs() - start});
+    return err;
   }
   case Action::Kernel:
     break;
@@ -633,8 +656,11 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
   }
   if (auto err = d.device->synchronize())
     return err;
-  if (opts.profile)
-    for (const LaunchTiming &t : d.device->takeTimings()) {
+  if (opts.profile) {
+    std::vector<LaunchTiming> timings = d.device->takeTimings();
+    llvm::append_range(timings, d.hostTimings);
+    d.hostTimings.clear();
+    for (const LaunchTiming &t : timings) {
       NodeExec &e = *nodes[t.node];
       e.seconds += t.durationUs * 1e-6;
       ++e.runs;
@@ -645,6 +671,7 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
                    {e.node->name(), opName(e.node->op()).str(), t.kind, step, t.startUs,
                     t.durationUs});
     }
+  }
   return llvm::Error::success();
 }
 

@@ -89,6 +89,47 @@ TEST(Executor, AllReduceAcrossThreeCpuDevicesWithTransfers) {
   }
 }
 
+TEST(Executor, ProfiledCpuCollectivesAreTimedAndCountAsCommunication) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {1 << 16}));
+  x->producer()->setAssignedDevice("cpu:0");
+  for (int r = 0; r < 2; ++r) {
+    std::string dev = "cpu:" + std::to_string(r);
+    Node *ar = b.createNode(Op::AllReduce, {b.create(Op::Relu, {x})}, allReduce("g", r, 2),
+                            "ar" + std::to_string(r));
+    ar->operand(0)->producer()->setAssignedDevice(dev);
+    ar->setAssignedDevice(dev);
+    m.main().addOutput(ar->result());
+  }
+  // Relu on cpu:1 reads x from cpu:0: a transfer.
+  Attrs t;
+  t.set("to", std::string("cpu:1"));
+  Node *copy = b.createNode(Op::Transfer, {x}, t, "to1");
+  copy->setAssignedDevice("cpu:1");
+  m.main().findNode("ar1")->operand(0)->producer()->setOperand(0, copy->result());
+  ASSERT_TRUE(m.main().sortTopologically());
+  ExecutorOptions opts;
+  opts.threads = 2;
+  opts.profile = true;
+  auto ex = Executor::create(m, opts);
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = Tensor(TensorType(DType::F32, {1 << 16}));
+  for (int step = 0; step < 2; ++step)
+    ASSERT_TRUE(bool((*ex)->run(feeds)));
+  int collectives = 0;
+  for (const NodeProfile &p : (*ex)->profile())
+    if (p.node->op() == Op::AllReduce) {
+      ++collectives;
+      EXPECT_EQ(p.runs, 2) << p.node->name();
+      EXPECT_GT(p.seconds, 0) << p.node->name();
+    }
+  EXPECT_EQ(collectives, 2);
+  for (const TimeBreakdown &row : (*ex)->trace().summarize())
+    EXPECT_GT(row.communicationUs, 0) << row.device;
+}
+
 TEST(Executor, AStuckCollectiveTimesOutNamingItself) {
   Module m;
   Builder b(m.main());
@@ -127,4 +168,39 @@ TEST(Executor, GpuDevicesWithoutBackendAreRefusedWithAHint) {
   auto ok = Executor::create(m, emulate);
   ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
   EXPECT_EQ((*ok)->devices(), (std::vector<std::string>{"cpu:0", "cpu:1"}));
+}
+
+TEST(Executor, AHostThatOnlyFeedsATowerDoesNotTakeItsCores) {
+  // cpu:0 holds the input, cpu:1 all the arithmetic: cpu:1 gets every thread
+  // (the budget's leases keep the two within them). With two computing
+  // devices the threads are shared.
+  auto build = [](bool hostComputes) {
+    auto m = std::make_unique<Module>();
+    Builder b(m->main());
+    Value *x = b.input("x", TensorType(DType::F32, {64, 64}));
+    x->producer()->setAssignedDevice("cpu:0");
+    Attrs t;
+    t.set("to", std::string("cpu:1"));
+    Node *copy = b.createNode(Op::Transfer, {x}, t, "to1");
+    copy->setAssignedDevice("cpu:1");
+    Value *y = b.create(Op::MatMul, {copy->result(), copy->result()});
+    y->producer()->setAssignedDevice("cpu:1");
+    m->main().addOutput(y);
+    if (hostComputes) {
+      Value *z = b.create(Op::MatMul, {x, x});
+      z->producer()->setAssignedDevice("cpu:0");
+      m->main().addOutput(z);
+    }
+    return m;
+  };
+  ExecutorOptions opts;
+  opts.threads = 4;
+  for (bool hostComputes : {false, true}) {
+    auto m = build(hostComputes);
+    auto ex = Executor::create(*m, opts);
+    ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+    std::string threads = hostComputes ? "2 threads" : "4 threads";
+    for (const std::string &d : (*ex)->deviceDescriptions())
+      EXPECT_NE(d.find(threads), std::string::npos) << d;
+  }
 }
