@@ -1,0 +1,174 @@
+//===- ExecutorImpl.h - The executor's state, shared by its two halves -*- C++ -*-===//
+//
+// Internal to executor/: Executor.cpp binds a module (devices, kernels,
+// layouts, memory plans, variables, collectives) and answers the public
+// queries; ExecutorRun.cpp runs steps (the per-device workers, waits, feeds,
+// prefetching). Both see the state declared here.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Executor.h"
+
+#include "executor/Collectives.h"
+#include "executor/CoreBudget.h"
+#include "executor/Device.h"
+#include "executor/MemoryPlan.h"
+#include "executor/Schedule.h"
+#include "executor/cuda/StepCapture.h"
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace graphc {
+namespace exec {
+
+/// How a node is carried out.
+enum class Action : unsigned char {
+  Kernel,     ///< launch its kernel on its device
+  Feed,       ///< an Input: the step copies the feed in
+  Alias,      ///< a Variable, Constant or view whose bytes already sit where its result is
+  Transfer,   ///< a copy from another device (Device::receive)
+  Collective, ///< an AllReduce: through the group's CollectiveEngine
+};
+
+struct NodeExec {
+  const Node *node = nullptr;
+  unsigned device = 0;
+  Action action = Action::Kernel;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<TensorView> inputs, outputs;
+  /// Nodes on other devices that must be issued (and waited for) first.
+  llvm::SmallVector<unsigned, 4> remotePreds;
+  /// Devices to wake when this node is issued.
+  llvm::SmallVector<unsigned, 2> remoteWaiters;
+  std::atomic<uint64_t> issuedEpoch{0};
+  std::shared_ptr<DeviceEvent> event; ///< marks this node's work, for remote waiters
+  CollectiveEngine *collectives = nullptr;
+  EventKind kind = EventKind::Compute;
+  double seconds = 0;
+  int64_t runs = 0;
+};
+
+/// A variable's storage on one device.
+struct Storage {
+  void *data = nullptr;
+  TensorType type;
+};
+
+class DeviceVariables : public VariableAccess {
+public:
+  llvm::StringMap<Storage> storage;
+  llvm::Expected<TensorView> variable(llvm::StringRef name) override {
+    auto it = storage.find(name);
+    if (it == storage.end())
+      return makeError("variable '" + name + "' is not held on this device");
+    TensorView v;
+    v.data = it->second.data;
+    v.dtype = it->second.type.dtype;
+    v.shape = it->second.type.shape;
+    return v;
+  }
+};
+
+struct DeviceState {
+  std::unique_ptr<Device> device;
+  std::vector<unsigned> order; ///< NodeExec indices in issue order
+  void *arena = nullptr;
+  void *scratch = nullptr; ///< the largest scratch any of its kernels asks for
+  DeviceMemoryPlan plan;
+  DeviceVariables variables;
+  llvm::DenseMap<const Node *, void *> constants; ///< device copies of Constant values
+  unsigned computeTrack = 0, copyTrack = 0;
+  std::vector<unsigned> tracks; ///< by Device::traceStreams()
+  /// Work the host did for this device outside its launches (a CPU device's
+  /// collectives), for the timeline when profiling.
+  std::vector<LaunchTiming> hostTimings;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::thread worker;
+  uint64_t startEpoch = 0; ///< the worker runs a step when this advances
+  llvm::Error error = llvm::Error::success();
+};
+
+} // namespace exec
+
+struct Executor::Impl {
+  using Action = exec::Action;
+  using NodeExec = exec::NodeExec;
+  using DeviceState = exec::DeviceState;
+
+  const Module *module = nullptr;
+  const Graph *graph = nullptr;
+  ExecutorOptions opts;
+  Schedule schedule;
+  std::vector<std::unique_ptr<DeviceState>> devices;
+  std::vector<std::unique_ptr<NodeExec>> nodes;
+  llvm::DenseMap<const Node *, unsigned> index;
+  std::unique_ptr<CoreBudget> cores;
+  std::unique_ptr<CpuCollectives> cpuCollectives;
+  std::vector<std::unique_ptr<CollectiveEngine>> otherCollectives;
+  TraceRecorder trace;
+  std::vector<const Value *> outputs;
+
+  // Step state.
+  uint64_t epoch = 0;
+  uint64_t step = 0;
+  std::atomic<bool> aborted{false};
+  std::mutex doneMutex;
+  std::condition_variable doneCv;
+  unsigned devicesDone = 0;
+  bool shuttingDown = false;
+  uint64_t stepsRun = 0;
+
+  // ExecutorOptions::cudaGraphs.
+  std::unique_ptr<StepCapture> capture;
+  std::string graphNote;
+
+  // prefetch(): per Input node on a GPU, two device buffers the helper
+  // thread fills while steps run; run({}) moves one into the input's step
+  // buffer. Inputs on host devices are kept and copied in by run() as usual
+  // (staging them would only add a copy).
+  struct Prefetched {
+    unsigned slot = 0;
+    std::shared_ptr<const llvm::StringMap<Tensor>> tensors;
+    std::vector<unsigned> staged; ///< Input NodeExec indices, in events' order
+    std::vector<unsigned> host;   ///< Input NodeExec indices copied in by run()
+    std::shared_ptr<std::vector<std::shared_ptr<DeviceEvent>>> events;
+    std::future<std::string> done; ///< "" or the helper's error
+  };
+  std::deque<Prefetched> prefetched;
+  unsigned prefetchCount = 0;
+  llvm::DenseMap<unsigned, std::array<void *, 2>> staging;
+
+  llvm::Error bind();
+  llvm::Error createDevices();
+  llvm::Error createKernels();
+  void assignLayouts();
+  bool blockable(const Value *v) const;
+  llvm::DenseMap<const Value *, Layout> layouts; ///< values not listed are plain
+  llvm::Error planMemory();
+  llvm::Error bindVariables();
+  llvm::Error bindCollectives();
+  TensorView viewOf(const Value *v);
+  llvm::Error runDevice(DeviceState &d);
+  llvm::Error runNode(NodeExec &e, DeviceState &d);
+  llvm::Error checkNumerics(NodeExec &e, DeviceState &d);
+  llvm::Error checkFeeds(const llvm::StringMap<Tensor> &feeds) const;
+  llvm::Error consumePrefetched(uint64_t stepNumber);
+  llvm::Error runDevices();
+  void bindCapture();
+  void abortAll();
+  void workerLoop(DeviceState &d);
+  ~Impl();
+};
+
+} // namespace graphc

@@ -1,0 +1,425 @@
+//===- ExecutorRun.cpp - Running steps: one worker per device ---------------===//
+//
+// Each device's worker issues its nodes in schedule order, waiting on the
+// events of remote predecessors (with a timeout that names both nodes);
+// transfers go through Device::receive, all-reduces through the group's
+// collective engine. run() feeds the inputs, starts every worker and collects
+// the outputs; prefetch() stages future inputs while steps run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "executor/ExecutorImpl.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace graphc {
+
+using namespace exec;
+
+namespace {
+
+bool allFinite(const Tensor &t) {
+  if (t.dtype() != DType::F32)
+    return true;
+  const float *p = t.data<float>();
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    if (!std::isfinite(p[i]))
+      return false;
+  return true;
+}
+
+} // namespace
+
+llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
+  Device &dev = *d.device;
+  switch (e.action) {
+  case Action::Feed:
+  case Action::Alias:
+    return llvm::Error::success();
+  case Action::Transfer: {
+    const Node *src = e.node->operand(0)->producer();
+    Device &from = *devices[schedule.deviceOf.lookup(src)]->device;
+    dev.noteNode(index.lookup(e.node), EventKind::Copy);
+    return dev.receive(e.outputs[0].data, from, e.inputs[0].data, e.outputs[0].bytes());
+  }
+  case Action::Collective: {
+    const Attrs &a = e.node->attrs();
+    unsigned node = index.lookup(e.node);
+    dev.noteNode(node, EventKind::Collective);
+    // A CPU collective runs on this thread, not through a launch: time it here.
+    bool timed = opts.profile && dev.kind() == DeviceKind::CPU;
+    double start = timed ? trace.nowUs() : 0;
+    llvm::Error err = e.collectives->allReduce(
+        a.getString("group"), (unsigned)a.getInt("rank"), (unsigned)a.getInt("nranks"), e.inputs,
+        e.outputs, "node '" + e.node->name() + "' on " + dev.name(), dev);
+    if (timed && !err)
+      d.hostTimings.push_back({node, EventKind::Collective, start, trace.nowUs() - start});
+    return err;
+  }
+  case Action::Kernel:
+    break;
+  }
+  KernelContext ctx;
+  ctx.inputs = e.inputs;
+  ctx.outputs = e.outputs;
+  ctx.scratch = d.scratch;
+  ctx.step = step;
+  ctx.variables = &d.variables;
+  dev.noteNode(index.lookup(e.node), e.kind);
+  return dev.launch(*e.kernel, ctx);
+}
+
+llvm::Error Executor::Impl::checkNumerics(NodeExec &e, DeviceState &d) {
+  if (auto err = d.device->synchronize())
+    return err;
+  for (unsigned r = 0; r < e.outputs.size(); ++r) {
+    Tensor host(e.node->result(r)->type());
+    if (auto err = d.device->copyOut(host.raw(), e.outputs[r].data, host.bytes()))
+      return err;
+    if (!allFinite(host))
+      return nodeError(*e.node, "produced a non-finite value (NaN or infinity) in result '" +
+                                    e.node->result(r)->name() + "' at step " + llvm::Twine(step) +
+                                    " (the first such node on " + d.device->name() +
+                                    "; --check-numerics)");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::Impl::runDevice(DeviceState &d) {
+  for (unsigned i : d.order) {
+    NodeExec &e = *nodes[i];
+    for (unsigned p : e.remotePreds) {
+      NodeExec &pred = *nodes[p];
+      if (pred.issuedEpoch.load(std::memory_order_acquire) != epoch) {
+        std::unique_lock<std::mutex> lock(d.mutex);
+        bool ok = d.cv.wait_for(lock, opts.waitTimeout, [&] {
+          return aborted.load() || pred.issuedEpoch.load(std::memory_order_acquire) == epoch;
+        });
+        if (aborted.load())
+          return makeError("stopped because another device failed");
+        if (!ok)
+          return nodeError(*e.node, "on " + d.device->name() + " waited " +
+                                        llvm::Twine((int64_t)opts.waitTimeout.count()) +
+                                        " ms for node '" + pred.node->name() + "' on " +
+                                        devices[pred.device]->device->name() + " at step " +
+                                        llvm::Twine(step));
+      }
+      double waitStart = opts.profile ? trace.nowUs() : 0;
+      if (auto err = d.device->wait(*pred.event))
+        return err;
+      if (opts.profile) {
+        double waited = trace.nowUs() - waitStart;
+        if (waited > 1)
+          trace.record(d.computeTrack,
+                       {pred.node->name(), "wait", EventKind::Wait, step, waitStart, waited});
+      }
+    }
+    if (aborted.load())
+      return makeError("stopped because another device failed");
+    if (auto err = runNode(e, d))
+      return err;
+    if (opts.checkNumerics && e.action == Action::Kernel)
+      if (auto err = checkNumerics(e, d))
+        return err;
+    if (!e.remoteWaiters.empty())
+      e.event = d.device->record();
+    e.issuedEpoch.store(epoch, std::memory_order_release);
+    for (unsigned w : e.remoteWaiters) {
+      std::lock_guard<std::mutex> lock(devices[w]->mutex);
+      devices[w]->cv.notify_all();
+    }
+  }
+  if (auto err = d.device->synchronize())
+    return err;
+  if (opts.profile) {
+    std::vector<LaunchTiming> timings = d.device->takeTimings();
+    llvm::append_range(timings, d.hostTimings);
+    d.hostTimings.clear();
+    for (const LaunchTiming &t : timings) {
+      NodeExec &e = *nodes[t.node];
+      e.seconds += t.durationUs * 1e-6;
+      ++e.runs;
+      unsigned track = t.stream >= 0 && (size_t)t.stream < d.tracks.size()
+                           ? d.tracks[t.stream]
+                           : (t.kind == EventKind::Copy ? d.copyTrack : d.computeTrack);
+      trace.record(track,
+                   {e.node->name(), opName(e.node->op()).str(), t.kind, step, t.startUs,
+                    t.durationUs});
+    }
+  }
+  return llvm::Error::success();
+}
+
+void Executor::Impl::abortAll() {
+  aborted.store(true);
+  cpuCollectives->abort();
+  for (auto &c : otherCollectives)
+    c->abort();
+  for (auto &other : devices) {
+    std::lock_guard<std::mutex> lock(other->mutex);
+    other->cv.notify_all();
+  }
+}
+
+void Executor::Impl::workerLoop(DeviceState &d) {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(d.mutex);
+      d.cv.wait(lock, [&] { return shuttingDown || d.startEpoch != seen; });
+      if (shuttingDown)
+        return;
+      seen = d.startEpoch;
+    }
+    llvm::Error err = runDevice(d);
+    if (err)
+      abortAll();
+    std::lock_guard<std::mutex> lock(doneMutex);
+    d.error = std::move(err);
+    ++devicesDone;
+    doneCv.notify_all();
+  }
+}
+
+Executor::Impl::~Impl() {
+  // The prefetch helpers write into device buffers: let them finish first.
+  for (Prefetched &p : prefetched)
+    if (p.done.valid())
+      p.done.wait();
+  capture.reset();
+  for (auto &d : devices) {
+    std::lock_guard<std::mutex> lock(d->mutex);
+    shuttingDown = true;
+    d->cv.notify_all();
+  }
+  for (auto &d : devices) {
+    if (d->worker.joinable())
+      d->worker.join();
+    llvm::consumeError(std::move(d->error));
+    if (!d->device)
+      continue;
+    llvm::consumeError(d->device->synchronize());
+    for (auto &entry : d->variables.storage)
+      d->device->deallocate(entry.second.data);
+    for (auto &entry : d->constants)
+      d->device->deallocate(entry.second);
+    if (d->arena)
+      d->device->deallocate(d->arena);
+    if (d->scratch)
+      d->device->deallocate(d->scratch);
+  }
+  for (auto &[node, slots] : staging)
+    for (void *p : slots)
+      if (p)
+        devices[nodes[node]->device]->device->deallocate(p);
+}
+
+
+llvm::Error Executor::Impl::checkFeeds(const llvm::StringMap<Tensor> &feeds) const {
+  for (const auto &entry : feeds)
+    if (!graph->findInput(entry.getKey()))
+      return makeError("fed '" + entry.getKey() + "', which is not an input of the graph");
+  for (auto &e : nodes) {
+    if (e->action != Action::Feed)
+      continue;
+    auto it = feeds.find(e->node->name());
+    if (it == feeds.end())
+      return makeError("graph input '" + e->node->name() + "' (" +
+                       toString(e->node->result()->type()) + ") was not fed");
+    if (it->second.type() != e->node->result()->type())
+      return makeError("graph input '" + e->node->name() + "' expects " +
+                       toString(e->node->result()->type()) + ", was fed " +
+                       toString(it->second.type()));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::Impl::consumePrefetched(uint64_t stepNumber) {
+  Prefetched p = std::move(prefetched.front());
+  prefetched.pop_front();
+  std::string failed = p.done.get();
+  if (!failed.empty())
+    return makeError("prefetching the inputs of step " + llvm::Twine(stepNumber) + ": " + failed);
+  for (unsigned i : p.host) {
+    NodeExec &e = *nodes[i];
+    const Tensor &t = p.tensors->find(e.node->name())->second;
+    if (auto err = devices[e.device]->device->copyIn(e.outputs[0].data, t.raw(), t.bytes()))
+      return err;
+  }
+  // Each GPU moves its inputs into their step buffers after the copies (a
+  // device copy on its compute stream, ordered by the copy's event).
+  for (size_t i = 0; i < p.staged.size(); ++i) {
+    NodeExec &e = *nodes[p.staged[i]];
+    Device &dev = *devices[e.device]->device;
+    if (auto err = dev.wait(*(*p.events)[i]))
+      return err;
+    dev.noteNode(p.staged[i], EventKind::Input);
+    if (auto err = dev.receive(e.outputs[0].data, dev, staging[p.staged[i]][p.slot],
+                               e.outputs[0].bytes()))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::Impl::runDevices() {
+  ++epoch;
+  aborted.store(false);
+  cpuCollectives->reset();
+  for (auto &c : otherCollectives)
+    c->reset();
+  if (devices.size() == 1)
+    return runDevice(*devices[0]);
+  {
+    std::lock_guard<std::mutex> lock(doneMutex);
+    devicesDone = 0;
+  }
+  for (auto &d : devices) {
+    std::lock_guard<std::mutex> lock(d->mutex);
+    d->startEpoch = epoch;
+    d->cv.notify_all();
+  }
+  std::unique_lock<std::mutex> lock(doneMutex);
+  doneCv.wait(lock, [&] { return devicesDone == devices.size(); });
+  // Report the root cause, not the devices that stopped because of it.
+  std::string primary, secondary;
+  for (auto &d : devices) {
+    if (!d->error)
+      continue;
+    std::string msg = llvm::toString(std::move(d->error));
+    d->error = llvm::Error::success();
+    std::string &slot =
+        llvm::StringRef(msg).contains("another device failed") ? secondary : primary;
+    if (slot.empty())
+      slot = msg;
+  }
+  if (!primary.empty() || !secondary.empty())
+    return makeError(primary.empty() ? secondary : primary);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> &feeds) {
+  Impl &im = *impl_;
+  double stepStart = im.trace.nowUs();
+  im.step = step_;
+  if (feeds.empty() && !im.prefetched.empty()) {
+    if (auto err = im.consumePrefetched(step_))
+      return err;
+  } else {
+    if (!im.prefetched.empty())
+      return makeError("run() was given feeds while " + llvm::Twine(im.prefetched.size()) +
+                       " prefetched step(s) wait; run them with run({}) first");
+    if (auto err = im.checkFeeds(feeds))
+      return err;
+    for (auto &e : im.nodes) {
+      if (e->action != Action::Feed)
+        continue;
+      const Tensor &t = feeds.find(e->node->name())->second;
+      Device &dev = *im.devices[e->device]->device;
+      double start = im.trace.nowUs();
+      if (auto err = dev.copyIn(e->outputs[0].data, t.raw(), t.bytes()))
+        return err;
+      if (im.opts.profile)
+        im.trace.record(im.devices[e->device]->copyTrack,
+                        {e->node->name(), "Input", EventKind::Input, step_, start,
+                         im.trace.nowUs() - start});
+    }
+  }
+  llvm::Error failure = llvm::Error::success();
+  if (im.capture && im.capture->ready()) {
+    for (auto &c : im.otherCollectives)
+      c->reset();
+    failure = im.capture->replay();
+  } else if (im.capture && im.stepsRun == 1) {
+    // Capture the second step; a failed capture runs the step eagerly.
+    llvm::Error e = im.capture->begin();
+    if (!e)
+      e = im.runDevices();
+    if (!e)
+      e = im.capture->finish();
+    if (e) {
+      im.capture->abandon();
+      im.capture.reset();
+      im.graphNote = "CUDA graphs not used: capturing step " + std::to_string(step_) +
+                     " failed: " + llvm::toString(std::move(e));
+      failure = im.runDevices();
+    } else {
+      im.graphNote = "step " + std::to_string(step_) +
+                     " was captured as a CUDA graph; later steps replay it";
+      failure = im.capture->replay();
+    }
+  } else {
+    failure = im.runDevices();
+  }
+  if (failure)
+    return failure;
+  ++im.stepsRun;
+  std::vector<Tensor> out;
+  for (const Value *v : im.outputs) {
+    Tensor t(v->type());
+    Device &owner = *im.devices[im.schedule.deviceOf.lookup(v->producer())]->device;
+    if (auto err = owner.copyOut(t.raw(), im.viewOf(v).data, t.bytes()))
+      return err;
+    out.push_back(std::move(t));
+  }
+  if (im.opts.profile)
+    im.trace.recordStep(step_, stepStart, im.trace.nowUs() - stepStart);
+  ++step_;
+  return out;
+}
+
+llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
+  Impl &im = *impl_;
+  if (im.prefetched.size() >= 2)
+    return makeError("two steps' inputs are already prefetched; run a step first");
+  if (auto err = im.checkFeeds(feeds))
+    return err;
+  Impl::Prefetched p;
+  p.slot = im.prefetchCount % 2;
+  p.tensors = std::make_shared<const llvm::StringMap<Tensor>>(std::move(feeds));
+  struct Copy {
+    Device *device;
+    void *dst;
+    const Tensor *tensor;
+  };
+  std::vector<Copy> copies;
+  for (unsigned i = 0; i < im.nodes.size(); ++i) {
+    NodeExec &e = *im.nodes[i];
+    if (e.action != Action::Feed)
+      continue;
+    Device &dev = *im.devices[e.device]->device;
+    if (dev.kind() == DeviceKind::CPU) {
+      p.host.push_back(i);
+      continue;
+    }
+    void *&buffer = im.staging[i][p.slot];
+    if (!buffer) {
+      auto b = dev.allocate(e.outputs[0].bytes());
+      if (!b)
+        return withContext(b.takeError(), "prefetch buffer of input '" + e.node->name() + "'");
+      buffer = *b;
+    }
+    p.staged.push_back(i);
+    copies.push_back({&dev, buffer, &p.tensors->find(e.node->name())->second});
+  }
+  p.events = std::make_shared<std::vector<std::shared_ptr<DeviceEvent>>>();
+  auto events = p.events;
+  auto tensors = p.tensors; // keeps the copies' sources alive
+  p.done = std::async(std::launch::async,
+                      [copies = std::move(copies), events, tensors]() -> std::string {
+                        for (const Copy &c : copies) {
+                          auto ev = c.device->copyInAsync(c.dst, c.tensor->raw(),
+                                                          c.tensor->bytes());
+                          if (!ev)
+                            return llvm::toString(ev.takeError());
+                          events->push_back(std::move(*ev));
+                        }
+                        return std::string();
+                      });
+  ++im.prefetchCount;
+  im.prefetched.push_back(std::move(p));
+  return llvm::Error::success();
+}
+
+
+} // namespace graphc
