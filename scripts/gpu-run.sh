@@ -13,7 +13,8 @@
 # Usage: run-gpu.sh [MODE...] (default: all), each MODE one of
 #   env               the machine, the libraries found, what is missing
 #   tests             every test binary, 4 at a time (tests=SUBSTRING: those whose name
-#                     contains SUBSTRING, e.g. tests=cuda)
+#                     contains SUBSTRING, e.g. tests=cuda), after regenerating the references
+#                     the bundle leaves out (fixtures.tsv; once per unpacked bundle)
 #   sanitizer         compute-sanitizer memcheck on a short inception_v3 training run (1
 #                     tower, and 2 logical towers for the own all-reduce), racecheck on our
 #                     own kernels; skipped when compute-sanitizer is not installed
@@ -126,9 +127,34 @@ run_env() {
   cat "$results/env.txt"
 }
 
+# The references the bundle leaves out (fixtures.tsv: name, working directory, command), made
+# here with this machine's Python once per unpacked bundle; a failure is a summary line.
+regenerate_references() {
+  [ -f "$here/fixtures.tsv" ] || return 0
+  while IFS="$(printf '\t')" read -r -a f; do
+    name=${f[0]} workdir=${f[1]}
+    cmd=("${f[@]:2}")
+    [ "${cmd[0]}" = /usr/bin/python3 ] && cmd[0]=$py
+    target=${cmd[${#cmd[@]} - 1]}
+    if [ -n "$(ls -A "$target" 2>/dev/null)" ]; then
+      continue
+    fi
+    mkdir -p "$workdir"
+    start=$(date +%s)
+    if (cd "$workdir" && "${cmd[@]}") >"$logs/fixture-$name.log" 2>&1; then
+      status=ok
+    else
+      status="FAILED (see fixture-$name.log)"
+    fi
+    printf '%-34s %-22s reference data, %5ss\n' "$name" "$status" "$(($(date +%s) - start))" \
+      >>"$logs/summary.lines"
+  done <"$here/fixtures.tsv"
+}
+
 run_tests() {
   filter=${1:-}
   : >"$logs/summary.lines"
+  regenerate_references
   # tests.tsv: binary <TAB> working directory <TAB> environment (space-separated K=V)
   while IFS="$(printf '\t')" read -r bin workdir envs; do
     case "$(basename "$bin")" in *"$filter"*) ;; *) continue ;; esac
