@@ -56,26 +56,18 @@ Value *Builder::constant(Tensor value, llvm::StringRef leaf) {
 llvm::Expected<Node *> Builder::tryCreate(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs,
                                           llvm::StringRef leaf) {
   std::string nodeName = name(leaf.empty() ? opName(op) : leaf);
-  // Shape functions read the node, so create it with placeholder results and
-  // fix them up; on error the node is removed again.
   int fixed = opInfo(op).numOutputs;
   size_t count = fixed >= 0              ? (size_t)fixed
                  : op == Op::Split       ? attrs.getInts("split").size()
                  : op == Op::SplitBatch  ? attrs.getInts("sizes").size()
                                          : operands.size();
-  llvm::SmallVector<TensorType, 2> placeholder(count);
-  Node *n = graph_->createNode(op, operands, placeholder, std::move(attrs), nodeName);
-  auto types = inferResultTypes(*n);
-  if (!types || types->size() != count) {
-    llvm::Error err = types ? llvm::Error::success() : types.takeError();
-    graph_->erase(n);
-    if (err)
-      return err;
-    llvm::report_fatal_error("shape function result count disagrees with the op table");
-  }
-  for (unsigned i = 0; i < count; ++i)
-    n->result(i)->setType((*types)[i]);
-  return stamp(n);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i)
+    names.push_back(count == 1 ? nodeName : nodeName + ":" + std::to_string(i));
+  auto n = createInferredNode(*graph_, op, operands, names, std::move(attrs), nodeName);
+  if (!n)
+    return n.takeError();
+  return stamp(*n);
 }
 
 Node *Builder::createNode(Op op, llvm::ArrayRef<Value *> operands, Attrs attrs,

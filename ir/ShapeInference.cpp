@@ -4,6 +4,27 @@
 
 namespace graphc {
 
+llvm::Expected<Node *> createInferredNode(Graph &g, Op op, llvm::ArrayRef<Value *> operands,
+                                          llvm::ArrayRef<std::string> resultNames, Attrs attrs,
+                                          llvm::StringRef name) {
+  llvm::SmallVector<TensorType, 2> untyped(resultNames.size());
+  Node *n = g.createNodeWithResultNames(op, operands, untyped, resultNames, std::move(attrs), name);
+  auto types = inferResultTypes(*n);
+  llvm::Error err = llvm::Error::success();
+  if (!types)
+    err = types.takeError();
+  else if (types->size() != resultNames.size())
+    err = nodeError(*n, "its shape function gives " + llvm::Twine(types->size()) +
+                            " results, expected " + llvm::Twine(resultNames.size()));
+  if (err) {
+    g.erase(n);
+    return err;
+  }
+  for (size_t i = 0; i < types->size(); ++i)
+    n->result((unsigned)i)->setType((*types)[i]);
+  return n;
+}
+
 llvm::Error inferShapes(Module &m) {
   for (Graph *g : m.graphs())
     for (Node *n : g->nodes()) {

@@ -16,6 +16,14 @@ namespace graphc {
 /// The result types `n` should have.
 llvm::Expected<llvm::SmallVector<TensorType, 2>> inferResultTypes(const Node &n);
 
+/// Creates `op` in `g` with results named `resultNames` and typed by the op's
+/// shape function. Shape functions read the node, so it is created with
+/// untyped results first; when the function fails or gives another number of
+/// results, the node is removed again and the error returned.
+llvm::Expected<Node *> createInferredNode(Graph &g, Op op, llvm::ArrayRef<Value *> operands,
+                                          llvm::ArrayRef<std::string> resultNames, Attrs attrs,
+                                          llvm::StringRef name);
+
 /// Re-infers every node of every graph in order and updates result types.
 llvm::Error inferShapes(Module &m);
 

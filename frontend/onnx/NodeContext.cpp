@@ -207,21 +207,12 @@ llvm::Expected<Node *> NodeContext::emit(Op op, llvm::ArrayRef<Value *> operands
       name = want + "_" + std::to_string(k);
     names.push_back(name);
   }
-  llvm::SmallVector<TensorType, 2> placeholder(count);
-  Node *n =
-      g.createNodeWithResultNames(op, operands, placeholder, names, std::move(attrs), nodeName);
-  auto types = inferResultTypes(*n);
-  if (!types || types->size() != count) {
-    g.erase(n);
-    if (!types)
-      return types.takeError();
-    return fail("gives " + llvm::Twine(types->size()) + " results, expected " + llvm::Twine(count));
-  }
-  for (size_t i = 0; i < count; ++i)
-    n->result(i)->setType((*types)[i]);
+  auto n = createInferredNode(g, op, operands, names, std::move(attrs), nodeName);
+  if (!n)
+    return n.takeError();
   for (size_t i = 0; i < count && i < (size_t)node_.output_size(); ++i)
-    bindValue(i, n->result(i));
-  return n;
+    bindValue(i, (*n)->result(i));
+  return *n;
 }
 
 void NodeContext::bindValue(unsigned out, Value *v) {

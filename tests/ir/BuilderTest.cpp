@@ -57,6 +57,21 @@ TEST(Builder, ShapeErrorsNameTheNodeAndBothOperands) {
   EXPECT_EQ(m.main().findNode("mm"), nullptr) << "a failed node must not stay in the graph";
 }
 
+TEST(Graph, CreateInferredNodeTypesNamedResultsOrRemovesTheNode) {
+  Module m;
+  Builder b(m.main());
+  Value *a = b.input("a", TensorType(DType::F32, {2, 3}));
+  auto ok = createInferredNode(m.main(), Op::Relu, {a}, {"r"}, {}, "relu");
+  ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
+  EXPECT_EQ((*ok)->result()->name(), "r");
+  EXPECT_EQ((*ok)->result()->type(), TensorType(DType::F32, {2, 3}));
+  auto twice = createInferredNode(m.main(), Op::Relu, {a}, {"r0", "r1"}, {}, "relu2");
+  ASSERT_FALSE(bool(twice));
+  EXPECT_NE(llvm::toString(twice.takeError()).find("gives 1 results, expected 2"),
+            std::string::npos);
+  EXPECT_EQ(m.main().findNode("relu2"), nullptr);
+}
+
 TEST(Verifier, CatchesStaleResultTypes) {
   Module m;
   Builder b(m.main());
