@@ -87,21 +87,8 @@ llvm::Expected<std::unique_ptr<NcclApi>> openNccl(const LibrarySearchEnv &env) {
 }
 
 llvm::Expected<const NcclApi *> loadNccl() {
-  static std::mutex mutex;
-  static NcclApi *api = nullptr;
-  static std::string failure;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (api)
-    return api;
-  if (!failure.empty())
-    return makeError(failure);
-  auto fresh = openNccl(LibrarySearchEnv::fromProcess());
-  if (!fresh) {
-    failure = llvm::toString(fresh.takeError());
-    return makeError(failure);
-  }
-  api = fresh->release();
-  return api;
+  static LoadOnce<NcclApi> once;
+  return once.get([] { return openNccl(LibrarySearchEnv::fromProcess()); });
 }
 
 llvm::Error ncclCallError(const NcclApi &api, ncclResult_t status, ncclComm_t comm,

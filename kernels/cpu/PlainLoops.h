@@ -192,6 +192,10 @@ Dims contiguousStrides(llvm::ArrayRef<int64_t> shape);
 /// The nest that reads each operand broadcast (numpy rules) to `out`.
 LoopNest broadcastNest(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<Dims> operands);
 
+/// Transpose, Slice or Expand as one strided read of operand 0 in the result's
+/// order (the CPU kernel and the CUDA kernel's index share it).
+LoopNest stridedCopyNest(const Node &n);
+
 /// Copies a strided source into a contiguous destination, for elements of
 /// `elemSize` bytes: out[i] = in[nest offset of operand 0 at i]. Parallel
 /// over large outputs.

@@ -13,6 +13,39 @@
 #include "kernels/cpu/PlainLoops.h"
 
 namespace graphc {
+
+plain::LoopNest plain::stridedCopyNest(const Node &n) {
+  const TensorType &in = n.operand(0)->type(), &out = n.result()->type();
+  if (n.op() == Op::Expand)
+    return broadcastNest(out.shape, {Dims(in.shape)});
+  Dims inStrides = contiguousStrides(in.shape);
+  LoopNest nest;
+  nest.dims = out.shape;
+  nest.base.push_back(0);
+  Dims strides(out.rank(), 0);
+  if (n.op() == Op::Transpose) {
+    Ints perm = n.attrs().getInts("perm");
+    for (size_t d = 0; d < out.rank(); ++d)
+      strides[d] = inStrides[perm.empty() ? out.rank() - 1 - d : perm[d]];
+  } else { // Slice
+    const Attrs &a = n.attrs();
+    Ints starts = a.getInts("starts"), ends = a.getInts("ends");
+    Ints axes = a.getInts("axes"), steps = a.getInts("steps");
+    strides.assign(inStrides.begin(), inStrides.end());
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t ax = axes.empty() ? (int64_t)i : axes[i];
+      if (ax < 0)
+        ax += (int64_t)in.rank();
+      SliceRange r = resolveSlice(in.shape[ax], starts[i], ends[i], steps.empty() ? 1 : steps[i]);
+      nest.base[0] += r.start * inStrides[ax];
+      strides[ax] = inStrides[ax] * r.step;
+    }
+  }
+  nest.strides.push_back(std::move(strides));
+  nest.collapse();
+  return nest;
+}
+
 namespace {
 
 using namespace plain;
@@ -37,40 +70,7 @@ public:
 class StridedCopyKernel : public Kernel {
 public:
   StridedCopyKernel(const Node &n, const KernelEnv &)
-      : elemSize_(dtypeSize(n.result()->type().dtype)) {
-    const TensorType &in = n.operand(0)->type(), &out = n.result()->type();
-    Dims inStrides = contiguousStrides(in.shape);
-    nest_.dims = out.shape;
-    nest_.base.push_back(0);
-    Dims strides(out.rank(), 0);
-    switch (n.op()) {
-    case Op::Transpose: {
-      Ints perm = n.attrs().getInts("perm");
-      for (size_t d = 0; d < out.rank(); ++d)
-        strides[d] = inStrides[perm.empty() ? out.rank() - 1 - d : perm[d]];
-      break;
-    }
-    case Op::Slice: {
-      Ints starts = n.attrs().getInts("starts"), ends = n.attrs().getInts("ends");
-      Ints axes = n.attrs().getInts("axes"), steps = n.attrs().getInts("steps");
-      strides.assign(inStrides.begin(), inStrides.end());
-      for (size_t i = 0; i < starts.size(); ++i) {
-        int64_t a = axes.empty() ? (int64_t)i : axes[i];
-        if (a < 0)
-          a += (int64_t)in.rank();
-        SliceRange r = resolveSlice(in.shape[a], starts[i], ends[i], steps.empty() ? 1 : steps[i]);
-        nest_.base[0] += r.start * inStrides[a];
-        strides[a] = inStrides[a] * r.step;
-      }
-      break;
-    }
-    default: // Expand
-      nest_ = broadcastNest(out.shape, {Dims(in.shape)});
-      return;
-    }
-    nest_.strides.push_back(std::move(strides));
-    nest_.collapse();
-  }
+      : elemSize_(dtypeSize(n.result()->type().dtype)), nest_(stridedCopyNest(n)) {}
 
   llvm::Error run(KernelContext &ctx) override {
     stridedCopy(ctx.outputs[0].data, ctx.inputs[0].data, nest_, elemSize_);

@@ -84,10 +84,11 @@ bool isTensorOp(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-/// cuDNN's perf answers as candidates (the perf structs of the three
-/// directions have the same fields).
-template <typename Perf> std::vector<AlgoCandidate> candidatesOf(const Perf *perf, int count) {
-  std::vector<AlgoCandidate> out;
+/// cuDNN's perf answers as candidates, and each answer's math type (the perf
+/// structs of the three directions have the same fields).
+template <typename Perf>
+void takeAnswers(const Perf *perf, int count, std::vector<AlgoCandidate> &candidates,
+                 std::vector<cudnnMathType_t> &maths) {
   for (int i = 0; i < count; ++i) {
     AlgoCandidate c;
     c.algo = (int)perf[i].algo;
@@ -95,9 +96,9 @@ template <typename Perf> std::vector<AlgoCandidate> candidatesOf(const Perf *per
     c.memory = perf[i].memory;
     c.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
     c.tensorOps = isTensorOp(perf[i].mathType);
-    out.push_back(c);
+    candidates.push_back(c);
+    maths.push_back(perf[i].mathType);
   }
-  return out;
 }
 
 class ConvKernel : public CudaKernel {
@@ -309,9 +310,7 @@ private:
       GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionForwardAlgorithm_v7(
                                 h, xDesc_.get(), wDesc_.get(), conv_.get(), yDesc_.get(),
                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-      candidates = candidatesOf(perf, count);
-      for (int i = 0; i < count; ++i)
-        maths.push_back(perf[i].mathType);
+      takeAnswers(perf, count, candidates, maths);
       break;
     }
     case ConvDirection::BackwardData: {
@@ -319,9 +318,7 @@ private:
       GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardDataAlgorithm_v7(
                                 h, wDesc_.get(), yDesc_.get(), conv_.get(), xDesc_.get(),
                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-      candidates = candidatesOf(perf, count);
-      for (int i = 0; i < count; ++i)
-        maths.push_back(perf[i].mathType);
+      takeAnswers(perf, count, candidates, maths);
       break;
     }
     case ConvDirection::BackwardFilter: {
@@ -329,9 +326,7 @@ private:
       GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                                 h, xDesc_.get(), yDesc_.get(), conv_.get(), wDesc_.get(),
                                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-      candidates = candidatesOf(perf, count);
-      for (int i = 0; i < count; ++i)
-        maths.push_back(perf[i].mathType);
+      takeAnswers(perf, count, candidates, maths);
       break;
     }
     }

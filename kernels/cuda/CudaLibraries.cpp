@@ -210,24 +210,15 @@ std::vector<std::string> librarySearchCandidates(const std::string &soname,
 }
 
 llvm::Expected<const CudaLibraries *> loadCudaLibraries() {
-  static std::mutex mutex;
-  static CudaLibraries *libs = nullptr;
-  static std::string failure;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (libs)
-    return libs;
-  if (!failure.empty())
-    return makeError(failure);
-  auto fresh = std::make_unique<CudaLibraries>();
-  llvm::Error e = loadCudnn(*fresh);
-  if (!e)
-    e = loadCublas(*fresh);
-  if (e) {
-    failure = llvm::toString(std::move(e));
-    return makeError(failure);
-  }
-  libs = fresh.release();
-  return libs;
+  static LoadOnce<CudaLibraries> once;
+  return once.get([]() -> llvm::Expected<std::unique_ptr<CudaLibraries>> {
+    auto fresh = std::make_unique<CudaLibraries>();
+    if (auto e = loadCudnn(*fresh))
+      return e;
+    if (auto e = loadCublas(*fresh))
+      return e;
+    return fresh;
+  });
 }
 
 } // namespace graphc

@@ -18,10 +18,15 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <cublas_v2.h>
 #include <cudnn.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
 
 #include <string>
 #include <vector>
@@ -80,6 +85,32 @@ struct CudaLibraries {
   CublasApi cublas;
   std::string cudnnPath, cublasPath; ///< where they were found
   size_t cudnnVersion = 0;           ///< cudnnGetVersion()
+};
+
+/// A library table loaded once per process: the first get() runs `load`,
+/// later ones return the same table, or the same error without trying again.
+/// Thread-safe; the table lives until the process ends.
+template <typename T> class LoadOnce {
+public:
+  llvm::Expected<const T *> get(llvm::function_ref<llvm::Expected<std::unique_ptr<T>>()> load) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (table_)
+      return table_;
+    if (!failure_.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), failure_);
+    auto fresh = load();
+    if (!fresh) {
+      failure_ = llvm::toString(fresh.takeError());
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), failure_);
+    }
+    table_ = fresh->release();
+    return table_;
+  }
+
+private:
+  std::mutex mutex_;
+  T *table_ = nullptr;
+  std::string failure_;
 };
 
 /// Opens both libraries on first call and returns the same tables (or the

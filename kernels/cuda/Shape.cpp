@@ -22,40 +22,7 @@ namespace graphc {
 namespace cuda {
 
 llvm::Expected<StridedIndex<1>> stridedCopyIndex(const Node &n) {
-  const TensorType &in = n.operand(0)->type(), &out = n.result()->type();
-  Dims inStrides = plain::contiguousStrides(in.shape);
-  plain::LoopNest nest;
-  nest.dims = out.shape;
-  nest.base.push_back(0);
-  Dims strides(out.rank(), 0);
-  switch (n.op()) {
-  case Op::Transpose: {
-    Ints perm = n.attrs().getInts("perm");
-    for (size_t d = 0; d < out.rank(); ++d)
-      strides[d] = inStrides[perm.empty() ? out.rank() - 1 - d : perm[d]];
-    break;
-  }
-  case Op::Slice: {
-    const Attrs &a = n.attrs();
-    Ints starts = a.getInts("starts"), ends = a.getInts("ends");
-    Ints axes = a.getInts("axes"), steps = a.getInts("steps");
-    strides.assign(inStrides.begin(), inStrides.end());
-    for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t ax = axes.empty() ? (int64_t)i : axes[i];
-      if (ax < 0)
-        ax += (int64_t)in.rank();
-      SliceRange r = resolveSlice(in.shape[ax], starts[i], ends[i], steps.empty() ? 1 : steps[i]);
-      nest.base[0] += r.start * inStrides[ax];
-      strides[ax] = inStrides[ax] * r.step;
-    }
-    break;
-  }
-  default: // Expand
-    return toStridedIndex<1>(n, plain::broadcastNest(out.shape, {Dims(in.shape)}));
-  }
-  nest.strides.push_back(std::move(strides));
-  nest.collapse();
-  return toStridedIndex<1>(n, nest);
+  return toStridedIndex<1>(n, plain::stridedCopyNest(n));
 }
 
 llvm::Expected<PadParams> padParams(const Node &n) {
