@@ -12,6 +12,7 @@
 #include "ir/Module.h"
 #include "kernels/cuda/DeviceCommon.h"
 #include "kernels/cuda/DropoutDevice.h"
+#include "kernels/cuda/OptimizerDevice.h"
 #include "kernels/cuda/PoolDevice.h"
 #include "kernels/cuda/ShapeDevice.h"
 
@@ -35,6 +36,8 @@ llvm::Expected<PoolParams> poolParams(const Node &n);
 Dims softmaxView(const Node &n);
 /// DropoutTrain at `step` of a run seeded `seed` (the CPU kernel's keys).
 DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step);
+/// The update rule of an Apply* op (ApplySGD and anything else: SGD).
+UpdateRule updateRuleOf(Op op);
 
 } // namespace cuda
 } // namespace graphc

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kernels/cuda/CudaKernel.h"
+#include "kernels/cuda/KernelPlans.h"
 #include "kernels/cuda/OptimizerDevice.h"
 
 #include "llvm/Support/Format.h"
@@ -23,6 +24,20 @@
 #include <cmath>
 
 namespace graphc {
+
+cuda::UpdateRule cuda::updateRuleOf(Op op) {
+  switch (op) {
+  case Op::ApplyMomentum:
+    return UpdateRule::Momentum;
+  case Op::ApplyRMSProp:
+    return UpdateRule::RMSProp;
+  case Op::ApplyAdam:
+    return UpdateRule::Adam;
+  default:
+    return UpdateRule::SGD;
+  }
+}
+
 namespace {
 
 using namespace cuda;
@@ -55,19 +70,6 @@ protected:
   }
 };
 
-UpdateRule ruleOf(Op op) {
-  switch (op) {
-  case Op::ApplyMomentum:
-    return UpdateRule::Momentum;
-  case Op::ApplyRMSProp:
-    return UpdateRule::RMSProp;
-  case Op::ApplyAdam:
-    return UpdateRule::Adam;
-  default:
-    return UpdateRule::SGD;
-  }
-}
-
 size_t slotsOf(UpdateRule r) {
   return r == UpdateRule::SGD ? 0 : r == UpdateRule::Momentum ? 1 : 2;
 }
@@ -78,7 +80,7 @@ public:
 
   llvm::Error init() override {
     const Attrs &a = node().attrs();
-    rule_ = ruleOf(node().op());
+    rule_ = updateRuleOf(node().op());
     var_ = a.getString("var");
     slots_ = a.getStrings("slots");
     h_.wd = (float)a.getFloat("weight_decay", 0);

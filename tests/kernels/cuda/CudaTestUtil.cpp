@@ -377,4 +377,55 @@ void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, double tol, uint6
   }
 }
 
+std::vector<PoolCase> poolCases() {
+  struct Window {
+    Ints kernel, strides, pads, dilations;
+    bool ceil;
+  };
+  const Window windows[] = {{{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},
+                            {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
+                            {{3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 1}, true},
+                            {{2, 2}, {2, 2}, {0, 1, 1, 0}, {1, 1}, true},
+                            {{3, 3}, {2, 1}, {1, 1, 0, 2}, {2, 1}, false}};
+  std::vector<PoolCase> out;
+  for (const Window &k : windows)
+    for (Op op : {Op::MaxPool, Op::AveragePool})
+      for (bool includePad : {false, true}) {
+        if ((op == Op::MaxPool && includePad) ||
+            (op == Op::AveragePool && k.dilations != Ints{1, 1}))
+          continue;
+        Attrs a;
+        a.set("kernel_shape", k.kernel);
+        a.set("strides", k.strides);
+        a.set("pads", k.pads);
+        if (op == Op::MaxPool)
+          a.set("dilations", k.dilations);
+        a.set("ceil_mode", int64_t(k.ceil));
+        a.set("count_include_pad", int64_t(includePad));
+        std::string what = opName(op).str() + " kernel " + shapeToString(k.kernel) + " pads " +
+                           shapeToString(k.pads) + (k.ceil ? " ceil" : "") +
+                           (includePad ? " include_pad" : "");
+        out.push_back({op, includePad, std::move(a), std::move(what)});
+      }
+  return out;
+}
+
+std::vector<UpdateCase> updateCases() {
+  Attrs sgd, momentum, nesterov, rms, adam;
+  sgd.set("weight_decay", 0.01);
+  momentum.set("momentum", 0.8);
+  nesterov.set("nesterov", int64_t(1));
+  nesterov.set("weight_decay", 1e-4);
+  rms.set("decay", 0.95);
+  rms.set("momentum", 0.5);
+  rms.set("epsilon", 1e-6);
+  adam.set("beta2", 0.99);
+  adam.set("weight_decay", 0.1);
+  return {{Op::ApplySGD, 0, sgd},
+          {Op::ApplyMomentum, 1, momentum},
+          {Op::ApplyMomentum, 1, nesterov},
+          {Op::ApplyRMSProp, 2, rms},
+          {Op::ApplyAdam, 2, adam}};
+}
+
 } // namespace graphc

@@ -73,6 +73,27 @@ llvm::Error runGroupOnCuda(llvm::ArrayRef<const Node *> nodes,
                            llvm::ArrayRef<std::vector<Tensor>> inputs, TensorVariables &variables,
                            uint64_t step = 0);
 
+/// The pooling windows the CUDA pooling tests run (odd, asymmetric pads,
+/// ceil mode, dilation): MaxPool with dilations, AveragePool without them and
+/// with and without counting the padding. `what` describes the case.
+struct PoolCase {
+  Op op;
+  bool includePad;
+  Attrs attrs;
+  std::string what;
+};
+std::vector<PoolCase> poolCases();
+
+/// The optimizer updates the CUDA update tests run: each op with its number
+/// of slots and hyper-parameters away from the defaults (Nesterov, weight
+/// decay, RMSProp's momentum).
+struct UpdateCase {
+  Op op;
+  int slots;
+  Attrs attrs;
+};
+std::vector<UpdateCase> updateCases();
+
 /// Uniform random values in [lo, hi) of any dtype (integers rounded).
 Tensor randomTensor(const TensorType &t, std::mt19937 &rng, double lo = -1, double hi = 1);
 

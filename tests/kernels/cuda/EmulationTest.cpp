@@ -329,71 +329,49 @@ TEST(Emulation, GatherAndItsGradientMatchBitForBit) {
 
 TEST(Emulation, PoolingAndItsGradientsMatch) {
   std::mt19937 rng(7);
-  struct Case {
-    Ints kernel, strides, pads, dilations;
-    bool ceil;
-  };
-  const Case cases[] = {{{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},
-                        {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
-                        {{3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 1}, true},
-                        {{2, 2}, {2, 2}, {0, 1, 1, 0}, {1, 1}, true},
-                        {{3, 3}, {2, 1}, {1, 1, 0, 2}, {2, 1}, false}};
-  for (const Case &k : cases)
-    for (Op op : {Op::MaxPool, Op::AveragePool})
-      for (int includePad : {0, 1}) {
-        if ((op == Op::MaxPool && includePad) ||
-            (op == Op::AveragePool && k.dilations != Ints{1, 1}))
-          continue;
-        OneNode c;
-        Attrs a;
-        a.set("kernel_shape", k.kernel);
-        a.set("strides", k.strides);
-        a.set("pads", k.pads);
-        if (op == Op::MaxPool)
-          a.set("dilations", k.dilations);
-        a.set("ceil_mode", int64_t(k.ceil));
-        a.set("count_include_pad", int64_t(includePad));
-        TensorType xt(DType::F32, {2, 3, 9, 8});
-        Value *xv = c.input("x", xt);
-        Node *n = c.node(op, {xv}, a, "pool");
-        ASSERT_TRUE(n);
-        Tensor x = randomTensor(xt, rng);
-        std::vector<Tensor> want = cpuRun(*n, {x});
-        auto p = poolParams(*n);
-        ASSERT_TRUE((bool)p) << llvm::toString(p.takeError());
-        Tensor got(n->result()->type());
-        for (int64_t e = 0; e < got.numElements(); ++e)
-          got.data<float>()[e] = poolForwardAt(*p, x.data<float>(), e);
-        std::string what = opName(op).str() + " kernel " + shapeToString(k.kernel) + " pads " +
-                           shapeToString(k.pads) + (k.ceil ? " ceil" : "") +
-                           (includePad ? " include_pad" : "");
-        if (op == Op::MaxPool)
-          EXPECT_TRUE(sameBits(got, want[0])) << what;
-        else
-          EXPECT_TRUE(closeTo(got, want[0], 1e-6)) << what;
+  for (const PoolCase &pc : poolCases()) {
+    Op op = pc.op;
+    const Attrs &a = pc.attrs;
+    const std::string &what = pc.what;
+    OneNode c;
+    TensorType xt(DType::F32, {2, 3, 9, 8});
+    Value *xv = c.input("x", xt);
+    Node *n = c.node(op, {xv}, a, "pool");
+    ASSERT_TRUE(n);
+    Tensor x = randomTensor(xt, rng);
+    std::vector<Tensor> want = cpuRun(*n, {x});
+    auto p = poolParams(*n);
+    ASSERT_TRUE((bool)p) << llvm::toString(p.takeError());
+    Tensor got(n->result()->type());
+    for (int64_t e = 0; e < got.numElements(); ++e)
+      got.data<float>()[e] = poolForwardAt(*p, x.data<float>(), e);
+    if (op == Op::MaxPool)
+      EXPECT_TRUE(sameBits(got, want[0])) << what;
+    else
+      EXPECT_TRUE(closeTo(got, want[0], 1e-6)) << what;
 
-        Tensor dy = randomTensor(n->result()->type(), rng);
-        Node *g;
-        std::vector<Tensor> wantDx;
-        if (op == Op::MaxPool) {
-          g = c.node(Op::MaxPoolGrad, {xv, c.input("dy", n->result()->type())}, a, "grad");
-          ASSERT_TRUE(g);
-          wantDx = cpuRun(*g, {x, dy});
-        } else {
-          Attrs ga = a;
-          ga.set("input_shape", Ints(xt.shape.begin(), xt.shape.end()));
-          g = c.node(Op::AveragePoolGrad, {c.input("dy", n->result()->type())}, ga, "grad");
-          ASSERT_TRUE(g);
-          wantDx = cpuRun(*g, {dy});
-        }
-        auto gp = poolParams(*g);
-        ASSERT_TRUE((bool)gp) << llvm::toString(gp.takeError());
-        Tensor dx(xt);
-        for (int64_t e = 0; e < dx.numElements(); ++e)
-          dx.data<float>()[e] = poolBackwardAt(*gp, op == Op::MaxPool ? x.data<float>() : nullptr,
-                                               dy.data<float>(), e);
-        EXPECT_TRUE(closeTo(dx, wantDx[0], 1e-6)) << what << " gradient";
-      }
+    Tensor dy = randomTensor(n->result()->type(), rng);
+    Node *g;
+    std::vector<Tensor> wantDx;
+    if (op == Op::MaxPool) {
+      g = c.node(Op::MaxPoolGrad, {xv, c.input("dy", n->result()->type())}, a, "grad");
+      ASSERT_TRUE(g);
+      wantDx = cpuRun(*g, {x, dy});
+    } else {
+      Attrs ga = a;
+      ga.set("input_shape", Ints(xt.shape.begin(), xt.shape.end()));
+      g = c.node(Op::AveragePoolGrad, {c.input("dy", n->result()->type())}, ga, "grad");
+      ASSERT_TRUE(g);
+      wantDx = cpuRun(*g, {dy});
+    }
+    auto gp = poolParams(*g);
+    ASSERT_TRUE((bool)gp) << llvm::toString(gp.takeError());
+    Tensor dx(xt);
+    for (int64_t e = 0; e < dx.numElements(); ++e)
+      dx.data<float>()[e] =
+          poolBackwardAt(*gp, op == Op::MaxPool ? x.data<float>() : nullptr, dy.data<float>(), e);
+    EXPECT_TRUE(closeTo(dx, wantDx[0], 1e-6)) << what << " gradient";
+  }
 }
 
 //===-- Reductions and batch norm ------------------------------------------===//
@@ -577,28 +555,8 @@ TEST(Emulation, DropoutMasksAreTheCpuMasksBitForBit) {
 
 TEST(Emulation, OptimizerUpdatesMatchBitForBit) {
   std::mt19937 rng(11);
-  struct Case {
-    Op op;
-    UpdateRule rule;
-    int slots;
-    Attrs attrs;
-  };
-  Attrs momentum, nesterov, rms, adam, sgd;
-  sgd.set("weight_decay", 0.01);
-  momentum.set("momentum", 0.8);
-  nesterov.set("nesterov", int64_t(1));
-  nesterov.set("weight_decay", 1e-4);
-  rms.set("decay", 0.95);
-  rms.set("momentum", 0.5);
-  rms.set("epsilon", 1e-6);
-  adam.set("beta2", 0.99);
-  adam.set("weight_decay", 0.1);
-  const Case cases[] = {{Op::ApplySGD, UpdateRule::SGD, 0, sgd},
-                        {Op::ApplyMomentum, UpdateRule::Momentum, 1, momentum},
-                        {Op::ApplyMomentum, UpdateRule::Momentum, 1, nesterov},
-                        {Op::ApplyRMSProp, UpdateRule::RMSProp, 2, rms},
-                        {Op::ApplyAdam, UpdateRule::Adam, 2, adam}};
-  for (const Case &k : cases) {
+  for (const UpdateCase &k : updateCases()) {
+    const UpdateRule rule = updateRuleOf(k.op);
     OneNode c;
     TensorType t(DType::F32, {5, 13});
     Strings slots;
@@ -635,11 +593,11 @@ TEST(Emulation, OptimizerUpdatesMatchBitForBit) {
       UpdateHyper h;
       const Attrs &at = n->attrs();
       h.wd = (float)at.getFloat("weight_decay", 0);
-      h.momentum = (float)at.getFloat("momentum", k.rule == UpdateRule::RMSProp ? 0.0 : 0.9);
+      h.momentum = (float)at.getFloat("momentum", rule == UpdateRule::RMSProp ? 0.0 : 0.9);
       h.nesterov = at.getInt("nesterov", 0) != 0;
       h.decay = (float)at.getFloat("decay", 0.9);
       h.restOfDecay = (float)(1 - at.getFloat("decay", 0.9));
-      h.eps = (float)at.getFloat("epsilon", k.rule == UpdateRule::RMSProp ? 1e-10 : 1e-8);
+      h.eps = (float)at.getFloat("epsilon", rule == UpdateRule::RMSProp ? 1e-10 : 1e-8);
       double b1 = at.getFloat("beta1", 0.9), b2 = at.getFloat("beta2", 0.999);
       h.beta1 = (float)b1;
       h.beta2 = (float)b2;
@@ -654,7 +612,7 @@ TEST(Emulation, OptimizerUpdatesMatchBitForBit) {
     float *s0 = k.slots > 0 ? before.tensors["slot0"].data<float>() : nullptr;
     float *s1 = k.slots > 1 ? before.tensors["slot1"].data<float>() : nullptr;
     for (int64_t i = 0; i < t.numElements(); ++i)
-      updateElement(k.rule, h, 0.05f, pw + i, s0 ? s0 + i : nullptr, s1 ? s1 + i : nullptr,
+      updateElement(rule, h, 0.05f, pw + i, s0 ? s0 + i : nullptr, s1 ? s1 + i : nullptr,
                     g.data<float>()[i]);
     for (auto &e : vars.tensors)
       EXPECT_TRUE(sameBits(before.tensors[e.first()], e.second))

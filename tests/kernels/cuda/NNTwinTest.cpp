@@ -50,7 +50,9 @@ TEST(CudaNN, ConvolutionForwardAndGradients) {
         in.push_back(c.input("b", TensorType(DType::F32, {k.w[0]})));
       Node *conv = c.node(Op::Conv, in, convAttrs(k), "conv");
       ASSERT_TRUE(conv);
-      std::vector<Tensor> values{randomTensor(xt, rng), randomTensor(wt, rng)};
+      std::vector<Tensor> values;
+      values.push_back(randomTensor(xt, rng));
+      values.push_back(randomTensor(wt, rng));
       if (bias)
         values.push_back(randomTensor(in[2]->type(), rng));
       expectTwins(*conv, values);
@@ -73,50 +75,30 @@ TEST(CudaNN, ConvolutionForwardAndGradients) {
 TEST(CudaNN, PoolingAndItsGradients) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(42);
-  struct Case {
-    Ints kernel, strides, pads, dilations;
-    bool ceil;
-  };
-  const Case cases[] = {{{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},
-                        {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
-                        {{3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 1}, true},
-                        {{2, 2}, {2, 2}, {0, 1, 1, 0}, {1, 1}, true},
-                        {{3, 3}, {2, 1}, {1, 1, 0, 2}, {2, 1}, false}};
-  for (const Case &k : cases)
-    for (Op op : {Op::MaxPool, Op::AveragePool})
-      for (int includePad : {0, 1})
-        for (Dims shape : {Dims{2, 3, 9, 8}, Dims{4, 5, 35, 35}}) {
-          if ((op == Op::MaxPool && includePad) ||
-              (op == Op::AveragePool && k.dilations != Ints{1, 1}))
-            continue;
-          OneNode c;
-          Attrs a;
-          a.set("kernel_shape", k.kernel);
-          a.set("strides", k.strides);
-          a.set("pads", k.pads);
-          if (op == Op::MaxPool)
-            a.set("dilations", k.dilations);
-          a.set("ceil_mode", int64_t(k.ceil));
-          a.set("count_include_pad", int64_t(includePad));
-          TensorType xt(DType::F32, shape);
-          Value *x = c.input("x", xt);
-          Node *n = c.node(op, {x}, a, "pool");
-          ASSERT_TRUE(n);
-          Tensor xv = randomTensor(xt, rng);
-          expectTwins(*n, {xv}, op == Op::MaxPool ? -1 : 1e-6);
-          Tensor dy = randomTensor(n->result()->type(), rng);
-          if (op == Op::MaxPool) {
-            Node *g = c.node(Op::MaxPoolGrad, {x, c.input("dy", n->result()->type())}, a, "grad");
-            ASSERT_TRUE(g);
-            expectTwins(*g, {xv, dy});
-          } else {
-            Attrs ga = a;
-            ga.set("input_shape", Ints(shape.begin(), shape.end()));
-            Node *g = c.node(Op::AveragePoolGrad, {c.input("dy", n->result()->type())}, ga, "grad");
-            ASSERT_TRUE(g);
-            expectTwins(*g, {dy});
-          }
-        }
+  for (const PoolCase &pc : poolCases())
+    for (Dims shape : {Dims{2, 3, 9, 8}, Dims{4, 5, 35, 35}}) {
+      Op op = pc.op;
+      const Attrs &a = pc.attrs;
+      OneNode c;
+      TensorType xt(DType::F32, shape);
+      Value *x = c.input("x", xt);
+      Node *n = c.node(op, {x}, a, "pool");
+      ASSERT_TRUE(n);
+      Tensor xv = randomTensor(xt, rng);
+      expectTwins(*n, {xv}, op == Op::MaxPool ? -1 : 1e-6);
+      Tensor dy = randomTensor(n->result()->type(), rng);
+      if (op == Op::MaxPool) {
+        Node *g = c.node(Op::MaxPoolGrad, {x, c.input("dy", n->result()->type())}, a, "grad");
+        ASSERT_TRUE(g);
+        expectTwins(*g, {xv, dy});
+      } else {
+        Attrs ga = a;
+        ga.set("input_shape", Ints(shape.begin(), shape.end()));
+        Node *g = c.node(Op::AveragePoolGrad, {c.input("dy", n->result()->type())}, ga, "grad");
+        ASSERT_TRUE(g);
+        expectTwins(*g, {dy});
+      }
+    }
   for (Dims shape : {Dims{2, 3, 7, 5}, Dims{3, 4, 11}, Dims{1, 2, 3, 4, 5}, Dims{0, 3, 4, 4}}) {
     OneNode c;
     Node *n = c.node(Op::GlobalAveragePool, {c.input("x", TensorType(DType::F32, shape))});

@@ -33,30 +33,6 @@ TEST(CudaTraining, DropoutMasksEqualTheCpuMasks) {
       }
 }
 
-struct UpdateCase {
-  Op op;
-  int slots;
-  Attrs attrs;
-};
-
-std::vector<UpdateCase> updateCases() {
-  Attrs sgd, momentum, nesterov, rms, adam;
-  sgd.set("weight_decay", 0.01);
-  momentum.set("momentum", 0.8);
-  nesterov.set("nesterov", int64_t(1));
-  nesterov.set("weight_decay", 1e-4);
-  rms.set("decay", 0.95);
-  rms.set("momentum", 0.5);
-  rms.set("epsilon", 1e-6);
-  adam.set("beta2", 0.99);
-  adam.set("weight_decay", 0.1);
-  return {{Op::ApplySGD, 0, sgd},
-          {Op::ApplyMomentum, 1, momentum},
-          {Op::ApplyMomentum, 1, nesterov},
-          {Op::ApplyRMSProp, 2, rms},
-          {Op::ApplyAdam, 2, adam}};
-}
-
 /// An update node for variable `name` of `shape` (slots name_s0, name_s1)
 /// with its gradient and lr inputs; fills `vars`.
 Node *updateNode(OneNode &c, const UpdateCase &k, const std::string &name, Dims shape,
