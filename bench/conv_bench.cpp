@@ -77,7 +77,7 @@ TensorView viewOf(Tensor &t, Layout l) {
 }
 
 Layout layoutFor(const TensorType &t, bool blocked) {
-  return blocked && t.rank() == 4 && t.shape[1] % 16 == 0 ? Layout::Blocked16 : Layout::Plain;
+  return blocked && blockable(t) ? Layout::Blocked : Layout::Plain;
 }
 
 /// Best seconds per run of the node's kernel, or a negative value on error.

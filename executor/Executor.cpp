@@ -172,16 +172,15 @@ llvm::Error Executor::Impl::createKernels() {
   return llvm::Error::success();
 }
 
-/// Whether `v` may be kept blocked as far as it alone is concerned: a 4-d f32
-/// tensor with whole channel blocks, made and read only by kernels on one
-/// device that take it blocked, and not a graph output.
+/// Whether `v` may be kept blocked as far as it alone is concerned: not empty,
+/// made and read only by kernels on one device that take it blocked (they
+/// know the shapes the layout exists for on this CPU), and not a graph output.
 bool Executor::Impl::blockable(const Value *v) const {
-  const TensorType &t = v->type();
-  if (t.dtype != DType::F32 || t.rank() != 4 || t.shape[1] % 16 != 0 || t.numElements() == 0)
+  if (v->type().numElements() == 0)
     return false;
   const NodeExec &p = *nodes[index.lookup(v->producer())];
   if (!p.kernel || p.action != Action::Kernel ||
-      !p.kernel->producesLayout(v->resultIndex(), Layout::Blocked16))
+      !p.kernel->producesLayout(v->resultIndex(), Layout::Blocked))
     return false;
   if (llvm::is_contained(graph->outputs(), v))
     return false;
@@ -190,17 +189,42 @@ bool Executor::Impl::blockable(const Value *v) const {
     if (!c.kernel || c.action != Action::Kernel || c.device != p.device)
       return false;
     for (unsigned i = 0; i < u->numOperands(); ++i)
-      if (u->operand(i) == v && !c.kernel->acceptsLayout(i, Layout::Blocked16))
+      if (u->operand(i) == v && !c.kernel->acceptsLayout(i, Layout::Blocked))
         return false;
   }
   return true;
+}
+
+/// The bytes of `v` that its producer and consumers would compute without a
+/// staged copy if it were blocked, minus those they would if it were plain:
+/// only kernels with a layout of their own (convolutions, whose library chose
+/// it for this CPU) vote; the others follow.
+int64_t Executor::Impl::blockedVote(const Value *v) const {
+  int64_t bytes = v->type().numElements() * dtypeSize(v->type().dtype), vote = 0;
+  auto count = [&](std::optional<Layout> l) {
+    if (l)
+      vote += *l == Layout::Blocked ? bytes : -bytes;
+  };
+  if (const NodeExec &p = *nodes[index.lookup(v->producer())]; p.kernel)
+    count(p.kernel->preferredResultLayout(v->resultIndex()));
+  for (const Node *u : v->users()) {
+    const NodeExec &c = *nodes[index.lookup(u)];
+    for (unsigned i = 0; c.kernel && i < u->numOperands(); ++i)
+      if (u->operand(i) == v)
+        count(c.kernel->preferredOperandLayout(i));
+  }
+  return vote;
 }
 
 void Executor::Impl::assignLayouts() {
   if (!opts.blockedLayouts)
     return;
   // Layout-following kernels tie their operands and results into one group;
-  // a group is blocked only if every member can be.
+  // a group is blocked if every member can be, unless the kernels with a
+  // layout of their own (the convolutions) would stage more of its bytes
+  // blocked than plain. A group no convolution cares about is blocked: batch
+  // norms and pools compute in their input's layout, so between two blocked
+  // convolutions the blocked layout needs no copies.
   llvm::DenseMap<const Value *, const Value *> parent;
   std::function<const Value *(const Value *)> find = [&](const Value *v) -> const Value * {
     auto it = parent.find(v);
@@ -218,20 +242,27 @@ void Executor::Impl::assignLayouts() {
     for (const Value *m : members)
       parent[find(m)] = find(members[0]);
   }
-  llvm::DenseMap<const Value *, bool> groupOk;
+  struct Group {
+    bool ok = true;
+    int64_t vote = 0;
+  };
+  llvm::DenseMap<const Value *, Group> groups;
   std::vector<const Value *> all;
   for (auto &e : nodes)
     for (auto &r : e->node->results()) {
       all.push_back(r.get());
-      const Value *root = find(r.get());
-      auto [it, fresh] = groupOk.try_emplace(root, true);
-      it->second = it->second && blockable(r.get());
+      Group &g = groups[find(r.get())];
+      g.ok = g.ok && blockable(r.get());
+      if (g.ok)
+        g.vote += blockedVote(r.get());
     }
   // Operands tied in by a follower but made elsewhere (inputs, variables) are
   // results too, so every member was seen above.
-  for (const Value *v : all)
-    if (groupOk.lookup(find(v)))
-      layouts[v] = Layout::Blocked16;
+  for (const Value *v : all) {
+    const Group &g = groups[find(v)];
+    if (g.ok && g.vote >= 0)
+      layouts[v] = Layout::Blocked;
+  }
 }
 
 llvm::Error Executor::Impl::planMemory() {
@@ -490,7 +521,15 @@ std::vector<NodeProfile> Executor::profile() const {
   return out;
 }
 
-const TraceRecorder &Executor::trace() const { return impl_->trace; }
+std::vector<NodePrimitives> Executor::primitives() const {
+  std::vector<NodePrimitives> out;
+  for (auto &e : impl_->nodes)
+    if (e->kernel)
+      if (auto run = e->kernel->primitivesRun(); !run.empty())
+        out.push_back({e->node, impl_->devices[e->device]->device->name(), std::move(run)});
+  return out;
+}
 
+const TraceRecorder &Executor::trace() const { return impl_->trace; }
 
 } // namespace graphc

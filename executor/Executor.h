@@ -39,8 +39,10 @@ struct ExecutorOptions {
   /// Maps a node's device (its assigned device; "" for an unplaced node) to
   /// the device that runs it. Default: unplaced → "cpu:0", others unchanged.
   std::function<std::string(const std::string &)> deviceMap;
-  /// Keep 4-d activations in the blocked layout (oneDNN's nChw16c) between
-  /// kernels that can take it (convolutions, batch norms, pools, elementwise).
+  /// Keep 4-d activations in the blocked layout (oneDNN's nChw<B>c, B the
+  /// block its convolutions choose on this CPU) between kernels that can take
+  /// it (convolutions, batch norms, pools, elementwise, concat and split),
+  /// where the convolutions around them compute in it.
   bool blockedLayouts = true;
   /// How long a device waits for another device or a collective.
   std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
@@ -66,6 +68,13 @@ struct NodeProfile {
   std::string device;
   double seconds = 0; ///< summed over profiled steps
   int64_t runs = 0;
+};
+
+/// The library primitives a node's kernel has run (PrimitiveInfo).
+struct NodePrimitives {
+  const Node *node;
+  std::string device;
+  std::vector<PrimitiveInfo> primitives;
 };
 
 class Executor {
@@ -104,6 +113,9 @@ public:
   std::vector<std::string> deviceDescriptions() const;
   std::vector<DeviceMemory> memory() const;
   std::vector<NodeProfile> profile() const;
+  /// Per node, the library primitives its kernel has run so far and the
+  /// implementations the library chose for them on this CPU.
+  std::vector<NodePrimitives> primitives() const;
   const TraceRecorder &trace() const;
 
   struct Impl;

@@ -154,6 +154,7 @@ struct Executor::Impl {
   llvm::Error createKernels();
   void assignLayouts();
   bool blockable(const Value *v) const;
+  int64_t blockedVote(const Value *v) const;
   llvm::DenseMap<const Value *, Layout> layouts; ///< values not listed are plain
   llvm::Error planMemory();
   llvm::Error bindVariables();

@@ -7,10 +7,13 @@
 // arena; it never allocates tensors itself and never edits the graph.
 //
 // Layouts: tensors are plain row-major (NCHW) unless a kernel says it accepts
-// or produces the blocked layout (oneDNN's nChw16c: 4-D f32 whose channel
-// count is a multiple of 16, the same number of bytes). The executor chooses
-// a layout per value from what producer and consumers accept, so chains of
-// convolutions, batch norms, activations and pools stay blocked.
+// or produces the blocked layout: oneDNN's nChw<B>c, 4-D f32 whose channel
+// count is a multiple of B, the same number of bytes. B is not ours to fix:
+// the CPU backend asks oneDNN which block its convolutions compute in on the
+// CPU at hand (16 with AVX-512, 8 with AVX2; kernels/cpu/BlockedLayout.h).
+// The executor chooses a layout per value from what producer and consumers
+// accept and prefer, so chains of convolutions, batch norms, activations and
+// pools stay in the convolutions' layout.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,13 +26,22 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace graphc {
 
 enum class DeviceKind : unsigned char { CPU, CUDA };
 llvm::StringRef deviceKindName(DeviceKind k);
 
-enum class Layout : unsigned char { Plain, Blocked16 };
+enum class Layout : unsigned char { Plain, Blocked };
+
+/// A library primitive a kernel ran: its kind ("convolution", "reorder", ...)
+/// and the library's name for the implementation it chose on this CPU
+/// (oneDNN's implementation string: "jit:avx2", "brgconv:avx512_core",
+/// "ref:any", ...).
+struct PrimitiveInfo {
+  std::string kind, implementation;
+};
 
 /// A tensor the executor owns, as a kernel sees it.
 struct TensorView {
@@ -76,6 +88,15 @@ public:
   virtual bool acceptsLayout(unsigned i, Layout l) const { return l == Layout::Plain; }
   /// Whether result `i` may be produced in layout `l` (default: plain only).
   virtual bool producesLayout(unsigned i, Layout l) const { return l == Layout::Plain; }
+  /// The layout in which the kernel computes operand or result `i` without
+  /// staging a copy, where it has one of its own (a convolution whose library
+  /// chose the formats for this CPU). Default: none; the kernel follows.
+  virtual std::optional<Layout> preferredOperandLayout(unsigned i) const { return std::nullopt; }
+  virtual std::optional<Layout> preferredResultLayout(unsigned i) const { return std::nullopt; }
+  /// The library primitives this kernel has run so far, each kind and
+  /// implementation once (tests check that no hot one is a slow reference
+  /// implementation; profiles show them). Default: none.
+  virtual std::vector<PrimitiveInfo> primitivesRun() const { return {}; }
   /// An operand whose buffer result 0 may overwrite (elementwise ops), if any.
   virtual std::optional<unsigned> inPlaceOperand() const { return std::nullopt; }
   /// True for kernels whose work is the same on any layout (elementwise ops):

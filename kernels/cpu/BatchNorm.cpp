@@ -90,7 +90,7 @@ public:
     llvm::ArrayRef<TensorView> stats = training_ ? ctx.outputs.slice(1) : ctx.inputs.slice(3);
     args[DNNL_ARG_MEAN] = dnnl::memory(channels, s.engine(), stats[0].data);
     args[DNNL_ARG_VARIANCE] = dnnl::memory(channels, s.engine(), stats[1].data);
-    p.get().execute(s.stream(), args);
+    s.execute(p.get(), args);
   }
 
 private:
@@ -137,8 +137,7 @@ public:
     auto &p = prims_[(int)ctx.inputs[0].layout];
     auto channels = p.pd.mean_desc(), weights = p.pd.weights_desc();
     dnnl::memory scale = s.read(ctx.inputs[1], weights);
-    p.get().execute(s.stream(),
-                    {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
+    s.execute(p.get(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
                      {DNNL_ARG_SCALE, scale},
                      // oneDNN asks for the shift whenever it computes its gradient, which
                      // does not depend on it; any [C] buffer will do.

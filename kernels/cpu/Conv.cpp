@@ -6,9 +6,10 @@
 //
 // Each kernel builds one oneDNN primitive, with every tensor's format left to
 // oneDNN (format_tag::any), so the primitive computes in the layout it is
-// fastest in (nChw16c activations, blocked weights on AVX-512). Activations
-// are read and written in place when the executor's layout agrees with that
-// choice and reordered through scratch when it does not; weights (plain
+// fastest in on this CPU (nChw16c activations and blocked weights on AVX-512,
+// nChw8c on AVX2), and tells the executor that layout as its preference.
+// Activations are read and written in place when the executor's layout
+// agrees with that choice and reordered through scratch when it does not; weights (plain
 // OIHW, goihw with groups) are reordered every run, since they change every
 // training step.
 //
@@ -90,8 +91,8 @@ public:
     bias_ = node().numOperands() == 3;
     pd_ = forwardPd(geo_, bias_, userScratchpad());
     prim_ = dnnl::convolution_forward(pd_);
-    allowBlockedOperand(0);
-    allowBlockedResult(0);
+    allowBlockedOperand(0, pd_.src_desc());
+    allowBlockedResult(0, pd_.dst_desc());
     return llvm::Error::success();
   }
 
@@ -110,7 +111,7 @@ public:
       args[DNNL_ARG_BIAS] = s.read(ctx.inputs[2], pd_.bias_desc());
     args[DNNL_ARG_DST] = s.write(ctx.outputs[0], pd_.dst_desc());
     args[DNNL_ARG_SCRATCHPAD] = s.temp(pd_.scratchpad_desc());
-    prim_.execute(s.stream(), args);
+    s.execute(prim_, args);
   }
 
 private:
@@ -137,8 +138,8 @@ public:
     pd_ = dnnl::convolution_backward_data::primitive_desc(desc, userScratchpad(),
                                                           CpuBackend::instance().engine(), hint);
     prim_ = dnnl::convolution_backward_data(pd_);
-    allowBlockedOperand(0);
-    allowBlockedResult(0);
+    allowBlockedOperand(0, pd_.diff_dst_desc());
+    allowBlockedResult(0, pd_.diff_src_desc());
     return llvm::Error::success();
   }
 
@@ -150,7 +151,7 @@ public:
   }
 
   void execute(KernelContext &ctx, Staging &s) override {
-    prim_.execute(s.stream(), {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[0], pd_.diff_dst_desc())},
+    s.execute(prim_, {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[0], pd_.diff_dst_desc())},
                                {DNNL_ARG_WEIGHTS, s.read(ctx.inputs[1].data, geo_.weightsPlain(),
                                                          pd_.weights_desc())},
                                {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], pd_.diff_src_desc())},
@@ -180,8 +181,8 @@ public:
     pd_ = dnnl::convolution_backward_weights::primitive_desc(desc, userScratchpad(),
                                                              CpuBackend::instance().engine(), hint);
     prim_ = dnnl::convolution_backward_weights(pd_);
-    allowBlockedOperand(0);
-    allowBlockedOperand(1);
+    allowBlockedOperand(0, pd_.src_desc());
+    allowBlockedOperand(1, pd_.diff_dst_desc());
     return llvm::Error::success();
   }
 
@@ -193,8 +194,8 @@ public:
   }
 
   void execute(KernelContext &ctx, Staging &s) override {
-    prim_.execute(s.stream(),
-                  {{DNNL_ARG_SRC, s.read(ctx.inputs[0], pd_.src_desc())},
+    s.execute(prim_,
+              {{DNNL_ARG_SRC, s.read(ctx.inputs[0], pd_.src_desc())},
                    {DNNL_ARG_DIFF_DST, s.read(ctx.inputs[1], pd_.diff_dst_desc())},
                    {DNNL_ARG_DIFF_WEIGHTS,
                     s.write(ctx.outputs[0].data, geo_.weightsPlain(), pd_.diff_weights_desc())},

@@ -1,4 +1,5 @@
 #include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/BlockedLayout.h"
 
 #include <algorithm>
 #include <omp.h>
@@ -33,6 +34,56 @@ dnnl::memory::data_type dnnlType(DType t) {
   }
 }
 
+/// The channel-blocked layouts oneDNN has for 4-D activations, by block.
+static dnnl::memory::format_tag blockedTag(int block) {
+  using tag = dnnl::memory::format_tag;
+  switch (block) {
+  case 4:
+    return tag::nChw4c;
+  case 8:
+    return tag::nChw8c;
+  case 16:
+    return tag::nChw16c;
+  default:
+    return tag::undef;
+  }
+}
+
+/// Asks oneDNN which layout its convolutions take activations in here: a 3x3
+/// convolution of 64 channels on 28x28 (the middle of the networks we train)
+/// with every format left to it. Its source format decides the block.
+static int queryChannelBlock() {
+  using dims = dnnl::memory::dims;
+  using tag = dnnl::memory::format_tag;
+  constexpr auto f32 = dnnl::memory::data_type::f32;
+  try {
+    dims x{8, 64, 28, 28}, w{64, 64, 3, 3};
+    dnnl::convolution_forward::desc d(
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+        dnnl::memory::desc(x, f32, tag::any), dnnl::memory::desc(w, f32, tag::any),
+        dnnl::memory::desc(x, f32, tag::any), {1, 1}, {1, 1}, {1, 1});
+    dnnl::convolution_forward::primitive_desc pd(d, CpuBackend::instance().engine());
+    for (int block : {16, 8, 4})
+      if (pd.src_desc() == dnnl::memory::desc(x, f32, blockedTag(block)) &&
+          pd.dst_desc() == pd.src_desc())
+        return block;
+  } catch (const dnnl::error &) {
+    // No convolution for this CPU: nothing is blocked.
+  }
+  return 0;
+}
+
+int channelBlock() {
+  static const int block = queryChannelBlock();
+  return block;
+}
+
+bool blockable(const TensorType &t) {
+  int block = channelBlock();
+  return block > 0 && t.dtype == DType::F32 && t.rank() == 4 && t.isStatic() &&
+         t.shape[1] % block == 0;
+}
+
 static dnnl::memory::format_tag plainTag(size_t rank) {
   using tag = dnnl::memory::format_tag;
   switch (rank) {
@@ -55,8 +106,7 @@ dnnl::memory::desc dnnlDesc(const TensorType &t, Layout layout) {
   dnnl::memory::dims dims(std::max<size_t>(t.shape.size(), 1), 1);
   for (size_t i = 0; i < t.shape.size(); ++i)
     dims[i] = t.shape[i];
-  auto tag = layout == Layout::Blocked16 ? dnnl::memory::format_tag::nChw16c
-                                         : plainTag(dims.size());
+  auto tag = layout == Layout::Blocked ? blockedTag(channelBlock()) : plainTag(dims.size());
   return dnnl::memory::desc(dims, dnnlType(t.dtype), tag);
 }
 

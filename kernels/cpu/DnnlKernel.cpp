@@ -9,7 +9,10 @@
 
 #include "ir/Diagnostics.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cstring>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 #include <stdexcept>
 
@@ -23,10 +26,6 @@ ThreadScope::ThreadScope(int threads) : saved_(omp_get_max_threads()) {
 ThreadScope::~ThreadScope() {
   if (omp_get_max_threads() != saved_)
     omp_set_num_threads(saved_);
-}
-
-bool blockable(const TensorType &t) {
-  return t.dtype == DType::F32 && t.rank() == 4 && t.isStatic() && t.shape[1] % 16 == 0;
 }
 
 dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims) {
@@ -43,7 +42,7 @@ dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims) {
 }
 
 dnnl::memory::desc layoutDesc(const TensorType &t, Layout l) {
-  if (l == Layout::Blocked16)
+  if (l == Layout::Blocked)
     return dnnlDesc(t, l);
   return plainDesc(t.shape);
 }
@@ -56,6 +55,23 @@ dnnl::reorder &ReorderCache::get(const dnnl::memory::desc &from, const dnnl::mem
   dnnl::reorder::primitive_desc pd(eng, from, eng, to);
   entries_.push_back({from, to, dnnl::reorder(pd)});
   return entries_.back().prim;
+}
+
+void PrimitiveLog::note(const dnnl::primitive &p) {
+  const_dnnl_primitive_t handle = p.get();
+  if (llvm::is_contained(seen_, handle))
+    return;
+  seen_.push_back(handle);
+  const_dnnl_primitive_desc_t pd = p.get_primitive_desc();
+  const char *impl = nullptr;
+  dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+  PrimitiveInfo info{dnnl_prim_kind2str(kind), impl ? impl : "?"};
+  for (const PrimitiveInfo &e : entries_)
+    if (e.kind == info.kind && e.implementation == info.implementation)
+      return;
+  entries_.push_back(std::move(info));
 }
 
 void *Staging::take(size_t bytes) {
@@ -75,7 +91,7 @@ dnnl::memory Staging::read(void *data, const dnnl::memory::desc &have,
   if (have == want)
     return view;
   dnnl::memory staged(want, engine(), take(want.get_size()));
-  reorders_.get(have, want).execute(stream_, view, staged);
+  execute(reorders_.get(have, want), {{DNNL_ARG_FROM, view}, {DNNL_ARG_TO, staged}});
   return staged;
 }
 
@@ -95,14 +111,22 @@ dnnl::memory Staging::temp(const dnnl::memory::desc &d) {
 
 void Staging::finish() {
   for (Pending &p : pending_)
-    reorders_.get(p.from.get_desc(), p.to.get_desc()).execute(stream_, p.from, p.to);
+    execute(reorders_.get(p.from.get_desc(), p.to.get_desc()),
+            {{DNNL_ARG_FROM, p.from}, {DNNL_ARG_TO, p.to}});
   pending_.clear();
   stream_.wait();
 }
 
+void Staging::execute(const dnnl::primitive &p,
+                      const std::unordered_map<int, dnnl::memory> &args) {
+  log_.note(p);
+  p.execute(stream_, args);
+}
+
 DnnlKernel::DnnlKernel(const Node &n, const KernelEnv &env)
     : node_(&n), threads_(env.threads > 0 ? env.threads : 1), blockedIn_(n.numOperands(), false),
-      blockedOut_(n.numResults(), false) {}
+      blockedOut_(n.numResults(), false), preferIn_(n.numOperands()),
+      preferOut_(n.numResults()) {}
 
 void DnnlKernel::allowBlockedOperand(unsigned i) {
   blockedIn_[i] = blockable(operandType(i));
@@ -110,6 +134,26 @@ void DnnlKernel::allowBlockedOperand(unsigned i) {
 
 void DnnlKernel::allowBlockedResult(unsigned i) {
   blockedOut_[i] = blockable(resultType(i));
+}
+
+/// Which of our layouts a format oneDNN chose for a value of type `t` is.
+static std::optional<Layout> layoutOf(const TensorType &t, const dnnl::memory::desc &chosen,
+                                      bool blockedAllowed) {
+  if (chosen == plainDesc(t.shape))
+    return Layout::Plain;
+  if (blockedAllowed && chosen == layoutDesc(t, Layout::Blocked))
+    return Layout::Blocked;
+  return std::nullopt;
+}
+
+void DnnlKernel::allowBlockedOperand(unsigned i, const dnnl::memory::desc &chosen) {
+  allowBlockedOperand(i);
+  preferIn_[i] = layoutOf(operandType(i), chosen, blockedIn_[i]);
+}
+
+void DnnlKernel::allowBlockedResult(unsigned i, const dnnl::memory::desc &chosen) {
+  allowBlockedResult(i);
+  preferOut_[i] = layoutOf(resultType(i), chosen, blockedOut_[i]);
 }
 
 bool DnnlKernel::acceptsLayout(unsigned i, Layout l) const {
@@ -165,7 +209,7 @@ std::vector<Layouts> DnnlKernel::allLayouts() const {
       (all[k].*member).push_back(Layout::Plain);
       if (blocked) {
         Layouts b = all[k];
-        (b.*member).back() = Layout::Blocked16;
+        (b.*member).back() = Layout::Blocked;
         all.push_back(std::move(b));
       }
     }
@@ -229,7 +273,7 @@ llvm::Error DnnlKernel::run(KernelContext &ctx) {
       executeEmpty(ctx);
       return llvm::Error::success();
     }
-    Staging s(ctx.scratch, capacity, reorders_, cpuStream(ctx));
+    Staging s(ctx.scratch, capacity, reorders_, cpuStream(ctx), log_);
     execute(ctx, s);
     s.finish();
     return llvm::Error::success();

@@ -55,9 +55,6 @@ inline size_t roundScratch(size_t bytes) {
   return (bytes + 63) / 64 * 64;
 }
 
-/// Whether a value of this type may be in Layout::Blocked16.
-bool blockable(const TensorType &t);
-
 /// A plain (row-major) f32 descriptor of any rank, scalars as [1].
 dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims);
 /// The f32 descriptor of a tensor of type `t` in layout `l`.
@@ -80,12 +77,25 @@ private:
   std::vector<Entry> entries_;
 };
 
-/// Hands out the kernel's scratch memory in aligned pieces.
+/// The primitives a kernel has run, each (kind, implementation) once.
+class PrimitiveLog {
+public:
+  void note(const dnnl::primitive &p);
+  const std::vector<PrimitiveInfo> &entries() const { return entries_; }
+
+private:
+  std::vector<const_dnnl_primitive_t> seen_;
+  std::vector<PrimitiveInfo> entries_;
+};
+
+/// Hands out the kernel's scratch memory in aligned pieces and runs the
+/// kernel's primitives (and the reorders it stages through) on its stream.
 class Staging {
 public:
-  Staging(void *scratch, size_t capacity, ReorderCache &reorders, dnnl::stream &stream)
+  Staging(void *scratch, size_t capacity, ReorderCache &reorders, dnnl::stream &stream,
+          PrimitiveLog &log)
       : base_(static_cast<unsigned char *>(scratch)), capacity_(capacity), reorders_(reorders),
-        stream_(stream) {}
+        stream_(stream), log_(log) {}
 
   /// The scratch bytes read() or write() takes for a value held in `have`
   /// that a primitive wants in `want`.
@@ -109,6 +119,8 @@ public:
   dnnl::memory temp(const dnnl::memory::desc &d);
   /// Copies staged results into their views and waits for the stream.
   void finish();
+  /// Runs a primitive on the kernel's stream (and notes which one ran).
+  void execute(const dnnl::primitive &p, const std::unordered_map<int, dnnl::memory> &args);
 
   dnnl::stream &stream() { return stream_; }
   const dnnl::engine &engine() const { return CpuBackend::instance().engine(); }
@@ -120,6 +132,7 @@ private:
   size_t capacity_, used_ = 0;
   ReorderCache &reorders_;
   dnnl::stream &stream_;
+  PrimitiveLog &log_;
   struct Pending {
     dnnl::memory from, to;
   };
@@ -140,6 +153,9 @@ public:
   size_t scratchBytes() const final;
   bool acceptsLayout(unsigned i, Layout l) const final;
   bool producesLayout(unsigned i, Layout l) const final;
+  std::optional<Layout> preferredOperandLayout(unsigned i) const final { return preferIn_[i]; }
+  std::optional<Layout> preferredResultLayout(unsigned i) const final { return preferOut_[i]; }
+  std::vector<PrimitiveInfo> primitivesRun() const final { return log_.entries(); }
 
   /// Builds the layout-independent part (primitive descriptors); an error
   /// names the node.
@@ -149,9 +165,14 @@ protected:
   const Node &node() const { return *node_; }
   const TensorType &operandType(unsigned i) const { return node_->operand(i)->type(); }
   const TensorType &resultType(unsigned i) const { return node_->result(i)->type(); }
-  /// Lets operand or result `i` take Layout::Blocked16 when its type allows.
+  /// Lets operand or result `i` take Layout::Blocked when its type allows.
   void allowBlockedOperand(unsigned i);
   void allowBlockedResult(unsigned i);
+  /// Lets operand or result `i` take Layout::Blocked when its type allows,
+  /// and records the layout that `chosen` (the format oneDNN picked for it)
+  /// is, if it is one of ours, as the kernel's preference.
+  void allowBlockedOperand(unsigned i, const dnnl::memory::desc &chosen);
+  void allowBlockedResult(unsigned i, const dnnl::memory::desc &chosen);
   /// A primitive attribute with a user-managed scratchpad.
   static dnnl::primitive_attr userScratchpad();
 
@@ -177,9 +198,11 @@ private:
   int threads_;
   bool empty_ = false;
   llvm::SmallVector<bool, 5> blockedIn_, blockedOut_;
+  llvm::SmallVector<std::optional<Layout>, 5> preferIn_, preferOut_;
   std::optional<Layouts> prepared_;
   mutable std::optional<size_t> scratch_; ///< scratchBytes(), once computed
   ReorderCache reorders_;
+  PrimitiveLog log_;
 };
 
 /// A factory that constructs the kernel and runs its init().

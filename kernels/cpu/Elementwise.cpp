@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/PlainLoops.h"
 
 #include <cmath>
@@ -24,11 +25,6 @@ namespace graphc {
 namespace {
 
 using namespace plain;
-
-/// Shapes the blocked layout exists for: 4-D f32 with channels in blocks of 16.
-bool blockable(const TensorType &t) {
-  return t.dtype == DType::F32 && t.rank() == 4 && t.shape[1] % 16 == 0;
-}
 
 llvm::Error layoutMismatch(const Node &n) {
   return nodeError(n, "operands and results arrive in different layouts; an elementwise kernel "

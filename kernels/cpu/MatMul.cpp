@@ -65,9 +65,7 @@ public:
   }
 
   void execute(KernelContext &ctx, Staging &s) override {
-    prim_.execute(
-        s.stream(),
-        {{DNNL_ARG_SRC, dnnl::memory(pd_.src_desc(), s.engine(), ctx.inputs[0].data)},
+    s.execute(prim_, {{DNNL_ARG_SRC, dnnl::memory(pd_.src_desc(), s.engine(), ctx.inputs[0].data)},
          {DNNL_ARG_WEIGHTS, dnnl::memory(pd_.weights_desc(), s.engine(), ctx.inputs[1].data)},
          {DNNL_ARG_DST, dnnl::memory(pd_.dst_desc(), s.engine(), ctx.outputs[0].data)},
          {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}});
@@ -115,7 +113,7 @@ public:
         {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}};
     if (biasC_)
       args[DNNL_ARG_BIAS] = dnnl::memory(pd_.bias_desc(), s.engine(), ctx.inputs[2].data);
-    prim_.execute(s.stream(), args);
+    s.execute(prim_, args);
     if (!hasC_ || biasC_)
       return;
     s.stream().wait();

@@ -103,17 +103,6 @@ llvm::Expected<PoolGeometry> readGeometry(const Node &n, Dims x, Dims y) {
   return g;
 }
 
-/// Where element (n, c, h, w) of a 4-d tensor lives in layout `l`.
-struct Index4 {
-  int64_t C, H, W;
-  Layout l;
-  int64_t operator()(int64_t n, int64_t c, int64_t h, int64_t w) const {
-    if (l == Layout::Plain)
-      return ((n * C + c) * H + h) * W + w;
-    return (((n * (C / 16) + c / 16) * H + h) * W + w) * 16 + c % 16;
-  }
-};
-
 /// Where a window overhangs the padded input (count_include_pad=1 with
 /// ceil_mode), PyTorch divides by the part inside the padded input and
 /// oneDNN by the whole window. For output (oh, ow): the window's first input
@@ -211,7 +200,7 @@ public:
     Layout l = ctx.inputs[0].layout;
     auto &p = prims_[(int)l];
     dnnl::memory y = s.write(ctx.outputs[0], p.pd.dst_desc());
-    p.get().execute(s.stream(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
+    s.execute(p.get(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
                                  {DNNL_ARG_DST, y},
                                  {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}});
     if (geo_.overhangs()) {
@@ -271,12 +260,11 @@ public:
   void execute(KernelContext &ctx, Staging &s) override {
     Variant &v = variants_[(int)ctx.inputs[0].layout];
     dnnl::memory workspace = s.temp(v.fwd.pd.workspace_desc());
-    v.fwd.get().execute(s.stream(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], v.fwd.pd.src_desc())},
+    s.execute(v.fwd.get(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], v.fwd.pd.src_desc())},
                                      {DNNL_ARG_DST, s.temp(v.fwd.pd.dst_desc())},
                                      {DNNL_ARG_WORKSPACE, workspace},
                                      {DNNL_ARG_SCRATCHPAD, s.temp(v.fwd.pd.scratchpad_desc())}});
-    v.bwd.get().execute(s.stream(),
-                        {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[1], v.bwd.pd.diff_dst_desc())},
+    s.execute(v.bwd.get(), {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[1], v.bwd.pd.diff_dst_desc())},
                          {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], v.bwd.pd.diff_src_desc())},
                          {DNNL_ARG_WORKSPACE, workspace},
                          {DNNL_ARG_SCRATCHPAD, s.temp(v.bwd.pd.scratchpad_desc())}});
@@ -329,7 +317,7 @@ public:
     Layout l = ctx.inputs[0].layout;
     auto &p = prims_[(int)l];
     dnnl::memory dx = s.write(ctx.outputs[0], p.pd.diff_src_desc());
-    p.get().execute(s.stream(), {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[0], p.pd.diff_dst_desc())},
+    s.execute(p.get(), {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[0], p.pd.diff_dst_desc())},
                                  {DNNL_ARG_DIFF_SRC, dx},
                                  {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}});
     if (geo_.overhangs()) {

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/ShapeInference.h"
+#include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/PlainLoops.h"
 
 namespace graphc {
@@ -118,13 +119,13 @@ int64_t joinAxis(const Node &n, size_t rank) {
 }
 
 /// Joining 4-d f32 tensors along the batch or channel axis moves the same
-/// bytes in nChw16c as in NCHW when every part has whole channel blocks: per
+/// bytes in nChw<B>c as in NCHW when every part has whole channel blocks: per
 /// image, a part is one contiguous run in both layouts.
 bool joinsWholeBlocks(llvm::ArrayRef<const TensorType *> parts, int64_t axis) {
   if (axis > 1)
     return false;
   for (const TensorType *t : parts)
-    if (t->dtype != DType::F32 || t->rank() != 4 || t->shape[1] % 16 != 0)
+    if (!blockable(*t))
       return false;
   return true;
 }

@@ -8,13 +8,15 @@
 // Where BatchNorm uses batch statistics in inception_v3 at small sizes, the
 // gradient is so ill-conditioned that PyTorch's own float32 gradients differ
 // from its float64 ones by up to 20% in some tensors (docs/reference-tests.md).
-// There the truth is PyTorch in float64: running statistics must match it to
-// 1e-4; loss and logits (per tensor) and gradients and updated parameters (as a
-// the norm of the difference over all tensors, relative to the norm of the
-// truth) must be no further from the truth than 1e-4 or four times
-// PyTorch float32's own distance, whichever is larger: float32 rounding is
-// amplified chaotically there, so two correct implementations land a factor of
-// two or three apart, while a wrong gradient is off by its whole size.
+// There the truth is PyTorch in float64: loss and logits (per tensor),
+// gradients and updated parameters (as the norm of the difference over all
+// tensors, relative to the norm of the truth) and running statistics (each
+// tensor's relative distance, pooled over tensors) must be no further from the
+// truth than 1e-4 or four times PyTorch float32's own distance, whichever is
+// larger: float32 rounding is amplified chaotically there, so two correct
+// implementations land a factor of two to four apart (ours is 2x PyTorch's with
+// AVX-512 and 3.5x with AVX2 in every one of these measures; PyTorch sums batch
+// statistics in double), while a wrong gradient is off by its whole size.
 
 #include "executor/Executor.h"
 #include "frontend/onnx/OnnxImporter.h"
@@ -94,6 +96,31 @@ struct NormTally {
   }
 };
 
+/// Each tensor's largest difference from float64 relative to its largest
+/// magnitude, for ours and for PyTorch float32, pooled over tensors as a root
+/// mean square. The running statistics inherit the forward pass's amplified
+/// rounding, and one tensor's PyTorch distance is a noisy estimate of how far
+/// float32 may stray there (it varies tenfold between layers), so the bar is
+/// set on the pool, with the same factor as the gradients.
+struct SpreadTally {
+  double mine = 0, torch32 = 0;
+  int tensors = 0;
+  void add(const Tensor &m, const Tensor &t32, const Tensor &t64) {
+    mine += std::pow(relativeError(m, t64), 2);
+    torch32 += std::pow(relativeError(t32, t64), 2);
+    ++tensors;
+  }
+  void check(const char *what) const {
+    ASSERT_GT(tensors, 0) << what;
+    double ours = std::sqrt(mine / tensors), theirs = std::sqrt(torch32 / tensors);
+    EXPECT_LE(ours, std::max(1e-4, 4 * theirs))
+        << what << ": ours " << ours << ", PyTorch float32 " << theirs << " from float64";
+    std::printf("%s: relative distance from float64 (rms over %d tensors), ours %.3g, PyTorch "
+                "float32 %.3g\n",
+                what, tensors, ours, theirs);
+  }
+};
+
 /// Per tensor against PyTorch float32, or tallied against float64.
 void compare(const std::string &what, const Tensor &mine, const std::string &dir,
              const std::string &file, NormTally *tally) {
@@ -159,6 +186,7 @@ void checkCase(const Case &spec) {
   std::vector<std::string> grads = npyNames(dir + "/grad");
   ASSERT_FALSE(grads.empty());
   NormTally gradTally, afterTally;
+  SpreadTally statistics;
   for (const std::string &p : grads) {
     auto it = gradOutput.find(p);
     ASSERT_NE(it, gradOutput.end()) << "no gradient for parameter " << p;
@@ -171,15 +199,17 @@ void checkCase(const Case &spec) {
     ASSERT_TRUE(bool(mine)) << llvm::toString(mine.takeError());
     bool statistic = llvm::StringRef(v).endswith("running_mean") ||
                      llvm::StringRef(v).endswith("running_var");
-    if (statistic && spec.float64Truth)
-      EXPECT_LE(relativeError(*mine, load(dir + "/after64/" + v + ".npy")), 1e-4) << v;
-    else
+    if (statistic && spec.float64Truth) {
+      statistics.add(*mine, load(dir + "/after/" + v + ".npy"),
+                     load(dir + "/after64/" + v + ".npy"));
+    } else
       compare(v + " after one step", *mine, dir, "after/" + v,
               spec.float64Truth ? &afterTally : nullptr);
   }
   if (spec.float64Truth) {
     gradTally.check("gradients");
     afterTally.check("parameters after the step");
+    statistics.check("running statistics");
   }
 }
 

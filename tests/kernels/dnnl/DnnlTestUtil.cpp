@@ -36,15 +36,16 @@ std::unique_ptr<OneNode> mustMakeNode(Op op, llvm::ArrayRef<TensorType> inputs, 
 namespace {
 
 /// Calls fn(plainIndex, blockedIndex) for every element of a 4-d tensor whose
-/// channels are a multiple of 16.
+/// channels are a multiple of the CPU's channel block B (nChw<B>c, written out
+/// here rather than taken from the kernels' own index).
 template <typename Fn> void forEachBlocked(llvm::ArrayRef<int64_t> s, Fn fn) {
-  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3], B = channelBlock();
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t w = 0; w < W; ++w)
           fn(((n * C + c) * H + h) * W + w,
-             (((n * (C / 16) + c / 16) * H + h) * W + w) * 16 + c % 16);
+             (((n * (C / B) + c / B) * H + h) * W + w) * B + c % B);
 }
 
 void fillNaN(void *data, size_t bytes) {
@@ -99,7 +100,7 @@ llvm::Expected<std::vector<Tensor>> KernelHarness::run(llvm::ArrayRef<Tensor> in
   std::vector<Tensor> in, out;
   std::vector<TensorView> inViews, outViews;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    in.push_back(in_[i] == Layout::Blocked16 ? toBlocked(inputs[i]) : inputs[i]);
+    in.push_back(in_[i] == Layout::Blocked ? toBlocked(inputs[i]) : inputs[i]);
     TensorView v;
     v.data = in.back().raw();
     v.dtype = in.back().dtype();
@@ -131,7 +132,7 @@ llvm::Expected<std::vector<Tensor>> KernelHarness::run(llvm::ArrayRef<Tensor> in
     return e;
   stream.wait();
   for (size_t i = 0; i < out.size(); ++i)
-    if (out_[i] == Layout::Blocked16)
+    if (out_[i] == Layout::Blocked)
       out[i] = fromBlocked(out[i]);
   return out;
 }

@@ -28,7 +28,7 @@ llvm::Expected<std::unique_ptr<OneNode>> makeNode(Op op, llvm::ArrayRef<TensorTy
 /// The same, asserting success (for hand-written cases).
 std::unique_ptr<OneNode> mustMakeNode(Op op, llvm::ArrayRef<TensorType> inputs, Attrs attrs);
 
-/// nChw16c from plain NCHW and back (same type, same bytes).
+/// nChw<B>c (B = channelBlock()) from plain NCHW and back (same type, same bytes).
 Tensor toBlocked(const Tensor &plain);
 Tensor fromBlocked(const Tensor &blocked);
 

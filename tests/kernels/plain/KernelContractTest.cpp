@@ -94,18 +94,18 @@ TEST(PlainContract, ElementwiseKernelsWorkOnEitherLayoutWhenShapesAgree) {
   Node *relu = b.createNode(Op::Relu, {x});
   Node *grad = b.createNode(Op::ReluGrad, {x, y});
   Node *softmax = b.createNode(Op::Softmax, {x});
-  EXPECT_TRUE(kernelFor(*add)->acceptsLayout(1, Layout::Blocked16));
-  EXPECT_TRUE(kernelFor(*add)->producesLayout(0, Layout::Blocked16));
-  EXPECT_FALSE(kernelFor(*bias)->acceptsLayout(0, Layout::Blocked16)) << "broadcasting";
-  EXPECT_TRUE(kernelFor(*relu)->acceptsLayout(0, Layout::Blocked16));
-  EXPECT_TRUE(kernelFor(*grad)->acceptsLayout(0, Layout::Blocked16));
-  EXPECT_FALSE(kernelFor(*softmax)->acceptsLayout(0, Layout::Blocked16));
+  EXPECT_TRUE(kernelFor(*add)->acceptsLayout(1, Layout::Blocked));
+  EXPECT_TRUE(kernelFor(*add)->producesLayout(0, Layout::Blocked));
+  EXPECT_FALSE(kernelFor(*bias)->acceptsLayout(0, Layout::Blocked)) << "broadcasting";
+  EXPECT_TRUE(kernelFor(*relu)->acceptsLayout(0, Layout::Blocked));
+  EXPECT_TRUE(kernelFor(*grad)->acceptsLayout(0, Layout::Blocked));
+  EXPECT_FALSE(kernelFor(*softmax)->acceptsLayout(0, Layout::Blocked));
 
   // Blocked views give the same elements (the kernel never looks at the order).
   Tensor a = randomTensor(t.shape, 1), c = randomTensor(t.shape, 2), out(t), want(t);
   TensorView va = viewOf(a), vc = viewOf(c), vo = viewOf(out), vw = viewOf(want);
   ASSERT_FALSE(bool(runOnViews(*add, {va, vc}, {vw})));
-  va.layout = vc.layout = vo.layout = Layout::Blocked16;
+  va.layout = vc.layout = vo.layout = Layout::Blocked;
   ASSERT_FALSE(bool(runOnViews(*add, {va, vc}, {vo})));
   EXPECT_EQ(out, want);
   vc.layout = Layout::Plain;
