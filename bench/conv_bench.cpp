@@ -46,7 +46,7 @@ const Shape kShapes[] = {
     {"Mixed_6b/branch7x7_2", 128, 17, 128, 1, 7, 1, 0, 3},
     {"Mixed_7b/branch1x1", 1280, 8, 320, 1, 1, 1, 0, 0},
     {"Mixed_7b/branch3x3_2a", 384, 8, 384, 1, 3, 1, 0, 1},
-    // The probe TOOLCHAIN.md measured oneDNN with (N=32), for calibration.
+    // The probe oneDNN was measured with when the toolchain was chosen (N=32), for calibration.
     {"probe_N32", 64, 35, 64, 3, 3, 1, 1, 1, 32},
 };
 

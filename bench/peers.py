@@ -267,7 +267,12 @@ def process_error(code, out, err):
 
 
 def side_env(args):
-    return dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    # Capping oneDNN at AVX2 stands for an AVX2-only CPU: PyTorch's own vectorized kernels
+    # (which do not read oneDNN's cap) take that ISA too, unless the caller chose one.
+    if env.get("ONEDNN_MAX_CPU_ISA", "").upper() == "AVX2":
+        env.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+    return env
 
 
 def run_graphrun(args):
@@ -361,9 +366,10 @@ def onednn_cap_note(flags):
         note = "oneDNN: ONEDNN_MAX_CPU_ISA=%s, effective %s in every side's oneDNN" % (cap, effective)
     else:
         note = "oneDNN: ONEDNN_MAX_CPU_ISA=%s in every side's oneDNN" % cap
-    if not os.environ.get("ATEN_CPU_CAPABILITY"):
-        # PyTorch's own vectorized kernels do not read oneDNN's cap.
-        note += "; PyTorch's own kernels are not capped (ATEN_CPU_CAPABILITY=avx2 caps them)"
+    aten = os.environ.get("ATEN_CPU_CAPABILITY") or ("avx2" if name == "AVX2" else None)
+    # PyTorch's own vectorized kernels do not read oneDNN's cap.
+    note += "; PyTorch's own kernels: " + (
+        "ATEN_CPU_CAPABILITY=" + aten if aten else "not capped (ATEN_CPU_CAPABILITY caps them)")
     return note
 
 

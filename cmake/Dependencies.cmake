@@ -1,5 +1,5 @@
-# Third-party dependencies. Every one of them comes from Debian packages that scripts/setup
-# installs; CUDA is optional at configure time and only ever loaded at run time (dlopen), so
+# Third-party dependencies. Every one of them comes from Debian packages that
+# scripts/install-deps installs; CUDA is optional at configure time and only ever loaded at run time (dlopen), so
 # graphc and the CPU path start on machines without CUDA libraries.
 
 # LLVM ADT and Support: static archives only, so nothing LLVM is needed at run time.

@@ -136,7 +136,8 @@ int main(int argc, char **argv) {
   CompileOptions &po = placeReq.options;
   place->add_option("--gpus", placement.gpus, "GPUs of the default cluster (one tower each)");
   place->add_option("--cluster", placement.clusterFile, "a cluster description (JSON)");
-  place->add_option("--towers", po.towers, "towers (default: one per GPU)");
+  place->add_option("--towers", placement.towers,
+                    "GPU towers (default: one per GPU; 0: the single-device graph)");
   place->add_option("--params", po.params, "cpu | gpu:K | spread | mirrored")->capture_default_str();
   place->add_option("--bn", po.bnMode, "local | sync | frozen")->capture_default_str();
   place->add_option("--remainder", po.remainder, "error | drop | uneven")->capture_default_str();
@@ -236,9 +237,7 @@ int main(int argc, char **argv) {
         po.splitWeights.push_back(w);
       }
     }
-    if (po.batch <= 0 && !(*m)->batch())
-      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                          "graphc place needs --batch (the global batch)"));
+    bool defaultBatch = po.batch <= 0 && !(*m)->batch();
     auto compileStart = Clock::now();
     auto c = compilePlaced(**m, placeReq, placement);
     if (!c)
@@ -253,8 +252,20 @@ int main(int argc, char **argv) {
       llvm::errs() << llvm::format("read the model %.3f s, compile and place %.3f s, write the "
                                    "module %.3f s\n",
                                    readSeconds, compileSeconds, since(writeStart));
-    llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, "
-                 << (*c)->meta().getInt("towers", 1) << " towers)\n";
+    int64_t towers = (*c)->meta().getInt("towers", 0), batch = (*c)->batch().value_or(0);
+    llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, ";
+    if (towers)
+      llvm::outs() << towers << (towers == 1 ? " tower" : " towers");
+    else
+      llvm::outs() << "the single-device graph";
+    llvm::outs() << ", global batch " << batch;
+    if (defaultBatch)
+      llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
+                   << kDefaultBatchPerTower << " per tower";
+    llvm::outs() << ")\n";
+    if (batch < towers)
+      llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
+                   << towers << " towers without samples (--remainder error refuses this)\n";
     return 0;
   }
   if (*view) {

@@ -6,14 +6,17 @@
 // full training gradient (dx accounts for the batch statistics depending on
 // x). All take epsilon (default 1e-5) and x of rank 2 to 5 ([N, C, ...]).
 //
-// A primitive computes in the layout of x; one per layout the executor may
-// use, created on first use. dy and the activation results are staged
+// Training-mode statistics are summed in double by batchStatistics (as
+// PyTorch sums them; oneDNN's float32 sums made the step several times
+// noisier), and the primitive normalizes with them. A primitive computes in
+// the layout of x; one per layout the executor may use, created on first use. dy and the activation results are staged
 // through scratch when their layout differs from x's. Channel vectors are
 // always plain.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "kernels/cpu/BatchStatistics.h"
 #include "kernels/cpu/DnnlKernel.h"
 
 #include <array>
@@ -57,10 +60,10 @@ public:
     if (auto e = checkRank(node()))
       return e;
     training_ = node().op() == Op::BatchNormTrain;
-    flags f = flags::use_scale | flags::use_shift;
-    auto kind = training_ ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-    if (!training_)
-      f = f | flags::use_global_stats;
+    // Training computes the batch statistics itself (batchStatistics, in
+    // double); the primitive normalizes with them in both modes.
+    flags f = flags::use_scale | flags::use_shift | flags::use_global_stats;
+    auto kind = dnnl::prop_kind::forward_inference;
     auto kinds = layoutsFor(operandType(0));
     for (int l = 0; l < 2; ++l)
       if (kinds[l])
@@ -86,8 +89,10 @@ public:
         {DNNL_ARG_SHIFT, s.read(ctx.inputs[2], p.pd.weights_desc())},
         {DNNL_ARG_DST, s.write(ctx.outputs[0], p.pd.dst_desc())},
         {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}};
-    // Inference reads the given statistics; training writes the batch's.
+    // Inference reads the given statistics; training computes the batch's.
     llvm::ArrayRef<TensorView> stats = training_ ? ctx.outputs.slice(1) : ctx.inputs.slice(3);
+    if (training_)
+      batchStatistics(ctx.inputs[0], stats[0].as<float>(), stats[1].as<float>());
     args[DNNL_ARG_MEAN] = dnnl::memory(channels, s.engine(), stats[0].data);
     args[DNNL_ARG_VARIANCE] = dnnl::memory(channels, s.engine(), stats[1].data);
     s.execute(p.get(), args);

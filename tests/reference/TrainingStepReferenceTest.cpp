@@ -14,9 +14,10 @@
 // tensor's relative distance, pooled over tensors) must be no further from the
 // truth than 1e-4 or four times PyTorch float32's own distance, whichever is
 // larger: float32 rounding is amplified chaotically there, so two correct
-// implementations land a factor of two to four apart (ours is 2x PyTorch's with
-// AVX-512 and 3.5x with AVX2 in every one of these measures; PyTorch sums batch
-// statistics in double), while a wrong gradient is off by its whole size.
+// implementations can land a factor of two or three apart (ours was 2x
+// PyTorch's with AVX-512 and 3.5x with AVX2 while oneDNN summed the batch
+// statistics in float32; summed in double, as PyTorch does, it is 1.1x), while
+// a wrong gradient is off by its whole size.
 
 #include "executor/Executor.h"
 #include "frontend/onnx/OnnxImporter.h"

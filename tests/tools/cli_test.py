@@ -127,6 +127,32 @@ class GraphcTest(CliCase):
         self.assertEqual(len({mirrored["gpu:%d" % i] for i in range(4)}), 1)
         self.assertEqual(mirrored["gpu:0"], cpu["cpu:0"])
 
+    def test_place_takes_the_batch_and_towers_it_is_given(self):
+        # The command users are told, on a model with a fixed batch: that batch.
+        fixed, symbolic = self.path("fixed.onnx"), self.path("symbolic.onnx")
+        run(GRAPHC, "export", "--model", "mlp", "--batch", "8", "-o", fixed)
+        run(GRAPHC, "export", "--model", "mlp", "-o", symbolic)
+        p = run(GRAPHC, "place", fixed, "--gpus", "4", "-o", self.path("a.placed"))
+        self.assertIn("4 towers, global batch 8)", p.stdout)
+        # A symbolic batch and no --batch: 32 per tower, and it says so.
+        p = run(GRAPHC, "place", symbolic, "--gpus", "4", "-o", self.path("b.placed"))
+        self.assertIn("global batch 128: the model's batch is symbolic and no --batch was given, so 32 per tower",
+                      p.stdout)
+        # --towers is honoured, not replaced by the GPU count.
+        p = run(GRAPHC, "place", symbolic, "--gpus", "4", "--towers", "2", "--batch", "16",
+                "-o", self.path("c.placed"))
+        self.assertIn("2 towers, global batch 16)", p.stdout)
+        report = run(GRAPHC, "inspect", self.path("c.placed")).stdout
+        self.assertIn("gpu:1", report)
+        p = run(GRAPHC, "place", symbolic, "--gpus", "4", "--towers", "0", "--batch", "16",
+                "-o", self.path("d.placed"))
+        self.assertIn("the single-device graph, global batch 16)", p.stdout)
+        self.assertFailsClearly(run(GRAPHC, "place", symbolic, "--gpus", "4", "--towers", "5",
+                                    "-o", self.path("x"), ok=False), "--towers 5", "4 GPUs")
+        # An empty tower is allowed by the default policy, and said.
+        p = run(GRAPHC, "place", symbolic, "--gpus", "4", "--batch", "3", "-o", self.path("e.placed"))
+        self.assertIn("leaves 1 of 4 towers without samples", p.stdout)
+
     def test_placement_errors(self):
         self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--gpus", "4", "--params", "gpu:5",
                                     "--batch", "8", "-o", self.path("x"), ok=False), "gpu:5", "gpu:3")

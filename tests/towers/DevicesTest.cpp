@@ -2,7 +2,7 @@
 //
 // Runs compiled towers on emulated devices and looks at where the executor
 // ended up holding variables: nowhere but the devices the parameter mode
-// names (USERS.md: "never create state on a device that was not asked for"),
+// names (the README: variables live where --params says and nowhere else),
 // and, when mirrored, the replicas agree after training.
 //
 //===----------------------------------------------------------------------===//

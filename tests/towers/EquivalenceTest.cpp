@@ -1,6 +1,6 @@
 //===- EquivalenceTest.cpp - N towers train like one device -----------------===//
 //
-// The promise of ARCHITECTURE.md "Semantics we promise": with the same global
+// The README's first promise (docs/towers.md): with the same global
 // batch and initial weights, 1 to 4 towers in every parameter mode end with
 // the parameters (and optimizer state) of the single-device graph after five
 // momentum-SGD steps, for batches that divide by the tower count, batches

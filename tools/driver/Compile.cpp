@@ -54,8 +54,14 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
   int gpus = (int)cluster->numGpus();
   if (gpus == 0)
     return makeError("the cluster has no GPU to place towers on");
-  if (req.options.towers <= 1)
-    req.options.towers = gpus;
+  int towers = place.towers.value_or(gpus);
+  if (towers < 0 || towers > gpus)
+    return makeError("--towers " + llvm::Twine(towers) + " does not fit the cluster: it has " +
+                     llvm::Twine(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
+                     " (one tower per GPU at most; 0: the single-device graph)");
+  req.options.towers = towers;
+  if (req.options.batch <= 0 && !forward.batch())
+    req.options.batch = kDefaultBatchPerTower * std::max(1, towers);
   PlacerOptions po;
   po.softPlacement = place.softPlacement;
   req.options.placer = makePlacerFunction(*cluster, kernelFor, po);

@@ -17,6 +17,7 @@
 #include "placement/Cluster.h"
 
 #include <memory>
+#include <optional>
 
 namespace graphc {
 
@@ -30,14 +31,21 @@ struct PlacementRequest {
   int gpus = 0;            ///< --gpus N (0: no placement)
   std::string clusterFile; ///< or a cluster description
   bool softPlacement = true;
+  /// --towers: GPU towers (one per GPU when unset, 0: the single-device
+  /// graph placed on the cluster); more towers than GPUs is an error.
+  std::optional<int> towers;
   bool wanted() const { return gpus > 0 || !clusterFile.empty(); }
 };
 
 llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
                                                         const CompileRequest &req);
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
-/// Training compiled for a cluster: one tower per GPU unless
-/// req.options.towers says otherwise.
+/// The global batch of a placed compile given no batch, for a model whose
+/// batch is symbolic: this many samples per tower.
+inline constexpr int64_t kDefaultBatchPerTower = 32;
+/// Training compiled for a cluster: one tower per GPU unless place.towers
+/// says otherwise; with no batch given and a symbolic one in the model,
+/// kDefaultBatchPerTower per tower.
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place);
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch);
