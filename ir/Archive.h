@@ -60,6 +60,10 @@ struct ArchiveHeader {
 /// Reads and checks the header only: the text and the tensors' names and
 /// types.
 llvm::Expected<ArchiveHeader> readArchiveHeader(llvm::StringRef path);
+/// Tests and fuzzing: the bytes of an archive (well formed or not) with its
+/// header's and tensors' checksums made to match, as far as its layout can be
+/// read, so that a mutation reaches the checks after the checksums.
+std::string withValidChecksums(llvm::StringRef bytes);
 /// True if the file starts with the archive magic (of any format version).
 bool isArchiveFile(llvm::StringRef path);
 

@@ -179,3 +179,17 @@ TEST(Archive, DeclaredSizesAreCheckedBeforeAllocating) {
   EXPECT_NE(readError(path, many).find("more than its"), std::string::npos);
   llvm::sys::fs::remove(path);
 }
+
+TEST(Archive, ChecksumsCanBeMadeToMatchForFuzzing) {
+  std::string path = tempPath("restamp.gck");
+  std::string bytes = twoTensorArchive(path);
+  std::string mutated = bytes;
+  mutated[bytes.size() - 8 - 1] ^= 1; // the data of "second"
+  mutated[16 + 8 + 2] ^= 1;           // a byte of the text
+  std::ofstream(path, std::ios::binary) << withValidChecksums(mutated);
+  auto r = readArchive(path);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_NE(r->text, "module m {\n}\n");
+  EXPECT_EQ(withValidChecksums("not an archive"), "not an archive");
+  llvm::sys::fs::remove(path);
+}
