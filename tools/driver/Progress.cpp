@@ -31,9 +31,9 @@ void ProgressLine::update(int64_t done, int64_t epoch, double loss, double image
   bar.resize(width, '.');
   if (tty_)
     os_ << "\r";
-  os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs", bar.c_str(),
-                      (long long)done, (long long)total_, (long long)epoch, loss, imagesPerSecond,
-                      eta);
+  os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs",
+                      bar.c_str(), (long long)done, (long long)total_, (long long)epoch, loss,
+                      imagesPerSecond, eta);
   if (tty_) {
     os_ << "   ";
     open_ = true;
@@ -81,8 +81,8 @@ void MetricsWriter::step(const StepRecord &r) {
 void MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
                          int64_t samples) {
   if (csv_)
-    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld\n", (long long)step, (long long)epoch,
-                         loss, accuracy, (long long)samples);
+    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld\n", (long long)step,
+                         (long long)epoch, loss, accuracy, (long long)samples);
   else
     *os_ << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
                          "\"accuracy\":%.6g,\"samples\":%lld}\n",

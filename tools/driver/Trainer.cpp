@@ -132,20 +132,19 @@ std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
   }
   exec.deviceMap = [](const std::string &d) {
     unsigned k = 0;
-    if (llvm::StringRef(d).startswith("gpu:") &&
-        !llvm::StringRef(d).drop_front(4).getAsInteger(10, k))
+    if (llvm::StringRef(d).startswith("gpu:") && !llvm::StringRef(d).drop_front(4).getAsInteger(10, k))
       return "cpu:" + std::to_string(k + 1);
     return d;
   };
-  return "no GPU here: the plan's " + std::to_string(gpus.size()) +
-         " GPUs run as CPU devices cpu:1..cpu:" + std::to_string(gpus.size()) +
-         " sharing this machine's cores";
+  return "no GPU here: the plan's " + std::to_string(gpus.size()) + " GPUs run as CPU devices cpu:1..cpu:" +
+         std::to_string(gpus.size()) + " sharing this machine's cores";
 }
 
 } // namespace
 
 llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef data,
-                                         bool testSplit, int64_t batch, const ExecutorOptions &exec,
+                                         bool testSplit, int64_t batch,
+                                         const ExecutorOptions &exec,
                                          const SyntheticData &synthetic) {
   auto ds = openFor(forward, data, testSplit ? Split::Test : Split::Train, synthetic, exec.seed);
   if (!ds)
@@ -325,8 +324,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   ModelSummary summary = summarize(forward, batch);
   const Node *input = *dataInput(forward);
   int towers = std::max<int>(1, compiled->meta().getInt("towers", 1));
-  out << "graphrun train: model " << forward.name() << " (" << summary.nodes << " forward nodes, "
-      << compiled->main().numNodes() << " in the training graph)\n";
+  out << "graphrun train: model " << forward.name() << " (" << summary.nodes
+      << " forward nodes, " << compiled->main().numNodes() << " in the training graph)\n";
   out << "  devices    " << llvm::join(executor.deviceDescriptions(), ", ") << "\n";
   if (!emulation.empty())
     out << "  emulation  " << emulation << "\n";
@@ -337,8 +336,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       << "\n";
   out << "  data       " << opts.data << " (" << (*train)->size() << " samples, "
       << (*train)->numClasses();
-  if (auto modelClasses = numClasses(forward);
-      modelClasses && *modelClasses > (*train)->numClasses())
+  if (auto modelClasses = numClasses(forward); modelClasses && *modelClasses > (*train)->numClasses())
     out << " of the model's " << *modelClasses;
   out << " classes, " << perEpoch << " steps per epoch)\n";
   const CompileOptions &co = opts.compile.options;
