@@ -1,3 +1,9 @@
+//===- Checkpoint.cpp - One checkpoint file: writing, reading, fitting ----===//
+//
+// The directory side (step files, `latest`, keeping K, resume fallback) is in
+// CheckpointDir.cpp.
+//
+//===----------------------------------------------------------------------===//
 #include "executor/Checkpoint.h"
 
 #include "ir/Diagnostics.h"
@@ -5,25 +11,125 @@
 #include "ir/Printer.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
+#include "llvm/ADT/StringMap.h"
 
-#include <unistd.h>
+#include <cmath>
 
 namespace graphc {
 
+namespace {
+
+constexpr llvm::StringLiteral kStep = "checkpoint_step", kEpoch = "checkpoint_epoch",
+                              kEpochBatches = "checkpoint_epoch_batches",
+                              kEpochSamples = "checkpoint_epoch_samples", kSeed = "checkpoint_seed",
+                              kBatch = "checkpoint_batch", kData = "checkpoint_data";
+
+/// A header entry that must be there, with the right kind.
+llvm::Expected<int64_t> headerInt(const Attrs &meta, llvm::StringRef key, llvm::StringRef path) {
+  const Attribute *a = meta.find(key);
+  const int64_t *v = a ? std::get_if<int64_t>(a) : nullptr;
+  if (!v || *v < 0)
+    return makeError("'" + path + "' is not a checkpoint this graphc can resume: its header has " +
+                     (v ? "a negative " : "no integer ") + key);
+  return *v;
+}
+
+/// Is `name` an optimizer slot ("<var>.<suffix>", the variable's type) of a
+/// trainable variable of `m`?
+bool isSlotOf(const Module &m, llvm::StringRef name, const TensorType &type) {
+  size_t dot = name.rfind('.');
+  if (dot == llvm::StringRef::npos)
+    return false;
+  const Variable *v = m.findVariable(name.take_front(dot));
+  return v && v->trainable() && v->type == type;
+}
+
+/// What differs between a checkpoint's tensors and a module's variables.
+struct Fit {
+  std::vector<std::string> missing, unexpected, misshaped;
+
+  Fit(llvm::ArrayRef<NamedTensor> tensors, const Module &m) {
+    llvm::StringMap<const Tensor *> saved;
+    for (const NamedTensor &t : tensors)
+      saved[t.name] = &t.tensor;
+    bool targetHasSlots =
+        llvm::any_of(m.variables(), [](const Variable &v) { return v.kind == VarKind::Slot; });
+    for (const Variable &v : m.variables()) {
+      auto it = saved.find(v.name);
+      if (it == saved.end())
+        missing.push_back(v.name + " " + toString(v.type));
+      else if (it->second->type() != v.type)
+        misshaped.push_back(v.name + " (checkpoint " + toString(it->second->type()) + ", model " +
+                            toString(v.type) + ")");
+    }
+    // Slots of a training checkpoint do not matter to a target without an
+    // optimizer (evaluation, export).
+    for (const NamedTensor &t : tensors)
+      if (!m.findVariable(t.name) && (targetHasSlots || !isSlotOf(m, t.name, t.tensor.type())))
+        unexpected.push_back(t.name + " " + toString(t.tensor.type()));
+  }
+  bool ok() const { return missing.empty() && unexpected.empty() && misshaped.empty(); }
+
+  llvm::Error error(const llvm::Twine &what) const {
+    std::string msg = what.str();
+    const char *sep = ": ";
+    auto list = [&](const char *kind, const std::vector<std::string> &names) {
+      if (names.empty())
+        return;
+      size_t shown = std::min<size_t>(names.size(), 10);
+      msg += sep + std::string(kind) + " (" + std::to_string(names.size()) +
+             "): " + llvm::join(names.begin(), names.begin() + shown, ", ") +
+             (shown < names.size() ? ", ..." : "");
+      sep = "; ";
+    };
+    list("missing", missing);
+    list("unexpected", unexpected);
+    list("mis-shaped", misshaped);
+    return makeError(msg);
+  }
+};
+
+/// NaN or infinite values, named by tensor.
+llvm::Error checkFinite(llvm::ArrayRef<NamedTensor> tensors, llvm::StringRef path) {
+  std::vector<std::string> bad;
+  for (const NamedTensor &t : tensors) {
+    if (t.tensor.dtype() != DType::F32)
+      continue;
+    int64_t nan = 0, inf = 0;
+    const float *p = t.tensor.data<float>();
+    for (int64_t i = 0, n = t.tensor.numElements(); i < n; ++i)
+      if (!std::isfinite(p[i]))
+        ++(std::isnan(p[i]) ? nan : inf);
+    if (nan || inf)
+      bad.push_back(t.name + " (" +
+                    (nan ? std::to_string(nan) + " NaN" + (inf ? ", " : "") : std::string()) +
+                    (inf ? std::to_string(inf) + " infinite" : std::string()) + ")");
+  }
+  if (bad.empty())
+    return llvm::Error::success();
+  size_t shown = std::min<size_t>(bad.size(), 10);
+  return makeError("checkpoint '" + path + "' holds values that are not finite in " +
+                   llvm::Twine(bad.size()) + " tensor" + (bad.size() == 1 ? "" : "s") + ": " +
+                   llvm::join(bad.begin(), bad.begin() + shown, ", ") +
+                   (shown < bad.size() ? ", ..." : ""));
+}
+
+} // namespace
+
 llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward, const Executor &ex,
-                           const Module &compiled, CheckpointInfo info) {
+                           const Module &compiled, const CheckpointInfo &info) {
   Archive a;
-  // The forward model without weights; the step and epoch ride in its meta.
-  std::unique_ptr<Module> header = std::make_unique<Module>(forward.name());
-  header->meta() = forward.meta();
-  header->meta().set("checkpoint_step", (int64_t)info.step);
-  header->meta().set("checkpoint_epoch", info.epoch);
-  std::string model = toText(forward);
-  std::string meta = toText(*header);
-  a.text = meta + model;
+  // A header module (meta only) with the run's position, then the model.
+  Module header(forward.name());
+  header.meta() = forward.meta();
+  header.meta().set(kStep, (int64_t)info.step);
+  header.meta().set(kEpoch, info.epoch);
+  header.meta().set(kEpochBatches, info.epochBatches);
+  header.meta().set(kEpochSamples, info.epochSamples);
+  header.meta().set(kSeed, (int64_t)info.seed);
+  header.meta().set(kBatch, info.batch);
+  header.meta().set(kData, info.data);
+  a.text = toText(header) + toText(forward);
   for (const Variable &v : compiled.variables()) {
     auto t = ex.readVariable(v.name);
     if (!t)
@@ -33,87 +139,56 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward, const Ex
   return writeArchive(path, a);
 }
 
-llvm::Error checkWritableDir(llvm::StringRef dir) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return makeError("cannot create checkpoint directory '" + dir + "': " + ec.message());
-  llvm::SmallString<256> probe(dir);
-  llvm::sys::path::append(probe, ".write-test." + std::to_string(::getpid()));
-  if (auto e = writeFileAtomically(probe, "ok"))
-    return makeError("checkpoint directory '" + dir + "' is not writable: " +
-                     llvm::toString(std::move(e)));
-  llvm::sys::fs::remove(probe);
-  return llvm::Error::success();
-}
-
-llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Module &forward,
-                                                const Executor &ex, const Module &compiled,
-                                                CheckpointInfo info, unsigned keep) {
-  if (auto e = checkWritableDir(dir))
-    return e;
-  char name[32];
-  snprintf(name, sizeof(name), "step-%08llu.gck", (unsigned long long)info.step);
-  llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, name);
-  if (auto e = saveCheckpoint(path, forward, ex, compiled, info))
-    return e;
-  llvm::SmallString<256> latest(dir);
-  llvm::sys::path::append(latest, "latest");
-  if (auto e = writeFileAtomically(latest, std::string(name) + "\n"))
-    return e;
-  // Keep the newest `keep` step files.
-  std::vector<std::string> steps;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
-    llvm::StringRef file = llvm::sys::path::filename(it->path());
-    if (file.startswith("step-") && file.endswith(".gck"))
-      steps.push_back(it->path());
-  }
-  llvm::sort(steps);
-  for (size_t i = 0; i + keep < steps.size(); ++i)
-    llvm::sys::fs::remove(steps[i]);
-  return path.str().str();
-}
-
-llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef pathOrDir) {
-  if (!llvm::sys::fs::is_directory(pathOrDir)) {
-    if (!llvm::sys::fs::exists(pathOrDir))
-      return makeError("no checkpoint at '" + pathOrDir + "'");
-    return pathOrDir.str();
-  }
-  llvm::SmallString<256> latest(pathOrDir);
-  llvm::sys::path::append(latest, "latest");
-  auto buf = llvm::MemoryBuffer::getFile(latest);
-  if (!buf)
-    return makeError("checkpoint directory '" + pathOrDir + "' has no 'latest' file");
-  llvm::SmallString<256> file(pathOrDir);
-  llvm::sys::path::append(file, (*buf)->getBuffer().trim());
-  return file.str().str();
-}
-
-llvm::Expected<LoadedCheckpoint> loadCheckpoint(llvm::StringRef pathOrDir) {
-  auto path = resolveCheckpoint(pathOrDir);
-  if (!path)
-    return path.takeError();
-  auto a = readArchive(*path);
+llvm::Expected<LoadedCheckpoint> loadCheckpointFile(llvm::StringRef pathRef) {
+  const std::string path = pathRef.str();
+  auto a = readArchive(path);
   if (!a)
     return a.takeError();
   // Two modules back to back: the header (meta only), then the model.
   llvm::StringRef text = a->text;
   size_t split = text.find("\nmodule ");
   if (split == llvm::StringRef::npos)
-    return makeError("'" + *path + "' is a graphc archive but not a checkpoint");
-  auto header = parseModule(text.take_front(split + 1), *path);
+    return makeError("'" + path + "' is a graphc module file, not a checkpoint");
+  auto header = parseModule(text.take_front(split + 1), path);
   if (!header)
     return header.takeError();
-  auto model = parseModule(text.drop_front(split + 1), *path);
+  auto model = parseModule(text.drop_front(split + 1), path);
   if (!model)
     return model.takeError();
   LoadedCheckpoint c;
-  c.info.step = (uint64_t)(*header)->meta().getInt("checkpoint_step");
-  c.info.epoch = (*header)->meta().getInt("checkpoint_epoch");
+  c.path = path;
+  const Attrs &meta = (*header)->meta();
+  for (auto [key, field] : {std::pair{kEpoch, &c.info.epoch},
+                            {kEpochBatches, &c.info.epochBatches},
+                            {kEpochSamples, &c.info.epochSamples},
+                            {kBatch, &c.info.batch}}) {
+    auto v = headerInt(meta, key, path);
+    if (!v)
+      return v.takeError();
+    *field = *v;
+  }
+  auto step = headerInt(meta, kStep, path);
+  auto seed = step ? headerInt(meta, kSeed, path) : step.takeError();
+  if (!seed)
+    return seed.takeError();
+  c.info.step = (uint64_t)*step;
+  c.info.seed = (uint64_t)*seed;
+  const Attribute *data = meta.find(kData);
+  if (!data || !std::get_if<std::string>(data))
+    return makeError("'" + path +
+                     "' is not a checkpoint this graphc can resume: its header has "
+                     "no data set");
+  c.info.data = std::get<std::string>(*data);
+
+  Fit fit(a->tensors, **model);
+  if (!fit.ok())
+    return fit.error("checkpoint '" + path + "' does not match the model it carries ('" +
+                     (*model)->name() + "')");
+  if (auto e = checkFinite(a->tensors, path))
+    return e;
   c.tensors = std::move(a->tensors);
   for (const NamedTensor &t : c.tensors)
-    if (Variable *v = (*model)->findVariable(t.name); v && v->type == t.tensor.type()) {
+    if (Variable *v = (*model)->findVariable(t.name)) {
       v->data = t.tensor;
       v->init = Initializer{};
     }
@@ -122,50 +197,13 @@ llvm::Expected<LoadedCheckpoint> loadCheckpoint(llvm::StringRef pathOrDir) {
 }
 
 llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Executor &ex) {
-  std::vector<std::string> missing, unexpected, misshaped;
+  Fit fit(ckpt.tensors, compiled);
+  if (!fit.ok())
+    return fit.error("checkpoint '" + ckpt.path + "' does not fit the model '" + compiled.name() +
+                     "'");
   llvm::StringMap<const Tensor *> saved;
   for (const NamedTensor &t : ckpt.tensors)
     saved[t.name] = &t.tensor;
-  bool targetHasSlots = false;
-  for (const Variable &v : compiled.variables())
-    targetHasSlots |= v.kind == VarKind::Slot;
-  for (const Variable &v : compiled.variables()) {
-    auto it = saved.find(v.name);
-    if (it == saved.end()) {
-      missing.push_back(v.name + " " + toString(v.type));
-      continue;
-    }
-    if (it->second->type() != v.type)
-      misshaped.push_back(v.name + " (checkpoint " + toString(it->second->type()) + ", model " +
-                          toString(v.type) + ")");
-  }
-  for (const NamedTensor &t : ckpt.tensors) {
-    if (compiled.findVariable(t.name))
-      continue;
-    // Slots of a training checkpoint do not matter to a model without an optimizer.
-    bool isSlot = false;
-    if (!targetHasSlots)
-      for (const Variable &v : compiled.variables())
-        isSlot |= llvm::StringRef(t.name).startswith(v.name + ".");
-    if (!isSlot)
-      unexpected.push_back(t.name);
-  }
-  if (!missing.empty() || !unexpected.empty() || !misshaped.empty()) {
-    std::string msg = "checkpoint does not fit the model '" + compiled.name() + "':";
-    auto list = [&](const char *what, const std::vector<std::string> &names) {
-      if (names.empty())
-        return;
-      msg += std::string("\n  ") + what + " (" + std::to_string(names.size()) + "): ";
-      size_t shown = std::min<size_t>(names.size(), 10);
-      msg += llvm::join(names.begin(), names.begin() + shown, ", ");
-      if (shown < names.size())
-        msg += ", ...";
-    };
-    list("missing", missing);
-    list("unexpected", unexpected);
-    list("mis-shaped", misshaped);
-    return makeError(msg);
-  }
   for (const Variable &v : compiled.variables())
     if (auto e = ex.writeVariable(v.name, *saved[v.name]))
       return e;

@@ -3,41 +3,48 @@
 #include "ir/Diagnostics.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
-#include "ir/Random.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <atomic>
 #include <fcntl.h>
+#include <thread>
 #include <unistd.h>
 
 namespace graphc {
 
-static constexpr char kMagic[] = "GRPHCAR1";
-static constexpr char kEnd[] = "GRPHCEND";
-
 namespace {
+
+constexpr llvm::StringLiteral kMagicPrefix = "GRPHCAR";
+constexpr llvm::StringLiteral kEnd = "GRPHCEND";
+/// Magic, header size, header checksum, end marker.
+constexpr size_t kFixedBytes = 8 + 8 + 4 + 8;
+constexpr unsigned kMaxRank = 8;
+
+std::atomic<int64_t> writePauseMs{0};
+
+uint32_t crc(llvm::StringRef bytes) {
+  return llvm::crc32(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+}
+
 class Writer {
 public:
   void bytes(const void *p, size_t n) { out.append(static_cast<const char *>(p), n); }
   template <typename T> void pod(T v) { bytes(&v, sizeof(T)); }
-  void str(llvm::StringRef s) {
-    pod<uint64_t>(s.size());
-    bytes(s.data(), s.size());
-  }
   std::string out;
 };
 
-class Reader {
+/// Reads the header, whose checksum has already been checked; every length
+/// is still checked against what is left, so no declared size is trusted.
+class HeaderReader {
 public:
-  Reader(llvm::StringRef data, llvm::StringRef path) : data_(data), path_(path) {}
-  llvm::Error need(size_t n) {
-    if (pos_ + n <= data_.size())
-      return llvm::Error::success();
-    return makeError("'" + path_ + "' is truncated or corrupt (needs " + llvm::Twine(n) +
-                     " more bytes at offset " + llvm::Twine(pos_) + ")");
-  }
+  HeaderReader(llvm::StringRef data, llvm::StringRef path) : data_(data), path_(path) {}
   template <typename T> llvm::Expected<T> pod() {
     if (auto e = need(sizeof(T)))
       return e;
@@ -53,44 +60,256 @@ public:
     pos_ += n;
     return s;
   }
+  bool atEnd() const { return pos_ == data_.size(); }
   size_t pos() const { return pos_; }
 
 private:
+  llvm::Error need(uint64_t n) {
+    if (n <= data_.size() - pos_)
+      return llvm::Error::success();
+    return makeError("'" + path_ + "': the header is malformed (it declares " + llvm::Twine(n) +
+                     " bytes at header offset " + llvm::Twine(pos_) + ", past its end)");
+  }
   llvm::StringRef data_, path_;
   size_t pos_ = 0;
 };
 
-uint64_t fnv(llvm::StringRef s) { return stableHash(s); }
+struct Entry {
+  std::string name;
+  TensorType type;
+  uint64_t bytes = 0;
+  uint32_t checksum = 0;
+  size_t checksumAt = 0; ///< the checksum's file offset
+};
+
+struct Parsed {
+  std::string text;
+  std::vector<Entry> entries;
+  size_t dataStart = 0; ///< file offset of the first tensor's data
+};
+
+bool printable(llvm::StringRef s) {
+  return llvm::all_of(s, [](char c) { return llvm::isPrint(c); });
+}
+
+llvm::Error readEntry(HeaderReader &r, llvm::StringRef path, uint64_t index, Entry &e) {
+  auto nameLen = r.pod<uint32_t>();
+  if (!nameLen)
+    return nameLen.takeError();
+  auto name = r.bytes(*nameLen);
+  if (!name)
+    return name.takeError();
+  if (name->empty() || !printable(*name))
+    return makeError("'" + path + "': tensor " + llvm::Twine(index) +
+                     " has an empty name or one with unprintable bytes");
+  e.name = name->str();
+  auto where = [&]() -> std::string { return ("'" + path + "': tensor '" + e.name + "'").str(); };
+  auto dt = r.pod<uint8_t>();
+  if (!dt)
+    return dt.takeError();
+  auto rank = r.pod<uint8_t>();
+  if (!rank)
+    return rank.takeError();
+  if (*dt > (uint8_t)DType::Bool)
+    return makeError(where() + " has an unknown dtype (" + llvm::Twine(*dt) + ")");
+  if (*rank > kMaxRank)
+    return makeError(where() + " has rank " + llvm::Twine(*rank) + " (at most " +
+                     llvm::Twine(kMaxRank) + ")");
+  Dims dims;
+  uint64_t elements = 1;
+  bool overflow = false;
+  for (unsigned d = 0; d < *rank; ++d) {
+    auto v = r.pod<int64_t>();
+    if (!v)
+      return v.takeError();
+    if (*v < 0)
+      return makeError(where() + " has a negative dimension (" + llvm::Twine(*v) + ")");
+    overflow |= __builtin_mul_overflow(elements, (uint64_t)*v, &elements);
+    dims.push_back(*v);
+  }
+  e.type = TensorType((DType)*dt, dims);
+  uint64_t want = 0;
+  overflow |= __builtin_mul_overflow(elements, (uint64_t)dtypeSize(e.type.dtype), &want);
+  auto nbytes = r.pod<uint64_t>();
+  if (!nbytes)
+    return nbytes.takeError();
+  e.checksumAt = 16 + r.pos();
+  auto sum = r.pod<uint32_t>();
+  if (!sum)
+    return sum.takeError();
+  if (overflow || *nbytes != want)
+    return makeError(where() + " declares " + llvm::Twine(*nbytes) + " bytes of data for type " +
+                     toString(e.type) +
+                     (overflow ? " (whose size overflows)" : ", which needs " + llvm::Twine(want)));
+  e.bytes = *nbytes;
+  e.checksum = *sum;
+  return llvm::Error::success();
+}
+
+/// Checks the magic, the version and the header's checksum (unless told not
+/// to), and reads the header. Says nothing yet about the data after it.
+llvm::Expected<Parsed> parseHeader(llvm::StringRef data, llvm::StringRef path,
+                                   bool checkSum = true) {
+  if (!data.startswith(kMagicPrefix))
+    return makeError("'" + path + "' is not a graphc module or checkpoint file");
+  if (data.size() < 8)
+    return makeError("'" + path + "' is truncated (" + llvm::Twine(data.size()) + " bytes)");
+  char v = data[7];
+  if (v != '0' + kArchiveVersion) {
+    std::string which = llvm::isPrint(v) ? std::string("version ") + v
+                                         : "an unknown version (byte " + std::to_string(v) + ")";
+    if (v == '1')
+      which += " (one checksum for the whole file, written by an older graphc)";
+    return makeError("'" + path + "' is a graphc archive of format " + which +
+                     "; this graphc reads format version " + llvm::Twine(kArchiveVersion) +
+                     ": write the module or checkpoint again with this graphc");
+  }
+  if (data.size() < kFixedBytes)
+    return makeError("'" + path + "' is truncated (" + llvm::Twine(data.size()) +
+                     " bytes; the smallest archive has " + llvm::Twine(kFixedBytes) + ")");
+  uint64_t headerBytes;
+  std::memcpy(&headerBytes, data.data() + 8, 8);
+  if (headerBytes > data.size() - kFixedBytes)
+    return makeError("'" + path + "' is truncated or corrupt: its header declares " +
+                     llvm::Twine(headerBytes) + " bytes, the file has " + llvm::Twine(data.size()));
+  size_t headerEnd = 16 + headerBytes;
+  uint32_t stored;
+  std::memcpy(&stored, data.data() + headerEnd, 4);
+  if (checkSum && crc(data.take_front(headerEnd)) != stored)
+    return makeError("'" + path + "': the header is corrupt (checksum mismatch)");
+
+  HeaderReader r(data.substr(16, headerBytes), path);
+  Parsed p;
+  auto textLen = r.pod<uint64_t>();
+  if (!textLen)
+    return textLen.takeError();
+  auto text = r.bytes(*textLen);
+  if (!text)
+    return text.takeError();
+  p.text = text->str();
+  auto count = r.pod<uint64_t>();
+  if (!count)
+    return count.takeError();
+  // Every entry takes at least 18 bytes: a bound before reserving.
+  if (*count > headerBytes / 18)
+    return makeError("'" + path + "': the header declares " + llvm::Twine(*count) +
+                     " tensors, more than its " + llvm::Twine(headerBytes) + " bytes can hold");
+  p.entries.resize(*count);
+  llvm::StringSet<> seen;
+  for (uint64_t i = 0; i < *count; ++i) {
+    if (auto e = readEntry(r, path, i, p.entries[i]))
+      return e;
+    if (!seen.insert(p.entries[i].name).second)
+      return makeError("'" + path + "': tensor '" + p.entries[i].name + "' appears twice");
+  }
+  if (!r.atEnd())
+    return makeError("'" + path + "': the header is malformed (bytes after its last tensor)");
+  p.dataStart = headerEnd + 4;
+  return p;
+}
+
+llvm::Expected<Archive> read(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return makeError("cannot read '" + path + "': " + buf.getError().message());
+  llvm::StringRef data = (*buf)->getBuffer();
+  auto p = parseHeader(data, path);
+  if (!p)
+    return p.takeError();
+  Archive a;
+  a.text = std::move(p->text);
+  size_t pos = p->dataStart;
+  std::vector<std::string> corrupt;
+  for (const Entry &e : p->entries) {
+    if (e.bytes > data.size() - pos)
+      return makeError("'" + path + "' is truncated: tensor '" + e.name + "' (" + toString(e.type) +
+                       ") needs bytes " + llvm::Twine(pos) + ".." + llvm::Twine(pos + e.bytes) +
+                       ", the file ends at " + llvm::Twine(data.size()));
+    llvm::StringRef bytes = data.substr(pos, e.bytes);
+    pos += e.bytes;
+    if (crc(bytes) != e.checksum) {
+      corrupt.push_back(e.name);
+      continue;
+    }
+    Tensor t(e.type);
+    std::memcpy(t.raw(), bytes.data(), bytes.size());
+    a.tensors.push_back({e.name, std::move(t)});
+  }
+  if (!corrupt.empty()) {
+    size_t shown = std::min<size_t>(corrupt.size(), 10);
+    return makeError("'" + path + "': " +
+                     (corrupt.size() == 1 ? "tensor '" + corrupt[0] + "' is"
+                                          : llvm::Twine(corrupt.size()) + " tensors are") +
+                     " corrupt (checksum mismatch)" +
+                     (corrupt.size() == 1
+                          ? ""
+                          : ": " + llvm::join(corrupt.begin(), corrupt.begin() + shown, ", ") +
+                                (shown < corrupt.size() ? ", ..." : "")));
+  }
+  if (data.size() - pos < kEnd.size())
+    return makeError("'" + path +
+                     "' is truncated: the end marker after the last tensor is missing");
+  if (data.substr(pos, kEnd.size()) != kEnd)
+    return makeError("'" + path + "' is corrupt: no end marker after the last tensor");
+  if (pos + kEnd.size() != data.size())
+    return makeError("'" + path + "' is corrupt: " + llvm::Twine(data.size() - pos - kEnd.size()) +
+                     " unexpected bytes after the end marker");
+  return a;
+}
+
 } // namespace
 
+void setWritePauseForTesting(std::chrono::milliseconds pause) {
+  writePauseMs = pause.count();
+}
+
 llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes) {
+  return writeFileAtomically(path, llvm::ArrayRef<llvm::StringRef>(bytes));
+}
+
+llvm::Error writeFileAtomically(llvm::StringRef path, llvm::ArrayRef<llvm::StringRef> pieces) {
   std::string tmp = (path + ".tmp." + llvm::Twine(::getpid())).str();
+  auto failed = [&](int fd) {
+    std::string why = std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
+    ::unlink(tmp.c_str());
+    return makeError("cannot write '" + path + "': " + why);
+  };
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return makeError("cannot write '" + path + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return makeError("cannot write '" + path + "': " + why);
+  size_t total = 0, written = 0;
+  for (llvm::StringRef piece : pieces)
+    total += piece.size();
+  const size_t half = total / 2;
+  bool paused = writePauseMs == 0;
+  for (llvm::StringRef piece : pieces) {
+    size_t done = 0;
+    while (done < piece.size()) {
+      if (!paused && written >= half) {
+        paused = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(writePauseMs.load()));
+      }
+      size_t n = piece.size() - done;
+      if (!paused)
+        n = std::min(n, half - written);
+      ssize_t w = ::write(fd, piece.data() + done, n);
+      if (w < 0) {
+        if (errno == EINTR)
+          continue;
+        return failed(fd);
+      }
+      done += (size_t)w;
+      written += (size_t)w;
     }
-    done += (size_t)n;
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return makeError("cannot write '" + path + "': " + why);
-  }
-  if (::rename(tmp.c_str(), path.str().c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return makeError("cannot write '" + path + "': " + why);
-  }
+  if (::fsync(fd) != 0)
+    return failed(fd);
+  if (::close(fd) != 0)
+    return failed(-1);
+  if (::rename(tmp.c_str(), path.str().c_str()) != 0)
+    return failed(-1);
   llvm::SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
@@ -105,8 +324,11 @@ llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes) {
 
 llvm::Error writeArchive(llvm::StringRef path, const Archive &a) {
   Writer w;
-  w.bytes(kMagic, 8);
-  w.str(a.text);
+  w.bytes(kMagicPrefix.data(), kMagicPrefix.size());
+  w.pod<char>('0' + kArchiveVersion);
+  w.pod<uint64_t>(0); // the header's size, filled in below
+  w.pod<uint64_t>(a.text.size());
+  w.bytes(a.text.data(), a.text.size());
   w.pod<uint64_t>(a.tensors.size());
   for (const NamedTensor &t : a.tensors) {
     w.pod<uint32_t>(t.name.size());
@@ -116,81 +338,70 @@ llvm::Error writeArchive(llvm::StringRef path, const Archive &a) {
     for (int64_t d : t.tensor.shape())
       w.pod<int64_t>(d);
     w.pod<uint64_t>(t.tensor.bytes());
-    w.bytes(t.tensor.raw(), t.tensor.bytes());
+    w.pod<uint32_t>(
+        crc(llvm::StringRef(static_cast<const char *>(t.tensor.raw()), t.tensor.bytes())));
   }
-  w.bytes(kEnd, 8);
-  w.pod<uint64_t>(fnv(w.out));
-  return writeFileAtomically(path, w.out);
+  uint64_t headerBytes = w.out.size() - 16;
+  std::memcpy(&w.out[8], &headerBytes, 8);
+  w.pod<uint32_t>(crc(w.out));
+  std::vector<llvm::StringRef> pieces{w.out};
+  for (const NamedTensor &t : a.tensors)
+    pieces.emplace_back(static_cast<const char *>(t.tensor.raw()), t.tensor.bytes());
+  pieces.push_back(kEnd);
+  return writeFileAtomically(path, pieces);
 }
 
 bool isArchiveFile(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFileSlice(path, 8, 0);
-  return buf && (*buf)->getBuffer() == llvm::StringRef(kMagic, 8);
+  return buf && (*buf)->getBuffer().startswith(kMagicPrefix);
 }
 
 llvm::Expected<Archive> readArchive(llvm::StringRef path) {
+  return read(path);
+}
+
+std::string withValidChecksums(llvm::StringRef bytes) {
+  std::string out = bytes.str();
+  auto p = parseHeader(out, "", /*checkSum=*/false);
+  if (!p) {
+    llvm::consumeError(p.takeError());
+    // The header's own checksum still, where its size fits the file.
+    uint64_t headerBytes;
+    if (!bytes.startswith(kMagicPrefix) || bytes.size() < kFixedBytes)
+      return out;
+    std::memcpy(&headerBytes, bytes.data() + 8, 8);
+    if (headerBytes > bytes.size() - kFixedBytes)
+      return out;
+    uint32_t sum = crc(llvm::StringRef(out).take_front(16 + headerBytes));
+    std::memcpy(&out[16 + headerBytes], &sum, 4);
+    return out;
+  }
+  size_t pos = p->dataStart;
+  for (const Entry &e : p->entries) {
+    if (e.bytes > out.size() - pos)
+      break;
+    uint32_t sum = crc(llvm::StringRef(out).substr(pos, e.bytes));
+    std::memcpy(&out[e.checksumAt], &sum, 4);
+    pos += e.bytes;
+  }
+  size_t headerEnd = p->dataStart - 4;
+  uint32_t sum = crc(llvm::StringRef(out).take_front(headerEnd));
+  std::memcpy(&out[headerEnd], &sum, 4);
+  return out;
+}
+
+llvm::Expected<ArchiveHeader> readArchiveHeader(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
     return makeError("cannot read '" + path + "': " + buf.getError().message());
-  llvm::StringRef data = (*buf)->getBuffer();
-  if (!data.startswith(llvm::StringRef(kMagic, 8)))
-    return makeError("'" + path + "' is not a graphc module or checkpoint file");
-  if (data.size() < 8 + 8 + 8 + 16)
-    return makeError("'" + path + "' is truncated");
-  llvm::StringRef body = data.drop_back(8);
-  uint64_t sum;
-  std::memcpy(&sum, data.data() + body.size(), 8);
-  if (!body.endswith(llvm::StringRef(kEnd, 8)) || fnv(body) != sum)
-    return makeError("'" + path + "' is truncated or corrupt (checksum mismatch)");
-  Reader r(body.drop_front(8).drop_back(8), path);
-  auto textLen = r.pod<uint64_t>();
-  if (!textLen)
-    return textLen.takeError();
-  auto text = r.bytes(*textLen);
-  if (!text)
-    return text.takeError();
-  Archive a;
-  a.text = text->str();
-  auto count = r.pod<uint64_t>();
-  if (!count)
-    return count.takeError();
-  for (uint64_t i = 0; i < *count; ++i) {
-    auto nameLen = r.pod<uint32_t>();
-    if (!nameLen)
-      return nameLen.takeError();
-    auto name = r.bytes(*nameLen);
-    if (!name)
-      return name.takeError();
-    auto dt = r.pod<uint8_t>();
-    auto rank = dt ? r.pod<uint8_t>() : llvm::Expected<uint8_t>(dt.takeError());
-    if (!rank)
-      return rank.takeError();
-    if (*dt > (uint8_t)DType::Bool)
-      return makeError("'" + path + "': tensor '" + *name + "' has an unknown dtype");
-    Dims dims;
-    for (unsigned d = 0; d < *rank; ++d) {
-      auto v = r.pod<int64_t>();
-      if (!v)
-        return v.takeError();
-      if (*v < 0)
-        return makeError("'" + path + "': tensor '" + *name + "' has a negative dimension");
-      dims.push_back(*v);
-    }
-    TensorType type((DType)*dt, dims);
-    auto nbytes = r.pod<uint64_t>();
-    if (!nbytes)
-      return nbytes.takeError();
-    if ((int64_t)*nbytes != type.bytes())
-      return makeError("'" + path + "': tensor '" + *name + "' has " + llvm::Twine(*nbytes) +
-                       " bytes, its type " + toString(type) + " needs " + llvm::Twine(type.bytes()));
-    auto raw = r.bytes(*nbytes);
-    if (!raw)
-      return raw.takeError();
-    Tensor t(type);
-    std::memcpy(t.raw(), raw->data(), *nbytes);
-    a.tensors.push_back({name->str(), std::move(t)});
-  }
-  return a;
+  auto p = parseHeader((*buf)->getBuffer(), path);
+  if (!p)
+    return p.takeError();
+  ArchiveHeader h;
+  h.text = std::move(p->text);
+  for (Entry &e : p->entries)
+    h.tensors.push_back({std::move(e.name), std::move(e.type)});
+  return h;
 }
 
 llvm::Error writeModuleFile(llvm::StringRef path, const Module &m) {
@@ -211,8 +422,11 @@ llvm::Expected<std::unique_ptr<Module>> readModuleFile(llvm::StringRef path) {
     return m.takeError();
   for (NamedTensor &t : a->tensors) {
     Variable *v = (*m)->findVariable(t.name);
-    if (!v || v->type != t.tensor.type())
-      return makeError("'" + path + "': data for '" + t.name + "' does not match the module");
+    if (!v)
+      return makeError("'" + path + "': tensor '" + t.name + "' is no variable of the module");
+    if (v->type != t.tensor.type())
+      return makeError("'" + path + "': tensor '" + t.name + "' is " + toString(t.tensor.type()) +
+                       ", the module's variable is " + toString(v->type));
     v->data = std::move(t.tensor);
     v->init = Initializer{};
   }

@@ -1,16 +1,29 @@
 //===- Archive.h - Module files and tensor archives on disk ------*- C++ -*-===//
 //
 // One binary container serves both placed module files (the module's text form
-// plus the variables' data) and checkpoints (named tensors only):
+// plus the variables' data) and checkpoints (the model's text and named
+// tensors). Format version 2, little-endian:
 //
-//   "GRPHCAR1" | u64 text bytes | text | u64 count |
-//   count x { u32 name bytes | name | u8 dtype | u8 rank | i64 dims[rank] |
-//             u64 data bytes | data } | "GRPHCEND" | u64 FNV-1a of everything before
+//   "GRPHCAR2"                 magic; its last byte is the format version
+//   u64 H                      header bytes
+//   header (H bytes):          u64 text bytes | text | u64 count |
+//                              count x { u32 name bytes | name | u8 dtype |
+//                                        u8 rank | i64 dims[rank] |
+//                                        u64 data bytes | u32 CRC-32 of the data }
+//   u32 CRC-32 of everything before it (magic, H and the header)
+//   data                       each tensor's bytes, in header order
+//   "GRPHCEND"
+//
+// CRC-32 is the IEEE polynomial (zlib's crc32). The header's checksum is
+// checked before anything in it is believed, so a declared size never
+// allocates; every tensor's data is checked against its own checksum, so a
+// flipped byte is refused naming the tensor, and a truncated file names the
+// first tensor it cuts. Files of another format version are refused saying
+// which version they are (version 1 had one checksum over the whole file).
 //
 // Writing is crash-safe: a temporary file beside the target, fsync, rename,
 // fsync of the directory; a reader never sees half a file, and the old file
-// survives a failed write. Reading checks the end marker and the checksum, so
-// a truncated or corrupted file is an error, not wrong numbers.
+// survives a failed write (a full disk, a size limit) or a kill.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -19,9 +32,13 @@
 
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <memory>
 
 namespace graphc {
+
+/// The format version this graphc writes and reads.
+inline constexpr unsigned kArchiveVersion = 2;
 
 struct NamedTensor {
   std::string name;
@@ -34,12 +51,31 @@ struct Archive {
 };
 
 llvm::Error writeArchive(llvm::StringRef path, const Archive &a);
+/// Reads and checks the whole file (header and every tensor's checksum).
 llvm::Expected<Archive> readArchive(llvm::StringRef path);
-/// True if the file starts with the archive magic.
+struct ArchiveHeader {
+  std::string text;
+  std::vector<std::pair<std::string, TensorType>> tensors;
+};
+/// Reads and checks the header only: the text and the tensors' names and
+/// types.
+llvm::Expected<ArchiveHeader> readArchiveHeader(llvm::StringRef path);
+/// Tests and fuzzing: the bytes of an archive (well formed or not) with its
+/// header's and tensors' checksums made to match, as far as its layout can be
+/// read, so that a mutation reaches the checks after the checksums.
+std::string withValidChecksums(llvm::StringRef bytes);
+/// True if the file starts with the archive magic (of any format version).
 bool isArchiveFile(llvm::StringRef path);
 
 /// Writes bytes to `path` crash-safely (temporary file, fsync, rename).
 llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes);
+/// The same, for bytes given in pieces (written in order, never joined).
+llvm::Error writeFileAtomically(llvm::StringRef path, llvm::ArrayRef<llvm::StringRef> pieces);
+
+/// Tests only (the crash-safety test, through graphrun's environment): every
+/// atomic write pauses this long half-way through its temporary file, so a
+/// kill can land inside a write.
+void setWritePauseForTesting(std::chrono::milliseconds pause);
 
 /// A module with its variables' data (the placed module file).
 llvm::Error writeModuleFile(llvm::StringRef path, const Module &m);

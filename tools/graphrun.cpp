@@ -1,18 +1,27 @@
 //===- graphrun.cpp - The executor's command line --------------------------===//
 //
-//   graphrun train  [MODEL | --model NAME] [--data SPEC] [--batch N] [--steps N | --epochs N]
-//                   [--optimizer O] [--lr X] [--checkpoint DIR] [--metrics FILE] ...
-//   graphrun eval   --checkpoint CKPT [--data SPEC] [--batch N]
+//   graphrun train  [MODEL | --model NAME] [--data SPEC] [--batch N]
+//                   [--steps N | --epochs N | --more-steps N] [--optimizer O] [--lr X]
+//                   [--checkpoint DIR [--resume]] [--metrics FILE] ...
+//   graphrun eval   --checkpoint CKPT [--data SPEC] [--batch N] [--seed S]
 //   graphrun infer  MODEL --input x.npy -o y.npy [--batch-size-from-input]
 //   graphrun export --checkpoint CKPT -o model.onnx
 //
 // Every subcommand is a few calls into the libraries (tools/driver); errors
-// print one line and exit non-zero.
+// print one line and exit 1. `train` stopped by SIGINT or SIGTERM writes a
+// checkpoint and exits 130 or 143 (tools/driver/Interrupt.h).
+//
+// GRAPHC_TEST_WRITE_PAUSE_MS (tests only) pauses every crash-safe file write
+// half-way, so the crash-safety test can kill a run inside a checkpoint write.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/onnx/OnnxExporter.h"
+#include "ir/Archive.h"
+#include "ir/Diagnostics.h"
 #include "tools/driver/Inference.h"
+#include "tools/driver/Interrupt.h"
+#include "tools/driver/RunChecks.h"
 #include "tools/driver/Trainer.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -21,6 +30,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
+
 using namespace graphc;
 
 namespace {
@@ -28,6 +40,20 @@ namespace {
 int fail(llvm::Error e) {
   llvm::errs() << "graphrun: error: " << llvm::toString(std::move(e)) << "\n";
   return 1;
+}
+
+/// --threads: checked, then 0 (every core) when not given.
+llvm::Expected<int> threadsFrom(const std::optional<int64_t> &given) {
+  if (auto e = checkThreadCount("--threads", given))
+    return e;
+  return given ? (int)*given : 0;
+}
+
+void pauseWritesIfTesting() {
+  const char *ms = std::getenv("GRAPHC_TEST_WRITE_PAUSE_MS");
+  unsigned pause = 0;
+  if (ms && !llvm::StringRef(ms).getAsInteger(10, pause))
+    setWritePauseForTesting(std::chrono::milliseconds(pause));
 }
 
 } // namespace
@@ -56,8 +82,9 @@ int main(int argc, char **argv) {
                     "synthetic labels use this many of the model's classes (0: all)")
       ->capture_default_str();
   train->add_option("--batch", co.batch, "global batch")->capture_default_str();
-  train->add_option("--steps", t.steps, "training steps");
-  train->add_option("--epochs", t.epochs, "training epochs (instead of --steps)");
+  train->add_option("--steps", t.steps, "the run's steps in all (a resumed run trains the rest)");
+  train->add_option("--epochs", t.epochs, "the run's epochs in all (instead of --steps)");
+  train->add_option("--more-steps", t.moreSteps, "this many steps past the checkpoint");
   train->add_option("--optimizer", co.optimizer, "sgd | momentum | rmsprop | adam")
       ->capture_default_str();
   train->add_option("--lr", co.learningRate, "learning rate")->capture_default_str();
@@ -68,11 +95,16 @@ int main(int argc, char **argv) {
   train->add_flag("--nesterov", co.nesterov, "Nesterov momentum");
   train->add_option("--weight-decay", co.weightDecay, "L2 weight decay")->capture_default_str();
   train->add_option("--checkpoint", t.checkpointDir, "checkpoint directory");
-  train->add_option("--checkpoint-every", t.checkpointEvery, "steps between checkpoints");
-  train->add_flag("--resume", t.resume, "continue from the latest checkpoint in --checkpoint");
+  train->add_option("--checkpoint-every", t.checkpointEvery,
+                    "steps between checkpoints (default: only at the end)");
+  train->add_option("--keep-checkpoints", t.keepCheckpoints,
+                    "checkpoint files kept in --checkpoint (default 2)");
+  train->add_flag("--resume", t.resume,
+                  "continue from the newest usable checkpoint in --checkpoint (if any)");
   train->add_option("--metrics", t.metricsPath, "per-step metrics (.jsonl or .csv)");
   train->add_option("--seed", t.executor.seed, "seed: same seed, same devices, same result");
-  train->add_option("--threads", t.executor.threads, "CPU threads (default: all cores)");
+  std::optional<int64_t> trainThreads, evalThreads, inferThreads;
+  train->add_option("--threads", trainThreads, "CPU threads (default: all cores)");
   train->add_option("--loader-threads", t.loaderThreads, "input pipeline threads")
       ->capture_default_str();
   train->add_flag("--check-numerics", t.executor.checkNumerics,
@@ -114,7 +146,10 @@ int main(int argc, char **argv) {
   eval->add_option("--data", evalData, "data set")->capture_default_str();
   eval->add_option("--batch", evalBatch, "batch")->capture_default_str();
   eval->add_flag("--train-split", evalTrainSplit, "evaluate on the training split");
-  eval->add_option("--threads", evalExec.threads, "CPU threads");
+  eval->add_option("--threads", evalThreads, "CPU threads");
+  std::optional<uint64_t> evalSeed;
+  eval->add_option("--seed", evalSeed,
+                   "seed of the synthetic data (default: the checkpoint's training seed)");
   eval->add_option("--synthetic-samples", evalSynthetic.samples, "size of the synthetic data set")
       ->capture_default_str();
   eval->add_option("--synthetic-classes", evalSynthetic.classes,
@@ -128,7 +163,7 @@ int main(int argc, char **argv) {
       ->required();
   infer->add_option("-o,--output", inf.output, "output .npy (several outputs: NAME.K.npy)")
       ->required();
-  infer->add_option("--threads", inf.executor.threads, "CPU threads");
+  infer->add_option("--threads", inferThreads, "CPU threads");
 
   std::string exportCkpt, exportOut;
   auto *exp = app.add_subcommand("export", "a checkpoint's trained model as ONNX");
@@ -137,8 +172,15 @@ int main(int argc, char **argv) {
 
   CLI11_PARSE(app, argc, argv);
 
+  pauseWritesIfTesting();
   if (*train) {
     t.progress = !noProgress;
+    auto threads = threadsFrom(trainThreads);
+    if (!threads)
+      return fail(threads.takeError());
+    t.executor.threads = *threads;
+    if (!(bucketMb > 0) || !std::isfinite(bucketMb))
+      return fail(makeError("--bucket-mb " + numberText(bucketMb) + ": must be a positive number"));
     co.bucketBytes = (int64_t)(bucketMb * 1e6);
     if (!splitWeights.empty()) {
       llvm::SmallVector<llvm::StringRef, 8> parts;
@@ -156,15 +198,24 @@ int main(int argc, char **argv) {
     t.evaluate = !noEval;
     co.seed = t.executor.seed;
     t.model.seed = t.executor.seed;
+    t.stopRequested = &installStopHandlers();
     auto r = runTraining(t, llvm::outs());
     if (!r)
       return fail(r.takeError());
-    return 0;
+    return r->stoppedBySignal ? 128 + r->stoppedBySignal : 0;
   }
   if (*eval) {
+    auto threads = threadsFrom(evalThreads);
+    if (!threads)
+      return fail(threads.takeError());
+    evalExec.threads = *threads;
+    if (evalBatch <= 0)
+      return fail(
+          makeError("--batch " + llvm::Twine(evalBatch) + ": the batch must be at least 1"));
     auto model = loadModel({evalCkpt, "", {}, 0});
     if (!model)
       return fail(model.takeError());
+    evalExec.seed = evalSeed.value_or(model->checkpointSeed);
     auto r = runEvaluation(*model->forward, evalData, !evalTrainSplit, evalBatch, evalExec,
                            evalSynthetic);
     if (!r)
@@ -175,6 +226,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (*infer) {
+    auto threads = threadsFrom(inferThreads);
+    if (!threads)
+      return fail(threads.takeError());
+    inf.executor.threads = *threads;
     if (auto e = runInference(inf, llvm::outs()))
       return fail(std::move(e));
     return 0;

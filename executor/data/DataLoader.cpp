@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 namespace graphc {
 
@@ -83,7 +84,16 @@ LoaderStats DataLoader::stats() const {
   return stats_;
 }
 
-void DataLoader::startEpoch(int64_t epoch) {
+LoaderPosition DataLoader::position() const {
+  const int64_t batch = options_.batch;
+  int64_t samples = current_ ? (nextChunk_ - 1) * batch + currentSlot_
+                             : std::min(nextChunk_ * batch + resumeSlot_, data_->size());
+  return {batchIndex_, samples};
+}
+
+void DataLoader::startEpoch(int64_t epoch, LoaderPosition at) {
+  assert(at.samples >= 0 && at.samples <= data_->size() && at.batches >= 0 &&
+         "a position of this data set");
   auto order = std::make_shared<std::vector<int64_t>>(data_->size());
   std::iota(order->begin(), order->end(), 0);
   if (options_.shuffle) {
@@ -97,13 +107,17 @@ void DataLoader::startEpoch(int64_t epoch) {
     started_ = true;
     order_ = std::move(order);
     ready_.clear();
-    nextClaim_ = 0;
-    consumed_ = 0;
+    nextClaim_ = consumed_ = at.samples / options_.batch;
   }
   workCv_.notify_all();
   current_.reset();
-  currentSlot_ = nextChunk_ = batchIndex_ = 0;
-  epochGood_ = epochSkipped_ = 0;
+  currentSlot_ = 0;
+  nextChunk_ = at.samples / options_.batch;
+  resumeSlot_ = at.samples % options_.batch;
+  batchIndex_ = at.batches;
+  // Batches already handed out held good samples only.
+  epochGood_ = at.batches * options_.batch;
+  epochSkipped_ = 0;
 }
 
 DataLoader::Chunk DataLoader::buildChunk(int64_t index, const std::vector<int64_t> &order,
@@ -220,9 +234,9 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
       if (nextChunk_ == chunksPerEpoch_)
         break;
       current_ = takeChunk(nextChunk_++);
-      currentSlot_ = 0;
+      currentSlot_ = std::exchange(resumeSlot_, 0);
       // The common case: a whole chunk of good samples is the batch as it is.
-      if (filled == 0 && current_->errors.empty() &&
+      if (filled == 0 && currentSlot_ == 0 && current_->errors.empty() &&
           (current_->count == batch || !options_.dropLast)) {
         out.images = std::move(current_->images);
         out.labels = std::move(current_->labels);
@@ -230,6 +244,8 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
         current_.reset();
         break;
       }
+      if (currentSlot_ == current_->count) // resumed past the chunk's last sample
+        continue;
     }
     if (current_->good[currentSlot_]) {
       if (out.images.empty()) {

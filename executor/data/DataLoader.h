@@ -25,6 +25,10 @@
 //     step, the input pipeline is the bottleneck.
 //  5. Shutdown. startEpoch() mid-epoch and the destructor abandon queued and
 //     in-flight work; workers stop between samples and are joined.
+//  6. Position. position() says how far the consumer is into the epoch, and
+//     startEpoch(epoch, position) starts there: the batches that follow are
+//     those an uninterrupted loader would have handed out (resuming training
+//     from a checkpoint).
 //
 // One consumer thread calls startEpoch() and next(); stats() may be called
 // from any thread.
@@ -60,6 +64,12 @@ struct LoaderOptions {
   int threads = 2;
 };
 
+/// How far the consumer is into an epoch: batches handed out, and positions
+/// of the epoch's permutation consumed (skipped samples included).
+struct LoaderPosition {
+  int64_t batches = 0, samples = 0;
+};
+
 struct Batch {
   Tensor images; // f32 [B, C, H, W]
   Tensor labels; // i64 [B]
@@ -86,9 +96,12 @@ public:
   DataLoader(const DataLoader &) = delete;
   DataLoader &operator=(const DataLoader &) = delete;
 
-  /// Starts (or restarts) epoch `epoch`, abandoning the rest of the current
-  /// one. next() before any startEpoch() starts epoch 0.
-  void startEpoch(int64_t epoch);
+  /// Starts (or restarts) epoch `epoch` at `at` (a position() of that epoch;
+  /// its beginning by default), abandoning the rest of the current one.
+  /// next() before any startEpoch() starts epoch 0.
+  void startEpoch(int64_t epoch, LoaderPosition at = {});
+  /// The consumer's position in the current epoch.
+  LoaderPosition position() const;
   /// The next batch, or nullopt at the end of the epoch. An error only when
   /// no sample of the epoch could be loaded.
   llvm::Expected<std::optional<Batch>> next();
@@ -140,6 +153,7 @@ private:
   Scratch consumerScratch_;
   std::optional<Chunk> current_;
   int64_t currentSlot_ = 0, nextChunk_ = 0, batchIndex_ = 0;
+  int64_t resumeSlot_ = 0; // where in its first chunk a resumed epoch starts
   int64_t epochGood_ = 0, epochSkipped_ = 0;
 };
 

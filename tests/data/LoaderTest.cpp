@@ -286,6 +286,46 @@ TEST(DataLoader, RestartMidEpochGivesTheWholeNewEpoch) {
   EXPECT_EQ(epoch(*makeLoader(slow, o), 5), restarted);
 }
 
+TEST(DataLoader, StartingAtAPositionContinuesTheEpochExactly) {
+  // Broken samples make batches span chunks, so a position can fall inside
+  // a chunk; a loader started there must hand out what the first one did.
+  auto ds = std::make_shared<CountingDataset>(47, std::set<int64_t>{3, 4, 9, 20, 21, 22, 40});
+  for (int threads : {0, 2}) {
+    for (bool dropLast : {true, false}) {
+      LoaderOptions o;
+      o.batch = 4;
+      o.threads = threads;
+      o.dropLast = dropLast;
+      o.seed = 5;
+      auto whole = makeLoader(ds, o);
+      std::vector<std::vector<int64_t>> all = epoch(*whole, 2);
+      for (size_t k = 0; k <= all.size(); ++k) {
+        auto first = makeLoader(ds, o);
+        first->startEpoch(2);
+        for (size_t i = 0; i < k; ++i)
+          ASSERT_TRUE(bool(first->next()));
+        LoaderPosition at = first->position();
+        EXPECT_EQ(at.batches, (int64_t)k);
+        auto resumed = makeLoader(ds, o);
+        resumed->startEpoch(2, at);
+        EXPECT_EQ(resumed->position().samples, at.samples);
+        for (size_t i = k; i < all.size(); ++i) {
+          auto b = resumed->next();
+          ASSERT_TRUE(b && b->has_value()) << "batch " << i << " after a start at " << k;
+          EXPECT_EQ((*b)->index, (int64_t)i);
+          std::vector<int64_t> ids;
+          for (int64_t r = 0; r < (*b)->samples; ++r)
+            ids.push_back((int64_t)(*b)->images.data<float>()[r * 4]);
+          EXPECT_EQ(ids, all[i]) << "batch " << i << " after a start at " << k;
+        }
+        auto end = resumed->next();
+        ASSERT_TRUE(bool(end));
+        EXPECT_FALSE(end->has_value()) << "a batch past the end after a start at " << k;
+      }
+    }
+  }
+}
+
 TEST(DataLoader, DestructionMidEpochStopsBetweenSamples) {
   // 20 ms a sample: the queued work (4 batches of 5) would take 0.2 s on two
   // threads; stopping between samples takes at most one sample.

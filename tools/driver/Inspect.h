@@ -17,4 +17,9 @@ namespace graphc {
 
 llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool json);
 
+/// For a module placed on a cluster (`graphc place`, `graphrun train --gpus`
+/// or `--cluster`): an error when a device's variables and peak activations
+/// exceed its memory, with the figures. Success for anything else.
+llvm::Error checkPlanFitsCluster(const Module &compiled);
+
 } // namespace graphc

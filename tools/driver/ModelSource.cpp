@@ -8,17 +8,17 @@
 
 namespace graphc {
 
-static bool looksLikeCheckpoint(llvm::StringRef path) {
+/// A directory, or an archive whose header is a checkpoint's. A damaged
+/// archive is an error here, named once, not a second guess at its kind.
+static llvm::Expected<bool> isCheckpoint(llvm::StringRef path) {
   if (llvm::sys::fs::is_directory(path))
     return true;
   if (!isArchiveFile(path))
     return false;
-  auto a = readArchive(path);
-  if (!a) {
-    llvm::consumeError(a.takeError());
-    return false;
-  }
-  return llvm::StringRef(a->text).contains("checkpoint_step");
+  auto header = readArchiveHeader(path);
+  if (!header)
+    return header.takeError();
+  return llvm::StringRef(header->text).contains("checkpoint_step");
 }
 
 llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec) {
@@ -32,13 +32,16 @@ llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec) {
     if (!m)
       return m.takeError();
     out.forward = std::move(*m);
-  } else if (looksLikeCheckpoint(spec.path)) {
+  } else if (auto ckptFile = isCheckpoint(spec.path); !ckptFile) {
+    return ckptFile.takeError();
+  } else if (*ckptFile) {
     auto ckpt = loadCheckpoint(spec.path);
     if (!ckpt)
       return ckpt.takeError();
     out.forward = std::move(ckpt->forward);
     out.fromCheckpoint = true;
     out.checkpointStep = ckpt->info.step;
+    out.checkpointSeed = ckpt->info.seed;
   } else {
     ImportOptions io;
     io.seed = spec.seed;

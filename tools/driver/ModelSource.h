@@ -18,8 +18,8 @@
 namespace graphc {
 
 struct ModelSpec {
-  std::string path;      ///< a model or checkpoint file or directory
-  std::string name;      ///< a built-in model, when no path is given
+  std::string path; ///< a model or checkpoint file or directory
+  std::string name; ///< a built-in model, when no path is given
   models::ModelOptions options;
   uint64_t seed = 0;
 };
@@ -29,6 +29,7 @@ struct LoadedModel {
   /// Set when the model came from a checkpoint: its step and the tensors.
   bool fromCheckpoint = false;
   uint64_t checkpointStep = 0;
+  uint64_t checkpointSeed = 0; ///< the seed of the run that wrote it
 };
 
 llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec);

@@ -2,25 +2,26 @@
 
 #include "ir/Diagnostics.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 
 #include <unistd.h>
 
 namespace graphc {
 
-ProgressLine::ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled)
-    : os_(os), total_(total), enabled_(enabled), tty_(os.is_displayed()),
+ProgressLine::ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled, int64_t from)
+    : os_(os), total_(total), from_(from), enabled_(enabled), tty_(os.is_displayed()),
       start_(std::chrono::steady_clock::now()) {}
 
 void ProgressLine::update(int64_t done, int64_t epoch, double loss, double imagesPerSecond) {
   if (!enabled_)
     return;
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  double eta = done ? elapsed / done * (total_ - done) : 0;
+  double eta = done > from_ ? elapsed / (done - from_) * (total_ - done) : 0;
   if (!tty_) {
     // A line every 5% (and the first and last step).
     int64_t bucket = total_ ? done * 20 / total_ : done;
-    if (bucket == lastPrinted_ && done != total_ && done != 1)
+    if (bucket == lastPrinted_ && done != total_ && done != from_ + 1)
       return;
     lastPrinted_ = bucket;
   }
@@ -48,13 +49,17 @@ void ProgressLine::finish() {
   open_ = false;
 }
 
-llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringRef path) {
+llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringRef path,
+                                                                   bool append) {
   std::error_code ec;
-  auto os = std::make_unique<llvm::raw_fd_ostream>(path, ec);
+  uint64_t size = 0;
+  bool fresh = !append || llvm::sys::fs::file_size(path, size) || size == 0;
+  auto os = std::make_unique<llvm::raw_fd_ostream>(
+      path, ec, append ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
   if (ec)
     return makeError("cannot write metrics file '" + path + "': " + ec.message());
   bool csv = path.endswith(".csv");
-  if (csv)
+  if (csv && fresh)
     *os << "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples\n";
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(os), csv));
 }

@@ -19,7 +19,8 @@ namespace graphc {
 
 class ProgressLine {
 public:
-  ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled);
+  /// Steps `from`+1 .. `total` (a resumed run starts past 0).
+  ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled, int64_t from = 0);
   /// Shows step `done` of total with the loss and throughput.
   void update(int64_t done, int64_t epoch, double loss, double imagesPerSecond);
   /// Ends the line (before other output).
@@ -27,7 +28,7 @@ public:
 
 private:
   llvm::raw_ostream &os_;
-  int64_t total_;
+  int64_t total_, from_;
   bool enabled_, tty_, open_ = false;
   int64_t lastPrinted_ = -1;
   std::chrono::steady_clock::time_point start_;
@@ -40,12 +41,15 @@ struct StepRecord {
 
 class MetricsWriter {
 public:
-  static llvm::Expected<std::unique_ptr<MetricsWriter>> open(llvm::StringRef path);
+  /// `append`: keep what the file holds (a resumed run).
+  static llvm::Expected<std::unique_ptr<MetricsWriter>> open(llvm::StringRef path,
+                                                             bool append = false);
   void step(const StepRecord &r);
   void eval(int64_t step, int64_t epoch, double accuracy, double loss, int64_t samples);
 
 private:
-  MetricsWriter(std::unique_ptr<llvm::raw_fd_ostream> os, bool csv) : os_(std::move(os)), csv_(csv) {}
+  MetricsWriter(std::unique_ptr<llvm::raw_fd_ostream> os, bool csv)
+      : os_(std::move(os)), csv_(csv) {}
   std::unique_ptr<llvm::raw_fd_ostream> os_;
   bool csv_;
 };

@@ -6,14 +6,18 @@
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
 #include "tools/driver/Evaluator.h"
+#include "tools/driver/Inspect.h"
+#include "tools/driver/LrSchedule.h"
 #include "tools/driver/Profile.h"
 #include "tools/driver/Progress.h"
+#include "tools/driver/RunChecks.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 
 namespace graphc {
 
@@ -24,46 +28,6 @@ using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
-
-/// The learning rate at a step of an epoch, from --lr-schedule.
-class LrSchedule {
-public:
-  static llvm::Expected<LrSchedule> parse(llvm::StringRef spec, double base) {
-    LrSchedule s;
-    s.base_ = base;
-    if (spec == "constant" || spec.empty())
-      return s;
-    if (spec == "cosine") {
-      s.kind_ = Cosine;
-      return s;
-    }
-    llvm::SmallVector<llvm::StringRef, 3> parts;
-    spec.split(parts, ':');
-    if (parts.size() == 3 && parts[0] == "step" && !parts[1].getAsInteger(10, s.every_) &&
-        s.every_ > 0 && llvm::to_float(parts[2], s.factor_)) {
-      s.kind_ = Step;
-      return s;
-    }
-    return makeError("bad --lr-schedule '" + spec +
-                     "': expected constant, cosine or step:EVERY_EPOCHS:FACTOR");
-  }
-  double at(int64_t step, int64_t totalSteps, int64_t epoch) const {
-    switch (kind_) {
-    case Constant:
-      return base_;
-    case Cosine:
-      return totalSteps ? base_ * 0.5 * (1 + std::cos(M_PI * (double)step / totalSteps)) : base_;
-    case Step:
-      return base_ * std::pow(factor_, (double)(epoch / every_));
-    }
-    return base_;
-  }
-
-private:
-  enum Kind { Constant, Cosine, Step } kind_ = Constant;
-  double base_ = 0, factor_ = 1;
-  int64_t every_ = 1;
-};
 
 std::string humanBytes(int64_t b) {
   char buf[32];
@@ -194,15 +158,37 @@ llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef 
   return (*eval)->run(**loader);
 }
 
+namespace {
+
+/// Names the data a run reads, as its checkpoints record it: the data order
+/// depends on it (the synthetic set's size and classes included).
+std::string dataIdentity(const TrainOptions &opts) {
+  if (opts.data != "synthetic")
+    return opts.data;
+  return "synthetic (" + std::to_string(opts.synthetic.samples) + " samples, " +
+         std::to_string(opts.synthetic.classes) + " classes)";
+}
+
+const char *signalName(int sig) {
+  switch (sig) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  default:
+    return "a signal";
+  }
+}
+
+} // namespace
+
 llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out) {
-  const int64_t batchOption = opts.compile.options.batch;
-  if (batchOption <= 0)
-    return makeError("--batch must be positive");
-  if (opts.steps < 0 || opts.epochs < 0)
-    return makeError("--steps and --epochs must not be negative");
+  if (auto e = checkTrainOptions(opts))
+    return e;
   auto schedule = LrSchedule::parse(opts.lrSchedule, opts.compile.options.learningRate);
   if (!schedule)
     return schedule.takeError();
+  auto stopSignal = [&] { return opts.stopRequested ? opts.stopRequested->load() : 0; };
 
   // 1. Everything that can be wrong with the inputs, before any step.
   auto loaded = loadModel(opts.model);
@@ -222,17 +208,57 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                        "' is already compiled; --gpus and --cluster apply to models");
   }
   const Module &forward = *loaded->forward;
-  const int64_t batch = precompiled && precompiled->batch() ? *precompiled->batch() : batchOption;
+  const int64_t batch =
+      precompiled && precompiled->batch() ? *precompiled->batch() : opts.compile.options.batch;
   uint64_t seed = opts.executor.seed;
+  const std::string dataId = dataIdentity(opts);
   auto train = openFor(forward, opts.data, Split::Train, opts.synthetic, seed);
   if (!train)
     return train.takeError();
   if (!opts.checkpointDir.empty())
     if (auto e = checkWritableDir(opts.checkpointDir))
       return e;
+  std::vector<std::string> notes;
+  std::optional<LoadedCheckpoint> ckpt;
+  if (opts.resume) {
+    auto found = loadForResume(opts.checkpointDir, notes);
+    if (!found)
+      return found.takeError();
+    ckpt = std::move(*found);
+    if (!ckpt)
+      notes.push_back("no checkpoint in '" + opts.checkpointDir + "' yet: starting from step 0");
+  }
+  const unsigned keep = opts.keepCheckpoints.value_or(kDefaultKeepCheckpoints);
+  auto loader = DataLoader::create(
+      *train, loaderFor(forward, **train, batch, true, seed, (int)opts.loaderThreads));
+  if (!loader)
+    return loader.takeError();
+  int64_t perEpoch = (*loader)->batchesPerEpoch();
+  if (perEpoch == 0)
+    return makeError("data set '" + opts.data + "' has fewer samples (" +
+                     llvm::Twine((*train)->size()) + ") than one batch (" + llvm::Twine(batch) +
+                     ")");
+
+  // The plan: --steps and --epochs are the run's total.
+  const int64_t start = ckpt ? (int64_t)ckpt->info.step : 0;
+  const int64_t totalSteps = opts.moreSteps ? start + *opts.moreSteps
+                             : opts.steps   ? *opts.steps
+                             : opts.epochs  ? *opts.epochs * perEpoch
+                                            : kDefaultSteps;
+  TrainResult result;
+  if (start >= totalSteps) {
+    for (const std::string &n : notes)
+      out << "note: " << n << "\n";
+    out << "graphrun train: nothing to train: checkpoint '" << ckpt->path << "' is at step "
+        << start << (start == totalSteps ? ", the run's last" : ", past the run's")
+        << " (the run is " << totalSteps << " steps in all; --more-steps N trains further)\n";
+    result.alreadyComplete = true;
+    result.lastCheckpoint = ckpt->path;
+    return result;
+  }
   std::unique_ptr<MetricsWriter> metrics;
   if (!opts.metricsPath.empty()) {
-    auto m = MetricsWriter::open(opts.metricsPath);
+    auto m = MetricsWriter::open(opts.metricsPath, /*append=*/ckpt.has_value());
     if (!m)
       return m.takeError();
     metrics = std::move(*m);
@@ -249,6 +275,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       return c.takeError();
     compiled = std::move(*c);
   }
+  if (auto e = checkPlanFitsCluster(*compiled))
+    return e;
   ExecutorOptions exec = opts.executor;
   exec.profile = exec.profile || !opts.tracePath.empty() || !opts.profilePath.empty();
   std::string emulation;
@@ -258,29 +286,24 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   if (!ex)
     return ex.takeError();
   Executor &executor = **ex;
-  int64_t startEpoch = 0;
-  if (opts.resume) {
-    if (opts.checkpointDir.empty())
-      return makeError("--resume needs --checkpoint DIR");
-    auto ckpt = loadCheckpoint(opts.checkpointDir);
-    if (!ckpt)
-      return ckpt.takeError();
+  int64_t epoch = 0;
+  LoaderPosition position;
+  if (ckpt) {
     if (auto e = restoreInto(*ckpt, *compiled, executor))
       return e;
-    startEpoch = ckpt->info.epoch;
+    result.lastCheckpoint = ckpt->path;
+    const CheckpointInfo &i = ckpt->info;
+    epoch = i.epoch;
+    if (i.seed == seed && i.batch == batch && i.data == dataId &&
+        i.epochSamples <= (*train)->size())
+      position = {i.epochBatches, i.epochSamples};
+    else
+      notes.push_back("the checkpoint's run had seed " + std::to_string(i.seed) + ", batch " +
+                      std::to_string(i.batch) + " and data " + i.data + "; this one has seed " +
+                      std::to_string(seed) + ", batch " + std::to_string(batch) + " and data " +
+                      dataId + ": epoch " + std::to_string(epoch) +
+                      " starts afresh, and the result will differ from an uninterrupted run");
   }
-  auto loader = DataLoader::create(
-      *train, loaderFor(forward, **train, batch, true, seed, opts.loaderThreads));
-  if (!loader)
-    return loader.takeError();
-  int64_t perEpoch = (*loader)->batchesPerEpoch();
-  if (perEpoch == 0)
-    return makeError("data set '" + opts.data + "' has fewer samples (" +
-                     llvm::Twine((*train)->size()) + ") than one batch (" + llvm::Twine(batch) +
-                     ")");
-  int64_t totalSteps = opts.steps ? opts.steps
-                       : opts.epochs ? opts.epochs * perEpoch
-                                     : 100;
   std::unique_ptr<Evaluator> evaluator;
   std::shared_ptr<const Dataset> test;
   if (opts.evaluate && llvm::StringRef(opts.data).startswith("fashion-mnist")) {
@@ -331,17 +354,32 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out << "  parameters " << withCommas(summary.params.elements) << " trainable ("
       << humanBytes(summary.params.bytes) << "), " << withCommas(summary.state.elements)
       << " state\n";
-  out << "  steps      " << totalSteps << " from step " << executor.step() << ", seed " << seed
+  out << "  steps      " << totalSteps << " in all, from step " << start << ", seed " << seed
       << "\n";
+  if (ckpt)
+    out << "  resumed    " << ckpt->path << " (epoch " << epoch << ", " << position.batches
+        << " batches into it)\n";
+  for (const std::string &n : notes)
+    out << "note: " << n << "\n";
   out.flush();
 
   // 4. Train.
-  TrainResult result;
-  ProgressLine progress(llvm::errs(), totalSteps, opts.progress);
+  ProgressLine progress(llvm::errs(), totalSteps, opts.progress, start);
   const TensorType &inputType = input->result()->type().bound(batch);
-  int64_t epoch = startEpoch, done = 0;
+  int64_t done = 0;
   double trainSeconds = 0, waitBefore = 0, firstStepSeconds = 0;
-  (*loader)->startEpoch(epoch);
+  uint64_t lastSaved = ckpt ? ckpt->info.step : UINT64_MAX;
+  (*loader)->startEpoch(epoch, position);
+  auto checkpoint = [&]() -> llvm::Error {
+    LoaderPosition at = (*loader)->position();
+    CheckpointInfo info{executor.step(), epoch, at.batches, at.samples, seed, batch, dataId};
+    auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled, info, keep);
+    if (!path)
+      return path.takeError();
+    result.lastCheckpoint = *path;
+    lastSaved = executor.step();
+    return llvm::Error::success();
+  };
   auto evaluateEpoch = [&]() -> llvm::Error {
     if (!evaluator)
       return llvm::Error::success();
@@ -364,7 +402,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       metrics->eval(executor.step(), epoch, r->accuracy(), r->loss, r->samples);
     return llvm::Error::success();
   };
-  while (done < totalSteps) {
+  while ((int64_t)executor.step() < totalSteps && !stopSignal()) {
     auto b = (*loader)->next();
     if (!b)
       return b.takeError();
@@ -374,7 +412,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       (*loader)->startEpoch(++epoch);
       continue;
     }
-    double lr = schedule->at(done, totalSteps, epoch) * lrScale;
+    const int64_t step = executor.step();
+    double lr = schedule->at(step, totalSteps, epoch) * lrScale;
     llvm::StringMap<Tensor> feeds;
     feeds[input->name()] = toModelInput((*b)->images, inputType);
     feeds["labels"] = (*b)->labels;
@@ -382,11 +421,11 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     auto t0 = Clock::now();
     auto outs = executor.run(feeds);
     if (!outs)
-      return withContext(outs.takeError(), "step " + llvm::Twine(executor.step()));
+      return withContext(outs.takeError(), "step " + llvm::Twine(step));
     double dt = seconds(t0, Clock::now());
     double loss = (*outs)[0].at(0);
     if (!std::isfinite(loss))
-      return makeError("step " + llvm::Twine(executor.step() - 1) + ": the loss is " +
+      return makeError("step " + llvm::Twine(step) + ": the loss is " +
                        llvm::Twine(std::isnan(loss) ? "NaN" : "infinite") +
                        "; lower the learning rate, or run with --check-numerics to find the "
                        "first node that produced it");
@@ -398,29 +437,25 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     waitBefore = wait;
     result.losses.push_back(loss);
     double ips = batch / dt;
-    progress.update(done, epoch, loss, ips);
+    progress.update(step + 1, epoch, loss, ips);
     if (metrics)
-      metrics->step({(int64_t)executor.step(), epoch, loss, lr, dt, ips, stepWait});
-    if (opts.checkpointEvery && done % opts.checkpointEvery == 0 && done != totalSteps) {
-      auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled,
-                                      {executor.step(), epoch});
-      if (!path)
-        return path.takeError();
-      result.lastCheckpoint = *path;
-    }
+      metrics->step({step + 1, epoch, loss, lr, dt, ips, stepWait});
+    if (opts.checkpointEvery && (step + 1) % *opts.checkpointEvery == 0 && step + 1 != totalSteps)
+      if (auto e = checkpoint())
+        return e;
   }
   progress.finish();
+  const int64_t end = executor.step();
+  result.stoppedBySignal = end < totalSteps ? stopSignal() : 0;
   // An epoch that ended exactly with the last step is evaluated too.
-  if (opts.epochs && done == opts.epochs * perEpoch && evaluator)
+  if (opts.epochs && end == totalSteps && done > 0)
     if (auto e = evaluateEpoch())
       return e;
   if (!opts.checkpointDir.empty()) {
-    auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled,
-                                    {executor.step(), epoch});
-    if (!path)
-      return path.takeError();
-    result.lastCheckpoint = *path;
-    out << "checkpoint " << *path << "\n";
+    if ((uint64_t)end != lastSaved)
+      if (auto e = checkpoint())
+        return e;
+    out << "checkpoint " << result.lastCheckpoint << "\n";
   }
 
   // 5. Summary.
@@ -433,9 +468,12 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   double steady = done > 1 ? trainSeconds - firstStepSeconds : trainSeconds;
   int64_t steadySteps = done > 1 ? done - 1 : done;
   result.imagesPerSecond = steady > 0 ? (double)steadySteps * batch / steady : 0;
-  out << llvm::format("trained %lld steps: loss %.4f -> %.4f, %.1f images/s, %.3f s/step\n",
-                      (long long)done, result.firstLoss, result.lastLoss, result.imagesPerSecond,
-                      done ? trainSeconds / done : 0.0);
+  out << llvm::format("trained %lld steps", (long long)done);
+  if (start > 0 || result.stoppedBySignal)
+    out << llvm::format(" (steps %lld to %lld of %lld)", (long long)start + 1, (long long)end,
+                        (long long)totalSteps);
+  out << llvm::format(": loss %.4f -> %.4f, %.1f images/s, %.3f s/step\n", result.firstLoss,
+                      result.lastLoss, result.imagesPerSecond, done ? trainSeconds / done : 0.0);
   double total = trainSeconds + result.inputWaitSeconds;
   if (total > 0 && result.inputWaitSeconds > 0.1 * total)
     out << llvm::format("note: the input pipeline is the bottleneck: %.0f%% of the time went "
@@ -458,6 +496,12 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     }
     printTimeBreakdown(executor.trace(), out);
   }
+  if (result.stoppedBySignal)
+    out << "stopped by " << signalName(result.stoppedBySignal) << " after step " << end << " of "
+        << totalSteps
+        << (opts.checkpointDir.empty() ? " (no --checkpoint: nothing was saved)"
+                                       : "; run the same command with --resume to finish")
+        << "\n";
   return result;
 }
 

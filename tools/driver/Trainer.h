@@ -8,12 +8,21 @@
 //      checkpoint with --resume, strictly);
 //   3. print the run plan; then step: feed a batch and the learning rate,
 //      run, report loss and images/s on a progress line and in the metrics
-//      file, checkpoint every K steps and at the end;
+//      file, checkpoint every K steps, at the end, and when stopped by a
+//      signal;
 //   4. evaluate on the test split after every epoch when the data set has one;
 //   5. print a summary that separates input waiting from compute, and says so
 //      when the input pipeline is the bottleneck.
 // A short last batch of an epoch is dropped in training (each epoch reshuffles,
 // so every sample is used over the epochs); evaluation counts every sample.
+//
+// --steps and --epochs are the run's total, as TensorFlow's last_step and
+// Keras's epochs with initial_epoch: re-running the same command with
+// --resume trains what is left, and says so when nothing is. The run's
+// position is in the checkpoint (step, epoch, the loader's position in the
+// epoch) or derived from the step (the learning rate, dropout streams, the
+// optimizers' step counts), so a resumed run ends bit-identical to one that
+// was never stopped.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,6 +32,9 @@
 #include "tools/driver/ModelSource.h"
 
 #include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <optional>
 
 namespace graphc {
 
@@ -44,24 +56,33 @@ struct TrainOptions {
   bool emulate = false;
   std::string data = "synthetic";
   SyntheticData synthetic;
-  int64_t steps = 0;  ///< stop after this many steps (0: use epochs)
-  int64_t epochs = 0; ///< or after this many epochs
+  /// How long the run is, in all (a resumed run trains what is left):
+  std::optional<int64_t> steps;     ///< this many steps
+  std::optional<int64_t> epochs;    ///< or this many epochs
+  std::optional<int64_t> moreSteps; ///< or this many steps past the checkpoint
   /// constant | step:EVERY_EPOCHS:FACTOR | cosine
   std::string lrSchedule = "constant";
   /// Multiply the learning rate by the number of towers (explicit LR scaling).
   bool scaleLrByTowers = false;
   std::string checkpointDir;
-  int64_t checkpointEvery = 0; ///< steps; 0: only at the end
+  std::optional<int64_t> checkpointEvery; ///< steps; unset: only at the end
+  std::optional<int64_t> keepCheckpoints; ///< step files kept (kDefaultKeepCheckpoints)
   bool resume = false;
   std::string metricsPath; ///< .jsonl or .csv
   bool evaluate = true;    ///< test accuracy after each epoch when the data set has a test split
   int64_t evalBatch = 0;   ///< 0: the training batch
   ExecutorOptions executor;
-  int loaderThreads = 2;
+  int64_t loaderThreads = 2;
   std::string tracePath;   ///< Chrome trace of the profiled steps
   std::string profilePath; ///< per-op time table (text)
   bool progress = true;
+  /// Set (to a signal number) by the tool's SIGINT/SIGTERM handler: the run
+  /// finishes its step, writes a checkpoint (with checkpointDir) and stops.
+  const std::atomic<int> *stopRequested = nullptr;
 };
+
+/// Steps a run without --steps, --epochs or --more-steps trains, in all.
+inline constexpr int64_t kDefaultSteps = 100;
 
 struct EpochResult {
   int64_t epoch = 0;
@@ -76,6 +97,10 @@ struct TrainResult {
   std::vector<double> losses;
   std::vector<EpochResult> epochs;
   std::string lastCheckpoint;
+  /// The run had already trained its planned steps; nothing was done.
+  bool alreadyComplete = false;
+  /// The signal that stopped the run early (0: it ran to its end).
+  int stoppedBySignal = 0;
 };
 
 llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out);
@@ -89,8 +114,7 @@ struct EvalResult {
 /// Evaluates a forward model (carrying its trained values in Variable::data,
 /// e.g. from a checkpoint) on a data set split.
 llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef data,
-                                         bool testSplit, int64_t batch,
-                                         const ExecutorOptions &exec,
+                                         bool testSplit, int64_t batch, const ExecutorOptions &exec,
                                          const SyntheticData &synthetic = {});
 
 } // namespace graphc

@@ -1,0 +1,83 @@
+#include "tools/driver/RunChecks.h"
+
+#include "ir/Diagnostics.h"
+#include "tools/driver/Trainer.h"
+
+#include <cmath>
+#include <thread>
+
+namespace graphc {
+
+namespace {
+
+llvm::Error atLeastOne(llvm::StringRef flag, const std::optional<int64_t> &v,
+                       llvm::StringRef meaning) {
+  if (!v || *v >= 1)
+    return llvm::Error::success();
+  return makeError(flag + " " + llvm::Twine(*v) + ": " + meaning + " must be at least 1");
+}
+
+} // namespace
+
+std::string numberText(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+llvm::Error checkThreadCount(llvm::StringRef flag, std::optional<int64_t> threads, int least) {
+  if (!threads)
+    return llvm::Error::success();
+  int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (*threads < least)
+    return makeError(flag + " " + llvm::Twine(*threads) + ": the thread count must be at least " +
+                     llvm::Twine(least) + (least == 1 ? " (leave it out to use every core)" : ""));
+  if (*threads > kMaxThreadsPerCore * cores)
+    return makeError(flag + " " + llvm::Twine(*threads) + ": more than " +
+                     llvm::Twine(kMaxThreadsPerCore) + " threads per core (this machine has " +
+                     llvm::Twine(cores) + " core" + (cores == 1 ? "" : "s") + ", so at most " +
+                     llvm::Twine(kMaxThreadsPerCore * cores) + ")");
+  return llvm::Error::success();
+}
+
+llvm::Error checkTrainOptions(const TrainOptions &opts) {
+  const CompileOptions &co = opts.compile.options;
+  if (co.batch <= 0)
+    return makeError("--batch " + llvm::Twine(co.batch) + ": the batch must be at least 1");
+  int plans = (bool)opts.steps + (bool)opts.epochs + (bool)opts.moreSteps;
+  if (plans > 1)
+    return makeError("--steps, --epochs and --more-steps each say how long to train: give one");
+  if (auto e = atLeastOne("--steps", opts.steps, "the run's total number of steps"))
+    return e;
+  if (auto e = atLeastOne("--epochs", opts.epochs, "the run's total number of epochs"))
+    return e;
+  if (auto e = atLeastOne("--more-steps", opts.moreSteps, "the number of further steps"))
+    return e;
+  if (!std::isfinite(co.learningRate) || co.learningRate <= 0)
+    return makeError("--lr " + numberText(co.learningRate) +
+                     ": the learning rate must be a positive number");
+  if (!std::isfinite(co.momentum) || co.momentum < 0 || co.momentum >= 1)
+    return makeError("--momentum " + numberText(co.momentum) + ": must be in [0, 1)");
+  if (!std::isfinite(co.weightDecay) || co.weightDecay < 0)
+    return makeError("--weight-decay " + numberText(co.weightDecay) +
+                     ": must be a non-negative number");
+  if (auto e =
+          atLeastOne("--checkpoint-every", opts.checkpointEvery, "the steps between checkpoints"))
+    return e;
+  if (auto e =
+          atLeastOne("--keep-checkpoints", opts.keepCheckpoints, "the number of checkpoints kept"))
+    return e;
+  if (opts.checkpointDir.empty()) {
+    const char *needs = opts.resume            ? "--resume"
+                        : opts.checkpointEvery ? "--checkpoint-every"
+                        : opts.keepCheckpoints ? "--keep-checkpoints"
+                                               : nullptr;
+    if (needs)
+      return makeError(llvm::Twine(needs) + " needs --checkpoint DIR");
+  }
+  if (opts.evalBatch < 0)
+    return makeError("--eval-batch " + llvm::Twine(opts.evalBatch) + ": must be at least 1");
+  return checkThreadCount("--loader-threads", opts.loaderThreads, /*least=*/0);
+}
+
+} // namespace graphc

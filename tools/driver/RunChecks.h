@@ -1,0 +1,36 @@
+//===- RunChecks.h - Numbers a user can get wrong, refused up front --*- C++ -*-===//
+//
+// Every flag of `graphrun` that takes a number is checked here before any
+// model is loaded, so a wrong one is one clear line and exit 1, never a
+// silent default (`--steps 0` training 100 steps), a run that diverges with
+// no word (`--lr -1`), or a failure deep in a library (`--threads 1000` in
+// the OpenMP runtime). docs/reliability.md lists the cases and their tests.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace graphc {
+
+struct TrainOptions;
+
+/// A number as a user would write it ("0.001", "-1", "1e+30").
+std::string numberText(double v);
+
+/// At most this many threads per core (--threads, --loader-threads).
+inline constexpr int kMaxThreadsPerCore = 4;
+
+/// A thread count from `flag`: at least `least`, at most kMaxThreadsPerCore
+/// times this machine's cores. Not given (nullopt) is fine.
+llvm::Error checkThreadCount(llvm::StringRef flag, std::optional<int64_t> threads, int least = 1);
+
+/// The numbers of `graphrun train`: steps, epochs, learning rate, momentum,
+/// weight decay, checkpoint cadence and count, loader threads, batch sizes.
+llvm::Error checkTrainOptions(const TrainOptions &opts);
+
+} // namespace graphc
