@@ -61,8 +61,12 @@ llvm::Error inRange(const Ctx &c, llvm::StringRef name, double dflt, double lo, 
   double v = c.attrs().getFloat(name, dflt);
   if (v >= lo && (openHigh ? v < hi : v <= hi))
     return llvm::Error::success();
-  return c.fail("attribute '" + name + "' is " + formatDouble(v) + ", outside [" +
-                formatDouble(lo) + ", " + formatDouble(hi) + (openHigh ? ")" : "]"));
+  auto bound = [](double d) {
+    std::string s = formatDouble(d);
+    return llvm::StringRef(s).endswith(".0") ? s.substr(0, s.size() - 2) : s;
+  };
+  return c.fail("attribute '" + name + "' is " + formatDouble(v) + ", outside [" + bound(lo) +
+                ", " + bound(hi) + (openHigh ? ")" : "]"));
 }
 
 llvm::Error needRank(const Ctx &c, unsigned i, size_t rank) {
@@ -305,6 +309,8 @@ int64_t knownProduct(llvm::ArrayRef<int64_t> dims, bool &hasBatch) {
 // Reshape: shape (fully resolved; N allowed).
 Result inferReshape(const Ctx &c) {
   Ints shape = c.attrs().getInts("shape");
+  if (auto e = checkTensorSize(TensorType(c[0].dtype, shape), "shape"))
+    return c.fail(llvm::toString(std::move(e)));
   bool inBatch = false, outBatch = false;
   int64_t a = knownProduct(c[0].shape, inBatch), b = knownProduct(shape, outBatch);
   for (int64_t d : shape)
