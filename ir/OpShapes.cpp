@@ -543,16 +543,17 @@ Result inferBatchNormTrain(const Ctx &c) {
   return Types{c[0], stat, stat};
 }
 
-// Dropout: ratio in [0, 1) (the multiplier 1/(1-ratio) must exist), training.
+// Dropout: ratio, a probability (1 drops everything, as PyTorch's p = 1),
+// training.
 Result inferDropout(const Ctx &c) {
-  if (auto e = inRange(c, "ratio", 0.5, 0, 1, /*openHigh=*/true))
+  if (auto e = inRange(c, "ratio", 0.5, 0, 1))
     return e;
   return one(c[0]);
 }
 
 // DropoutTrain: ratio, seed -> y, mask (the multiplier: 0 or 1/(1-ratio)).
 Result inferDropoutTrain(const Ctx &c) {
-  if (auto e = inRange(c, "ratio", 0.5, 0, 1, /*openHigh=*/true))
+  if (auto e = inRange(c, "ratio", 0.5, 0, 1))
     return e;
   return Types{c[0], c[0]};
 }

@@ -401,7 +401,8 @@ std::vector<PoolCase> poolCases() {
         if (op == Op::MaxPool)
           a.set("dilations", k.dilations);
         a.set("ceil_mode", int64_t(k.ceil));
-        a.set("count_include_pad", int64_t(includePad));
+        if (op == Op::AveragePool)
+          a.set("count_include_pad", int64_t(includePad));
         std::string what = opName(op).str() + " kernel " + shapeToString(k.kernel) + " pads " +
                            shapeToString(k.pads) + (k.ceil ? " ceil" : "") +
                            (includePad ? " include_pad" : "");
