@@ -114,13 +114,15 @@ llvm::Error ImageFolderDataset::load(int64_t index, float *pixels, int64_t &labe
   label = file.label;
   auto buffer = llvm::MemoryBuffer::getFile(file.path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
+  // Paths are quoted on one line: a file name may hold any byte but '/'.
   if (!buffer)
-    return makeError(file.path + ": cannot read: " + buffer.getError().message());
+    return makeError(printable(file.path, 4096) + ": cannot read: " +
+                     buffer.getError().message());
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
                                 (*buffer)->getBufferSize());
   auto image = decodeImage(bytes);
   if (!image)
-    return withContext(image.takeError(), file.path);
+    return withContext(image.takeError(), printable(file.path, 4096));
 
   // Normalise while taking one channel out of the interleaved pixels; the
   // resize is linear with weights summing to one, so it commutes with

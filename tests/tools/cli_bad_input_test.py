@@ -75,6 +75,12 @@ class TextIrTest(CliCase):
             f.write(text.replace("var fc1.weight : f32[256,784]", "var fc1.weight : f32[4611686018427387904,4]"))
         self.assertFailsClearly(run(GRAPHC, "inspect", path, ok=False),
                                 "f32[4611686018427387904,4] is larger than the 1 TiB a tensor may take")
+        # A batch whose counts would wrap.
+        huge = "100000000000000"
+        self.assertFailsClearly(run(GRAPHC, "inspect", "--model", "mlp", "--batch", huge, ok=False),
+                                "at batch %s, 'input' f32[%s,784] is larger than the 1 TiB" % (huge, huge))
+        self.assertFailsClearly(run(GRAPHC, "compile", "--model", "mlp", "--batch", huge, "-o",
+                                    self.path("x.gmod"), ok=False), "is larger than the 1 TiB")
 
     def test_names_with_newlines_stay_on_one_line(self):
         path = self.path("t.gir")
