@@ -191,7 +191,9 @@ llvm::StringRef describeKind(AttrKind k) {
   llvm_unreachable("unknown attribute kind");
 }
 
-llvm::ArrayRef<AttrSpec> attrSpecs(Op op) { return specsByOp()[(unsigned)op]; }
+llvm::ArrayRef<AttrSpec> attrSpecs(Op op) {
+  return specsByOp()[(unsigned)op];
+}
 
 const AttrSpec *findAttrSpec(Op op, llvm::StringRef name) {
   if (const AttrSpec *s = findIn(attrSpecs(op), name))

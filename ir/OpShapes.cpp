@@ -614,8 +614,7 @@ llvm::Error checkForwardWindow(const Ctx &c, llvm::ArrayRef<int64_t> input,
     return out.takeError();
   if (c[dyIndex].shape != *out)
     return c.fail("gradient " + c.from(dyIndex) + " does not have the shape " +
-                  shapeToString(*out) + " the forward op gives for input " +
-                  shapeToString(input));
+                  shapeToString(*out) + " the forward op gives for input " + shapeToString(input));
   return llvm::Error::success();
 }
 
@@ -674,8 +673,8 @@ Result inferGatherGrad(const Ctx &c) {
   gathered.append(c[0].shape.begin(), c[0].shape.end());
   gathered.append(s->begin() + axis + 1, s->end());
   if (c[1].shape != gathered)
-    return c.fail("gradient " + c.from(1) + " does not have the shape " +
-                  shapeToString(gathered) + " Gather gives for data_shape " + shapeToString(*s));
+    return c.fail("gradient " + c.from(1) + " does not have the shape " + shapeToString(gathered) +
+                  " Gather gives for data_shape " + shapeToString(*s));
   return one(TensorType(c[1].dtype, *s));
 }
 
@@ -731,7 +730,7 @@ Result inferUpdate(const Ctx &c) {
     return c.fail("value " + c.from(0) + " does not match variable '" + printable(name) + "' (" +
                   toString(v->type) + ")");
   Strings slots = c.attrs().getStrings("slots");
-  size_t wanted = c.n.op() == Op::ApplyMomentum                                 ? 1
+  size_t wanted = c.n.op() == Op::ApplyMomentum                               ? 1
                   : c.n.op() == Op::ApplyRMSProp || c.n.op() == Op::ApplyAdam ? 2
                                                                               : 0;
   if (slots.size() != wanted)

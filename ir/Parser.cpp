@@ -567,8 +567,9 @@ llvm::Error Parser::node(Graph &g) {
                               " results, " + llvm::Twine(types.size()) + " are written");
   for (size_t i = 0; i < types.size(); ++i)
     if ((*inferred)[i] != types[i])
-      return errorAt(start, "result '%" + printable(resultNames[i]) + "' is written " + toString(types[i]) +
-                                " but its operands give " + toString((*inferred)[i]));
+      return errorAt(start, "result '%" + printable(resultNames[i]) + "' is written " +
+                                toString(types[i]) + " but its operands give " +
+                                toString((*inferred)[i]));
   return llvm::Error::success();
 }
 

@@ -46,10 +46,11 @@ llvm::Error verify(const Module &m) {
     return e;
   for (const Variable &v : m.variables()) {
     if (!v.type.isStatic())
-      return makeError("variable '" + printable(v.name) + "' has a symbolic shape " + toString(v.type));
+      return makeError("variable '" + printable(v.name) + "' has a symbolic shape " +
+                       toString(v.type));
     if (!v.data.empty() && v.data.type() != v.type)
-      return makeError("variable '" + printable(v.name) + "' is " + toString(v.type) + " but its data is " +
-                       toString(v.data.type()));
+      return makeError("variable '" + printable(v.name) + "' is " + toString(v.type) +
+                       " but its data is " + toString(v.data.type()));
   }
   for (const Graph *g : m.graphs())
     if (auto e = verifyGraph(*g))

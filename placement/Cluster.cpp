@@ -307,8 +307,8 @@ constexpr size_t kMaxJsonDepth = 16;
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
   if (size_t depth = jsonDepth(text); depth > kMaxJsonDepth)
     return makeError("cluster file nests arrays and objects " + llvm::Twine(depth) +
-                     " deep; a cluster description needs 4 (at most " +
-                     llvm::Twine(kMaxJsonDepth) + " are read)");
+                     " deep; a cluster description needs 4 (at most " + llvm::Twine(kMaxJsonDepth) +
+                     " are read)");
   auto root = llvm::json::parse(text);
   if (!root)
     return makeError("cluster file is not valid JSON: " + llvm::toString(root.takeError()));

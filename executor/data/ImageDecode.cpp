@@ -32,8 +32,8 @@ llvm::Error checkSize(int64_t width, int64_t height, llvm::StringRef format) {
                      " pixels");
   if (width * height > kMaxImagePixels)
     return makeError(format + " image of " + llvm::Twine(width) + "x" + llvm::Twine(height) +
-                     " pixels is larger than the limit of " +
-                     llvm::Twine(kMaxImagePixels >> 20) + " megapixels");
+                     " pixels is larger than the limit of " + llvm::Twine(kMaxImagePixels >> 20) +
+                     " megapixels");
   return llvm::Error::success();
 }
 

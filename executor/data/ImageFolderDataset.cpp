@@ -116,8 +116,7 @@ llvm::Error ImageFolderDataset::load(int64_t index, float *pixels, int64_t &labe
                                             /*RequiresNullTerminator=*/false);
   // Paths are quoted on one line: a file name may hold any byte but '/'.
   if (!buffer)
-    return makeError(printable(file.path, 4096) + ": cannot read: " +
-                     buffer.getError().message());
+    return makeError(printable(file.path, 4096) + ": cannot read: " + buffer.getError().message());
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
                                 (*buffer)->getBufferSize());
   auto image = decodeImage(bytes);

@@ -310,9 +310,9 @@ llvm::Error Importer::createInputs() {
       }
       if (d.has_dim_value())
         return makeError(what + " has " +
-                         (d.dim_value() == 0 ? llvm::Twine("an empty dimension")
-                                             : "a negative dimension (" +
-                                                   llvm::Twine(d.dim_value()) + ")") +
+                         (d.dim_value() == 0
+                              ? llvm::Twine("an empty dimension")
+                              : "a negative dimension (" + llvm::Twine(d.dim_value()) + ")") +
                          " at axis " + llvm::Twine(axis));
       if (axis != 0)
         return makeError(what + " has a dynamic dimension" +
@@ -508,7 +508,8 @@ static llvm::Error checkDeclaredOutput(const onnx::ValueInfoProto &o, const Tens
     return o.has_type() ? makeError(what + " is declared as something other than a tensor")
                         : llvm::Error::success();
   const auto &tt = o.type().tensor_type();
-  if (tt.elem_type() != onnx::TensorProto::UNDEFINED && tt.elem_type() != toOnnxDType(computed.dtype))
+  if (tt.elem_type() != onnx::TensorProto::UNDEFINED &&
+      tt.elem_type() != toOnnxDType(computed.dtype))
     return makeError(what + " is declared with element type " + onnxDTypeName(tt.elem_type()) +
                      ", but the graph computes " + toString(computed));
   if (!tt.has_shape())

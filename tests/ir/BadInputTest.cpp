@@ -123,8 +123,9 @@ TEST(BadInput, UnknownAndMissingAttributes) {
   EXPECT_CONTAINS(parseError(mutated("1, 1], strides = [2, 2]}", "1, 1], strdes = [2, 2]}")),
                   "node 'c' (Conv): unknown attribute 'strdes'; Conv takes strides, pads, "
                   "dilations, group");
-  EXPECT_CONTAINS(parseError(mutated("%d = Dropout(%y) {ratio = 0.5}", "%d = Relu(%y) {ratio = 0.5}")),
-                  "unknown attribute 'ratio'; Relu takes no attributes");
+  EXPECT_CONTAINS(
+      parseError(mutated("%d = Dropout(%y) {ratio = 0.5}", "%d = Relu(%y) {ratio = 0.5}")),
+      "unknown attribute 'ratio'; Relu takes no attributes");
   EXPECT_CONTAINS(parseError(mutated("{var = \"w\"}", "{}")),
                   "node 'w' (Variable): needs attribute 'var' (a string)");
   EXPECT_CONTAINS(parseError(mutated("kernel_shape = [2, 2], ", "")),
@@ -143,13 +144,13 @@ TEST(BadInput, AttributeValuesTheShapeFunctionsRefuse) {
   EXPECT_CONTAINS(parseError(mutated("epsilon = 1e-05", "epsilon = -1.0")),
                   "attribute 'epsilon' is -1.0, outside [0, inf]");
   EXPECT_CONTAINS(parseError(mutated("group = 1", "group = 2")), "with group 2");
-  EXPECT_CONTAINS(parseError(mutated("1, 1], strides = [2, 2]}", "1, 1], strides = [4294967296, 2]}")),
-                  "below 2^31");
+  EXPECT_CONTAINS(
+      parseError(mutated("1, 1], strides = [2, 2]}", "1, 1], strides = [4294967296, 2]}")),
+      "below 2^31");
   // A module file whose optimizer slots were emptied.
   EXPECT_CONTAINS(parseError(mutated("slots = [\"w.momentum\"]", "slots = []")),
                   "node 'update' (ApplyMomentum): needs 1 optimizer slot in 'slots', has 0");
-  EXPECT_CONTAINS(parseError(mutated("slots = [\"w.momentum\"], ", "")),
-                  "needs attribute 'slots'");
+  EXPECT_CONTAINS(parseError(mutated("slots = [\"w.momentum\"], ", "")), "needs attribute 'slots'");
 }
 
 TEST(BadInput, ModuleMetaKinds) {
@@ -228,8 +229,9 @@ TEST(BadInput, DeclaredSizesAreBoundedBeforeAllocation) {
                                      "%k = Constant {value = tensor<f32[100000000000]> [1.0]} : "
                                      "f32[100000000000]\n    %x = Input : f32[N,8]")),
                   "more than the rest of the file holds");
-  EXPECT_CONTAINS(parseError(mutated("var b : f32[4] param zeros", "var b : f32[4] param data \"00\"")),
-                  "expected 16 bytes of hex data for f32[4], found 1");
+  EXPECT_CONTAINS(
+      parseError(mutated("var b : f32[4] param zeros", "var b : f32[4] param data \"00\"")),
+      "expected 16 bytes of hex data for f32[4], found 1");
   // Reshape to a shape whose element count wraps.
   std::string reshape = "module t {\n graph main {\n  %x = Input : f32[4]\n  %y = Reshape(%x) "
                         "{shape = [4611686018427387905, 4]} : f32[4]\n  return %y\n }\n}\n";
@@ -256,8 +258,8 @@ TEST(BadInput, NpyShapeOverflowAndOddHeaderBytes) {
     out.push_back((char)(h.size() >> 8));
     return out + h + data.str();
   };
-  auto wrapped =
-      parseNpy(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"));
+  auto wrapped = parseNpy(
+      npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"));
   ASSERT_FALSE(bool(wrapped));
   EXPECT_CONTAINS(llvm::toString(wrapped.takeError()), "larger than the 1 TiB");
   auto odd = parseNpy(npy("{'descr': '<f4\n\x1b', 'fortran_order': False, 'shape': (2,), }"));

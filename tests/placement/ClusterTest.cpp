@@ -187,7 +187,8 @@ TEST(Cluster, DeepNestingIsRefusedBeforeParsing) {
 }
 
 TEST(Cluster, DeviceCountIsBounded) {
-  std::string devices = R"({"name": "cpu:0", "kind": "cpu", "memory_bytes": 1, "relative_speed": 1})";
+  std::string devices =
+      R"({"name": "cpu:0", "kind": "cpu", "memory_bytes": 1, "relative_speed": 1})";
   for (unsigned i = 0; i < Cluster::kMaxDevices; ++i)
     devices += R"(, {"name": "gpu:)" + std::to_string(i) +
                R"(", "kind": "gpu", "memory_bytes": 1, "relative_speed": 1})";

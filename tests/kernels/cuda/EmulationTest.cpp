@@ -104,9 +104,9 @@ TEST(Emulation, BinaryOpsWithBroadcastingMatchBitForBit) {
         a.set("alpha", 0.2);
         a.set("min", -0.3);
         a.set("max", 0.4);
-        Node *n = c.node(bc.op,
-                         {c.input("a", TensorType(dt, sa)), c.input("b", TensorType(dt, sb))},
-                         takenBy(bc.op, a));
+        Node *n =
+            c.node(bc.op, {c.input("a", TensorType(dt, sa)), c.input("b", TensorType(dt, sb))},
+                   takenBy(bc.op, a));
         ASSERT_TRUE(n);
         Tensor x = randomTensor(n->operand(0)->type(), rng, -4, 4);
         Tensor y = randomTensor(n->operand(1)->type(), rng, 0.5, 4); // no division by zero
