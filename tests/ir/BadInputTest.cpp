@@ -6,12 +6,15 @@
 // on one line.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/Archive.h"
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "ir/Npy.h"
 #include "ir/OpAttrs.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
+
+#include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
 
@@ -160,6 +163,23 @@ TEST(BadInput, ModuleMetaKinds) {
                   "attribute 'towers' must be a non-negative integer");
   // Keys graphc does not read pass as they are.
   EXPECT_EQ(parseError(mutated("module t {\n", "module t {\n  meta note = [1.5]\n")), "parsed");
+}
+
+// The module-file case: a slots list emptied and the checksum made
+// to fit (here: written by the writer, which computes it).
+TEST(BadInput, ModuleFileWithEmptiedSlots) {
+  auto m = parseModule(kValid, "t.gir");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  (*m)->main().findNode("update")->attrs().set("slots", Ints{});
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("slots", "gmod", path));
+  ASSERT_FALSE(bool(writeModuleFile(path, **m)));
+  auto back = readModuleFile(path);
+  llvm::sys::fs::remove(path);
+  ASSERT_FALSE(bool(back));
+  std::string msg = llvm::toString(back.takeError());
+  EXPECT_CONTAINS(msg, "node 'update' (ApplyMomentum): needs 1 optimizer slot in 'slots', has 0");
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
 
 // Attributes set by code, not read from text, are held to the same schema.
