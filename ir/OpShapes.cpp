@@ -13,6 +13,7 @@
 #include "ir/ShapeInference.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <climits>
@@ -228,7 +229,9 @@ Result inferConv(const Ctx &c) {
   if (auto e = sameDType(c, 0, 1))
     return e;
   int64_t group = c.attrs().getInt("group", 1);
-  if (group <= 0 || c[0].shape[1] != c[1].shape[1] * group || c[1].shape[0] % group)
+  // group is compared with the channels before it multiplies anything.
+  if (group <= 0 || group > c[0].shape[1] || c[0].shape[1] != c[1].shape[1] * group ||
+      c[1].shape[0] % group)
     return c.fail("input channels of " + c.from(0) + " do not match weight " + c.from(1) +
                   " with group " + llvm::Twine(group));
   if (c.in.size() == 3 && (c[2].rank() != 1 || c[2].shape[0] != c[1].shape[0]))
@@ -387,7 +390,8 @@ Result inferSplit(const Ctx &c) {
   for (int64_t s : sizes) {
     if (s < 0)
       return c.fail("split sizes must be non-negative");
-    total += s;
+    if (llvm::AddOverflow(total, s, total))
+      return c.fail("split sizes " + shapeToString(sizes) + " overflow");
   }
   if (sizes.empty() || c[0].shape[axis] != total)
     return c.fail("split sizes " + shapeToString(sizes) + " do not add up to axis " +
@@ -442,7 +446,9 @@ Result inferPad(const Ctx &c) {
       continue;
     if (out[i] == kBatchDim)
       return c.fail("cannot pad the symbolic batch dimension");
-    out[i] += pads[i] + pads[i + r];
+    if (llvm::AddOverflow(out[i], pads[i], out[i]) ||
+        llvm::AddOverflow(out[i], pads[i + r], out[i]))
+      return c.fail("pads " + shapeToString(pads) + " overflow");
     if (out[i] < 0)
       return c.fail("pads remove more than " + c.from(0) + " has");
   }
@@ -602,7 +608,7 @@ llvm::Error checkForwardWindow(const Ctx &c, llvm::ArrayRef<int64_t> input,
   int64_t channels = conv ? filter[0] : input[1];
   if (conv) {
     int64_t group = c.attrs().getInt("group", 1);
-    if (input[1] != filter[1] * group || filter[0] % group)
+    if (group > input[1] || input[1] != filter[1] * group || filter[0] % group)
       return c.fail("input " + shapeToString(input) + " and filter " + shapeToString(filter) +
                     " do not fit group " + llvm::Twine(group));
   }
@@ -885,17 +891,20 @@ SliceRange resolveSlice(int64_t dim, int64_t start, int64_t end, int64_t step) {
       i += dim;
     return std::clamp(i, lo, hi);
   };
+  // Sizes are ceil(distance / |step|), written as (distance - 1) / |step| + 1
+  // in unsigned arithmetic so that no step, however large, overflows.
   SliceRange r{0, 0, step, 0};
   if (step > 0) {
     r.start = clampIndex(start, 0, dim);
     r.end = clampIndex(end, 0, dim);
-    r.size = r.end > r.start ? (r.end - r.start + step - 1) / step : 0;
+    r.size = r.end > r.start ? (int64_t)((uint64_t)(r.end - r.start - 1) / (uint64_t)step) + 1 : 0;
   } else {
     r.start = clampIndex(start, -1, dim - 1);
     r.end = clampIndex(end, -1, dim - 1);
     if (end < -dim)
       r.end = -1;
-    r.size = r.start > r.end ? (r.start - r.end - step - 1) / -step : 0;
+    uint64_t magnitude = 0 - (uint64_t)step;
+    r.size = r.start > r.end ? (int64_t)((uint64_t)(r.start - r.end - 1) / magnitude) + 1 : 0;
   }
   return r;
 }

@@ -156,6 +156,28 @@ TEST(BadInput, AttributeValuesTheShapeFunctionsRefuse) {
   EXPECT_CONTAINS(parseError(mutated("slots = [\"w.momentum\"], ", "")), "needs attribute 'slots'");
 }
 
+// Integers at the ends of int64 in shape arithmetic: refused or computed
+// exactly, never wrapped.
+TEST(BadInput, ExtremeIntegersDoNotOverflowShapeArithmetic) {
+  auto unary = [](const std::string &op) {
+    return "module t {\n graph main {\n  %x = Input : f32[4]\n  %y = " + op +
+           "\n  return %y\n }\n}\n";
+  };
+  const std::string max = "9223372036854775807", min = "-9223372036854775808";
+  EXPECT_EQ(parseError(unary("Slice(%x) {ends = [" + max + "], starts = [0], steps = [" + max +
+                             "]} : f32[1]")),
+            "parsed");
+  EXPECT_EQ(parseError(unary("Slice(%x) {ends = [" + min + "], starts = [-1], steps = [" + min +
+                             "]} : f32[1]")),
+            "parsed");
+  EXPECT_CONTAINS(parseError(unary("Split(%x) {split = [" + max + ", " + max + "]} : f32[1]")),
+                  "split sizes [" + max + "," + max + "] overflow");
+  EXPECT_CONTAINS(parseError(unary("Pad(%x) {pads = [" + max + ", 1]} : f32[4]")),
+                  "pads [" + max + ",1] overflow");
+  EXPECT_CONTAINS(parseError(mutated("group = 1", "group = " + max)),
+                  "with group " + max);
+}
+
 TEST(BadInput, ModuleMetaKinds) {
   EXPECT_CONTAINS(parseError(mutated("module t {\n", "module t {\n  meta batch = \"x\"\n")),
                   "module meta: attribute 'batch' must be a positive integer, found \"x\"");
