@@ -174,8 +174,7 @@ TEST(BadInput, ExtremeIntegersDoNotOverflowShapeArithmetic) {
                   "split sizes [" + max + "," + max + "] overflow");
   EXPECT_CONTAINS(parseError(unary("Pad(%x) {pads = [" + max + ", 1]} : f32[4]")),
                   "pads [" + max + ",1] overflow");
-  EXPECT_CONTAINS(parseError(mutated("group = 1", "group = " + max)),
-                  "with group " + max);
+  EXPECT_CONTAINS(parseError(mutated("group = 1", "group = " + max)), "with group " + max);
 }
 
 TEST(BadInput, ModuleMetaKinds) {
