@@ -2,6 +2,7 @@
 
 #include "CudaTestUtil.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/Random.h"
 
 #include <cuda_runtime_api.h>
@@ -375,6 +376,16 @@ void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, double tol, uint6
             << opName(n.op()).str() << " result " << r << (inPlace ? " (in place)" : "");
     }
   }
+}
+
+Attrs takenBy(Op op, Attrs a) {
+  std::vector<std::string> others;
+  for (const auto &[name, value] : a.entries())
+    if (!findAttrSpec(op, name))
+      others.push_back(name);
+  for (const std::string &name : others)
+    a.erase(name);
+  return a;
 }
 
 std::vector<PoolCase> poolCases() {

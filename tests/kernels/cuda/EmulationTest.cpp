@@ -14,7 +14,6 @@
 
 #include "CudaTestUtil.h"
 
-#include "ir/OpAttrs.h"
 #include "kernels/cuda/BatchNormDevice.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElementwiseDevice.h"
@@ -28,18 +27,6 @@ namespace graphc {
 namespace {
 
 using namespace cuda;
-
-/// `a` without the attributes `op` does not take (ir/OpAttrs.def): one set
-/// serves a family of ops.
-Attrs takenBy(Op op, Attrs a) {
-  std::vector<std::string> others;
-  for (const auto &[name, value] : a.entries())
-    if (!findAttrSpec(op, name))
-      others.push_back(name);
-  for (const std::string &name : others)
-    a.erase(name);
-  return a;
-}
 
 /// The CPU result of a node (fails the test on an error).
 std::vector<Tensor> cpuRun(const Node &n, llvm::ArrayRef<Tensor> in, uint64_t step = 0,
