@@ -1,6 +1,7 @@
 #include "ir/Attribute.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace graphc {
 
@@ -23,13 +24,32 @@ const Attribute *Attrs::find(llvm::StringRef name) const {
   return it != entries_.end() && it->first == name ? &it->second : nullptr;
 }
 
+/// The value of kind T, or null after an assertion when the attribute has
+/// another kind (see the header: the verifier rules that out).
+template <typename T> static const T *expectKind(const Attribute *a) {
+  const T *v = std::get_if<T>(a);
+  assert(v && "attribute of another kind than its op's schema says (ir/OpAttrs.def): "
+              "verify the module first");
+  return v;
+}
+
+/// An empty list of any kind, which `[]` in the text form cannot tell apart.
+static bool isEmptyList(const Attribute *a) {
+  if (auto *v = std::get_if<Ints>(a))
+    return v->empty();
+  if (auto *v = std::get_if<Floats>(a))
+    return v->empty();
+  if (auto *v = std::get_if<Strings>(a))
+    return v->empty();
+  return false;
+}
+
 int64_t Attrs::getInt(llvm::StringRef name, int64_t dflt) const {
   const Attribute *a = find(name);
   if (!a)
     return dflt;
-  if (auto *d = std::get_if<double>(a))
-    return (int64_t)*d;
-  return std::get<int64_t>(*a);
+  const int64_t *v = expectKind<int64_t>(a);
+  return v ? *v : dflt;
 }
 
 double Attrs::getFloat(llvm::StringRef name, double dflt) const {
@@ -38,22 +58,34 @@ double Attrs::getFloat(llvm::StringRef name, double dflt) const {
     return dflt;
   if (auto *i = std::get_if<int64_t>(a))
     return (double)*i;
-  return std::get<double>(*a);
+  const double *v = expectKind<double>(a);
+  return v ? *v : dflt;
 }
 
 std::string Attrs::getString(llvm::StringRef name, llvm::StringRef dflt) const {
   const Attribute *a = find(name);
-  return a ? std::get<std::string>(*a) : dflt.str();
+  if (!a)
+    return dflt.str();
+  const std::string *v = expectKind<std::string>(a);
+  return v ? *v : dflt.str();
 }
 
 DType Attrs::getDType(llvm::StringRef name, DType dflt) const {
   const Attribute *a = find(name);
-  return a ? std::get<DType>(*a) : dflt;
+  if (!a)
+    return dflt;
+  const DType *v = expectKind<DType>(a);
+  return v ? *v : dflt;
 }
 
 Ints Attrs::getInts(llvm::StringRef name, const Ints &dflt) const {
   const Attribute *a = find(name);
-  return a ? std::get<Ints>(*a) : dflt;
+  if (!a)
+    return dflt;
+  if (isEmptyList(a))
+    return Ints{};
+  const Ints *v = expectKind<Ints>(a);
+  return v ? *v : dflt;
 }
 
 Floats Attrs::getFloats(llvm::StringRef name, const Floats &dflt) const {
@@ -62,12 +94,18 @@ Floats Attrs::getFloats(llvm::StringRef name, const Floats &dflt) const {
     return dflt;
   if (auto *ints = std::get_if<Ints>(a))
     return Floats(ints->begin(), ints->end());
-  return std::get<Floats>(*a);
+  if (isEmptyList(a))
+    return Floats{};
+  const Floats *v = expectKind<Floats>(a);
+  return v ? *v : dflt;
 }
 
 Strings Attrs::getStrings(llvm::StringRef name) const {
   const Attribute *a = find(name);
-  return a ? std::get<Strings>(*a) : Strings{};
+  if (!a || isEmptyList(a))
+    return Strings{};
+  const Strings *v = expectKind<Strings>(a);
+  return v ? *v : Strings{};
 }
 
 const Tensor *Attrs::getTensor(llvm::StringRef name) const {

@@ -4,6 +4,13 @@
 // list, a string list, or a (small) tensor. A node's attributes are kept sorted
 // by name so printing and comparison are deterministic.
 //
+// Which kind each op's attribute has is written once, in ir/OpAttrs.def, and
+// the verifier holds every node to it before a pass or kernel reads it. The
+// getters therefore expect that kind: an integer reads as a float, an integer
+// list as a float list, and an empty list `[]` as any list; asked for another
+// kind they assert (a bug: a node that skipped verification), and in a
+// release build return the default. They never throw.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 

@@ -7,8 +7,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
+
+#include <string>
 
 namespace graphc {
 
@@ -20,5 +23,15 @@ llvm::Error makeError(const llvm::Twine &msg);
 llvm::Error nodeError(const Node &n, const llvm::Twine &msg);
 /// Prefixes an error's message with `context: `.
 llvm::Error withContext(llvm::Error e, const llvm::Twine &context);
+
+/// Bytes from a file as a message may quote them: one line whatever they
+/// hold (a newline, a quote or any byte outside printable ASCII becomes an
+/// escape such as \n or \x1B) and at most `max` characters of it, cut
+/// with "..." (a message promises one line, and a file may hold anything).
+std::string printable(llvm::StringRef bytes, size_t max = 80);
+/// The error with every control byte of its message escaped (\n, \x1B):
+/// readers return through it, so no message they build from a file's bytes
+/// spans lines.
+llvm::Error oneLine(llvm::Error e);
 
 } // namespace graphc

@@ -2,6 +2,8 @@
 
 #include "ir/ModelSummary.h"
 
+#include "ir/Diagnostics.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
@@ -107,6 +109,19 @@ int64_t peakLiveBytes(const Graph &g, int64_t batch) {
     ++index;
   }
   return peak;
+}
+
+llvm::Error checkBatchFits(const Module &m, int64_t batch) {
+  if (batch <= 0 || m.batch())
+    return llvm::Error::success();
+  for (const Graph *g : m.graphs())
+    for (const Node *n : g->nodes())
+      for (unsigned i = 0; i < n->numResults(); ++i)
+        if (auto e = checkTensorSize(n->result(i)->type().bound(batch),
+                                     "at batch " + llvm::Twine(batch) + ", '" +
+                                         printable(n->result(i)->name()) + "'"))
+          return e;
+  return llvm::Error::success();
 }
 
 ModelSummary summarize(const Module &m, int64_t batch) {

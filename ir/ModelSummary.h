@@ -21,6 +21,7 @@
 
 #include "ir/Cost.h"
 
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -53,6 +54,11 @@ struct ModelSummary {
 };
 
 ModelSummary summarize(const Module &m, int64_t batch = 0);
+
+/// Success when every value of `m`, with N counted as `batch`, fits a tensor
+/// (kMaxTensorBytes); the error names the first that does not, so counts at a
+/// batch no machine holds are refused rather than wrapped.
+llvm::Error checkBatchFits(const Module &m, int64_t batch);
 
 /// Peak live activation bytes of `g` run in order (see the header comment).
 int64_t peakLiveBytes(const Graph &g, int64_t batch);

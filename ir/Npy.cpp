@@ -83,7 +83,8 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
   llvm::StringRef descr = headerField(header, "descr").trim("'\"");
   auto dtype = dtypeFromDescr(descr);
   if (!dtype)
-    return bad("unsupported dtype '" + descr + "' (use float32, float16, int64, int32 or bool)");
+    return bad("unsupported dtype '" + printable(descr) +
+               "' (use float32, float16, int64, int32 or bool)");
   if (headerField(header, "fortran_order") != "False")
     return bad("Fortran order is not supported; save a C-contiguous array");
   llvm::StringRef shapeText = headerField(header, "shape");
@@ -95,10 +96,12 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
   for (llvm::StringRef p : parts) {
     int64_t d;
     if (p.trim().getAsInteger(10, d) || d < 0)
-      return bad("malformed shape " + shapeText);
+      return bad("malformed shape " + printable(shapeText));
     dims.push_back(d);
   }
   TensorType type(*dtype, dims);
+  if (auto e = checkTensorSize(type, "the array"))
+    return bad(llvm::toString(std::move(e)));
   size_t dataAt = offset + headerLen;
   if (bytes.size() - dataAt != (size_t)type.bytes())
     return bad("expected " + llvm::Twine(type.bytes()) + " bytes of data for " + toString(type) +

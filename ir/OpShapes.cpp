@@ -8,9 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
+#include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <climits>
@@ -33,10 +36,13 @@ struct Ctx {
   /// is named differently, and its type (a mismatch names both nodes).
   std::string from(unsigned i) const {
     const Value *v = n.operand(i);
-    std::string s = "'" + v->name() + "'";
+    // Appended piece by piece: GCC 12 warns wrongly about "'" + std::string&&.
+    std::string s = "'";
+    s.append(printable(v->name()));
+    s.append("'");
     if (v->producer()->name() != v->name()) {
       s.append(" from node '");
-      s.append(v->producer()->name());
+      s.append(printable(v->producer()->name()));
       s.append("'");
     }
     s.append(" (");
@@ -48,6 +54,21 @@ struct Ctx {
 };
 
 Types one(TensorType t) { return Types{std::move(t)}; }
+
+/// A float attribute (its default when absent) lies in [lo, hi], or in
+/// [lo, hi) when `openHigh`; the kind (a finite number) is checked already.
+llvm::Error inRange(const Ctx &c, llvm::StringRef name, double dflt, double lo, double hi,
+                    bool openHigh = false) {
+  double v = c.attrs().getFloat(name, dflt);
+  if (v >= lo && (openHigh ? v < hi : v <= hi))
+    return llvm::Error::success();
+  auto bound = [](double d) {
+    std::string s = formatDouble(d);
+    return llvm::StringRef(s).endswith(".0") ? s.substr(0, s.size() - 2) : s;
+  };
+  return c.fail("attribute '" + name + "' is " + formatDouble(v) + ", outside [" + bound(lo) +
+                ", " + bound(hi) + (openHigh ? ")" : "]"));
+}
 
 llvm::Error needRank(const Ctx &c, unsigned i, size_t rank) {
   if (c[i].rank() == rank)
@@ -72,7 +93,7 @@ Result inferVariable(const Ctx &c) {
   std::string name = c.attrs().getString("var");
   const Variable *v = c.n.graph().module().findVariable(name);
   if (!v)
-    return c.fail("reads unknown variable '" + name + "'");
+    return c.fail("reads unknown variable '" + printable(name) + "'");
   return one(v->type);
 }
 
@@ -141,6 +162,9 @@ Result inferGemm(const Ctx &c) {
     return e;
   if (auto e = needRank(c, 1, 2))
     return e;
+  for (unsigned i = 1; i < c.in.size(); ++i)
+    if (auto e = sameDType(c, 0, i))
+      return e;
   bool ta = c.attrs().getInt("transA"), tb = c.attrs().getInt("transB");
   int64_t m = c[0].shape[ta ? 1 : 0], k = c[0].shape[ta ? 0 : 1];
   int64_t k2 = c[1].shape[tb ? 1 : 0], n = c[1].shape[tb ? 0 : 1];
@@ -170,10 +194,14 @@ llvm::Expected<Window> readWindow(const Ctx &c, Ints kernel) {
   w.ceil = c.attrs().getInt("ceil_mode");
   if (w.strides.size() != s || w.pads.size() != 2 * s || w.dilations.size() != s)
     return c.fail("strides, pads or dilations do not match a " + llvm::Twine(s) + "-d window");
+  // Below 2^31 each, so window arithmetic on any shape we accept cannot
+  // overflow.
+  auto fits = [](int64_t v, int64_t lo) { return v >= lo && v <= INT32_MAX; };
   for (size_t i = 0; i < s; ++i)
-    if (w.kernel[i] <= 0 || w.strides[i] <= 0 || w.dilations[i] <= 0 || w.pads[i] < 0 ||
-        w.pads[i + s] < 0)
-      return c.fail("window sizes, strides and dilations must be positive, pads non-negative");
+    if (!fits(w.kernel[i], 1) || !fits(w.strides[i], 1) || !fits(w.dilations[i], 1) ||
+        !fits(w.pads[i], 0) || !fits(w.pads[i + s], 0))
+      return c.fail("window sizes, strides and dilations must be positive, pads non-negative "
+                    "(and each below 2^31)");
   return w;
 }
 
@@ -201,11 +229,16 @@ Result inferConv(const Ctx &c) {
   if (auto e = sameDType(c, 0, 1))
     return e;
   int64_t group = c.attrs().getInt("group", 1);
-  if (group <= 0 || c[0].shape[1] != c[1].shape[1] * group || c[1].shape[0] % group)
+  // group is compared with the channels before it multiplies anything.
+  if (group <= 0 || group > c[0].shape[1] || c[0].shape[1] != c[1].shape[1] * group ||
+      c[1].shape[0] % group)
     return c.fail("input channels of " + c.from(0) + " do not match weight " + c.from(1) +
                   " with group " + llvm::Twine(group));
   if (c.in.size() == 3 && (c[2].rank() != 1 || c[2].shape[0] != c[1].shape[0]))
     return c.fail("bias " + c.from(2) + " must be [" + llvm::Twine(c[1].shape[0]) + "]");
+  if (c.in.size() == 3)
+    if (auto e = sameDType(c, 0, 2))
+      return e;
   auto w = readWindow(c, Ints(c[1].shape.begin() + 2, c[1].shape.end()));
   if (!w)
     return w.takeError();
@@ -243,10 +276,17 @@ Result inferGlobalAveragePool(const Ctx &c) {
 llvm::Error checkChannelVectors(const Ctx &c, unsigned first, unsigned last) {
   if (c[0].rank() < 2)
     return c.fail("input " + c.from(0) + " needs a channel dimension");
-  for (unsigned i = first; i <= last; ++i)
+  for (unsigned i = first; i <= last; ++i) {
     if (c[i].rank() != 1 || c[i].shape[0] != c[0].shape[1])
       return c.fail("operand " + c.from(i) + " must be [" + llvm::Twine(c[0].shape[1]) + "]");
-  return llvm::Error::success();
+    if (auto e = sameDType(c, 0, i))
+      return e;
+  }
+  // epsilon keeps the variance away from zero; momentum weighs the old
+  // running statistics.
+  if (auto e = inRange(c, "epsilon", 1e-5, 0, INFINITY))
+    return e;
+  return inRange(c, "momentum", 0.9, 0, 1);
 }
 
 // BatchNorm (inference): x, scale, bias, mean, var; epsilon.
@@ -272,6 +312,8 @@ int64_t knownProduct(llvm::ArrayRef<int64_t> dims, bool &hasBatch) {
 // Reshape: shape (fully resolved; N allowed).
 Result inferReshape(const Ctx &c) {
   Ints shape = c.attrs().getInts("shape");
+  if (auto e = checkTensorSize(TensorType(c[0].dtype, shape), "shape"))
+    return c.fail(llvm::toString(std::move(e)));
   bool inBatch = false, outBatch = false;
   int64_t a = knownProduct(c[0].shape, inBatch), b = knownProduct(shape, outBatch);
   for (int64_t d : shape)
@@ -348,7 +390,8 @@ Result inferSplit(const Ctx &c) {
   for (int64_t s : sizes) {
     if (s < 0)
       return c.fail("split sizes must be non-negative");
-    total += s;
+    if (llvm::AddOverflow(total, s, total))
+      return c.fail("split sizes " + shapeToString(sizes) + " overflow");
   }
   if (sizes.empty() || c[0].shape[axis] != total)
     return c.fail("split sizes " + shapeToString(sizes) + " do not add up to axis " +
@@ -392,6 +435,9 @@ Result inferSlice(const Ctx &c) {
 Result inferPad(const Ctx &c) {
   Ints pads = c.attrs().getInts("pads");
   size_t r = c[0].rank();
+  std::string mode = c.attrs().getString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return c.fail("mode '" + printable(mode) + "' is not constant, reflect or edge");
   if (pads.size() != 2 * r)
     return c.fail("pads must have " + llvm::Twine(2 * r) + " entries");
   Dims out(c[0].shape);
@@ -400,7 +446,9 @@ Result inferPad(const Ctx &c) {
       continue;
     if (out[i] == kBatchDim)
       return c.fail("cannot pad the symbolic batch dimension");
-    out[i] += pads[i] + pads[i + r];
+    if (llvm::AddOverflow(out[i], pads[i], out[i]) ||
+        llvm::AddOverflow(out[i], pads[i + r], out[i]))
+      return c.fail("pads " + shapeToString(pads) + " overflow");
     if (out[i] < 0)
       return c.fail("pads remove more than " + c.from(0) + " has");
   }
@@ -501,8 +549,20 @@ Result inferBatchNormTrain(const Ctx &c) {
   return Types{c[0], stat, stat};
 }
 
+// Dropout: ratio, a probability (1 drops everything, as PyTorch's p = 1),
+// training.
+Result inferDropout(const Ctx &c) {
+  if (auto e = inRange(c, "ratio", 0.5, 0, 1))
+    return e;
+  return one(c[0]);
+}
+
 // DropoutTrain: ratio, seed -> y, mask (the multiplier: 0 or 1/(1-ratio)).
-Result inferDropoutTrain(const Ctx &c) { return Types{c[0], c[0]}; }
+Result inferDropoutTrain(const Ctx &c) {
+  if (auto e = inRange(c, "ratio", 0.5, 0, 1))
+    return e;
+  return Types{c[0], c[0]};
+}
 
 llvm::Error checkLogitsLabels(const Ctx &c) {
   if (auto e = needRank(c, 0, 2))
@@ -524,37 +584,103 @@ Result inferSoftmaxCrossEntropy(const Ctx &c) {
 
 //===-- Gradients ----------------------------------------------------------===//
 
-llvm::Expected<Dims> shapeAttr(const Ctx &c, llvm::StringRef name) {
+/// A shape attribute: dimensions non-negative or the batch symbol N.
+llvm::Expected<Dims> shapeAttr(const Ctx &c, llvm::StringRef name, size_t rank = 0) {
   Ints s = c.attrs().getInts(name);
-  if (!c.attrs().has(name))
-    return c.fail("needs attribute '" + name + "'");
+  for (int64_t d : s)
+    if (d < 0 && d != kBatchDim)
+      return c.fail("attribute '" + name + "' " + shapeToString(s) + " has a negative dimension");
+  if (rank && s.size() != rank)
+    return c.fail("attribute '" + name + "' " + shapeToString(s) + " must have rank " +
+                  llvm::Twine(rank));
   return Dims(s.begin(), s.end());
+}
+
+/// A window gradient undoes a forward Conv or pool: the gradient `dy` (operand
+/// dyIndex) must have the shape the forward op gives for `input` and, for a
+/// Conv, `filter` under the node's attributes (kernels trust that).
+llvm::Error checkForwardWindow(const Ctx &c, llvm::ArrayRef<int64_t> input,
+                               llvm::ArrayRef<int64_t> filter, unsigned dyIndex) {
+  bool conv = !filter.empty();
+  Ints kernel = conv ? Ints(filter.begin() + 2, filter.end()) : c.attrs().getInts("kernel_shape");
+  if (kernel.size() != 2)
+    return c.fail("needs a 2-d window");
+  int64_t channels = conv ? filter[0] : input[1];
+  if (conv) {
+    int64_t group = c.attrs().getInt("group", 1);
+    if (group > input[1] || input[1] != filter[1] * group || filter[0] % group)
+      return c.fail("input " + shapeToString(input) + " and filter " + shapeToString(filter) +
+                    " do not fit group " + llvm::Twine(group));
+  }
+  auto w = readWindow(c, std::move(kernel));
+  if (!w)
+    return w.takeError();
+  auto out = windowOutput(c, input, channels, *w);
+  if (!out)
+    return out.takeError();
+  if (c[dyIndex].shape != *out)
+    return c.fail("gradient " + c.from(dyIndex) + " does not have the shape " +
+                  shapeToString(*out) + " the forward op gives for input " + shapeToString(input));
+  return llvm::Error::success();
 }
 
 // ConvGradData: dy, w; conv attributes plus input_shape.
 Result inferConvGradData(const Ctx &c) {
-  auto s = shapeAttr(c, "input_shape");
+  auto s = shapeAttr(c, "input_shape", 4);
   if (!s)
     return s.takeError();
+  if (auto e = needRank(c, 1, 4))
+    return e;
+  if (auto e = sameDType(c, 0, 1))
+    return e;
+  if (auto e = checkForwardWindow(c, *s, c[1].shape, 0))
+    return e;
   return one(TensorType(c[0].dtype, *s));
 }
 
 // ConvGradFilter: x, dy; conv attributes plus filter_shape.
 Result inferConvGradFilter(const Ctx &c) {
-  auto s = shapeAttr(c, "filter_shape");
+  auto s = shapeAttr(c, "filter_shape", 4);
   if (!s)
     return s.takeError();
+  if (auto e = needRank(c, 0, 4))
+    return e;
+  if (auto e = sameDType(c, 0, 1))
+    return e;
+  if (llvm::is_contained(*s, kBatchDim))
+    return c.fail("filter_shape " + shapeToString(*s) + " cannot hold the batch symbol");
+  if (auto e = checkForwardWindow(c, c[0].shape, *s, 1))
+    return e;
   return one(TensorType(c[0].dtype, *s));
 }
 
 // AveragePoolGrad: dy; pool attributes plus input_shape.
-Result inferAveragePoolGrad(const Ctx &c) { return inferConvGradData(c); }
+Result inferAveragePoolGrad(const Ctx &c) {
+  auto s = shapeAttr(c, "input_shape", 4);
+  if (!s)
+    return s.takeError();
+  if (auto e = checkForwardWindow(c, *s, {}, 0))
+    return e;
+  return one(TensorType(c[0].dtype, *s));
+}
 
-// GatherGrad: indices, dy; axis, data_shape.
+// GatherGrad: indices, dy; axis, data_shape. dy has the shape Gather gives
+// for data_shape and the indices.
 Result inferGatherGrad(const Ctx &c) {
   auto s = shapeAttr(c, "data_shape");
   if (!s)
     return s.takeError();
+  int64_t axis = c.axis(c.attrs().getInt("axis"), s->size());
+  if (axis < 0 || axis >= (int64_t)s->size())
+    return c.fail("axis out of range for data_shape " + shapeToString(*s));
+  if (c[0].dtype != DType::I64 && c[0].dtype != DType::I32)
+    return c.fail("indices " + c.from(0) + " must be i64 or i32");
+  Dims gathered(s->begin(), s->begin() + axis);
+  gathered.append(c[0].shape.begin(), c[0].shape.end());
+  gathered.append(s->begin() + axis + 1, s->end());
+  if (c[1].shape != gathered)
+    return c.fail("gradient " + c.from(1) + " does not have the shape " + shapeToString(gathered) +
+                  " Gather gives for data_shape " + shapeToString(*s));
   return one(TensorType(c[1].dtype, *s));
 }
 
@@ -605,17 +731,34 @@ Result inferUpdate(const Ctx &c) {
   const Module &m = c.n.graph().module();
   const Variable *v = m.findVariable(name);
   if (!v)
-    return c.fail("writes unknown variable '" + name + "'");
+    return c.fail("writes unknown variable '" + printable(name) + "'");
   if (v->type != c[0])
-    return c.fail("value " + c.from(0) + " does not match variable '" + name + "' (" +
+    return c.fail("value " + c.from(0) + " does not match variable '" + printable(name) + "' (" +
                   toString(v->type) + ")");
-  for (const std::string &slot : c.attrs().getStrings("slots")) {
+  Strings slots = c.attrs().getStrings("slots");
+  size_t wanted = c.n.op() == Op::ApplyMomentum                               ? 1
+                  : c.n.op() == Op::ApplyRMSProp || c.n.op() == Op::ApplyAdam ? 2
+                                                                              : 0;
+  if (slots.size() != wanted)
+    return c.fail("needs " + llvm::Twine(wanted) + " optimizer slot" + (wanted == 1 ? "" : "s") +
+                  " in 'slots', has " + llvm::Twine(slots.size()));
+  for (const std::string &slot : slots) {
     const Variable *s = m.findVariable(slot);
     if (!s || s->type.shape != v->type.shape)
-      return c.fail("optimizer slot '" + slot + "' is missing or mis-shaped");
+      return c.fail("optimizer slot '" + printable(slot) + "' is missing or mis-shaped");
   }
   if (c.in.size() == 2 && c[1].numElements() != 1)
     return c.fail("learning rate " + c.from(1) + " must be a scalar");
+  // Rates that would divide by zero (Adam's bias correction 1 - beta^t) or
+  // take a root of a negative number.
+  if (auto e = inRange(c, "beta1", 0.9, 0, 1, /*openHigh=*/true))
+    return e;
+  if (auto e = inRange(c, "beta2", 0.999, 0, 1, /*openHigh=*/true))
+    return e;
+  if (auto e = inRange(c, "decay", 0.9, 0, 1))
+    return e;
+  if (auto e = inRange(c, "epsilon", 1e-8, 0, INFINITY))
+    return e;
   return Types{};
 }
 
@@ -624,6 +767,14 @@ Result inferUpdate(const Ctx &c) {
 // AddN: operands of one type.
 // AllReduce: rank, nranks, group, reduction (sum); results mirror operands.
 Result inferAllSame(const Ctx &c) {
+  if (c.n.op() == Op::AllReduce) {
+    int64_t rank = c.attrs().getInt("rank"), nranks = c.attrs().getInt("nranks");
+    if (rank >= nranks)
+      return c.fail("rank " + llvm::Twine(rank) + " is not below nranks " + llvm::Twine(nranks));
+    if (c.attrs().getString("reduction", "sum") != "sum")
+      return c.fail("reduction '" + printable(c.attrs().getString("reduction")) +
+                    "' is not one graphc has (sum)");
+  }
   for (unsigned i = 1; i < c.in.size(); ++i)
     if (c[i] != c[0] && c.n.op() == Op::AddN)
       return c.fail("operand " + c.from(i) + " does not match " + c.from(0));
@@ -646,7 +797,6 @@ Result inferAllSame(const Ctx &c) {
 #define inferSqrt inferSameAsFirst
 #define inferNeg inferSameAsFirst
 #define inferClip inferSameAsFirst
-#define inferDropout inferSameAsFirst
 #define inferSoftmax inferSoftmaxLike
 #define inferLogSoftmax inferSoftmaxLike
 #define inferMaxPool inferPool
@@ -682,16 +832,27 @@ llvm::Expected<llvm::SmallVector<TensorType, 2>> inferResultTypes(const Node &n)
                              : info.maxInputs < 0             ? " or more"
                                                   : " to " + llvm::Twine(info.maxInputs)) +
                             " operands, has " + llvm::Twine(count));
+  // Shape functions read attributes: they get the kinds OpAttrs.def gives.
+  if (auto e = checkNodeAttributes(n))
+    return e;
   Ctx c{n, {}};
   for (Value *v : n.operands())
     c.in.push_back(v->type());
-  switch (n.op()) {
+  auto types = [&]() -> Result {
+    switch (n.op()) {
 #define GRAPHC_OP(Name, MinIn, MaxIn, NumOut)                                                      \
   case Op::Name:                                                                                   \
     return infer##Name(c);
 #include "ir/Ops.def"
-  }
-  llvm_unreachable("unknown op");
+    }
+    llvm_unreachable("unknown op");
+  }();
+  // Attributes can ask for any shape (Reshape, Expand, Pad, gradients' shapes).
+  if (types)
+    for (const TensorType &t : *types)
+      if (auto e = checkTensorSize(t, "its result"))
+        return nodeError(n, llvm::toString(std::move(e)));
+  return types;
 }
 
 std::optional<Dims> broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
@@ -730,17 +891,20 @@ SliceRange resolveSlice(int64_t dim, int64_t start, int64_t end, int64_t step) {
       i += dim;
     return std::clamp(i, lo, hi);
   };
+  // Sizes are ceil(distance / |step|), written as (distance - 1) / |step| + 1
+  // in unsigned arithmetic so that no step, however large, overflows.
   SliceRange r{0, 0, step, 0};
   if (step > 0) {
     r.start = clampIndex(start, 0, dim);
     r.end = clampIndex(end, 0, dim);
-    r.size = r.end > r.start ? (r.end - r.start + step - 1) / step : 0;
+    r.size = r.end > r.start ? (int64_t)((uint64_t)(r.end - r.start - 1) / (uint64_t)step) + 1 : 0;
   } else {
     r.start = clampIndex(start, -1, dim - 1);
     r.end = clampIndex(end, -1, dim - 1);
     if (end < -dim)
       r.end = -1;
-    r.size = r.start > r.end ? (r.start - r.end - step - 1) / -step : 0;
+    uint64_t magnitude = 0 - (uint64_t)step;
+    r.size = r.start > r.end ? (int64_t)((uint64_t)(r.start - r.end - 1) / magnitude) + 1 : 0;
   }
   return r;
 }

@@ -1,6 +1,7 @@
 #include "ir/Parser.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "ir/ShapeInference.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -42,7 +43,8 @@ private:
   llvm::Expected<Attribute> attribute();
   llvm::Expected<Tensor> tensorLiteral();
   llvm::Expected<Attrs> attrList(char close);
-  llvm::Error hexInto(void *dst, size_t bytes);
+  /// A tensor of `type` from a quoted hex string.
+  llvm::Expected<Tensor> hexTensor(const TensorType &type);
 
   // Grammar.
   llvm::Error variable(Module &m);
@@ -97,7 +99,9 @@ llvm::Error Parser::expect(char c) {
     return llvm::Error::success();
   if (atEnd())
     return error(llvm::Twine("expected '") + llvm::Twine(c) + "', found the end of the input");
-  return error(llvm::Twine("expected '") + llvm::Twine(c) + "', found '" + llvm::Twine(peek()) + "'");
+  char found = peek();
+  return error(llvm::Twine("expected '") + llvm::Twine(c) + "', found '" +
+               printable(llvm::StringRef(&found, 1)) + "'");
 }
 
 std::string Parser::peekWord() {
@@ -227,22 +231,28 @@ llvm::Expected<TensorType> Parser::type() {
     if (auto e = expect(']'))
       return e;
   }
+  if (auto e = checkTensorSize(t, "the type"))
+    return errorAt(at, llvm::toString(std::move(e)));
   return t;
 }
 
-llvm::Error Parser::hexInto(void *dst, size_t bytes) {
+llvm::Expected<Tensor> Parser::hexTensor(const TensorType &type) {
   size_t at = (skipSpace(), pos_);
   auto s = quoted();
   if (!s)
     return s.takeError();
+  // The string is read first, so the tensor is allocated only for data the
+  // file holds.
+  size_t bytes = (size_t)type.bytes();
   if (s->size() != 2 * bytes)
-    return errorAt(at, "expected " + llvm::Twine(bytes) + " bytes of hex data, found " +
-                           llvm::Twine(s->size() / 2));
+    return errorAt(at, "expected " + llvm::Twine(bytes) + " bytes of hex data for " +
+                           toString(type) + ", found " + llvm::Twine(s->size() / 2));
   std::string raw;
   if (!llvm::tryGetFromHex(*s, raw))
     return errorAt(at, "malformed hex data");
-  std::memcpy(dst, raw.data(), bytes);
-  return llvm::Error::success();
+  Tensor t(type);
+  std::memcpy(t.raw(), raw.data(), bytes);
+  return t;
 }
 
 llvm::Expected<Tensor> Parser::tensorLiteral() {
@@ -257,14 +267,15 @@ llvm::Expected<Tensor> Parser::tensorLiteral() {
     return errorAt(at, "a tensor literal needs a static shape");
   if (auto e = expect('>'))
     return e;
-  Tensor value(*t);
-  if (peek() == '"') {
-    if (auto e = hexInto(value.raw(), value.bytes()))
-      return e;
-    return value;
-  }
+  if (peek() == '"')
+    return hexTensor(*t);
   if (auto e = expect('['))
     return e;
+  // Every value takes at least one character of the file.
+  if (t->numElements() > (int64_t)(text_.size() - pos_))
+    return errorAt(at, toString(*t) + " needs " + llvm::Twine(t->numElements()) +
+                           " values, more than the rest of the file holds");
+  Tensor value(*t);
   int64_t i = 0;
   if (!consume(']')) {
     do {
@@ -369,7 +380,7 @@ llvm::Expected<Attrs> Parser::attrList(char close) {
     if (!key)
       return key.takeError();
     if (attrs.has(*key))
-      return errorAt(at, "attribute '" + *key + "' given twice");
+      return errorAt(at, "attribute '" + printable(*key) + "' given twice");
     if (auto e = expect('='))
       return e;
     auto value = attribute();
@@ -390,7 +401,7 @@ llvm::Error Parser::variable(Module &m) {
     return n.takeError();
   v.name = *n;
   if (m.findVariable(v.name))
-    return errorAt(at, "variable '" + v.name + "' declared twice");
+    return errorAt(at, "variable '" + printable(v.name) + "' declared twice");
   if (auto e = expect(':'))
     return e;
   auto t = type();
@@ -398,7 +409,7 @@ llvm::Error Parser::variable(Module &m) {
     return t.takeError();
   v.type = *t;
   if (!v.type.isStatic())
-    return errorAt(at, "variable '" + v.name + "' needs a static shape");
+    return errorAt(at, "variable '" + printable(v.name) + "' needs a static shape");
   size_t kindAt = (skipSpace(), pos_);
   std::string kind = peekWord();
   auto k = parseVarKind(kind);
@@ -410,9 +421,10 @@ llvm::Error Parser::variable(Module &m) {
   if (!fn)
     return fn.takeError();
   if (*fn == "data") {
-    v.data = Tensor(v.type);
-    if (auto e = hexInto(v.data.raw(), v.data.bytes()))
-      return e;
+    auto data = hexTensor(v.type);
+    if (!data)
+      return data.takeError();
+    v.data = std::move(*data);
   } else {
     v.init.fn = *fn;
     if (consume('(')) {
@@ -448,7 +460,7 @@ llvm::Expected<Value *> Parser::valueRef(Graph &g) {
     return n.takeError();
   Value *v = g.findValue(*n);
   if (!v)
-    return errorAt(at, "use of undefined value '%" + *n + "'");
+    return errorAt(at, "use of undefined value '%" + printable(*n) + "'");
   return v;
 }
 
@@ -464,7 +476,7 @@ llvm::Error Parser::node(Graph &g) {
       if (!n)
         return n.takeError();
       if (g.findValue(*n) || llvm::is_contained(resultNames, *n))
-        return errorAt(at, "value '%" + *n + "' is defined twice");
+        return errorAt(at, "value '%" + printable(*n) + "' is defined twice");
       resultNames.push_back(*n);
     } while (consume(','));
     if (auto e = expect('='))
@@ -541,7 +553,7 @@ llvm::Error Parser::node(Graph &g) {
     }
   }
   if (g.findNode(nodeName))
-    return errorAt(start, "node '" + nodeName + "' is defined twice");
+    return errorAt(start, "node '" + printable(nodeName) + "' is defined twice");
   Node *n = g.createNodeWithResultNames(*op, operands, types, resultNames, std::move(attrs), nodeName);
   n->setTower(tower);
   n->setRequestedDevice(requested);
@@ -555,8 +567,9 @@ llvm::Error Parser::node(Graph &g) {
                               " results, " + llvm::Twine(types.size()) + " are written");
   for (size_t i = 0; i < types.size(); ++i)
     if ((*inferred)[i] != types[i])
-      return errorAt(start, "result '%" + resultNames[i] + "' is written " + toString(types[i]) +
-                                " but its operands give " + toString((*inferred)[i]));
+      return errorAt(start, "result '%" + printable(resultNames[i]) + "' is written " +
+                                toString(types[i]) + " but its operands give " +
+                                toString((*inferred)[i]));
   return llvm::Error::success();
 }
 
@@ -566,13 +579,13 @@ llvm::Error Parser::graph(Module &m) {
   if (!n)
     return n.takeError();
   if (m.findGraph(*n))
-    return errorAt(at, "graph '" + *n + "' defined twice");
+    return errorAt(at, "graph '" + printable(*n) + "' defined twice");
   Graph &g = m.addGraph(*n);
   if (auto e = expect('{'))
     return e;
   while (peekWord() != "return") {
     if (atEnd() || peek() == '}')
-      return error("expected 'return' at the end of graph '" + *n + "'");
+      return error("expected 'return' at the end of graph '" + printable(*n) + "'");
     if (auto e = node(g))
       return e;
   }
@@ -631,18 +644,23 @@ llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
       return error("unexpected end of input: expected '}' to close the module");
     } else {
       return errorAt(at, "expected 'meta', 'var', 'graph' or '}', found '" +
-                             (w.empty() ? std::string(1, peek()) : w) + "'");
+                             printable(w.empty() ? std::string(1, peek()) : w) + "'");
     }
   }
   if (!atEnd())
     return error("unexpected text after the module");
+  if (auto e = checkModuleMeta(m->meta()))
+    return withContext(std::move(e), file_);
   return m;
 }
 
 } // namespace
 
 llvm::Expected<std::unique_ptr<Module>> parseModule(llvm::StringRef text, llvm::StringRef filename) {
-  return Parser(text, filename).parse();
+  auto m = Parser(text, filename).parse();
+  if (!m)
+    return oneLine(m.takeError());
+  return m;
 }
 
 llvm::Expected<std::unique_ptr<Module>> parseModuleFile(llvm::StringRef path) {

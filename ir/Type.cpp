@@ -1,5 +1,7 @@
 #include "ir/Type.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 namespace graphc {
 
 bool TensorType::isStatic() const {
@@ -14,6 +16,28 @@ int64_t TensorType::numElements(int64_t batch) const {
   for (int64_t d : shape)
     n *= d == kBatchDim ? batch : d;
   return n;
+}
+
+std::optional<int64_t> checkedBytes(const TensorType &t) {
+  int64_t n = (int64_t)dtypeSize(t.dtype);
+  for (int64_t d : t.shape) {
+    if (d == kBatchDim)
+      continue;
+    if (d < 0 || (d && n > kMaxTensorBytes / d))
+      return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+llvm::Error checkTensorSize(const TensorType &t, const llvm::Twine &what) {
+  if (checkedBytes(t))
+    return llvm::Error::success();
+  bool negative = llvm::any_of(t.shape, [](int64_t d) { return d < 0 && d != kBatchDim; });
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      what + " " + toString(t) +
+          (negative ? " has a negative dimension" : " is larger than the 1 TiB a tensor may take"));
 }
 
 TensorType TensorType::bound(int64_t batch) const {

@@ -12,8 +12,11 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace graphc {
@@ -42,6 +45,21 @@ struct TensorType {
   bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }
   bool operator!=(const TensorType &o) const { return !(*this == o); }
 };
+
+/// The most bytes one tensor may take: 2^40 (1 TiB), far beyond any weight,
+/// activation or input we run, and low enough that no element count or byte
+/// size below it overflows. Shapes a file declares are held to it before
+/// anything is allocated (a corrupt dimension must not become a wrapped
+/// count or a terabyte allocation).
+inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
+
+/// Bytes of `t` with the batch symbol counted as 1, computed with overflow
+/// checks; nullopt when a dimension is negative (other than the batch
+/// symbol) or the size exceeds kMaxTensorBytes.
+std::optional<int64_t> checkedBytes(const TensorType &t);
+/// checkedBytes as an error: "<what> f32[...] is larger than the 1 TiB a
+/// tensor may take" (or "has a negative dimension").
+llvm::Error checkTensorSize(const TensorType &t, const llvm::Twine &what);
 
 /// "f32[N,3,299,299]"; a scalar is "f32[]".
 std::string toString(const TensorType &t);

@@ -1,6 +1,7 @@
 #include "ir/Verifier.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "ir/ShapeInference.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -15,7 +16,7 @@ static llvm::Error verifyGraph(const Graph &g) {
       if (&v->producer()->graph() != &g)
         return nodeError(*n, "operand " + llvm::Twine(i) + " comes from another graph");
       if (!defined.count(v))
-        return nodeError(*n, "operand '" + v->name() + "' is used before it is defined");
+        return nodeError(*n, "operand '" + printable(v->name()) + "' is used before it is defined");
     }
     auto types = inferResultTypes(*n);
     if (!types)
@@ -27,7 +28,7 @@ static llvm::Error verifyGraph(const Graph &g) {
                                llvm::Twine(types->size()));
     for (unsigned i = 0; i < n->numResults(); ++i) {
       if ((*types)[i] != n->result(i)->type())
-        return nodeError(*n, "result '" + n->result(i)->name() + "' has type " +
+        return nodeError(*n, "result '" + printable(n->result(i)->name()) + "' has type " +
                                  toString(n->result(i)->type()) + ", its operands give " +
                                  toString((*types)[i]));
       defined.insert(n->result(i));
@@ -35,21 +36,25 @@ static llvm::Error verifyGraph(const Graph &g) {
   }
   for (const Value *out : g.outputs())
     if (!defined.count(out))
-      return makeError("graph '" + g.name() + "': output '" + out->name() + "' is not defined");
+      return makeError("graph '" + printable(g.name()) + "': output '" + printable(out->name()) +
+                       "' is not defined");
   return llvm::Error::success();
 }
 
 llvm::Error verify(const Module &m) {
+  if (auto e = checkModuleMeta(m.meta()))
+    return e;
   for (const Variable &v : m.variables()) {
     if (!v.type.isStatic())
-      return makeError("variable '" + v.name + "' has a symbolic shape " + toString(v.type));
+      return makeError("variable '" + printable(v.name) + "' has a symbolic shape " +
+                       toString(v.type));
     if (!v.data.empty() && v.data.type() != v.type)
-      return makeError("variable '" + v.name + "' is " + toString(v.type) + " but its data is " +
-                       toString(v.data.type()));
+      return makeError("variable '" + printable(v.name) + "' is " + toString(v.type) +
+                       " but its data is " + toString(v.data.type()));
   }
   for (const Graph *g : m.graphs())
     if (auto e = verifyGraph(*g))
-      return withContext(std::move(e), "graph '" + g->name() + "'");
+      return withContext(std::move(e), "graph '" + printable(g->name()) + "'");
   return llvm::Error::success();
 }
 

@@ -1,9 +1,12 @@
 //===- Verifier.h - Structural and type checks of a module ------*- C++ -*-===//
 //
 // verify() checks what every pass may rely on: operands are defined earlier in
-// the same graph (SSA, topological order), arities match the op table, result
-// types equal what the shape functions infer, variables that nodes name exist
-// and attached data has the variable's type, and graph outputs are defined.
+// the same graph (SSA, topological order), arities match the op table, every
+// attribute is one its op takes and of the kind ir/OpAttrs.def gives (as are
+// the module meta keys graphc reads), result types equal what the shape
+// functions infer (which also check attribute values: positive strides, a
+// group that divides the channels, ...), variables that nodes name exist and
+// attached data has the variable's type, and graph outputs are defined.
 // The first violation comes back as an error naming the node.
 //
 //===----------------------------------------------------------------------===//

@@ -122,7 +122,11 @@ llvm::Expected<bool> addOptimizer(Module &m, const CompileOptions &opts) {
     Node *grad = gradOf[name];
     b.setTower(grad->tower());
     b.setRequestedDevice(grad->requestedDevice());
-    b.createNode(form->op, {grad->result(), lr}, std::move(a), "update/" + name);
+    // Hyper-parameters come from the user (--momentum nan): the update's
+    // attribute checks say what is wrong with them.
+    auto update = b.tryCreate(form->op, {grad->result(), lr}, std::move(a), "update/" + name);
+    if (!update)
+      return withContext(update.takeError(), "add-optimizer");
   }
   m.meta().set("optimizer", opts.optimizer);
   return true;

@@ -27,6 +27,7 @@ std::optional<DeviceType> parseDeviceType(llvm::StringRef s) {
 }
 
 Cluster Cluster::defaultCluster(int gpus) {
+  assert(gpus >= 0 && (unsigned)gpus < kMaxDevices && "callers bound the GPU count");
   std::vector<ClusterDevice> devices{{"cpu:0", DeviceType::CPU, ClusterDefaults::kHostMemory, 1.0}};
   std::vector<Link> links;
   for (int i = 0; i < gpus; ++i) {
@@ -52,10 +53,13 @@ static bool wellFormedName(llvm::StringRef name, DeviceType type) {
 
 llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std::vector<Link> links,
                                         double cpuPeakFlops, double gpuPeakFlops) {
+  if (devices.size() > kMaxDevices)
+    return makeError("the cluster has " + llvm::Twine(devices.size()) +
+                     " devices; graphc places on at most " + llvm::Twine(kMaxDevices));
   llvm::StringMap<unsigned> index;
   for (unsigned i = 0; i < devices.size(); ++i) {
     const ClusterDevice &d = devices[i];
-    std::string where = "device '" + d.name + "'";
+    std::string where = "device '" + printable(d.name) + "'";
     if (!wellFormedName(d.name, d.type))
       return makeError(where + ": a " + deviceTypeName(d.type) + " device must be named '" +
                        deviceTypeName(d.type) + ":<index>'");
@@ -80,7 +84,8 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
   llvm::StringMap<unsigned> linkIndex;
   for (unsigned i = 0; i < links.size(); ++i) {
     const Link &l = links[i];
-    std::string where = "link " + std::to_string(i) + " ('" + l.a + "' - '" + l.b + "')";
+    std::string where =
+        "link " + std::to_string(i) + " ('" + printable(l.a) + "' - '" + printable(l.b) + "')";
     for (const std::string *end : {&l.a, &l.b})
       if (auto e = c.checkDevice(*end, where + ": endpoint"))
         return e;
@@ -150,7 +155,8 @@ std::string Cluster::visibleDevices() const {
 llvm::Error Cluster::checkDevice(llvm::StringRef name, llvm::StringRef what) const {
   if (find(name))
     return llvm::Error::success();
-  return makeError(what + " '" + name + "' is not a device of this cluster; " + visibleDevices());
+  return makeError(what + " '" + printable(name) + "' is not a device of this cluster; " +
+                   visibleDevices());
 }
 
 //===-- JSON ---------------------------------------------------------------===//
@@ -193,8 +199,8 @@ public:
     llvm::sort(keys); // the object's own order is a hash order
     for (const std::string &k : keys)
       if (!llvm::is_contained(known, k))
-        return makeError(where_ + ": unknown field '" + k + "' (known: " + llvm::join(known, ", ") +
-                         ")");
+        return makeError(where_ + ": unknown field '" + printable(k) +
+                         "' (known: " + llvm::join(known, ", ") + ")");
     return llvm::Error::success();
   }
 
@@ -225,7 +231,7 @@ llvm::Expected<ClusterDevice> parseDevice(const llvm::json::Value &v, unsigned i
   if (!o)
     return makeError(where + " must be an object");
   if (auto name = o->getString("name"))
-    where += " ('" + name->str() + "')";
+    where += " ('" + printable(*name) + "')";
   Fields f(*o, where);
   ClusterDevice d;
   std::string kind;
@@ -242,7 +248,7 @@ llvm::Expected<ClusterDevice> parseDevice(const llvm::json::Value &v, unsigned i
     return e;
   auto type = parseDeviceType(kind);
   if (!type)
-    return makeError(where + ": kind '" + kind + "' is not one of cpu, gpu");
+    return makeError(where + ": kind '" + printable(kind) + "' is not one of cpu, gpu");
   d.type = *type;
   if (!(memory >= 1 && memory < 9.2e18))
     return makeError(where + ": memory_bytes must be a positive byte count");
@@ -271,9 +277,38 @@ llvm::Expected<Link> parseLink(const llvm::json::Value &v, unsigned i) {
   return l;
 }
 
-} // namespace
+/// The deepest nesting of arrays and objects in JSON text (outside strings).
+size_t jsonDepth(llvm::StringRef text) {
+  size_t depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth) {
+      --depth;
+    }
+  }
+  return deepest;
+}
 
-llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text) {
+/// The format nests 4 deep (cluster, links, link, endpoints); this leaves
+/// room and keeps llvm::json's recursion far from the end of the stack.
+constexpr size_t kMaxJsonDepth = 16;
+
+llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
+  if (size_t depth = jsonDepth(text); depth > kMaxJsonDepth)
+    return makeError("cluster file nests arrays and objects " + llvm::Twine(depth) +
+                     " deep; a cluster description needs 4 (at most " + llvm::Twine(kMaxJsonDepth) +
+                     " are read)");
   auto root = llvm::json::parse(text);
   if (!root)
     return makeError("cluster file is not valid JSON: " + llvm::toString(root.takeError()));
@@ -324,6 +359,15 @@ llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text) {
         return e;
   }
   return Cluster::create(std::move(devices), std::move(links), cpuPeak, gpuPeak);
+}
+
+} // namespace
+
+llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text) {
+  auto c = parseCluster(text);
+  if (!c)
+    return oneLine(c.takeError());
+  return c;
 }
 
 llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path) {

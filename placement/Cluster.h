@@ -53,8 +53,15 @@ struct ClusterDefaults {
 
 class Cluster {
 public:
+  /// The most devices a cluster may have, host included: far beyond one
+  /// machine or rack, and a bound on the graph a placement builds (one tower
+  /// per GPU) and on the default cluster's all-pairs links (about 520,000 at
+  /// this size); `--gpus 100000` is an error, not an exhausted memory.
+  static constexpr unsigned kMaxDevices = 1024;
+
   /// The host "cpu:0" and `gpus` GPUs "gpu:0".."gpu:N-1" with H100-like
-  /// figures: every GPU linked to the host and to every other GPU.
+  /// figures: every GPU linked to the host and to every other GPU. `gpus`
+  /// is below kMaxDevices.
   static Cluster defaultCluster(int gpus);
   /// Builds a cluster and validates it; an error names what is wrong.
   static llvm::Expected<Cluster> create(std::vector<ClusterDevice> devices, std::vector<Link> links,
@@ -95,6 +102,8 @@ private:
 ///     "links": [ {"endpoints": ["cpu:0", "gpu:0"], "bandwidth": 64e9}, ... ],
 ///     "peak_flops": {"cpu": 7.2e12, "gpu": 67e12} }          (optional)
 /// Errors name the entry ("devices[2] ('gpu:1'): missing field 'kind'").
+/// Nesting deeper than the format needs is refused before the JSON is
+/// parsed (the parser recurses once per level).
 llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text);
 /// Reads and parses a cluster file; errors start with the path.
 llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path);

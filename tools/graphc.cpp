@@ -174,6 +174,8 @@ int main(int argc, char **argv) {
         return fail(std::move(e));
       return 0;
     }
+    if (auto e = checkBatchFits(**m, inspectArgs.batch))
+      return fail(std::move(e));
     if (json)
       printSummaryJson(**m, inspectArgs.batch, llvm::outs());
     else

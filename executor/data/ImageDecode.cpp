@@ -32,7 +32,8 @@ llvm::Error checkSize(int64_t width, int64_t height, llvm::StringRef format) {
                      " pixels");
   if (width * height > kMaxImagePixels)
     return makeError(format + " image of " + llvm::Twine(width) + "x" + llvm::Twine(height) +
-                     " pixels is larger than the limit of " + llvm::Twine(kMaxImagePixels));
+                     " pixels is larger than the limit of " + llvm::Twine(kMaxImagePixels >> 20) +
+                     " megapixels");
   return llvm::Error::success();
 }
 
@@ -81,19 +82,22 @@ llvm::Expected<RgbImage> decodePng(llvm::ArrayRef<uint8_t> bytes) {
   // can be dropped here: asking libpng for RGB would composite.
   png.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
   png.format = PNG_FORMAT_RGBA;
-  std::vector<uint8_t> rgba(PNG_IMAGE_SIZE(png));
-  if (!png_image_finish_read(&png, nullptr, rgba.data(), 0, nullptr))
-    return makeError("corrupt PNG data: " + llvm::Twine(png.message));
   RgbImage img;
   img.height = png.height;
   img.width = png.width;
+  img.pixels.resize(PNG_IMAGE_SIZE(png));
+  if (!png_image_finish_read(&png, nullptr, img.pixels.data(), 0, nullptr))
+    return makeError("corrupt PNG data: " + llvm::Twine(png.message));
+  // RGBA to RGB in place: pixel i moves from 4i to 3i, never past a pixel
+  // not yet moved.
   size_t n = (size_t)img.height * img.width;
-  img.pixels.resize(n * 3);
+  uint8_t *p = img.pixels.data();
   for (size_t i = 0; i < n; ++i) {
-    img.pixels[3 * i] = rgba[4 * i];
-    img.pixels[3 * i + 1] = rgba[4 * i + 1];
-    img.pixels[3 * i + 2] = rgba[4 * i + 2];
+    p[3 * i] = p[4 * i];
+    p[3 * i + 1] = p[4 * i + 1];
+    p[3 * i + 2] = p[4 * i + 2];
   }
+  img.pixels.resize(n * 3);
   return img;
 }
 

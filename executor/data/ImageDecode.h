@@ -23,9 +23,14 @@
 
 namespace graphc {
 
-/// 2^28 pixels (16384 × 16384): far beyond any training image, and a bound on
-/// what a hostile header can make us allocate.
-inline constexpr int64_t kMaxImagePixels = int64_t(1) << 28;
+/// 2^26 pixels (64 megapixels, 8192 × 8192), checked against the header
+/// before anything is decoded. Training images are resized to a few hundred
+/// pixels a side (ImageNet's average is about 0.2 megapixels), so this is far
+/// beyond any real one, while a small file cannot make a loader thread hold
+/// more than about 0.5 GB (the decoded pixels and one float channel) or spend
+/// more than a second or two on it: a 249 KB PNG of 16000 × 16000 (1 GB of
+/// RGBA) is skipped as corrupt with this reason before it is decoded.
+inline constexpr int64_t kMaxImagePixels = int64_t(1) << 26;
 
 struct RgbImage {
   int64_t height = 0, width = 0;

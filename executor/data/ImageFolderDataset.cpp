@@ -114,39 +114,33 @@ llvm::Error ImageFolderDataset::load(int64_t index, float *pixels, int64_t &labe
   label = file.label;
   auto buffer = llvm::MemoryBuffer::getFile(file.path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
+  // Paths are quoted on one line: a file name may hold any byte but '/'.
   if (!buffer)
-    return makeError(file.path + ": cannot read: " + buffer.getError().message());
+    return makeError(printable(file.path, 4096) + ": cannot read: " + buffer.getError().message());
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
                                 (*buffer)->getBufferSize());
   auto image = decodeImage(bytes);
   if (!image)
-    return withContext(image.takeError(), file.path);
+    return withContext(image.takeError(), printable(file.path, 4096));
 
-  // Normalise while splitting the interleaved pixels into planes; the resize
-  // is linear with weights summing to one, so it commutes with normalisation.
+  // Normalise while taking one channel out of the interleaved pixels; the
+  // resize is linear with weights summing to one, so it commutes with
+  // normalisation. One channel at a time keeps a large image's float copy to
+  // a third.
   ResizePlan plan = planResize(image->height, image->width, height_, width_);
   int64_t inPlane = image->height * image->width, outPlane = height_ * width_;
-  std::vector<float> planes, scratch;
-  float *dst = pixels;
-  if (!plan.isIdentity()) {
-    planes.resize(3 * inPlane);
-    dst = planes.data();
-  }
-  const uint8_t *src = image->pixels.data();
-  float scale[3], shift[3];
-  for (int c = 0; c < 3; ++c) {
-    scale[c] = 1.0f / (255.0f * kStd[c]);
-    shift[c] = -kMean[c] / kStd[c];
-  }
-  float *r = dst, *g = dst + inPlane, *b = dst + 2 * inPlane;
-  for (int64_t i = 0; i < inPlane; ++i, src += 3) {
-    r[i] = (float)src[0] * scale[0] + shift[0];
-    g[i] = (float)src[1] * scale[1] + shift[1];
-    b[i] = (float)src[2] * scale[2] + shift[2];
-  }
+  std::vector<float> plane, scratch;
   if (!plan.isIdentity())
-    for (int c = 0; c < 3; ++c)
-      resizePlane(plan, planes.data() + c * inPlane, pixels + c * outPlane, scratch);
+    plane.resize(inPlane);
+  for (int c = 0; c < 3; ++c) {
+    float *dst = plan.isIdentity() ? pixels + c * outPlane : plane.data();
+    const uint8_t *src = image->pixels.data() + c;
+    float scale = 1.0f / (255.0f * kStd[c]), shift = -kMean[c] / kStd[c];
+    for (int64_t i = 0; i < inPlane; ++i, src += 3)
+      dst[i] = (float)*src * scale + shift;
+    if (!plan.isIdentity())
+      resizePlane(plan, plane.data(), pixels + c * outPlane, scratch);
+  }
   return llvm::Error::success();
 }
 

@@ -12,6 +12,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Parser.h"
 #include "ir/ShapeInference.h"
+#include "ir/Verifier.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -64,6 +65,9 @@ llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
   auto m = isArchiveFile(path) ? readModuleFile(path) : parseModule(bytes, path);
   if (!m)
     return m.takeError();
+  // Every command verifies what it read before any pass or report looks at it.
+  if (auto e = verify(**m))
+    return withContext(std::move(e), "'" + path + "'");
   if (opts.batch > 0 && (*m)->batch() != opts.batch)
     if (auto e = bindBatch(**m, opts.batch))
       return withContext(std::move(e), "'" + path + "'");

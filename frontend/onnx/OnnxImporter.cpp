@@ -309,7 +309,11 @@ llvm::Error Importer::createInputs() {
         continue;
       }
       if (d.has_dim_value())
-        return makeError(what + " has an empty dimension at axis " + llvm::Twine(axis));
+        return makeError(what + " has " +
+                         (d.dim_value() == 0
+                              ? llvm::Twine("an empty dimension")
+                              : "a negative dimension (" + llvm::Twine(d.dim_value()) + ")") +
+                         " at axis " + llvm::Twine(axis));
       if (axis != 0)
         return makeError(what + " has a dynamic dimension" +
                          (d.dim_param().empty() ? "" : " '" + d.dim_param() + "'") + " at axis " +
@@ -317,6 +321,8 @@ llvm::Error Importer::createInputs() {
       type.shape.push_back(batchDim());
       anyBatch = true;
     }
+    if (auto e = checkTensorSize(type, what))
+      return e;
     Node *n = graph_->createNode(Op::Input, {}, {type}, {}, uniqueName(name, name));
     Slot &s = slots_[name];
     s.value = n->result();
@@ -493,11 +499,46 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   return llvm::Error::success();
 }
 
+/// A graph output's declared element type and dimensions, where the file
+/// gives them, must be what the graph computes: a model that declares
+/// otherwise is corrupt or means something graphc does not compute.
+static llvm::Error checkDeclaredOutput(const onnx::ValueInfoProto &o, const TensorType &computed) {
+  std::string what = "graph output '" + o.name() + "'";
+  if (!o.type().has_tensor_type())
+    return o.has_type() ? makeError(what + " is declared as something other than a tensor")
+                        : llvm::Error::success();
+  const auto &tt = o.type().tensor_type();
+  if (tt.elem_type() != onnx::TensorProto::UNDEFINED &&
+      tt.elem_type() != toOnnxDType(computed.dtype))
+    return makeError(what + " is declared with element type " + onnxDTypeName(tt.elem_type()) +
+                     ", but the graph computes " + toString(computed));
+  if (!tt.has_shape())
+    return llvm::Error::success();
+  const auto &dims = tt.shape().dim();
+  if (dims.size() != (int)computed.rank())
+    return makeError(what + " is declared with rank " + llvm::Twine(dims.size()) +
+                     ", but the graph computes " + toString(computed));
+  for (int i = 0; i < dims.size(); ++i) {
+    if (!dims[i].has_dim_value())
+      continue;
+    int64_t d = dims[i].dim_value();
+    if (d < 0)
+      return makeError(what + " has a negative dimension (" + llvm::Twine(d) + ") at axis " +
+                       llvm::Twine(i));
+    if (computed.shape[i] != kBatchDim && d != computed.shape[i])
+      return makeError(what + " is declared with dimension " + llvm::Twine(d) + " at axis " +
+                       llvm::Twine(i) + ", but the graph computes " + toString(computed));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error Importer::bindOutputs() {
   for (const auto &o : g_.output()) {
     auto v = materialize(o.name(), "graph output '" + o.name() + "'");
     if (!v)
       return v.takeError();
+    if (auto e = checkDeclaredOutput(o, (*v)->type()))
+      return e;
     graph_->addOutput(*v);
   }
   return llvm::Error::success();
@@ -559,7 +600,10 @@ llvm::Expected<std::unique_ptr<Module>> importOnnx(llvm::StringRef bytes, const 
     return makeError(source + " is not an ONNX model: it does not parse as a ModelProto (a "
                               "truncated or corrupted file, or another format)");
   Importer importer(model, opts, source.str(), baseDir.str());
-  return importer.run();
+  auto m = importer.run();
+  if (!m)
+    return oneLine(m.takeError());
+  return m;
 }
 
 } // namespace onnxfe

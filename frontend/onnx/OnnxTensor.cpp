@@ -72,13 +72,12 @@ bool hasNoData(const TensorProto &t) {
 }
 
 llvm::Expected<int64_t> checkedElements(const TensorType &type, llvm::StringRef what) {
-  int64_t n = 1;
-  for (int64_t d : type.shape) {
-    if (d < 0 || (d && n > kMaxElements / d))
-      return makeError(what + " has too many elements (" + shapeToString(type.shape) + ")");
-    n *= d;
-  }
-  return n;
+  // Checked here: -1 would otherwise read as the batch symbol.
+  if (llvm::any_of(type.shape, [](int64_t d) { return d < 0; }))
+    return makeError(what + " has a negative dimension");
+  if (auto e = checkTensorSize(type, what))
+    return e;
+  return type.numElements();
 }
 
 llvm::Expected<TensorType> onnxTensorType(const TensorProto &t, llvm::StringRef what) {
@@ -91,9 +90,11 @@ llvm::Expected<TensorType> onnxTensorType(const TensorProto &t, llvm::StringRef 
   type.dtype = *dt;
   for (int64_t d : t.dims()) {
     if (d < 0)
-      return makeError(what + " has a negative dimension");
+      return makeError(what + " has a negative dimension (" + llvm::Twine(d) + ")");
     type.shape.push_back(d);
   }
+  if (auto e = checkTensorSize(type, what))
+    return e;
   return type;
 }
 

@@ -34,10 +34,9 @@ bool hasNoData(const onnx::TensorProto &t);
 llvm::Expected<Tensor> fromOnnxTensor(const onnx::TensorProto &t, llvm::StringRef what,
                                       llvm::StringRef baseDir = "");
 
-/// Tensors larger than this are refused before anything is allocated (a
-/// corrupted dimension must not become a terabyte allocation).
-inline constexpr int64_t kMaxElements = int64_t(1) << 36;
-/// The element count of `type`, or an error when it exceeds kMaxElements.
+/// The element count of `type`, or an error when a dimension is negative or
+/// the tensor is larger than kMaxTensorBytes (ir/Type.h): a corrupted
+/// dimension must not become a wrapped count or a terabyte allocation.
 llvm::Expected<int64_t> checkedElements(const TensorType &type, llvm::StringRef what);
 
 /// The values of a tensor of a numeric element type we do not handle

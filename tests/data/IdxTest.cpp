@@ -229,3 +229,21 @@ TEST(Idx, RealFashionMnistAgreesWithNumpy) {
   EXPECT_EQ(sum, 76247);
   EXPECT_EQ((*train)->rawPixel(0, 14, 14), 217);
 }
+
+// A header is never trusted for an allocation: beyond 2^36 elements it is
+// refused, and below that the buffer grows only as data arrives.
+TEST(Idx, HugeHeadersAllocateNothing) {
+  std::string dir = freshDir("idx-huge");
+  writeSmallSet(dir, "train", true);
+  std::string images = dir + "/train-images-idx3-ubyte.gz";
+  writeGzip(images, idxBytes(0x803, {1u << 30, 1u << 30, 1u << 30}, pixels(24)));
+  std::string err = openError(dir);
+  EXPECT_NE(err.find(images + ": the header declares more than 2^36 elements"), std::string::npos)
+      << err;
+  writeGzip(images, idxBytes(0x803, {1u << 12, 1u << 12, 1u << 12}, pixels(24)));
+  err = openError(dir);
+  EXPECT_NE(err.find(images + ": truncated: the header declares 68719476736 elements but the file "
+                              "holds 24"),
+            std::string::npos)
+      << err;
+}

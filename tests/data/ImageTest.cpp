@@ -5,6 +5,7 @@
 #include "executor/data/ImageDecode.h"
 #include "executor/data/ImageFolderDataset.h"
 
+#include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -233,4 +234,65 @@ TEST(Image, EpochOfOnlyCorruptFilesIsAnError) {
   EXPECT_NE(msg.find("none of the 2 samples of the epoch could be loaded"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("not a JPEG or PNG file"), std::string::npos) << msg;
+}
+
+namespace {
+
+/// A PNG that declares width × height RGB pixels; its IDAT holds a few bytes
+/// only, so it is refused or found corrupt without being decoded.
+std::string pngHeaderOnly(uint32_t width, uint32_t height) {
+  auto be32 = [](uint32_t v) {
+    return std::string{(char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v};
+  };
+  auto chunk = [&](llvm::StringRef type, const std::string &data) {
+    std::string body = type.str() + data;
+    uint32_t crc = llvm::crc32(
+        llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(body.data()), body.size()));
+    return be32((uint32_t)data.size()) + body + be32(crc);
+  };
+  std::string ihdr = be32(width) + be32(height) + std::string{8, 2, 0, 0, 0};
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) +
+         chunk("IDAT", std::string("\x78\x9c\x03\x00", 4)) + chunk("IEND", "");
+}
+
+} // namespace
+
+// A 249 KB PNG of 16000 × 16000 took 52 s and 3.8 GB to train on: its header
+// is now refused before anything is decoded.
+TEST(Image, PixelBoundIsCheckedBeforeDecoding) {
+  std::string big = pngHeaderOnly(16000, 16000);
+  auto image = decodeImage(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(big.data()), big.size()));
+  ASSERT_FALSE(bool(image));
+  EXPECT_EQ(llvm::toString(image.takeError()),
+            "PNG image of 16000x16000 pixels is larger than the limit of 64 megapixels");
+  // At the bound the header passes and the (missing) data is what is wrong.
+  std::string edge = pngHeaderOnly(8192, 8192);
+  auto atBound = decodeImage(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(edge.data()), edge.size()));
+  ASSERT_FALSE(bool(atBound));
+  EXPECT_NE(llvm::toString(atBound.takeError()).find("corrupt PNG data"), std::string::npos);
+}
+
+// In a folder the bomb is one more corrupt file: skipped, counted, with why.
+TEST(Image, OversizedImagesAreSkippedAsCorrupt) {
+  std::string dir = freshDir("images-bomb");
+  llvm::sys::fs::create_directories(dir + "/only");
+  writeFile(dir + "/only/bomb.png", pngHeaderOnly(16000, 16000));
+  auto ds = openDataset("images:" + dir, DatasetOptions());
+  ASSERT_TRUE(bool(ds)) << llvm::toString(ds.takeError());
+  LoaderOptions lo;
+  lo.batch = 1;
+  lo.shuffle = false;
+  lo.dropLast = false;
+  lo.target = {3, 16, 16};
+  auto loader = DataLoader::create(std::move(*ds), lo);
+  ASSERT_TRUE(bool(loader)) << llvm::toString(loader.takeError());
+  auto batch = (*loader)->next();
+  ASSERT_FALSE(bool(batch));
+  std::string msg = llvm::toString(batch.takeError());
+  EXPECT_NE(msg.find("bomb.png: PNG image of 16000x16000 pixels is larger than the limit of 64 "
+                     "megapixels"),
+            std::string::npos)
+      << msg;
 }

@@ -170,3 +170,37 @@ TEST(Cluster, LoadsFilesAndNamesThePathInErrors) {
                 .rfind("cannot read cluster file '/nonexistent/cluster.json': ", 0),
             0u);
 }
+
+// 100,000 nested '[' overflowed the stack in llvm::json's recursive parser.
+TEST(Cluster, DeepNestingIsRefusedBeforeParsing) {
+  std::string deep(100000, '[');
+  EXPECT_EQ(parseError(deep), "cluster file nests arrays and objects 100000 deep; a cluster "
+                              "description needs 4 (at most 16 are read)");
+  std::string objects;
+  for (int i = 0; i < 20; ++i)
+    objects += "{\"a\": ";
+  EXPECT_EQ(parseError(objects).rfind("cluster file nests arrays and objects 20 deep", 0), 0u);
+  // Brackets inside strings do not count.
+  EXPECT_EQ(parseError("{\"devices\": [], \"x\": \"[[[[[[[[[[[[[[[[[[[[[[\\\"[[[[\"}"),
+            "cluster: unknown field 'x' (known: devices, links, peak_flops)");
+  EXPECT_EQ(parseError(kGood), "(parsed)");
+}
+
+TEST(Cluster, DeviceCountIsBounded) {
+  std::string devices =
+      R"({"name": "cpu:0", "kind": "cpu", "memory_bytes": 1, "relative_speed": 1})";
+  for (unsigned i = 0; i < Cluster::kMaxDevices; ++i)
+    devices += R"(, {"name": "gpu:)" + std::to_string(i) +
+               R"(", "kind": "gpu", "memory_bytes": 1, "relative_speed": 1})";
+  EXPECT_EQ(parseError("{\"devices\": [" + devices + "]}"),
+            "the cluster has 1025 devices; graphc places on at most 1024");
+}
+
+TEST(Cluster, NamesFromTheFileAreQuotedOnOneLine) {
+  std::string msg = parseError(R"({"devices": [{"name": "cpu:0\nX", "kind": "cpu",
+                                   "memory_bytes": 1, "relative_speed": 1}]})");
+  EXPECT_EQ(msg, "device 'cpu:0\\nX': a cpu device must be named 'cpu:<index>'");
+  msg = parseError(R"({"devices": [], "bad\u001b[2J": 1})");
+  EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown field 'bad\\x1B[2J'"), std::string::npos) << msg;
+}

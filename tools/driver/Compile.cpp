@@ -33,6 +33,11 @@ llvm::Expected<Cluster> clusterFor(const PlacementRequest &place) {
     return loadClusterFile(place.clusterFile);
   if (place.gpus <= 0)
     return makeError("--gpus must be at least 1");
+  if ((unsigned)place.gpus >= Cluster::kMaxDevices)
+    return makeError("--gpus " + llvm::Twine(place.gpus) +
+                     " is more than graphc places on: at most " +
+                     llvm::Twine(Cluster::kMaxDevices - 1) + " GPUs (" +
+                     llvm::Twine(Cluster::kMaxDevices) + " devices with the host)");
   return Cluster::defaultCluster(place.gpus);
 }
 

@@ -217,3 +217,73 @@ TEST(OnnxBadInput, MutatedGraphsNeverCrash) {
 }
 
 } // namespace
+
+/// The lenient accepts, each now one error naming the tensor: edits
+/// of a real model (mlp_13: fc1/Gemm, ReLU, fc2/Gemm, output "y").
+TEST(OnnxBadInput, DeclaredTypesAndSizesMustHold) {
+  auto buf = llvm::MemoryBuffer::getFile(modelPath("mlp_13.onnx"));
+  ASSERT_TRUE(bool(buf));
+  onnx::ModelProto original;
+  ASSERT_TRUE(original.ParseFromArray((*buf)->getBufferStart(), (int)(*buf)->getBufferSize()));
+  auto importError = [](const onnx::ModelProto &m) -> std::string {
+    std::string bytes;
+    m.SerializeToString(&bytes);
+    auto imported = importOnnxBytes(bytes, {}, "edited.onnx");
+    if (imported)
+      return "imported";
+    std::string msg = llvm::toString(imported.takeError());
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  };
+  auto expect = [&](const onnx::ModelProto &m, const std::vector<std::string> &fragments) {
+    std::string msg = importError(m);
+    for (const std::string &f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+  };
+  ASSERT_EQ(importError(original), "imported");
+  auto outputType = [](onnx::ModelProto &m) {
+    return m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();
+  };
+  auto initializer = [](onnx::ModelProto &m, llvm::StringRef name) -> onnx::TensorProto & {
+    for (auto &t : *m.mutable_graph()->mutable_initializer())
+      if (t.name() == name)
+        return t;
+    ADD_FAILURE() << "no initializer " << name.str();
+    return *m.mutable_graph()->mutable_initializer(0);
+  };
+
+  onnx::ModelProto m = original;
+  outputType(m)->set_elem_type(99);
+  expect(m, {"graph output 'y' is declared with element type type 99", "computes f32[N,"});
+  for (int64_t d : {int64_t(-1), std::numeric_limits<int64_t>::min()}) {
+    m = original;
+    outputType(m)->mutable_shape()->mutable_dim(1)->set_dim_value(d);
+    expect(m, {"graph output 'y' has a negative dimension (" + std::to_string(d) + ") at axis 1"});
+    m = original;
+    auto *in = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    in->mutable_shape()->mutable_dim(1)->set_dim_value(d);
+    expect(m, {"graph input 'x'", "negative dimension (" + std::to_string(d) + ") at axis 1"});
+  }
+  m = original;
+  outputType(m)->mutable_shape()->mutable_dim(1)->set_dim_value(7);
+  expect(m, {"graph output 'y' is declared with dimension 7 at axis 1"});
+
+  // The weight's float bytes relabelled INT32 (same size): no longer read as
+  // int32 weights of a float Gemm.
+  m = original;
+  initializer(m, "fc1.weight").set_data_type(onnx::TensorProto::INT32);
+  expect(m, {"node 'fc1/Gemm' (Gemm)", "'fc1.weight'", "(i32[", "different dtypes"});
+  // Dimensions whose product wraps, and a negative one.
+  m = original;
+  auto &w = initializer(m, "fc1.weight");
+  w.set_dims(0, int64_t(1) << 62);
+  w.set_dims(1, 4);
+  expect(m, {"initializer 'fc1.weight'", "is larger than the 1 TiB a tensor may take"});
+  m = original;
+  initializer(m, "fc1.weight").set_dims(0, -2);
+  expect(m, {"initializer 'fc1.weight' has a negative dimension (-2)"});
+  // A name with a newline is quoted on one line.
+  m = original;
+  m.mutable_graph()->mutable_node(0)->set_op_type("TopK\nInjected");
+  expect(m, {"TopK\\nInjected"});
+}

@@ -2,6 +2,7 @@
 
 #include "CudaTestUtil.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/Random.h"
 
 #include <cuda_runtime_api.h>
@@ -377,6 +378,16 @@ void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, double tol, uint6
   }
 }
 
+Attrs takenBy(Op op, Attrs a) {
+  std::vector<std::string> others;
+  for (const auto &[name, value] : a.entries())
+    if (!findAttrSpec(op, name))
+      others.push_back(name);
+  for (const std::string &name : others)
+    a.erase(name);
+  return a;
+}
+
 std::vector<PoolCase> poolCases() {
   struct Window {
     Ints kernel, strides, pads, dilations;
@@ -401,7 +412,8 @@ std::vector<PoolCase> poolCases() {
         if (op == Op::MaxPool)
           a.set("dilations", k.dilations);
         a.set("ceil_mode", int64_t(k.ceil));
-        a.set("count_include_pad", int64_t(includePad));
+        if (op == Op::AveragePool)
+          a.set("count_include_pad", int64_t(includePad));
         std::string what = opName(op).str() + " kernel " + shapeToString(k.kernel) + " pads " +
                            shapeToString(k.pads) + (k.ceil ? " ceil" : "") +
                            (includePad ? " include_pad" : "");

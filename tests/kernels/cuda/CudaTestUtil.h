@@ -84,6 +84,10 @@ struct PoolCase {
 };
 std::vector<PoolCase> poolCases();
 
+/// `a` without the attributes `op` does not take (ir/OpAttrs.def): one set
+/// serves a family of ops.
+Attrs takenBy(Op op, Attrs a);
+
 /// The optimizer updates the CUDA update tests run: each op with its number
 /// of slots and hyper-parameters away from the defaults (Nesterov, weight
 /// decay, RMSProp's momentum).

@@ -63,7 +63,7 @@ TEST(CudaElementwise, ActivationGradients) {
         a.set("min", -0.5);
         a.set("max", 0.25);
         TensorType t(dt, shape);
-        Node *n = c.node(op, {c.input("y", t), c.input("dy", t)}, a);
+        Node *n = c.node(op, {c.input("y", t), c.input("dy", t)}, takenBy(op, a));
         ASSERT_TRUE(n);
         bool exact = op == Op::ReluGrad || op == Op::ClipGrad || op == Op::LeakyReluGrad;
         expectTwins(*n, {randomTensor(t, rng), randomTensor(t, rng, -3, 3)},
@@ -83,7 +83,7 @@ TEST(CudaElementwise, UnaryOps) {
         a.set("alpha", 0.05);
         a.set("min", -1.5);
         a.set("max", 2.0);
-        Node *n = c.node(op, {c.input("x", TensorType(dt, shape))}, a);
+        Node *n = c.node(op, {c.input("x", TensorType(dt, shape))}, takenBy(op, a));
         ASSERT_TRUE(n);
         bool positive = op == Op::Log || op == Op::Sqrt;
         bool exact = op == Op::Relu || op == Op::LeakyRelu || op == Op::Neg || op == Op::Clip ||

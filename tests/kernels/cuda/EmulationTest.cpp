@@ -92,7 +92,8 @@ TEST(Emulation, BinaryOpsWithBroadcastingMatchBitForBit) {
         a.set("min", -0.3);
         a.set("max", 0.4);
         Node *n =
-            c.node(bc.op, {c.input("a", TensorType(dt, sa)), c.input("b", TensorType(dt, sb))}, a);
+            c.node(bc.op, {c.input("a", TensorType(dt, sa)), c.input("b", TensorType(dt, sb))},
+                   takenBy(bc.op, a));
         ASSERT_TRUE(n);
         Tensor x = randomTensor(n->operand(0)->type(), rng, -4, 4);
         Tensor y = randomTensor(n->operand(1)->type(), rng, 0.5, 4); // no division by zero
@@ -135,7 +136,7 @@ TEST(Emulation, UnaryOpsMatchBitForBit) {
       Attrs a;
       a.set("alpha", 0.1);
       a.set("min", -0.5);
-      Node *n = c.node(op, {c.input("x", TensorType(dt, {3, 37}))}, a);
+      Node *n = c.node(op, {c.input("x", TensorType(dt, {3, 37}))}, takenBy(op, a));
       ASSERT_TRUE(n);
       bool positive = op == Op::Log || op == Op::Sqrt;
       Tensor x = randomTensor(n->operand(0)->type(), rng, positive ? 0.01 : -3, 3);
