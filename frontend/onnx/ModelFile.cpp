@@ -59,7 +59,7 @@ llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
       return importOnnxFile(path, opts);
     return makeError("'" + path +
                      "' is not a model graphc can read: not a graphc module file "
-                     "(no GRPHCAR1 magic), not graphc text IR (it does not start with "
+                     "(no GRPHCAR magic), not graphc text IR (it does not start with "
                      "'module'), and not an ONNX model (not a protobuf ModelProto)");
   }
   auto m = isArchiveFile(path) ? readModuleFile(path) : parseModule(bytes, path);
