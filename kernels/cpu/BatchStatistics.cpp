@@ -9,6 +9,7 @@
 #include "kernels/cpu/BatchStatistics.h"
 #include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/PlainLoops.h"
+#include "kernels/cpu/TargetClones.h"
 
 #include <algorithm>
 
@@ -20,7 +21,7 @@ struct Sums {
 };
 
 /// Adds a contiguous run of one channel.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+GRAPHC_TARGET_CLONES void
 addRun(const float *x, int64_t n, Sums &s) {
   double sum = 0, squares = 0;
 #pragma omp simd reduction(+ : sum, squares)
@@ -34,7 +35,7 @@ addRun(const float *x, int64_t n, Sums &s) {
 }
 
 /// Adds `rows` rows of `block` interleaved channels (nChw<B>c), lane by lane.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+GRAPHC_TARGET_CLONES void
 addBlockedRows(const float *x, int64_t rows, int64_t block, double *sum, double *squares) {
   for (int64_t r = 0; r < rows; ++r, x += block)
 #pragma omp simd

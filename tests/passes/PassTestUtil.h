@@ -22,7 +22,10 @@ inline llvm::Expected<CompileOptions> parseOptions(llvm::StringRef words) {
   llvm::SmallVector<llvm::StringRef, 8> parts;
   words.split(parts, ' ', -1, false);
   for (llvm::StringRef p : parts) {
-    auto [key, value] = p.split('=');
+    // Not a structured binding: clang 14 (the sanitizer and fuzzing builds)
+    // cannot capture one in the lambda below.
+    std::pair<llvm::StringRef, llvm::StringRef> kv = p.split('=');
+    llvm::StringRef key = kv.first, value = kv.second;
     double d = 0;
     bool isNumber = !value.getAsDouble(d);
     auto number = [&](double &field) -> llvm::Error {

@@ -20,7 +20,10 @@ inline llvm::Expected<CompileOptions> parseGoldenOptions(llvm::StringRef words) 
   llvm::SmallVector<llvm::StringRef, 8> parts;
   words.split(parts, ' ', -1, false);
   for (llvm::StringRef p : parts) {
-    auto [key, value] = p.split('=');
+    // Not a structured binding: clang 14 (the sanitizer and fuzzing builds)
+    // cannot capture one in the lambdas below.
+    std::pair<llvm::StringRef, llvm::StringRef> kv = p.split('=');
+    llvm::StringRef key = kv.first, value = kv.second;
     auto integer = [&](auto &field) -> llvm::Error {
       long long v = 0;
       if (value.getAsInteger(10, v))
