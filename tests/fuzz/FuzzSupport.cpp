@@ -1,0 +1,35 @@
+//===- FuzzSupport.cpp ----------------------------------------------------===//
+
+#include "tests/fuzz/FuzzSupport.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace graphc::fuzz {
+
+std::string scratchFile(llvm::StringRef bytes, llvm::StringRef extension) {
+  const char *dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/graphc-fuzz-" +
+                     std::to_string(getpid()) + extension.str();
+  FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() || std::fclose(f)) {
+    std::perror(path.c_str());
+    std::abort();
+  }
+  return path;
+}
+
+void broken(llvm::StringRef what, llvm::Error why) {
+  llvm::errs() << "fuzz: broken promise: " << what;
+  if (why)
+    llvm::errs() << ": " << llvm::toString(std::move(why));
+  else
+    llvm::consumeError(std::move(why));
+  llvm::errs() << "\n";
+  std::abort();
+}
+
+} // namespace graphc::fuzz

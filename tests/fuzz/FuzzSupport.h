@@ -1,0 +1,45 @@
+//===- FuzzSupport.h - What the fuzz targets share ---------------*- C++ -*-===//
+//
+// Every fuzz target is one LLVMFuzzerTestOneInput over a reader of outside
+// bytes. A reader may refuse its input (an llvm::Error, consumed here); it
+// may not crash, hang, leak or allocate beyond its limits. Where a target can
+// say more than "no crash" (a parsed module must print and parse back), it
+// aborts on a broken promise, which libFuzzer reports like a crash.
+//
+// The same sources build twice: with libFuzzer (GRAPHC_FUZZ, clang) to search,
+// and with ReplayMain.cpp in every build to rerun the seed corpus and the
+// regression inputs as ctest tests (label fuzz).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace graphc::fuzz {
+
+/// The input as a StringRef.
+inline llvm::StringRef bytesOf(const uint8_t *data, size_t size) {
+  return {reinterpret_cast<const char *>(data), size};
+}
+
+/// For readers that take a path: writes the input to this process's scratch
+/// file with the given extension (replaced on every call) and returns its path.
+std::string scratchFile(llvm::StringRef bytes, llvm::StringRef extension);
+
+/// Consumes the result of a reader: a refusal is fine, a value is returned.
+template <typename T> bool accepted(llvm::Expected<T> &result) {
+  if (result)
+    return true;
+  llvm::consumeError(result.takeError());
+  return false;
+}
+inline void refusedOrAccepted(llvm::Error e) { llvm::consumeError(std::move(e)); }
+
+/// Aborts with a message: a promise of the reader did not hold.
+[[noreturn]] void broken(llvm::StringRef what, llvm::Error why = llvm::Error::success());
+
+} // namespace graphc::fuzz
