@@ -126,7 +126,7 @@ struct Executor::Impl {
   std::mutex doneMutex;
   std::condition_variable doneCv;
   unsigned devicesDone = 0;
-  bool shuttingDown = false;
+  std::atomic<bool> shuttingDown{false};
   uint64_t stepsRun = 0;
 
   // ExecutorOptions::cudaGraphs.

@@ -188,9 +188,12 @@ Executor::Impl::~Impl() {
     if (p.done.valid())
       p.done.wait();
   capture.reset();
+  // Set before any worker's lock is taken (each worker reads it under its own
+  // device's lock, so no single lock orders the write for all of them); the
+  // lock below still orders it before the worker's wait, so no wake-up is lost.
+  shuttingDown.store(true);
   for (auto &d : devices) {
     std::lock_guard<std::mutex> lock(d->mutex);
-    shuttingDown = true;
     d->cv.notify_all();
   }
   for (auto &d : devices) {
