@@ -108,11 +108,13 @@ llvm::Expected<IdxArray> readIdxFile(llvm::StringRef path, unsigned rank) {
       return makeError(path + ": the header declares more than 2^36 elements");
   }
 
-  // Grow as data arrives (see the file comment).
-  const size_t step = 16u << 20;
+  // Grow as data arrives (see the file comment), in steps doubling from 64 KiB
+  // to 16 MiB, so that a short file whose header declares much costs little.
+  size_t step = 64u << 10;
   while (a.data.size() < total) {
     size_t have = a.data.size();
     size_t want = std::min<size_t>(total - have, step);
+    step = std::min<size_t>(step * 2, 16u << 20);
     a.data.resize(have + want);
     auto n = readBytes(file, path, a.data.data() + have, want);
     if (!n)
