@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstring>
+
 namespace graphc {
 
 static std::string shapesOf(llvm::ArrayRef<TensorView> views) {
@@ -11,6 +13,13 @@ static std::string shapesOf(llvm::ArrayRef<TensorView> views) {
   for (const TensorView &v : views)
     s.push_back(toString(TensorType(v.dtype, v.shape)));
   return llvm::join(s, ", ");
+}
+
+void CpuCollectives::reduceAcrossWorkers(CrossWorkerReducer *across,
+                                         llvm::ArrayRef<std::string> groups) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  across_ = across;
+  acrossGroups_.insert(groups.begin(), groups.end());
 }
 
 void CpuCollectives::abort() {
@@ -101,6 +110,16 @@ llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsi
   }
   lock.lock();
   if (++g.finished == nranks) {
+    if (acrossGroups_.count(group)) {
+      // Every slice is summed here: add the other workers' sums.
+      lock.unlock();
+      if (auto e = across_->allReduceSum(group, out[0], what))
+        return e;
+      for (unsigned r = 1; r < nranks; ++r)
+        for (size_t t = 0; t < out[0].size(); ++t)
+          std::memcpy(out[r][t].data, out[0][t].data, out[0][t].bytes());
+      lock.lock();
+    }
     g.arrived = g.finished = 0;
     for (auto &v : g.inputs)
       v.clear();

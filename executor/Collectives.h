@@ -11,6 +11,10 @@
 // tensor shapes, instead of hanging. Mismatched shapes between ranks are an
 // error naming both ranks.
 //
+// A group may also span workers (processes of a multi-worker run): its sum
+// inside the process is then summed across the workers (CrossWorkerReducer,
+// MPI in executor/Workers.h) before any rank returns.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -22,10 +26,27 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 namespace graphc {
 
 class Device;
+
+/// Sums tensors across the workers of a run (executor/Workers.h implements it
+/// over MPI; the collectives see only this).
+class CrossWorkerReducer {
+public:
+  virtual ~CrossWorkerReducer() = default;
+  /// Number of workers taking part.
+  virtual unsigned numWorkers() const = 0;
+  /// Creates what the groups need; called once, with the same sorted list on
+  /// every rank.
+  virtual llvm::Error prepareGroups(llvm::ArrayRef<std::string> groups) = 0;
+  /// Replaces every f32 tensor with its elementwise sum over the workers.
+  /// `what` names the caller for messages.
+  virtual llvm::Error allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorView> tensors,
+                                   llvm::StringRef what) = 0;
+};
 
 /// Sums tensors across the devices of a group. Each participant calls
 /// allReduce from its own device thread; on devices with streams the call may
@@ -48,6 +69,11 @@ public:
 class CpuCollectives : public CollectiveEngine {
 public:
   explicit CpuCollectives(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+  /// The groups (AllReduce nodes with `workers`) whose sum inside this
+  /// process is then summed across the workers by `across`: the last rank to
+  /// finish its slice does that, and every rank's outputs get the result.
+  void reduceAcrossWorkers(CrossWorkerReducer *across, llvm::ArrayRef<std::string> groups);
 
   llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
                         llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
@@ -72,6 +98,8 @@ private:
   std::condition_variable cv_;
   std::map<std::string, Group> groups_;
   bool aborted_ = false;
+  CrossWorkerReducer *across_ = nullptr;
+  std::set<std::string, std::less<>> acrossGroups_;
 };
 
 } // namespace graphc

@@ -336,7 +336,26 @@ llvm::Error Executor::Impl::bindCollectives() {
   for (unsigned i = 0; i < nodes.size(); ++i)
     if (nodes[i]->action == Action::Collective)
       groups[nodes[i]->node->attrs().getString("group")].push_back(i);
+  std::vector<std::string> acrossWorkers; // sorted: groups is a map
   for (auto &[name, members] : groups) {
+    if (int64_t workers = nodes[members[0]]->node->attrs().getInt("workers", 1); workers > 1) {
+      const Node &n = *nodes[members[0]]->node;
+      if (!opts.acrossWorkers)
+        return nodeError(n, "collective '" + name + "' spans " + llvm::Twine(workers) +
+                                " workers, but this process runs alone (start the plan's "
+                                "workers with mpirun)");
+      if (opts.acrossWorkers->numWorkers() != workers)
+        return nodeError(n, "collective '" + name + "' spans " + llvm::Twine(workers) +
+                                " workers, but this run has " +
+                                llvm::Twine(opts.acrossWorkers->numWorkers()));
+      for (unsigned m : members)
+        if (devices[nodes[m]->device]->device->kind() != DeviceKind::CPU)
+          return nodeError(*nodes[m]->node,
+                           "collective '" + name +
+                               "' spans workers on GPUs: NCCL across processes is not done "
+                               "yet; place the parameters on the host (--params cpu)");
+      acrossWorkers.push_back(name);
+    }
     bool anyGpu = false, anyCpu = false;
     for (unsigned m : members)
       (devices[nodes[m]->device]->device->kind() == DeviceKind::CPU ? anyCpu : anyGpu) = true;
@@ -368,6 +387,11 @@ llvm::Error Executor::Impl::bindCollectives() {
     }
     for (unsigned m : members)
       nodes[m]->collectives = cpuCollectives.get();
+  }
+  if (!acrossWorkers.empty()) {
+    if (auto e = opts.acrossWorkers->prepareGroups(acrossWorkers))
+      return e;
+    cpuCollectives->reduceAcrossWorkers(opts.acrossWorkers, acrossWorkers);
   }
   if (gpuGroups.empty())
     return llvm::Error::success();

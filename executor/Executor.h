@@ -29,6 +29,8 @@
 
 namespace graphc {
 
+class CrossWorkerReducer;
+
 struct ExecutorOptions {
   int threads = 0; ///< CPU threads for all CPU devices together; 0: all cores
   uint64_t seed = 0;
@@ -53,6 +55,9 @@ struct ExecutorOptions {
   /// when every device is a GPU and nothing per-step is computed on the host
   /// (docs/cuda.md; cudaGraphNote() says why not, when refused).
   bool cudaGraphs = false;
+  /// A multi-worker run: sums AllReduce groups marked `workers` across the
+  /// workers (executor/Workers.h). Unset: such a group is an error.
+  CrossWorkerReducer *acrossWorkers = nullptr;
 };
 
 struct DeviceMemory {

@@ -1,0 +1,227 @@
+#include "executor/Workers.h"
+
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+// MPI's C API only: Open MPI's (deprecated) C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace graphc {
+
+struct Workers::Comms {
+  MPI_Comm control = MPI_COMM_NULL; ///< agree() and any()
+  std::map<std::string, MPI_Comm, std::less<>> groups;
+};
+
+namespace {
+
+std::string mpiErrorText(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, len);
+}
+
+std::string seconds(std::chrono::milliseconds t) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%g", std::chrono::duration<double>(t).count());
+  return buf;
+}
+
+} // namespace
+
+bool Workers::launchedByMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+}
+
+Workers &Workers::current() {
+  static Workers *world = new Workers();
+  return *world;
+}
+
+llvm::Expected<Workers *> Workers::start() {
+  Workers &w = current();
+  if (w.mpi_ || !launchedByMpirun())
+    return &w;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS)
+      return makeError("MPI_Init_thread failed: " + mpiErrorText(rc));
+    if (provided < MPI_THREAD_SERIALIZED)
+      return makeError("this MPI library gives thread level " + llvm::Twine(provided) +
+                       "; graphrun needs MPI_THREAD_SERIALIZED");
+  }
+  // Errors come back as codes; each call site turns one into a message.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  w.rank_ = (unsigned)rank;
+  w.size_ = (unsigned)size;
+  w.mpi_ = true;
+  w.comms_ = std::make_unique<Comms>();
+  MPI_Comm_dup(MPI_COMM_WORLD, &w.comms_->control);
+  return &w;
+}
+
+Workers::~Workers() = default;
+
+std::string Workers::whoAmI() const {
+  if (!mpi_)
+    return "";
+  return "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+}
+
+llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective) {
+  auto *reqs = static_cast<MPI_Request *>(requests);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now(), deadline = start + timeout_;
+  // Test often at first (a collective of small tensors completes in
+  // microseconds), then sleep longer between tests, up to 200 us.
+  std::chrono::microseconds nap(0);
+  for (;;) {
+    int done = 0, rc;
+    {
+      std::lock_guard<std::mutex> lock(mpiMutex_);
+      rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+    }
+    if (rc != MPI_SUCCESS)
+      return makeError(collective + " failed: " + mpiErrorText(rc));
+    if (done)
+      return llvm::Error::success();
+    if (Clock::now() > deadline) {
+      // The caller names the step; before the first one, say so.
+      return makeError(
+          collective + (step_.load() >= 0 ? std::string() : std::string(" at start-up")) +
+          " did not complete within " + seconds(timeout_) +
+          " s: another rank died or stalled (--collective-timeout); ending every rank");
+    }
+    std::this_thread::sleep_for(nap);
+    nap = std::min(std::chrono::microseconds(200), nap + std::chrono::microseconds(10));
+  }
+}
+
+llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
+  if (!mpi_)
+    return llvm::Error::success();
+  std::vector<unsigned long long> all(size_);
+  unsigned long long mine = value;
+  MPI_Request req;
+  {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                            comms_->control, &req);
+    if (rc != MPI_SUCCESS)
+      return makeError("comparing the " + what + " failed: " + mpiErrorText(rc));
+  }
+  if (auto e = waitAll(&req, 1, "comparing the " + what.str() + " (all-gather)"))
+    return e;
+  bool same = true;
+  for (unsigned long long v : all)
+    same = same && v == all[0];
+  if (!same) {
+    std::vector<std::string> each;
+    for (unsigned r = 0; r < size_; ++r) {
+      char hex[24];
+      snprintf(hex, sizeof(hex), "%016llx", all[r]);
+      each.push_back("rank " + std::to_string(r) + " " + hex);
+    }
+    return makeError("the ranks do not run the same " + what + " (" + llvm::join(each, ", ") +
+                     "); start every rank with the same binary, plan and options");
+  }
+  rendezvous_ = true;
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> Workers::any(bool flag, llvm::StringRef what) {
+  if (!mpi_ || size_ == 1)
+    return flag;
+  int mine = flag ? 1 : 0, result = 0;
+  MPI_Request req;
+  {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    int rc = MPI_Iallreduce(&mine, &result, 1, MPI_INT, MPI_MAX, comms_->control, &req);
+    if (rc != MPI_SUCCESS)
+      return makeError(what + " failed: " + mpiErrorText(rc));
+  }
+  if (auto e = waitAll(&req, 1, what))
+    return e;
+  return result != 0;
+}
+
+llvm::Error Workers::prepareGroups(llvm::ArrayRef<std::string> groups) {
+  if (!mpi_)
+    return llvm::Error::success();
+  std::lock_guard<std::mutex> lock(mpiMutex_);
+  for (const std::string &g : groups) {
+    if (comms_->groups.count(g))
+      continue;
+    MPI_Comm c;
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    if (rc != MPI_SUCCESS)
+      return makeError("a communicator for collective '" + g + "' failed: " + mpiErrorText(rc));
+    comms_->groups[g] = c;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Workers::allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorView> tensors,
+                                  llvm::StringRef what) {
+  if (!mpi_ || size_ == 1)
+    return llvm::Error::success();
+  auto it = comms_->groups.find(group);
+  if (it == comms_->groups.end())
+    return makeError("collective '" + group + "' crosses workers but was not prepared (" + what +
+                     ")");
+  std::vector<MPI_Request> reqs;
+  {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    for (const TensorView &t : tensors) {
+      if (t.dtype != DType::F32)
+        return makeError("collective '" + group + "': " + what + " brings a non-f32 tensor");
+      int64_t n = t.numElements();
+      if (n == 0)
+        continue;
+      MPI_Request r;
+      int rc = MPI_Iallreduce(MPI_IN_PLACE, t.data, (int)n, MPI_FLOAT, MPI_SUM, it->second, &r);
+      if (rc != MPI_SUCCESS)
+        return makeError("all-reduce '" + group + "' across workers failed: " + mpiErrorText(rc));
+      reqs.push_back(r);
+    }
+  }
+  return waitAll(reqs.data(), (int)reqs.size(),
+                 "the all-reduce '" + group.str() + "' across " + std::to_string(size_) +
+                     " workers (" + what.str() + ")");
+}
+
+void Workers::finish() {
+  if (!mpi_ || finished_)
+    return;
+  finished_ = true;
+  std::lock_guard<std::mutex> lock(mpiMutex_);
+  for (auto &[name, c] : comms_->groups)
+    MPI_Comm_free(&c);
+  MPI_Comm_free(&comms_->control);
+  MPI_Finalize();
+}
+
+void Workers::abortAll(int code) {
+  if (mpi_ && !finished_) {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  std::_Exit(code);
+}
+
+} // namespace graphc

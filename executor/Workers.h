@@ -1,0 +1,108 @@
+//===- Workers.h - The processes of a multi-worker run (MPI) -----*- C++ -*-===//
+//
+// A multi-worker run is one process per worker, launched by Open MPI's
+// `mpirun`; rank r of MPI_COMM_WORLD is worker r, and rank 0 is the chief
+// (the one that prints progress and writes checkpoints and metrics). This is
+// the only file of the project that talks to MPI; everything else sees:
+//
+//  1. Start. Workers::start() initializes MPI (MPI_Init_thread, serialized
+//     calls) only when this process was launched by mpirun (Open MPI sets
+//     OMPI_COMM_WORLD_SIZE), so a process started by hand stays a world of
+//     one and never loads MPI's runtime. current() is that world.
+//  2. Rendezvous. agree() compares one value across every rank (a hash of
+//     the plan at start-up) and names the ranks that differ.
+//  3. Sums across workers. allReduceSum() adds f32 tensors elementwise over
+//     the ranks, in place, on an MPI communicator of the caller's group
+//     (prepareGroups() creates one per group, in the same order on every
+//     rank, so that groups may complete in any order). The executor's CPU
+//     collectives call it after reducing inside the worker.
+//  4. Never hang. Every collective here is non-blocking (MPI_Iallreduce,
+//     MPI_Iallgather) and polled against a deadline (--collective-timeout):
+//     a rank that died or stalled makes the others fail with an error that
+//     names this rank, the collective and the step, instead of waiting
+//     forever. The tool then ends the whole job (abortAll: MPI_Abort), which
+//     also stops a stalled rank; nothing in a library exits.
+//
+// MPI calls are serialized by a mutex (MPI_THREAD_SERIALIZED), and waiting
+// sleeps between tests, so device threads waiting on the network leave the
+// cores to the compute.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Collectives.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace graphc {
+
+class Workers final : public CrossWorkerReducer {
+public:
+  /// True when Open MPI's mpirun launched this process.
+  static bool launchedByMpirun();
+  /// Starts MPI when launched by mpirun (once; later calls return the same
+  /// world); otherwise the world of one.
+  static llvm::Expected<Workers *> start();
+  /// The world started, or the world of one.
+  static Workers &current();
+
+  ~Workers() override;
+
+  unsigned rank() const { return rank_; }
+  unsigned size() const { return size_; }
+  bool chief() const { return rank_ == 0; }
+  /// MPI is running (even with one rank).
+  bool usesMpi() const { return mpi_; }
+
+  /// How long one collective may wait for the other ranks.
+  void setTimeout(std::chrono::milliseconds t) { timeout_ = t; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  /// The training step, for messages.
+  void setStep(int64_t step) { step_.store(step); }
+
+  /// Every rank passes its `value`; an error on every rank when they differ,
+  /// listing each rank's value. `what` names the value.
+  llvm::Error agree(uint64_t value, llvm::StringRef what);
+  /// Whether any rank passes true (e.g. a stop signal), so that every rank
+  /// stops after the same step.
+  llvm::Expected<bool> any(bool flag, llvm::StringRef what);
+  /// A rendezvous has succeeded: failures from here on end the whole job.
+  bool rendezvousDone() const { return rendezvous_; }
+
+  unsigned numWorkers() const override { return size_; }
+  llvm::Error prepareGroups(llvm::ArrayRef<std::string> groups) override;
+  llvm::Error allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorView> tensors,
+                           llvm::StringRef what) override;
+
+  /// "rank 1 of 4" (for messages; "" in a world of one).
+  std::string whoAmI() const;
+
+  /// Ends MPI cleanly (every rank must call it); a no-op without MPI.
+  void finish();
+  /// Ends every rank of the job with `code` (MPI_Abort); without MPI, exit.
+  [[noreturn]] void abortAll(int code);
+
+private:
+  Workers() = default;
+  struct Comms;
+  /// Waits for `n` requests until the deadline; the error names the
+  /// collective and the step.
+  llvm::Error waitAll(void *requests, int n, llvm::StringRef collective);
+
+  unsigned rank_ = 0, size_ = 1;
+  bool mpi_ = false, finished_ = false, rendezvous_ = false;
+  std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
+  std::atomic<int64_t> step_{-1};
+  std::mutex mpiMutex_;
+  std::unique_ptr<Comms> comms_;
+};
+
+} // namespace graphc
