@@ -1,0 +1,240 @@
+//===- WorkerPart.cpp - One worker's part of a multi-worker plan ------------===//
+//
+// Stages (WorkerPart.h states the guarantees):
+//   1. read the plan's workers, towers and tower batches; find the worker's
+//      towers and its slice of the global batch;
+//   2. mark what goes: nodes of other workers' towers, and nodes that read
+//      only what goes (sums and concatenations over towers lose operands
+//      instead);
+//   3. cut: tower sums keep their operands, other nodes are erased (users
+//      first); SplitBatch gives the other workers' towers nothing;
+//   4. join across workers: an AllReduce after every tower sum, `workers` on
+//      every AllReduce group with ranks renumbered;
+//   5. renumber GPUs, fix the data inputs' batch, re-infer shapes, set meta.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/WorkerPart.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/ShapeInference.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <map>
+
+namespace graphc {
+
+unsigned planWorkers(const Module &m) {
+  return (unsigned)std::max<int64_t>(1, m.meta().getInt("workers", 1));
+}
+
+namespace {
+
+struct Plan {
+  unsigned workers = 1, towers = 0, perWorker = 0;
+  Ints towerBatches;
+};
+
+llvm::Expected<Plan> readPlan(const Module &m) {
+  Plan p;
+  p.workers = planWorkers(m);
+  p.towers = (unsigned)m.meta().getInt("towers", 0);
+  p.towerBatches = m.meta().getInts("tower_batches");
+  if (m.meta().has("worker"))
+    return makeError("module '" + m.name() + "' is already worker " +
+                     llvm::Twine(m.meta().getInt("worker")) + "'s part of its plan");
+  if (p.towers == 0 || p.towers % p.workers || p.towerBatches.size() != p.towers)
+    return makeError("module '" + m.name() + "' is planned for " + llvm::Twine(p.workers) +
+                     " workers but has " + llvm::Twine(p.towers) + " towers (" +
+                     llvm::Twine(p.towerBatches.size()) +
+                     " tower batches); a multi-worker plan has the same number of towers on "
+                     "every worker");
+  p.perWorker = p.towers / p.workers;
+  return p;
+}
+
+/// "gpu:K" → K; -1 for anything else.
+int gpuIndex(llvm::StringRef device) {
+  unsigned k = 0;
+  if (!device.consume_front("gpu:") || device.getAsInteger(10, k))
+    return -1;
+  return (int)k;
+}
+
+/// The tower a value comes from, looking through transfers (-1: none).
+int towerOf(const Value *v) {
+  const Node *p = v->producer();
+  while (p->tower() < 0 && p->op() == Op::Transfer)
+    p = p->operand(0)->producer();
+  return p->tower();
+}
+
+} // namespace
+
+llvm::Expected<WorkerSlice> workerSlice(const Module &m, unsigned worker) {
+  if (m.meta().has("worker")) {
+    if ((unsigned)m.meta().getInt("worker") != worker)
+      return makeError("module '" + m.name() + "' is worker " +
+                       llvm::Twine(m.meta().getInt("worker")) + "'s part, not worker " +
+                       llvm::Twine(worker) + "'s");
+    return WorkerSlice{m.meta().getInt("worker_offset"), m.meta().getInt("batch")};
+  }
+  auto p = readPlan(m);
+  if (!p)
+    return p.takeError();
+  if (worker >= p->workers)
+    return makeError("worker " + llvm::Twine(worker) + " is not in a plan of " +
+                     llvm::Twine(p->workers) + " workers");
+  WorkerSlice s;
+  for (unsigned t = 0; t < (worker + 1) * p->perWorker; ++t)
+    (t < worker * p->perWorker ? s.offset : s.count) += p->towerBatches[t];
+  return s;
+}
+
+llvm::Error selectWorkerPart(Module &m, unsigned worker) {
+  if (planWorkers(m) == 1)
+    return llvm::Error::success();
+  // 1. The plan.
+  auto plan = readPlan(m);
+  if (!plan)
+    return plan.takeError();
+  auto slice = workerSlice(m, worker);
+  if (!slice)
+    return slice.takeError();
+  const unsigned W = plan->workers, D = plan->perWorker;
+  const int lo = (int)(worker * D), hi = (int)((worker + 1) * D);
+  if (slice->count == 0)
+    return makeError(
+        "the global batch of " + llvm::Twine(m.meta().getInt("batch")) + " gives worker " +
+        llvm::Twine(worker) + " of " + llvm::Twine(W) + " no sample (tower batches " +
+        llvm::join(llvm::map_range(plan->towerBatches, [](int64_t b) { return std::to_string(b); }),
+                   ", ") +
+        "); every worker needs at least one: raise --batch");
+  auto local = [&](int tower) { return tower >= lo && tower < hi; };
+  Graph &g = m.main();
+
+  // 2. What goes.
+  llvm::DenseSet<const Node *> gone;
+  std::vector<Node *> sums;
+  for (Node *n : g.nodes()) {
+    int gpu = gpuIndex(n->assignedDevice().empty() ? n->requestedDevice() : n->assignedDevice());
+    if (n->tower() < 0 && gpu >= 0 && n->op() != Op::Transfer)
+      return makeError("node '" + n->name() +
+                       "' belongs to no tower but runs on gpu:" + llvm::Twine(gpu) +
+                       ": variables on one GPU (--params gpu:K or spread) are not planned "
+                       "across workers yet; use --params mirrored or cpu");
+    if (n->tower() >= 0) {
+      if (!local(n->tower()))
+        gone.insert(n);
+      continue;
+    }
+    bool joinsTowers = n->op() == Op::AddN || n->op() == Op::ConcatBatch;
+    unsigned kept = 0, lost = 0;
+    for (Value *v : n->operands())
+      ++(gone.count(v->producer()) ? lost : kept);
+    if (joinsTowers) {
+      if (n->op() == Op::AddN &&
+          llvm::any_of(n->operands(), [](Value *v) { return towerOf(v) >= 0; }))
+        sums.push_back(n);
+      if (kept == 0 && lost > 0)
+        return makeError("node '" + n->name() + "' joins only other workers' towers");
+    } else if (lost > 0 || (n->op() == Op::Transfer && gpuIndex(n->attrs().getString("to")) >= 0 &&
+                            !local(gpuIndex(n->attrs().getString("to"))))) {
+      gone.insert(n);
+    }
+  }
+
+  // 3. Cut.
+  for (Node *n : g.nodes())
+    if (!gone.count(n) && (n->op() == Op::AddN || n->op() == Op::ConcatBatch)) {
+      llvm::SmallVector<Value *, 8> kept;
+      for (Value *v : n->operands())
+        if (!gone.count(v->producer()))
+          kept.push_back(v);
+      n->setOperands(kept);
+    }
+  for (Value *out : g.outputs())
+    if (gone.count(out->producer()))
+      return makeError("output '" + out->name() + "' comes from another worker's tower");
+  g.eraseIf([&](const Node &n) { return gone.count(&n) > 0; });
+  for (Node *n : g.nodes())
+    if (n->op() == Op::SplitBatch) {
+      Ints sizes = n->attrs().getInts("sizes");
+      for (int t = 0; t < (int)sizes.size(); ++t)
+        if (!local(t))
+          sizes[t] = 0;
+      n->attrs().set("sizes", sizes);
+      Value *in = n->operand(0);
+      TensorType type = in->type();
+      type.shape[0] = slice->count;
+      in->setType(type);
+    }
+
+  // 4. Join across workers.
+  for (Node *sum : sums) {
+    Attrs a;
+    a.set("group", "workers/" + sum->name());
+    a.set("rank", (int64_t)0);
+    a.set("nranks", (int64_t)1);
+    a.set("reduction", std::string("sum"));
+    a.set("workers", (int64_t)W);
+    std::string name = g.uniqueName(sum->name() + "/across_workers");
+    Node *ar = g.createNode(Op::AllReduce, {sum->result()}, {sum->result()->type()}, a, name);
+    ar->copyPlacementFrom(*sum, /*assigned=*/true);
+    ar->setPlacementReason("sums the workers' parts");
+    sum->result()->replaceAllUsesWith(ar->result());
+    ar->setOperand(0, sum->result());
+    g.moveAfter(ar, sum);
+  }
+  std::map<std::string, std::vector<Node *>> groups;
+  for (Node *n : g.nodes())
+    if (n->op() == Op::AllReduce && !n->attrs().has("workers"))
+      groups[n->attrs().getString("group")].push_back(n);
+  for (auto &[name, members] : groups) {
+    llvm::stable_sort(members, [](const Node *a, const Node *b) {
+      return a->attrs().getInt("rank") < b->attrs().getInt("rank");
+    });
+    for (size_t r = 0; r < members.size(); ++r) {
+      members[r]->attrs().set("rank", (int64_t)r);
+      members[r]->attrs().set("nranks", (int64_t)members.size());
+      members[r]->attrs().set("workers", (int64_t)W);
+    }
+  }
+
+  // 5. GPUs, data, shapes, meta.
+  auto renumber = [&](const std::string &device) -> std::string {
+    int gpu = gpuIndex(device);
+    return gpu < 0 ? device : "gpu:" + std::to_string(gpu - lo);
+  };
+  for (Node *n : g.nodes()) {
+    n->setRequestedDevice(renumber(n->requestedDevice()));
+    n->setAssignedDevice(renumber(n->assignedDevice()));
+    if (n->op() == Op::Transfer)
+      for (const char *key : {"from", "to"})
+        n->attrs().set(key, renumber(n->attrs().getString(key)));
+  }
+  for (Variable &v : m.variables()) {
+    std::vector<std::string> devices;
+    for (const std::string &d : v.devices) {
+      int gpu = gpuIndex(d);
+      if (gpu < 0 || (gpu >= lo && gpu < hi))
+        devices.push_back(renumber(d));
+    }
+    v.devices = std::move(devices);
+  }
+  // Concatenations over towers now hold the worker's rows.
+  if (auto e = inferShapes(m))
+    return e;
+  Ints mine(plan->towerBatches.begin() + lo, plan->towerBatches.begin() + hi);
+  m.meta().set("global_batch", m.meta().getInt("batch"));
+  m.meta().set("batch", slice->count);
+  m.meta().set("worker", (int64_t)worker);
+  m.meta().set("worker_offset", slice->offset);
+  m.meta().set("towers", (int64_t)D);
+  m.meta().set("tower_batches", mine);
+  return llvm::Error::success();
+}
+
+} // namespace graphc

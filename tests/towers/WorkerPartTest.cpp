@@ -1,0 +1,264 @@
+//===- WorkerPartTest.cpp - One worker's part of a multi-worker plan ---------===//
+//
+// selectWorkerPart (passes/WorkerPart.h): what a worker keeps of a plan of
+// W·D towers, and that W workers, each running its part on its rows of the
+// batch and summing across workers, train like the whole plan in one
+// process. The workers here are threads joined by an in-process stand-in for
+// MPI (tests/mpi runs the real processes under mpirun).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TowerTestUtil.h"
+
+#include "executor/Collectives.h"
+#include "ir/Clone.h"
+#include "ir/Verifier.h"
+#include "passes/WorkerPart.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+using namespace graphc;
+using namespace graphc::towertest;
+
+namespace {
+
+/// Sums across worker threads: every worker's call for a group waits until
+/// all have added their tensors, then takes the sum.
+class ThreadWorkers : public CrossWorkerReducer {
+public:
+  explicit ThreadWorkers(unsigned n) : n_(n) {}
+  unsigned numWorkers() const override { return n_; }
+  llvm::Error prepareGroups(llvm::ArrayRef<std::string>) override { return llvm::Error::success(); }
+  llvm::Error allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorView> tensors,
+                           llvm::StringRef) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    Slot &s = slots_[group.str()];
+    uint64_t generation = s.generation;
+    if (s.arrived == 0)
+      s.sum.assign(tensors.size(), {});
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      std::vector<float> &acc = s.sum[t];
+      acc.resize(tensors[t].numElements(), 0.0f);
+      for (size_t i = 0; i < acc.size(); ++i)
+        acc[i] += tensors[t].as<float>()[i];
+    }
+    if (++s.arrived == n_) {
+      s.result = std::move(s.sum);
+      s.sum.clear();
+      s.arrived = 0;
+      ++s.generation;
+      cv_.notify_all();
+    } else if (!cv_.wait_for(lock, std::chrono::seconds(60),
+                             [&] { return s.generation != generation; })) {
+      return makeError("group '" + group + "' timed out");
+    }
+    for (size_t t = 0; t < tensors.size(); ++t)
+      std::copy(s.result[t].begin(), s.result[t].end(), tensors[t].as<float>());
+    return llvm::Error::success();
+  }
+
+private:
+  struct Slot {
+    unsigned arrived = 0;
+    uint64_t generation = 0;
+    std::vector<std::vector<float>> sum, result;
+  };
+  unsigned n_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::string, Slot> slots_;
+};
+
+/// Dropout masks follow (seed, tower), so they match anyway; without dropout
+/// the small CNN's five steps stay well conditioned (as in EquivalenceTest).
+models::ModelOptions optionsFor(const std::string &model) {
+  models::ModelOptions o;
+  if (model == "small_cnn")
+    o.dropout = 0;
+  return o;
+}
+
+/// The plan of `workers` × `perWorker` towers, compiled and placed on gpu:t.
+std::unique_ptr<Module> plan(const std::string &model, int64_t batch, unsigned workers,
+                             unsigned perWorker, const std::string &params,
+                             const std::string &bn = "local") {
+  auto m = buildOrFail(model, optionsFor(model));
+  if (!m)
+    return nullptr;
+  CompileOptions o;
+  o.batch = batch;
+  o.towers = (int)(workers * perWorker);
+  o.params = params;
+  o.bnMode = bn;
+  o.momentum = 0.9;
+  o.bucketBytes = 64 << 10;
+  if (auto e = compileTowers(*m, o)) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    return nullptr;
+  }
+  m->meta().set("workers", (int64_t)workers);
+  return m;
+}
+
+TEST(WorkerPart, KeepsTheWorkersTowersAndSumsAcrossWorkers) {
+  for (const char *params : {"cpu", "mirrored"}) {
+    SCOPED_TRACE(params);
+    // 10 samples over 4 towers: 3, 3, 2, 2; worker 1 holds towers 2 and 3.
+    auto m = plan("mlp", 10, 2, 2, params);
+    ASSERT_TRUE(m);
+    auto slice = workerSlice(*m, 1);
+    ASSERT_TRUE(bool(slice)) << llvm::toString(slice.takeError());
+    EXPECT_EQ(slice->offset, 6);
+    EXPECT_EQ(slice->count, 4);
+    llvm::Error err = selectWorkerPart(*m, 1);
+    ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+    ASSERT_FALSE(bool(verify(*m)));
+    EXPECT_EQ(m->meta().getInt("worker"), 1);
+    EXPECT_EQ(m->meta().getInt("worker_offset"), 6);
+    EXPECT_EQ(m->meta().getInt("batch"), 4);
+    EXPECT_EQ(m->meta().getInt("global_batch"), 10);
+    EXPECT_EQ(m->meta().getInt("towers"), 2);
+    EXPECT_EQ(m->meta().getInts("tower_batches"), (Ints{2, 2}));
+    EXPECT_EQ(m->main().findInput("input")->result()->type().shape[0], 4);
+    unsigned acrossWorkers = 0;
+    for (const Node *n : m->main().nodes()) {
+      EXPECT_TRUE(n->tower() < 0 || n->tower() == 2 || n->tower() == 3) << n->name();
+      for (const std::string &d : {n->requestedDevice(), n->assignedDevice()})
+        EXPECT_TRUE(d.empty() || d == "cpu:0" || d == "gpu:0" || d == "gpu:1") << n->name();
+      if (n->op() == Op::AllReduce) {
+        EXPECT_EQ(n->attrs().getInt("workers"), 2) << n->name();
+        ++acrossWorkers;
+        if (n->tower() >= 0) { // a mirrored bucket: ranks among the worker's towers
+          EXPECT_EQ(n->attrs().getInt("nranks"), 2);
+          EXPECT_EQ(n->attrs().getInt("rank"), n->tower() - 2);
+        }
+      }
+    }
+    // The loss's sum, and the gradient sums (cpu) or buckets (mirrored).
+    EXPECT_GE(acrossWorkers, 2u);
+    for (const Variable &v : m->variables())
+      for (const std::string &d : v.devices)
+        EXPECT_TRUE(d == "cpu:0" || d == "gpu:0" || d == "gpu:1") << v.name << " on " << d;
+  }
+}
+
+TEST(WorkerPart, RefusesAWorkerWithoutSamples) {
+  auto m = plan("mlp", 1, 2, 1, "cpu");
+  ASSERT_TRUE(m);
+  llvm::Error err = selectWorkerPart(*m, 1);
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("gives worker 1 of 2 no sample"),
+            std::string::npos);
+}
+
+TEST(WorkerPart, RefusesVariablesOnOneGpu) {
+  auto m = plan("mlp", 8, 2, 1, "spread");
+  ASSERT_TRUE(m);
+  llvm::Error err = selectWorkerPart(*m, 0);
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("not planned across workers yet"),
+            std::string::npos);
+}
+
+struct Case {
+  std::string model;
+  int64_t batch;
+  unsigned workers, perWorker;
+  std::string params, bn = "local";
+};
+
+void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.model << " batch " << c.batch << ", " << c.workers << " workers x " << c.perWorker
+      << ", params " << c.params << ", bn " << c.bn;
+}
+
+class WorkersTrain : public testing::TestWithParam<Case> {};
+
+// Five momentum steps: the workers' parts, summed across workers, end with
+// the variables of the whole plan run in one process.
+TEST_P(WorkersTrain, LikeTheWholePlanInOneProcess) {
+  const Case &c = GetParam();
+  auto whole = plan(c.model, c.batch, c.workers, c.perWorker, c.params, c.bn);
+  ASSERT_TRUE(whole);
+  Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
+  std::unique_ptr<Module> oneProcess = cloneModule(*whole);
+  oneProcess->meta().erase("workers");
+  auto ex = makeExecutor(*oneProcess);
+  ASSERT_TRUE(ex);
+  auto out = train(*ex, b, 5, 0.02f);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  auto want = variables(*ex);
+
+  ThreadWorkers across(c.workers);
+  std::vector<std::unique_ptr<Module>> parts;
+  std::vector<Batch> rows;
+  for (unsigned w = 0; w < c.workers; ++w) {
+    parts.push_back(cloneModule(*whole));
+    auto slice = workerSlice(*parts.back(), w);
+    ASSERT_TRUE(bool(slice)) << llvm::toString(slice.takeError());
+    llvm::Error err = selectWorkerPart(*parts.back(), w);
+    ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+    auto cut = [&](const Tensor &t) {
+      TensorType type = t.type();
+      int64_t rowBytes = (int64_t)t.bytes() / type.shape[0];
+      type.shape[0] = slice->count;
+      Tensor part(type);
+      std::memcpy(part.raw(), (const char *)t.raw() + slice->offset * rowBytes,
+                  slice->count * rowBytes);
+      return part;
+    };
+    rows.push_back({cut(b.x), cut(b.labels)});
+  }
+  std::vector<std::map<std::string, Tensor>> got(c.workers);
+  std::vector<std::string> errors(c.workers);
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < c.workers; ++w)
+    threads.emplace_back([&, w] {
+      ExecutorOptions eo;
+      eo.threads = 1;
+      eo.seed = 7;
+      eo.deviceMap = emulate;
+      eo.acrossWorkers = &across;
+      auto e = Executor::create(*parts[w], eo);
+      if (!e) {
+        errors[w] = llvm::toString(e.takeError());
+        return;
+      }
+      auto r = train(**e, rows[w], 5, 0.02f);
+      if (!r) {
+        errors[w] = llvm::toString(r.takeError());
+        return;
+      }
+      got[w] = variables(**e);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (unsigned w = 0; w < c.workers; ++w) {
+    ASSERT_EQ(errors[w], "") << "worker " << w;
+    expectSameVariables(got[w], want, 1e-5, "worker " + std::to_string(w));
+  }
+}
+
+std::vector<Case> cases() {
+  return {
+      {"mlp", 10, 2, 2, "mirrored"},
+      {"mlp", 10, 2, 2, "cpu"},
+      {"mlp", 10, 4, 1, "cpu"},
+      {"mlp", 10, 3, 1, "mirrored"}, // parts 4, 3, 3
+      {"small_cnn", 10, 2, 2, "mirrored", "sync"},
+      {"small_cnn", 7, 3, 1, "cpu", "sync"},
+      {"small_cnn", 8, 2, 2, "cpu", "frozen"},
+  };
+}
+
+std::string caseName(const testing::TestParamInfo<Case> &info) {
+  const Case &c = info.param;
+  return c.model + "_B" + std::to_string(c.batch) + "_W" + std::to_string(c.workers) + "x" +
+         std::to_string(c.perWorker) + "_" + c.params + "_" + c.bn;
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, WorkersTrain, testing::ValuesIn(cases()), caseName);
+
+} // namespace
