@@ -4,9 +4,8 @@
 //   graphc print   [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
 //   graphc export  [MODEL | --model NAME] -o FILE.onnx
 //   graphc compile [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
-//   graphc place   [MODEL | --model NAME] --gpus N --batch B [--params P] -o FILE [--explain]
-//   graphc view    PLACED -o FILE.html | .svg | .dot
-//   graphc passes
+//   graphc place   [MODEL | --model NAME] --gpus N [--workers W] --batch B [--params P] -o FILE
+//   [--explain] graphc view    PLACED -o FILE.html | .svg | .dot graphc passes
 //
 // Every subcommand is a few calls into the libraries; errors print one line
 // and exit non-zero.
@@ -136,6 +135,10 @@ int main(int argc, char **argv) {
   CompileOptions &po = placeReq.options;
   place->add_option("--gpus", placement.gpus, "GPUs of the default cluster (one tower each)");
   place->add_option("--cluster", placement.clusterFile, "a cluster description (JSON)");
+  place
+      ->add_option("--workers", placement.workers,
+                   "worker processes (mpirun -np W), each with the GPUs of --gpus")
+      ->capture_default_str();
   place->add_option("--towers", placement.towers,
                     "GPU towers (default: one per GPU; 0: the single-device graph)");
   place->add_option("--params", po.params, "cpu | gpu:K | spread | mirrored")->capture_default_str();
@@ -256,7 +259,9 @@ int main(int argc, char **argv) {
                                    readSeconds, compileSeconds, since(writeStart));
     int64_t towers = (*c)->meta().getInt("towers", 0), batch = (*c)->batch().value_or(0);
     llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, ";
-    if (towers)
+    if (int64_t workers = (*c)->meta().getInt("workers", 1); workers > 1)
+      llvm::outs() << workers << " workers x " << towers / workers << " towers";
+    else if (towers)
       llvm::outs() << towers << (towers == 1 ? " tower" : " towers");
     else
       llvm::outs() << "the single-device graph";

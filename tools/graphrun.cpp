@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/Workers.h"
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
 #include "ir/Diagnostics.h"
@@ -38,7 +39,8 @@ using namespace graphc;
 namespace {
 
 int fail(llvm::Error e) {
-  llvm::errs() << "graphrun: error: " << llvm::toString(std::move(e)) << "\n";
+  // One write, so that the lines of several ranks do not interleave.
+  llvm::errs() << "graphrun: error: " + llvm::toString(std::move(e)) + "\n";
   return 1;
 }
 
@@ -132,6 +134,15 @@ int main(int argc, char **argv) {
   train->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap in MB (mirrored)")
       ->capture_default_str();
   train->add_flag("--scale-lr", t.scaleLrByTowers, "multiply --lr by the number of towers");
+  train
+      ->add_option("--workers", t.placement.workers,
+                   "worker processes of the run (mpirun -np W), each with --gpus devices")
+      ->capture_default_str();
+  double collectiveTimeout = 60;
+  train
+      ->add_option("--collective-timeout", collectiveTimeout,
+                   "seconds a collective across workers may wait before every rank stops")
+      ->capture_default_str();
   bool plainLayouts = false;
   train->add_flag("--plain-layouts", plainLayouts,
                   "keep every activation row-major (no blocked layouts; for debugging)");
@@ -198,10 +209,34 @@ int main(int argc, char **argv) {
     t.evaluate = !noEval;
     co.seed = t.executor.seed;
     t.model.seed = t.executor.seed;
+    if (t.placement.workers < 1)
+      return fail(
+          makeError("--workers " + llvm::Twine(t.placement.workers) + ": must be at least 1"));
+    if (!(collectiveTimeout > 0) || !(collectiveTimeout <= 1e6))
+      return fail(makeError("--collective-timeout " + numberText(collectiveTimeout) +
+                            ": must be a positive number of seconds (at most 1000000)"));
+    // Under mpirun: MPI starts here, every rank runs its part of the plan.
+    auto workers = Workers::start();
+    if (!workers)
+      return fail(workers.takeError());
+    Workers &w = **workers;
+    w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
     t.stopRequested = &installStopHandlers();
     auto r = runTraining(t, llvm::outs());
-    if (!r)
-      return fail(r.takeError());
+    if (!r) {
+      if (w.size() > 1)
+        fail(makeError(w.whoAmI() + ": " + llvm::toString(r.takeError())));
+      else
+        fail(r.takeError());
+      // Past the start-up rendezvous the other ranks may wait on this one
+      // (or this one on a stalled rank): end them all. Before it, every rank
+      // meets the same error.
+      if (w.size() > 1 && w.rendezvousDone())
+        w.abortAll(1);
+      w.finish();
+      return 1;
+    }
+    w.finish();
     return r->stoppedBySignal ? 128 + r->stoppedBySignal : 0;
   }
   if (*eval) {

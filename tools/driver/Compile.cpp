@@ -53,17 +53,28 @@ static bool kernelFor(const Node &n, DeviceType t) {
 
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place) {
-  auto cluster = clusterFor(place);
+  const int workers = std::max(1, place.workers);
+  if (workers > 1 && !place.clusterFile.empty())
+    return makeError("--workers with --cluster is not supported yet (a cluster file describes "
+                     "one process's devices): use --gpus N, the GPUs of each worker");
+  PlacementRequest whole = place;
+  whole.gpus = place.gpus * workers;
+  auto cluster = clusterFor(whole);
   if (!cluster)
     return cluster.takeError();
-  int gpus = (int)cluster->numGpus();
+  int gpus = (int)cluster->numGpus() / workers;
   if (gpus == 0)
     return makeError("the cluster has no GPU to place towers on");
   int towers = place.towers.value_or(gpus);
+  if (workers > 1 && towers != gpus)
+    return makeError("--towers " + llvm::Twine(towers) + " with --workers " + llvm::Twine(workers) +
+                     ": a multi-worker plan has one tower per GPU (" + llvm::Twine(gpus) +
+                     " per worker)");
   if (towers < 0 || towers > gpus)
     return makeError("--towers " + llvm::Twine(towers) + " does not fit the cluster: it has " +
                      llvm::Twine(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
                      " (one tower per GPU at most; 0: the single-device graph)");
+  towers *= workers;
   req.options.towers = towers;
   if (req.options.batch <= 0 && !forward.batch())
     req.options.batch = kDefaultBatchPerTower * std::max(1, towers);
@@ -77,6 +88,8 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
     return m.takeError();
   // The cluster travels with the plan, for `graphc inspect`.
   (*m)->meta().set("cluster", clusterToJson(*cluster));
+  if (workers > 1)
+    (*m)->meta().set("workers", (int64_t)workers);
   return m;
 }
 

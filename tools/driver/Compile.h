@@ -34,6 +34,10 @@ struct PlacementRequest {
   /// --towers: GPU towers (one per GPU when unset, 0: the single-device
   /// graph placed on the cluster); more towers than GPUs is an error.
   std::optional<int> towers;
+  /// --workers W: the plan spans W processes (MPI ranks), each with the
+  /// devices above; the towers of all workers are planned together
+  /// (passes/WorkerPart.h) and meta `workers` records W.
+  int workers = 1;
   bool wanted() const { return gpus > 0 || !clusterFile.empty(); }
 };
 
@@ -45,7 +49,8 @@ llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
 inline constexpr int64_t kDefaultBatchPerTower = 32;
 /// Training compiled for a cluster: one tower per GPU unless place.towers
 /// says otherwise; with no batch given and a symbolic one in the model,
-/// kDefaultBatchPerTower per tower.
+/// kDefaultBatchPerTower per tower. With place.workers W > 1, the towers of W
+/// workers with `gpus` GPUs each (tower t on gpu:t, worker t / towers).
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place);
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch);

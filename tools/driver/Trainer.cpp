@@ -2,9 +2,12 @@
 
 #include "executor/Checkpoint.h"
 #include "executor/Device.h"
+#include "executor/Workers.h"
 #include "executor/data/DataLoader.h"
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
+#include "ir/Printer.h"
+#include "passes/WorkerPart.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/LrSchedule.h"
@@ -14,10 +17,12 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/xxhash.h"
 
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 
 namespace graphc {
 
@@ -169,6 +174,43 @@ std::string dataIdentity(const TrainOptions &opts) {
          std::to_string(opts.synthetic.classes) + " classes)";
 }
 
+/// What every rank of a multi-worker run must hold alike: the plan's text
+/// and its variables' values.
+uint64_t planHash(const Module &plan) {
+  uint64_t h = llvm::xxHash64(toText(plan));
+  for (const Variable &v : plan.variables())
+    if (!v.data.empty())
+      h ^= llvm::xxHash64(llvm::StringRef((const char *)v.data.raw(), v.data.bytes())) +
+           0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+/// The workers a run's plan asks for against the processes mpirun started.
+llvm::Error checkWorldSize(unsigned planned, const Workers &workers) {
+  if (planned == workers.size())
+    return llvm::Error::success();
+  if (!workers.usesMpi())
+    return makeError("the plan is for " + llvm::Twine(planned) +
+                     " workers, but this process was not started by mpirun: run it as "
+                     "`mpirun -np " +
+                     llvm::Twine(planned) + " graphrun train ...`");
+  return makeError("the plan is for " + llvm::Twine(planned) + " worker" +
+                   (planned == 1 ? "" : "s") + ", but mpirun started " +
+                   llvm::Twine(workers.size()) + " processes: pass `mpirun -np " +
+                   llvm::Twine(planned) + "`" +
+                   (planned == 1 ? " or --workers " + llvm::Twine(workers.size()) : ""));
+}
+
+/// Rows [offset, offset + count) of a batch-major tensor.
+Tensor rowsOf(const Tensor &t, int64_t offset, int64_t count) {
+  TensorType type = t.type();
+  int64_t rowBytes = type.shape[0] ? (int64_t)t.bytes() / type.shape[0] : 0;
+  type.shape[0] = count;
+  Tensor part(type);
+  std::memcpy(part.raw(), (const char *)t.raw() + offset * rowBytes, count * rowBytes);
+  return part;
+}
+
 const char *signalName(int sig) {
   switch (sig) {
   case SIGINT:
@@ -182,9 +224,11 @@ const char *signalName(int sig) {
 
 } // namespace
 
-llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out) {
+llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &chiefOut) {
   if (auto e = checkTrainOptions(opts))
     return e;
+  Workers &workers = Workers::current();
+  llvm::raw_ostream &out = workers.chief() ? chiefOut : llvm::nulls();
   auto schedule = LrSchedule::parse(opts.lrSchedule, opts.compile.options.learningRate);
   if (!schedule)
     return schedule.takeError();
@@ -203,10 +247,14 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     if (!fwd)
       return fwd.takeError();
     loaded->forward = std::move(*fwd);
-    if (opts.placement.wanted())
+    if (opts.placement.wanted() || opts.placement.workers > 1)
       return makeError("'" + opts.model.path +
-                       "' is already compiled; --gpus and --cluster apply to models");
+                       "' is already compiled; --gpus, --cluster and --workers apply to models");
   }
+  const unsigned plannedWorkers =
+      precompiled ? planWorkers(*precompiled) : (unsigned)std::max(1, opts.placement.workers);
+  if (auto e = checkWorldSize(plannedWorkers, workers))
+    return e;
   const Module &forward = *loaded->forward;
   const int64_t batch =
       precompiled && precompiled->batch() ? *precompiled->batch() : opts.compile.options.batch;
@@ -257,7 +305,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     return result;
   }
   std::unique_ptr<MetricsWriter> metrics;
-  if (!opts.metricsPath.empty()) {
+  if (!opts.metricsPath.empty() && workers.chief()) {
     auto m = MetricsWriter::open(opts.metricsPath, /*append=*/ckpt.has_value());
     if (!m)
       return m.takeError();
@@ -268,16 +316,40 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   std::unique_ptr<Module> compiled;
   if (precompiled) {
     compiled = std::move(precompiled);
-  } else {
-    auto c = opts.placement.wanted() ? compilePlaced(forward, opts.compile, opts.placement)
-                                     : compileTraining(forward, opts.compile);
+  } else if (opts.placement.wanted()) {
+    auto c = compilePlaced(forward, opts.compile, opts.placement);
     if (!c)
       return c.takeError();
     compiled = std::move(*c);
+  } else {
+    // Several workers without a cluster: one host tower per worker.
+    CompileRequest req = opts.compile;
+    if (plannedWorkers > 1)
+      req.options.towers = (int)plannedWorkers;
+    auto c = compileTraining(forward, req);
+    if (!c)
+      return c.takeError();
+    compiled = std::move(*c);
+    if (plannedWorkers > 1)
+      compiled->meta().set("workers", (int64_t)plannedWorkers);
+  }
+  // Several workers: the same plan everywhere, then this rank's part of it.
+  WorkerSlice part{0, batch};
+  if (plannedWorkers > 1) {
+    if (auto e = workers.agree(planHash(*compiled), "plan"))
+      return e;
+    auto s = workerSlice(*compiled, workers.rank());
+    if (!s)
+      return s.takeError();
+    part = *s;
+    if (auto e = selectWorkerPart(*compiled, workers.rank()))
+      return e;
   }
   if (auto e = checkPlanFitsCluster(*compiled))
     return e;
   ExecutorOptions exec = opts.executor;
+  if (plannedWorkers > 1)
+    exec.acrossWorkers = &workers;
   exec.profile = exec.profile || !opts.tracePath.empty() || !opts.profilePath.empty();
   std::string emulation;
   if (opts.emulate && isPlaced(*compiled))
@@ -306,7 +378,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   }
   std::unique_ptr<Evaluator> evaluator;
   std::shared_ptr<const Dataset> test;
-  if (opts.evaluate && llvm::StringRef(opts.data).startswith("fashion-mnist")) {
+  if (opts.evaluate && llvm::StringRef(opts.data).startswith("fashion-mnist") && workers.chief()) {
     auto t = openFor(forward, opts.data, Split::Test, opts.synthetic, seed);
     if (!t)
       return t.takeError();
@@ -329,9 +401,13 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out << "  devices    " << llvm::join(executor.deviceDescriptions(), ", ") << "\n";
   if (!emulation.empty())
     out << "  emulation  " << emulation << "\n";
+  if (plannedWorkers > 1)
+    out << "  workers    " << plannedWorkers << " processes (mpirun), " << towers << " tower"
+        << (towers == 1 ? "" : "s") << " each; this is rank 0, the chief, with "
+        << "samples " << part.offset << ".." << part.offset + part.count - 1 << " of every batch\n";
   out << "  batch      " << batch << " global";
-  if (towers > 1)
-    out << " over " << towers << " towers";
+  if (towers * plannedWorkers > 1)
+    out << " over " << towers * plannedWorkers << " towers";
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
   out << "  data       " << opts.data << " (" << (*train)->size() << " samples, "
@@ -364,13 +440,15 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out.flush();
 
   // 4. Train.
-  ProgressLine progress(llvm::errs(), totalSteps, opts.progress, start);
-  const TensorType &inputType = input->result()->type().bound(batch);
+  ProgressLine progress(llvm::errs(), totalSteps, opts.progress && workers.chief(), start);
+  const TensorType &inputType = input->result()->type().bound(part.count);
   int64_t done = 0;
   double trainSeconds = 0, waitBefore = 0, firstStepSeconds = 0;
   uint64_t lastSaved = ckpt ? ckpt->info.step : UINT64_MAX;
   (*loader)->startEpoch(epoch, position);
   auto checkpoint = [&]() -> llvm::Error {
+    if (!workers.chief())
+      return llvm::Error::success();
     LoaderPosition at = (*loader)->position();
     CheckpointInfo info{executor.step(), epoch, at.batches, at.samples, seed, batch, dataId};
     auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled, info, keep);
@@ -402,7 +480,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       metrics->eval(executor.step(), epoch, r->accuracy(), r->loss, r->samples);
     return llvm::Error::success();
   };
-  while ((int64_t)executor.step() < totalSteps && !stopSignal()) {
+  // Every rank stops after the same step, when any of them is signalled.
+  bool stopping = false;
+  while ((int64_t)executor.step() < totalSteps && !stopping) {
     auto b = (*loader)->next();
     if (!b)
       return b.takeError();
@@ -415,8 +495,14 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     const int64_t step = executor.step();
     double lr = schedule->at(step, totalSteps, epoch) * lrScale;
     llvm::StringMap<Tensor> feeds;
-    feeds[input->name()] = toModelInput((*b)->images, inputType);
-    feeds["labels"] = (*b)->labels;
+    if (plannedWorkers > 1) {
+      workers.setStep(step);
+      feeds[input->name()] = toModelInput(rowsOf((*b)->images, part.offset, part.count), inputType);
+      feeds["labels"] = rowsOf((*b)->labels, part.offset, part.count);
+    } else {
+      feeds[input->name()] = toModelInput((*b)->images, inputType);
+      feeds["labels"] = (*b)->labels;
+    }
     feeds["lr"] = Tensor::scalar((float)lr);
     auto t0 = Clock::now();
     auto outs = executor.run(feeds);
@@ -443,15 +529,19 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     if (opts.checkpointEvery && (step + 1) % *opts.checkpointEvery == 0 && step + 1 != totalSteps)
       if (auto e = checkpoint())
         return e;
+    auto stop = workers.any(stopSignal() != 0, "agreeing whether to stop");
+    if (!stop)
+      return stop.takeError();
+    stopping = *stop;
   }
   progress.finish();
   const int64_t end = executor.step();
-  result.stoppedBySignal = end < totalSteps ? stopSignal() : 0;
+  result.stoppedBySignal = end < totalSteps ? (stopSignal() ? stopSignal() : SIGTERM) : 0;
   // An epoch that ended exactly with the last step is evaluated too.
   if (opts.epochs && end == totalSteps && done > 0)
     if (auto e = evaluateEpoch())
       return e;
-  if (!opts.checkpointDir.empty()) {
+  if (!opts.checkpointDir.empty() && workers.chief()) {
     if ((uint64_t)end != lastSaved)
       if (auto e = checkpoint())
         return e;
@@ -485,7 +575,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     for (const std::string &m : ls.firstSkipped)
       out << "  " << m << "\n";
   }
-  if (exec.profile) {
+  if (exec.profile && workers.chief()) {
     if (!opts.profilePath.empty())
       if (auto e = writeProfile(executor, opts.profilePath))
         return e;

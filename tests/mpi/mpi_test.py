@@ -1,0 +1,247 @@
+#!/usr/bin/python3
+"""Training over several worker processes under Open MPI (issue 12).
+
+Every case runs the real binaries under `mpirun --oversubscribe` (as root with
+Open MPI's allow-run-as-root variables):
+
+- equivalence: mlp, 5 momentum steps, ends with the parameters of one process
+  with 4 devices (to 1e-5 of each tensor's largest value) for 2 workers x 2
+  emulated devices, 4 workers x 1 (over TCP: --mca btl tcp,self), 3 workers
+  with uneven parts of the batch, and a plan placed by `graphc place --workers`;
+  small_cnn with BatchNorm `sync` (statistics over all workers) and `frozen`,
+  2 workers x 2 devices and 4 workers x 1, likewise (moving averages included);
+  and a run checkpointed on 2 workers and resumed on 4 ends where one
+  uninterrupted process ends;
+- a plan whose workers differ from mpirun's processes, or ranks that hold
+  different plans: one error line on every rank, non-zero exit;
+- a rank killed with kill -9, or stalled with SIGSTOP: every other rank exits
+  non-zero within a bounded time, the stalled case with the message that names
+  the rank, the collective and the step (--collective-timeout).
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+import gck  # noqa: E402
+
+BIN = os.environ.get("GRAPHC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
+GRAPHC = os.path.join(BIN, "graphc")
+GRAPHRUN = os.path.join(BIN, "graphrun")
+MPIRUN = os.environ.get("GRAPHC_MPIRUN", "mpirun")
+# mlp on synthetic data, 5 momentum steps of a global batch of 10.
+MLP = ["--model", "mlp", "--batch", "10", "--seed", "3", "--optimizer", "momentum",
+       "--threads", "1", "--no-progress", "--no-eval"]
+ENV = dict(os.environ)
+if os.geteuid() == 0:
+    ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def run(*args, ok=True, timeout=300):
+    p = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=ENV)
+    if ok and p.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(map(str, args)), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def mpirun(n, *args, mca=(), **kw):
+    return run(MPIRUN, "--oversubscribe", *mca, "-np", n, *args, **kw)
+
+
+def graphrun_errors(stderr):
+    return [l for l in stderr.splitlines() if l.startswith("graphrun: error:")]
+
+
+class Case(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="graphc-mpi-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, *names):
+        return os.path.join(self.dir, *names)
+
+
+class Equivalence(Case):
+    """W workers x D devices end where one process with W x D devices ends."""
+
+    def params(self, ckpt_dir):
+        a = gck.read(os.path.join(ckpt_dir, "step-00000005.gck"))
+        return {n: a.array(n) for n in a.names()}
+
+    def assertSameParams(self, ref, got, what):
+        self.assertEqual(sorted(ref), sorted(got), what)
+        for name in ref:
+            x, y = ref[name].astype(np.float64), got[name].astype(np.float64)
+            scale = max(np.abs(x).max(), 1e-30)
+            self.assertLessEqual(np.abs(x - y).max() / scale, 1e-5, "%s: %s" % (what, name))
+
+    def test_workers_match_one_process(self):
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "4", "--emulate", "--params", "mirrored",
+            "--checkpoint", ref)
+        ref = self.params(ref)
+        placed = self.path("mlp.placed")
+        run(GRAPHC, "place", "--model", "mlp", "--batch", "10", "--seed", "3", "--workers", "2",
+            "--gpus", "2", "--params", "mirrored", "-o", placed)
+        run_placed = [placed, "--emulate", "--seed", "3", "--threads", "1", "--no-progress", "--no-eval"]
+        cases = [
+            ("2 workers x 2 devices, mirrored", 2,
+             MLP + ["--workers", "2", "--gpus", "2", "--emulate", "--params", "mirrored"], ()),
+            ("4 workers x 1 device over TCP", 4, MLP + ["--workers", "4"], ("--mca", "btl", "tcp,self")),
+            ("3 workers, parts 4, 3, 3", 3, MLP + ["--workers", "3"], ()),
+            ("a plan placed with --workers 2", 2, run_placed, ()),
+        ]
+        for k, (what, n, args, mca) in enumerate(cases):
+            with self.subTest(what):
+                ckpt = self.path("case%d" % k)
+                p = mpirun(n, GRAPHRUN, "train", *args, "--steps", "5", "--checkpoint", ckpt, mca=mca)
+                self.assertSameParams(ref, self.params(ckpt), what)
+                # Only the chief prints the run.
+                self.assertEqual(p.stdout.count("graphrun train: model"), 1, p.stdout)
+                self.assertEqual(p.stdout.count("trained 5 steps"), 1, p.stdout)
+                self.assertIn("workers    %d processes" % n, p.stdout)
+
+
+    def test_batch_norm_across_workers(self):
+        # small_cnn has dropout: its masks follow (seed, tower), so the
+        # reference has the same 4 towers.
+        cnn = ["--model", "small_cnn", "--batch", "10", "--seed", "3", "--lr", "0.02", "--threads", "1",
+               "--no-progress", "--no-eval", "--steps", "5"]
+        for bn in ("sync", "frozen"):
+            ref = self.path("one-process-" + bn)
+            run(GRAPHRUN, "train", *cnn, "--bn", bn, "--gpus", "4", "--emulate", "--params", "mirrored",
+                "--checkpoint", ref)
+            ref = self.params(ref)
+            for n, extra in ((2, ["--gpus", "2", "--emulate", "--params", "mirrored"]), (4, [])):
+                with self.subTest(bn=bn, workers=n):
+                    ckpt = self.path("%s-%d" % (bn, n))
+                    mpirun(n, GRAPHRUN, "train", *cnn, "--bn", bn, "--workers", n, *extra, "--checkpoint", ckpt)
+                    self.assertSameParams(ref, self.params(ckpt), "small_cnn --bn %s, %d workers" % (bn, n))
+
+
+    def test_resume_on_another_worker_count(self):
+        # 5 steps on 2 workers, 5 more on 4: where 10 steps in one process end.
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "10", "--gpus", "4", "--emulate", "--params", "mirrored",
+            "--checkpoint", ref)
+        ckpt = self.path("resumed")
+        mpirun(2, GRAPHRUN, "train", *MLP, "--workers", "2", "--steps", "5", "--checkpoint", ckpt)
+        p = mpirun(4, GRAPHRUN, "train", *MLP, "--workers", "4", "--steps", "10", "--resume", "--checkpoint", ckpt)
+        self.assertIn("steps 6 to 10 of 10", p.stdout)
+        want = gck.read(os.path.join(ref, "step-00000010.gck"))
+        got = gck.read(os.path.join(ckpt, "step-00000010.gck"))
+        self.assertSameParams({n: want.array(n) for n in want.names()},
+                              {n: got.array(n) for n in got.names()}, "resumed on 4 workers")
+
+
+class Mismatch(Case):
+    def test_world_size_differs_from_plan(self):
+        p = mpirun(2, GRAPHRUN, "train", *MLP, "--steps", "2", "--workers", "3", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        errors = graphrun_errors(p.stderr)
+        self.assertEqual(len(errors), 2, p.stderr)
+        for r in range(2):
+            self.assertEqual(sum("rank %d of 2: the plan is for 3 workers, but mpirun started 2" % r in l
+                                 for l in errors), 1, p.stderr)
+
+    def test_one_worker_plan_under_mpirun(self):
+        p = mpirun(2, GRAPHRUN, "train", *MLP, "--steps", "2", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(len(graphrun_errors(p.stderr)), 2, p.stderr)
+        self.assertIn("or --workers 2", p.stderr)
+
+    def test_workers_without_mpirun(self):
+        p = run(GRAPHRUN, "train", *MLP, "--steps", "2", "--workers", "2", ok=False)
+        self.assertEqual(p.returncode, 1)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("not started by mpirun", lines[0])
+
+    def test_ranks_with_different_plans(self):
+        common = [GRAPHRUN, "train", *MLP, "--steps", "2", "--workers", "2"]
+        p = run(MPIRUN, "--oversubscribe", "-np", "1", *common, ":", "-np", "1", *common,
+                "--momentum", "0.8", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        errors = graphrun_errors(p.stderr)
+        self.assertEqual(len(errors), 2, p.stderr)
+        self.assertTrue(all("the ranks do not run the same plan" in l for l in errors), p.stderr)
+
+
+class Failures(Case):
+    """A rank that dies or stalls never leaves the others waiting."""
+
+    TIMEOUT = 3  # --collective-timeout, seconds
+
+    def start(self, n):
+        args = [MPIRUN, "--oversubscribe", "-np", str(n), GRAPHRUN, "train", *MLP, "--steps", "1000000",
+                "--workers", str(n), "--collective-timeout", str(self.TIMEOUT)]
+        out, err = open(self.path("out"), "w+"), open(self.path("err"), "w+")
+        p = subprocess.Popen(args, stdout=out, stderr=err, env=ENV, start_new_session=True)
+        ranks = {}
+        deadline = time.time() + 60
+        while len(ranks) < n and time.time() < deadline:
+            time.sleep(0.2)
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    env = open("/proc/%s/environ" % pid, "rb").read().split(b"\0")
+                    if os.getsid(int(pid)) != p.pid:
+                        continue
+                except OSError:
+                    continue
+                for kv in env:
+                    if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+                        ranks[int(kv.split(b"=")[1])] = int(pid)
+        self.assertEqual(len(ranks), n, "ranks not found")
+        # Let them train a while (the chief prints its plan first).
+        while "steps      1000000" not in open(self.path("out")).read() and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.5)
+        self.assertIsNone(p.poll(), open(self.path("err")).read())
+        return p, ranks
+
+    def finish(self, p, ranks, limit):
+        t0 = time.time()
+        try:
+            rc = p.wait(timeout=limit)
+        finally:
+            for pid in ranks.values():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        return rc, time.time() - t0, open(self.path("err")).read()
+
+    def test_killed_rank(self):
+        p, ranks = self.start(3)
+        os.kill(ranks[1], signal.SIGKILL)
+        rc, took, err = self.finish(p, ranks, 30)
+        self.assertNotEqual(rc, 0, err)
+        self.assertLess(took, 30)
+
+    def test_stalled_rank(self):
+        p, ranks = self.start(3)
+        os.kill(ranks[2], signal.SIGSTOP)
+        rc, took, err = self.finish(p, ranks, self.TIMEOUT + 30)
+        self.assertNotEqual(rc, 0, err)
+        # Rank 0 or 1 names itself, the collective and the step.
+        self.assertRegex(err, r"graphrun: error: rank [01] of 3: step \d+: the all-reduce '[^']+' across 3 "
+                              r"workers .* did not complete within 3 s")
+
+
+if __name__ == "__main__":
+    unittest.main()
