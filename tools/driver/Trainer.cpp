@@ -480,8 +480,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       metrics->eval(executor.step(), epoch, r->accuracy(), r->loss, r->samples);
     return llvm::Error::success();
   };
-  // Every rank stops after the same step, when any of them is signalled.
-  bool stopping = false;
+  // Every rank stops after the same step, when any of them is signalled (one
+  // process alone may stop before its first).
+  bool stopping = plannedWorkers == 1 && stopSignal() != 0;
   while ((int64_t)executor.step() < totalSteps && !stopping) {
     auto b = (*loader)->next();
     if (!b)
