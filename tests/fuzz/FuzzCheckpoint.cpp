@@ -11,10 +11,9 @@
 using namespace graphc;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  llvm::StringRef raw = fuzz::bytesOf(data, size);
-  for (const std::string &bytes : {raw.str(), withValidChecksums(raw)}) {
-    auto ckpt = loadCheckpointFile(fuzz::scratchFile(bytes, ".gck"));
-    fuzz::accepted(ckpt);
-  }
+  fuzz::readArchiveBothWays(fuzz::bytesOf(data, size), ".gck", [](const std::string &path) {
+    auto result = loadCheckpointFile(path);
+    fuzz::accepted(result);
+  });
   return 0;
 }

@@ -11,10 +11,9 @@
 using namespace graphc;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  llvm::StringRef raw = fuzz::bytesOf(data, size);
-  for (const std::string &bytes : {raw.str(), withValidChecksums(raw)}) {
-    auto m = readModuleFile(fuzz::scratchFile(bytes, ".gm"));
-    fuzz::accepted(m);
-  }
+  fuzz::readArchiveBothWays(fuzz::bytesOf(data, size), ".gm", [](const std::string &path) {
+    auto result = readModuleFile(path);
+    fuzz::accepted(result);
+  });
   return 0;
 }

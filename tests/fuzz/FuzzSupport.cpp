@@ -2,6 +2,8 @@
 
 #include "tests/fuzz/FuzzSupport.h"
 
+#include "ir/Archive.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -20,6 +22,12 @@ std::string scratchFile(llvm::StringRef bytes, llvm::StringRef extension) {
     std::abort();
   }
   return path;
+}
+
+void readArchiveBothWays(llvm::StringRef raw, llvm::StringRef extension,
+                         llvm::function_ref<void(const std::string &path)> read) {
+  read(scratchFile(raw, extension));
+  read(scratchFile(withValidChecksums(raw), extension));
 }
 
 void broken(llvm::StringRef what, llvm::Error why) {

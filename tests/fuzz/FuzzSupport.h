@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -29,6 +30,13 @@ inline llvm::StringRef bytesOf(const uint8_t *data, size_t size) {
 /// For readers that take a path: writes the input to this process's scratch
 /// file with the given extension (replaced on every call) and returns its path.
 std::string scratchFile(llvm::StringRef bytes, llvm::StringRef extension);
+
+/// For archive readers (module files, checkpoints): calls `read` with the path
+/// of a scratch file holding the input as it is, then with its checksums
+/// re-stamped (withValidChecksums), so that mutations also reach what the
+/// checksums guard.
+void readArchiveBothWays(llvm::StringRef raw, llvm::StringRef extension,
+                         llvm::function_ref<void(const std::string &path)> read);
 
 /// Consumes the result of a reader: a refusal is fine, a value is returned.
 template <typename T> bool accepted(llvm::Expected<T> &result) {
