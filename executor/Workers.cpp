@@ -112,9 +112,9 @@ llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective) 
   }
 }
 
-llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
+llvm::Expected<std::vector<uint64_t>> Workers::gather(uint64_t value, llvm::StringRef what) {
   if (!mpi_)
-    return llvm::Error::success();
+    return std::vector<uint64_t>{value};
   std::vector<unsigned long long> all(size_);
   unsigned long long mine = value;
   MPI_Request req;
@@ -123,18 +123,24 @@ llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
     int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
                             comms_->control, &req);
     if (rc != MPI_SUCCESS)
-      return makeError("comparing the " + what + " failed: " + mpiErrorText(rc));
+      return makeError(what + " failed: " + mpiErrorText(rc));
   }
-  if (auto e = waitAll(&req, 1, "comparing the " + what.str() + " (all-gather)"))
+  if (auto e = waitAll(&req, 1, what.str() + " (all-gather)"))
     return e;
-  bool same = true;
-  for (unsigned long long v : all)
-    same = same && v == all[0];
-  if (!same) {
+  return std::vector<uint64_t>(all.begin(), all.end());
+}
+
+llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
+  if (!mpi_)
+    return llvm::Error::success();
+  auto all = gather(value, "comparing the " + what.str());
+  if (!all)
+    return all.takeError();
+  if (llvm::any_of(*all, [&](uint64_t v) { return v != all->front(); })) {
     std::vector<std::string> each;
     for (unsigned r = 0; r < size_; ++r) {
       char hex[24];
-      snprintf(hex, sizeof(hex), "%016llx", all[r]);
+      snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)(*all)[r]);
       each.push_back("rank " + std::to_string(r) + " " + hex);
     }
     return makeError("the ranks do not run the same " + what + " (" + llvm::join(each, ", ") +
@@ -142,6 +148,20 @@ llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
   }
   rendezvous_ = true;
   return llvm::Error::success();
+}
+
+llvm::Error Workers::orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringRef what) {
+  if (!mpi_ || size_ == 1 || flags.empty())
+    return llvm::Error::success();
+  MPI_Request req;
+  {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, flags.data(), (int)flags.size(), MPI_UNSIGNED_CHAR,
+                            MPI_BOR, comms_->control, &req);
+    if (rc != MPI_SUCCESS)
+      return makeError(what + " failed: " + mpiErrorText(rc));
+  }
+  return waitAll(&req, 1, what);
 }
 
 llvm::Expected<bool> Workers::any(bool flag, llvm::StringRef what) {

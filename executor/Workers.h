@@ -41,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace graphc {
 
@@ -74,6 +75,11 @@ public:
   /// Whether any rank passes true (e.g. a stop signal), so that every rank
   /// stops after the same step.
   llvm::Expected<bool> any(bool flag, llvm::StringRef what);
+  /// Elementwise logical or of every rank's flags, in place (the same length
+  /// on every rank): which samples of a batch failed to load anywhere.
+  llvm::Error orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringRef what);
+  /// Every rank's value, in rank order.
+  llvm::Expected<std::vector<uint64_t>> gather(uint64_t value, llvm::StringRef what);
   /// A rendezvous has succeeded: failures from here on end the whole job.
   bool rendezvousDone() const { return rendezvous_; }
 

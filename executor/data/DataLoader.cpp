@@ -8,6 +8,10 @@
 // are counted when the consumer takes their chunk, so counts do not depend
 // on how far the workers ran ahead.
 //
+// With a part, a chunk is the part's positions of one batch's window, and
+// nextPart() settles the window with the other workers (the header's point
+// 7); after skips it re-anchors the chunks at the window's end.
+//
 //===----------------------------------------------------------------------===//
 #include "executor/data/DataLoader.h"
 
@@ -43,6 +47,15 @@ llvm::Expected<std::unique_ptr<DataLoader>> DataLoader::create(std::shared_ptr<c
     return makeError("data loader: " + llvm::Twine(options.threads) + " threads and prefetch " +
                      llvm::Twine(options.prefetch) +
                      " (threads must be at least 0, prefetch at least 1)");
+  if (const std::optional<LoaderPart> &p = options.part) {
+    if (p->offset < 0 || p->count < 1 || p->offset + p->count > options.batch)
+      return makeError("data loader: rows " + llvm::Twine(p->offset) + ".." +
+                       llvm::Twine(p->offset + p->count - 1) + " are not a part of a batch of " +
+                       llvm::Twine(options.batch));
+    if (!options.dropLast || !p->orAcrossWorkers)
+      return makeError("data loader: a part of the batch drops the short last batch and "
+                       "combines its flags with the other workers'");
+  }
   if (options.dropLast && data->size() < options.batch)
     return makeError(data->describe() + ": " + llvm::Twine(data->size()) +
                      " samples do not fill one batch of " + llvm::Twine(options.batch) +
@@ -58,11 +71,10 @@ llvm::Expected<std::unique_ptr<DataLoader>> DataLoader::create(std::shared_ptr<c
     loader->workers_.emplace_back([l = loader.get()] { l->workerLoop(); });
   return loader;
 }
-
 DataLoader::DataLoader(std::shared_ptr<const Dataset> data, const LoaderOptions &options,
                        ShapeConversion conversion)
     : data_(std::move(data)), options_(options), conversion_(std::move(conversion)) {
-  chunksPerEpoch_ = (data_->size() + options_.batch - 1) / options_.batch;
+  rows_ = options_.part ? options_.part->count : options_.batch;
 }
 
 DataLoader::~DataLoader() {
@@ -76,19 +88,53 @@ DataLoader::~DataLoader() {
 }
 
 int64_t DataLoader::batchesPerEpoch() const {
-  return options_.dropLast ? data_->size() / options_.batch : chunksPerEpoch_;
+  const int64_t n = data_->size(), batch = options_.batch;
+  return options_.dropLast ? n / batch : (n + batch - 1) / batch;
 }
 
 LoaderStats DataLoader::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  LoaderStats s = stats_;
+  s.loaded = loaded_;
+  return s;
 }
 
 LoaderPosition DataLoader::position() const {
   const int64_t batch = options_.batch;
+  if (options_.part)
+    return {batchIndex_, std::min(anchor_ + nextChunk_ * batch, data_->size())};
   int64_t samples = current_ ? (nextChunk_ - 1) * batch + currentSlot_
                              : std::min(nextChunk_ * batch + resumeSlot_, data_->size());
   return {batchIndex_, samples};
+}
+
+void DataLoader::restartChunks(int64_t anchor, int64_t first, bool newEpoch) {
+  const int64_t n = data_->size(), batch = options_.batch;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (newEpoch) {
+      ++generation_;
+      kept_.clear();
+    }
+    ready_.clear();
+    anchor_ = anchor;
+    // A part builds only windows that can fill a batch (it drops the short
+    // last one); a whole batch builds the epoch's tail too.
+    chunksPerEpoch_ = options_.part ? (n - anchor) / batch : (n - anchor + batch - 1) / batch;
+    nextClaim_ = consumed_ = first;
+    kept_.erase(kept_.begin(), kept_.lower_bound(anchor));
+  }
+  workCv_.notify_all();
+}
+
+void DataLoader::retireChunks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++anchoring_;
+  for (auto &[index, chunk] : ready_)
+    deliver(Claim{index, {chunk.first, chunk.count}, generation_, anchoring_ - 1, nullptr, {}},
+            std::move(chunk));
+  ready_.clear();
+  chunksPerEpoch_ = nextClaim_ = consumed_ = 0;
 }
 
 void DataLoader::startEpoch(int64_t epoch, LoaderPosition at) {
@@ -103,49 +149,85 @@ void DataLoader::startEpoch(int64_t epoch, LoaderPosition at) {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++generation_;
     started_ = true;
     order_ = std::move(order);
-    ready_.clear();
-    nextClaim_ = consumed_ = at.samples / options_.batch;
   }
-  workCv_.notify_all();
   current_.reset();
   currentSlot_ = 0;
-  nextChunk_ = at.samples / options_.batch;
-  resumeSlot_ = at.samples % options_.batch;
+  if (options_.part) {
+    // A part's chunks start where the epoch resumes.
+    nextChunk_ = resumeSlot_ = 0;
+    restartChunks(at.samples, 0, /*newEpoch=*/true);
+  } else {
+    nextChunk_ = at.samples / options_.batch;
+    resumeSlot_ = at.samples % options_.batch;
+    restartChunks(0, nextChunk_, /*newEpoch=*/true);
+  }
   batchIndex_ = at.batches;
   // Batches already handed out held good samples only.
   epochGood_ = at.batches * options_.batch;
   epochSkipped_ = 0;
 }
 
-DataLoader::Chunk DataLoader::buildChunk(int64_t index, const std::vector<int64_t> &order,
-                                         uint64_t generation, Scratch &scratch) const {
-  const int64_t batch = options_.batch, elems = options_.target.numElements();
+DataLoader::Claim DataLoader::claimChunk(int64_t index) {
+  const int64_t window = anchor_ + index * options_.batch, n = data_->size();
+  Claim c;
+  c.index = index;
+  if (options_.part) {
+    c.span.first = std::min(window + options_.part->offset, n);
+    c.span.count = std::min(options_.part->count, n - c.span.first);
+  } else {
+    c.span = {window, std::min(options_.batch, n - window)};
+  }
+  c.generation = generation_;
+  c.anchoring = anchoring_;
+  c.order = order_;
+  auto from = kept_.lower_bound(c.span.first), to = kept_.lower_bound(c.span.first + c.span.count);
+  c.kept.insert(std::make_move_iterator(from), std::make_move_iterator(to));
+  kept_.erase(from, to);
+  return c;
+}
+
+llvm::Error DataLoader::loadSample(int64_t sample, float *dst, int64_t &label,
+                                   Scratch &scratch) const {
+  ++loaded_;
+  // Straight into the batch when no conversion is needed.
+  if (conversion_.isIdentity())
+    return data_->load(sample, dst, label);
+  scratch.native.resize(conversion_.from().numElements());
+  if (auto err = data_->load(sample, scratch.native.data(), label))
+    return err;
+  conversion_.convert(scratch.native.data(), dst, scratch.plane, scratch.resize);
+  return llvm::Error::success();
+}
+
+DataLoader::Chunk DataLoader::buildChunk(Claim &claim, Scratch &scratch) const {
+  const int64_t elems = options_.target.numElements();
   const SampleShape &t = options_.target;
   Chunk c;
-  c.count = std::min(batch, data_->size() - index * batch);
-  c.images = Tensor(TensorType(DType::F32, {batch, t.channels, t.height, t.width}));
-  c.labels = Tensor(TensorType(DType::I64, {batch}));
+  c.first = claim.span.first;
+  c.count = claim.span.count;
+  c.images = Tensor(TensorType(DType::F32, {rows_, t.channels, t.height, t.width}));
+  c.labels = Tensor(TensorType(DType::I64, {rows_}));
   c.good.assign(c.count, 0);
-  if (!conversion_.isIdentity())
-    scratch.native.resize(conversion_.from().numElements());
   float *images = c.images.data<float>();
   int64_t *labels = c.labels.data<int64_t>();
   for (int64_t slot = 0; slot < c.count; ++slot) {
     // Abandoned (a new epoch, or shutdown): the result will be discarded.
-    if (stopping_ || generation_ != generation)
+    if (stopping_ || generation_ != claim.generation)
       break;
     float *dst = images + slot * elems;
-    int64_t sample = order[index * batch + slot], label = 0;
-    // Straight into the batch when no conversion is needed.
-    bool direct = conversion_.isIdentity();
-    llvm::Error err = data_->load(sample, direct ? dst : scratch.native.data(), label);
-    if (!err && !direct)
-      conversion_.convert(scratch.native.data(), dst, scratch.plane, scratch.resize);
-    if (err) {
-      c.errors.push_back(llvm::toString(std::move(err)));
+    int64_t label = 0;
+    std::string error;
+    if (auto kept = claim.kept.find(c.first + slot); kept != claim.kept.end()) {
+      std::copy(kept->second.pixels.begin(), kept->second.pixels.end(), dst);
+      label = kept->second.label;
+      error = std::move(kept->second.error);
+    } else if (llvm::Error err = loadSample((*claim.order)[c.first + slot], dst, label, scratch)) {
+      error = llvm::toString(std::move(err));
+    }
+    if (!error.empty()) {
+      c.errors.push_back(std::move(error));
       std::fill(dst, dst + elems, 0.0f);
       continue;
     }
@@ -154,6 +236,40 @@ DataLoader::Chunk DataLoader::buildChunk(int64_t index, const std::vector<int64_
     c.good[slot] = 1;
   }
   return c;
+}
+
+void DataLoader::deliver(const Claim &claim, Chunk chunk) {
+  if (claim.generation != generation_ || stopping_)
+    return;
+  if (claim.anchoring == anchoring_) {
+    ready_.emplace(claim.index, std::move(chunk));
+    readyCv_.notify_all();
+    return;
+  }
+  const int64_t elems = options_.target.numElements();
+  size_t bad = 0;
+  for (int64_t slot = 0; slot < chunk.count; ++slot) {
+    Kept k;
+    if (chunk.good[slot]) {
+      const float *px = chunk.images.data<float>() + slot * elems;
+      k.pixels.assign(px, px + elems);
+      k.label = chunk.labels.data<int64_t>()[slot];
+    } else {
+      k.error = chunk.errors[bad++];
+    }
+    if (chunk.first + slot >= anchor_)
+      kept_[chunk.first + slot] = std::move(k);
+  }
+}
+
+std::optional<DataLoader::Kept> DataLoader::takeKept(int64_t position) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = kept_.find(position);
+  if (it == kept_.end())
+    return std::nullopt;
+  Kept k = std::move(it->second);
+  kept_.erase(it);
+  return k;
 }
 
 void DataLoader::workerLoop() {
@@ -166,16 +282,11 @@ void DataLoader::workerLoop() {
     });
     if (stopping_)
       return;
-    int64_t index = nextClaim_++;
-    uint64_t generation = generation_;
-    std::shared_ptr<const std::vector<int64_t>> order = order_;
+    Claim claim = claimChunk(nextClaim_++);
     lock.unlock();
-    Chunk chunk = buildChunk(index, *order, generation, scratch);
+    Chunk chunk = buildChunk(claim, scratch);
     lock.lock();
-    if (generation == generation_ && !stopping_) {
-      ready_.emplace(index, std::move(chunk));
-      readyCv_.notify_all();
-    }
+    deliver(claim, std::move(chunk));
   }
 }
 
@@ -183,14 +294,12 @@ DataLoader::Chunk DataLoader::takeChunk(int64_t index) {
   auto start = std::chrono::steady_clock::now();
   Chunk chunk;
   if (workers_.empty()) {
-    std::shared_ptr<const std::vector<int64_t>> order;
-    uint64_t generation = 0;
+    Claim claim;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      order = order_;
-      generation = generation_;
+      claim = claimChunk(index);
     }
-    chunk = buildChunk(index, *order, generation, consumerScratch_);
+    chunk = buildChunk(claim, consumerScratch_);
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.waitSeconds += secondsSince(start);
   } else {
@@ -206,26 +315,40 @@ DataLoader::Chunk DataLoader::takeChunk(int64_t index) {
     consumed_ = index + 1;
   }
   workCv_.notify_all();
-
-  int64_t good = std::count(chunk.good.begin(), chunk.good.end(), 1);
-  epochGood_ += good;
-  epochSkipped_ += chunk.count - good;
-  if (!chunk.errors.empty()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.skipped += (int64_t)chunk.errors.size();
-    for (std::string &msg : chunk.errors)
-      if (stats_.firstSkipped.size() < LoaderStats::kReported &&
-          std::find(stats_.firstSkipped.begin(), stats_.firstSkipped.end(), msg) ==
-              stats_.firstSkipped.end())
-        stats_.firstSkipped.push_back(std::move(msg));
-  }
   return chunk;
+}
+
+void DataLoader::countSkipped(int64_t skipped, std::vector<std::string> messages) {
+  epochSkipped_ += skipped;
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.skipped += skipped;
+  for (std::string &msg : messages)
+    if (stats_.firstSkipped.size() < LoaderStats::kReported &&
+        std::find(stats_.firstSkipped.begin(), stats_.firstSkipped.end(), msg) ==
+            stats_.firstSkipped.end())
+      stats_.firstSkipped.push_back(std::move(msg));
+}
+
+llvm::Error DataLoader::checkEpochHadSamples() {
+  if (epochGood_ > 0 || epochSkipped_ == 0)
+    return llvm::Error::success();
+  std::string first;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stats_.firstSkipped.empty())
+      first = stats_.firstSkipped.front();
+  }
+  return makeError(data_->describe() + ": none of the " + llvm::Twine(epochSkipped_) +
+                   " samples of the epoch could be loaded" +
+                   (first.empty() ? "" : "; the first: " + first));
 }
 
 llvm::Expected<std::optional<Batch>> DataLoader::next() {
   // Only this thread writes started_, so it may read it without the lock.
   if (!started_)
     startEpoch(0);
+  if (options_.part)
+    return nextPart();
   const int64_t batch = options_.batch, elems = options_.target.numElements();
   Batch out;
   int64_t filled = 0;
@@ -234,9 +357,12 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
       if (nextChunk_ == chunksPerEpoch_)
         break;
       current_ = takeChunk(nextChunk_++);
+      int64_t good = std::count(current_->good.begin(), current_->good.end(), 1);
+      epochGood_ += good;
+      countSkipped(current_->count - good, std::move(current_->errors));
       currentSlot_ = std::exchange(resumeSlot_, 0);
       // The common case: a whole chunk of good samples is the batch as it is.
-      if (filled == 0 && currentSlot_ == 0 && current_->errors.empty() &&
+      if (filled == 0 && currentSlot_ == 0 && good == current_->count &&
           (current_->count == batch || !options_.dropLast)) {
         out.images = std::move(current_->images);
         out.labels = std::move(current_->labels);
@@ -260,16 +386,9 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
     ++currentSlot_;
   }
 
-  if (filled == 0 && epochGood_ == 0 && epochSkipped_ > 0) {
-    std::string first;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!stats_.firstSkipped.empty())
-        first = stats_.firstSkipped.front();
-    }
-    return makeError(data_->describe() + ": none of the " + llvm::Twine(epochSkipped_) +
-                     " samples of the epoch could be loaded; the first: " + first);
-  }
+  if (filled == 0)
+    if (auto e = checkEpochHadSamples())
+      return e;
   if (filled == 0 || (filled < batch && options_.dropLast))
     return std::nullopt;
   out.samples = filled;
@@ -277,6 +396,133 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.batches;
   stats_.samples += filled;
+  return std::optional<Batch>(std::move(out));
+}
+
+llvm::Expected<std::optional<Batch>> DataLoader::nextPart() {
+  const LoaderPart &part = *options_.part;
+  const int64_t batch = options_.batch, window = anchor_ + nextChunk_ * batch;
+  // Fewer positions left than a batch: the short last batch is dropped.
+  if (window + batch > data_->size()) {
+    if (auto e = checkEpochHadSamples())
+      return e;
+    return std::nullopt;
+  }
+  Chunk chunk = takeChunk(nextChunk_++);
+  // Which positions of the window failed, on any worker.
+  std::vector<uint8_t> failed(batch, 0);
+  for (int64_t slot = 0; slot < chunk.count; ++slot)
+    failed[part.offset + slot] = !chunk.good[slot];
+  if (auto e = part.orAcrossWorkers(failed))
+    return e;
+  if (llvm::is_contained(failed, 1))
+    return partAfterSkips(window, std::move(chunk), std::move(failed));
+  // The common case: every sample of the window loaded, the chunk is the part.
+  epochGood_ += batch;
+  Batch out;
+  out.images = std::move(chunk.images);
+  out.labels = std::move(chunk.labels);
+  out.samples = rows_;
+  out.index = batchIndex_++;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.batches;
+  stats_.samples += rows_;
+  return std::optional<Batch>(std::move(out));
+}
+
+llvm::Error DataLoader::loadPosition(int64_t position, float *dst, int64_t &label) {
+  if (std::optional<Kept> k = takeKept(position)) {
+    if (!k->error.empty())
+      return makeError(k->error);
+    std::copy(k->pixels.begin(), k->pixels.end(), dst);
+    label = k->label;
+    return llvm::Error::success();
+  }
+  // Only this thread replaces order_.
+  return loadSample((*order_)[position], dst, label, consumerScratch_);
+}
+
+llvm::Expected<std::optional<Batch>> DataLoader::partAfterSkips(int64_t window, Chunk chunk,
+                                                                std::vector<uint8_t> failed) {
+  const LoaderPart &part = *options_.part;
+  const int64_t batch = options_.batch, n = data_->size();
+  const int64_t elems = options_.target.numElements();
+  // The chunks prefetched for the windows after this one hold the wrong
+  // positions now; what they loaded is kept for the chunks that follow.
+  retireChunks();
+  std::vector<std::string> errors = std::move(chunk.errors);
+  // The window's good positions, known alike on every worker. It grows by
+  // the missing count until it holds a batch (or the epoch cannot fill one);
+  // this worker loads the growth's positions that fall in its rows.
+  std::vector<int64_t> good;
+  int64_t skipped = 0, end = window;
+  std::map<int64_t, Kept> grown; // the growth's samples this worker loaded
+  while (true) {
+    for (int64_t i = 0; i < (int64_t)failed.size(); ++i) {
+      if (failed[i])
+        ++skipped;
+      else
+        good.push_back(end + i);
+    }
+    end += (int64_t)failed.size();
+    const int64_t missing = batch - (int64_t)good.size();
+    if (missing == 0 || n - end < missing)
+      break;
+    failed.assign(missing, 0);
+    for (int64_t i = part.offset; i < std::min(part.offset + part.count, missing); ++i) {
+      Kept k;
+      k.pixels.resize(elems);
+      if (llvm::Error err = loadPosition(end + i, k.pixels.data(), k.label)) {
+        errors.push_back(llvm::toString(std::move(err)));
+        failed[i] = 1;
+      } else {
+        grown.emplace(end + i, std::move(k));
+      }
+    }
+    if (auto e = part.orAcrossWorkers(failed))
+      return e;
+  }
+  countSkipped(skipped, std::move(errors));
+  if ((int64_t)good.size() < batch) {
+    nextChunk_ = 0;
+    restartChunks(n, 0, /*newEpoch=*/false);
+    if (auto e = checkEpochHadSamples())
+      return e;
+    return std::nullopt;
+  }
+  epochGood_ += batch;
+
+  // This worker's rows: from its chunk, from the growth it loaded, or loaded
+  // now (samples another worker loaded for the window).
+  Batch out;
+  out.images = Tensor(chunk.images.type());
+  out.labels = Tensor(chunk.labels.type());
+  for (int64_t r = 0; r < rows_; ++r) {
+    const int64_t position = good[part.offset + r];
+    float *dst = out.images.data<float>() + r * elems;
+    int64_t &label = out.labels.data<int64_t>()[r];
+    auto g = grown.find(position);
+    if (position >= chunk.first && position < chunk.first + chunk.count) {
+      const int64_t slot = position - chunk.first;
+      std::copy_n(chunk.images.data<float>() + slot * elems, elems, dst);
+      label = chunk.labels.data<int64_t>()[slot];
+    } else if (g != grown.end()) {
+      std::copy(g->second.pixels.begin(), g->second.pixels.end(), dst);
+      label = g->second.label;
+    } else if (llvm::Error err = loadPosition(position, dst, label)) {
+      return makeError(
+          data_->describe() + ": sample " + llvm::Twine((*order_)[position]) +
+          " loaded on another worker but not on this one: " + llvm::toString(std::move(err)));
+    }
+  }
+  // Prefetching goes on after the window.
+  nextChunk_ = 0;
+  restartChunks(end, 0, /*newEpoch=*/false);
+  out.samples = rows_;
+  out.index = batchIndex_++;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.batches;
+  stats_.samples += rows_;
   return std::optional<Batch>(std::move(out));
 }
 

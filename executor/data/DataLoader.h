@@ -29,6 +29,23 @@
 //     startEpoch(epoch, position) starts there: the batches that follow are
 //     those an uninterrupted loader would have handed out (resuming training
 //     from a checkpoint).
+//  7. Parts. With `part` (one worker of several, passes/WorkerPart.h), the
+//     loader hands out rows [offset, offset + count) of every global batch
+//     of `batch` rows and loads only what they need. Put together, the
+//     workers' parts are the batches one loader of the whole batch hands out
+//     (1. and 6. hold for the global batch, skipped samples included), and
+//     position() is that loader's, so a checkpoint resumes on any number of
+//     workers. Each worker loads its rows' positions of the batch's window;
+//     before handing the batch out, the workers combine which positions of
+//     the window failed (orAcrossWorkers: one collective of `batch` bytes per
+//     batch). None failed: the worker's chunk is its part, as loaded. Some
+//     did: the window grows by the missing count, the growth split among the
+//     workers as a batch's first rows are, until it holds `batch` good
+//     samples (every worker knows which); each worker loads those of its
+//     rows it does not hold yet (a few extra decodes per skipped sample), and
+//     prefetching restarts after the window, keeping what it had loaded for
+//     the chunks that now hold it. A part drops the short last batch
+//     (dropLast) without loading it.
 //
 // One consumer thread calls startEpoch() and next(); stats() may be called
 // from any thread.
@@ -40,8 +57,11 @@
 #include "executor/data/ShapeConversion.h"
 #include "ir/Tensor.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -49,6 +69,14 @@
 #include <vector>
 
 namespace graphc {
+
+/// One worker's rows of every global batch (point 7 above).
+struct LoaderPart {
+  int64_t offset = 0, count = 0;
+  /// Combines every worker's flags in place, elementwise (logical or). A
+  /// collective: every worker calls it at the same point, with the same length.
+  std::function<llvm::Error(llvm::MutableArrayRef<uint8_t>)> orAcrossWorkers;
+};
 
 struct LoaderOptions {
   int64_t batch = 32;
@@ -62,6 +90,8 @@ struct LoaderOptions {
   int prefetch = 4;
   /// Background workers; 0 loads on the consumer's thread inside next().
   int threads = 2;
+  /// Only these rows of every batch (several workers); unset: every row.
+  std::optional<LoaderPart> part;
 };
 
 /// How far the consumer is into an epoch: batches handed out, and positions
@@ -84,6 +114,9 @@ struct LoaderStats {
   /// distinct messages.
   int64_t skipped = 0;
   std::vector<std::string> firstSkipped;
+  /// Samples this loader read and decoded (or tried to), those prefetched
+  /// and not handed out included: a worker's part costs its share.
+  int64_t loaded = 0;
   /// Seconds next() spent waiting for a batch that was not ready.
   double waitSeconds = 0;
 };
@@ -113,12 +146,33 @@ public:
   const LoaderOptions &options() const { return options_; }
 
 private:
-  /// The samples at positions [index·B, index·B + count) of the permutation.
+  /// Positions [first, first + count) of the permutation.
+  struct Span {
+    int64_t first = 0, count = 0;
+  };
+  /// A sample loaded for a chunk that was not handed out because a part
+  /// moved its chunks past skipped samples; kept by permutation position for
+  /// the chunks that hold it now.
+  struct Kept {
+    std::vector<float> pixels;
+    int64_t label = 0;
+    std::string error; ///< empty: it loaded
+  };
+  /// The samples of a span: chunk i holds a batch's window [anchor + i·B,
+  /// anchor + (i + 1)·B), or this loader's part of it.
   struct Chunk {
     Tensor images, labels;
-    int64_t count = 0;
+    int64_t first = 0, count = 0;
     std::vector<char> good;
-    std::vector<std::string> errors;
+    std::vector<std::string> errors; ///< one per bad slot, in slot order
+  };
+  /// What a worker needs to build chunk `index`, taken under mutex_.
+  struct Claim {
+    int64_t index = 0;
+    Span span;
+    uint64_t generation = 0, anchoring = 0;
+    std::shared_ptr<const std::vector<int64_t>> order;
+    std::map<int64_t, Kept> kept; ///< the span's kept samples
   };
   /// Per-thread buffers for loading and converting one sample.
   struct Scratch {
@@ -128,14 +182,39 @@ private:
   DataLoader(std::shared_ptr<const Dataset> data, const LoaderOptions &options,
              ShapeConversion conversion);
   void workerLoop();
-  Chunk buildChunk(int64_t index, const std::vector<int64_t> &order, uint64_t generation,
-                   Scratch &scratch) const;
+  /// Under mutex_.
+  Claim claimChunk(int64_t index);
+  /// Loads and converts one sample into `dst`.
+  llvm::Error loadSample(int64_t sample, float *dst, int64_t &label, Scratch &scratch) const;
+  Chunk buildChunk(Claim &claim, Scratch &scratch) const;
   Chunk takeChunk(int64_t index);
+  /// A finished chunk of the current epoch: ready_, or kept_ when the part's
+  /// chunks have moved since it was claimed. Under mutex_.
+  void deliver(const Claim &claim, Chunk chunk);
+  /// Chunks from now on start at `anchor` (a permutation position), and
+  /// `first` is the next one the consumer takes. A new epoch abandons the
+  /// work queued before; a part moving past skips keeps what it loaded.
+  void restartChunks(int64_t anchor, int64_t first, bool newEpoch);
+  /// A part's chunks stop (before moving): ready ones are kept, none claimed.
+  void retireChunks();
+  /// The kept sample at `position`, if any, taken out of kept_.
+  std::optional<Kept> takeKept(int64_t position);
+  /// The sample at a permutation position, kept or loaded (consumer's thread).
+  llvm::Error loadPosition(int64_t position, float *dst, int64_t &label);
+  void countSkipped(int64_t skipped, std::vector<std::string> messages);
+  /// The end of an epoch: an error when none of its samples could be loaded.
+  llvm::Error checkEpochHadSamples();
+  /// next() with a part (point 7).
+  llvm::Expected<std::optional<Batch>> nextPart();
+  /// The batch after skipped samples: `failed` flags the window at `window`.
+  llvm::Expected<std::optional<Batch>> partAfterSkips(int64_t window, Chunk chunk,
+                                                      std::vector<uint8_t> failed);
 
   std::shared_ptr<const Dataset> data_;
   LoaderOptions options_;
   ShapeConversion conversion_;
-  int64_t chunksPerEpoch_ = 0;
+  int64_t rows_ = 0; ///< rows of a batch handed out: `batch`, or the part's
+  mutable std::atomic<int64_t> loaded_{0};
 
   // Shared with the workers, under mutex_.
   mutable std::mutex mutex_;
@@ -143,10 +222,14 @@ private:
   std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> generation_{0}; // bumped by startEpoch: abandons work
+  uint64_t anchoring_ = 0;              // bumped when a part's chunks move
   bool started_ = false;
   std::shared_ptr<const std::vector<int64_t>> order_;
   int64_t nextClaim_ = 0, consumed_ = 0;
+  int64_t anchor_ = 0;         // where chunk 0 starts: 0, or a part's last window end
+  int64_t chunksPerEpoch_ = 0; // chunks to build from the anchor on
   std::map<int64_t, Chunk> ready_;
+  std::map<int64_t, Kept> kept_;
   LoaderStats stats_;
 
   // The consumer's side.

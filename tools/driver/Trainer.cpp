@@ -201,16 +201,6 @@ llvm::Error checkWorldSize(unsigned planned, const Workers &workers) {
                    (planned == 1 ? " or --workers " + llvm::Twine(workers.size()) : ""));
 }
 
-/// Rows [offset, offset + count) of a batch-major tensor.
-Tensor rowsOf(const Tensor &t, int64_t offset, int64_t count) {
-  TensorType type = t.type();
-  int64_t rowBytes = type.shape[0] ? (int64_t)t.bytes() / type.shape[0] : 0;
-  type.shape[0] = count;
-  Tensor part(type);
-  std::memcpy(part.raw(), (const char *)t.raw() + offset * rowBytes, count * rowBytes);
-  return part;
-}
-
 const char *signalName(int sig) {
   switch (sig) {
   case SIGINT:
@@ -277,8 +267,10 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       notes.push_back("no checkpoint in '" + opts.checkpointDir + "' yet: starting from step 0");
   }
   const unsigned keep = opts.keepCheckpoints.value_or(kDefaultKeepCheckpoints);
-  auto loader = DataLoader::create(
-      *train, loaderFor(forward, **train, batch, true, seed, (int)opts.loaderThreads));
+  // Checks the data against the batch now; a rank of several workers loads
+  // only its part of every batch, with a loader made once its part is known.
+  LoaderOptions loading = loaderFor(forward, **train, batch, true, seed, (int)opts.loaderThreads);
+  auto loader = DataLoader::create(*train, loading);
   if (!loader)
     return loader.takeError();
   int64_t perEpoch = (*loader)->batchesPerEpoch();
@@ -344,6 +336,14 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     part = *s;
     if (auto e = selectWorkerPart(*compiled, workers.rank()))
       return e;
+    loading.part =
+        LoaderPart{part.offset, part.count, [&workers](llvm::MutableArrayRef<uint8_t> f) {
+                     return workers.orFlags(f, "agreeing which samples failed to load");
+                   }};
+    auto l = DataLoader::create(*train, loading);
+    if (!l)
+      return l.takeError();
+    loader = std::move(l);
   }
   if (auto e = checkPlanFitsCluster(*compiled))
     return e;
@@ -484,9 +484,11 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   // process alone may stop before its first).
   bool stopping = plannedWorkers == 1 && stopSignal() != 0;
   while ((int64_t)executor.step() < totalSteps && !stopping) {
+    if (plannedWorkers > 1)
+      workers.setStep(executor.step());
     auto b = (*loader)->next();
     if (!b)
-      return b.takeError();
+      return withContext(b.takeError(), "step " + llvm::Twine(executor.step()));
     if (!*b) {
       if (auto e = evaluateEpoch())
         return e;
@@ -496,14 +498,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     const int64_t step = executor.step();
     double lr = schedule->at(step, totalSteps, epoch) * lrScale;
     llvm::StringMap<Tensor> feeds;
-    if (plannedWorkers > 1) {
-      workers.setStep(step);
-      feeds[input->name()] = toModelInput(rowsOf((*b)->images, part.offset, part.count), inputType);
-      feeds["labels"] = rowsOf((*b)->labels, part.offset, part.count);
-    } else {
-      feeds[input->name()] = toModelInput((*b)->images, inputType);
-      feeds["labels"] = (*b)->labels;
-    }
+    feeds[input->name()] = toModelInput((*b)->images, inputType);
+    feeds["labels"] = (*b)->labels;
     feeds["lr"] = Tensor::scalar((float)lr);
     auto t0 = Clock::now();
     auto outs = executor.run(feeds);
@@ -532,7 +528,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
         return e;
     auto stop = workers.any(stopSignal() != 0, "agreeing whether to stop");
     if (!stop)
-      return stop.takeError();
+      return withContext(stop.takeError(), "step " + llvm::Twine(step));
     stopping = *stop;
   }
   progress.finish();
@@ -571,8 +567,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                         "to waiting for data (raise --loader-threads)\n",
                         100 * result.inputWaitSeconds / total);
   LoaderStats ls = (*loader)->stats();
+  if (plannedWorkers > 1) {
+    auto loaded = workers.gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
+    if (!loaded)
+      return loaded.takeError();
+    out << "input: samples loaded by each rank "
+        << llvm::join(llvm::map_range(*loaded, [](uint64_t n) { return std::to_string(n); }), ", ")
+        << " (the global batches held " << ls.batches * batch << ")\n";
+  }
   if (ls.skipped) {
-    out << "note: " << ls.skipped << " samples could not be loaded and were skipped:\n";
+    out << "note: " << ls.skipped << " samples could not be loaded and were skipped"
+        << (plannedWorkers > 1 ? " (the first this rank met)" : "") << ":\n";
     for (const std::string &m : ls.firstSkipped)
       out << "  " << m << "\n";
   }

@@ -29,8 +29,10 @@
 // checks that the plan's workers are mpirun's processes and that every rank
 // holds the same plan (a hash compared at start-up), and runs its own part
 // of it (passes/WorkerPart.h): its towers, and its contiguous part of every
-// global batch (every rank draws the same shuffled order from the seed and
-// feeds only its rows). Gradients are summed across the workers inside the
+// global batch, which it alone loads (every rank draws the same shuffled
+// order from the seed; the ranks agree which samples failed to load, so the
+// global batches are one process's: executor/data/DataLoader.h, point 7).
+// Gradients are summed across the workers inside the
 // step, so the reported loss and the update are the global batch's. Only the
 // chief (rank 0) prints, writes checkpoints, metrics, traces and evaluates;
 // every rank stops after the same step when one is signalled.
