@@ -3,6 +3,7 @@
 #include "placement/Cluster.h"
 
 #include "ir/Diagnostics.h"
+#include "placement/JsonFields.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -163,68 +164,6 @@ llvm::Error Cluster::checkDevice(llvm::StringRef name, llvm::StringRef what) con
 
 namespace {
 
-/// Reads the fields of one JSON object, naming it in every error.
-class Fields {
-public:
-  Fields(const llvm::json::Object &o, std::string where) : o_(o), where_(std::move(where)) {}
-
-  llvm::Expected<std::string> string(llvm::StringRef key) const {
-    auto v = get(key);
-    if (!v)
-      return v.takeError();
-    if (auto s = (*v)->getAsString())
-      return s->str();
-    return wrongType(key, "a string");
-  }
-  llvm::Expected<double> number(llvm::StringRef key) const {
-    auto v = get(key);
-    if (!v)
-      return v.takeError();
-    if (auto d = (*v)->getAsNumber())
-      return *d;
-    return wrongType(key, "a number");
-  }
-  llvm::Expected<const llvm::json::Array *> array(llvm::StringRef key) const {
-    auto v = get(key);
-    if (!v)
-      return v.takeError();
-    if (auto *a = (*v)->getAsArray())
-      return a;
-    return wrongType(key, "an array");
-  }
-  llvm::Error unknownKeys(llvm::ArrayRef<llvm::StringRef> known) const {
-    std::vector<std::string> keys;
-    for (const auto &kv : o_)
-      keys.push_back(kv.first.str());
-    llvm::sort(keys); // the object's own order is a hash order
-    for (const std::string &k : keys)
-      if (!llvm::is_contained(known, k))
-        return makeError(where_ + ": unknown field '" + printable(k) +
-                         "' (known: " + llvm::join(known, ", ") + ")");
-    return llvm::Error::success();
-  }
-
-private:
-  llvm::Expected<const llvm::json::Value *> get(llvm::StringRef key) const {
-    if (const llvm::json::Value *v = o_.get(key))
-      return v;
-    return makeError(where_ + ": missing field '" + key + "'");
-  }
-  llvm::Error wrongType(llvm::StringRef key, llvm::StringRef expected) const {
-    return makeError(where_ + ": field '" + key + "' must be " + expected);
-  }
-
-  const llvm::json::Object &o_;
-  std::string where_;
-};
-
-template <typename T> llvm::Error into(llvm::Expected<T> v, T &out) {
-  if (!v)
-    return v.takeError();
-  out = std::move(*v);
-  return llvm::Error::success();
-}
-
 llvm::Expected<ClusterDevice> parseDevice(const llvm::json::Value &v, unsigned i) {
   std::string where = "devices[" + std::to_string(i) + "]";
   const llvm::json::Object *o = v.getAsObject();
@@ -232,7 +171,7 @@ llvm::Expected<ClusterDevice> parseDevice(const llvm::json::Value &v, unsigned i
     return makeError(where + " must be an object");
   if (auto name = o->getString("name"))
     where += " ('" + printable(*name) + "')";
-  Fields f(*o, where);
+  JsonFields f(*o, where);
   ClusterDevice d;
   std::string kind;
   double memory = 0;
@@ -261,7 +200,7 @@ llvm::Expected<Link> parseLink(const llvm::json::Value &v, unsigned i) {
   const llvm::json::Object *o = v.getAsObject();
   if (!o)
     return makeError(where + " must be an object");
-  Fields f(*o, where);
+  JsonFields f(*o, where);
   Link l;
   const llvm::json::Array *ends = nullptr;
   if (auto e = into(f.array("endpoints"), ends))
@@ -277,45 +216,15 @@ llvm::Expected<Link> parseLink(const llvm::json::Value &v, unsigned i) {
   return l;
 }
 
-/// The deepest nesting of arrays and objects in JSON text (outside strings).
-size_t jsonDepth(llvm::StringRef text) {
-  size_t depth = 0, deepest = 0;
-  bool inString = false, escaped = false;
-  for (char c : text) {
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-/// The format nests 4 deep (cluster, links, link, endpoints); this leaves
-/// room and keeps llvm::json's recursion far from the end of the stack.
-constexpr size_t kMaxJsonDepth = 16;
-
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
-  if (size_t depth = jsonDepth(text); depth > kMaxJsonDepth)
-    return makeError("cluster file nests arrays and objects " + llvm::Twine(depth) +
-                     " deep; a cluster description needs 4 (at most " + llvm::Twine(kMaxJsonDepth) +
-                     " are read)");
-  auto root = llvm::json::parse(text);
+  // The format nests 4 deep: cluster, links, link, endpoints.
+  auto root = parseBoundedJson(text, "cluster file", "a cluster description", 4);
   if (!root)
-    return makeError("cluster file is not valid JSON: " + llvm::toString(root.takeError()));
+    return root.takeError();
   const llvm::json::Object *o = root->getAsObject();
   if (!o)
     return makeError("cluster file must hold one JSON object");
-  Fields f(*o, "cluster");
+  JsonFields f(*o, "cluster");
   if (auto e = f.unknownKeys({"devices", "links", "peak_flops"}))
     return e;
 
@@ -348,7 +257,7 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
     const llvm::json::Object *p = peaks->getAsObject();
     if (!p)
       return makeError("cluster: 'peak_flops' must be an object {\"cpu\": ..., \"gpu\": ...}");
-    Fields pf(*p, "peak_flops");
+    JsonFields pf(*p, "peak_flops");
     if (auto e = pf.unknownKeys({"cpu", "gpu"}))
       return e;
     if (p->get("cpu"))
