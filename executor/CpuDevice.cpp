@@ -10,6 +10,7 @@
 #include "executor/CoreBudget.h"
 #include "executor/Device.h"
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "kernels/cpu/CpuBackend.h"
 
 #include <cstdlib>
@@ -35,16 +36,31 @@ public:
     return "cpu, " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads");
   }
 
+  /// Each block starts with a 64-byte header holding its size, which
+  /// deallocate gives back to the process's --memory-limit count.
   llvm::Expected<void *> allocate(size_t bytes) override {
-    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    void *p = std::aligned_alloc(64, rounded);
-    if (!p)
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64 + kHeader;
+    if (auto e = reserveHostBytes((int64_t)rounded, name_))
+      return e;
+    auto *p = static_cast<unsigned char *>(std::aligned_alloc(64, rounded));
+    if (!p) {
+      releaseHostBytes((int64_t)rounded);
       return makeError(name_ + ": out of host memory allocating " + llvm::Twine(bytes) +
                        " bytes");
+    }
     std::memset(p, 0, rounded);
-    return p;
+    std::memcpy(p, &rounded, sizeof(rounded));
+    return p + kHeader;
   }
-  void deallocate(void *p) override { std::free(p); }
+  void deallocate(void *p) override {
+    if (!p)
+      return;
+    auto *block = static_cast<unsigned char *>(p) - kHeader;
+    size_t rounded = 0;
+    std::memcpy(&rounded, block, sizeof(rounded));
+    releaseHostBytes((int64_t)rounded);
+    std::free(block);
+  }
   llvm::Error copyIn(void *dst, const void *host, size_t bytes) override {
     if (bytes)
       std::memcpy(dst, host, bytes);
@@ -107,6 +123,7 @@ public:
   std::vector<LaunchTiming> takeTimings() override { return std::move(timings_); }
 
 private:
+  static constexpr size_t kHeader = 64;
   std::string name_;
   int threads_;
   CoreBudget *cores_;

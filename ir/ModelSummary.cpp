@@ -2,6 +2,8 @@
 
 #include "ir/ModelSummary.h"
 
+#include "ir/MemoryLimit.h"
+
 #include "ir/Diagnostics.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -52,20 +54,6 @@ std::string scaled(int64_t v) {
   if (i == 0)
     return std::to_string(v);
   return llvm::formatv("{0:f3}{1}", d, kPrefix[i]).str();
-}
-
-/// Binary prefixes for memory.
-std::string memory(int64_t bytes) {
-  static const char *const kPrefix[] = {" B", " KiB", " MiB", " GiB", " TiB"};
-  double d = (double)bytes;
-  unsigned i = 0;
-  while (d >= 1024 && i + 1 < std::size(kPrefix)) {
-    d /= 1024;
-    ++i;
-  }
-  if (i == 0)
-    return std::to_string(bytes) + kPrefix[0];
-  return llvm::formatv("{0:f2}{1}", d, kPrefix[i]).str();
 }
 
 double share(int64_t part, int64_t whole) {
@@ -183,7 +171,7 @@ void printSummary(const Module &m, int64_t batch, llvm::raw_ostream &os) {
   };
   auto vars = [&](llvm::StringRef label, const VariableStats &v) {
     line(label, grouped(v.elements),
-         memory(v.bytes) + " in " + std::to_string(v.variables) + " variables");
+         bytesText(v.bytes) + " in " + std::to_string(v.variables) + " variables");
   };
   line("nodes", grouped(s.nodes), "");
   vars("parameters", s.params);
@@ -191,10 +179,10 @@ void printSummary(const Module &m, int64_t batch, llvm::raw_ostream &os) {
   vars("optimizer slots", s.slots);
   line("MACs", scaled(s.total.macs), grouped(s.total.macs));
   line("FLOPs", scaled(s.total.flops), grouped(s.total.flops));
-  line("bytes read", memory(s.total.bytesRead), "");
-  line("bytes written", memory(s.total.bytesWritten), "");
-  line("activations", memory(s.activationBytes), "every result, one buffer each");
-  line("peak live", memory(s.peakLiveBytes), "in graph order, freed after last use");
+  line("bytes read", bytesText(s.total.bytesRead), "");
+  line("bytes written", bytesText(s.total.bytesWritten), "");
+  line("activations", bytesText(s.activationBytes), "every result, one buffer each");
+  line("peak live", bytesText(s.peakLiveBytes), "in graph order, freed after last use");
 
   os << "\n  " << llvm::left_justify("op", 24) << llvm::right_justify("count", 7)
      << llvm::right_justify("MACs", 14) << llvm::right_justify("share", 9)
@@ -207,7 +195,7 @@ void printSummary(const Module &m, int64_t batch, llvm::raw_ostream &os) {
        << llvm::format("%8.2f%%", 100 * share(row.cost.macs, s.total.macs))
        << llvm::right_justify(scaled(row.cost.flops), 14)
        << llvm::format("%8.2f%%", 100 * share(row.cost.flops, s.total.flops))
-       << llvm::right_justify(memory(row.cost.bytesRead + row.cost.bytesWritten), 14) << "\n";
+       << llvm::right_justify(bytesText(row.cost.bytesRead + row.cost.bytesWritten), 14) << "\n";
   }
 }
 

@@ -1,5 +1,7 @@
 #include "ir/Type.h"
 
+#include "ir/MemoryLimit.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 namespace graphc {
@@ -23,7 +25,7 @@ std::optional<int64_t> checkedBytes(const TensorType &t) {
   for (int64_t d : t.shape) {
     if (d == kBatchDim)
       continue;
-    if (d < 0 || (d && n > kMaxTensorBytes / d))
+    if (d < 0 || (d && n > tensorByteLimit() / d))
       return std::nullopt;
     n *= d;
   }
@@ -37,7 +39,7 @@ llvm::Error checkTensorSize(const TensorType &t, const llvm::Twine &what) {
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
       what + " " + toString(t) +
-          (negative ? " has a negative dimension" : " is larger than the 1 TiB a tensor may take"));
+          (negative ? " has a negative dimension" : " is larger than " + tensorLimitText()));
 }
 
 TensorType TensorType::bound(int64_t batch) const {

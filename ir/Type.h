@@ -55,10 +55,12 @@ inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
 
 /// Bytes of `t` with the batch symbol counted as 1, computed with overflow
 /// checks; nullopt when a dimension is negative (other than the batch
-/// symbol) or the size exceeds kMaxTensorBytes.
+/// symbol) or the size exceeds kMaxTensorBytes, or the process's
+/// --memory-limit when that is lower (ir/MemoryLimit.h).
 std::optional<int64_t> checkedBytes(const TensorType &t);
 /// checkedBytes as an error: "<what> f32[...] is larger than the 1 TiB a
-/// tensor may take" (or "has a negative dimension").
+/// tensor may take" (or than the --memory-limit; or "has a negative
+/// dimension").
 llvm::Error checkTensorSize(const TensorType &t, const llvm::Twine &what);
 
 /// "f32[N,3,299,299]"; a scalar is "f32[]".

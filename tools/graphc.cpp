@@ -14,6 +14,7 @@
 
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
+#include "ir/MemoryLimit.h"
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
@@ -89,6 +90,11 @@ llvm::Error writeText(const std::string &path, const std::string &text) {
 int main(int argc, char **argv) {
   CLI::App app{"graphc: compile a single-device model for training on many devices"};
   app.require_subcommand(1);
+  // Given before or after the subcommand (fallthrough), for every subcommand.
+  app.fallthrough();
+  std::optional<std::string> memoryLimit;
+  app.add_option("--memory-limit", memoryLimit,
+                 "refuse tensors and host allocations beyond SIZE (e.g. 8G) before allocating");
 
   ModelArgs inspectArgs;
   bool json = false;
@@ -167,6 +173,9 @@ int main(int argc, char **argv) {
   auto *passes = app.add_subcommand("passes", "list the registered passes");
 
   CLI11_PARSE(app, argc, argv);
+  if (memoryLimit)
+    if (auto e = applyMemoryLimitFlag(*memoryLimit))
+      return fail(std::move(e));
 
   if (*inspect) {
     auto m = inspectArgs.load(false);

@@ -20,6 +20,7 @@
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "tools/driver/Inference.h"
 #include "tools/driver/Interrupt.h"
 #include "tools/driver/RunChecks.h"
@@ -63,6 +64,11 @@ void pauseWritesIfTesting() {
 int main(int argc, char **argv) {
   CLI::App app{"graphrun: train and run graphc models"};
   app.require_subcommand(1);
+  // Given before or after the subcommand (fallthrough), for every subcommand.
+  app.fallthrough();
+  std::optional<std::string> memoryLimit;
+  app.add_option("--memory-limit", memoryLimit,
+                 "refuse tensors and host allocations beyond SIZE (e.g. 8G) before allocating");
 
   TrainOptions t;
   t.compile.options.batch = 32;
@@ -182,6 +188,9 @@ int main(int argc, char **argv) {
   exp->add_option("-o,--output", exportOut, "ONNX file")->required();
 
   CLI11_PARSE(app, argc, argv);
+  if (memoryLimit)
+    if (auto e = applyMemoryLimitFlag(*memoryLimit))
+      return fail(std::move(e));
 
   pauseWritesIfTesting();
   if (*train) {

@@ -8,6 +8,8 @@
 #include "executor/data/IdxDataset.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
+#include "ir/Type.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -107,6 +109,9 @@ llvm::Expected<IdxArray> readIdxFile(llvm::StringRef path, unsigned rank) {
     if (total > (uint64_t)1 << 36)
       return makeError(path + ": the header declares more than 2^36 elements");
   }
+  if (auto e = checkDeclaredBytes((int64_t)total, path + ": the header's " +
+                                                      shapeToString(a.dims) + " bytes"))
+    return e;
 
   // Grow as data arrives (see the file comment), in steps doubling from 64 KiB
   // to 16 MiB, so that a short file whose header declares much costs little.

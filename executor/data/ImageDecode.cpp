@@ -7,6 +7,7 @@
 #include "executor/data/ImageDecode.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 
 #include <png.h>
 #include <turbojpeg.h>
@@ -34,7 +35,9 @@ llvm::Error checkSize(int64_t width, int64_t height, llvm::StringRef format) {
     return makeError(format + " image of " + llvm::Twine(width) + "x" + llvm::Twine(height) +
                      " pixels is larger than the limit of " + llvm::Twine(kMaxImagePixels >> 20) +
                      " megapixels");
-  return llvm::Error::success();
+  // Decoding holds up to 4 bytes a pixel (RGBA) before alpha is dropped.
+  return checkDeclaredBytes(width * height * 4, format + " image of " + llvm::Twine(width) + "x" +
+                                                    llvm::Twine(height) + " pixels");
 }
 
 struct TjHandle {

@@ -186,5 +186,42 @@ class ImageTest(CliCase):
                       p.stdout)
 
 
+class MemoryLimitTest(CliCase):
+    """--memory-limit: declared sizes and host allocations past it are refused before allocating."""
+
+    def test_a_declared_tensor_past_the_limit(self):
+        path = self.path("mlp.gir")
+        with open(path, "w") as f:
+            f.write(run(GRAPHC, "print", "--model", "mlp").stdout)
+        # fc1.weight, f32[256,784], is 784 KiB.
+        self.assertFailsClearly(run(GRAPHC, "inspect", path, "--memory-limit", "512K", ok=False),
+                                "f32[256,784] is larger than the --memory-limit of 512.00 KiB")
+        self.assertIn("nodes", run(GRAPHC, "--memory-limit", "1M", "inspect", path).stdout)
+
+    def test_training_past_the_limit_stops_before_its_first_step(self):
+        args = ["train", "--model", "small_cnn", "--steps", "1", "--batch", "32", "--no-progress"]
+        p = run(GRAPHRUN, *args, "--memory-limit", "5M", ok=False)
+        self.assertFailsClearly(p, "cpu:0 needs", "more than the --memory-limit of 5.00 MiB")
+        self.assertNotIn("trained", p.stdout)
+        self.assertIn("trained 1 steps", run(GRAPHRUN, *args, "--memory-limit", "1G").stdout)
+
+    def test_an_image_past_the_limit_is_skipped_before_decoding(self):
+        for c in ("a", "b"):
+            os.makedirs(self.path("imgs/" + c))
+            for i in range(3):
+                png_of_zeros(self.path("imgs/%s/%d.png" % (c, i)), 100, 100)
+        png_of_zeros(self.path("imgs/a/big.png"), 2048, 2400)  # 18.75 MiB as RGBA
+        p = run(GRAPHRUN, "train", "--no-progress", "--model", "small_cnn", "--num-classes", "2",
+                "--image-size", "28", "--data", "images:" + self.path("imgs"), "--steps", "2",
+                "--batch", "4", "--memory-limit", "12M", timeout=120)
+        self.assertIn("big.png: PNG image of 2048x2400 pixels needs 18.75 MiB, more than the "
+                      "--memory-limit of 12.00 MiB", p.stdout)
+
+    def test_bad_sizes(self):
+        for bad in ("abc", "0", "-1", "1Q", "", "1e400"):
+            self.assertFailsClearly(run(GRAPHC, "inspect", "--model", "mlp", "--memory-limit", bad,
+                                        ok=False), "--memory-limit")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
