@@ -3,9 +3,9 @@
 // fuzz_seeds DIR writes one folder per fuzz target under DIR, each holding
 // well-formed inputs made by graphc itself: the built-in models' text IR
 // (forward, compiled for training, placed on two GPUs), their ONNX exports,
-// module files, checkpoints of a short training run, cluster files, .npy
-// tensors of every NumPy dtype, IDX files (plain and gzip) and PNG and JPEG
-// images. Nothing is committed: the seeds follow the formats as they change.
+// module files, checkpoints of a short training run, cluster files (of devices
+// and of tasks, TF_CONFIG among them), .npy tensors of every NumPy dtype, IDX
+// files (plain and gzip) and PNG and JPEG images. Nothing is committed: the seeds follow the formats as they change.
 // Models are built small (narrow MLP, small images, ONNX initializers over 64
 // elements written without data, as graph-only models are) so that the
 // fuzzer's inputs stay small and its executions fast.
@@ -19,6 +19,7 @@
 #include "ir/Npy.h"
 #include "ir/Printer.h"
 #include "placement/Cluster.h"
+#include "placement/Tasks.h"
 #include "tools/driver/Compile.h"
 #include "tools/driver/Trainer.h"
 
@@ -165,6 +166,16 @@ void clusterSeeds() {
  "peak_flops": {"cpu": 1e12, "gpu": 2e13}})");
 }
 
+void taskSeeds() {
+  write("tasks", "uniform.json", tasksToJson(TaskCluster::uniform(3, 2, 2)));
+  write("tasks", "hetero.json",
+        R"({"chief": [{"host": "node0", "gpus": 2}], "worker": [{"host": "node1", "gpus": 1},
+ "node2:2222"], "ps": ["node3:2222"]})");
+  write("tasks", "tf_config.json",
+        R"({"cluster": {"chief": ["node0:2222"], "worker": ["node1:2222", "node2:2222"],
+ "ps": ["node3:2222"]}, "task": {"type": "worker", "index": 1}})");
+}
+
 void npySeeds() {
   for (DType dt : kAllDTypes) {
     if (dt == DType::BF16)
@@ -264,6 +275,7 @@ int main(int argc, char **argv) {
   modelSeeds();
   checkpointSeeds();
   clusterSeeds();
+  taskSeeds();
   npySeeds();
   idxSeeds();
   imageSeeds();
