@@ -11,9 +11,5 @@
 using namespace graphc;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fuzz::readArchiveBothWays(fuzz::bytesOf(data, size), ".gck", [](const std::string &path) {
-    auto result = loadCheckpointFile(path);
-    fuzz::accepted(result);
-  });
-  return 0;
+  return fuzz::archiveTarget(data, size, ".gck", loadCheckpointFile);
 }

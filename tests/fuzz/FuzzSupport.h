@@ -47,6 +47,16 @@ template <typename T> bool accepted(llvm::Expected<T> &result) {
 }
 inline void refusedOrAccepted(llvm::Error e) { llvm::consumeError(std::move(e)); }
 
+/// A whole archive target: `read(path)` (returning llvm::Expected) both ways.
+template <typename ReadFn>
+int archiveTarget(const uint8_t *data, size_t size, llvm::StringRef extension, ReadFn read) {
+  readArchiveBothWays(bytesOf(data, size), extension, [&](const std::string &path) {
+    auto result = read(path);
+    accepted(result);
+  });
+  return 0;
+}
+
 /// Aborts with a message: a promise of the reader did not hold.
 [[noreturn]] void broken(llvm::StringRef what, llvm::Error why = llvm::Error::success());
 
