@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <map>
+#include <numeric>
 
 namespace graphc {
 
@@ -33,9 +34,15 @@ unsigned planWorkers(const Module &m) {
 namespace {
 
 struct Plan {
-  unsigned workers = 1, towers = 0, perWorker = 0;
+  unsigned workers = 1, towers = 0;
+  /// Worker w owns towers [firstTower[w], firstTower[w + 1]).
+  std::vector<unsigned> firstTower;
   Ints towerBatches;
 };
+
+std::string listed(const Ints &v) {
+  return llvm::join(llvm::map_range(v, [](int64_t b) { return std::to_string(b); }), ", ");
+}
 
 llvm::Expected<Plan> readPlan(const Module &m) {
   Plan p;
@@ -45,13 +52,22 @@ llvm::Expected<Plan> readPlan(const Module &m) {
   if (m.meta().has("worker"))
     return makeError("module '" + m.name() + "' is already worker " +
                      llvm::Twine(m.meta().getInt("worker")) + "'s part of its plan");
-  if (p.towers == 0 || p.towers % p.workers || p.towerBatches.size() != p.towers)
+  Ints perWorker = m.meta().getInts("worker_towers");
+  if (perWorker.empty() && p.towers % p.workers == 0)
+    perWorker.assign(p.workers, p.towers / p.workers);
+  const bool consistent =
+      p.towers > 0 && perWorker.size() == p.workers && p.towerBatches.size() == p.towers &&
+      llvm::all_of(perWorker, [](int64_t t) { return t >= 1; }) &&
+      std::accumulate(perWorker.begin(), perWorker.end(), int64_t(0)) == (int64_t)p.towers;
+  if (!consistent)
     return makeError("module '" + m.name() + "' is planned for " + llvm::Twine(p.workers) +
-                     " workers but has " + llvm::Twine(p.towers) + " towers (" +
-                     llvm::Twine(p.towerBatches.size()) +
-                     " tower batches); a multi-worker plan has the same number of towers on "
-                     "every worker");
-  p.perWorker = p.towers / p.workers;
+                     " workers (towers " + listed(perWorker) + ") but has " +
+                     llvm::Twine(p.towers) + " towers (" + llvm::Twine(p.towerBatches.size()) +
+                     " tower batches); every worker of a plan owns consecutive towers, at least "
+                     "one");
+  p.firstTower.push_back(0);
+  for (int64_t t : perWorker)
+    p.firstTower.push_back(p.firstTower.back() + (unsigned)t);
   return p;
 }
 
@@ -88,8 +104,8 @@ llvm::Expected<WorkerSlice> workerSlice(const Module &m, unsigned worker) {
     return makeError("worker " + llvm::Twine(worker) + " is not in a plan of " +
                      llvm::Twine(p->workers) + " workers");
   WorkerSlice s;
-  for (unsigned t = 0; t < (worker + 1) * p->perWorker; ++t)
-    (t < worker * p->perWorker ? s.offset : s.count) += p->towerBatches[t];
+  for (unsigned t = 0; t < p->firstTower[worker + 1]; ++t)
+    (t < p->firstTower[worker] ? s.offset : s.count) += p->towerBatches[t];
   return s;
 }
 
@@ -103,15 +119,13 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
   auto slice = workerSlice(m, worker);
   if (!slice)
     return slice.takeError();
-  const unsigned W = plan->workers, D = plan->perWorker;
-  const int lo = (int)(worker * D), hi = (int)((worker + 1) * D);
+  const unsigned W = plan->workers;
+  const int lo = (int)plan->firstTower[worker], hi = (int)plan->firstTower[worker + 1];
   if (slice->count == 0)
-    return makeError(
-        "the global batch of " + llvm::Twine(m.meta().getInt("batch")) + " gives worker " +
-        llvm::Twine(worker) + " of " + llvm::Twine(W) + " no sample (tower batches " +
-        llvm::join(llvm::map_range(plan->towerBatches, [](int64_t b) { return std::to_string(b); }),
-                   ", ") +
-        "); every worker needs at least one: raise --batch");
+    return makeError("the global batch of " + llvm::Twine(m.meta().getInt("batch")) +
+                     " gives worker " + llvm::Twine(worker) + " of " + llvm::Twine(W) +
+                     " no sample (tower batches " + listed(plan->towerBatches) +
+                     "); every worker needs at least one: raise --batch");
   auto local = [&](int tower) { return tower >= lo && tower < hi; };
   Graph &g = m.main();
 
@@ -232,7 +246,7 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
   m.meta().set("batch", slice->count);
   m.meta().set("worker", (int64_t)worker);
   m.meta().set("worker_offset", slice->offset);
-  m.meta().set("towers", (int64_t)D);
+  m.meta().set("towers", (int64_t)(hi - lo));
   m.meta().set("tower_batches", mine);
   return llvm::Error::success();
 }

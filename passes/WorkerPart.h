@@ -1,11 +1,13 @@
 //===- WorkerPart.h - One worker's part of a multi-worker plan ---*- C++ -*-===//
 //
 // A multi-worker plan (meta `workers` = W > 1) is one module for the whole
-// run: its training graph has W·D towers, worker w owning the consecutive
-// towers wD .. wD+D-1 (on gpu:wD .. in a placed plan), and the global batch B
-// is split among the W·D towers exactly as one process with W·D devices splits
-// it. So worker w's samples are one contiguous part of every global batch, and
-// W workers × D devices compute the update of one process with W·D devices.
+// run: its training graph has T towers, worker w owning D_w consecutive ones
+// (meta `worker_towers` = D_0, D_1, ...; W equal shares when absent), on the
+// GPUs of the same numbers in a placed plan, and the global batch B is split
+// among the T towers exactly as one process with T devices splits it. So
+// worker w's samples are one contiguous part of every global batch, about
+// proportional to its towers, and the workers compute the update of one
+// process with T devices, whether or not their device counts differ.
 //
 // Every MPI rank runs its own part of that plan (between-graph replication).
 // selectWorkerPart cuts worker w's part out of the plan and guarantees:
@@ -14,9 +16,9 @@
 //     only they feed (their transfers to the host). The kept nodes keep their
 //     names and tower numbers: random streams follow (seed, tower), so the
 //     dropout draws are the one-process run's.
-//  2. Devices. The worker's GPUs gpu:wD .. gpu:wD+D-1 become gpu:0 .. gpu:D-1
-//     (nodes, transfers, variables' device lists); the host cpu:0 is the
-//     worker's own host.
+//  2. Devices. The worker's GPUs (those of its towers) become gpu:0 ..
+//     gpu:D_w-1 (nodes, transfers, variables' device lists); the host cpu:0
+//     is the worker's own host.
 //  3. Data. Every data Input takes the worker's part of the global batch and
 //     its SplitBatch gives the other workers' towers nothing (size 0), so the
 //     worker's towers receive exactly their samples.
@@ -31,10 +33,10 @@
 //     worker's rows. So the loss output is the global batch's loss on every
 //     rank, and every rank applies the same update to its replicas.
 //  5. Meta. `worker` = w, `worker_offset` (the first sample of the part in
-//     the global batch), `batch` = the part, `global_batch` = B, `towers` = D
-//     and `tower_batches` the worker's; `workers` stays.
+//     the global batch), `batch` = the part, `global_batch` = B, `towers` =
+//     D_w and `tower_batches` the worker's; `workers` stays.
 //
-// Errors: a plan whose towers do not divide by its workers; a worker that
+// Errors: a plan whose towers do not add up to its workers'; a worker that
 // gets no sample (a global batch smaller than the workers); variables that
 // live on one GPU (--params gpu:K or spread), which are not planned across
 // workers yet. A plan with one worker is returned unchanged.

@@ -4,7 +4,8 @@
 //   graphc print   [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
 //   graphc export  [MODEL | --model NAME] -o FILE.onnx
 //   graphc compile [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
-//   graphc place   [MODEL | --model NAME] --gpus N [--workers W] --batch B [--params P] -o FILE
+//   graphc place   [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE] --batch B
+//                  [--params P] -o FILE
 //   [--explain] graphc view    PLACED -o FILE.html | .svg | .dot graphc passes
 //
 // Every subcommand is a few calls into the libraries; errors print one line
@@ -14,6 +15,7 @@
 
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
+#include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
@@ -145,9 +147,14 @@ int main(int argc, char **argv) {
       ->add_option("--workers", placement.workers,
                    "worker processes (mpirun -np W), each with the GPUs of --gpus")
       ->capture_default_str();
+  std::string tasksFile;
+  place->add_option("--tasks", tasksFile,
+                    "the run's tasks by role (chief, worker, ps) with each one's host and GPUs "
+                    "(a cluster file or a TF_CONFIG; tasks without GPUs get --gpus)");
   place->add_option("--towers", placement.towers,
                     "GPU towers (default: one per GPU; 0: the single-device graph)");
-  place->add_option("--params", po.params, "cpu | gpu:K | spread | mirrored")->capture_default_str();
+  place->add_option("--params", po.params, "cpu | gpu:K | spread | mirrored")
+      ->capture_default_str();
   place->add_option("--bn", po.bnMode, "local | sync | frozen")->capture_default_str();
   place->add_option("--remainder", po.remainder, "error | drop | uneven")->capture_default_str();
   place->add_option("--split", splitWeights, "per-device batch weights, e.g. 4,4,2");
@@ -251,6 +258,18 @@ int main(int argc, char **argv) {
         po.splitWeights.push_back(w);
       }
     }
+    if (!tasksFile.empty()) {
+      if (placement.workers > 1)
+        return fail(makeError("--tasks and --workers both give the workers; use one"));
+      auto tasks = loadTasksFile(tasksFile, (unsigned)std::max(0, placement.gpus));
+      if (!tasks)
+        return fail(tasks.takeError());
+      if (!tasks->hasGpus())
+        return fail(makeError(tasksFile + ": no chief or worker task has GPUs to place towers on "
+                                          "(give them \"gpus\", or --gpus)"));
+      placement.tasks = std::move(*tasks);
+      placement.tasksSource = "--tasks " + tasksFile;
+    }
     bool defaultBatch = po.batch <= 0 && !(*m)->batch();
     auto compileStart = Clock::now();
     auto c = compilePlaced(**m, placeReq, placement);
@@ -268,8 +287,15 @@ int main(int argc, char **argv) {
                                    readSeconds, compileSeconds, since(writeStart));
     int64_t towers = (*c)->meta().getInt("towers", 0), batch = (*c)->batch().value_or(0);
     llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, ";
-    if (int64_t workers = (*c)->meta().getInt("workers", 1); workers > 1)
-      llvm::outs() << workers << " workers x " << towers / workers << " towers";
+    Ints workerTowers = (*c)->meta().getInts("worker_towers");
+    if (workerTowers.size() > 1 && llvm::is_splat(workerTowers))
+      llvm::outs() << workerTowers.size() << " workers x " << workerTowers[0] << " towers";
+    else if (workerTowers.size() > 1)
+      llvm::outs() << workerTowers.size() << " workers with "
+                   << llvm::join(llvm::map_range(workerTowers,
+                                                 [](int64_t t) { return std::to_string(t); }),
+                                 ", ")
+                   << " towers";
     else if (towers)
       llvm::outs() << towers << (towers == 1 ? " tower" : " towers");
     else
@@ -278,6 +304,9 @@ int main(int argc, char **argv) {
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
                    << kDefaultBatchPerTower << " per tower";
+    if (placement.tasks && placement.tasks->numPs())
+      llvm::outs() << "; " << placement.tasks->numPs() << " ps task"
+                   << (placement.tasks->numPs() == 1 ? "" : "s") << " recorded";
     llvm::outs() << ")\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "

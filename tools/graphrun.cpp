@@ -2,7 +2,8 @@
 //
 //   graphrun train  [MODEL | --model NAME] [--data SPEC] [--batch N]
 //                   [--steps N | --epochs N | --more-steps N] [--optimizer O] [--lr X]
-//                   [--checkpoint DIR [--resume]] [--metrics FILE] ...
+//                   [--checkpoint DIR [--resume]] [--metrics FILE]
+//                   [--gpus N] [--workers W | --tasks FILE] ...
 //   graphrun eval   --checkpoint CKPT [--data SPEC] [--batch N] [--seed S]
 //   graphrun infer  MODEL --input x.npy -o y.npy [--batch-size-from-input]
 //   graphrun export --checkpoint CKPT -o model.onnx
@@ -50,6 +51,32 @@ llvm::Expected<int> threadsFrom(const std::optional<int64_t> &given) {
   if (auto e = checkThreadCount("--threads", given))
     return e;
   return given ? (int)*given : 0;
+}
+
+/// --tasks FILE, else TF_CONFIG when --workers does not give the workers;
+/// each task without "gpus" gets --gpus.
+llvm::Error readTasks(const std::string &file, PlacementRequest &place) {
+  const unsigned gpus = (unsigned)std::max(0, place.gpus);
+  if (!file.empty()) {
+    if (place.workers > 1)
+      return makeError("--tasks and --workers both give the workers; use one");
+    auto tasks = loadTasksFile(file, gpus);
+    if (!tasks)
+      return tasks.takeError();
+    place.tasks = std::move(*tasks);
+    place.tasksSource = "--tasks " + file;
+    return llvm::Error::success();
+  }
+  if (place.workers > 1)
+    return llvm::Error::success();
+  auto tasks = tasksFromEnvironment(gpus);
+  if (!tasks)
+    return tasks.takeError();
+  if (*tasks) {
+    place.tasks = std::move(**tasks);
+    place.tasksSource = "TF_CONFIG";
+  }
+  return llvm::Error::success();
 }
 
 void pauseWritesIfTesting() {
@@ -144,6 +171,10 @@ int main(int argc, char **argv) {
       ->add_option("--workers", t.placement.workers,
                    "worker processes of the run (mpirun -np W), each with --gpus devices")
       ->capture_default_str();
+  std::string tasksFile;
+  train->add_option("--tasks", tasksFile,
+                    "the run's tasks by role (chief, worker, ps) with each one's host and GPUs: "
+                    "a cluster file or a TF_CONFIG (read from the environment when not given)");
   double collectiveTimeout = 60;
   train
       ->add_option("--collective-timeout", collectiveTimeout,
@@ -221,6 +252,8 @@ int main(int argc, char **argv) {
     if (t.placement.workers < 1)
       return fail(
           makeError("--workers " + llvm::Twine(t.placement.workers) + ": must be at least 1"));
+    if (auto e = readTasks(tasksFile, t.placement))
+      return fail(std::move(e));
     if (!(collectiveTimeout > 0) || !(collectiveTimeout <= 1e6))
       return fail(makeError("--collective-timeout " + numberText(collectiveTimeout) +
                             ": must be a positive number of seconds (at most 1000000)"));

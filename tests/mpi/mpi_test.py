@@ -16,10 +16,17 @@ Open MPI's allow-run-as-root variables):
   uninterrupted process ends;
 - a plan whose workers differ from mpirun's processes, or ranks that hold
   different plans: one error line on every rank, non-zero exit;
+- clusters of tasks: a cluster file with a chief of 2 devices and a worker of
+  1 (mlp; small_cnn with BatchNorm `sync`), run directly and through a plan
+  placed by `graphc place --tasks`, and TF_CONFIG from the environment (a chief
+  and 2 workers) end with the parameters of one process with 3 devices; ps
+  tasks, a world size other than the cluster's and a bad file are one error
+  line;
 - a rank killed with kill -9, or stalled with SIGSTOP: every other rank exits
   non-zero within a bounded time, the stalled case with the message that names
   the rank, the collective and the step (--collective-timeout).
 """
+import json
 import os
 import re
 import shutil
@@ -72,10 +79,6 @@ class Case(unittest.TestCase):
     def path(self, *names):
         return os.path.join(self.dir, *names)
 
-
-class Equivalence(Case):
-    """W workers x D devices end where one process with W x D devices ends."""
-
     def params(self, ckpt_dir, step=5):
         a = gck.read(os.path.join(ckpt_dir, "step-%08d.gck" % step))
         return {n: a.array(n) for n in a.names()}
@@ -86,6 +89,10 @@ class Equivalence(Case):
             x, y = ref[name].astype(np.float64), got[name].astype(np.float64)
             scale = max(np.abs(x).max(), 1e-30)
             self.assertLessEqual(np.abs(x - y).max() / scale, 1e-5, "%s: %s" % (what, name))
+
+
+class Equivalence(Case):
+    """W workers x D devices end where one process with W x D devices ends."""
 
     def test_workers_match_one_process(self):
         ref = self.path("one-process")
@@ -184,6 +191,102 @@ class Equivalence(Case):
         got = gck.read(os.path.join(ckpt, "step-00000010.gck"))
         self.assertSameParams({n: want.array(n) for n in want.names()},
                               {n: got.array(n) for n in got.names()}, "resumed on 4 workers")
+
+
+class Tasks(Case):
+    """Clusters of tasks from a file or TF_CONFIG (placement/Tasks.h)."""
+
+    def write(self, name, obj):
+        path = self.path(name)
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        return path
+
+    def test_heterogeneous_workers_match_one_process(self):
+        # The chief with 2 GPUs and a worker with 1: towers 2 + 1, parts 7 and
+        # 3 of a batch of 10, as one process with 3 devices.
+        tasks = self.write("tasks.json", {"chief": [{"host": "localhost", "gpus": 2}],
+                                          "worker": [{"host": "localhost", "gpus": 1}]})
+        mirrored = ["--emulate", "--params", "mirrored"]
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "3", *mirrored, "--checkpoint", ref)
+        ckpt = self.path("tasks")
+        p = mpirun(2, GRAPHRUN, "train", *MLP, "--steps", "5", "--tasks", tasks, *mirrored, "--checkpoint", ckpt)
+        self.assertSameParams(self.params(ref), self.params(ckpt),
+                                     "chief with 2 GPUs, worker with 1")
+        self.assertIn("workers    2 processes (mpirun), towers 2, 1; this is rank 0, the chief, with samples "
+                      "0..6 of every batch", p.stdout)
+        self.assertIn("tasks      chief on localhost (2 GPUs), worker 0 on localhost (1 GPU)", p.stdout)
+        # The same plan placed once by graphc, then run.
+        placed = self.path("mlp.placed")
+        p = run(GRAPHC, "place", "--model", "mlp", "--batch", "10", "--seed", "3", "--tasks", tasks,
+                "--params", "mirrored", "--optimizer", "momentum", "-o", placed)
+        self.assertIn("2 workers with 2, 1 towers", p.stdout)
+        ckpt = self.path("placed")
+        mpirun(2, GRAPHRUN, "train", placed, "--emulate", "--seed", "3", "--threads", "1", "--no-progress",
+               "--no-eval", "--steps", "5", "--checkpoint", ckpt)
+        self.assertSameParams(self.params(ref), self.params(ckpt),
+                                     "a plan placed with --tasks")
+
+    def test_batch_norm_sync_over_unlike_workers(self):
+        tasks = self.write("tasks.json", {"worker": [{"host": "localhost", "gpus": 1},
+                                                     {"host": "localhost", "gpus": 2}]})
+        cnn = ["--model", "small_cnn", "--batch", "10", "--seed", "3", "--lr", "0.02", "--threads", "1",
+               "--no-progress", "--no-eval", "--steps", "5", "--bn", "sync", "--emulate", "--params", "mirrored"]
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *cnn, "--gpus", "3", "--checkpoint", ref)
+        ckpt = self.path("tasks")
+        mpirun(2, GRAPHRUN, "train", *cnn, "--tasks", tasks, "--checkpoint", ckpt)
+        self.assertSameParams(self.params(ref), self.params(ckpt),
+                                     "small_cnn --bn sync, workers with 1 and 2 GPUs")
+
+    def test_tf_config_from_the_environment(self):
+        # TensorFlow's form: roles and order; the ports document only, --gpus
+        # gives every task its devices, and one TF_CONFIG serves every rank.
+        config = {"cluster": {"chief": ["localhost:2222"], "worker": ["localhost:2223", "localhost:2224"]},
+                  "task": {"type": "worker", "index": 0}}
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "3", "--emulate", "--params", "mirrored",
+            "--checkpoint", ref)
+        ckpt = self.path("tf-config")
+        env = dict(ENV, TF_CONFIG=json.dumps(config))
+        p = subprocess.run([MPIRUN, "--oversubscribe", "-x", "TF_CONFIG", "-np", "3", GRAPHRUN, "train", *MLP,
+                            "--steps", "5", "--gpus", "1", "--emulate", "--params", "mirrored",
+                            "--checkpoint", ckpt], capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("tasks      chief on localhost (1 GPU), worker 0 on localhost (1 GPU), worker 1 on "
+                      "localhost (1 GPU)", p.stdout)
+        self.assertSameParams(self.params(ref), self.params(ckpt),
+                                     "TF_CONFIG with a chief and 2 workers")
+
+    def test_clusters_that_cannot_run(self):
+        # A ps task is recorded and checked, but not run yet: one line on
+        # every rank.
+        with_ps = self.write("ps.json", {"worker": ["localhost", "localhost"], "ps": ["localhost:2222"]})
+        p = mpirun(3, GRAPHRUN, "train", *MLP, "--steps", "2", "--tasks", with_ps, ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        errors = graphrun_errors(p.stderr)
+        self.assertEqual(len(errors), 3, p.stderr)
+        self.assertTrue(all("the cluster has 1 ps task: graphrun does not run parameter-server tasks yet" in l
+                            for l in errors), p.stderr)
+        # The world size is the cluster's.
+        two = self.write("two.json", {"chief": ["localhost"], "worker": ["localhost"]})
+        p = mpirun(3, GRAPHRUN, "train", *MLP, "--steps", "2", "--tasks", two, ok=False)
+        errors = graphrun_errors(p.stderr)
+        self.assertEqual(len(errors), 3, p.stderr)
+        self.assertIn("the plan is for 2 workers, but mpirun started 3 processes", errors[0])
+        # A bad file: one line naming the file and the entry, before any MPI.
+        bad = self.write("bad.json", {"chief": [{"host": "a", "gpus": 1}], "worker": [{"host": "b", "gpu": 1}]})
+        for tool in ([GRAPHRUN, "train", *MLP, "--tasks", bad], [GRAPHC, "place", "--model", "mlp", "--tasks", bad,
+                                                                  "-o", self.path("x.placed")]):
+            p = run(*tool, ok=False)
+            self.assertEqual(p.returncode, 1)
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertTrue(lines[0].endswith(bad + ": worker[0]: unknown field 'gpu' (known: gpus, host)"),
+                            lines[0])
+        p = run(GRAPHRUN, "train", *MLP, "--tasks", two, "--workers", "2", ok=False)
+        self.assertIn("--tasks and --workers both give the workers; use one", p.stderr)
 
 
 class Mismatch(Case):

@@ -1,10 +1,10 @@
 //===- WorkerPartTest.cpp - One worker's part of a multi-worker plan ---------===//
 //
 // selectWorkerPart (passes/WorkerPart.h): what a worker keeps of a plan of
-// W·D towers, and that W workers, each running its part on its rows of the
-// batch and summing across workers, train like the whole plan in one
-// process. The workers here are threads joined by an in-process stand-in for
-// MPI (tests/mpi runs the real processes under mpirun).
+// towers over W workers (alike or not), and that the workers, each running its part on its rows of
+// the batch and summing across workers, train like the whole plan in one process. The workers here
+// are threads joined by an in-process stand-in for MPI (tests/mpi runs the real processes under
+// mpirun).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 using namespace graphc;
@@ -80,16 +81,16 @@ models::ModelOptions optionsFor(const std::string &model) {
   return o;
 }
 
-/// The plan of `workers` × `perWorker` towers, compiled and placed on gpu:t.
-std::unique_ptr<Module> plan(const std::string &model, int64_t batch, unsigned workers,
-                             unsigned perWorker, const std::string &params,
-                             const std::string &bn = "local") {
+/// The plan of workers with `towers[w]` towers each, compiled and placed on
+/// gpu:t.
+std::unique_ptr<Module> plan(const std::string &model, int64_t batch, const Ints &towers,
+                             const std::string &params, const std::string &bn = "local") {
   auto m = buildOrFail(model, optionsFor(model));
   if (!m)
     return nullptr;
   CompileOptions o;
   o.batch = batch;
-  o.towers = (int)(workers * perWorker);
+  o.towers = (int)std::accumulate(towers.begin(), towers.end(), int64_t(0));
   o.params = params;
   o.bnMode = bn;
   o.momentum = 0.9;
@@ -98,7 +99,8 @@ std::unique_ptr<Module> plan(const std::string &model, int64_t batch, unsigned w
     ADD_FAILURE() << llvm::toString(std::move(e));
     return nullptr;
   }
-  m->meta().set("workers", (int64_t)workers);
+  m->meta().set("workers", (int64_t)towers.size());
+  m->meta().set("worker_towers", towers);
   return m;
 }
 
@@ -106,7 +108,7 @@ TEST(WorkerPart, KeepsTheWorkersTowersAndSumsAcrossWorkers) {
   for (const char *params : {"cpu", "mirrored"}) {
     SCOPED_TRACE(params);
     // 10 samples over 4 towers: 3, 3, 2, 2; worker 1 holds towers 2 and 3.
-    auto m = plan("mlp", 10, 2, 2, params);
+    auto m = plan("mlp", 10, {2, 2}, params);
     ASSERT_TRUE(m);
     auto slice = workerSlice(*m, 1);
     ASSERT_TRUE(bool(slice)) << llvm::toString(slice.takeError());
@@ -145,7 +147,7 @@ TEST(WorkerPart, KeepsTheWorkersTowersAndSumsAcrossWorkers) {
 }
 
 TEST(WorkerPart, RefusesAWorkerWithoutSamples) {
-  auto m = plan("mlp", 1, 2, 1, "cpu");
+  auto m = plan("mlp", 1, {1, 1}, "cpu");
   ASSERT_TRUE(m);
   llvm::Error err = selectWorkerPart(*m, 1);
   ASSERT_TRUE(bool(err));
@@ -154,7 +156,7 @@ TEST(WorkerPart, RefusesAWorkerWithoutSamples) {
 }
 
 TEST(WorkerPart, RefusesVariablesOnOneGpu) {
-  auto m = plan("mlp", 8, 2, 1, "spread");
+  auto m = plan("mlp", 8, {1, 1}, "spread");
   ASSERT_TRUE(m);
   llvm::Error err = selectWorkerPart(*m, 0);
   ASSERT_TRUE(bool(err));
@@ -162,16 +164,50 @@ TEST(WorkerPart, RefusesVariablesOnOneGpu) {
             std::string::npos);
 }
 
+TEST(WorkerPart, WorkersWithDifferentTowerCounts) {
+  // 10 samples over 2 + 1 towers: 4, 3, 3; worker 1 holds tower 2 on gpu:2,
+  // which becomes its gpu:0.
+  auto m = plan("mlp", 10, {2, 1}, "mirrored");
+  ASSERT_TRUE(m);
+  auto first = workerSlice(*m, 0);
+  ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
+  EXPECT_EQ(first->offset, 0);
+  EXPECT_EQ(first->count, 7);
+  llvm::Error err = selectWorkerPart(*m, 1);
+  ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  EXPECT_EQ(m->meta().getInt("worker_offset"), 7);
+  EXPECT_EQ(m->meta().getInt("batch"), 3);
+  EXPECT_EQ(m->meta().getInt("towers"), 1);
+  for (const Node *n : m->main().nodes()) {
+    EXPECT_TRUE(n->tower() < 0 || n->tower() == 2) << n->name();
+    EXPECT_TRUE(n->assignedDevice().empty() || n->assignedDevice() == "cpu:0" ||
+                n->assignedDevice() == "gpu:0")
+        << n->name() << " on " << n->assignedDevice();
+  }
+  // Tower counts that do not add up to the plan's towers are refused.
+  auto bad = plan("mlp", 10, {2, 1}, "cpu");
+  ASSERT_TRUE(bad);
+  bad->meta().set("worker_towers", Ints{1, 1});
+  err = selectWorkerPart(*bad, 0);
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("planned for 2 workers (towers 1, 1) but has 3"),
+            std::string::npos);
+}
+
 struct Case {
   std::string model;
   int64_t batch;
-  unsigned workers, perWorker;
+  Ints towers; ///< per worker
   std::string params, bn = "local";
 };
 
+std::string joined(const Ints &v, llvm::StringRef separator) {
+  return llvm::join(llvm::map_range(v, [](int64_t t) { return std::to_string(t); }), separator);
+}
+
 void PrintTo(const Case &c, std::ostream *os) {
-  *os << c.model << " batch " << c.batch << ", " << c.workers << " workers x " << c.perWorker
-      << ", params " << c.params << ", bn " << c.bn;
+  *os << c.model << " batch " << c.batch << ", workers with " << joined(c.towers, "+")
+      << " towers, params " << c.params << ", bn " << c.bn;
 }
 
 class WorkersTrain : public testing::TestWithParam<Case> {};
@@ -180,7 +216,8 @@ class WorkersTrain : public testing::TestWithParam<Case> {};
 // the variables of the whole plan run in one process.
 TEST_P(WorkersTrain, LikeTheWholePlanInOneProcess) {
   const Case &c = GetParam();
-  auto whole = plan(c.model, c.batch, c.workers, c.perWorker, c.params, c.bn);
+  const unsigned workers = (unsigned)c.towers.size();
+  auto whole = plan(c.model, c.batch, c.towers, c.params, c.bn);
   ASSERT_TRUE(whole);
   Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
   std::unique_ptr<Module> oneProcess = cloneModule(*whole);
@@ -191,10 +228,10 @@ TEST_P(WorkersTrain, LikeTheWholePlanInOneProcess) {
   ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
   auto want = variables(*ex);
 
-  ThreadWorkers across(c.workers);
+  ThreadWorkers across(workers);
   std::vector<std::unique_ptr<Module>> parts;
   std::vector<Batch> rows;
-  for (unsigned w = 0; w < c.workers; ++w) {
+  for (unsigned w = 0; w < workers; ++w) {
     parts.push_back(cloneModule(*whole));
     auto slice = workerSlice(*parts.back(), w);
     ASSERT_TRUE(bool(slice)) << llvm::toString(slice.takeError());
@@ -211,10 +248,10 @@ TEST_P(WorkersTrain, LikeTheWholePlanInOneProcess) {
     };
     rows.push_back({cut(b.x), cut(b.labels)});
   }
-  std::vector<std::map<std::string, Tensor>> got(c.workers);
-  std::vector<std::string> errors(c.workers);
+  std::vector<std::map<std::string, Tensor>> got(workers);
+  std::vector<std::string> errors(workers);
   std::vector<std::thread> threads;
-  for (unsigned w = 0; w < c.workers; ++w)
+  for (unsigned w = 0; w < workers; ++w)
     threads.emplace_back([&, w] {
       ExecutorOptions eo;
       eo.threads = 1;
@@ -235,7 +272,7 @@ TEST_P(WorkersTrain, LikeTheWholePlanInOneProcess) {
     });
   for (std::thread &t : threads)
     t.join();
-  for (unsigned w = 0; w < c.workers; ++w) {
+  for (unsigned w = 0; w < workers; ++w) {
     ASSERT_EQ(errors[w], "") << "worker " << w;
     expectSameVariables(got[w], want, 1e-5, "worker " + std::to_string(w));
   }
@@ -243,20 +280,23 @@ TEST_P(WorkersTrain, LikeTheWholePlanInOneProcess) {
 
 std::vector<Case> cases() {
   return {
-      {"mlp", 10, 2, 2, "mirrored"},
-      {"mlp", 10, 2, 2, "cpu"},
-      {"mlp", 10, 4, 1, "cpu"},
-      {"mlp", 10, 3, 1, "mirrored"}, // parts 4, 3, 3
-      {"small_cnn", 10, 2, 2, "mirrored", "sync"},
-      {"small_cnn", 7, 3, 1, "cpu", "sync"},
-      {"small_cnn", 8, 2, 2, "cpu", "frozen"},
+      {"mlp", 10, {2, 2}, "mirrored"},
+      {"mlp", 10, {2, 2}, "cpu"},
+      {"mlp", 10, {1, 1, 1, 1}, "cpu"},
+      {"mlp", 10, {1, 1, 1}, "mirrored"}, // parts 4, 3, 3
+      {"mlp", 10, {2, 1}, "mirrored"},    // parts 7, 3
+      {"mlp", 9, {1, 3}, "cpu"},          // parts 3, 6
+      {"small_cnn", 10, {2, 2}, "mirrored", "sync"},
+      {"small_cnn", 7, {1, 1, 1}, "cpu", "sync"},
+      {"small_cnn", 8, {2, 2}, "cpu", "frozen"},
+      {"small_cnn", 10, {1, 2}, "mirrored", "sync"},
   };
 }
 
 std::string caseName(const testing::TestParamInfo<Case> &info) {
   const Case &c = info.param;
-  return c.model + "_B" + std::to_string(c.batch) + "_W" + std::to_string(c.workers) + "x" +
-         std::to_string(c.perWorker) + "_" + c.params + "_" + c.bn;
+  return c.model + "_B" + std::to_string(c.batch) + "_T" + joined(c.towers, "_") + "_" + c.params +
+         "_" + c.bn;
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, WorkersTrain, testing::ValuesIn(cases()), caseName);

@@ -8,6 +8,10 @@
 #include "placement/DotView.h"
 #include "placement/Placer.h"
 
+#include "llvm/ADT/StringExtras.h"
+
+#include <numeric>
+
 namespace graphc {
 
 static void keepForwardGraph(const Module &forward, Module &compiled) {
@@ -51,30 +55,63 @@ static bool kernelFor(const Node &n, DeviceType t) {
   return KernelRegistry::global().supports(n, kind);
 }
 
+std::vector<unsigned> PlacementRequest::workerGpus() const {
+  if (tasks)
+    return tasks->workerGpus();
+  return std::vector<unsigned>((size_t)std::max(1, workers), (unsigned)std::max(0, gpus));
+}
+
+void recordWorkers(Module &plan, const PlacementRequest &place,
+                   llvm::ArrayRef<unsigned> towersPerWorker) {
+  if (towersPerWorker.size() > 1) {
+    plan.meta().set("workers", (int64_t)towersPerWorker.size());
+    plan.meta().set("worker_towers", Ints(towersPerWorker.begin(), towersPerWorker.end()));
+  }
+  if (place.tasks)
+    plan.meta().set("tasks", tasksToJson(*place.tasks));
+}
+
+llvm::Expected<std::optional<TaskCluster>> planTasks(const Module &plan) {
+  std::string json = plan.meta().getString("tasks");
+  if (json.empty())
+    return std::nullopt;
+  auto tasks = parseTasksJson(json, 0);
+  if (!tasks)
+    return withContext(tasks.takeError(), "module '" + plan.name() + "': its tasks");
+  return std::optional<TaskCluster>(std::move(*tasks));
+}
+
+static std::string joined(llvm::ArrayRef<unsigned> v) {
+  return llvm::join(llvm::map_range(v, [](unsigned n) { return std::to_string(n); }), ", ");
+}
+
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place) {
-  const int workers = std::max(1, place.workers);
+  // One tower per GPU of every worker, in rank order.
+  const std::vector<unsigned> workerGpus = place.workerGpus();
+  const unsigned workers = (unsigned)workerGpus.size();
   if (workers > 1 && !place.clusterFile.empty())
-    return makeError("--workers with --cluster is not supported yet (a cluster file describes "
-                     "one process's devices): use --gpus N, the GPUs of each worker");
+    return makeError("several workers with --cluster are not supported (a cluster file describes "
+                     "one process's devices): give each worker's GPUs with --gpus or --tasks");
   PlacementRequest whole = place;
-  whole.gpus = place.gpus * workers;
+  if (workers > 1 || place.tasks)
+    whole.gpus = (int)std::accumulate(workerGpus.begin(), workerGpus.end(), 0u);
   auto cluster = clusterFor(whole);
   if (!cluster)
     return cluster.takeError();
-  int gpus = (int)cluster->numGpus() / workers;
+  int gpus = (int)cluster->numGpus();
   if (gpus == 0)
     return makeError("the cluster has no GPU to place towers on");
-  int towers = place.towers.value_or(gpus);
-  if (workers > 1 && towers != gpus)
-    return makeError("--towers " + llvm::Twine(towers) + " with --workers " + llvm::Twine(workers) +
-                     ": a multi-worker plan has one tower per GPU (" + llvm::Twine(gpus) +
+  if (workers > 1 && place.towers &&
+      llvm::any_of(workerGpus, [&](unsigned g) { return (int)g != *place.towers; }))
+    return makeError("--towers " + llvm::Twine(*place.towers) + " with " + llvm::Twine(workers) +
+                     " workers: a multi-worker plan has one tower per GPU (" + joined(workerGpus) +
                      " per worker)");
+  int towers = workers > 1 ? gpus : place.towers.value_or(gpus);
   if (towers < 0 || towers > gpus)
     return makeError("--towers " + llvm::Twine(towers) + " does not fit the cluster: it has " +
                      llvm::Twine(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
                      " (one tower per GPU at most; 0: the single-device graph)");
-  towers *= workers;
   req.options.towers = towers;
   if (req.options.batch <= 0 && !forward.batch())
     req.options.batch = kDefaultBatchPerTower * std::max(1, towers);
@@ -88,8 +125,7 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
     return m.takeError();
   // The cluster travels with the plan, for `graphc inspect`.
   (*m)->meta().set("cluster", clusterToJson(*cluster));
-  if (workers > 1)
-    (*m)->meta().set("workers", (int64_t)workers);
+  recordWorkers(**m, place, workerGpus);
   return m;
 }
 

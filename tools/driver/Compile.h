@@ -15,6 +15,7 @@
 
 #include "passes/Pass.h"
 #include "placement/Cluster.h"
+#include "placement/Tasks.h"
 
 #include <memory>
 #include <optional>
@@ -38,7 +39,15 @@ struct PlacementRequest {
   /// devices above; the towers of all workers are planned together
   /// (passes/WorkerPart.h) and meta `workers` records W.
   int workers = 1;
-  bool wanted() const { return gpus > 0 || !clusterFile.empty(); }
+  /// Or the tasks of a cluster file or TF_CONFIG (placement/Tasks.h): its
+  /// chief and workers, each with its own GPUs (given a default by --gpus),
+  /// and its ps tasks. The plan records them (meta `tasks`).
+  std::optional<TaskCluster> tasks;
+  /// Where `tasks` came from, for messages: "--tasks FILE" or "TF_CONFIG".
+  std::string tasksSource;
+  bool wanted() const { return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty(); }
+  /// The training workers' GPUs (one entry per worker; 0: a host tower).
+  std::vector<unsigned> workerGpus() const;
 };
 
 llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
@@ -49,11 +58,20 @@ llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
 inline constexpr int64_t kDefaultBatchPerTower = 32;
 /// Training compiled for a cluster: one tower per GPU unless place.towers
 /// says otherwise; with no batch given and a symbolic one in the model,
-/// kDefaultBatchPerTower per tower. With place.workers W > 1, the towers of W
-/// workers with `gpus` GPUs each (tower t on gpu:t, worker t / towers).
+/// kDefaultBatchPerTower per tower. With several workers (place.workers or
+/// place.tasks), one tower per GPU of every worker, in rank order (tower t
+/// on gpu:t), recorded by recordWorkers.
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place);
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch);
+
+/// Records in a plan for several workers (or from a cluster of tasks) its
+/// workers, their towers and its tasks (meta `workers`, `worker_towers`,
+/// `tasks`); nothing for one worker without tasks.
+void recordWorkers(Module &plan, const PlacementRequest &place,
+                   llvm::ArrayRef<unsigned> towersPerWorker);
+/// The tasks a plan records, if any.
+llvm::Expected<std::optional<TaskCluster>> planTasks(const Module &plan);
 
 /// True for a module the training pipeline already produced (a module file
 /// from `graphc compile` or `graphc place`).

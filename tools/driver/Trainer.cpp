@@ -185,8 +185,15 @@ uint64_t planHash(const Module &plan) {
   return h;
 }
 
-/// The workers a run's plan asks for against the processes mpirun started.
-llvm::Error checkWorldSize(unsigned planned, const Workers &workers) {
+/// The processes a run's plan asks for (its workers, or the tasks of its
+/// cluster) against the processes mpirun started.
+llvm::Error checkWorldSize(unsigned planned, const std::optional<TaskCluster> &tasks,
+                           const Workers &workers) {
+  if (tasks && tasks->numPs())
+    return makeError("the cluster has " + llvm::Twine(tasks->numPs()) + " ps task" +
+                     (tasks->numPs() == 1 ? "" : "s") +
+                     ": graphrun does not run parameter-server tasks yet; list only chief and "
+                     "worker tasks");
   if (planned == workers.size())
     return llvm::Error::success();
   if (!workers.usesMpi())
@@ -230,6 +237,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     return loaded.takeError();
   // A module `graphc compile` or `graphc place` wrote is already a training
   // step; its forward graph serves evaluation and checkpoints.
+  std::vector<std::string> notes; // printed with the run plan
   std::unique_ptr<Module> precompiled;
   if (isCompiledForTraining(*loaded->forward)) {
     precompiled = std::move(loaded->forward);
@@ -237,13 +245,27 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     if (!fwd)
       return fwd.takeError();
     loaded->forward = std::move(*fwd);
-    if (opts.placement.wanted() || opts.placement.workers > 1)
+    const bool fromEnvironment = opts.placement.tasksSource == "TF_CONFIG";
+    if (opts.placement.gpus > 0 || !opts.placement.clusterFile.empty() ||
+        opts.placement.workers > 1 || (opts.placement.tasks && !fromEnvironment))
       return makeError("'" + opts.model.path +
-                       "' is already compiled; --gpus, --cluster and --workers apply to models");
+                       "' is already compiled; --gpus, --cluster, --workers and --tasks apply "
+                       "to models");
+    if (opts.placement.tasks)
+      notes.push_back("TF_CONFIG is not read: the plan '" + opts.model.path +
+                      "' records its own workers");
   }
-  const unsigned plannedWorkers =
-      precompiled ? planWorkers(*precompiled) : (unsigned)std::max(1, opts.placement.workers);
-  if (auto e = checkWorldSize(plannedWorkers, workers))
+  std::optional<TaskCluster> tasks = opts.placement.tasks;
+  if (precompiled) {
+    auto recorded = planTasks(*precompiled);
+    if (!recorded)
+      return recorded.takeError();
+    tasks = std::move(*recorded);
+  }
+  const unsigned plannedWorkers = precompiled ? planWorkers(*precompiled)
+                                  : tasks     ? tasks->numWorkers()
+                                              : (unsigned)std::max(1, opts.placement.workers);
+  if (auto e = checkWorldSize(plannedWorkers, tasks, workers))
     return e;
   const Module &forward = *loaded->forward;
   const int64_t batch =
@@ -256,7 +278,6 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   if (!opts.checkpointDir.empty())
     if (auto e = checkWritableDir(opts.checkpointDir))
       return e;
-  std::vector<std::string> notes;
   std::optional<LoadedCheckpoint> ckpt;
   if (opts.resume) {
     auto found = loadForResume(opts.checkpointDir, notes);
@@ -314,7 +335,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       return c.takeError();
     compiled = std::move(*c);
   } else {
-    // Several workers without a cluster: one host tower per worker.
+    // Several workers without GPUs: one host tower per worker.
     CompileRequest req = opts.compile;
     if (plannedWorkers > 1)
       req.options.towers = (int)plannedWorkers;
@@ -322,11 +343,15 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     if (!c)
       return c.takeError();
     compiled = std::move(*c);
-    if (plannedWorkers > 1)
-      compiled->meta().set("workers", (int64_t)plannedWorkers);
+    recordWorkers(*compiled, opts.placement, std::vector<unsigned>(plannedWorkers, 1));
   }
   // Several workers: the same plan everywhere, then this rank's part of it.
   WorkerSlice part{0, batch};
+  // The plan's towers, in all and per worker (the rank keeps only its own).
+  const int towersInAll = std::max<int>(1, compiled->meta().getInt("towers", 1));
+  Ints workerTowers = compiled->meta().getInts("worker_towers");
+  if (workerTowers.empty())
+    workerTowers.assign(plannedWorkers, towersInAll / plannedWorkers);
   if (plannedWorkers > 1) {
     if (auto e = workers.agree(planHash(*compiled), "plan"))
       return e;
@@ -395,27 +420,44 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   // 3. The run plan.
   ModelSummary summary = summarize(forward, batch);
   const Node *input = *dataInput(forward);
-  int towers = std::max<int>(1, compiled->meta().getInt("towers", 1));
-  out << "graphrun train: model " << forward.name() << " (" << summary.nodes
-      << " forward nodes, " << compiled->main().numNodes() << " in the training graph)\n";
+  out << "graphrun train: model " << forward.name() << " (" << summary.nodes << " forward nodes, "
+      << compiled->main().numNodes() << " in the training graph)\n";
   out << "  devices    " << llvm::join(executor.deviceDescriptions(), ", ") << "\n";
   if (!emulation.empty())
     out << "  emulation  " << emulation << "\n";
-  if (plannedWorkers > 1)
-    out << "  workers    " << plannedWorkers << " processes (mpirun), " << towers << " tower"
-        << (towers == 1 ? "" : "s") << " each; this is rank 0, the chief, with "
-        << "samples " << part.offset << ".." << part.offset + part.count - 1 << " of every batch\n";
+  if (plannedWorkers > 1) {
+    out << "  workers    " << plannedWorkers << " processes (mpirun), ";
+    if (llvm::is_splat(workerTowers))
+      out << workerTowers[0] << " tower" << (workerTowers[0] == 1 ? "" : "s") << " each";
+    else
+      out << "towers "
+          << llvm::join(llvm::map_range(workerTowers, [](int64_t t) { return std::to_string(t); }),
+                        ", ");
+    out << "; this is rank 0, the chief, with samples " << part.offset << ".."
+        << part.offset + part.count - 1 << " of every batch\n";
+  }
+  if (tasks) {
+    std::vector<std::string> each;
+    for (unsigned r = 0; r < tasks->tasks().size(); ++r) {
+      unsigned gpus = tasks->ofRank(r).gpus;
+      each.push_back(tasks->describe(r) +
+                     (gpus ? " (" + std::to_string(gpus) + " GPU" + (gpus == 1 ? ")" : "s)") : ""));
+    }
+    out << "  tasks      " << llvm::join(each, ", ") << "\n";
+  }
   out << "  batch      " << batch << " global";
-  if (towers * plannedWorkers > 1)
-    out << " over " << towers * plannedWorkers << " towers";
+  if (towersInAll > 1)
+    out << " over " << towersInAll << " towers";
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
   out << "  data       " << opts.data << " (" << (*train)->size() << " samples, "
       << (*train)->numClasses();
-  if (auto modelClasses = numClasses(forward); modelClasses && *modelClasses > (*train)->numClasses())
+  if (auto modelClasses = numClasses(forward);
+      modelClasses && *modelClasses > (*train)->numClasses())
     out << " of the model's " << *modelClasses;
   out << " classes, " << perEpoch << " steps per epoch)\n";
   const CompileOptions &co = opts.compile.options;
+  const int towers = towersInAll;
   double lrScale = opts.scaleLrByTowers ? towers : 1;
   auto num = [](double d) { return llvm::format("%g", d); };
   out << "  optimizer  " << co.optimizer << ", lr " << num(co.learningRate * lrScale);

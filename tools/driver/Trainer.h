@@ -24,8 +24,10 @@
 // optimizers' step counts), so a resumed run ends bit-identical to one that
 // was never stopped.
 //
-// Several workers (`mpirun -np W graphrun train ... --workers W`, or a plan
-// placed with --workers W): every rank compiles or loads the same plan,
+// Several workers (`mpirun -np W graphrun train ... --workers W`, a cluster of
+// tasks from --tasks FILE or TF_CONFIG, whose workers may have different
+// device counts, or a plan placed with either): every rank compiles or loads
+// the same plan,
 // checks that the plan's workers are mpirun's processes and that every rank
 // holds the same plan (a hash compared at start-up), and runs its own part
 // of it (passes/WorkerPart.h): its towers, and its contiguous part of every
