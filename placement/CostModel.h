@@ -87,6 +87,10 @@ using PeakActivationBytes = std::function<std::optional<int64_t>(llvm::StringRef
 /// their memory are flagged.
 void printCostReport(const PlacementCost &cost, const Cluster &c, llvm::raw_ostream &os,
                      const PeakActivationBytes &peak = nullptr);
+/// Prints rows of cells in columns: the first `leftColumns` aligned left
+/// (names), the others right (numbers); rows[0] is the header.
+void printTable(llvm::ArrayRef<std::vector<std::string>> rows, llvm::raw_ostream &os,
+                unsigned leftColumns = 1);
 /// The same figures as JSON (bytes, FLOPs and seconds unscaled).
 llvm::json::Value costReportJson(const PlacementCost &cost, const Cluster &c,
                                  const PeakActivationBytes &peak = nullptr);

@@ -36,7 +36,10 @@ bool overMemory(const DeviceCost &d, const Cluster &c, std::optional<int64_t> pe
   return dev && d.variableBytes + peak.value_or(0) > dev->memoryBytes;
 }
 
-void printTable(llvm::ArrayRef<std::vector<std::string>> rows, llvm::raw_ostream &os) {
+} // namespace
+
+void printTable(llvm::ArrayRef<std::vector<std::string>> rows, llvm::raw_ostream &os,
+                unsigned leftColumns) {
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto &r : rows)
     for (size_t i = 0; i < r.size(); ++i)
@@ -44,17 +47,14 @@ void printTable(llvm::ArrayRef<std::vector<std::string>> rows, llvm::raw_ostream
   for (const auto &r : rows) {
     std::string line;
     for (size_t i = 0; i < r.size(); ++i) {
+      std::string pad(width[i] - r[i].size(), ' ');
+      std::string gap(i ? 2 : 0, ' ');
       // Names left, numbers right.
-      if (i == 0)
-        line += r[i] + std::string(width[i] - r[i].size(), ' ');
-      else
-        line += std::string(width[i] - r[i].size() + 2, ' ') + r[i];
+      line += i < leftColumns ? gap + r[i] + pad : gap + pad + r[i];
     }
     os << llvm::StringRef(line).rtrim() << '\n';
   }
 }
-
-} // namespace
 
 void printCostReport(const PlacementCost &cost, const Cluster &c, llvm::raw_ostream &os,
                      const PeakActivationBytes &peak) {

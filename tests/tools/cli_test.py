@@ -113,6 +113,48 @@ class GraphcTest(CliCase):
         run(GRAPHC, "view", placed, "-o", self.path("v.dot"))
         self.assertIn("digraph", open(self.path("v.dot")).read())
 
+    def test_inspect_a_plan_for_several_workers(self):
+        # A chief with 2 GPUs and a worker with 1, mlp mirrored: each worker as
+        # its rank runs it, the gradients summed inside it and then across.
+        tasks = self.path("tasks.json")
+        with open(tasks, "w") as f:
+            json.dump({"chief": [{"host": "node0", "gpus": 2}], "worker": [{"host": "node1", "gpus": 1}]}, f)
+        placed = self.path("mlp.placed")
+        run(GRAPHC, "place", "--model", "mlp", "--batch", "10", "--tasks", tasks, "--params", "mirrored",
+            "--optimizer", "momentum", "-o", placed)
+        report = json.loads(run(GRAPHC, "inspect", "--json", placed).stdout)
+        self.assertEqual((report["towers"], report["global_batch"]), (3, 10))
+        chief, worker = report["workers"]
+        self.assertEqual((chief["task"], chief["towers"], chief["sample_offset"], chief["samples"]),
+                         ("chief on node0", 2, 0, 7))
+        self.assertEqual((worker["task"], worker["towers"], worker["sample_offset"], worker["samples"]),
+                         ("worker 0 on node1", 1, 7, 3))
+        self.assertEqual([d["device"] for d in chief["cost"]["devices"]], ["cpu:0", "gpu:0", "gpu:1"])
+        self.assertEqual([d["device"] for d in worker["cost"]["devices"]], ["cpu:0", "gpu:0"])
+        params = 269322 * 4  # mlp's float32 parameters, one bucket
+        # Inside the chief, a ring of 2 sends 2(n-1)/n of the bucket each way;
+        # the worker's one tower has no one to reduce with.
+        pairs = {(t["from"], t["to"]): t["bytes"] for t in chief["cost"]["traffic"]}
+        self.assertEqual(pairs[("gpu:0", "gpu:1")], params)
+        self.assertEqual(pairs[("gpu:1", "gpu:0")], params)
+        self.assertFalse([t for t in worker["cost"]["traffic"] if t["from"].startswith("gpu")
+                          and t["to"].startswith("gpu")])
+        # Between the 2 workers: the bucket and the loss, 2(W-1)/W of each.
+        for w in (chief, worker):
+            self.assertEqual((w["between_workers_bytes"], w["between_workers_sums"]), (params + 4, 2))
+        # The chief's 7 samples cost more than the worker's 3, and each GPU
+        # holds a replica of the parameters and their momentum.
+        flops = [sum(d["flops"] for d in w["cost"]["devices"]) for w in (chief, worker)]
+        self.assertGreater(flops[0], 2 * flops[1])
+        for w in (chief, worker):
+            for d in w["cost"]["devices"]:
+                self.assertEqual(d["variable_bytes"], 2 * params if d["device"].startswith("gpu") else 0)
+        text = run(GRAPHC, "inspect", placed).stdout
+        self.assertIn("plan for 2 workers (mpirun -np 2), 3 towers, global batch 10", text)
+        self.assertRegex(text, r"0\s+chief on node0\s+2\s+0\.\.6")
+        self.assertRegex(text, r"1\s+worker 0 on node1\s+1\s+7\.\.9")
+        self.assertIn("rank 1: worker 0 on node1, the part of the plan it runs:", text)
+
     def test_parameter_bytes_follow_the_mode(self):
         def var_mib(mode, gpus=4):
             placed = self.path("m-%s.placed" % mode.replace(":", ""))

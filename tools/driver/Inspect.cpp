@@ -2,13 +2,17 @@
 
 #include "executor/MemoryPlan.h"
 #include "executor/Schedule.h"
+#include "ir/Clone.h"
 #include "ir/Diagnostics.h"
+#include "passes/WorkerPart.h"
 #include "placement/CostModel.h"
 #include "tools/driver/Compile.h"
 
 #include "llvm/ADT/StringExtras.h"
 
 #include "llvm/ADT/StringMap.h"
+
+#include <set>
 
 namespace graphc {
 
@@ -70,6 +74,171 @@ llvm::Error checkPlanFitsCluster(const Module &compiled) {
                    " (lower --batch, or give the devices their real memory_bytes)");
 }
 
+namespace {
+
+/// What one worker of a multi-worker plan runs, and what it costs.
+struct WorkerReport {
+  unsigned rank = 0;
+  std::string task; ///< "chief on node0", or "worker 1" without tasks
+  int64_t towers = 0;
+  WorkerSlice samples;
+  Cluster cluster;
+  PlacementCost cost;
+  llvm::StringMap<int64_t> peak;
+  /// Sent (and received) across workers per step: a ring all-reduce of
+  /// every group marked `workers`, once per worker after the sum inside it.
+  int64_t betweenBytes = 0;
+  unsigned betweenGroups = 0;
+};
+
+/// The devices one worker sees: the host and its GPUs, renumbered from gpu:0
+/// as selectWorkerPart renumbers them.
+llvm::Expected<Cluster> workerCluster(const Cluster &whole, unsigned firstGpu, unsigned gpus) {
+  auto rename = [&](llvm::StringRef name) -> std::optional<std::string> {
+    unsigned k = 0;
+    if (name == "cpu:0")
+      return name.str();
+    if (name.consume_front("gpu:") && !name.getAsInteger(10, k) && k >= firstGpu &&
+        k < firstGpu + gpus)
+      return "gpu:" + std::to_string(k - firstGpu);
+    return std::nullopt;
+  };
+  std::vector<ClusterDevice> devices;
+  for (const ClusterDevice &d : whole.devices())
+    if (auto name = rename(d.name)) {
+      devices.push_back(d);
+      devices.back().name = *name;
+    }
+  std::vector<Link> links;
+  for (const Link &l : whole.links()) {
+    auto a = rename(l.a), b = rename(l.b);
+    if (a && b)
+      links.push_back({*a, *b, l.bandwidth});
+  }
+  return Cluster::create(std::move(devices), std::move(links), whole.kindPeakFlops(DeviceType::CPU),
+                         whole.kindPeakFlops(DeviceType::GPU));
+}
+
+llvm::Expected<std::vector<WorkerReport>> reportWorkers(const Module &plan, const Cluster &whole) {
+  const unsigned workers = planWorkers(plan);
+  auto tasks = planTasks(plan);
+  if (!tasks)
+    return tasks.takeError();
+  Ints towers = plan.meta().getInts("worker_towers");
+  if (towers.empty())
+    towers.assign(workers, plan.meta().getInt("towers") / workers);
+  std::vector<WorkerReport> reports;
+  unsigned firstGpu = 0;
+  for (unsigned w = 0; w < workers; ++w) {
+    WorkerReport r;
+    r.rank = w;
+    r.task = *tasks   ? (*tasks)->describe(w)
+             : w == 0 ? "worker 0 (the chief)"
+                      : "worker " + std::to_string(w);
+    r.towers = towers[w];
+    auto slice = workerSlice(plan, w);
+    if (!slice)
+      return slice.takeError();
+    r.samples = *slice;
+    std::unique_ptr<Module> part = cloneModule(plan);
+    if (auto e = selectWorkerPart(*part, w))
+      return e;
+    auto cluster = workerCluster(whole, firstGpu, (unsigned)r.towers);
+    if (!cluster)
+      return cluster.takeError();
+    firstGpu += (unsigned)r.towers;
+    r.cluster = std::move(*cluster);
+    auto cost = estimatePlacementCost(*part, r.cluster);
+    if (!cost)
+      return cost.takeError();
+    r.cost = std::move(*cost);
+    auto peak = peakActivations(*part);
+    if (!peak)
+      return peak.takeError();
+    r.peak = std::move(*peak);
+    std::set<std::string> groups;
+    for (const Node *n : part->main().nodes())
+      if (n->op() == Op::AllReduce && n->attrs().has("workers") &&
+          groups.insert(n->attrs().getString("group")).second) {
+        int64_t bytes = 0;
+        for (const Value *v : n->operands())
+          bytes += v->type().bytes(r.samples.count);
+        r.betweenBytes += 2 * (workers - 1) * bytes / workers;
+      }
+    r.betweenGroups = (unsigned)groups.size();
+    reports.push_back(std::move(r));
+  }
+  return reports;
+}
+
+PeakActivationBytes peakFrom(const llvm::StringMap<int64_t> &peak) {
+  return [&peak](llvm::StringRef device) -> std::optional<int64_t> {
+    auto it = peak.find(device);
+    if (it == peak.end())
+      return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string mibText(int64_t bytes) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.1f", bytes / double(1 << 20));
+  return buf;
+}
+
+void printWorkersReport(const Module &plan, llvm::ArrayRef<WorkerReport> workers,
+                        llvm::raw_ostream &os) {
+  os << "plan for " << workers.size() << " workers (mpirun -np " << workers.size() << "), "
+     << plan.meta().getInt("towers") << " towers, global batch " << plan.batch().value_or(0)
+     << "\n\nper worker, per step (between workers: sent, and as much received):\n";
+  std::vector<std::vector<std::string>> rows{{"rank", "task", "towers", "samples", "GFLOP",
+                                              "var MiB", "peak act MiB", "inside MiB",
+                                              "between MiB"}};
+  for (const WorkerReport &w : workers) {
+    int64_t flops = 0, vars = 0, peak = 0, inside = 0;
+    for (const DeviceCost &d : w.cost.devices) {
+      flops += d.flops;
+      vars += d.variableBytes;
+      peak += w.peak.lookup(d.device);
+    }
+    inside = w.cost.totalTrafficBytes();
+    char gflop[32];
+    snprintf(gflop, sizeof(gflop), "%.2f", flops / 1e9);
+    rows.push_back({std::to_string(w.rank), w.task, std::to_string(w.towers),
+                    std::to_string(w.samples.offset) + ".." +
+                        std::to_string(w.samples.offset + w.samples.count - 1),
+                    gflop, mibText(vars), mibText(peak), mibText(inside), mibText(w.betweenBytes)});
+  }
+  printTable(rows, os, /*leftColumns=*/2);
+  for (const WorkerReport &w : workers) {
+    os << "\nrank " << w.rank << ": " << w.task << ", the part of the plan it runs:\n";
+    printCostReport(w.cost, w.cluster, os, peakFrom(w.peak));
+    os << "between workers: " << mibText(w.betweenBytes) << " MiB sent and received per step ("
+       << w.betweenGroups << " sums across " << workers.size()
+       << " workers, ring all-reduce: 2(W-1)/W of each; the network's time is not modelled)\n";
+  }
+}
+
+llvm::json::Value workersReportJson(const Module &plan, llvm::ArrayRef<WorkerReport> workers) {
+  llvm::json::Array list;
+  for (const WorkerReport &w : workers)
+    list.push_back(
+        llvm::json::Object{{"rank", (int64_t)w.rank},
+                           {"task", w.task},
+                           {"towers", w.towers},
+                           {"sample_offset", w.samples.offset},
+                           {"samples", w.samples.count},
+                           {"between_workers_bytes", w.betweenBytes},
+                           {"between_workers_sums", (int64_t)w.betweenGroups},
+                           {"inside_bytes", w.cost.totalTrafficBytes()},
+                           {"cost", costReportJson(w.cost, w.cluster, peakFrom(w.peak))}});
+  return llvm::json::Object{{"workers", std::move(list)},
+                            {"towers", plan.meta().getInt("towers")},
+                            {"global_batch", plan.batch().value_or(0)}};
+}
+
+} // namespace
+
 llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool json) {
   std::string clusterJson = placed.meta().getString("cluster");
   if (clusterJson.empty())
@@ -78,6 +247,17 @@ llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool 
   auto cluster = parseClusterJson(clusterJson);
   if (!cluster)
     return cluster.takeError();
+  // Several workers: each as its rank runs it, on its own host and GPUs.
+  if (planWorkers(placed) > 1) {
+    auto workers = reportWorkers(placed, *cluster);
+    if (!workers)
+      return workers.takeError();
+    if (json)
+      os << workersReportJson(placed, *workers) << "\n";
+    else
+      printWorkersReport(placed, *workers, os);
+    return llvm::Error::success();
+  }
   auto cost = estimatePlacementCost(placed, *cluster);
   if (!cost)
     return cost.takeError();

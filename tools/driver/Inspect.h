@@ -5,6 +5,15 @@
 // step, predicted times) with each device's peak activation bytes taken from
 // the executor's memory plan for the very order the executor will issue.
 //
+// A plan for several workers is reported per worker, each as its rank runs
+// it (passes/WorkerPart.h: its towers on its own host and GPUs, numbered from
+// gpu:0): a table of the workers (task, towers, samples of every batch,
+// FLOPs, variable and peak activation bytes, traffic inside the worker and
+// between workers), then each worker's per-device table and traffic. Between
+// workers is the ring all-reduce of every sum marked `workers` (2(W-1)/W of
+// its bytes, sent and as much received, once per worker); the network's
+// time is not modelled.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
