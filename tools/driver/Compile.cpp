@@ -90,9 +90,10 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
   // One tower per GPU of every worker, in rank order.
   const std::vector<unsigned> workerGpus = place.workerGpus();
   const unsigned workers = (unsigned)workerGpus.size();
-  if (workers > 1 && !place.clusterFile.empty())
-    return makeError("several workers with --cluster are not supported (a cluster file describes "
-                     "one process's devices): give each worker's GPUs with --gpus or --tasks");
+  if ((workers > 1 || place.tasks) && !place.clusterFile.empty())
+    return makeError("--cluster with several workers or --tasks is not supported (a cluster file "
+                     "describes one process's devices): give each worker's GPUs with --gpus or "
+                     "--tasks");
   PlacementRequest whole = place;
   if (workers > 1 || place.tasks)
     whole.gpus = (int)std::accumulate(workerGpus.begin(), workerGpus.end(), 0u);

@@ -457,12 +457,11 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << " of the model's " << *modelClasses;
   out << " classes, " << perEpoch << " steps per epoch)\n";
   const CompileOptions &co = opts.compile.options;
-  const int towers = towersInAll;
-  double lrScale = opts.scaleLrByTowers ? towers : 1;
+  double lrScale = opts.scaleLrByTowers ? towersInAll : 1;
   auto num = [](double d) { return llvm::format("%g", d); };
   out << "  optimizer  " << co.optimizer << ", lr " << num(co.learningRate * lrScale);
   if (lrScale != 1)
-    out << " (" << num(co.learningRate) << " x " << towers << " towers)";
+    out << " (" << num(co.learningRate) << " x " << towersInAll << " towers)";
   out << " (" << opts.lrSchedule << ")";
   if (co.optimizer == "momentum")
     out << ", momentum " << num(co.momentum) << (co.nesterov ? " nesterov" : "");
