@@ -391,11 +391,15 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
       return e;
   if (filled == 0 || (filled < batch && options_.dropLast))
     return std::nullopt;
-  out.samples = filled;
+  return handOut(std::move(out), filled);
+}
+
+std::optional<Batch> DataLoader::handOut(Batch out, int64_t samples) {
+  out.samples = samples;
   out.index = batchIndex_++;
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.batches;
-  stats_.samples += filled;
+  stats_.samples += samples;
   return std::optional<Batch>(std::move(out));
 }
 
@@ -422,12 +426,7 @@ llvm::Expected<std::optional<Batch>> DataLoader::nextPart() {
   Batch out;
   out.images = std::move(chunk.images);
   out.labels = std::move(chunk.labels);
-  out.samples = rows_;
-  out.index = batchIndex_++;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.batches;
-  stats_.samples += rows_;
-  return std::optional<Batch>(std::move(out));
+  return handOut(std::move(out), rows_);
 }
 
 llvm::Error DataLoader::loadPosition(int64_t position, float *dst, int64_t &label) {
@@ -518,12 +517,7 @@ llvm::Expected<std::optional<Batch>> DataLoader::partAfterSkips(int64_t window, 
   // Prefetching goes on after the window.
   nextChunk_ = 0;
   restartChunks(end, 0, /*newEpoch=*/false);
-  out.samples = rows_;
-  out.index = batchIndex_++;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.batches;
-  stats_.samples += rows_;
-  return std::optional<Batch>(std::move(out));
+  return handOut(std::move(out), rows_);
 }
 
 } // namespace graphc

@@ -206,6 +206,8 @@ private:
   llvm::Error checkEpochHadSamples();
   /// next() with a part (point 7).
   llvm::Expected<std::optional<Batch>> nextPart();
+  /// Numbers a batch of `samples` samples, counts it and hands it out.
+  std::optional<Batch> handOut(Batch out, int64_t samples);
   /// The batch after skipped samples: `failed` flags the window at `window`.
   llvm::Expected<std::optional<Batch>> partAfterSkips(int64_t window, Chunk chunk,
                                                       std::vector<uint8_t> failed);
