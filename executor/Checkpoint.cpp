@@ -118,6 +118,19 @@ llvm::Error checkFinite(llvm::ArrayRef<NamedTensor> tensors, llvm::StringRef pat
 
 llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward, const Executor &ex,
                            const Module &compiled, const CheckpointInfo &info) {
+  std::vector<NamedTensor> tensors;
+  for (const Variable &v : compiled.variables()) {
+    auto t = ex.readVariable(v.name);
+    if (!t)
+      return t.takeError();
+    tensors.push_back({v.name, std::move(*t)});
+  }
+  return saveCheckpoint(path, forward, tensors, compiled, info);
+}
+
+llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward,
+                           llvm::ArrayRef<NamedTensor> tensors, const Module &compiled,
+                           const CheckpointInfo &info) {
   Archive a;
   // A header module (meta only) with the run's position, then the model.
   Module header(forward.name());
@@ -130,11 +143,17 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward, const Ex
   header.meta().set(kBatch, info.batch);
   header.meta().set(kData, info.data);
   a.text = toText(header) + toText(forward);
+  llvm::StringMap<const Tensor *> byName;
+  for (const NamedTensor &t : tensors)
+    byName[t.name] = &t.tensor;
   for (const Variable &v : compiled.variables()) {
-    auto t = ex.readVariable(v.name);
-    if (!t)
-      return t.takeError();
-    a.tensors.push_back({v.name, std::move(*t)});
+    auto it = byName.find(v.name);
+    if (it == byName.end())
+      return makeError("no value of variable '" + v.name + "' to save");
+    if (it->second->type() != v.type)
+      return makeError("variable '" + v.name + "' is " + toString(v.type) + ", its value " +
+                       toString(it->second->type()));
+    a.tensors.push_back({v.name, *it->second});
   }
   return writeArchive(path, a);
 }
@@ -196,11 +215,32 @@ llvm::Expected<LoadedCheckpoint> loadCheckpointFile(llvm::StringRef pathRef) {
   return c;
 }
 
-llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Executor &ex) {
-  Fit fit(ckpt.tensors, compiled);
+llvm::Error checkFits(const LoadedCheckpoint &ckpt, const Module &plan) {
+  Fit fit(ckpt.tensors, plan);
   if (!fit.ok())
-    return fit.error("checkpoint '" + ckpt.path + "' does not fit the model '" + compiled.name() +
+    return fit.error("checkpoint '" + ckpt.path + "' does not fit the model '" + plan.name() +
                      "'");
+  return llvm::Error::success();
+}
+
+llvm::Error restorePartInto(const LoadedCheckpoint &ckpt, Executor &ex) {
+  llvm::StringMap<const Tensor *> saved;
+  for (const NamedTensor &t : ckpt.tensors)
+    saved[t.name] = &t.tensor;
+  for (const std::string &name : ex.variableNames()) {
+    auto it = saved.find(name);
+    if (it == saved.end())
+      return makeError("checkpoint '" + ckpt.path + "' has no tensor '" + name + "'");
+    if (auto e = ex.writeVariable(name, *it->second))
+      return e;
+  }
+  ex.setStep(ckpt.info.step);
+  return llvm::Error::success();
+}
+
+llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Executor &ex) {
+  if (auto e = checkFits(ckpt, compiled))
+    return e;
   llvm::StringMap<const Tensor *> saved;
   for (const NamedTensor &t : ckpt.tensors)
     saved[t.name] = &t.tensor;

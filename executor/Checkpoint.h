@@ -58,6 +58,12 @@ inline constexpr unsigned kDefaultKeepCheckpoints = 2;
 llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward, const Executor &ex,
                            const Module &compiled, const CheckpointInfo &info);
 
+/// The same from tensors gathered elsewhere (a run with parameter-server
+/// tasks, whose variables live in several processes), written in the order
+/// of `compiled`'s variables; every one of them must be there.
+llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward,
+                           llvm::ArrayRef<NamedTensor> tensors, const Module &compiled,
+                           const CheckpointInfo &info);
 /// Writes a step file into `dir` (created if needed), points `latest` at it,
 /// and keeps the newest `keep` step files. Returns the file written. When the
 /// write fails (a full disk), the message says which checkpoint is intact.
@@ -66,6 +72,10 @@ llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Modul
                                                 const CheckpointInfo &info,
                                                 unsigned keep = kDefaultKeepCheckpoints);
 
+llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Module &forward,
+                                                llvm::ArrayRef<NamedTensor> tensors,
+                                                const Module &compiled, const CheckpointInfo &info,
+                                                unsigned keep = kDefaultKeepCheckpoints);
 /// A file, or a directory's `latest`: the checkpoint file to read. `latest`
 /// must hold exactly one file name of the directory (and a newline).
 llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef pathOrDir);
@@ -92,6 +102,12 @@ llvm::Expected<std::optional<LoadedCheckpoint>> loadForResume(llvm::StringRef di
 /// and sets its step counter.
 llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Executor &ex);
 
+/// One process's part of a run whose variables live in several processes
+/// (parameter-server tasks): checkFits against the whole plan before it is
+/// cut, then restorePartInto writes the variables the part's executor holds
+/// and sets its step counter.
+llvm::Error checkFits(const LoadedCheckpoint &ckpt, const Module &plan);
+llvm::Error restorePartInto(const LoadedCheckpoint &ckpt, Executor &ex);
 /// Checks that a checkpoint directory can be written (before training starts).
 llvm::Error checkWritableDir(llvm::StringRef dir);
 

@@ -133,9 +133,10 @@ llvm::Error checkWritableDir(llvm::StringRef dir) {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Module &forward,
-                                                const Executor &ex, const Module &compiled,
-                                                const CheckpointInfo &info, unsigned keep) {
+/// Writes a step file with `write`, then `latest`, then keeps `keep`.
+static llvm::Expected<std::string>
+saveStepFile(llvm::StringRef dir, const CheckpointInfo &info, unsigned keep,
+             llvm::function_ref<llvm::Error(llvm::StringRef path)> write) {
   assert(keep >= 1 && "keep at least the checkpoint just written");
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return makeError("cannot create checkpoint directory '" + dir + "': " + ec.message());
@@ -154,7 +155,7 @@ llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Modul
     return makeError("checkpoint of step " + llvm::Twine(info.step) +
                      " not written: " + llvm::toString(std::move(e)) + previous);
   };
-  if (auto e = saveCheckpoint(path, forward, ex, compiled, info))
+  if (auto e = write(path))
     return failed(std::move(e));
   if (auto e = writeFileAtomically(join(dir, kLatest), name + "\n"))
     return failed(std::move(e));
@@ -171,6 +172,23 @@ llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Modul
     llvm::sys::fs::remove(file);
   }
   return path;
+}
+
+llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Module &forward,
+                                                const Executor &ex, const Module &compiled,
+                                                const CheckpointInfo &info, unsigned keep) {
+  return saveStepFile(dir, info, keep, [&](llvm::StringRef path) {
+    return saveCheckpoint(path, forward, ex, compiled, info);
+  });
+}
+
+llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Module &forward,
+                                                llvm::ArrayRef<NamedTensor> tensors,
+                                                const Module &compiled, const CheckpointInfo &info,
+                                                unsigned keep) {
+  return saveStepFile(dir, info, keep, [&](llvm::StringRef path) {
+    return saveCheckpoint(path, forward, tensors, compiled, info);
+  });
 }
 
 llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef pathOrDir) {

@@ -17,8 +17,14 @@
 namespace graphc {
 
 struct Workers::Comms {
-  MPI_Comm control = MPI_COMM_NULL; ///< agree() and any()
+  MPI_Comm control = MPI_COMM_NULL; ///< every rank: the plan's rendezvous
+  /// The training ranks (with ps tasks; a dup of the world without): their
+  /// agreements and gathers, and the parent of the groups' communicators.
+  MPI_Comm training = MPI_COMM_NULL, trainingControl = MPI_COMM_NULL;
+  MPI_Comm messages = MPI_COMM_NULL; ///< exchange() and receiveAny()
   std::map<std::string, MPI_Comm, std::less<>> groups;
+
+  MPI_Comm workers() const { return trainingControl != MPI_COMM_NULL ? trainingControl : control; }
 };
 
 namespace {
@@ -83,10 +89,13 @@ std::string Workers::whoAmI() const {
   return "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
 }
 
-llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective) {
+llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective, void *statuses,
+                             std::chrono::steady_clock::time_point until) {
   auto *reqs = static_cast<MPI_Request *>(requests);
+  auto *stats = static_cast<MPI_Status *>(statuses);
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now(), deadline = start + timeout_;
+  const auto start = Clock::now();
+  const auto deadline = until == Clock::time_point{} ? start + timeout_ : until;
   // Test often at first (a collective of small tensors completes in
   // microseconds), then sleep longer between tests, up to 200 us.
   std::chrono::microseconds nap(0);
@@ -94,7 +103,7 @@ llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective) 
     int done = 0, rc;
     {
       std::lock_guard<std::mutex> lock(mpiMutex_);
-      rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+      rc = MPI_Testall(n, reqs, &done, stats ? stats : MPI_STATUSES_IGNORE);
     }
     if (rc != MPI_SUCCESS)
       return makeError(collective + " failed: " + mpiErrorText(rc));
@@ -104,7 +113,8 @@ llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective) 
       // The caller names the step; before the first one, say so.
       return makeError(
           collective + (step_.load() >= 0 ? std::string() : std::string(" at start-up")) +
-          " did not complete within " + seconds(timeout_) +
+          " did not complete within " +
+          seconds(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start)) +
           " s: another rank died or stalled (--collective-timeout); ending every rank");
     }
     std::this_thread::sleep_for(nap);
@@ -113,15 +123,20 @@ llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective) 
 }
 
 llvm::Expected<std::vector<uint64_t>> Workers::gather(uint64_t value, llvm::StringRef what) {
+  return gatherOn(/*world=*/false, value, what);
+}
+
+llvm::Expected<std::vector<uint64_t>> Workers::gatherOn(bool world, uint64_t value,
+                                                        llvm::StringRef what) {
   if (!mpi_)
     return std::vector<uint64_t>{value};
-  std::vector<unsigned long long> all(size_);
+  std::vector<unsigned long long> all(world ? size_ : numWorkers());
   unsigned long long mine = value;
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpiMutex_);
     int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
-                            comms_->control, &req);
+                            world ? comms_->control : comms_->workers(), &req);
     if (rc != MPI_SUCCESS)
       return makeError(what + " failed: " + mpiErrorText(rc));
   }
@@ -133,7 +148,7 @@ llvm::Expected<std::vector<uint64_t>> Workers::gather(uint64_t value, llvm::Stri
 llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
   if (!mpi_)
     return llvm::Error::success();
-  auto all = gather(value, "comparing the " + what.str());
+  auto all = gatherOn(/*world=*/true, value, "comparing the " + what.str());
   if (!all)
     return all.takeError();
   if (llvm::any_of(*all, [&](uint64_t v) { return v != all->front(); })) {
@@ -151,13 +166,13 @@ llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
 }
 
 llvm::Error Workers::orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringRef what) {
-  if (!mpi_ || size_ == 1 || flags.empty())
+  if (!mpi_ || numWorkers() == 1 || flags.empty())
     return llvm::Error::success();
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpiMutex_);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, flags.data(), (int)flags.size(), MPI_UNSIGNED_CHAR,
-                            MPI_BOR, comms_->control, &req);
+                            MPI_BOR, comms_->workers(), &req);
     if (rc != MPI_SUCCESS)
       return makeError(what + " failed: " + mpiErrorText(rc));
   }
@@ -165,13 +180,13 @@ llvm::Error Workers::orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringR
 }
 
 llvm::Expected<bool> Workers::any(bool flag, llvm::StringRef what) {
-  if (!mpi_ || size_ == 1)
+  if (!mpi_ || numWorkers() == 1)
     return flag;
   int mine = flag ? 1 : 0, result = 0;
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpiMutex_);
-    int rc = MPI_Iallreduce(&mine, &result, 1, MPI_INT, MPI_MAX, comms_->control, &req);
+    int rc = MPI_Iallreduce(&mine, &result, 1, MPI_INT, MPI_MAX, comms_->workers(), &req);
     if (rc != MPI_SUCCESS)
       return makeError(what + " failed: " + mpiErrorText(rc));
   }
@@ -188,7 +203,7 @@ llvm::Error Workers::prepareGroups(llvm::ArrayRef<std::string> groups) {
     if (comms_->groups.count(g))
       continue;
     MPI_Comm c;
-    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    int rc = MPI_Comm_dup(comms_->training != MPI_COMM_NULL ? comms_->training : MPI_COMM_WORLD, &c);
     if (rc != MPI_SUCCESS)
       return makeError("a communicator for collective '" + g + "' failed: " + mpiErrorText(rc));
     comms_->groups[g] = c;
@@ -198,7 +213,7 @@ llvm::Error Workers::prepareGroups(llvm::ArrayRef<std::string> groups) {
 
 llvm::Error Workers::allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorView> tensors,
                                   llvm::StringRef what) {
-  if (!mpi_ || size_ == 1)
+  if (!mpi_ || numWorkers() == 1)
     return llvm::Error::success();
   auto it = comms_->groups.find(group);
   if (it == comms_->groups.end())
@@ -221,8 +236,90 @@ llvm::Error Workers::allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorVi
     }
   }
   return waitAll(reqs.data(), (int)reqs.size(),
-                 "the all-reduce '" + group.str() + "' across " + std::to_string(size_) +
+                 "the all-reduce '" + group.str() + "' across " + std::to_string(numWorkers()) +
                      " workers (" + what.str() + ")");
+}
+
+llvm::Error Workers::setPsTasks(unsigned ps) {
+  if (ps >= size_)
+    return makeError("the run has " + llvm::Twine(size_) + " process" + (size_ == 1 ? "" : "es") +
+                     " and " + llvm::Twine(ps) + " ps task" + (ps == 1 ? "" : "s") +
+                     ": no rank is left to train");
+  if (!mpi_ || ps == 0 || ps_ == ps)
+    return llvm::Error::success();
+  assert(ps_ == 0 && comms_->groups.empty() && "ps tasks are set once, before any group");
+  ps_ = ps;
+  std::lock_guard<std::mutex> lock(mpiMutex_);
+  // Collective over the world: the training ranks get a communicator, the
+  // ps tasks none (MPI_UNDEFINED).
+  int rc = MPI_Comm_split(MPI_COMM_WORLD, isPsTask() ? MPI_UNDEFINED : 0, (int)rank_,
+                          &comms_->training);
+  if (rc == MPI_SUCCESS && comms_->training != MPI_COMM_NULL)
+    rc = MPI_Comm_dup(comms_->training, &comms_->trainingControl);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &comms_->messages);
+  if (rc != MPI_SUCCESS)
+    return makeError("splitting the ranks into workers and ps tasks failed: " + mpiErrorText(rc));
+  return llvm::Error::success();
+}
+
+llvm::Error Workers::exchange(llvm::ArrayRef<Message> sends, llvm::MutableArrayRef<Message> receives,
+                              llvm::StringRef what) {
+  if (!mpi_ || comms_->messages == MPI_COMM_NULL)
+    return makeError(what + ": this process runs no parameter-server exchange");
+  std::vector<MPI_Request> reqs;
+  {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    // Receives first, so that the peers' replies always find one posted.
+    for (Message &m : receives) {
+      MPI_Request r;
+      int rc = MPI_Irecv(m.data, (int)m.bytes, MPI_BYTE, (int)m.rank, m.tag, comms_->messages, &r);
+      if (rc != MPI_SUCCESS)
+        return makeError(what + " failed: " + mpiErrorText(rc));
+      reqs.push_back(r);
+    }
+    for (const Message &m : sends) {
+      MPI_Request r;
+      int rc = MPI_Isend(m.data, (int)m.bytes, MPI_BYTE, (int)m.rank, m.tag, comms_->messages, &r);
+      if (rc != MPI_SUCCESS)
+        return makeError(what + " failed: " + mpiErrorText(rc));
+      reqs.push_back(r);
+    }
+  }
+  std::vector<MPI_Status> statuses(reqs.size());
+  if (auto e = waitAll(reqs.data(), (int)reqs.size(), what, statuses.data()))
+    return e;
+  for (size_t i = 0; i < receives.size(); ++i) {
+    int count = 0;
+    MPI_Get_count(&statuses[i], MPI_BYTE, &count);
+    receives[i].received = (size_t)count;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Workers::receiveAny(Message &into, std::chrono::steady_clock::time_point deadline,
+                                llvm::StringRef what) {
+  if (!mpi_ || comms_->messages == MPI_COMM_NULL)
+    return makeError(what + ": this process runs no parameter-server exchange");
+  MPI_Request req;
+  {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    int rc = MPI_Irecv(into.data, (int)into.bytes, MPI_BYTE, MPI_ANY_SOURCE, into.tag,
+                       comms_->messages, &req);
+    if (rc != MPI_SUCCESS)
+      return makeError(what + " failed: " + mpiErrorText(rc));
+  }
+  MPI_Status status;
+  if (auto e = waitAll(&req, 1, what, &status, deadline)) {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    MPI_Cancel(&req);
+    return e;
+  }
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  into.rank = (unsigned)status.MPI_SOURCE;
+  into.received = (size_t)count;
+  return llvm::Error::success();
 }
 
 void Workers::finish() {
@@ -232,6 +329,9 @@ void Workers::finish() {
   std::lock_guard<std::mutex> lock(mpiMutex_);
   for (auto &[name, c] : comms_->groups)
     MPI_Comm_free(&c);
+  for (MPI_Comm *c : {&comms_->training, &comms_->trainingControl, &comms_->messages})
+    if (*c != MPI_COMM_NULL)
+      MPI_Comm_free(c);
   MPI_Comm_free(&comms_->control);
   MPI_Finalize();
 }

@@ -16,7 +16,13 @@
 //     (prepareGroups() creates one per group, in the same order on every
 //     rank, so that groups may complete in any order). The executor's CPU
 //     collectives call it after reducing inside the worker.
-//  4. Never hang. Every collective here is non-blocking (MPI_Iallreduce,
+//  4. Parameter-server tasks (passes/PsPart.h). With P ps tasks, the last
+//     P ranks serve variables and the first size()-P train: setPsTasks()
+//     splits the world so that every collective across workers (sums,
+//     agreements, gathers) spans the training ranks only, and exchange() /
+//     receiveAny() carry point-to-point messages between workers and tasks
+//     on a communicator of their own.
+//  5. Never hang. Every collective here is non-blocking (MPI_Iallreduce,
 //     MPI_Iallgather) and polled against a deadline (--collective-timeout):
 //     a rank that died or stalled makes the others fail with an error that
 //     names this rank, the collective and the step, instead of waiting
@@ -60,6 +66,11 @@ public:
   unsigned rank() const { return rank_; }
   unsigned size() const { return size_; }
   bool chief() const { return rank_ == 0; }
+  /// The last `ps` ranks are parameter-server tasks (point 4); every rank
+  /// calls it once, with the same value, after the plan's rendezvous.
+  llvm::Error setPsTasks(unsigned ps);
+  unsigned numPsTasks() const { return ps_; }
+  bool isPsTask() const { return rank_ >= numWorkers(); }
   /// MPI is running (even with one rank).
   bool usesMpi() const { return mpi_; }
 
@@ -83,10 +94,29 @@ public:
   /// A rendezvous has succeeded: failures from here on end the whole job.
   bool rendezvousDone() const { return rendezvous_; }
 
-  unsigned numWorkers() const override { return size_; }
+  /// The training ranks (every rank without ps tasks).
+  unsigned numWorkers() const override { return size_ - ps_; }
   llvm::Error prepareGroups(llvm::ArrayRef<std::string> groups) override;
   llvm::Error allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorView> tensors,
                            llvm::StringRef what) override;
+
+  /// A point-to-point message: to or from `rank`, `tag` telling kinds
+  /// apart; a receive takes at most `bytes` and sets `received`.
+  struct Message {
+    unsigned rank = 0;
+    int tag = 0;
+    void *data = nullptr;
+    size_t bytes = 0;
+    size_t received = 0;
+  };
+  /// Starts every send and receive, then waits for all of them until the
+  /// timeout; `what` names the exchange in errors.
+  llvm::Error exchange(llvm::ArrayRef<Message> sends, llvm::MutableArrayRef<Message> receives,
+                       llvm::StringRef what);
+  /// Receives one message of `tag` from any rank into `into` (its rank and
+  /// size set), waiting until `deadline`.
+  llvm::Error receiveAny(Message &into, std::chrono::steady_clock::time_point deadline,
+                         llvm::StringRef what);
 
   /// "rank 1 of 4" (for messages; "" in a world of one).
   std::string whoAmI() const;
@@ -101,9 +131,13 @@ private:
   struct Comms;
   /// Waits for `n` requests until the deadline; the error names the
   /// collective and the step.
-  llvm::Error waitAll(void *requests, int n, llvm::StringRef collective);
+  llvm::Error waitAll(void *requests, int n, llvm::StringRef collective, void *statuses = nullptr,
+                      std::chrono::steady_clock::time_point deadline = {});
+  /// gather() among every rank (`world`) or the training ranks.
+  llvm::Expected<std::vector<uint64_t>> gatherOn(bool world, uint64_t value,
+                                                 llvm::StringRef what);
 
-  unsigned rank_ = 0, size_ = 1;
+  unsigned rank_ = 0, size_ = 1, ps_ = 0;
   bool mpi_ = false, finished_ = false, rendezvous_ = false;
   std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
   std::atomic<int64_t> step_{-1};
