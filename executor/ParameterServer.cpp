@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace graphc {
 
@@ -334,14 +335,19 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
   auto send = [&](unsigned worker, std::vector<char> &m, const llvm::Twine &what) {
     return workers_.exchange({{worker, kReplyTag, m.data(), m.size()}}, {}, what.str());
   };
-  auto sendVariables = [&](unsigned worker, uint64_t staleness) -> llvm::Error {
+  // The variables to every worker of `to` at once (all of them when
+  // synchronous); a reply carries the staleness of the update it answers.
+  auto sendVariables = [&](llvm::ArrayRef<unsigned> to, uint64_t staleness) -> llvm::Error {
     PsHeader h;
     h.kind = (uint32_t)PsKind::Vars;
-    h.worker = worker;
     h.version = version;
     h.staleness = staleness;
     setHeader(reply, h);
-    return send(worker, reply, "sending " + me + "'s variables to worker " + llvm::Twine(worker));
+    std::vector<Workers::Message> sends;
+    for (unsigned w : to)
+      sends.push_back({w, kReplyTag, reply.data(), reply.size()});
+    std::string who = to.size() == 1 ? "worker " + std::to_string(to[0]) : "the workers";
+    return workers_.exchange(sends, {}, "sending " + me + "'s variables to " + who);
   };
   auto noteToChief = [&]() -> llvm::Error {
     if (finalFor < 0)
@@ -396,6 +402,8 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
       return makeError(me + " got " + llvm::Twine((uint64_t)in.received) + " bytes from rank " +
                        llvm::Twine(w) + ", which is no worker's request");
     lastSeen[w] = Clock::now();
+    if ((PsKind)h.kind == PsKind::Grads)
+      workers_.setStep(h.step); // for messages
     if (done[w])
       return makeError(me + " got " + kindName(h.kind) + " from worker " + llvm::Twine(w) +
                        " after its end");
@@ -414,7 +422,7 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
         applied(staleness);
         if (auto e = packVariables(valuesOf(reply)))
           return e;
-        if (auto e = sendVariables(w, staleness))
+        if (auto e = sendVariables({w}, staleness))
           return e;
         if (auto e = noteToChief())
           return e;
@@ -443,9 +451,10 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
       applied(0);
       if (auto e = packVariables(valuesOf(reply)))
         return e;
-      for (unsigned k = 0; k < W; ++k)
-        if (auto e = sendVariables(k, 0))
-          return e;
+      std::vector<unsigned> everyone(W);
+      std::iota(everyone.begin(), everyone.end(), 0u);
+      if (auto e = sendVariables(everyone, 0))
+        return e;
       arrived = 0;
       inRound.assign(W, false);
       break;

@@ -4,8 +4,8 @@
 //   graphc print   [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
 //   graphc export  [MODEL | --model NAME] -o FILE.onnx
 //   graphc compile [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
-//   graphc place   [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE] --batch B
-//                  [--params P] -o FILE
+//   graphc place   [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE] [--ps P] [--ps-async]
+//                  --batch B [--params P] -o FILE
 //   [--explain] graphc view    PLACED -o FILE.html | .svg | .dot graphc passes
 //
 // Every subcommand is a few calls into the libraries; errors print one line
@@ -151,6 +151,13 @@ int main(int argc, char **argv) {
   place->add_option("--tasks", tasksFile,
                     "the run's tasks by role (chief, worker, ps) with each one's host and GPUs "
                     "(a cluster file or a TF_CONFIG; tasks without GPUs get --gpus)");
+  place
+      ->add_option("--ps", placement.ps,
+                   "parameter-server tasks holding the variables, sharded by bytes (ranks W.."
+                   "W+P-1 of mpirun -np W+P)")
+      ->capture_default_str();
+  place->add_flag("--ps-async", placement.psAsync,
+                  "ps tasks apply each worker's update as it arrives");
   place->add_option("--towers", placement.towers,
                     "GPU towers (default: one per GPU; 0: the single-device graph)");
   place->add_option("--params", po.params, "cpu | gpu:K | spread | mirrored")
@@ -300,13 +307,13 @@ int main(int argc, char **argv) {
       llvm::outs() << towers << (towers == 1 ? " tower" : " towers");
     else
       llvm::outs() << "the single-device graph";
+    if (unsigned ps = placement.psTasks())
+      llvm::outs() << ", " << ps << " ps task" << (ps == 1 ? "" : "s")
+                   << (placement.psAsync ? " (asynchronous)" : "");
     llvm::outs() << ", global batch " << batch;
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
                    << kDefaultBatchPerTower << " per tower";
-    if (placement.tasks && placement.tasks->numPs())
-      llvm::outs() << "; " << placement.tasks->numPs() << " ps task"
-                   << (placement.tasks->numPs() == 1 ? "" : "s") << " recorded";
     llvm::outs() << ")\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "

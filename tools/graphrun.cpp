@@ -175,6 +175,14 @@ int main(int argc, char **argv) {
   train->add_option("--tasks", tasksFile,
                     "the run's tasks by role (chief, worker, ps) with each one's host and GPUs: "
                     "a cluster file or a TF_CONFIG (read from the environment when not given)");
+  train
+      ->add_option("--ps", t.placement.ps,
+                   "parameter-server tasks holding the variables (mpirun -np W+P; the last P "
+                   "ranks; without --workers, the other ranks train)")
+      ->capture_default_str();
+  train->add_flag("--ps-async", t.placement.psAsync,
+                  "ps tasks apply each worker's update as it arrives (no step barrier); the "
+                  "chief reports the staleness");
   double collectiveTimeout = 60;
   train
       ->add_option("--collective-timeout", collectiveTimeout,
@@ -262,6 +270,10 @@ int main(int argc, char **argv) {
     if (!workers)
       return fail(workers.takeError());
     Workers &w = **workers;
+    // With ps tasks and no --workers, the other ranks train.
+    if (t.placement.ps > 0 && train->count("--workers") == 0 && !t.placement.tasks &&
+        w.size() > (unsigned)t.placement.ps)
+      t.placement.workers = (int)w.size() - t.placement.ps;
     w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
     t.stopRequested = &installStopHandlers();
     auto r = runTraining(t, llvm::outs());

@@ -260,15 +260,12 @@ class Tasks(Case):
                                      "TF_CONFIG with a chief and 2 workers")
 
     def test_clusters_that_cannot_run(self):
-        # A ps task is recorded and checked, but not run yet: one line on
-        # every rank.
+        # A cluster with a ps task needs its rank too.
         with_ps = self.write("ps.json", {"worker": ["localhost", "localhost"], "ps": ["localhost:2222"]})
-        p = mpirun(3, GRAPHRUN, "train", *MLP, "--steps", "2", "--tasks", with_ps, ok=False)
-        self.assertNotEqual(p.returncode, 0)
+        p = mpirun(2, GRAPHRUN, "train", *MLP, "--steps", "2", "--tasks", with_ps, ok=False)
         errors = graphrun_errors(p.stderr)
-        self.assertEqual(len(errors), 3, p.stderr)
-        self.assertTrue(all("the cluster has 1 ps task: graphrun does not run parameter-server tasks yet" in l
-                            for l in errors), p.stderr)
+        self.assertEqual(len(errors), 2, p.stderr)
+        self.assertIn("the plan is for 2 workers and 1 ps task (3 processes), but mpirun started 2", errors[0])
         # The world size is the cluster's.
         two = self.write("two.json", {"chief": ["localhost"], "worker": ["localhost"]})
         p = mpirun(3, GRAPHRUN, "train", *MLP, "--steps", "2", "--tasks", two, ok=False)
@@ -287,6 +284,144 @@ class Tasks(Case):
                             lines[0])
         p = run(GRAPHRUN, "train", *MLP, "--tasks", two, "--workers", "2", ok=False)
         self.assertIn("--tasks and --workers both give the workers; use one", p.stderr)
+class ParameterServers(Case):
+    """--ps P: the last P ranks hold the variables and apply the updates."""
+
+    def test_synchronous_matches_one_process(self):
+        # 2 ps tasks + 2 workers x 2 emulated devices: the tasks add the
+        # workers' sums and apply one update per step, as one process with 4
+        # devices does (slots included: the chief gathers them from the tasks).
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "4", "--emulate", "--params", "mirrored",
+            "--checkpoint", ref)
+        ref = self.params(ref)
+        placed = self.path("mlp.placed")
+        p = run(GRAPHC, "place", "--model", "mlp", "--batch", "10", "--seed", "3", "--workers", "2",
+                "--gpus", "2", "--ps", "2", "-o", placed)
+        self.assertIn("2 ps tasks", p.stdout)
+        # graphc inspect says which task holds what: fc1.weight outweighs the
+        # rest and goes alone to task 0.
+        p = run(GRAPHC, "inspect", placed)
+        self.assertIn("plan for 2 workers and 2 ps tasks (mpirun -np 4)", p.stdout)
+        self.assertIn("ps task 0 holds: fc1.weight (+fc1.weight.momentum)\n", p.stdout)
+        self.assertIn("ps task 1 holds: fc1.bias (+fc1.bias.momentum), fc2.weight", p.stdout)
+        report = json.loads(run(GRAPHC, "inspect", placed, "--json").stdout)
+        self.assertEqual([t["rank"] for t in report["ps_tasks"]], [2, 3])
+        self.assertEqual([v["name"] for v in report["ps_tasks"][0]["variables"]], ["fc1.weight"])
+        self.assertEqual(report["workers"][0]["to_ps_bytes"], 4 * 269322)
+        cases = [
+            ("mlp, 2 ps + 2 workers x 2 devices", MLP + ["--workers", "2", "--gpus", "2", "--emulate", "--ps", "2"]),
+            ("mlp, a plan placed with --ps 2", [placed, "--emulate", "--seed", "3", "--threads", "1",
+                                                "--no-progress", "--no-eval"]),
+        ]
+        for k, (what, args) in enumerate(cases):
+            with self.subTest(what):
+                ckpt = self.path("case%d" % k)
+                p = mpirun(4, GRAPHRUN, "train", *args, "--steps", "5", "--checkpoint", ckpt)
+                self.assertSameParams(ref, self.params(ckpt), what)
+                self.assertEqual(p.stdout.count("graphrun train: model"), 1, p.stdout)
+                self.assertIn("ps tasks   2 processes (ranks 2..3)", p.stdout)
+                self.assertIn("ps task 0: 5 updates", p.stdout)
+                self.assertIn("ps task 1: 5 updates", p.stdout)
+                self.assertIn("momentum", " ".join(self.params(ckpt)))
+
+    def test_cluster_with_ps_tasks(self):
+        # A cluster file's ps tasks run as --ps does: ranks after the workers.
+        tasks = os.path.join(self.dir, "tasks.json")
+        with open(tasks, "w") as f:
+            f.write('{"chief": ["localhost"], "worker": ["localhost"], "ps": ["localhost:2222", "localhost:2223"]}')
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "2", "--emulate", "--params", "mirrored",
+            "--checkpoint", ref)
+        ckpt = self.path("cluster")
+        p = mpirun(4, GRAPHRUN, "train", *MLP, "--steps", "5", "--tasks", tasks, "--checkpoint", ckpt)
+        self.assertIn("ps tasks   2 processes (ranks 2..3)", p.stdout)
+        self.assertSameParams(self.params(ref), self.params(ckpt), "a cluster with 2 ps tasks")
+        p = mpirun(4, GRAPHRUN, "train", *MLP, "--steps", "5", "--tasks", tasks, "--ps", "2", ok=False)
+        self.assertIn("--ps and --tasks %s both give the ps tasks; use one" % tasks, p.stderr)
+
+    def test_batch_norm_with_ps_tasks(self):
+        cnn = ["--model", "small_cnn", "--batch", "10", "--seed", "3", "--lr", "0.02", "--threads", "1",
+               "--no-progress", "--no-eval", "--steps", "5"]
+        for bn in ("sync", "frozen"):
+            with self.subTest(bn=bn):
+                ref = self.path("one-process-" + bn)
+                run(GRAPHRUN, "train", *cnn, "--bn", bn, "--gpus", "4", "--emulate", "--params", "mirrored",
+                    "--checkpoint", ref)
+                ckpt = self.path("ps-" + bn)
+                mpirun(4, GRAPHRUN, "train", *cnn, "--bn", bn, "--workers", "2", "--gpus", "2", "--emulate",
+                       "--ps", "2", "--checkpoint", ckpt)
+                self.assertSameParams(self.params(ref), self.params(ckpt), "small_cnn --bn %s, 2 ps" % bn)
+
+    def test_checkpoints_move_between_layouts(self):
+        # 5 steps with 2 ps tasks and 2 workers, 5 more in one process with
+        # 4 devices (mirrored), then 5 more with 1 ps task and 3 workers: where
+        # 15 uninterrupted steps in one process end.
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "15", "--gpus", "4", "--emulate", "--params", "mirrored",
+            "--checkpoint", ref)
+        ckpt = self.path("moved")
+        mpirun(4, GRAPHRUN, "train", *MLP, "--workers", "2", "--ps", "2", "--steps", "5", "--checkpoint", ckpt)
+        run(GRAPHRUN, "train", *MLP, "--gpus", "4", "--emulate", "--params", "mirrored", "--steps", "10",
+            "--resume", "--checkpoint", ckpt)
+        p = mpirun(4, GRAPHRUN, "train", *MLP, "--ps", "1", "--steps", "15", "--resume", "--checkpoint", ckpt)
+        self.assertIn("workers    3 processes", p.stdout)
+        self.assertIn("steps 11 to 15 of 15", p.stdout)
+        self.assertSameParams(self.params(ref, 15), self.params(ckpt, 15), "moved between layouts")
+
+    def test_world_size_differs_from_plan(self):
+        p = mpirun(3, GRAPHRUN, "train", *MLP, "--steps", "2", "--workers", "2", "--ps", "2", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        errors = graphrun_errors(p.stderr)
+        self.assertEqual(len(errors), 3, p.stderr)
+        for r in range(3):
+            self.assertEqual(sum("rank %d of 3: the plan is for 2 workers and 2 ps tasks (4 processes), "
+                                 "but mpirun started 3 processes: pass `mpirun -np 4`" % r in l
+                                 for l in errors), 1, p.stderr)
+        p = run(GRAPHRUN, "train", *MLP, "--steps", "2", "--ps", "1", ok=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("the plan is for 1 worker and 1 ps task (2 processes), but this process was not started "
+                      "by mpirun", p.stderr)
+
+    def test_refusals(self):
+        for args, want in (
+                (["--workers", "2", "--gpus", "2", "--emulate", "--params", "mirrored", "--ps", "1"],
+                 "parameter-server tasks hold one copy of each variable: plan with --params cpu"),
+                (["--workers", "2", "--ps-async"], "--ps-async applies to parameter-server tasks: give --ps P"),
+        ):
+            with self.subTest(" ".join(args)):
+                p = mpirun(3 if "--ps" in args else 2, GRAPHRUN, "train", *MLP, "--steps", "2", *args, ok=False)
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn(want, p.stderr)
+        cnn = ["--model", "small_cnn", "--batch", "8", "--threads", "1", "--no-progress", "--no-eval", "--steps", "2"]
+        p = mpirun(3, GRAPHRUN, "train", *cnn, "--bn", "sync", "--workers", "2", "--ps", "1", "--ps-async", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--ps-async does not do (no barrier between workers): use --bn local or frozen", p.stderr)
+
+
+class AsyncParameterServers(Case):
+    """--ps-async on Fashion-MNIST: converges; the chief reports staleness."""
+
+    def test_small_cnn_fashion_mnist(self):
+        if not os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
+            self.skipTest("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)")
+        metrics = self.path("metrics.jsonl")
+        p = mpirun(5, GRAPHRUN, "train", "--model", "small_cnn", "--data", "fashion-mnist", "--epochs", "3",
+                   "--batch", "96", "--optimizer", "adam", "--lr", "0.001", "--lr-schedule", "cosine",
+                   "--workers", "3", "--ps", "2", "--ps-async", "--threads", "1", "--no-progress",
+                   "--metrics", metrics, "--checkpoint", self.path("ckpt"), timeout=580)
+        accuracy = [float(a) for a in re.findall(r"epoch \d: test accuracy ([\d.]+)%", p.stdout)]
+        self.assertEqual(len(accuracy), 3, p.stdout)
+        self.assertGreaterEqual(accuracy[-1], 89.0, p.stdout)
+        self.assertRegex(p.stdout, r"staleness: the chief's updates [\d.]+ on average, at most \d+")
+        # Each task applied every worker's update of every step: 3 x 1875.
+        self.assertIn("ps task 0: 5625 updates", p.stdout)
+        self.assertIn("ps task 1: 5625 updates", p.stdout)
+        steps = [json.loads(l) for l in open(metrics) if '"step"' in l and '"kind":"step"' in l]
+        self.assertEqual(len(steps), 1875)
+        self.assertTrue(all("staleness" in r for r in steps))
+        # Three workers updating one set of variables: most updates are stale.
+        self.assertGreater(sum(r["staleness"] for r in steps) / len(steps), 0.5)
 
 
 class Mismatch(Case):
@@ -327,9 +462,9 @@ class Failures(Case):
 
     TIMEOUT = 5  # --collective-timeout, seconds
 
-    def start(self, n):
+    def start(self, n, ps=0):
         args = [MPIRUN, "--oversubscribe", "-np", str(n), GRAPHRUN, "train", *MLP, "--steps", "1000000",
-                "--workers", str(n), "--collective-timeout", str(self.TIMEOUT)]
+                "--workers", str(n - ps), "--ps", str(ps), "--collective-timeout", str(self.TIMEOUT)]
         out, err = open(self.path("out"), "w+"), open(self.path("err"), "w+")
         p = subprocess.Popen(args, stdout=out, stderr=err, env=ENV, start_new_session=True)
         ranks = {}
@@ -388,6 +523,32 @@ class Failures(Case):
         self.assertRegex(err, r"graphrun: error: rank [01] of 3: step \d+: (the all-reduce '[^']+' across 3 "
                               r"workers .*|agreeing which samples failed to load|agreeing whether to stop) "
                               r"did not complete within 5 s")
+
+    def test_stalled_ps_task(self):
+        # Ranks 0 and 1 train, rank 2 is the ps task: the workers wait for
+        # its variables no longer than the timeout.
+        p, ranks = self.start(3, ps=1)
+        os.kill(ranks[2], signal.SIGSTOP)
+        rc, took, err = self.finish(p, ranks, self.TIMEOUT + 30)
+        self.assertNotEqual(rc, 0, err)
+        self.assertRegex(err, r"graphrun: error: rank [01] of 3: step \d+: sending the step's gradients to the "
+                              r"ps tasks and receiving the variables did not complete within 5 s")
+
+    def test_stalled_worker_with_ps_task(self):
+        # The ps task names the worker that went silent (or the other worker
+        # times out first, waiting for the ps task's answer).
+        p, ranks = self.start(3, ps=1)
+        os.kill(ranks[1], signal.SIGSTOP)
+        rc, took, err = self.finish(p, ranks, self.TIMEOUT + 30)
+        self.assertNotEqual(rc, 0, err)
+        self.assertRegex(err, r"graphrun: error: rank [02] of 3: .* did not complete within 5 s")
+        # The ps task waits for the silent worker's gradients (naming it), or
+        # is blocked sending the workers the variables.
+        for line in graphrun_errors(err):
+            if line.startswith("graphrun: error: rank 2 of 3"):
+                self.assertRegex(line, r"ps task 0 \(rank 2\)('s variables to the workers | waiting for the workers "
+                                       r"\(worker 1 has sent nothing since its gradients of step \d+\) )"
+                                       r"did not complete", err)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
 #include "kernels/Kernel.h"
+#include "passes/PsPart.h"
 #include "placement/DotView.h"
 #include "placement/Placer.h"
 
@@ -127,7 +128,22 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
   // The cluster travels with the plan, for `graphc inspect`.
   (*m)->meta().set("cluster", clusterToJson(*cluster));
   recordWorkers(**m, place, workerGpus);
+  if (auto e = addPsTasks(**m, place))
+    return e;
   return m;
+}
+
+llvm::Error addPsTasks(Module &plan, const PlacementRequest &place) {
+  if (place.tasks && place.ps > 0)
+    return makeError("--ps and " + place.tasksSource + " both give the ps tasks; use one");
+  if (place.ps < 0)
+    return makeError("--ps " + llvm::Twine(place.ps) + ": must be at least 0");
+  if (place.psAsync && place.psTasks() == 0)
+    return makeError("--ps-async applies to parameter-server tasks: give --ps P (or ps tasks in "
+                     "the cluster)");
+  if (place.psTasks() == 0)
+    return llvm::Error::success();
+  return shardOverPs(plan, place.psTasks(), place.psAsync);
 }
 
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch) {

@@ -45,9 +45,16 @@ struct PlacementRequest {
   std::optional<TaskCluster> tasks;
   /// Where `tasks` came from, for messages: "--tasks FILE" or "TF_CONFIG".
   std::string tasksSource;
+  /// --ps P: P parameter-server tasks besides the workers hold the updated
+  /// variables and their optimizer slots (passes/PsPart.h); --ps-async: each
+  /// worker's update is applied as it arrives.
+  int ps = 0;
+  bool psAsync = false;
   bool wanted() const { return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty(); }
   /// The training workers' GPUs (one entry per worker; 0: a host tower).
   std::vector<unsigned> workerGpus() const;
+  /// The ps tasks: the cluster's, or --ps.
+  unsigned psTasks() const { return tasks ? tasks->numPs() : (unsigned)std::max(0, ps); }
 };
 
 llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
@@ -63,6 +70,9 @@ inline constexpr int64_t kDefaultBatchPerTower = 32;
 /// on gpu:t), recorded by recordWorkers.
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place);
+/// With place.ps > 0, shards the plan's variables over the ps tasks
+/// (shardOverPs); nothing otherwise.
+llvm::Error addPsTasks(Module &plan, const PlacementRequest &place);
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch);
 
 /// Records in a plan for several workers (or from a cluster of tasks) its

@@ -4,6 +4,7 @@
 #include "executor/Schedule.h"
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
+#include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
 #include "placement/CostModel.h"
 #include "tools/driver/Compile.h"
@@ -89,6 +90,9 @@ struct WorkerReport {
   /// every group marked `workers`, once per worker after the sum inside it.
   int64_t betweenBytes = 0;
   unsigned betweenGroups = 0;
+  /// With ps tasks: the sums sent to them per step (and the variables
+  /// received, as many bytes).
+  int64_t psBytes = 0;
 };
 
 /// The devices one worker sees: the host and its GPUs, renumbered from gpu:0
@@ -143,6 +147,13 @@ llvm::Expected<std::vector<WorkerReport>> reportWorkers(const Module &plan, cons
     std::unique_ptr<Module> part = cloneModule(plan);
     if (auto e = selectWorkerPart(*part, w))
       return e;
+    if (planPsTasks(plan) > 0) {
+      auto routes = selectPsWorkerPart(*part);
+      if (!routes)
+        return routes.takeError();
+      for (const PsRoute &route : *routes)
+        r.psBytes += route.type.bytes();
+    }
     auto cluster = workerCluster(whole, firstGpu, (unsigned)r.towers);
     if (!cluster)
       return cluster.takeError();
@@ -186,14 +197,89 @@ std::string mibText(int64_t bytes) {
   return buf;
 }
 
+/// What one ps task holds.
+struct PsReport {
+  unsigned rank = 0;
+  std::string task;
+  std::vector<const PsRoute *> variables;
+  int64_t bytes = 0;         ///< variables and slots
+  int64_t exchangeBytes = 0; ///< from each worker per step (and as much back)
+};
+
+std::vector<PsReport> reportPsTasks(const Module &plan, const PsShards &shards) {
+  auto tasks = planTasks(plan);
+  const unsigned workers = planWorkers(plan);
+  std::vector<PsReport> reports(shards.tasks);
+  for (unsigned p = 0; p < shards.tasks; ++p) {
+    reports[p].rank = workers + p;
+    reports[p].task = tasks && *tasks && workers + p < (*tasks)->tasks().size()
+                          ? (*tasks)->describe(workers + p)
+                          : "ps task " + std::to_string(p);
+    reports[p].bytes = shards.taskBytes[p];
+  }
+  if (!tasks)
+    llvm::consumeError(tasks.takeError());
+  for (const PsRoute &r : shards.variables) {
+    reports[r.task].variables.push_back(&r);
+    reports[r.task].exchangeBytes += r.type.bytes();
+  }
+  return reports;
+}
+
+void printPsReport(const Module &plan, llvm::ArrayRef<PsReport> tasks, llvm::raw_ostream &os) {
+  os << "\nps tasks, " << (planPsAsync(plan) ? "asynchronous" : "synchronous")
+     << " (each worker sends its sums of a task's variables every step and receives the "
+        "variables):\n";
+  std::vector<std::vector<std::string>> rows{
+      {"rank", "task", "variables", "var+slot MiB", "per worker MiB"}};
+  for (const PsReport &t : tasks)
+    rows.push_back({std::to_string(t.rank), t.task, std::to_string(t.variables.size()),
+                    mibText(t.bytes), mibText(t.exchangeBytes)});
+  printTable(rows, os, /*leftColumns=*/2);
+  for (const PsReport &t : tasks) {
+    os << t.task << " holds:";
+    const char *sep = " ";
+    for (const PsRoute *r : t.variables) {
+      os << sep << r->var;
+      if (!r->slots.empty())
+        os << " (+" << llvm::join(r->slots, ", ") << ")";
+      sep = ", ";
+    }
+    os << "\n";
+  }
+}
+
+llvm::json::Value psReportJson(const Module &plan, llvm::ArrayRef<PsReport> tasks) {
+  llvm::json::Array list;
+  for (const PsReport &t : tasks) {
+    llvm::json::Array vars;
+    for (const PsRoute *r : t.variables)
+      vars.push_back(llvm::json::Object{
+          {"name", r->var}, {"bytes", r->type.bytes()}, {"slots", llvm::json::Array(r->slots)}});
+    list.push_back(llvm::json::Object{{"rank", (int64_t)t.rank},
+                                      {"task", t.task},
+                                      {"bytes", t.bytes},
+                                      {"per_worker_bytes", t.exchangeBytes},
+                                      {"variables", std::move(vars)}});
+  }
+  return list;
+}
+
 void printWorkersReport(const Module &plan, llvm::ArrayRef<WorkerReport> workers,
                         llvm::raw_ostream &os) {
-  os << "plan for " << workers.size() << " workers (mpirun -np " << workers.size() << "), "
-     << plan.meta().getInt("towers") << " towers, global batch " << plan.batch().value_or(0)
-     << "\n\nper worker, per step (between workers: sent, and as much received):\n";
+  const unsigned ps = planPsTasks(plan);
+  os << "plan for " << workers.size() << " worker" << (workers.size() == 1 ? "" : "s");
+  if (ps)
+    os << " and " << ps << " ps task" << (ps == 1 ? "" : "s");
+  os << " (mpirun -np " << workers.size() + ps << "), " << plan.meta().getInt("towers")
+     << " towers, global batch " << plan.batch().value_or(0)
+     << "\n\nper worker, per step (between workers" << (ps ? " and to the ps tasks" : "")
+     << ": sent, and as much received):\n";
   std::vector<std::vector<std::string>> rows{{"rank", "task", "towers", "samples", "GFLOP",
                                               "var MiB", "peak act MiB", "inside MiB",
                                               "between MiB"}};
+  if (ps)
+    rows[0].push_back("to ps MiB");
   for (const WorkerReport &w : workers) {
     int64_t flops = 0, vars = 0, peak = 0, inside = 0;
     for (const DeviceCost &d : w.cost.devices) {
@@ -208,6 +294,8 @@ void printWorkersReport(const Module &plan, llvm::ArrayRef<WorkerReport> workers
                     std::to_string(w.samples.offset) + ".." +
                         std::to_string(w.samples.offset + w.samples.count - 1),
                     gflop, mibText(vars), mibText(peak), mibText(inside), mibText(w.betweenBytes)});
+    if (ps)
+      rows.back().push_back(mibText(w.psBytes));
   }
   printTable(rows, os, /*leftColumns=*/2);
   for (const WorkerReport &w : workers) {
@@ -231,6 +319,7 @@ llvm::json::Value workersReportJson(const Module &plan, llvm::ArrayRef<WorkerRep
                            {"between_workers_bytes", w.betweenBytes},
                            {"between_workers_sums", (int64_t)w.betweenGroups},
                            {"inside_bytes", w.cost.totalTrafficBytes()},
+                           {"to_ps_bytes", w.psBytes},
                            {"cost", costReportJson(w.cost, w.cluster, peakFrom(w.peak))}});
   return llvm::json::Object{{"workers", std::move(list)},
                             {"towers", plan.meta().getInt("towers")},
@@ -247,11 +336,29 @@ llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool 
   auto cluster = parseClusterJson(clusterJson);
   if (!cluster)
     return cluster.takeError();
-  // Several workers: each as its rank runs it, on its own host and GPUs.
-  if (planWorkers(placed) > 1) {
+  // Several workers: each as its rank runs it, on its own host and GPUs;
+  // then the ps tasks and what each holds.
+  if (planWorkers(placed) > 1 || planPsTasks(placed) > 0) {
     auto workers = reportWorkers(placed, *cluster);
     if (!workers)
       return workers.takeError();
+    std::vector<PsReport> ps;
+    if (planPsTasks(placed) > 0) {
+      auto shards = psShards(placed);
+      if (!shards)
+        return shards.takeError();
+      ps = reportPsTasks(placed, *shards);
+      if (json) {
+        llvm::json::Value report = workersReportJson(placed, *workers);
+        report.getAsObject()->try_emplace("ps_tasks", psReportJson(placed, ps));
+        report.getAsObject()->try_emplace("ps_async", planPsAsync(placed));
+        os << report << "\n";
+      } else {
+        printWorkersReport(placed, *workers, os);
+        printPsReport(placed, ps, os);
+      }
+      return llvm::Error::success();
+    }
     if (json)
       os << workersReportJson(placed, *workers) << "\n";
     else

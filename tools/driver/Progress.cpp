@@ -13,7 +13,8 @@ ProgressLine::ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled, i
     : os_(os), total_(total), from_(from), enabled_(enabled), tty_(os.is_displayed()),
       start_(std::chrono::steady_clock::now()) {}
 
-void ProgressLine::update(int64_t done, int64_t epoch, double loss, double imagesPerSecond) {
+void ProgressLine::update(int64_t done, int64_t epoch, double loss, double imagesPerSecond,
+                          std::optional<uint64_t> staleness) {
   if (!enabled_)
     return;
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -34,6 +35,8 @@ void ProgressLine::update(int64_t done, int64_t epoch, double loss, double image
   os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs",
                       bar.c_str(), (long long)done, (long long)total_, (long long)epoch, loss,
                       imagesPerSecond, eta);
+  if (staleness)
+    os_ << "  staleness " << *staleness;
   if (tty_) {
     os_ << "   ";
     open_ = true;
@@ -60,28 +63,35 @@ llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringR
     return makeError("cannot write metrics file '" + path + "': " + ec.message());
   bool csv = path.endswith(".csv");
   if (csv && fresh)
-    *os << "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples\n";
+    *os << "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples,"
+           "staleness\n";
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(os), csv));
 }
 
 void MetricsWriter::step(const StepRecord &r) {
-  if (csv_)
-    *os_ << llvm::format("step,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,,\n", (long long)r.step,
+  std::string staleness = r.staleness ? std::to_string(*r.staleness) : "";
+  if (csv_) {
+    *os_ << llvm::format("step,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,,,", (long long)r.step,
                          (long long)r.epoch, r.loss, r.lr, r.seconds, r.imagesPerSecond,
-                         r.inputWait);
-  else
+                         r.inputWait)
+         << staleness << "\n";
+  } else {
     *os_ << llvm::format("{\"kind\":\"step\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
                          "\"lr\":%.6g,\"seconds\":%.6g,\"images_per_sec\":%.6g,"
-                         "\"input_wait\":%.6g}\n",
+                         "\"input_wait\":%.6g",
                          (long long)r.step, (long long)r.epoch, r.loss, r.lr, r.seconds,
                          r.imagesPerSecond, r.inputWait);
+    if (r.staleness)
+      *os_ << ",\"staleness\":" << staleness;
+    *os_ << "}\n";
+  }
   os_->flush();
 }
 
 void MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
                          int64_t samples) {
   if (csv_)
-    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld\n", (long long)step,
+    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,\n", (long long)step,
                          (long long)epoch, loss, accuracy, (long long)samples);
   else
     *os_ << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"

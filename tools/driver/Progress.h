@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace graphc {
@@ -21,8 +22,10 @@ class ProgressLine {
 public:
   /// Steps `from`+1 .. `total` (a resumed run starts past 0).
   ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled, int64_t from = 0);
-  /// Shows step `done` of total with the loss and throughput.
-  void update(int64_t done, int64_t epoch, double loss, double imagesPerSecond);
+  /// Shows step `done` of total with the loss and throughput (and the
+  /// staleness of an asynchronous update, when given).
+  void update(int64_t done, int64_t epoch, double loss, double imagesPerSecond,
+              std::optional<uint64_t> staleness = std::nullopt);
   /// Ends the line (before other output).
   void finish();
 
@@ -37,6 +40,9 @@ private:
 struct StepRecord {
   int64_t step, epoch;
   double loss, lr, seconds, imagesPerSecond, inputWait;
+  /// Asynchronous parameter-server updates: how many updates of other
+  /// workers the ps tasks applied since this worker read the variables.
+  std::optional<uint64_t> staleness;
 };
 
 class MetricsWriter {

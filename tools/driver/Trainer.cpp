@@ -7,11 +7,13 @@
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
+#include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/LrSchedule.h"
 #include "tools/driver/Profile.h"
+#include "tools/driver/PsTask.h"
 #include "tools/driver/Progress.h"
 #include "tools/driver/RunChecks.h"
 
@@ -185,27 +187,46 @@ uint64_t planHash(const Module &plan) {
   return h;
 }
 
-/// The processes a run's plan asks for (its workers, or the tasks of its
-/// cluster) against the processes mpirun started.
-llvm::Error checkWorldSize(unsigned planned, const std::optional<TaskCluster> &tasks,
-                           const Workers &workers) {
-  if (tasks && tasks->numPs())
-    return makeError("the cluster has " + llvm::Twine(tasks->numPs()) + " ps task" +
-                     (tasks->numPs() == 1 ? "" : "s") +
-                     ": graphrun does not run parameter-server tasks yet; list only chief and "
-                     "worker tasks");
-  if (planned == workers.size())
+/// The workers and ps tasks a run's plan asks for against the processes
+/// mpirun started.
+llvm::Error checkWorldSize(unsigned planned, unsigned ps, const Workers &workers) {
+  const unsigned processes = planned + ps;
+  if (processes == workers.size())
     return llvm::Error::success();
+  std::string plan = "the plan is for " + std::to_string(planned) + " worker" +
+                     (planned == 1 ? "" : "s");
+  if (ps)
+    plan += " and " + std::to_string(ps) + " ps task" + (ps == 1 ? "" : "s") + " (" +
+            std::to_string(processes) + " processes)";
   if (!workers.usesMpi())
-    return makeError("the plan is for " + llvm::Twine(planned) +
-                     " workers, but this process was not started by mpirun: run it as "
-                     "`mpirun -np " +
-                     llvm::Twine(planned) + " graphrun train ...`");
-  return makeError("the plan is for " + llvm::Twine(planned) + " worker" +
-                   (planned == 1 ? "" : "s") + ", but mpirun started " +
-                   llvm::Twine(workers.size()) + " processes: pass `mpirun -np " +
-                   llvm::Twine(planned) + "`" +
-                   (planned == 1 ? " or --workers " + llvm::Twine(workers.size()) : ""));
+    return makeError(plan + ", but this process was not started by mpirun: run it as "
+                            "`mpirun -np " +
+                     llvm::Twine(processes) + " graphrun train ...`");
+  return makeError(plan + ", but mpirun started " + llvm::Twine(workers.size()) +
+                   " processes: pass `mpirun -np " + llvm::Twine(processes) + "`" +
+                   (processes == 1 ? " or --workers " + llvm::Twine(workers.size()) : ""));
+}
+
+/// The run's plan: the module as loaded when it was compiled already,
+/// otherwise the model compiled as the options ask (with several workers and
+/// no GPUs, one host tower per worker).
+llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const Module &forward,
+                                                std::unique_ptr<Module> precompiled,
+                                                unsigned plannedWorkers) {
+  if (precompiled)
+    return precompiled;
+  if (opts.placement.wanted())
+    return compilePlaced(forward, opts.compile, opts.placement);
+  CompileRequest req = opts.compile;
+  if (plannedWorkers > 1)
+    req.options.towers = (int)plannedWorkers;
+  auto c = compileTraining(forward, req);
+  if (!c)
+    return c.takeError();
+  recordWorkers(**c, opts.placement, std::vector<unsigned>(plannedWorkers, 1));
+  if (auto e = addPsTasks(**c, opts.placement))
+    return e;
+  return c;
 }
 
 const char *signalName(int sig) {
@@ -265,8 +286,36 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   const unsigned plannedWorkers = precompiled ? planWorkers(*precompiled)
                                   : tasks     ? tasks->numWorkers()
                                               : (unsigned)std::max(1, opts.placement.workers);
-  if (auto e = checkWorldSize(plannedWorkers, tasks, workers))
+  const unsigned plannedPs =
+      precompiled ? planPsTasks(*precompiled) : opts.placement.psTasks();
+  if (precompiled && (opts.placement.ps > 0 || opts.placement.psAsync))
+    return makeError("'" + opts.model.path + "' is already compiled; --ps and --ps-async apply "
+                     "to models (the plan records its ps tasks)");
+  if (auto e = checkWorldSize(plannedWorkers, plannedPs, workers))
     return e;
+  const bool several = plannedWorkers > 1 || plannedPs > 0;
+  // A parameter-server task reads no data: it compiles the plan, compares it
+  // with the other ranks' and serves its shard of the variables.
+  if (plannedPs > 0 && workers.rank() >= plannedWorkers) {
+    std::vector<std::string> ignored;
+    std::optional<LoadedCheckpoint> ckpt;
+    if (opts.resume) {
+      auto found = loadForResume(opts.checkpointDir, ignored);
+      if (!found)
+        return found.takeError();
+      ckpt = std::move(*found);
+    }
+    auto plan = planFor(opts, *loaded->forward, std::move(precompiled), plannedWorkers);
+    if (!plan)
+      return plan.takeError();
+    if (auto e = workers.agree(planHash(**plan), "plan"))
+      return e;
+    if (auto e = workers.setPsTasks(plannedPs))
+      return e;
+    if (auto e = runPsTask(opts, **plan, ckpt, workers))
+      return e;
+    return TrainResult();
+  }
   const Module &forward = *loaded->forward;
   const int64_t batch =
       precompiled && precompiled->batch() ? *precompiled->batch() : opts.compile.options.batch;
@@ -326,49 +375,53 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   }
 
   // 2. Compile and bind.
-  std::unique_ptr<Module> compiled;
-  if (precompiled) {
-    compiled = std::move(precompiled);
-  } else if (opts.placement.wanted()) {
-    auto c = compilePlaced(forward, opts.compile, opts.placement);
-    if (!c)
-      return c.takeError();
-    compiled = std::move(*c);
-  } else {
-    // Several workers without GPUs: one host tower per worker.
-    CompileRequest req = opts.compile;
-    if (plannedWorkers > 1)
-      req.options.towers = (int)plannedWorkers;
-    auto c = compileTraining(forward, req);
-    if (!c)
-      return c.takeError();
-    compiled = std::move(*c);
-    recordWorkers(*compiled, opts.placement, std::vector<unsigned>(plannedWorkers, 1));
-  }
-  // Several workers: the same plan everywhere, then this rank's part of it.
+  auto plan = planFor(opts, forward, std::move(precompiled), plannedWorkers);
+  if (!plan)
+    return plan.takeError();
+  std::unique_ptr<Module> compiled = std::move(*plan);
+  // Several processes: the same plan everywhere, then this rank's part of it.
   WorkerSlice part{0, batch};
+  std::unique_ptr<PsWorker> ps;
   // The plan's towers, in all and per worker (the rank keeps only its own).
   const int towersInAll = std::max<int>(1, compiled->meta().getInt("towers", 1));
   Ints workerTowers = compiled->meta().getInts("worker_towers");
   if (workerTowers.empty())
     workerTowers.assign(plannedWorkers, towersInAll / plannedWorkers);
-  if (plannedWorkers > 1) {
+  if (several) {
     if (auto e = workers.agree(planHash(*compiled), "plan"))
       return e;
+    if (auto e = workers.setPsTasks(plannedPs))
+      return e;
+    if (ckpt && plannedPs)
+      if (auto e = checkFits(*ckpt, *compiled))
+        return e;
+  }
+  const bool async = plannedPs > 0 && planPsAsync(*compiled);
+  if (plannedWorkers > 1) {
     auto s = workerSlice(*compiled, workers.rank());
     if (!s)
       return s.takeError();
     part = *s;
     if (auto e = selectWorkerPart(*compiled, workers.rank()))
       return e;
-    loading.part =
-        LoaderPart{part.offset, part.count, [&workers](llvm::MutableArrayRef<uint8_t> f) {
-                     return workers.orFlags(f, "agreeing which samples failed to load");
-                   }};
+    // Asynchronous workers share no step: each keeps to its own rows, and a
+    // sample that fails to load moves only its own part.
+    auto orFlags = [&workers, async](llvm::MutableArrayRef<uint8_t> f) -> llvm::Error {
+      if (async)
+        return llvm::Error::success();
+      return workers.orFlags(f, "agreeing which samples failed to load");
+    };
+    loading.part = LoaderPart{part.offset, part.count, orFlags};
     auto l = DataLoader::create(*train, loading);
     if (!l)
       return l.takeError();
     loader = std::move(l);
+  }
+  if (plannedPs > 0) {
+    auto w = PsWorker::create(*compiled, workers);
+    if (!w)
+      return w.takeError();
+    ps = std::move(*w);
   }
   if (auto e = checkPlanFitsCluster(*compiled))
     return e;
@@ -386,7 +439,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   int64_t epoch = 0;
   LoaderPosition position;
   if (ckpt) {
-    if (auto e = restoreInto(*ckpt, *compiled, executor))
+    if (auto e = ps ? restorePartInto(*ckpt, executor) : restoreInto(*ckpt, *compiled, executor))
       return e;
     result.lastCheckpoint = ckpt->path;
     const CheckpointInfo &i = ckpt->info;
@@ -445,6 +498,19 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     }
     out << "  tasks      " << llvm::join(each, ", ") << "\n";
   }
+  if (ps) {
+    out << "  ps tasks   " << plannedPs << " process" << (plannedPs == 1 ? "" : "es") << " (rank"
+        << (plannedPs == 1 ? " " : "s ") << plannedWorkers;
+    if (plannedPs > 1)
+      out << ".." << plannedWorkers + plannedPs - 1;
+    out << ") holding "
+        << llvm::join(llvm::map_range(ps->taskBytes(), humanBytes), ", ") << " of variables "
+        << "and optimizer state; "
+        << (async ? "asynchronous: each worker's update is applied as it arrives (staleness "
+                    "reported)"
+                  : "synchronous: one update per step, from every worker's gradients")
+        << "\n";
+  }
   out << "  batch      " << batch << " global";
   if (towersInAll > 1)
     out << " over " << towersInAll << " towers";
@@ -492,7 +558,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       return llvm::Error::success();
     LoaderPosition at = (*loader)->position();
     CheckpointInfo info{executor.step(), epoch, at.batches, at.samples, seed, batch, dataId};
-    auto path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled, info, keep);
+    llvm::Expected<std::string> path = std::string();
+    if (ps) {
+      // The variables and slots live in the ps tasks.
+      auto tensors = ps->checkpointTensors(executor);
+      if (!tensors)
+        return tensors.takeError();
+      path = saveCheckpointInDir(opts.checkpointDir, forward, *tensors, ps->checkpointLayout(),
+                                 info, keep);
+    } else {
+      path = saveCheckpointInDir(opts.checkpointDir, forward, executor, *compiled, info, keep);
+    }
     if (!path)
       return path.takeError();
     result.lastCheckpoint = *path;
@@ -524,8 +600,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   // Every rank stops after the same step, when any of them is signalled (one
   // process alone may stop before its first).
   bool stopping = plannedWorkers == 1 && stopSignal() != 0;
+  uint64_t stalenessSum = 0, stalenessMax = 0;
   while ((int64_t)executor.step() < totalSteps && !stopping) {
-    if (plannedWorkers > 1)
+    if (several)
       workers.setStep(executor.step());
     auto b = (*loader)->next();
     if (!b)
@@ -546,8 +623,23 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     auto outs = executor.run(feeds);
     if (!outs)
       return withContext(outs.takeError(), "step " + llvm::Twine(step));
+    // Parameter-server tasks: the gradients go to them, the variables of
+    // the next step come back.
+    std::optional<uint64_t> staleness;
+    if (ps) {
+      auto s = ps->exchange(step, lr, *outs, executor);
+      if (!s)
+        return withContext(s.takeError(), "step " + llvm::Twine(step));
+      staleness = *s;
+      stalenessSum += *s;
+      stalenessMax = std::max(stalenessMax, *s);
+    }
     double dt = seconds(t0, Clock::now());
     double loss = (*outs)[0].at(0);
+    // Asynchronous workers do not sum their losses: this one's part, as a
+    // mean over its own samples.
+    if (async)
+      loss *= (double)batch / (double)part.count;
     if (!std::isfinite(loss))
       return makeError("step " + llvm::Twine(step) + ": the loss is " +
                        llvm::Twine(std::isnan(loss) ? "NaN" : "infinite") +
@@ -561,12 +653,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     waitBefore = wait;
     result.losses.push_back(loss);
     double ips = batch / dt;
-    progress.update(step + 1, epoch, loss, ips);
+    progress.update(step + 1, epoch, loss, ips, async ? staleness : std::nullopt);
     if (metrics)
-      metrics->step({step + 1, epoch, loss, lr, dt, ips, stepWait});
+      metrics->step({step + 1, epoch, loss, lr, dt, ips, stepWait,
+                     async ? staleness : std::nullopt});
     if (opts.checkpointEvery && (step + 1) % *opts.checkpointEvery == 0 && step + 1 != totalSteps)
       if (auto e = checkpoint())
         return e;
+    if (async) { // no step shared with the other workers
+      stopping = stopSignal() != 0;
+      continue;
+    }
     auto stop = workers.any(stopSignal() != 0, "agreeing whether to stop");
     if (!stop)
       return withContext(stop.takeError(), "step " + llvm::Twine(step));
@@ -574,6 +671,11 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   }
   progress.finish();
   const int64_t end = executor.step();
+  // The chief waits for every worker to finish and takes the final
+  // variables, for evaluation and the last checkpoint.
+  if (ps)
+    if (auto e = ps->finish(executor))
+      return withContext(std::move(e), "after step " + llvm::Twine(end));
   result.stoppedBySignal = end < totalSteps ? (stopSignal() ? stopSignal() : SIGTERM) : 0;
   // An epoch that ended exactly with the last step is evaluated too.
   if (opts.epochs && end == totalSteps && done > 0)
@@ -607,8 +709,22 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << llvm::format("note: the input pipeline is the bottleneck: %.0f%% of the time went "
                         "to waiting for data (raise --loader-threads)\n",
                         100 * result.inputWaitSeconds / total);
+  if (ps && done > 0) {
+    if (async)
+      out << llvm::format("staleness: the chief's updates %.2f on average, at most %llu (updates "
+                          "of other workers applied since it read the variables)\n",
+                          (double)stalenessSum / (double)done, (unsigned long long)stalenessMax);
+    for (size_t p = 0; p < ps->taskStats().size(); ++p) {
+      const PsTaskStats &t = ps->taskStats()[p];
+      out << llvm::format("ps task %zu: %llu updates", p, (unsigned long long)t.updates);
+      if (async)
+        out << llvm::format(", staleness %.2f on average, at most %llu", t.meanStaleness,
+                            (unsigned long long)t.maxStaleness);
+      out << "\n";
+    }
+  }
   LoaderStats ls = (*loader)->stats();
-  if (plannedWorkers > 1) {
+  if (plannedWorkers > 1 && !async) {
     auto loaded = workers.gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
     if (!loaded)
       return loaded.takeError();
