@@ -2,6 +2,9 @@
 
 #include "ir/Diagnostics.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -71,6 +74,12 @@ llvm::Error checkSize(size_t bytes, unsigned task) {
     return makeError("ps task " + llvm::Twine(task) + " holds " + llvm::Twine((uint64_t)bytes) +
                      " bytes, more than one MPI message carries (2 GiB): use more ps tasks");
   return llvm::Error::success();
+}
+
+std::string secondsText(std::chrono::milliseconds t) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.3g", std::chrono::duration<double>(t).count());
+  return buf;
 }
 
 std::string taskName(const Workers &w, unsigned task) {
@@ -382,19 +391,30 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
   };
 
   while (finished < W) {
-    // The worker silent longest among those still training sets the deadline.
-    unsigned silent = W;
+    // The workers this task waits for: every one still training, but when
+    // synchronous not those whose gradients of the step are in. The one
+    // silent longest sets the deadline; the message names them all.
+    std::vector<unsigned> expected;
     for (unsigned w = 0; w < W; ++w)
-      if (!done[w] && (silent == W || lastSeen[w] < lastSeen[silent]))
-        silent = w;
+      if (!done[w] && (options_.async || !inRound[w]))
+        expected.push_back(w);
+    assert(!expected.empty() && "a round waits for no worker");
+    llvm::stable_sort(expected, [&](unsigned a, unsigned b) { return lastSeen[a] < lastSeen[b]; });
+    std::vector<std::string> silent;
+    for (unsigned w : expected)
+      silent.push_back("worker " + std::to_string(w) + " (" +
+                       (lastStep[w] < 0 ? std::string("nothing heard yet")
+                                        : "last heard after step " + std::to_string(lastStep[w])) +
+                       ")");
+    const std::string waiting = me + " waiting for the gradients of " + llvm::join(silent, " and ");
+    const Clock::time_point deadline = lastSeen[expected.front()] + workers_.timeout();
+    // Others' messages must not hide a silent worker (asynchronous tasks).
+    if (Clock::now() > deadline)
+      return makeError(waiting + ": worker " + llvm::Twine(expected.front()) + " sent nothing for " +
+                       secondsText(workers_.timeout()) +
+                       " s: it died or stalled (--collective-timeout); ending every rank");
     Workers::Message in{0, kRequestTag, request.data(), request.size()};
-    std::string waiting = me + " waiting for the workers (worker " + std::to_string(silent) +
-                          " has sent nothing " +
-                          (lastStep[silent] < 0 ? std::string("yet")
-                                                : "since its gradients of step " +
-                                                      std::to_string(lastStep[silent])) +
-                          ")";
-    if (auto e = workers_.receiveAny(in, lastSeen[silent] + workers_.timeout(), waiting))
+    if (auto e = workers_.receiveAny(in, deadline, waiting))
       return e;
     PsHeader h = headerOf(request);
     const unsigned w = in.rank;

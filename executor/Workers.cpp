@@ -38,7 +38,7 @@ std::string mpiErrorText(int code) {
 
 std::string seconds(std::chrono::milliseconds t) {
   char buf[32];
-  snprintf(buf, sizeof(buf), "%g", std::chrono::duration<double>(t).count());
+  snprintf(buf, sizeof(buf), "%.3g", std::chrono::duration<double>(t).count());
   return buf;
 }
 

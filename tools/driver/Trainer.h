@@ -39,6 +39,13 @@
 // chief (rank 0) prints, writes checkpoints, metrics, traces and evaluates;
 // every rank stops after the same step when one is signalled.
 //
+// With parameter-server tasks (--ps P, or ps entries in a cluster), the last
+// P ranks hold the variables (tools/driver/PsTask.h): they read no data and
+// serve until every worker is done; workers send them their gradient sums
+// after every step and take the variables back, and the chief gathers their
+// state for checkpoints. --ps-async: workers share no step (no loss sum, no
+// agreement on failed samples or stopping) and the chief reports staleness.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
