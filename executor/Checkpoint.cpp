@@ -218,8 +218,7 @@ llvm::Expected<LoadedCheckpoint> loadCheckpointFile(llvm::StringRef pathRef) {
 llvm::Error checkFits(const LoadedCheckpoint &ckpt, const Module &plan) {
   Fit fit(ckpt.tensors, plan);
   if (!fit.ok())
-    return fit.error("checkpoint '" + ckpt.path + "' does not fit the model '" + plan.name() +
-                     "'");
+    return fit.error("checkpoint '" + ckpt.path + "' does not fit the model '" + plan.name() + "'");
   return llvm::Error::success();
 }
 

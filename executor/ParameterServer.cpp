@@ -63,8 +63,12 @@ PsHeader headerOf(const std::vector<char> &m) {
   std::memcpy(&h, m.data(), sizeof h);
   return h;
 }
-void setHeader(std::vector<char> &m, const PsHeader &h) { std::memcpy(m.data(), &h, sizeof h); }
-float *valuesOf(std::vector<char> &m) { return reinterpret_cast<float *>(m.data() + sizeof(PsHeader)); }
+void setHeader(std::vector<char> &m, const PsHeader &h) {
+  std::memcpy(m.data(), &h, sizeof h);
+}
+float *valuesOf(std::vector<char> &m) {
+  return reinterpret_cast<float *>(m.data() + sizeof(PsHeader));
+}
 const float *valuesOf(const std::vector<char> &m) {
   return reinterpret_cast<const float *>(m.data() + sizeof(PsHeader));
 }
@@ -111,8 +115,8 @@ PsClient::PsClient(Workers &workers, PsLayout layout)
   }
 }
 
-llvm::Expected<uint64_t> PsClient::exchange(int64_t step, double lr,
-                                            llvm::ArrayRef<Tensor> outputs, Executor &ex) {
+llvm::Expected<uint64_t> PsClient::exchange(int64_t step, double lr, llvm::ArrayRef<Tensor> outputs,
+                                            Executor &ex) {
   const unsigned W = workers_.numWorkers();
   std::vector<Workers::Message> sends, receives;
   for (unsigned p = 0; p < layout_.tasks(); ++p) {
@@ -410,8 +414,8 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
     const Clock::time_point deadline = lastSeen[expected.front()] + workers_.timeout();
     // Others' messages must not hide a silent worker (asynchronous tasks).
     if (Clock::now() > deadline)
-      return makeError(waiting + ": worker " + llvm::Twine(expected.front()) + " sent nothing for " +
-                       secondsText(workers_.timeout()) +
+      return makeError(waiting + ": worker " + llvm::Twine(expected.front()) +
+                       " sent nothing for " + secondsText(workers_.timeout()) +
                        " s: it died or stalled (--collective-timeout); ending every rank");
     Workers::Message in{0, kRequestTag, request.data(), request.size()};
     if (auto e = workers_.receiveAny(in, deadline, waiting))
@@ -437,8 +441,8 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
       if (options_.async) {
         uint64_t staleness = version - std::min(version, h.version);
         if (auto e = apply({valuesOf(request)}, options_.workerScale[w], (int64_t)version, h.lr))
-          return withContext(std::move(e), me + ": worker " + llvm::Twine(w) + "'s step " +
-                                               llvm::Twine(h.step));
+          return withContext(std::move(e),
+                             me + ": worker " + llvm::Twine(w) + "'s step " + llvm::Twine(h.step));
         applied(staleness);
         if (auto e = packVariables(valuesOf(reply)))
           return e;

@@ -203,7 +203,8 @@ llvm::Error Workers::prepareGroups(llvm::ArrayRef<std::string> groups) {
     if (comms_->groups.count(g))
       continue;
     MPI_Comm c;
-    int rc = MPI_Comm_dup(comms_->training != MPI_COMM_NULL ? comms_->training : MPI_COMM_WORLD, &c);
+    int rc =
+        MPI_Comm_dup(comms_->training != MPI_COMM_NULL ? comms_->training : MPI_COMM_WORLD, &c);
     if (rc != MPI_SUCCESS)
       return makeError("a communicator for collective '" + g + "' failed: " + mpiErrorText(rc));
     comms_->groups[g] = c;
@@ -252,8 +253,8 @@ llvm::Error Workers::setPsTasks(unsigned ps) {
   std::lock_guard<std::mutex> lock(mpiMutex_);
   // Collective over the world: the training ranks get a communicator, the
   // ps tasks none (MPI_UNDEFINED).
-  int rc = MPI_Comm_split(MPI_COMM_WORLD, isPsTask() ? MPI_UNDEFINED : 0, (int)rank_,
-                          &comms_->training);
+  int rc =
+      MPI_Comm_split(MPI_COMM_WORLD, isPsTask() ? MPI_UNDEFINED : 0, (int)rank_, &comms_->training);
   if (rc == MPI_SUCCESS && comms_->training != MPI_COMM_NULL)
     rc = MPI_Comm_dup(comms_->training, &comms_->trainingControl);
   if (rc == MPI_SUCCESS)
@@ -263,8 +264,8 @@ llvm::Error Workers::setPsTasks(unsigned ps) {
   return llvm::Error::success();
 }
 
-llvm::Error Workers::exchange(llvm::ArrayRef<Message> sends, llvm::MutableArrayRef<Message> receives,
-                              llvm::StringRef what) {
+llvm::Error Workers::exchange(llvm::ArrayRef<Message> sends,
+                              llvm::MutableArrayRef<Message> receives, llvm::StringRef what) {
   if (!mpi_ || comms_->messages == MPI_COMM_NULL)
     return makeError(what + ": this process runs no parameter-server exchange");
   std::vector<MPI_Request> reqs;

@@ -134,8 +134,7 @@ private:
   llvm::Error waitAll(void *requests, int n, llvm::StringRef collective, void *statuses = nullptr,
                       std::chrono::steady_clock::time_point deadline = {});
   /// gather() among every rank (`world`) or the training ranks.
-  llvm::Expected<std::vector<uint64_t>> gatherOn(bool world, uint64_t value,
-                                                 llvm::StringRef what);
+  llvm::Expected<std::vector<uint64_t>> gatherOn(bool world, uint64_t value, llvm::StringRef what);
 
   unsigned rank_ = 0, size_ = 1, ps_ = 0;
   bool mpi_ = false, finished_ = false, rendezvous_ = false;

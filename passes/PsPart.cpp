@@ -45,7 +45,8 @@ llvm::Expected<llvm::StringMap<Node *>> updatesOf(const Module &m) {
     if (v->type.dtype != DType::F32)
       return nodeError(*n, "updates '" + var + "' of type " + toString(v->type) +
                                "; parameter-server tasks carry f32 variables only");
-    llvm::StringRef device = n->assignedDevice().empty() ? n->requestedDevice() : n->assignedDevice();
+    llvm::StringRef device =
+        n->assignedDevice().empty() ? n->requestedDevice() : n->assignedDevice();
     if (!device.empty() && device != "cpu:0")
       return nodeError(*n, "updates '" + var + "' on " + device +
                                "; parameter-server tasks take the sums from the workers' hosts: "
@@ -55,7 +56,9 @@ llvm::Expected<llvm::StringMap<Node *>> updatesOf(const Module &m) {
   return update;
 }
 
-std::vector<std::string> slotsOf(const Node &update) { return update.attrs().getStrings("slots"); }
+std::vector<std::string> slotsOf(const Node &update) {
+  return update.attrs().getStrings("slots");
+}
 
 /// Drops the variables no node of the main graph reads or writes.
 void dropUnusedVariables(Module &m) {
@@ -89,7 +92,11 @@ unsigned planPsTasks(const Module &m) {
   return p && *p > 0 ? (unsigned)std::min<int64_t>(*p, 1 << 20) : 0;
 }
 
-bool planPsAsync(const Module &m) { return m.meta().getInt(kAsync, 0) != 0; }
+bool planPsAsync(const Module &m) {
+  const Attribute *a = m.meta().find(kAsync);
+  const int64_t *v = a ? std::get_if<int64_t>(a) : nullptr;
+  return v && *v != 0;
+}
 
 llvm::Error shardOverPs(Module &plan, unsigned ps, bool async) {
   if (ps == 0)
@@ -153,7 +160,7 @@ llvm::Expected<PsShards> psShards(const Module &plan) {
     const std::string &name = (*names)[i];
     const Variable *v = plan.findVariable(name);
     if (!v || !seen.insert(name).second)
-      return bad("name " + llvm::Twine(v ? "twice" : "an unknown") + " variable '" + name + "'");
+      return bad(v ? "name '" + name + "' twice" : "name an unknown variable '" + name + "'");
     if ((*owners)[i] < 0 || (*owners)[i] >= (int64_t)s.tasks)
       return bad("give '" + name + "' to task " + llvm::Twine((*owners)[i]) + " of " +
                  llvm::Twine(s.tasks));
@@ -163,15 +170,16 @@ llvm::Expected<PsShards> psShards(const Module &plan) {
     r.type = v->type;
     s.taskBytes[r.task] += v->type.bytes();
     auto it = updates->find(name);
-    if (it != updates->end())
-      for (const std::string &slot : slotsOf(*it->second)) {
-        const Variable *sv = plan.findVariable(slot);
-        if (!sv || sv->type != v->type)
-          return bad("hold slot '" + slot + "' of '" + name + "', which " +
-                     (sv ? "is not of the variable's type" : "the module lacks"));
-        r.slots.push_back(slot);
-        s.taskBytes[r.task] += sv->type.bytes();
-      }
+    if (it == updates->end())
+      return bad("name '" + name + "', which the step does not update");
+    for (const std::string &slot : slotsOf(*it->second)) {
+      const Variable *sv = plan.findVariable(slot);
+      if (!sv || sv->type != v->type)
+        return bad("hold slot '" + slot + "' of '" + name + "', which " +
+                   (sv ? "is not of the variable's type" : "the module lacks"));
+      r.slots.push_back(slot);
+      s.taskBytes[r.task] += sv->type.bytes();
+    }
     s.variables.push_back(std::move(r));
   }
   // A variable updated in a graph (the training step's main) but no shard's.
@@ -226,7 +234,6 @@ llvm::Expected<std::vector<PsRoute>> selectPsWorkerPart(Module &m) {
   g.setOutputs(outputs);
   g.eraseIf([&](const Node &n) { return gone.count(&n) > 0; });
   dropUnusedVariables(m);
-  m.meta().set("ps_role", std::string("worker"));
   return routes;
 }
 
@@ -275,7 +282,6 @@ llvm::Expected<std::vector<PsRoute>> selectPsTaskPart(Module &m, unsigned task) 
   dropUnusedVariables(m);
   for (Variable &v : m.variables())
     v.devices = {"cpu:0"};
-  m.meta().set("ps_role", std::string("ps"));
   m.meta().set("ps_task", (int64_t)task);
   return routes;
 }

@@ -4,7 +4,8 @@
 //   graphc print   [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
 //   graphc export  [MODEL | --model NAME] -o FILE.onnx
 //   graphc compile [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
-//   graphc place   [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE] [--ps P] [--ps-async]
+//   graphc place   [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE] [--ps P]
+//   [--ps-async]
 //                  --batch B [--params P] -o FILE
 //   [--explain] graphc view    PLACED -o FILE.html | .svg | .dot graphc passes
 //

@@ -36,8 +36,7 @@ models::ModelOptions optionsFor(const std::string &model) {
 /// A plan of `workers` x `perWorker` host-placed towers (--params cpu).
 std::unique_ptr<Module> plan(const std::string &model, int64_t batch, unsigned workers,
                              unsigned perWorker, unsigned ps, bool async,
-                             const std::string &bn = "local",
-                             const std::string &params = "cpu") {
+                             const std::string &bn = "local", const std::string &params = "cpu") {
   auto m = buildOrFail(model, optionsFor(model));
   if (!m)
     return nullptr;
@@ -60,7 +59,9 @@ std::unique_ptr<Module> plan(const std::string &model, int64_t batch, unsigned w
   return m;
 }
 
-std::string errorOf(llvm::Error e) { return e ? llvm::toString(std::move(e)) : ""; }
+std::string errorOf(llvm::Error e) {
+  return e ? llvm::toString(std::move(e)) : "";
+}
 template <typename T> std::string errorOf(llvm::Expected<T> &v) {
   return v ? "" : llvm::toString(v.takeError());
 }
@@ -233,8 +234,8 @@ void setUp(const Module &whole, const Batch &b, PsRun &run) {
     ExecutorOptions eo;
     eo.threads = 1;
     eo.seed = 7;
-    auto server = PsServer::create(Workers::current(), *part, p, PsLayout(psVariables(*routes), P),
-                                   eo, {});
+    auto server =
+        PsServer::create(Workers::current(), *part, p, PsLayout(psVariables(*routes), P), eo, {});
     ASSERT_TRUE(bool(server)) << errorOf(server);
     run.tasks.push_back(std::move(*server));
     run.taskParts.push_back(std::move(part));

@@ -91,8 +91,8 @@ void MetricsWriter::step(const StepRecord &r) {
 void MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
                          int64_t samples) {
   if (csv_)
-    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,\n", (long long)step,
-                         (long long)epoch, loss, accuracy, (long long)samples);
+    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,\n", (long long)step, (long long)epoch,
+                         loss, accuracy, (long long)samples);
   else
     *os_ << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
                          "\"accuracy\":%.6g,\"samples\":%lld}\n",

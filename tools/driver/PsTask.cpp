@@ -89,8 +89,7 @@ llvm::Expected<std::unique_ptr<PsWorker>> PsWorker::create(Module &plan, Workers
     return routes.takeError();
   if (auto e = verify(plan))
     return withContext(std::move(e), "the worker's part of the plan");
-  std::unique_ptr<PsWorker> w(
-      new PsWorker(workers, PsLayout(psVariables(*routes), shards->tasks)));
+  std::unique_ptr<PsWorker> w(new PsWorker(workers, PsLayout(psVariables(*routes), shards->tasks)));
   w->layout_ = std::move(layout);
   w->async_ = async;
   w->taskBytes_ = shards->taskBytes;

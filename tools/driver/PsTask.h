@@ -58,7 +58,8 @@ public:
   const std::vector<PsTaskStats> &taskStats() const { return stats_; }
 
 private:
-  PsWorker(Workers &workers, PsLayout layout) : workers_(workers), client_(workers, std::move(layout)) {}
+  PsWorker(Workers &workers, PsLayout layout)
+      : workers_(workers), client_(workers, std::move(layout)) {}
 
   Workers &workers_;
   PsClient client_;

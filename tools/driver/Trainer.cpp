@@ -13,8 +13,8 @@
 #include "tools/driver/Inspect.h"
 #include "tools/driver/LrSchedule.h"
 #include "tools/driver/Profile.h"
-#include "tools/driver/PsTask.h"
 #include "tools/driver/Progress.h"
+#include "tools/driver/PsTask.h"
 #include "tools/driver/RunChecks.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -193,14 +193,15 @@ llvm::Error checkWorldSize(unsigned planned, unsigned ps, const Workers &workers
   const unsigned processes = planned + ps;
   if (processes == workers.size())
     return llvm::Error::success();
-  std::string plan = "the plan is for " + std::to_string(planned) + " worker" +
-                     (planned == 1 ? "" : "s");
+  std::string plan =
+      "the plan is for " + std::to_string(planned) + " worker" + (planned == 1 ? "" : "s");
   if (ps)
     plan += " and " + std::to_string(ps) + " ps task" + (ps == 1 ? "" : "s") + " (" +
             std::to_string(processes) + " processes)";
   if (!workers.usesMpi())
-    return makeError(plan + ", but this process was not started by mpirun: run it as "
-                            "`mpirun -np " +
+    return makeError(plan +
+                     ", but this process was not started by mpirun: run it as "
+                     "`mpirun -np " +
                      llvm::Twine(processes) + " graphrun train ...`");
   return makeError(plan + ", but mpirun started " + llvm::Twine(workers.size()) +
                    " processes: pass `mpirun -np " + llvm::Twine(processes) + "`" +
@@ -286,10 +287,10 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   const unsigned plannedWorkers = precompiled ? planWorkers(*precompiled)
                                   : tasks     ? tasks->numWorkers()
                                               : (unsigned)std::max(1, opts.placement.workers);
-  const unsigned plannedPs =
-      precompiled ? planPsTasks(*precompiled) : opts.placement.psTasks();
+  const unsigned plannedPs = precompiled ? planPsTasks(*precompiled) : opts.placement.psTasks();
   if (precompiled && (opts.placement.ps > 0 || opts.placement.psAsync))
-    return makeError("'" + opts.model.path + "' is already compiled; --ps and --ps-async apply "
+    return makeError("'" + opts.model.path +
+                     "' is already compiled; --ps and --ps-async apply "
                      "to models (the plan records its ps tasks)");
   if (auto e = checkWorldSize(plannedWorkers, plannedPs, workers))
     return e;
@@ -503,8 +504,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
         << (plannedPs == 1 ? " " : "s ") << plannedWorkers;
     if (plannedPs > 1)
       out << ".." << plannedWorkers + plannedPs - 1;
-    out << ") holding "
-        << llvm::join(llvm::map_range(ps->taskBytes(), humanBytes), ", ") << " of variables "
+    out << ") holding " << llvm::join(llvm::map_range(ps->taskBytes(), humanBytes), ", ")
+        << " of variables "
         << "and optimizer state; "
         << (async ? "asynchronous: each worker's update is applied as it arrives (staleness "
                     "reported)"
@@ -655,8 +656,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     double ips = batch / dt;
     progress.update(step + 1, epoch, loss, ips, async ? staleness : std::nullopt);
     if (metrics)
-      metrics->step({step + 1, epoch, loss, lr, dt, ips, stepWait,
-                     async ? staleness : std::nullopt});
+      metrics->step(
+          {step + 1, epoch, loss, lr, dt, ips, stepWait, async ? staleness : std::nullopt});
     if (opts.checkpointEvery && (step + 1) % *opts.checkpointEvery == 0 && step + 1 != totalSteps)
       if (auto e = checkpoint())
         return e;
