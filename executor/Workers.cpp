@@ -11,8 +11,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace graphc {
 
@@ -40,6 +43,28 @@ std::string seconds(std::chrono::milliseconds t) {
   char buf[32];
   snprintf(buf, sizeof(buf), "%.3g", std::chrono::duration<double>(t).count());
   return buf;
+}
+
+/// A hash of this machine's name (FNV-1a), to tell which ranks share it.
+uint64_t hostHash() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  uint64_t h = 1469598103934665603ull;
+  for (const char *c = name; *c; ++c)
+    h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  return h;
+}
+
+/// The process is gone: no /proc entry, or a zombie not yet reaped.
+bool processGone(uint64_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line))
+    return true;
+  // "pid (comm) S ...": the state follows the last ')'.
+  size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] == 'Z' ||
+         line[paren + 2] == 'X';
 }
 
 } // namespace
@@ -99,6 +124,7 @@ llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective, 
   // Test often at first (a collective of small tensors completes in
   // microseconds), then sleep longer between tests, up to 200 us.
   std::chrono::microseconds nap(0);
+  auto nextPeerCheck = start;
   for (;;) {
     int done = 0, rc;
     {
@@ -109,6 +135,15 @@ llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective, 
       return makeError(collective + " failed: " + mpiErrorText(rc));
     if (done)
       return llvm::Error::success();
+    // mpirun ends the job with SIGTERM when a rank dies: say which one.
+    if (stop_ && stop_->load() != 0 && Clock::now() >= nextPeerCheck) {
+      nextPeerCheck = Clock::now() + std::chrono::milliseconds(20);
+      std::string gone = goneRanks();
+      if (!gone.empty())
+        return makeError(collective + " did not complete: " + gone +
+                         (gone.find(", ") == std::string::npos ? " is" : " are") +
+                         " gone (killed or crashed); mpirun is ending every rank");
+    }
     if (Clock::now() > deadline) {
       // The caller names the step; before the first one, say so.
       return makeError(
@@ -162,7 +197,29 @@ llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
                      "); start every rank with the same binary, plan and options");
   }
   rendezvous_ = true;
+  return learnPeers();
+}
+
+llvm::Error Workers::learnPeers() {
+  if (!pids_.empty())
+    return llvm::Error::success();
+  auto pids = gatherOn(/*world=*/true, (uint64_t)getpid(), "learning each rank's process");
+  if (!pids)
+    return pids.takeError();
+  auto hosts = gatherOn(/*world=*/true, hostHash(), "learning each rank's host");
+  if (!hosts)
+    return hosts.takeError();
+  pids_ = std::move(*pids);
+  hosts_ = std::move(*hosts);
   return llvm::Error::success();
+}
+
+std::string Workers::goneRanks() const {
+  std::vector<std::string> gone;
+  for (unsigned r = 0; r < pids_.size(); ++r)
+    if (r != rank_ && hosts_[r] == hosts_[rank_] && processGone(pids_[r]))
+      gone.push_back("rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) + ")");
+  return llvm::join(gone, ", ");
 }
 
 llvm::Error Workers::orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringRef what) {

@@ -28,6 +28,13 @@
 //     names this rank, the collective and the step, instead of waiting
 //     forever. The tool then ends the whole job (abortAll: MPI_Abort), which
 //     also stops a stalled rank; nothing in a library exits.
+//  6. A rank that dies. mpirun notices a rank killed (kill -9, the OOM
+//     killer) and ends the others with SIGTERM, then SIGKILL. The ranks
+//     learn each other's host and pid at the plan's rendezvous; a rank that
+//     waits in a collective after a stop signal (watchStop) looks for ranks
+//     of its host whose process is gone and, when it finds one, fails the
+//     collective at once with an error that names them, so its last words
+//     say who died, in which collective and at which step.
 //
 // MPI calls are serialized by a mutex (MPI_THREAD_SERIALIZED), and waiting
 // sleeps between tests, so device threads waiting on the network leave the
@@ -79,6 +86,12 @@ public:
   std::chrono::milliseconds timeout() const { return timeout_; }
   /// The training step, for messages.
   void setStep(int64_t step) { step_.store(step); }
+  /// A stop signal's flag (SIGINT/SIGTERM, non-zero once one came): while
+  /// it is set, waiting collectives check whether a rank died (point 6).
+  void watchStop(const std::atomic<int> *flag) { stop_ = flag; }
+  /// "rank 1 (pid 4242)" for each rank of this host whose process is gone,
+  /// joined; empty when none is (or before the rendezvous).
+  std::string goneRanks() const;
 
   /// Every rank passes its `value`; an error on every rank when they differ,
   /// listing each rank's value. `what` names the value.
@@ -135,11 +148,15 @@ private:
                       std::chrono::steady_clock::time_point deadline = {});
   /// gather() among every rank (`world`) or the training ranks.
   llvm::Expected<std::vector<uint64_t>> gatherOn(bool world, uint64_t value, llvm::StringRef what);
+  /// Learns every rank's pid and host (after the first rendezvous).
+  llvm::Error learnPeers();
 
   unsigned rank_ = 0, size_ = 1, ps_ = 0;
   bool mpi_ = false, finished_ = false, rendezvous_ = false;
   std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
   std::atomic<int64_t> step_{-1};
+  const std::atomic<int> *stop_ = nullptr;
+  std::vector<uint64_t> pids_, hosts_; ///< per rank of the world
   std::mutex mpiMutex_;
   std::unique_ptr<Comms> comms_;
 };

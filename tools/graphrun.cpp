@@ -276,6 +276,7 @@ int main(int argc, char **argv) {
       t.placement.workers = (int)w.size() - t.placement.ps;
     w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
     t.stopRequested = &installStopHandlers();
+    w.watchStop(t.stopRequested);
     auto r = runTraining(t, llvm::outs());
     if (!r) {
       if (w.size() > 1)

@@ -23,8 +23,10 @@ Open MPI's allow-run-as-root variables):
   tasks, a world size other than the cluster's and a bad file are one error
   line;
 - a rank killed with kill -9, or stalled with SIGSTOP: every other rank exits
-  non-zero within a bounded time, the stalled case with the message that names
-  the rank, the collective and the step (--collective-timeout).
+  non-zero within --collective-timeout with a message that names the dead or
+  silent rank, the collective and the step; after the kill, the last
+  checkpoint resumes on 2 workers and follows the loss curve of 3
+  uninterrupted workers.
 """
 import json
 import os
@@ -462,9 +464,9 @@ class Failures(Case):
 
     TIMEOUT = 5  # --collective-timeout, seconds
 
-    def start(self, n, ps=0):
+    def start(self, n, ps=0, extra=()):
         args = [MPIRUN, "--oversubscribe", "-np", str(n), GRAPHRUN, "train", *MLP, "--steps", "1000000",
-                "--workers", str(n - ps), "--ps", str(ps), "--collective-timeout", str(self.TIMEOUT)]
+                "--workers", str(n - ps), "--ps", str(ps), "--collective-timeout", str(self.TIMEOUT), *extra]
         out, err = open(self.path("out"), "w+"), open(self.path("err"), "w+")
         p = subprocess.Popen(args, stdout=out, stderr=err, env=ENV, start_new_session=True)
         ranks = {}
@@ -506,12 +508,40 @@ class Failures(Case):
                 p.wait()
         return rc, time.time() - t0, open(self.path("err")).read()
 
-    def test_killed_rank(self):
-        p, ranks = self.start(3)
+    def losses(self, metrics):
+        with open(metrics) as f:
+            rows = [json.loads(l) for l in f]
+        return {r["step"]: r["loss"] for r in rows if r["kind"] == "step"}
+
+    def test_killed_rank_then_resume_on_fewer_workers(self):
+        ckpt = self.path("ckpt")
+        p, ranks = self.start(3, extra=["--checkpoint", ckpt, "--checkpoint-every", "100"])
         os.kill(ranks[1], signal.SIGKILL)
-        rc, took, err = self.finish(p, ranks, 30)
+        rc, took, err = self.finish(p, ranks, self.TIMEOUT)
         self.assertNotEqual(rc, 0, err)
-        self.assertLess(took, 30)
+        self.assertLess(took, self.TIMEOUT, err)
+        # mpirun ends the others (SIGTERM, SIGKILL a second later); waiting in
+        # a collective they find rank 1 gone and say so, with the step.
+        errors = graphrun_errors(err)
+        self.assertGreaterEqual(len(errors), 1, err)
+        for line in errors:
+            self.assertRegex(line, r"^graphrun: error: rank [02] of 3: (after )?step \d+: .* did not complete: "
+                                   r"rank 1 \(pid %d\) is gone \(killed or crashed\)" % ranks[1])
+        # The last checkpoint is whole; 2 workers resume from it and follow
+        # what 3 uninterrupted workers do from there (same seed, same batch).
+        last = sorted(f for f in os.listdir(ckpt) if f.endswith(".gck"))[-1]
+        step = int(last[5:13])
+        self.assertGreater(step, 0, last)
+        gck.read(os.path.join(ckpt, last))
+        end = str(step + 10)
+        mpirun(2, GRAPHRUN, "train", *MLP, "--workers", "2", "--steps", end, "--resume", "--checkpoint", ckpt,
+               "--metrics", self.path("resumed.jsonl"))
+        mpirun(3, GRAPHRUN, "train", *MLP, "--workers", "3", "--steps", end, "--metrics", self.path("whole.jsonl"))
+        resumed, whole = self.losses(self.path("resumed.jsonl")), self.losses(self.path("whole.jsonl"))
+        self.assertEqual(sorted(resumed), list(range(step + 1, step + 11)))
+        for s in resumed:
+            self.assertAlmostEqual(resumed[s], whole[s], delta=2e-5 * max(abs(whole[s]), 1e-3),
+                                   msg="step %d" % s)
 
     def test_stalled_rank(self):
         p, ranks = self.start(3)
@@ -520,7 +550,7 @@ class Failures(Case):
         self.assertNotEqual(rc, 0, err)
         # Rank 0 or 1 names itself, the collective and the step (mostly a
         # sum of gradients; the stop may also come between steps).
-        self.assertRegex(err, r"graphrun: error: rank [01] of 3: step \d+: (the all-reduce '[^']+' across 3 "
+        self.assertRegex(err, r"graphrun: error: rank [01] of 3: (after )?step \d+: (the all-reduce '[^']+' across 3 "
                               r"workers .*|agreeing which samples failed to load|agreeing whether to stop) "
                               r"did not complete within 5 s")
 

@@ -607,13 +607,14 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       workers.setStep(executor.step());
     auto b = (*loader)->next();
     if (!b)
-      return withContext(b.takeError(), "step " + llvm::Twine(executor.step()));
+      return withContext(b.takeError(), "step " + llvm::Twine(executor.step() + 1));
     if (!*b) {
       if (auto e = evaluateEpoch())
         return e;
       (*loader)->startEpoch(++epoch);
       continue;
     }
+    // 0-based here; messages, progress and metrics count steps from 1.
     const int64_t step = executor.step();
     double lr = schedule->at(step, totalSteps, epoch) * lrScale;
     llvm::StringMap<Tensor> feeds;
@@ -623,14 +624,14 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     auto t0 = Clock::now();
     auto outs = executor.run(feeds);
     if (!outs)
-      return withContext(outs.takeError(), "step " + llvm::Twine(step));
+      return withContext(outs.takeError(), "step " + llvm::Twine(step + 1));
     // Parameter-server tasks: the gradients go to them, the variables of
     // the next step come back.
     std::optional<uint64_t> staleness;
     if (ps) {
       auto s = ps->exchange(step, lr, *outs, executor);
       if (!s)
-        return withContext(s.takeError(), "step " + llvm::Twine(step));
+        return withContext(s.takeError(), "step " + llvm::Twine(step + 1));
       staleness = *s;
       stalenessSum += *s;
       stalenessMax = std::max(stalenessMax, *s);
@@ -642,7 +643,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     if (async)
       loss *= (double)batch / (double)part.count;
     if (!std::isfinite(loss))
-      return makeError("step " + llvm::Twine(step) + ": the loss is " +
+      return makeError("step " + llvm::Twine(step + 1) + ": the loss is " +
                        llvm::Twine(std::isnan(loss) ? "NaN" : "infinite") +
                        "; lower the learning rate, or run with --check-numerics to find the "
                        "first node that produced it");
@@ -667,7 +668,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     }
     auto stop = workers.any(stopSignal() != 0, "agreeing whether to stop");
     if (!stop)
-      return withContext(stop.takeError(), "step " + llvm::Twine(step));
+      return withContext(stop.takeError(), "after step " + llvm::Twine(step + 1));
     stopping = *stop;
   }
   progress.finish();
