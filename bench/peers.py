@@ -462,16 +462,16 @@ def footer(rows):
 # ---------------------------------------------------------------------------------------------
 
 
-def reexec_into_venv():
-    """Runs this script again under bench/.venv's Python, where the peers are installed."""
+def reexec_into_venv(script=THIS):
+    """Runs `script` again under bench/.venv's Python, where the peers are installed."""
     python = os.path.join(VENV, "bin", "python")
     if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
         return
     if not os.path.exists(python):
-        print("peers: no %s (bench/setup-peers creates it): the peer rows use %s's packages"
-              % (VENV, sys.executable), file=sys.stderr)
+        print("%s: no %s (bench/setup-peers creates it): the peer rows use %s's packages"
+              % (os.path.basename(script), VENV, sys.executable), file=sys.stderr)
         return
-    os.execv(python, [python, THIS] + sys.argv[1:])
+    os.execv(python, [python, script] + sys.argv[1:])
 
 
 def parse_args():

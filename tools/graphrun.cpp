@@ -220,6 +220,9 @@ int main(int argc, char **argv) {
   infer->add_option("-o,--output", inf.output, "output .npy (several outputs: NAME.K.npy)")
       ->required();
   infer->add_option("--threads", inferThreads, "CPU threads");
+  infer->add_option("--repeat", inf.repeat, "time this many runs after a warm-up run")
+      ->check(CLI::Range(1, 1000000));
+  infer->add_flag("--profile", inf.profile, "print where the time went, per op and node");
 
   std::string exportCkpt, exportOut;
   auto *exp = app.add_subcommand("export", "a checkpoint's trained model as ONNX");

@@ -325,6 +325,14 @@ class GraphrunTest(CliCase):
             got = np.load(self.path("y.npy"))
             err = np.abs(got - want).max() / np.abs(want).max()
             self.assertLess(err, 1e-4, name)
+            # Timed runs (weights prepared once, kept between runs) give the
+            # same logits, and say how long they took and where.
+            p = run(GRAPHRUN, "infer", path, "--input", self.path("x.npy"), "-o", self.path("y3.npy"),
+                    "--repeat", "3", "--profile")
+            self.assertRegex(p.stdout, r"batch 2, 3 runs after a warm-up: median [\d.]+ ms, min [\d.]+ ms, "
+                                       r"p90 [\d.]+ ms; [\d.]+ images/s")
+            self.assertRegex(p.stdout, r"\n  Conv +[\d.]+ ")
+            np.testing.assert_array_equal(np.load(self.path("y3.npy")), got, name)
 
     def test_corrupt_images_are_skipped_and_reported(self):
         for c in ("a", "b"):

@@ -4,8 +4,13 @@
 #include "ir/Npy.h"
 #include "tools/driver/Compile.h"
 #include "tools/driver/ModelSource.h"
+#include "tools/driver/Profile.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <chrono>
 
 namespace graphc {
 
@@ -37,17 +42,41 @@ llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
                        opts.inputs[i] + "' holds " + toString(inputs[i].type()));
     feeds[bound[i]->name()] = inputs[i];
   }
-  auto ex = Executor::create(**compiled, opts.executor);
+  ExecutorOptions exec = opts.executor;
+  exec.profile = opts.profile;
+  auto ex = Executor::create(**compiled, exec);
   if (!ex)
     return ex.takeError();
   auto outs = (*ex)->run(feeds);
   if (!outs)
     return outs.takeError();
+  if (opts.repeat > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < opts.repeat; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      outs = (*ex)->run(feeds);
+      if (!outs)
+        return outs.takeError();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    double median = ms[ms.size() / 2], p90 = ms[std::min(ms.size() - 1, ms.size() * 9 / 10)];
+    out << llvm::format("batch %lld, %d runs after a warm-up: median %.2f ms, min %.2f ms, p90 "
+                        "%.2f ms; %.1f images/s\n",
+                        (long long)batch, opts.repeat, median, ms.front(), p90,
+                        1000.0 * (double)std::max<int64_t>(batch, 1) / median);
+  }
+  if (opts.profile)
+    printProfile(**ex, out);
   for (size_t i = 0; i < outs->size(); ++i) {
     std::string path = opts.output;
     if (outs->size() > 1) {
       llvm::SmallString<256> p(opts.output);
-      llvm::sys::path::replace_extension(p, "." + std::to_string(i) + ".npy");
+      std::string ext = ".";
+      ext += std::to_string(i);
+      ext += ".npy";
+      llvm::sys::path::replace_extension(p, ext);
       path = p.str().str();
     }
     if (auto e = writeNpy(path, (*outs)[i]))

@@ -5,6 +5,11 @@
 // every graph output as .npy (crash-safely). Input types are checked against
 // the graph's inputs and any mismatch names the input.
 //
+// --repeat N times the step: one warm-up run (oneDNN creates its primitives
+// and reorders the weights there), then N timed runs of the same feeds, and
+// prints their latency (median, min, 90th percentile) and throughput. The
+// outputs written are the last run's.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -18,6 +23,8 @@ struct InferOptions {
   std::string model;
   std::vector<std::string> inputs;
   std::string output;
+  int repeat = 0; ///< timed runs after a warm-up (0: one untimed run)
+  bool profile = false; ///< print the per-op time table after the runs
   ExecutorOptions executor;
 };
 
