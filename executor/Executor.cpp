@@ -289,9 +289,12 @@ llvm::Error Executor::Impl::planMemory() {
 }
 
 llvm::Error Executor::Impl::bindVariables() {
+  variablesVersion = 1;
   // Storage on every device that reads or writes the variable.
   for (auto &e : nodes) {
     const Node *n = e->node;
+    if (isVariableUpdate(n->op()))
+      variablesVersion = 0;
     DeviceState &d = *devices[e->device];
     if (n->op() == Op::Constant) {
       const Tensor &value = *n->attrs().getTensor("value");
@@ -499,6 +502,8 @@ llvm::Error Executor::writeVariable(llvm::StringRef name, const Tensor &value) {
   }
   if (!found)
     return makeError("no variable '" + name + "' is held by any device");
+  if (impl_->variablesVersion)
+    ++impl_->variablesVersion;
   return llvm::Error::success();
 }
 

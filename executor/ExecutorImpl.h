@@ -148,6 +148,9 @@ struct Executor::Impl {
   std::deque<Prefetched> prefetched;
   unsigned prefetchCount = 0;
   llvm::DenseMap<unsigned, std::array<void *, 2>> staging;
+  /// KernelContext::variablesVersion: 0 when a node writes variables;
+  /// otherwise advanced by every writeVariable.
+  uint64_t variablesVersion = 0;
 
   llvm::Error bind();
   llvm::Error createDevices();

@@ -66,6 +66,7 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   ctx.scratch = d.scratch;
   ctx.step = step;
   ctx.variables = &d.variables;
+  ctx.variablesVersion = variablesVersion;
   dev.noteNode(index.lookup(e.node), e.kind);
   return dev.launch(*e.kernel, ctx);
 }

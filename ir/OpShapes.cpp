@@ -220,7 +220,7 @@ llvm::Expected<Dims> windowOutput(const Ctx &c, llvm::ArrayRef<int64_t> in, int6
 }
 
 // Conv: x [N,C,H,W], w [O,C/group,kh,kw], optional b [O]; strides, pads
-// [top,left,bottom,right], dilations, group.
+// [top,left,bottom,right], dilations, group; activation (fused relu).
 Result inferConv(const Ctx &c) {
   if (auto e = needRank(c, 0, 4))
     return e;
@@ -239,6 +239,10 @@ Result inferConv(const Ctx &c) {
   if (c.in.size() == 3)
     if (auto e = sameDType(c, 0, 2))
       return e;
+  // A fused activation (passes/InferenceFusion.h): relu is the one there is.
+  if (c.attrs().has("activation") && c.attrs().getString("activation") != "relu")
+    return c.fail("activation '" + c.attrs().getString("activation") +
+                  "' is not one a Conv fuses (relu)");
   auto w = readWindow(c, Ints(c[1].shape.begin() + 2, c[1].shape.end()));
   if (!w)
     return w.takeError();

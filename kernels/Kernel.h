@@ -74,6 +74,11 @@ struct KernelContext {
   void *scratch = nullptr; ///< scratchBytes() bytes, 64-byte aligned
   uint64_t step = 0;       ///< training step, for per-step randomness
   VariableAccess *variables = nullptr;
+  /// 0 when nodes of the graph write variables (training). Otherwise no
+  /// step changes them and this number changes only when one is written
+  /// from outside (Executor::writeVariable): a kernel may keep what it
+  /// derives from variables (reordered weights) while it stays the same.
+  uint64_t variablesVersion = 0;
   void *stream = nullptr; ///< the backend's stream for this device (dnnl::stream*, cudaStream_t)
 };
 

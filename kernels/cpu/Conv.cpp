@@ -11,7 +11,8 @@
 // Activations are read and written in place when the executor's layout
 // agrees with that choice and reordered through scratch when it does not; weights (plain
 // OIHW, goihw with groups) are reordered every run, since they change every
-// training step.
+// training step, except where no step changes them (inference: KeptOperand
+// reorders them once). An inference Conv may carry a fused Relu (post-op).
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,10 +68,11 @@ llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n) {
 }
 
 dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, bool bias,
-                                                    const dnnl::primitive_attr &attr) {
+                                                    const dnnl::primitive_attr &attr,
+                                                    bool inference = false) {
   auto x = g.any(g.x), w = g.weightsAny(), y = g.any(g.y);
   auto b = dnnl::memory::desc({g.w[0]}, f32, tag::a);
-  auto kind = dnnl::prop_kind::forward_training;
+  auto kind = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
   auto alg = dnnl::algorithm::convolution_direct;
   auto desc = bias ? dnnl::convolution_forward::desc(kind, alg, x, w, b, y, g.strides, g.dilates,
                                                      g.padL, g.padR)
@@ -89,7 +91,17 @@ public:
       return g.takeError();
     geo_ = *g;
     bias_ = node().numOperands() == 3;
-    pd_ = forwardPd(geo_, bias_, userScratchpad());
+    // A fused Relu (passes/InferenceFusion.h) is a post-op; only inference
+    // graphs carry one.
+    dnnl::primitive_attr attr = userScratchpad();
+    bool fused = node().attrs().getString("activation") == "relu";
+    if (fused) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+    pd_ = forwardPd(geo_, bias_, attr, fused);
+    stableWeights_ = KeptOperand::isStable(node(), 1);
     prim_ = dnnl::convolution_forward(pd_);
     allowBlockedOperand(0, pd_.src_desc());
     allowBlockedResult(0, pd_.dst_desc());
@@ -106,7 +118,15 @@ public:
   void execute(KernelContext &ctx, Staging &s) override {
     std::unordered_map<int, dnnl::memory> args;
     args[DNNL_ARG_SRC] = s.read(ctx.inputs[0], pd_.src_desc());
-    args[DNNL_ARG_WEIGHTS] = s.read(ctx.inputs[1].data, geo_.weightsPlain(), pd_.weights_desc());
+    if (stableWeights_) {
+      auto w = weights_.get(s, ctx.inputs[1].data, geo_.weightsPlain(), pd_.weights_desc(),
+                            ctx.variablesVersion);
+      if (!w)
+        throw std::runtime_error(llvm::toString(w.takeError()));
+      args[DNNL_ARG_WEIGHTS] = *w;
+    } else {
+      args[DNNL_ARG_WEIGHTS] = s.read(ctx.inputs[1].data, geo_.weightsPlain(), pd_.weights_desc());
+    }
     if (bias_)
       args[DNNL_ARG_BIAS] = s.read(ctx.inputs[2], pd_.bias_desc());
     args[DNNL_ARG_DST] = s.write(ctx.outputs[0], pd_.dst_desc());
@@ -116,7 +136,8 @@ public:
 
 private:
   DnnlConvGeometry geo_;
-  bool bias_ = false;
+  bool bias_ = false, stableWeights_ = false;
+  KeptOperand weights_;
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;
 };
@@ -152,10 +173,10 @@ public:
 
   void execute(KernelContext &ctx, Staging &s) override {
     s.execute(prim_, {{DNNL_ARG_DIFF_DST, s.read(ctx.inputs[0], pd_.diff_dst_desc())},
-                               {DNNL_ARG_WEIGHTS, s.read(ctx.inputs[1].data, geo_.weightsPlain(),
-                                                         pd_.weights_desc())},
-                               {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], pd_.diff_src_desc())},
-                               {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}});
+                      {DNNL_ARG_WEIGHTS,
+                       s.read(ctx.inputs[1].data, geo_.weightsPlain(), pd_.weights_desc())},
+                      {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], pd_.diff_src_desc())},
+                      {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}});
   }
 
 private:
@@ -194,12 +215,11 @@ public:
   }
 
   void execute(KernelContext &ctx, Staging &s) override {
-    s.execute(prim_,
-              {{DNNL_ARG_SRC, s.read(ctx.inputs[0], pd_.src_desc())},
-                   {DNNL_ARG_DIFF_DST, s.read(ctx.inputs[1], pd_.diff_dst_desc())},
-                   {DNNL_ARG_DIFF_WEIGHTS,
-                    s.write(ctx.outputs[0].data, geo_.weightsPlain(), pd_.diff_weights_desc())},
-                   {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}});
+    s.execute(prim_, {{DNNL_ARG_SRC, s.read(ctx.inputs[0], pd_.src_desc())},
+                      {DNNL_ARG_DIFF_DST, s.read(ctx.inputs[1], pd_.diff_dst_desc())},
+                      {DNNL_ARG_DIFF_WEIGHTS,
+                       s.write(ctx.outputs[0].data, geo_.weightsPlain(), pd_.diff_weights_desc())},
+                      {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}});
   }
 
 private:

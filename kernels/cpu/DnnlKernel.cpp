@@ -7,13 +7,15 @@
 
 #include "kernels/cpu/DnnlKernel.h"
 
+#include "ir/MemoryLimit.h"
+
 #include "ir/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 #include <cstring>
-#include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdexcept>
 
 namespace graphc {
@@ -95,6 +97,40 @@ dnnl::memory Staging::read(void *data, const dnnl::memory::desc &have,
   return staged;
 }
 
+void Staging::reorderInto(void *data, const dnnl::memory::desc &have, dnnl::memory &to) {
+  dnnl::memory view(have, engine(), data);
+  execute(reorders_.get(have, to.get_desc()), {{DNNL_ARG_FROM, view}, {DNNL_ARG_TO, to}});
+}
+
+KeptOperand::~KeptOperand() {
+  releaseHostBytes(bytes_);
+}
+
+bool KeptOperand::isStable(const Node &node, unsigned i) {
+  Op op = node.operand(i)->producer()->op();
+  return op == Op::Variable || op == Op::Constant;
+}
+
+llvm::Expected<dnnl::memory> KeptOperand::get(Staging &s, void *data,
+                                              const dnnl::memory::desc &have,
+                                              const dnnl::memory::desc &want, uint64_t version) {
+  if (version == 0 || have == want)
+    return s.read(data, have, want);
+  if (!kept_) {
+    int64_t bytes = (int64_t)want.get_size();
+    if (auto e = reserveHostBytes(bytes, "weights kept in the layout a primitive wants"))
+      return e;
+    bytes_ = bytes;
+    kept_ = dnnl::memory(want, s.engine());
+  }
+  if (version != version_ || data != from_) {
+    s.reorderInto(data, have, kept_);
+    version_ = version;
+    from_ = data;
+  }
+  return kept_;
+}
+
 dnnl::memory Staging::write(void *data, const dnnl::memory::desc &have,
                             const dnnl::memory::desc &want) {
   dnnl::memory view(have, engine(), data);
@@ -117,16 +153,14 @@ void Staging::finish() {
   stream_.wait();
 }
 
-void Staging::execute(const dnnl::primitive &p,
-                      const std::unordered_map<int, dnnl::memory> &args) {
+void Staging::execute(const dnnl::primitive &p, const std::unordered_map<int, dnnl::memory> &args) {
   log_.note(p);
   p.execute(stream_, args);
 }
 
 DnnlKernel::DnnlKernel(const Node &n, const KernelEnv &env)
     : node_(&n), threads_(env.threads > 0 ? env.threads : 1), blockedIn_(n.numOperands(), false),
-      blockedOut_(n.numResults(), false), preferIn_(n.numOperands()),
-      preferOut_(n.numResults()) {}
+      blockedOut_(n.numResults(), false), preferIn_(n.numOperands()), preferOut_(n.numResults()) {}
 
 void DnnlKernel::allowBlockedOperand(unsigned i) {
   blockedIn_[i] = blockable(operandType(i));

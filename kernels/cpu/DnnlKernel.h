@@ -117,6 +117,8 @@ public:
   }
   /// Scratch memory for the primitive's own use (scratchpad, workspace).
   dnnl::memory temp(const dnnl::memory::desc &d);
+  /// Reorders `data` (held in `have`) into `to`, memory that outlives the run.
+  void reorderInto(void *data, const dnnl::memory::desc &have, dnnl::memory &to);
   /// Copies staged results into their views and waits for the stream.
   void finish();
   /// Runs a primitive on the kernel's stream (and notes which one ran).
@@ -142,6 +144,30 @@ private:
 /// The layouts of one run: one per operand, one per result.
 struct Layouts {
   llvm::SmallVector<Layout, 5> in, out;
+};
+
+/// An operand no step changes (weights of a graph that updates no variable,
+/// KernelContext::variablesVersion), reordered into the layout a primitive
+/// wants once per variables version and kept between runs, instead of on
+/// every run. The kept copy is host memory counted against --memory-limit.
+class KeptOperand {
+public:
+  KeptOperand() = default;
+  KeptOperand(const KeptOperand &) = delete;
+  KeptOperand &operator=(const KeptOperand &) = delete;
+  ~KeptOperand();
+  /// Whether `node`'s operand `i` is a variable or a constant.
+  static bool isStable(const Node &node, unsigned i);
+  /// `data` in `want`: the kept copy (refreshed when `version` or `data`
+  /// moved), or, with version 0, a copy staged for this run.
+  llvm::Expected<dnnl::memory> get(Staging &s, void *data, const dnnl::memory::desc &have,
+                                   const dnnl::memory::desc &want, uint64_t version);
+
+private:
+  dnnl::memory kept_;
+  int64_t bytes_ = 0;
+  uint64_t version_ = 0;
+  const void *from_ = nullptr;
 };
 
 class DnnlKernel : public Kernel {

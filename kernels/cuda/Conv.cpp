@@ -106,6 +106,9 @@ public:
   using CudaKernel::CudaKernel;
 
   llvm::Error init() override {
+    // Fused activations come from the CPU inference compile only.
+    if (node().attrs().has("activation"))
+      return nodeError(node(), "a Conv with a fused activation runs on CPU devices only");
     switch (node().op()) {
     case Op::ConvGradData:
       dir_ = ConvDirection::BackwardData;

@@ -5,6 +5,7 @@
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
 #include "kernels/Kernel.h"
+#include "passes/InferenceFusion.h"
 #include "passes/PsPart.h"
 #include "placement/DotView.h"
 #include "placement/Placer.h"
@@ -151,6 +152,7 @@ llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, 
   if (batch > 0 && m->batch() != batch)
     if (auto e = bindBatch(*m, batch))
       return e;
+  fuseConvRelu(*m);
   if (auto e = verify(*m))
     return e;
   return m;

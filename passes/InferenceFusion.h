@@ -1,0 +1,25 @@
+//===- InferenceFusion.h - Fusions for inference on CPU devices --*- C++ -*-===//
+//
+// `graphrun infer` compiles a forward graph that never differentiates, so
+// ops that follow one another can run as one library call:
+//
+//  - fuse-conv-relu: a Conv whose only user is a Relu computes the Relu
+//    itself (attribute activation = "relu", a oneDNN post-op applied while
+//    the output is still in cache); the Relu goes. A Conv whose result is
+//    also read elsewhere, or is a graph output, keeps it.
+//
+// Training graphs are not fused: autodiff needs each op's own result, and
+// the gradient rules know no fused op. Only the CPU Conv kernel reads the
+// attribute; the CUDA kernels refuse a Conv that carries it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Pass.h"
+
+namespace graphc {
+
+/// Fuses Conv -> Relu pairs in every graph of `m`; the number fused.
+unsigned fuseConvRelu(Module &m);
+
+} // namespace graphc

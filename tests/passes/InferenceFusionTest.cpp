@@ -1,0 +1,120 @@
+//===- InferenceFusionTest.cpp - fuse-conv-relu and kept weights -----------===//
+//
+// A fused Conv -> Relu computes what the two ops compute apart, on CPU
+// devices, and weights kept between runs (KeptOperand) follow a variable
+// written between runs.
+
+#include "PassTestUtil.h"
+
+#include "executor/Executor.h"
+#include "ir/Clone.h"
+#include "ir/Verifier.h"
+#include "passes/InferenceFusion.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace graphc;
+using passtest::addVariable;
+
+namespace {
+
+Value *conv(Builder &b, Value *x, const std::string &name, int64_t in, int64_t out) {
+  Value *w = addVariable(b, name + ".weight", {out, in, 3, 3}, VarKind::Param,
+                         {"kaiming_uniform", {2.236}});
+  Attrs a;
+  a.set("pads", Ints{1, 1, 1, 1});
+  return b.create(Op::Conv, {x, w}, a, name);
+}
+
+/// x -> c1 -> relu -> c2 -> relu (output y); c3 of y -> relu, and c3 also
+/// into an Add with that relu (output z): two pairs fuse, the third not.
+std::unique_ptr<Module> model() {
+  auto m = std::make_unique<Module>("convs");
+  Builder b(m->main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 3, 8, 8}));
+  Value *y = b.create(Op::Relu, {conv(b, x, "c1", 3, 8)}, {}, "r1");
+  y = b.create(Op::Relu, {conv(b, y, "c2", 8, 8)}, {}, "r2");
+  Value *c3 = conv(b, y, "c3", 8, 8);
+  Value *r3 = b.create(Op::Relu, {c3}, {}, "r3");
+  Value *z = b.create(Op::Add, {r3, c3}, {}, "z");
+  m->main().addOutput(y);
+  m->main().addOutput(z);
+  m->meta().set("batch", (int64_t)2);
+  return m;
+}
+
+Tensor randomTensor(const TensorType &t, unsigned seed) {
+  Tensor r(t);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist;
+  for (int64_t i = 0; i < r.numElements(); ++i)
+    r.data<float>()[i] = dist(gen);
+  return r;
+}
+
+void expectNear(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k)
+    for (int64_t i = 0; i < a[k].numElements(); ++i)
+      ASSERT_NEAR(a[k].data<float>()[i], b[k].data<float>()[i], 1e-5)
+          << "output " << k << " @" << i;
+}
+
+TEST(InferenceFusion, FusesOnlyAConvWhoseOnlyUserIsARelu) {
+  auto m = model();
+  EXPECT_EQ(fuseConvRelu(*m), 2u);
+  ASSERT_FALSE(verify(*m)) << "verifies";
+  unsigned relus = 0, fused = 0;
+  for (Node *n : m->main().nodes()) {
+    relus += n->op() == Op::Relu;
+    fused += n->op() == Op::Conv && n->attrs().getString("activation") == "relu";
+  }
+  EXPECT_EQ(relus, 1u);
+  EXPECT_EQ(fused, 2u);
+  EXPECT_EQ(fuseConvRelu(*m), 0u) << "nothing left to fuse";
+}
+
+TEST(InferenceFusion, FusedMatchesUnfusedAndFollowsWrittenWeights) {
+  auto plain = model();
+  auto fused = cloneModule(*plain);
+  ASSERT_EQ(fuseConvRelu(*fused), 2u);
+  auto a = Executor::create(*plain, {});
+  auto b = Executor::create(*fused, {});
+  ASSERT_TRUE((bool)a) << llvm::toString(a.takeError());
+  ASSERT_TRUE((bool)b) << llvm::toString(b.takeError());
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = randomTensor(TensorType(DType::F32, {2, 3, 8, 8}), 1);
+  for (unsigned round = 0; round < 2; ++round) {
+    auto ya = (*a)->run(feeds);
+    auto yb = (*b)->run(feeds);
+    ASSERT_TRUE((bool)ya) << llvm::toString(ya.takeError());
+    ASSERT_TRUE((bool)yb) << llvm::toString(yb.takeError());
+    expectNear(*ya, *yb);
+  }
+  // New weights written into the fused executor: its kept, reordered copy
+  // must follow them, as an executor created with those weights computes.
+  Tensor w = randomTensor(TensorType(DType::F32, {8, 8, 3, 3}), 7);
+  ASSERT_FALSE((*b)->writeVariable("c2.weight", w));
+  plain->findVariable("c2.weight")->data = w;
+  auto fresh = Executor::create(*plain, {});
+  ASSERT_TRUE((bool)fresh) << llvm::toString(fresh.takeError());
+  auto want = (*fresh)->run(feeds);
+  auto got = (*b)->run(feeds);
+  ASSERT_TRUE((bool)want && (bool)got);
+  expectNear(*want, *got);
+}
+
+TEST(InferenceFusion, OnlyReluIsAFusedActivation) {
+  auto m = model();
+  for (Node *n : m->main().nodes())
+    if (n->op() == Op::Conv)
+      n->attrs().set("activation", std::string("tanh"));
+  llvm::Error e = verify(*m);
+  ASSERT_TRUE((bool)e);
+  EXPECT_NE(llvm::toString(std::move(e)).find("activation 'tanh' is not one a Conv fuses"),
+            std::string::npos);
+}
+
+} // namespace
