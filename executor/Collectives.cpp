@@ -15,6 +15,34 @@ static std::string shapesOf(llvm::ArrayRef<TensorView> views) {
   return llvm::join(s, ", ");
 }
 
+llvm::Expected<GroupBinding> bindGroup(llvm::StringRef group, llvm::ArrayRef<DeviceKind> members,
+                                       int64_t workers, const CrossWorkerReducer *host,
+                                       const CrossWorkerExchange *gpu) {
+  bool anyGpu = false, anyCpu = false;
+  for (DeviceKind k : members)
+    (k == DeviceKind::CPU ? anyCpu : anyGpu) = true;
+  if (anyGpu && anyCpu)
+    return makeError("collective '" + group +
+                     "' spans host and GPU devices; insert transfers so that all members are "
+                     "on one kind");
+  GroupBinding b;
+  b.engine = anyGpu ? DeviceKind::CUDA : DeviceKind::CPU;
+  if (workers <= 1)
+    return b;
+  // The host path sums with the reducer, the GPU path builds its NCCL
+  // communicator through the exchange: each needs its own.
+  unsigned have = anyGpu ? (gpu ? gpu->numWorkers() : 0) : (host ? host->numWorkers() : 0);
+  if (have == 0)
+    return makeError("collective '" + group + "' spans " + llvm::Twine(workers) +
+                     " workers, but this process runs alone (start the plan's workers with "
+                     "mpirun)");
+  if (have != workers)
+    return makeError("collective '" + group + "' spans " + llvm::Twine(workers) +
+                     " workers, but this run has " + llvm::Twine(have));
+  b.across = anyGpu ? AcrossWorkers::Nccl : AcrossWorkers::Mpi;
+  return b;
+}
+
 void CpuCollectives::reduceAcrossWorkers(CrossWorkerReducer *across,
                                          llvm::ArrayRef<std::string> groups) {
   std::lock_guard<std::mutex> lock(mutex_);

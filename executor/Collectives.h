@@ -11,9 +11,14 @@
 // tensor shapes, instead of hanging. Mismatched shapes between ranks are an
 // error naming both ranks.
 //
-// A group may also span workers (processes of a multi-worker run): its sum
-// inside the process is then summed across the workers (CrossWorkerReducer,
-// MPI in executor/Workers.h) before any rank returns.
+// A group may also span workers (processes of a multi-worker run). How its
+// sum crosses them follows from its members' kind (bindGroup):
+//   - host devices: the sum inside the process is then summed across the
+//     workers (CrossWorkerReducer, MPI in executor/Workers.h) before any rank
+//     returns;
+//   - GPUs: one NCCL communicator over every GPU of every worker
+//     (executor/cuda/NcclAcrossWorkers.h), built through CrossWorkerExchange
+//     (the same MPI processes carry NCCL's unique id).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -47,6 +52,43 @@ public:
   virtual llvm::Error allReduceSum(llvm::StringRef group, llvm::ArrayRef<TensorView> tensors,
                                    llvm::StringRef what) = 0;
 };
+
+/// What a GPU group that spans workers needs from the processes to build its
+/// NCCL communicator (executor/Workers.h implements it over MPI; tests over
+/// threads). Every call is collective over the workers and bounded by
+/// timeout().
+class CrossWorkerExchange {
+public:
+  virtual ~CrossWorkerExchange() = default;
+  virtual unsigned numWorkers() const = 0;
+  /// This process's worker, 0 .. numWorkers()-1.
+  virtual unsigned rank() const = 0;
+  /// How long one exchange (and one NCCL call across workers) may wait.
+  virtual std::chrono::milliseconds timeout() const = 0;
+  /// Every worker's value, in worker order.
+  virtual llvm::Expected<std::vector<uint64_t>> gather(uint64_t value, llvm::StringRef what) = 0;
+  /// Worker 0's bytes into every worker's `bytes` (the same length on every
+  /// worker).
+  virtual llvm::Error broadcast(llvm::MutableArrayRef<uint8_t> bytes, llvm::StringRef what) = 0;
+};
+
+/// How the executor binds one collective group, from its members' device
+/// kinds and the workers it spans (its AllReduce nodes' `workers`).
+enum class AcrossWorkers {
+  No,   ///< inside this process only
+  Mpi,  ///< host devices: the CPU engine's sum, then MPI across the workers
+  Nccl, ///< GPUs: one NCCL communicator over every GPU of every worker
+};
+struct GroupBinding {
+  DeviceKind engine = DeviceKind::CPU; ///< the CPU engine or the CUDA backend's
+  AcrossWorkers across = AcrossWorkers::No;
+};
+/// Refuses a group mixing host and GPU devices, and a group across workers
+/// that this run cannot sum (no workers, another number of them, or no
+/// exchange for GPUs); the error names the group.
+llvm::Expected<GroupBinding> bindGroup(llvm::StringRef group, llvm::ArrayRef<DeviceKind> members,
+                                       int64_t workers, const CrossWorkerReducer *host,
+                                       const CrossWorkerExchange *gpu);
 
 /// Sums tensors across the devices of a group. Each participant calls
 /// allReduce from its own device thread; on devices with streams the call may

@@ -11,6 +11,8 @@
 #include "ir/Cost.h"
 #include "ir/Initializers.h"
 
+#include <set>
+
 namespace graphc {
 
 using namespace exec;
@@ -333,40 +335,29 @@ llvm::Error Executor::Impl::bindVariables() {
 
 llvm::Error Executor::Impl::bindCollectives() {
   // All members of a group must be on host devices (the project's own
-  // reduction) or all on GPUs (the CUDA backend's engine).
+  // reduction) or all on GPUs (the CUDA backend's engine); across workers,
+  // the first sum with MPI, the second with NCCL (bindGroup).
   std::map<std::string, std::vector<unsigned>> groups;
   std::map<std::string, std::vector<Device *>> gpuGroups; // devices by rank
+  std::set<std::string> gpuAcrossWorkers;
   for (unsigned i = 0; i < nodes.size(); ++i)
     if (nodes[i]->action == Action::Collective)
       groups[nodes[i]->node->attrs().getString("group")].push_back(i);
   std::vector<std::string> acrossWorkers; // sorted: groups is a map
   for (auto &[name, members] : groups) {
-    if (int64_t workers = nodes[members[0]]->node->attrs().getInt("workers", 1); workers > 1) {
-      const Node &n = *nodes[members[0]]->node;
-      if (!opts.acrossWorkers)
-        return nodeError(n, "collective '" + name + "' spans " + llvm::Twine(workers) +
-                                " workers, but this process runs alone (start the plan's "
-                                "workers with mpirun)");
-      if (opts.acrossWorkers->numWorkers() != workers)
-        return nodeError(n, "collective '" + name + "' spans " + llvm::Twine(workers) +
-                                " workers, but this run has " +
-                                llvm::Twine(opts.acrossWorkers->numWorkers()));
-      for (unsigned m : members)
-        if (devices[nodes[m]->device]->device->kind() != DeviceKind::CPU)
-          return nodeError(*nodes[m]->node,
-                           "collective '" + name +
-                               "' spans workers on GPUs: NCCL across processes is not done "
-                               "yet; place the parameters on the host (--params cpu)");
-      acrossWorkers.push_back(name);
-    }
-    bool anyGpu = false, anyCpu = false;
+    std::vector<DeviceKind> kinds;
     for (unsigned m : members)
-      (devices[nodes[m]->device]->device->kind() == DeviceKind::CPU ? anyCpu : anyGpu) = true;
-    if (anyGpu && anyCpu)
-      return nodeError(*nodes[members[0]]->node,
-                       "collective '" + name + "' spans host and GPU devices; insert transfers "
-                       "so that all members are on one kind");
-    if (anyGpu) {
+      kinds.push_back(devices[nodes[m]->device]->device->kind());
+    const Node &first = *nodes[members[0]]->node;
+    auto binding = bindGroup(name, kinds, first.attrs().getInt("workers", 1), opts.acrossWorkers,
+                             opts.gpuAcrossWorkers);
+    if (!binding)
+      return nodeError(first, llvm::toString(binding.takeError()));
+    if (binding->across == AcrossWorkers::Mpi)
+      acrossWorkers.push_back(name);
+    if (binding->across == AcrossWorkers::Nccl)
+      gpuAcrossWorkers.insert(name);
+    if (binding->engine == DeviceKind::CUDA) {
       std::vector<Device *> &byRank = gpuGroups[name];
       for (unsigned m : members) {
         const Node &n = *nodes[m]->node;
@@ -384,8 +375,8 @@ llvm::Error Executor::Impl::bindCollectives() {
       }
       for (size_t r = 0; r < byRank.size(); ++r)
         if (!byRank[r])
-          return nodeError(*nodes[members[0]]->node, "collective '" + name + "' has no node for rank " +
-                                                         llvm::Twine(r));
+          return nodeError(first, "collective '" + name + "' has no node for rank " +
+                                      llvm::Twine(r));
       continue;
     }
     for (unsigned m : members)
@@ -399,7 +390,8 @@ llvm::Error Executor::Impl::bindCollectives() {
   if (gpuGroups.empty())
     return llvm::Error::success();
 #if GRAPHC_HAVE_CUDA
-  auto engine = createCudaCollectives(opts.waitTimeout, gpuGroups);
+  auto engine =
+      createCudaCollectives(opts.waitTimeout, gpuGroups, gpuAcrossWorkers, opts.gpuAcrossWorkers);
   if (!engine)
     return engine.takeError();
   for (auto &[name, members] : groups)

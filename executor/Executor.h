@@ -29,6 +29,7 @@
 
 namespace graphc {
 
+class CrossWorkerExchange;
 class CrossWorkerReducer;
 
 struct ExecutorOptions {
@@ -58,6 +59,9 @@ struct ExecutorOptions {
   /// A multi-worker run: sums AllReduce groups marked `workers` across the
   /// workers (executor/Workers.h). Unset: such a group is an error.
   CrossWorkerReducer *acrossWorkers = nullptr;
+  /// The same for groups of GPUs: their NCCL communicator spans every GPU of
+  /// every worker, its unique id carried by this exchange (executor/Workers.h).
+  CrossWorkerExchange *gpuAcrossWorkers = nullptr;
 };
 
 struct DeviceMemory {

@@ -180,6 +180,19 @@ llvm::Expected<std::vector<uint64_t>> Workers::gatherOn(bool world, uint64_t val
   return std::vector<uint64_t>(all.begin(), all.end());
 }
 
+llvm::Error Workers::broadcast(llvm::MutableArrayRef<uint8_t> bytes, llvm::StringRef what) {
+  if (!mpi_ || numWorkers() == 1 || bytes.empty())
+    return llvm::Error::success();
+  MPI_Request req;
+  {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    int rc = MPI_Ibcast(bytes.data(), (int)bytes.size(), MPI_BYTE, 0, comms_->workers(), &req);
+    if (rc != MPI_SUCCESS)
+      return makeError(what + " failed: " + mpiErrorText(rc));
+  }
+  return waitAll(&req, 1, what.str() + " (broadcast from rank 0)");
+}
+
 llvm::Error Workers::agree(uint64_t value, llvm::StringRef what) {
   if (!mpi_)
     return llvm::Error::success();

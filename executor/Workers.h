@@ -16,6 +16,9 @@
 //     (prepareGroups() creates one per group, in the same order on every
 //     rank, so that groups may complete in any order). The executor's CPU
 //     collectives call it after reducing inside the worker.
+//     GPU groups across workers sum with NCCL instead; their communicators
+//     are made through the CrossWorkerExchange side of this class: gather()
+//     and broadcast() (NCCL's unique id, from worker 0).
 //  4. Parameter-server tasks (passes/PsPart.h). With P ps tasks, the last
 //     P ranks serve variables and the first size()-P train: setPsTasks()
 //     splits the world so that every collective across workers (sums,
@@ -23,7 +26,7 @@
 //     receiveAny() carry point-to-point messages between workers and tasks
 //     on a communicator of their own.
 //  5. Never hang. Every collective here is non-blocking (MPI_Iallreduce,
-//     MPI_Iallgather) and polled against a deadline (--collective-timeout):
+//     MPI_Iallgather, MPI_Ibcast) and polled against a deadline (--collective-timeout):
 //     a rank that died or stalled makes the others fail with an error that
 //     names this rank, the collective and the step, instead of waiting
 //     forever. The tool then ends the whole job (abortAll: MPI_Abort), which
@@ -58,7 +61,7 @@
 
 namespace graphc {
 
-class Workers final : public CrossWorkerReducer {
+class Workers final : public CrossWorkerReducer, public CrossWorkerExchange {
 public:
   /// True when Open MPI's mpirun launched this process.
   static bool launchedByMpirun();
@@ -70,7 +73,8 @@ public:
 
   ~Workers() override;
 
-  unsigned rank() const { return rank_; }
+  /// A training rank is its worker's index (ps tasks come after them).
+  unsigned rank() const override { return rank_; }
   unsigned size() const { return size_; }
   bool chief() const { return rank_ == 0; }
   /// The last `ps` ranks are parameter-server tasks (point 4); every rank
@@ -83,7 +87,7 @@ public:
 
   /// How long one collective may wait for the other ranks.
   void setTimeout(std::chrono::milliseconds t) { timeout_ = t; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds timeout() const override { return timeout_; }
   /// The training step, for messages.
   void setStep(int64_t step) { step_.store(step); }
   /// A stop signal's flag (SIGINT/SIGTERM, non-zero once one came): while
@@ -102,8 +106,11 @@ public:
   /// Elementwise logical or of every rank's flags, in place (the same length
   /// on every rank): which samples of a batch failed to load anywhere.
   llvm::Error orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringRef what);
-  /// Every rank's value, in rank order.
-  llvm::Expected<std::vector<uint64_t>> gather(uint64_t value, llvm::StringRef what);
+  /// Every training rank's value, in rank order.
+  llvm::Expected<std::vector<uint64_t>> gather(uint64_t value, llvm::StringRef what) override;
+  /// Rank 0's bytes to every training rank (MPI_Ibcast); the same length on
+  /// every rank.
+  llvm::Error broadcast(llvm::MutableArrayRef<uint8_t> bytes, llvm::StringRef what) override;
   /// A rendezvous has succeeded: failures from here on end the whole job.
   bool rendezvousDone() const { return rendezvous_; }
 

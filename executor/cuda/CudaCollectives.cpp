@@ -13,15 +13,28 @@ namespace graphc {
 
 llvm::Expected<std::unique_ptr<CudaCollectives>>
 CudaCollectives::create(std::chrono::milliseconds timeout,
-                        const std::map<std::string, std::vector<CudaDevice *>> &groups) {
+                        const std::map<std::string, std::vector<CudaDevice *>> &groups,
+                        const std::set<std::string> &acrossWorkers,
+                        CrossWorkerExchange *exchange) {
   std::unique_ptr<CudaCollectives> c(new CudaCollectives(timeout));
+  // In name order (a map): the groups across workers make their
+  // communicators in the same order on every worker.
   for (const auto &[name, devices] : groups) {
     Group g;
     g.devices = devices;
     std::vector<int> ordinals;
     for (CudaDevice *d : devices)
       ordinals.push_back(d->ordinal());
-    g.path = chooseCollectivePath(ordinals);
+    const bool spansWorkers = acrossWorkers.count(name) > 0;
+    g.path = chooseCollectivePath(ordinals, spansWorkers ? 2 : 1);
+    if (spansWorkers) {
+      if (!exchange)
+        return makeError("collective '" + name + "' spans workers, but this run has none");
+      if (auto e = c->bindAcrossWorkers(name, g, *exchange, ordinals))
+        return e;
+      c->groups_[name] = std::move(g);
+      continue;
+    }
     if (devices.size() > (size_t)kSumMaxRanks && g.path != CollectivePath::Nccl)
       return makeError("collective '" + name + "' has " + llvm::Twine(devices.size()) +
                        " ranks sharing GPUs; the own reduction takes at most " +
@@ -73,6 +86,39 @@ CudaCollectives::create(std::chrono::milliseconds timeout,
   return c;
 }
 
+llvm::Error CudaCollectives::bindAcrossWorkers(llvm::StringRef name, Group &g,
+                                               CrossWorkerExchange &exchange,
+                                               llvm::ArrayRef<int> ordinals) {
+  // Every worker gathers, whatever it decides next, so that a worker whose
+  // ranks share a GPU fails alone rather than leaving the others waiting.
+  auto layout = NcclAcrossWorkers::layoutOf(exchange, name, ordinals);
+  if (!layout)
+    return layout.takeError();
+  std::string why = acrossWorkersRefusal(name, ordinals);
+  if (!why.empty())
+    return makeError(why);
+  if (!nccl_) {
+    auto api = loadNccl();
+    if (!api)
+      return withContext(api.takeError(), "collective '" + name + "'");
+    nccl_ = *api;
+  }
+  auto [it, fresh] = workerComms_.try_emplace(layout->second);
+  if (fresh) {
+    auto comms = NcclAcrossWorkers::create(*nccl_, exchange, name, layout->first, ordinals);
+    if (!comms) {
+      workerComms_.erase(it);
+      return comms.takeError();
+    }
+    it->second = std::move(*comms);
+    NcclAcrossWorkers *across = it->second.get();
+    for (unsigned r = 0; r < g.devices.size(); ++r)
+      g.devices[r]->addWaitCheck([across, r] { return across->check(r); });
+  }
+  g.workers = it->second.get();
+  return llvm::Error::success();
+}
+
 CudaCollectives::~CudaCollectives() {
   reset();
   if (!nccl_)
@@ -95,6 +141,10 @@ CollectivePath CudaCollectives::path(llvm::StringRef group) const {
 
 void CudaCollectives::abort() {
   rendezvous_.abort();
+  // Work that may never finish: abort the communicators at the end.
+  broken_.store(true);
+  for (auto &[key, comms] : workerComms_)
+    comms->markBroken();
 }
 
 void CudaCollectives::reset() {
@@ -195,7 +245,8 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
   if (!stream)
     return stream.takeError();
   Token *token = nullptr;
-  if (g.path != CollectivePath::Nccl) {
+  const bool nccl = g.path == CollectivePath::Nccl || g.path == CollectivePath::NcclAcrossWorkers;
+  if (!nccl) {
     token = newToken(*d);
     auto ready = d->events().acquire();
     if (!ready)
@@ -211,9 +262,9 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
   auto meeting = rendezvous_.arrive(group, rank, nranks, std::move(arrival));
   if (!meeting)
     return meeting.takeError();
-  llvm::Error err = g.path == CollectivePath::Nccl
-                        ? ncclAllReduce(g, rank, inputs, outputs, *stream)
-                        : ownAllReduce(group, *meeting, rank, *stream, *token);
+  llvm::Error err = g.workers ? g.workers->allReduce(rank, group, inputs, outputs, *stream)
+                    : nccl    ? ncclAllReduce(g, rank, inputs, outputs, *stream)
+                              : ownAllReduce(group, *meeting, rank, *stream, *token);
   rendezvous_.leave(group, meeting->sequence);
   if (err)
     return withContext(std::move(err), "collective '" + group + "' #" +

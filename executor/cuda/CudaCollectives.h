@@ -3,7 +3,8 @@
 // The collective engine for groups whose members are all CUDA devices. Each
 // group gets a path at bind time (CollectivePath.h): NCCL where every rank
 // has its own GPU, the project's own reduction kernel (SumRanks.h) where
-// ranks share a GPU.
+// ranks share a GPU, and NCCL over every GPU of every worker where the group
+// spans workers (NcclAcrossWorkers.h).
 //
 // Every call is enqueued on the rank's collective stream, after the hazard
 // waits of its device (the inputs are ready, the outputs' bytes are free),
@@ -17,6 +18,11 @@
 //     is one grouped launch), ncclGroupEnd. One communicator set per ordered
 //     list of GPUs (ncclCommInitAll at bind), shared by the groups on it.
 //     NCCL's asynchronous errors end a device's synchronize with an error.
+//   NCCL across workers: the same calls on non-blocking communicators made
+//     with ncclCommInitRankConfig, one set per layout (shared by the groups
+//     on the same GPUs of every worker); an all-reduce unfinished after
+//     --collective-timeout also ends the synchronize, aborting its
+//     communicator.
 //   Own kernel: every rank records "ready" on its collective stream; rank 0
 //     waits for all ranks' ready events, sums into every rank's outputs, and
 //     records "done"; the others wait for done on their collective streams,
@@ -28,6 +34,7 @@
 
 #include "executor/Collectives.h"
 #include "executor/cuda/CollectivePath.h"
+#include "executor/cuda/NcclAcrossWorkers.h"
 #include "executor/cuda/NcclLibrary.h"
 #include "executor/cuda/Rendezvous.h"
 
@@ -35,6 +42,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 
 namespace graphc {
 
@@ -42,10 +50,13 @@ class CudaDevice;
 
 class CudaCollectives : public CollectiveEngine {
 public:
-  /// `groups`: each group's devices by rank.
+  /// `groups`: each group's devices by rank; those in `acrossWorkers` also
+  /// span the other workers' GPUs (their communicators made through
+  /// `exchange`, collectively: every worker binds the same groups).
   static llvm::Expected<std::unique_ptr<CudaCollectives>>
   create(std::chrono::milliseconds timeout,
-         const std::map<std::string, std::vector<CudaDevice *>> &groups);
+         const std::map<std::string, std::vector<CudaDevice *>> &groups,
+         const std::set<std::string> &acrossWorkers = {}, CrossWorkerExchange *exchange = nullptr);
   ~CudaCollectives() override;
 
   llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
@@ -63,12 +74,16 @@ private:
     CollectivePath path = CollectivePath::SharedGpu;
     std::vector<CudaDevice *> devices;
     std::vector<ncclComm_t> comms; ///< by rank (NCCL path)
+    NcclAcrossWorkers *workers = nullptr; ///< NCCL across workers
   };
   /// A rank's part of one own-kernel call.
   struct Token {
     CudaDevice *device = nullptr;
     cudaEvent_t ready = nullptr, done = nullptr;
   };
+  /// The NCCL path across workers: the group's communicators.
+  llvm::Error bindAcrossWorkers(llvm::StringRef name, Group &g, CrossWorkerExchange &exchange,
+                                llvm::ArrayRef<int> ordinals);
   llvm::Error ncclAllReduce(Group &g, unsigned rank, llvm::ArrayRef<TensorView> inputs,
                             llvm::ArrayRef<TensorView> outputs, cudaStream_t stream);
   llvm::Error ownAllReduce(llvm::StringRef name, const RendezvousMeeting &m, unsigned rank,
@@ -78,6 +93,8 @@ private:
   Rendezvous rendezvous_;
   std::map<std::string, Group> groups_;
   std::map<std::vector<int>, std::vector<ncclComm_t>> commSets_;
+  /// By NcclAcrossWorkers::layoutOf's key.
+  std::map<std::vector<uint64_t>, std::unique_ptr<NcclAcrossWorkers>> workerComms_;
   const NcclApi *nccl_ = nullptr;
   std::atomic<bool> broken_{false};
   std::mutex tokensMutex_;

@@ -185,7 +185,8 @@ std::unique_ptr<StepCapture> createCudaStepCapture(llvm::ArrayRef<Device *> devi
 
 llvm::Expected<std::unique_ptr<CollectiveEngine>>
 createCudaCollectives(std::chrono::milliseconds timeout,
-                      const std::map<std::string, std::vector<Device *>> &groups) {
+                      const std::map<std::string, std::vector<Device *>> &groups,
+                      const std::set<std::string> &acrossWorkers, CrossWorkerExchange *exchange) {
   std::map<std::string, std::vector<CudaDevice *>> cuda;
   for (const auto &[name, devices] : groups)
     for (Device *d : devices) {
@@ -194,7 +195,7 @@ createCudaCollectives(std::chrono::milliseconds timeout,
         return makeError("collective '" + name + "': " + d->name() + " is not a CUDA device");
       cuda[name].push_back(c);
     }
-  auto engine = CudaCollectives::create(timeout, cuda);
+  auto engine = CudaCollectives::create(timeout, cuda, acrossWorkers, exchange);
   if (!engine)
     return engine.takeError();
   return std::unique_ptr<CollectiveEngine>(std::move(*engine));

@@ -24,8 +24,7 @@ llvm::Error resolve(void *handle, const std::string &path, const char *name, F &
   void *p = dlsym(handle, name);
   if (!p)
     return makeError(llvm::Twine(path) + " has no symbol '" + name + "' (NCCL " +
-                     llvm::Twine(NCCL_MAJOR) + "." + llvm::Twine(NCCL_MINOR) +
-                     " or newer is needed)");
+                     llvm::Twine(NCCL_MAJOR) + ".14 or newer is needed)");
   slot = reinterpret_cast<F>(p);
   return llvm::Error::success();
 }
@@ -44,6 +43,9 @@ llvm::Error open(NcclApi &t, const LibrarySearchEnv &env) {
   GRAPHC_RESOLVE(ncclGetErrorString)
   GRAPHC_RESOLVE(ncclGetLastError)
   GRAPHC_RESOLVE(ncclCommInitAll)
+  GRAPHC_RESOLVE(ncclGetUniqueId)
+  GRAPHC_RESOLVE(ncclCommInitRankConfig)
+  GRAPHC_RESOLVE(ncclCommFinalize)
   GRAPHC_RESOLVE(ncclCommDestroy)
   GRAPHC_RESOLVE(ncclCommAbort)
   GRAPHC_RESOLVE(ncclCommGetAsyncError)

@@ -5,7 +5,8 @@
 // (a run on one GPU never needs it). It is looked for where cuDNN and cuBLAS
 // are (kernels/cuda/CudaLibraries.h: GRAPHC_CUDA_LIBRARY_PATH, the loader's
 // search, pip wheels' nvidia/nccl/lib); a missing library or symbol is an
-// error naming it and every path tried. Only NCCL 2 is accepted.
+// error naming it and every path tried. Only NCCL 2 is accepted, from 2.14
+// on (non-blocking communicators: ncclCommInitRankConfig, ncclCommFinalize).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -27,6 +28,9 @@ struct NcclApi {
   GRAPHC_FN(ncclGetErrorString);
   GRAPHC_FN(ncclGetLastError);
   GRAPHC_FN(ncclCommInitAll);
+  GRAPHC_FN(ncclGetUniqueId);
+  GRAPHC_FN(ncclCommInitRankConfig);
+  GRAPHC_FN(ncclCommFinalize);
   GRAPHC_FN(ncclCommDestroy);
   GRAPHC_FN(ncclCommAbort);
   GRAPHC_FN(ncclCommGetAsyncError);

@@ -28,11 +28,13 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace graphc {
 
 class CollectiveEngine;
+class CrossWorkerExchange;
 class Device;
 class Graph;
 
@@ -59,10 +61,13 @@ std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds,
 /// The capture over the executor's devices (all CUDA devices).
 std::unique_ptr<StepCapture> createCudaStepCapture(llvm::ArrayRef<Device *> devices,
                                                    std::chrono::milliseconds timeout);
-/// The collective engine for groups of CUDA devices (devices by rank).
+/// The collective engine for groups of CUDA devices (devices by rank); the
+/// groups named in `acrossWorkers` also span the other workers' GPUs, their
+/// NCCL communicators built through `exchange`.
 llvm::Expected<std::unique_ptr<CollectiveEngine>>
 createCudaCollectives(std::chrono::milliseconds timeout,
-                      const std::map<std::string, std::vector<Device *>> &groups);
+                      const std::map<std::string, std::vector<Device *>> &groups,
+                      const std::set<std::string> &acrossWorkers, CrossWorkerExchange *exchange);
 #endif
 
 } // namespace graphc

@@ -28,6 +28,11 @@ std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds,
     if (n->op() == Op::DropoutTrain || n->op() == Op::ApplyAdam)
       return "node '" + n->name() + "' (" + opName(n->op()).str() +
              ") uses the step counter on the host";
+    // Issued eagerly, each all-reduce across workers is timed against
+    // --collective-timeout, and its communicator aborted when late.
+    if (n->op() == Op::AllReduce && n->attrs().getInt("workers", 1) > 1)
+      return "collective '" + n->attrs().getString("group") +
+             "' spans workers (NCCL across processes is issued step by step)";
   }
   return "";
 }

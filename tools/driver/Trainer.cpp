@@ -427,8 +427,10 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   if (auto e = checkPlanFitsCluster(*compiled))
     return e;
   ExecutorOptions exec = opts.executor;
-  if (plannedWorkers > 1)
+  if (plannedWorkers > 1) {
     exec.acrossWorkers = &workers;
+    exec.gpuAcrossWorkers = &workers;
+  }
   exec.profile = exec.profile || !opts.tracePath.empty() || !opts.profilePath.empty();
   std::string emulation;
   if (opts.emulate && isPlaced(*compiled))
