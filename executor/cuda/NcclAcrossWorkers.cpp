@@ -231,8 +231,8 @@ llvm::Error NcclAcrossWorkers::check(unsigned local) {
   std::string group = l.group;
   broken_ = true;
   abort(l);
-  return makeError("the NCCL all-reduce of collective '" + group + "' (" + describe(local) +
-                   ") did not complete within " + seconds(timeout_) +
+  return makeError("the NCCL all-reduce of collective '" + group + "' on " + describe(local) +
+                   " did not complete within " + seconds(timeout_) +
                    " s: another worker died or stalled (--collective-timeout); its communicator "
                    "is aborted");
 }

@@ -32,6 +32,59 @@ TEST(CollectivePath, AMixUsesTheOwnKernelOverPeerAccess) {
             "own reduction across GPUs (peer access)");
 }
 
+TEST(CollectivePath, AcrossWorkersAlwaysNcclButNeverTwoRanksOnOneGpu) {
+  // Whatever this worker's GPUs, a group across workers sums with NCCL.
+  EXPECT_EQ(chooseCollectivePath({0}, 2), CollectivePath::NcclAcrossWorkers);
+  EXPECT_EQ(chooseCollectivePath({0, 1}, 3), CollectivePath::NcclAcrossWorkers);
+  EXPECT_EQ(chooseCollectivePath({0}, 1), CollectivePath::SharedGpu);
+  EXPECT_EQ(collectivePathName(CollectivePath::NcclAcrossWorkers), "NCCL across workers");
+  EXPECT_EQ(acrossWorkersRefusal("grads_0", {0}), "");
+  EXPECT_EQ(acrossWorkersRefusal("grads_0", {1, 0, 2}), "");
+  // NCCL refuses two ranks on one GPU: --emulate onto fewer GPUs.
+  EXPECT_EQ(acrossWorkersRefusal("grads_0", {0, 1, 0}),
+            "collective 'grads_0' spans workers, so it sums with NCCL, which takes one rank per "
+            "physical GPU, but this worker's ranks share GPUs (physical GPUs 0, 1, 0); give each "
+            "of the worker's GPUs its own physical GPU (not --emulate onto fewer)");
+}
+
+TEST(NcclRankLayout, WorkerOrderThenLocalDeviceOrder) {
+  // Workers with 2, 1 and 3 GPUs: ranks 0-1, 2, 3-5.
+  const std::vector<uint64_t> counts{2, 1, 3};
+  const unsigned first[] = {0, 2, 3};
+  for (unsigned w = 0; w < 3; ++w) {
+    auto l = ncclRankLayout("g", counts, w);
+    ASSERT_TRUE(bool(l)) << llvm::toString(l.takeError());
+    EXPECT_EQ(l->worker, w);
+    EXPECT_EQ(l->firstRank, first[w]) << "worker " << w;
+    EXPECT_EQ(l->localRanks, counts[w]);
+    EXPECT_EQ(l->nranks, 6u);
+    EXPECT_EQ(l->perWorker, (std::vector<unsigned>{2, 1, 3}));
+  }
+  // Every rank once: the workers' ranges tile 0 .. nranks-1.
+  std::vector<int> seen(6, 0);
+  for (unsigned w = 0; w < 3; ++w) {
+    auto l = ncclRankLayout("g", counts, w);
+    ASSERT_TRUE(bool(l));
+    for (unsigned r = 0; r < l->localRanks; ++r)
+      ++seen[l->firstRank + r];
+  }
+  EXPECT_EQ(seen, std::vector<int>(6, 1));
+  auto one = ncclRankLayout("g", std::vector<uint64_t>{1}, 0);
+  ASSERT_TRUE(bool(one));
+  EXPECT_EQ(one->nranks, 1u);
+}
+
+TEST(NcclRankLayout, AWorkerWithoutGpusOrTooManyRanksIsAnError) {
+  auto none = ncclRankLayout("grads_0", std::vector<uint64_t>{2, 0}, 0);
+  ASSERT_FALSE(bool(none));
+  EXPECT_EQ(llvm::toString(none.takeError()),
+            "collective 'grads_0': worker 1 has none of its GPUs (the workers' plans differ)");
+  auto huge = ncclRankLayout("g", std::vector<uint64_t>{1, 1ull << 31}, 1);
+  ASSERT_FALSE(bool(huge));
+  EXPECT_NE(llvm::toString(huge.takeError()).find("NCCL takes at most 2147483647"),
+            std::string::npos);
+}
+
 TEST(CudaStreams, CopiesFromTheDeviceItselfStayOnCompute) {
   EXPECT_EQ(streamForReceive(CopySource::SameDevice), CudaStream::Compute);
   EXPECT_EQ(streamForReceive(CopySource::Host), CudaStream::CopyIn);
@@ -86,5 +139,28 @@ TEST(StepCapture, OpsThatUseTheStepOnTheHostAreRefused) {
   EXPECT_NE(why.find("node '" + d->name() + "' (DropoutTrain) uses the step counter"),
             std::string::npos)
       << why;
+}
+
+TEST(StepCapture, CollectivesAcrossWorkersAreIssuedStepByStep) {
+  for (int64_t workers : {1, 2}) {
+    Module m;
+    Builder b(m.main());
+    Value *x = b.input("x", TensorType(DType::F32, {4}));
+    Attrs a;
+    a.set("group", std::string("grads_0"));
+    a.set("rank", (int64_t)0);
+    a.set("nranks", (int64_t)1);
+    a.set("reduction", std::string("sum"));
+    if (workers > 1)
+      a.set("workers", workers);
+    Node *ar = b.createNode(Op::AllReduce, {x}, a, "ar");
+    m.main().addOutput(ar->result(0));
+    std::string why = stepCaptureRefusal(m.main(), {DeviceKind::CUDA}, false, false);
+    if (workers == 1)
+      EXPECT_EQ(why, "");
+    else
+      EXPECT_EQ(why, "collective 'grads_0' spans workers (NCCL across processes is issued step "
+                     "by step)");
+  }
 }
 #endif
