@@ -7,8 +7,8 @@
 #      is older than the one the binaries need) and the lib directories of the CUDA pip
 #      wheels (nvidia/*/lib: cuDNN, cuBLAS, NCCL), which also go to GRAPHC_CUDA_LIBRARY_PATH;
 #   3. runs what the mode asks for, writing under the results folder ($OUT when set, else
-#      ./gpu-results): summary.txt, env.txt, sanitizer.txt, bench.txt, bench.json and
-#      logs.tar.gz (every log and gtest XML), so that six files carry everything.
+#      ./gpu-results): summary.txt, env.txt, sanitizer.txt, bench.txt, bench.json, mpi.txt
+#      and logs.tar.gz (every log and gtest XML), so that seven files carry everything.
 #
 # Usage: run-gpu.sh [MODE...] (default: all), each MODE one of
 #   env               the machine, the libraries found, what is missing
@@ -20,9 +20,14 @@
 #                     own kernels; skipped when compute-sanitizer is not installed
 #   bench             bench/gpu_bench.py (graphc 1 and 4 towers, CUDA graph, PyTorch eager
 #                     and torch.compile); GRAPHC_BENCH_ARGS passes options on
-#   all               env tests sanitizer bench
-# A command of the device tool runs for at most 10 minutes: run `tests` and
-# `sanitizer bench` in separate calls when the whole does not fit.
+#   mpi               tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers under the machine's own
+#                     mpirun (Open MPI is not in the bundle; skipped without one): worker
+#                     processes of 1 GPU each summing with NCCL across processes against one
+#                     process with as many GPUs (needs 2 GPUs; 3 for unlike workers), and a
+#                     stalled rank (mpi.txt)
+#   all               env tests sanitizer bench mpi
+# Where one command may run only so long (10 minutes, say), run `tests` and
+# `sanitizer bench mpi` in separate calls.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 results=${OUT:-$PWD/gpu-results}
@@ -56,8 +61,8 @@ if [ "${1:-}" = __one ]; then
 fi
 
 mkdir -p "$results"
-# Logs stay outside the results folder (the device tool returns only a few files from
-# $OUT); logs.tar.gz carries them.
+# Logs stay outside the results folder (so that it holds a few files to bring back);
+# logs.tar.gz carries them.
 logs=${GRAPHC_LOG_DIR:-/tmp/graphc-gpu-logs}
 rm -rf "$logs"
 mkdir -p "$logs"
@@ -223,6 +228,27 @@ run_bench() {
     --out "$results/bench.json" "$@" 2>&1 | tee "$results/bench.txt"
 }
 
+# Worker processes under mpirun with NCCL across them: the machine's mpirun, since the bundle
+# carries Open MPI's library (the binaries link it) but not its launcher and plug-ins.
+run_mpi() {
+  mpirun_bin=$(command -v mpirun || true)
+  if [ -z "$mpirun_bin" ]; then
+    echo "mpi: skipped: no mpirun on this machine" | tee "$results/mpi.txt"
+    return 0
+  fi
+  start=$(date +%s)
+  (cd "$here/src" && GRAPHC_BIN="$here/build/bin" GRAPHC_MPIRUN="$mpirun_bin" \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout "$per_test_timeout" "$py" tests/mpi/mpi_test.py -v Broadcast GpuAcrossWorkers) \
+    >"$logs/mpi.log" 2>&1
+  rc=$?
+  {
+    echo "mpi: tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers: exit $rc, $(($(date +%s) - start)) s ($("$mpirun_bin" --version 2>&1 | head -1))"
+    grep -a -E '\.\.\. (ok|FAIL|ERROR|skipped)|^(FAIL|ERROR):|^Ran |^OK|^FAILED' "$logs/mpi.log"
+  } >"$results/mpi.txt"
+  cat "$results/mpi.txt"
+}
+
 pack_logs() {
   (cd "$logs" && tar -czf "$results/logs.tar.gz" --exclude=selected.tsv --exclude=summary.lines . 2>/dev/null)
 }
@@ -236,8 +262,9 @@ for mode in "$@"; do
   sanitizer) run_sanitizer ;;
   # shellcheck disable=SC2086
   bench) run_bench ${GRAPHC_BENCH_ARGS:-} ;;
-  all) run_env; run_tests ""; run_sanitizer; run_bench ${GRAPHC_BENCH_ARGS:-} ;;
-  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|bench|all]..." >&2; exit 2 ;;
+  mpi) run_mpi ;;
+  all) run_env; run_tests ""; run_sanitizer; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|bench|mpi|all]..." >&2; exit 2 ;;
   esac
 done
 pack_logs

@@ -67,7 +67,8 @@ std::unique_ptr<StepCapture> createCudaStepCapture(llvm::ArrayRef<Device *> devi
 llvm::Expected<std::unique_ptr<CollectiveEngine>>
 createCudaCollectives(std::chrono::milliseconds timeout,
                       const std::map<std::string, std::vector<Device *>> &groups,
-                      const std::set<std::string> &acrossWorkers, CrossWorkerExchange *exchange);
+                      const std::set<std::string> &acrossWorkers = {},
+                      CrossWorkerExchange *exchange = nullptr);
 #endif
 
 } // namespace graphc

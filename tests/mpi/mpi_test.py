@@ -26,7 +26,15 @@ Open MPI's allow-run-as-root variables):
   non-zero within --collective-timeout with a message that names the dead or
   silent rank, the collective and the step; after the kill, the last
   checkpoint resumes on 2 workers and follows the loss curve of 3
-  uninterrupted workers.
+  uninterrupted workers;
+- the broadcast that carries NCCL's unique id (Workers::broadcast, through
+  mpi_broadcast_probe): every rank ends with rank 0's 128 bytes, and a rank 0
+  that never takes part makes the others fail within the timeout;
+- where 2 GPUs or more are visible (skipped elsewhere; run by the GPU bundle's
+  `mpi` mode): mirrored variables and BatchNorm `sync` on 2 worker processes
+  of 1 GPU each (and, with 3 GPUs, a chief of 2 and a worker of 1), summed by
+  NCCL across the processes, end with the parameters of one process with as
+  many GPUs; a stalled rank makes the other fail within --collective-timeout.
 """
 import json
 import os
@@ -48,6 +56,7 @@ BIN = os.environ.get("GRAPHC_BIN", os.path.join(os.path.dirname(__file__), "..",
 GRAPHC = os.path.join(BIN, "graphc")
 GRAPHRUN = os.path.join(BIN, "graphrun")
 MPIRUN = os.environ.get("GRAPHC_MPIRUN", "mpirun")
+PROBE = os.path.join(BIN, "mpi_broadcast_probe")
 # mlp on synthetic data, 5 momentum steps of a global batch of 10.
 MLP = ["--model", "mlp", "--batch", "10", "--seed", "3", "--optimizer", "momentum",
        "--threads", "1", "--no-progress", "--no-eval"]
@@ -579,6 +588,142 @@ class Failures(Case):
             if line.startswith("graphrun: error: rank 2 of 3"):
                 self.assertRegex(line, r"ps task 0 \(rank 2\)('s variables to the workers | waiting for the gradients "
                                        r"of [^:]*worker 1 \(last heard after step \d+\) )did not complete", err)
+
+
+class Broadcast(Case):
+    """Workers::broadcast: what NCCL's unique id travels by."""
+
+    def test_every_rank_gets_rank_0s_bytes(self):
+        for n in (2, 3):
+            with self.subTest(ranks=n):
+                p = mpirun(n, PROBE)
+                lines = sorted(l for l in p.stdout.splitlines() if l.startswith("rank "))
+                self.assertEqual(len(lines), n, p.stdout + p.stderr)
+                held = {}
+                for l in lines:
+                    m = re.match(r"rank (\d+) of %d: bytes ([0-9a-f]{256}) hashes ([0-9,]+)$" % n, l)
+                    self.assertIsNotNone(m, l)
+                    held[int(m.group(1))] = (m.group(2), m.group(3))
+                self.assertEqual(sorted(held), list(range(n)))
+                root = held[0][0]
+                # Not any other rank's own starting bytes (0xa0 + rank, repeated).
+                for r in range(1, n):
+                    self.assertNotEqual(root, ("%02x" % (0xa0 + r)) * 128)
+                for r in range(n):
+                    self.assertEqual(held[r][0], root, "rank %d" % r)
+                    hashes = held[r][1].split(",")
+                    self.assertEqual(len(hashes), n)
+                    self.assertEqual(len(set(hashes)), 1, "rank %d sees %s" % (r, hashes))
+
+    def test_a_silent_root_fails_the_others_naming_them(self):
+        p = mpirun(3, PROBE, "--stall-root", "--timeout-ms", "1000", ok=False, timeout=120)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stderr, r"error: rank [12] of 3: the probe's 128 bytes \(broadcast from rank 0\) "
+                                   r"at start-up did not complete within 1 s: another rank died or stalled")
+
+
+def visible_gpus():
+    """GPUs this process may use: nvidia-smi's, cut to CUDA_VISIBLE_DEVICES."""
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    n = sum(1 for l in p.stdout.splitlines() if l.startswith("GPU ")) if p.returncode == 0 else 0
+    mask = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if mask is not None:
+        n = min(n, len([d for d in mask.split(",") if d.strip()]))
+    return n
+
+
+class GpuAcrossWorkers(Case):
+    """NCCL across worker processes (needs 2 GPUs or more; skipped elsewhere).
+
+    Each rank gets its own GPUs with CUDA_VISIBLE_DEVICES (rank r the r-th set
+    of `sets`), so that every worker's gpu:0 is a GPU of its own: NCCL takes
+    one rank per physical GPU.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.gpus = visible_gpus()
+        if self.gpus < 2:
+            self.skipTest("needs 2 GPUs, %d visible" % self.gpus)
+
+    def on_gpus(self, sets):
+        """A script that runs graphrun with rank r's GPUs the r-th of `sets`."""
+        wrapper = self.path("on-gpus.sh")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\ni=0\nfor s in %s; do\n" % " ".join(sets))
+            f.write('  [ "$i" = "$OMPI_COMM_WORLD_RANK" ] && CUDA_VISIBLE_DEVICES=$s && export CUDA_VISIBLE_DEVICES\n')
+            f.write("  i=$((i + 1))\ndone\n")
+            f.write('exec "%s" "$@"\n' % GRAPHRUN)
+        os.chmod(wrapper, 0o755)
+        return wrapper
+
+    def mpirun_on(self, sets, *args):
+        return mpirun(len(sets), self.on_gpus(sets), *args)
+
+    def test_mirrored_and_batch_norm_match_one_process(self):
+        cnn = ["--model", "small_cnn", "--batch", "10", "--seed", "3", "--lr", "0.02", "--threads", "1",
+               "--no-progress", "--no-eval", "--bn", "sync"]
+        for what, model in (("mlp", MLP), ("small_cnn --bn sync", cnn)):
+            with self.subTest(what):
+                ref = self.path("ref-%d" % len(model))
+                run(GRAPHRUN, "train", *model, "--steps", "5", "--gpus", "2", "--params", "mirrored",
+                    "--checkpoint", ref)
+                ckpt = self.path("two-%d" % len(model))
+                self.mpirun_on(["0", "1"], "train", *model, "--steps", "5", "--workers", "2", "--gpus", "1",
+                               "--params", "mirrored", "--checkpoint", ckpt)
+                self.assertSameParams(self.params(ref), self.params(ckpt), what + ", 2 workers x 1 GPU")
+
+    def test_unlike_workers_match_one_process(self):
+        if self.gpus < 3:
+            self.skipTest("needs 3 GPUs, %d visible" % self.gpus)
+        ref = self.path("ref")
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "3", "--params", "mirrored", "--checkpoint", ref)
+        tasks = self.path("tasks.json")
+        with open(tasks, "w") as f:
+            json.dump({"chief": [{"host": "localhost", "gpus": 2}], "worker": [{"host": "localhost", "gpus": 1}]}, f)
+        ckpt = self.path("unlike")
+        self.mpirun_on(["0,1", "2"], "train", *MLP, "--steps", "5", "--tasks", tasks, "--params", "mirrored",
+                       "--checkpoint", ckpt)
+        self.assertSameParams(self.params(ref), self.params(ckpt), "a chief of 2 GPUs and a worker of 1")
+
+    def test_stalled_rank_fails_the_other_within_the_timeout(self):
+        args = [MPIRUN, "--oversubscribe", "-np", "2", self.on_gpus(["0", "1"]), "train", *MLP,
+                "--steps", "1000000", "--workers", "2", "--gpus", "1", "--params", "mirrored",
+                "--collective-timeout", "5"]
+        err = open(self.path("err"), "w+")
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=ENV, start_new_session=True)
+        try:
+            rank1 = None
+            deadline = time.time() + 120
+            while rank1 is None and time.time() < deadline:
+                time.sleep(0.5)
+                for pid in os.listdir("/proc"):
+                    if not pid.isdigit():
+                        continue
+                    try:
+                        if os.getsid(int(pid)) != p.pid:
+                            continue
+                        environ = open("/proc/%s/environ" % pid, "rb").read().split(b"\0")
+                        cmd = open("/proc/%s/cmdline" % pid, "rb").read()
+                    except OSError:
+                        continue
+                    if b"OMPI_COMM_WORLD_RANK=1" in environ and b"graphrun" in cmd.split(b"\0")[0]:
+                        rank1 = int(pid)
+            self.assertIsNotNone(rank1, "rank 1 not found")
+            time.sleep(10)  # past start-up: training steps
+            self.assertIsNone(p.poll(), open(self.path("err")).read())
+            os.kill(rank1, signal.SIGSTOP)
+            rc = p.wait(timeout=5 + 60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        text = open(self.path("err")).read()
+        self.assertNotEqual(rc, 0, text)
+        self.assertRegex(text, r"graphrun: error: rank 0 of 2: step \d+: .*NCCL .*did not complete within 5 s")
 
 
 if __name__ == "__main__":
