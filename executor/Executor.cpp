@@ -375,8 +375,8 @@ llvm::Error Executor::Impl::bindCollectives() {
       }
       for (size_t r = 0; r < byRank.size(); ++r)
         if (!byRank[r])
-          return nodeError(first, "collective '" + name + "' has no node for rank " +
-                                      llvm::Twine(r));
+          return nodeError(first,
+                           "collective '" + name + "' has no node for rank " + llvm::Twine(r));
       continue;
     }
     for (unsigned m : members)

@@ -45,8 +45,7 @@ std::string acrossWorkersRefusal(llvm::StringRef group, llvm::ArrayRef<int> ordi
     return "";
   return "collective '" + group.str() + "' spans workers, so it sums with NCCL, which takes one " +
          "rank per physical GPU, but this worker's ranks share GPUs (physical GPUs " +
-         llvm::join(llvm::map_range(ordinalByRank, [](int o) { return std::to_string(o); }),
-                    ", ") +
+         llvm::join(llvm::map_range(ordinalByRank, [](int o) { return std::to_string(o); }), ", ") +
          "); give each of the worker's GPUs its own physical GPU (not --emulate onto fewer)";
 }
 

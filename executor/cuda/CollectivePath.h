@@ -48,7 +48,7 @@ struct NcclRankLayout {
   unsigned worker = 0;    ///< this one
   unsigned firstRank = 0; ///< the NCCL rank of this worker's local rank 0
   unsigned localRanks = 0;
-  unsigned nranks = 0;        ///< in all
+  unsigned nranks = 0;             ///< in all
   std::vector<unsigned> perWorker; ///< each worker's GPUs in the group
 };
 /// `perWorker[w]`: the group's GPUs on worker w (gathered from every worker).

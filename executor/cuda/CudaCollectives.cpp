@@ -14,8 +14,7 @@ namespace graphc {
 llvm::Expected<std::unique_ptr<CudaCollectives>>
 CudaCollectives::create(std::chrono::milliseconds timeout,
                         const std::map<std::string, std::vector<CudaDevice *>> &groups,
-                        const std::set<std::string> &acrossWorkers,
-                        CrossWorkerExchange *exchange) {
+                        const std::set<std::string> &acrossWorkers, CrossWorkerExchange *exchange) {
   std::unique_ptr<CudaCollectives> c(new CudaCollectives(timeout));
   // In name order (a map): the groups across workers make their
   // communicators in the same order on every worker.

@@ -73,7 +73,7 @@ private:
   struct Group {
     CollectivePath path = CollectivePath::SharedGpu;
     std::vector<CudaDevice *> devices;
-    std::vector<ncclComm_t> comms; ///< by rank (NCCL path)
+    std::vector<ncclComm_t> comms;        ///< by rank (NCCL path)
     NcclAcrossWorkers *workers = nullptr; ///< NCCL across workers
   };
   /// A rank's part of one own-kernel call.

@@ -32,8 +32,8 @@ NcclAcrossWorkers::layoutOf(CrossWorkerExchange &exchange, llvm::StringRef group
     return makeError("collective '" + group + "' has " + llvm::Twine(ordinals.size()) +
                      " GPUs in this worker");
   // xxHash64: the same on every process (LLVM's hash_code may be seeded).
-  uint64_t gpus = llvm::xxHash64(
-      llvm::StringRef(reinterpret_cast<const char *>(ordinals.data()), ordinals.size() * sizeof(int)));
+  uint64_t gpus = llvm::xxHash64(llvm::StringRef(reinterpret_cast<const char *>(ordinals.data()),
+                                                 ordinals.size() * sizeof(int)));
   uint64_t mine = (gpus << 16) | ordinals.size();
   auto all = exchange.gather(mine, "the GPUs of collective '" + group.str() + "' on each worker");
   if (!all)
@@ -54,16 +54,14 @@ std::string NcclAcrossWorkers::describe(unsigned local) const {
 }
 
 llvm::Expected<std::unique_ptr<NcclAcrossWorkers>>
-NcclAcrossWorkers::create(const NcclApi &api, CrossWorkerExchange &exchange,
-                          llvm::StringRef group, const NcclRankLayout &layout,
-                          llvm::ArrayRef<int> ordinals) {
+NcclAcrossWorkers::create(const NcclApi &api, CrossWorkerExchange &exchange, llvm::StringRef group,
+                          const NcclRankLayout &layout, llvm::ArrayRef<int> ordinals) {
   assert(ordinals.size() == layout.localRanks && "one ordinal per local rank");
   std::unique_ptr<NcclAcrossWorkers> c(new NcclAcrossWorkers(api, layout, exchange.timeout()));
-  const std::string ranks =
-      layout.localRanks == 1
-          ? "NCCL rank " + std::to_string(layout.firstRank)
-          : "NCCL ranks " + std::to_string(layout.firstRank) + ".." +
-                std::to_string(layout.firstRank + layout.localRanks - 1);
+  const std::string ranks = layout.localRanks == 1
+                                ? "NCCL rank " + std::to_string(layout.firstRank)
+                                : "NCCL ranks " + std::to_string(layout.firstRank) + ".." +
+                                      std::to_string(layout.firstRank + layout.localRanks - 1);
   const std::string where = "collective '" + group.str() + "' (" + ranks + " of " +
                             std::to_string(layout.nranks) + ", worker " +
                             std::to_string(layout.worker) + " of " +
@@ -174,12 +172,13 @@ void NcclAcrossWorkers::abort(Local &l) {
   l.pending = false;
 }
 
-void NcclAcrossWorkers::markBroken() { broken_ = true; }
+void NcclAcrossWorkers::markBroken() {
+  broken_ = true;
+}
 
 llvm::Error NcclAcrossWorkers::allReduce(unsigned local, llvm::StringRef group,
                                          llvm::ArrayRef<TensorView> inputs,
-                                         llvm::ArrayRef<TensorView> outputs,
-                                         cudaStream_t stream) {
+                                         llvm::ArrayRef<TensorView> outputs, cudaStream_t stream) {
   Local &l = locals_[local];
   if (!l.comm)
     return makeError("the communicator of " + describe(local) + " was aborted");

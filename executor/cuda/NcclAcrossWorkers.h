@@ -50,9 +50,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
-#include <atomic>
 
 namespace graphc {
 

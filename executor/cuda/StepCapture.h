@@ -64,11 +64,9 @@ std::unique_ptr<StepCapture> createCudaStepCapture(llvm::ArrayRef<Device *> devi
 /// The collective engine for groups of CUDA devices (devices by rank); the
 /// groups named in `acrossWorkers` also span the other workers' GPUs, their
 /// NCCL communicators built through `exchange`.
-llvm::Expected<std::unique_ptr<CollectiveEngine>>
-createCudaCollectives(std::chrono::milliseconds timeout,
-                      const std::map<std::string, std::vector<Device *>> &groups,
-                      const std::set<std::string> &acrossWorkers = {},
-                      CrossWorkerExchange *exchange = nullptr);
+llvm::Expected<std::unique_ptr<CollectiveEngine>> createCudaCollectives(
+    std::chrono::milliseconds timeout, const std::map<std::string, std::vector<Device *>> &groups,
+    const std::set<std::string> &acrossWorkers = {}, CrossWorkerExchange *exchange = nullptr);
 #endif
 
 } // namespace graphc

@@ -17,9 +17,7 @@ class HostWorkers : public CrossWorkerReducer {
 public:
   explicit HostWorkers(unsigned n) : n_(n) {}
   unsigned numWorkers() const override { return n_; }
-  llvm::Error prepareGroups(llvm::ArrayRef<std::string>) override {
-    return llvm::Error::success();
-  }
+  llvm::Error prepareGroups(llvm::ArrayRef<std::string>) override { return llvm::Error::success(); }
   llvm::Error allReduceSum(llvm::StringRef, llvm::ArrayRef<TensorView>, llvm::StringRef) override {
     return llvm::Error::success();
   }

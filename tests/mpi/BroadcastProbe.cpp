@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   auto fail = [&](llvm::Error e) {
-    std::fprintf(stderr, "error: %s: %s\n", w.whoAmI().c_str(), llvm::toString(std::move(e)).c_str());
+    std::fprintf(stderr, "error: %s: %s\n", w.whoAmI().c_str(),
+                 llvm::toString(std::move(e)).c_str());
     std::fflush(stderr);
     w.abortAll(1);
   };
