@@ -2,7 +2,7 @@
 //
 // Executables link only static cudart, so NCCL is opened at run time, once
 // per process, the first time a collective group spans distinct physical GPUs
-// (a run on one GPU never needs it). It is looked for where cuDNN and cuBLAS
+// or several workers (a run of one process on one GPU never needs it). It is looked for where cuDNN and cuBLAS
 // are (kernels/cuda/CudaLibraries.h: GRAPHC_CUDA_LIBRARY_PATH, the loader's
 // search, pip wheels' nvidia/nccl/lib); a missing library or symbol is an
 // error naming it and every path tried. Only NCCL 2 is accepted, from 2.14
