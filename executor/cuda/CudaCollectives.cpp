@@ -88,14 +88,10 @@ CudaCollectives::create(std::chrono::milliseconds timeout,
 llvm::Error CudaCollectives::bindAcrossWorkers(llvm::StringRef name, Group &g,
                                                CrossWorkerExchange &exchange,
                                                llvm::ArrayRef<int> ordinals) {
-  // Every worker gathers, whatever it decides next, so that a worker whose
-  // ranks share a GPU fails alone rather than leaving the others waiting.
+  // Collective: a worker whose ranks share a GPU fails every worker.
   auto layout = NcclAcrossWorkers::layoutOf(exchange, name, ordinals);
   if (!layout)
     return layout.takeError();
-  std::string why = acrossWorkersRefusal(name, ordinals);
-  if (!why.empty())
-    return makeError(why);
   if (!nccl_) {
     auto api = loadNccl();
     if (!api)

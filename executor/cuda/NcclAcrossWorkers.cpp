@@ -27,20 +27,29 @@ std::string seconds(std::chrono::milliseconds t) {
 llvm::Expected<std::pair<NcclRankLayout, std::vector<uint64_t>>>
 NcclAcrossWorkers::layoutOf(CrossWorkerExchange &exchange, llvm::StringRef group,
                             llvm::ArrayRef<int> ordinals) {
-  // The count in the low 16 bits, the GPUs' hash above: one gather.
-  if (ordinals.empty() || ordinals.size() >= (1u << 16))
+  // One gather: the count in the low 15 bits, whether this worker's ranks
+  // share a GPU in bit 15 (so that every worker fails at once, not only this
+  // one), the GPUs' hash above.
+  if (ordinals.empty() || ordinals.size() >= (1u << 15))
     return makeError("collective '" + group + "' has " + llvm::Twine(ordinals.size()) +
                      " GPUs in this worker");
+  const std::string refusal = acrossWorkersRefusal(group, ordinals);
   // xxHash64: the same on every process (LLVM's hash_code may be seeded).
   uint64_t gpus = llvm::xxHash64(llvm::StringRef(reinterpret_cast<const char *>(ordinals.data()),
                                                  ordinals.size() * sizeof(int)));
-  uint64_t mine = (gpus << 16) | ordinals.size();
+  uint64_t mine = (gpus << 16) | (refusal.empty() ? 0 : 0x8000) | ordinals.size();
   auto all = exchange.gather(mine, "the GPUs of collective '" + group.str() + "' on each worker");
   if (!all)
     return all.takeError();
+  if (!refusal.empty())
+    return makeError(refusal);
   std::vector<uint64_t> counts;
-  for (uint64_t v : *all)
-    counts.push_back(v & 0xffff);
+  for (size_t w = 0; w < all->size(); ++w) {
+    if ((*all)[w] & 0x8000)
+      return makeError("collective '" + group + "': worker " + llvm::Twine(w) +
+                       "'s ranks share GPUs, which NCCL refuses (its error says which)");
+    counts.push_back((*all)[w] & 0x7fff);
+  }
   auto layout = ncclRankLayout(group, counts, exchange.rank());
   if (!layout)
     return layout.takeError();

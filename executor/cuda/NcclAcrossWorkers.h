@@ -7,9 +7,11 @@
 // workers, in the same group order on every one:
 //
 //  1. layoutOf: every worker tells how many of its GPUs the group has, with a
-//     hash of their physical GPUs (CrossWorkerExchange::gather). The gathered
-//     list is the communicator's key: groups over the same GPUs everywhere
-//     share one communicator, and every worker decides that alike.
+//     hash of their physical GPUs and whether two of its ranks share one
+//     (CrossWorkerExchange::gather). A worker whose ranks share a GPU, which
+//     NCCL refuses, fails every worker at once. The gathered list is the
+//     communicator's key: groups over the same GPUs everywhere share one
+//     communicator, and every worker decides that alike.
 //  2. create: worker 0 asks NCCL for a unique id (ncclGetUniqueId) and
 //     broadcasts its 128 bytes (CrossWorkerExchange::broadcast: MPI, polled
 //     against --collective-timeout); a worker 0 that fails sends zeros, so the
@@ -59,7 +61,8 @@ namespace graphc {
 class NcclAcrossWorkers {
 public:
   /// Step 1: the group's layout and its communicator's key (the same on every
-  /// worker). `ordinals`: this worker's physical GPU of each local rank.
+  /// worker), or an error on every worker when one has ranks sharing a GPU.
+  /// `ordinals`: this worker's physical GPU of each local rank.
   static llvm::Expected<std::pair<NcclRankLayout, std::vector<uint64_t>>>
   layoutOf(CrossWorkerExchange &exchange, llvm::StringRef group, llvm::ArrayRef<int> ordinals);
 

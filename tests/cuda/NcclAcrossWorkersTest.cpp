@@ -159,6 +159,28 @@ TEST(NcclAcrossWorkers, WithoutAGpuTheIdReachesEveryWorkerThenTheErrorNamesTheRa
   }
 }
 
+TEST(NcclAcrossWorkers, AWorkerWhoseRanksShareAGpuFailsEveryWorker) {
+  // Worker 1 folds two ranks onto GPU 0 (--emulate onto fewer GPUs): NCCL
+  // would refuse them, so no worker goes on to wait for the others.
+  const std::vector<std::vector<int>> gpus{{0}, {0, 0}, {1}};
+  Hub hub(3, std::chrono::seconds(30));
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < 3; ++w)
+    threads.emplace_back([&, w] {
+      ThreadWorker me(hub, w);
+      auto l = NcclAcrossWorkers::layoutOf(me, "bn_2", gpus[w]);
+      errors[w] = l ? "" : llvm::toString(l.takeError());
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_EQ(errors[1], acrossWorkersRefusal("bn_2", gpus[1]));
+  EXPECT_NE(errors[1], "");
+  for (unsigned w : {0u, 2u})
+    EXPECT_EQ(errors[w], "collective 'bn_2': worker 1's ranks share GPUs, which NCCL refuses (its "
+                         "error says which)");
+}
+
 namespace {
 struct WorkerGpus {
   std::vector<std::unique_ptr<CudaDevice>> devices;
