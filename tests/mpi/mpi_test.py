@@ -525,6 +525,11 @@ class Failures(Case):
     def test_killed_rank_then_resume_on_fewer_workers(self):
         ckpt = self.path("ckpt")
         p, ranks = self.start(3, extra=["--checkpoint", ckpt, "--checkpoint-every", "100"])
+        # Kill once a checkpoint exists (a loaded machine may take a while).
+        deadline = time.time() + 120
+        while p.poll() is None and time.time() < deadline and not (
+                os.path.isdir(ckpt) and any(f.endswith(".gck") for f in os.listdir(ckpt))):
+            time.sleep(0.2)
         os.kill(ranks[1], signal.SIGKILL)
         rc, took, err = self.finish(p, ranks, self.TIMEOUT)
         self.assertNotEqual(rc, 0, err)
