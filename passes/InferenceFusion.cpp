@@ -2,7 +2,10 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+
+#include <optional>
 
 namespace graphc {
 
@@ -25,6 +28,49 @@ unsigned fuseConvRelu(Module &m) {
       conv->attrs().set("activation", std::string("relu"));
       relu->result()->replaceAllUsesWith(conv->result());
       g->erase(relu);
+      ++fused;
+    }
+  }
+  return fused;
+}
+
+/// The pool's [top, left, bottom, right] with `pad`'s spatial pads added, if
+/// `pad` (rank 4, constant zero, nothing on N and C) can be folded into it.
+static std::optional<Ints> foldedPads(const Node &pad, const Node &pool) {
+  const Attrs &p = pad.attrs(), &q = pool.attrs();
+  Ints pads = p.getInts("pads");
+  if (p.getString("mode", "constant") != "constant" || p.getFloat("value", 0.0) != 0.0 ||
+      pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5] ||
+      llvm::any_of(pads, [](int64_t v) { return v < 0; }) || q.getInt("ceil_mode", 0) != 0)
+    return std::nullopt;
+  Ints have = q.has("pads") ? q.getInts("pads") : Ints{0, 0, 0, 0};
+  // Pool pads that were not counted cannot be merged with counted ones.
+  if (have.size() != 4 || (q.getInt("count_include_pad", 0) == 0 &&
+                           llvm::any_of(have, [](int64_t v) { return v != 0; })))
+    return std::nullopt;
+  return Ints{have[0] + pads[2], have[1] + pads[3], have[2] + pads[6], have[3] + pads[7]};
+}
+
+unsigned fusePadIntoAveragePool(Module &m) {
+  unsigned fused = 0;
+  for (Graph *g : m.graphs()) {
+    llvm::SmallVector<std::pair<Node *, Ints>, 16> pools;
+    for (Node *n : g->nodes()) {
+      if (n->op() != Op::AveragePool)
+        continue;
+      Value *x = n->operand(0);
+      Node *pad = x->producer();
+      if (pad->op() != Op::Pad || x->users().size() != 1 || llvm::is_contained(g->outputs(), x))
+        continue;
+      if (auto pads = foldedPads(*pad, *n))
+        pools.push_back({n, *pads});
+    }
+    for (auto &[pool, pads] : pools) {
+      Node *pad = pool->operand(0)->producer();
+      pool->setOperand(0, pad->operand(0));
+      pool->attrs().set("pads", pads);
+      pool->attrs().set("count_include_pad", (int64_t)1);
+      g->erase(pad);
       ++fused;
     }
   }

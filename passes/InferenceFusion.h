@@ -7,6 +7,11 @@
 //    itself (attribute activation = "relu", a oneDNN post-op applied while
 //    the output is still in cache); the Relu goes. A Conv whose result is
 //    also read elsewhere, or is a graph output, keeps it.
+//  - fuse-pad-pool: a zero Pad of the spatial dimensions whose only user is
+//    an AveragePool becomes that pool's own padding, counted in the mean
+//    (count_include_pad = 1), which is what averaging the padded zeros
+//    computes; the Pad and its copy of the activation go. (PyTorch exports
+//    avg_pool2d(padding=1) this way; inception_v3 has nine.)
 //
 // Training graphs are not fused: autodiff needs each op's own result, and
 // the gradient rules know no fused op. Only the CPU Conv kernel reads the
@@ -21,5 +26,7 @@ namespace graphc {
 
 /// Fuses Conv -> Relu pairs in every graph of `m`; the number fused.
 unsigned fuseConvRelu(Module &m);
+/// Folds zero Pads into the AveragePools they feed; the number folded.
+unsigned fusePadIntoAveragePool(Module &m);
 
 } // namespace graphc

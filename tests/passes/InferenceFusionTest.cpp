@@ -106,6 +106,42 @@ TEST(InferenceFusion, FusedMatchesUnfusedAndFollowsWrittenWeights) {
   expectNear(*want, *got);
 }
 
+/// x -> Pad(0, 1 on every side of H and W) -> AveragePool 3x3 stride 1,
+/// and the same Pad with value 1 into another pool (not folded).
+std::unique_ptr<Module> padPoolModel(double value) {
+  auto m = std::make_unique<Module>("pad_pool");
+  Builder b(m->main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 3, 7, 7}));
+  Attrs p;
+  p.set("pads", Ints{0, 0, 1, 1, 0, 0, 1, 1});
+  p.set("value", value);
+  Attrs a;
+  a.set("kernel_shape", Ints{3, 3});
+  Value *y = b.create(Op::AveragePool, {b.create(Op::Pad, {x}, p, "pad")}, a, "pool");
+  m->main().addOutput(y);
+  m->meta().set("batch", (int64_t)2);
+  return m;
+}
+
+TEST(InferenceFusion, ZeroPadFoldsIntoAveragePool) {
+  for (double value : {0.0, 1.0}) {
+    auto plain = padPoolModel(value);
+    auto fused = cloneModule(*plain);
+    EXPECT_EQ(fusePadIntoAveragePool(*fused), value == 0.0 ? 1u : 0u);
+    ASSERT_FALSE(verify(*fused));
+    auto a = Executor::create(*plain, {});
+    auto b = Executor::create(*fused, {});
+    ASSERT_TRUE((bool)a && (bool)b);
+    llvm::StringMap<Tensor> feeds;
+    feeds["x"] = randomTensor(TensorType(DType::F32, {2, 3, 7, 7}), 3);
+    auto ya = (*a)->run(feeds);
+    auto yb = (*b)->run(feeds);
+    ASSERT_TRUE((bool)ya && (bool)yb);
+    EXPECT_EQ((*yb)[0].type(), TensorType(DType::F32, {2, 3, 7, 7}));
+    expectNear(*ya, *yb);
+  }
+}
+
 TEST(InferenceFusion, OnlyReluIsAFusedActivation) {
   auto m = model();
   for (Node *n : m->main().nodes())

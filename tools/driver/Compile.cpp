@@ -153,6 +153,7 @@ llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, 
     if (auto e = bindBatch(*m, batch))
       return e;
   fuseConvRelu(*m);
+  fusePadIntoAveragePool(*m);
   if (auto e = verify(*m))
     return e;
   return m;

@@ -73,8 +73,9 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
 /// With place.ps > 0, shards the plan's variables over the ps tasks
 /// (shardOverPs); nothing otherwise.
 llvm::Error addPsTasks(Module &plan, const PlacementRequest &place);
-/// The forward graph bound to `batch`, with its Conv -> Relu pairs fused
-/// (passes/InferenceFusion.h), for CPU devices (evaluation, infer).
+/// The forward graph bound to `batch`, with its Conv -> Relu pairs fused and
+/// zero Pads folded into average pools (passes/InferenceFusion.h), for CPU
+/// devices (evaluation, infer).
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch);
 
 /// Records in a plan for several workers (or from a cluster of tasks) its
