@@ -141,8 +141,11 @@ llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsi
     if (acrossGroups_.count(group)) {
       // Every slice is summed here: add the other workers' sums.
       lock.unlock();
-      if (auto e = across_->allReduceSum(group, out[0], what))
-        return e;
+      {
+        StepClock::Scope across(clock_, StepPart::InterWorker);
+        if (auto e = across_->allReduceSum(group, out[0], what))
+          return e;
+      }
       for (unsigned r = 1; r < nranks; ++r)
         for (size_t t = 0; t < out[0].size(); ++t)
           std::memcpy(out[r][t].data, out[0][t].data, out[0][t].bytes());

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "executor/StepTimes.h"
 #include "kernels/Kernel.h"
 
 #include <chrono>
@@ -110,7 +111,9 @@ public:
 
 class CpuCollectives : public CollectiveEngine {
 public:
-  explicit CpuCollectives(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  /// `clock` (optional) is told when a sum across workers runs.
+  explicit CpuCollectives(std::chrono::milliseconds timeout, StepClock *clock = nullptr)
+      : timeout_(timeout), clock_(clock) {}
 
   /// The groups (AllReduce nodes with `workers`) whose sum inside this
   /// process is then summed across the workers by `across`: the last rank to
@@ -136,6 +139,7 @@ private:
                       llvm::StringRef phase);
 
   std::chrono::milliseconds timeout_;
+  StepClock *clock_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<std::string, Group> groups_;

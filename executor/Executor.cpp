@@ -104,7 +104,7 @@ llvm::Error Executor::Impl::createDevices() {
   for (size_t d = 0; d < schedule.devices.size(); ++d)
     computing += llvm::StringRef(schedule.devices[d]).startswith("cpu") && 10 * flops[d] >= most;
   cores = std::make_unique<CoreBudget>(total);
-  cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout);
+  cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout, &stepClock);
   for (const std::string &name : schedule.devices) {
     auto d = std::make_unique<DeviceState>();
     DeviceRequest req;
@@ -552,5 +552,9 @@ std::vector<NodePrimitives> Executor::primitives() const {
 }
 
 const TraceRecorder &Executor::trace() const { return impl_->trace; }
+
+const StepTimes &Executor::lastStepTimes() const {
+  return impl_->lastStepTimes;
+}
 
 } // namespace graphc

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "executor/StepTimes.h"
 #include "executor/Trace.h"
 #include "kernels/Kernel.h"
 
@@ -126,6 +127,8 @@ public:
   /// implementations the library chose for them on this CPU.
   std::vector<NodePrimitives> primitives() const;
   const TraceRecorder &trace() const;
+  /// Where the last run()'s wall time went (StepTimes.h).
+  const StepTimes &lastStepTimes() const;
 
   struct Impl;
 

@@ -117,6 +117,8 @@ struct Executor::Impl {
   std::unique_ptr<CpuCollectives> cpuCollectives;
   std::vector<std::unique_ptr<CollectiveEngine>> otherCollectives;
   TraceRecorder trace;
+  StepClock stepClock;
+  StepTimes lastStepTimes;
   std::vector<const Value *> outputs;
 
   // Step state.

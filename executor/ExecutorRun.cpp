@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 namespace graphc {
 
@@ -41,6 +42,9 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
     const Node *src = e.node->operand(0)->producer();
     Device &from = *devices[schedule.deviceOf.lookup(src)]->device;
     dev.noteNode(index.lookup(e.node), EventKind::Copy);
+    // A fed value moving to the devices that read it is the batch's staging.
+    bool fed = nodes[index.lookup(src)]->action == Action::Feed;
+    StepClock::Scope part(&stepClock, fed ? StepPart::Input : StepPart::IntraWorker);
     return dev.receive(e.outputs[0].data, from, e.inputs[0].data, e.outputs[0].bytes());
   }
   case Action::Collective: {
@@ -50,6 +54,7 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
     // A CPU collective runs on this thread, not through a launch: time it here.
     bool timed = opts.profile && dev.kind() == DeviceKind::CPU;
     double start = timed ? trace.nowUs() : 0;
+    StepClock::Scope part(&stepClock, StepPart::IntraWorker);
     llvm::Error err = e.collectives->allReduce(
         a.getString("group"), (unsigned)a.getInt("rank"), (unsigned)a.getInt("nranks"), e.inputs,
         e.outputs, "node '" + e.node->name() + "' on " + dev.name(), dev);
@@ -306,6 +311,8 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
   Impl &im = *impl_;
   double stepStart = im.trace.nowUs();
   im.step = step_;
+  im.stepClock.start();
+  std::optional<StepClock::Scope> staging(std::in_place, &im.stepClock, StepPart::Input);
   if (feeds.empty() && !im.prefetched.empty()) {
     if (auto err = im.consumePrefetched(step_))
       return err;
@@ -329,6 +336,7 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
                          im.trace.nowUs() - start});
     }
   }
+  staging.reset();
   llvm::Error failure = llvm::Error::success();
   if (im.capture && im.capture->ready()) {
     for (auto &c : im.otherCollectives)
@@ -366,6 +374,7 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
       return err;
     out.push_back(std::move(t));
   }
+  im.lastStepTimes = im.stepClock.finish();
   if (im.opts.profile)
     im.trace.recordStep(step_, stepStart, im.trace.nowUs() - stepStart);
   ++step_;

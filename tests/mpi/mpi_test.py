@@ -22,6 +22,9 @@ Open MPI's allow-run-as-root variables):
   and 2 workers) end with the parameters of one process with 3 devices; ps
   tasks, a world size other than the cluster's and a bad file are one error
   line;
+- each step's split of its time (compute, inside the worker, between workers, input) is in
+  the metrics (JSON and CSV), every part non-negative and their sum the step's seconds, with
+  time between workers on 2 workers and none in one process;
 - a rank killed with kill -9, or stalled with SIGSTOP: every other rank exits
   non-zero within --collective-timeout with a message that names the dead or
   silent rank, the collective and the step; after the kill, the last
@@ -433,6 +436,51 @@ class AsyncParameterServers(Case):
         self.assertTrue(all("staleness" in r for r in steps))
         # Three workers updating one set of variables: most updates are stale.
         self.assertGreater(sum(r["staleness"] for r in steps) / len(steps), 0.5)
+
+
+class StepTimes(Case):
+    """Each step's seconds split into compute, communication inside the worker and between
+    workers, and input staging (executor/StepTimes.h): in the metrics and the summary."""
+
+    SPLIT = ("compute", "intra_worker", "inter_worker", "input_staging")
+
+    def steps(self, metrics):
+        with open(metrics) as f:
+            return [json.loads(l) for l in f if '"kind":"step"' in l]
+
+    def assertSplitAddsUp(self, steps, what):
+        for r in steps:
+            for k in self.SPLIT:
+                self.assertGreaterEqual(r[k], 0, "%s: step %d: %s" % (what, r["step"], k))
+            # %.6g in the file: the parts add up to the step to that precision.
+            self.assertAlmostEqual(sum(r[k] for k in self.SPLIT), r["seconds"],
+                                   delta=1e-5 * r["seconds"] + 1e-6, msg="%s: step %d" % (what, r["step"]))
+
+    def test_split_across_workers_and_alone(self):
+        args = ["--model", "small_cnn", "--batch", "32", "--steps", "3", "--threads", "1",
+                "--gpus", "1", "--emulate", "--params", "mirrored", "--no-progress", "--no-eval"]
+        metrics = self.path("workers.jsonl")
+        p = mpirun(2, GRAPHRUN, "train", *args, "--workers", "2", "--metrics", metrics)
+        steps = self.steps(metrics)
+        self.assertEqual(len(steps), 3)
+        self.assertSplitAddsUp(steps, "2 workers")
+        # The gradients' sums across the workers are in every step.
+        self.assertTrue(all(r["inter_worker"] > 0 for r in steps), steps)
+        self.assertRegex(p.stdout, r"step time \(mean after the first\): compute [\d.]+ s, "
+                         r"communication inside the worker [\d.]+ s, between workers [\d.]+ s, "
+                         r"input [\d.]+ s \(staging [\d.]+, waiting for the loader [\d.]+\)")
+        # One process: nothing between workers; the CSV has the same columns.
+        csv = self.path("alone.csv")
+        run(GRAPHRUN, "train", *args, "--metrics", csv)
+        with open(csv) as f:
+            rows = [l.rstrip("\n").split(",") for l in f]
+        header = rows[0]
+        self.assertEqual(header[-4:], list(self.SPLIT))
+        steps = [dict(zip(header, r)) for r in rows[1:] if r[0] == "step"]
+        self.assertEqual(len(steps), 3)
+        steps = [dict({k: float(r[k]) for k in self.SPLIT + ("seconds",)}, step=int(r["step"])) for r in steps]
+        self.assertSplitAddsUp(steps, "one process")
+        self.assertTrue(all(r["inter_worker"] == 0 for r in steps), steps)
 
 
 class Mismatch(Case):

@@ -64,23 +64,28 @@ llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringR
   bool csv = path.endswith(".csv");
   if (csv && fresh)
     *os << "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples,"
-           "staleness\n";
+           "staleness,compute,intra_worker,inter_worker,input_staging\n";
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(os), csv));
 }
 
 void MetricsWriter::step(const StepRecord &r) {
   std::string staleness = r.staleness ? std::to_string(*r.staleness) : "";
+  const StepTimes &p = r.parts;
   if (csv_) {
     *os_ << llvm::format("step,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,,,", (long long)r.step,
                          (long long)r.epoch, r.loss, r.lr, r.seconds, r.imagesPerSecond,
                          r.inputWait)
-         << staleness << "\n";
+         << staleness
+         << llvm::format(",%.6g,%.6g,%.6g,%.6g\n", p.compute, p.intraWorker, p.interWorker,
+                         p.input);
   } else {
     *os_ << llvm::format("{\"kind\":\"step\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
                          "\"lr\":%.6g,\"seconds\":%.6g,\"images_per_sec\":%.6g,"
-                         "\"input_wait\":%.6g",
+                         "\"input_wait\":%.6g,\"compute\":%.6g,\"intra_worker\":%.6g,"
+                         "\"inter_worker\":%.6g,\"input_staging\":%.6g",
                          (long long)r.step, (long long)r.epoch, r.loss, r.lr, r.seconds,
-                         r.imagesPerSecond, r.inputWait);
+                         r.imagesPerSecond, r.inputWait, p.compute, p.intraWorker, p.interWorker,
+                         p.input);
     if (r.staleness)
       *os_ << ",\"staleness\":" << staleness;
     *os_ << "}\n";
@@ -91,8 +96,8 @@ void MetricsWriter::step(const StepRecord &r) {
 void MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
                          int64_t samples) {
   if (csv_)
-    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,\n", (long long)step, (long long)epoch,
-                         loss, accuracy, (long long)samples);
+    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,,,,,\n", (long long)step,
+                         (long long)epoch, loss, accuracy, (long long)samples);
   else
     *os_ << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
                          "\"accuracy\":%.6g,\"samples\":%lld}\n",

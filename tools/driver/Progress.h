@@ -4,9 +4,14 @@
 // every few percent otherwise (logs, CI). The metrics file gets one record per
 // step and one per evaluation: JSON lines, or CSV when the path ends in .csv.
 // Metrics are appended as they come, so a run that stops early keeps them.
+// A step's record splits its seconds into compute, intra_worker, inter_worker
+// and input_staging (executor/StepTimes.h), which add up to it; input_wait,
+// the wait for the loader before the step, is not in its seconds.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "executor/StepTimes.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -40,6 +45,9 @@ private:
 struct StepRecord {
   int64_t step, epoch;
   double loss, lr, seconds, imagesPerSecond, inputWait;
+  /// Where `seconds` went (executor/StepTimes.h); inputWait, before the
+  /// step, is not in it.
+  StepTimes parts;
   /// Asynchronous parameter-server updates: how many updates of other
   /// workers the ps tasks applied since this worker read the variables.
   std::optional<uint64_t> staleness;

@@ -604,6 +604,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   // process alone may stop before its first).
   bool stopping = plannedWorkers == 1 && stopSignal() != 0;
   uint64_t stalenessSum = 0, stalenessMax = 0;
+  // Summed over the steps after the first (which holds one-time work).
+  StepTimes steadyParts;
+  double steadyWait = 0;
   while ((int64_t)executor.step() < totalSteps && !stopping) {
     if (several)
       workers.setStep(executor.step());
@@ -627,9 +630,11 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     auto outs = executor.run(feeds);
     if (!outs)
       return withContext(outs.takeError(), "step " + llvm::Twine(step + 1));
+    StepTimes parts = executor.lastStepTimes();
     // Parameter-server tasks: the gradients go to them, the variables of
     // the next step come back.
     std::optional<uint64_t> staleness;
+    auto t1 = Clock::now();
     if (ps) {
       auto s = ps->exchange(step, lr, *outs, executor);
       if (!s)
@@ -638,7 +643,22 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       stalenessSum += *s;
       stalenessMax = std::max(stalenessMax, *s);
     }
-    double dt = seconds(t0, Clock::now());
+    // Every rank stops after the same step (asynchronous workers share no
+    // step: each stops on its own signal). The agreement is part of the step.
+    bool stop = stopSignal() != 0;
+    if (!async) {
+      auto any = workers.any(stop, "agreeing whether to stop");
+      if (!any)
+        return withContext(any.takeError(), "step " + llvm::Twine(step + 1));
+      stop = *any;
+    }
+    auto t2 = Clock::now();
+    double dt = seconds(t0, t2);
+    // The exchange and the agreement are between workers; the rest of the
+    // step outside run() (reading its outputs) is compute.
+    if (ps || plannedWorkers > 1)
+      parts.interWorker += seconds(t1, t2);
+    parts.compute = std::max(0.0, dt - parts.input - parts.intraWorker - parts.interWorker);
     double loss = (*outs)[0].at(0);
     // Asynchronous workers do not sum their losses: this one's part, as a
     // mean over its own samples.
@@ -649,29 +669,26 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                        llvm::Twine(std::isnan(loss) ? "NaN" : "infinite") +
                        "; lower the learning rate, or run with --check-numerics to find the "
                        "first node that produced it");
-    if (done++ == 0)
-      firstStepSeconds = dt;
-    trainSeconds += dt;
     double wait = (*loader)->stats().waitSeconds;
     double stepWait = wait - waitBefore;
     waitBefore = wait;
+    if (done++ == 0) {
+      firstStepSeconds = dt;
+    } else {
+      steadyParts += parts;
+      steadyWait += stepWait;
+    }
+    trainSeconds += dt;
     result.losses.push_back(loss);
     double ips = batch / dt;
     progress.update(step + 1, epoch, loss, ips, async ? staleness : std::nullopt);
     if (metrics)
       metrics->step(
-          {step + 1, epoch, loss, lr, dt, ips, stepWait, async ? staleness : std::nullopt});
+          {step + 1, epoch, loss, lr, dt, ips, stepWait, parts, async ? staleness : std::nullopt});
     if (opts.checkpointEvery && (step + 1) % *opts.checkpointEvery == 0 && step + 1 != totalSteps)
       if (auto e = checkpoint())
         return e;
-    if (async) { // no step shared with the other workers
-      stopping = stopSignal() != 0;
-      continue;
-    }
-    auto stop = workers.any(stopSignal() != 0, "agreeing whether to stop");
-    if (!stop)
-      return withContext(stop.takeError(), "after step " + llvm::Twine(step + 1));
-    stopping = *stop;
+    stopping = stop;
   }
   progress.finish();
   const int64_t end = executor.step();
@@ -708,6 +725,15 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                         (long long)totalSteps);
   out << llvm::format(": loss %.4f -> %.4f, %.1f images/s, %.3f s/step\n", result.firstLoss,
                       result.lastLoss, result.imagesPerSecond, done ? trainSeconds / done : 0.0);
+  if (done > 1) {
+    double n = (double)(done - 1);
+    out << llvm::format("step time (mean after the first): compute %.3f s, communication inside "
+                        "the worker %.3f s, between workers %.3f s, input %.3f s (staging %.3f, "
+                        "waiting for the loader %.3f)\n",
+                        steadyParts.compute / n, steadyParts.intraWorker / n,
+                        steadyParts.interWorker / n, (steadyParts.input + steadyWait) / n,
+                        steadyParts.input / n, steadyWait / n);
+  }
   double total = trainSeconds + result.inputWaitSeconds;
   if (total > 0 && result.inputWaitSeconds > 0.1 * total)
     out << llvm::format("note: the input pipeline is the bottleneck: %.0f%% of the time went "
