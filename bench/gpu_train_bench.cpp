@@ -162,7 +162,10 @@ int main(int argc, char **argv) {
   CompileOptions o;
   o.batch = a.batch;
   o.towers = a.towers;
-  o.params = a.params;
+  auto params = parseParamPlacement(a.params);
+  if (!params)
+    return fail(params.takeError());
+  o.params = *params;
   o.optimizer = "momentum";
   o.momentum = 0.9;
   o.learningRate = 0.01;

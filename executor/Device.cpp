@@ -1,5 +1,6 @@
 #include "executor/Device.h"
 
+#include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -45,12 +46,10 @@ llvm::Expected<std::shared_ptr<DeviceEvent>> Device::copyInAsync(void *dst, cons
 }
 
 llvm::Expected<std::unique_ptr<Device>> createDevice(const DeviceRequest &req) {
-  llvm::StringRef name = req.name;
-  unsigned index = 0;
-  if (name.consume_front("cpu:") && !name.getAsInteger(10, index))
+  std::optional<DeviceId> id = DeviceId::parse(req.name);
+  if (id && id->type == DeviceType::CPU)
     return createCpuDevice(req);
-  name = req.name;
-  if (name.consume_front("gpu:") && !name.getAsInteger(10, index)) {
+  if (id && id->isGpu()) {
 #if GRAPHC_HAVE_CUDA
     if (cudaVisibleDeviceCount() > 0)
       return createCudaDevice(req);

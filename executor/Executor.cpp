@@ -9,6 +9,7 @@
 
 #include "executor/ExecutorImpl.h"
 #include "ir/Cost.h"
+#include "ir/DeviceId.h"
 #include "ir/Initializers.h"
 
 #include <set>
@@ -17,12 +18,17 @@ namespace graphc {
 
 using namespace exec;
 
+static bool isCpu(llvm::StringRef device) {
+  std::optional<DeviceId> id = DeviceId::parse(device);
+  return id && id->type == DeviceType::CPU;
+}
+
 llvm::Error Executor::Impl::bind() {
   graph = module->findGraph("main");
   if (!graph)
     return makeError("module '" + module->name() + "' has no main graph");
   auto map = [&](const Node &n) {
-    std::string d = n.assignedDevice().empty() ? "cpu:0" : n.assignedDevice();
+    std::string d = n.assignedDevice().empty() ? DeviceId::host().str() : n.assignedDevice();
     return opts.deviceMap ? opts.deviceMap(d) : d;
   };
   auto s = buildSchedule(*graph, map);
@@ -94,7 +100,7 @@ llvm::Error Executor::Impl::createDevices() {
   std::vector<int64_t> flops(schedule.devices.size(), 0);
   int64_t most = 0;
   for (size_t d = 0; d < schedule.devices.size(); ++d) {
-    if (!llvm::StringRef(schedule.devices[d]).startswith("cpu"))
+    if (!isCpu(schedule.devices[d]))
       continue;
     for (const Node *n : schedule.order[d])
       flops[d] += nodeCost(*n).flops;
@@ -102,7 +108,7 @@ llvm::Error Executor::Impl::createDevices() {
   }
   unsigned computing = 0;
   for (size_t d = 0; d < schedule.devices.size(); ++d)
-    computing += llvm::StringRef(schedule.devices[d]).startswith("cpu") && 10 * flops[d] >= most;
+    computing += isCpu(schedule.devices[d]) && 10 * flops[d] >= most;
   cores = std::make_unique<CoreBudget>(total);
   cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout, &stepClock);
   for (const std::string &name : schedule.devices) {
@@ -112,7 +118,7 @@ llvm::Error Executor::Impl::createDevices() {
     req.threads = std::max(1, total / (int)std::max(1u, computing));
     req.cores = cores.get();
     req.waitTimeout = opts.waitTimeout;
-    if (opts.physicalGpu && llvm::StringRef(name).startswith("gpu:"))
+    if (opts.physicalGpu && gpuIndexOf(name))
       req.physicalOrdinal = opts.physicalGpu(name);
     auto dev = createDevice(req);
     if (!dev)

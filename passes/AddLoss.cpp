@@ -26,7 +26,7 @@ llvm::Error checkLogits(const Value *v, unsigned index, int64_t batch) {
 
 } // namespace
 
-llvm::Expected<bool> addLoss(Module &m, const CompileOptions &opts) {
+llvm::Expected<bool> addLoss(Module &m, const LossOptions &opts) {
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("add-loss: the module has no graph 'main'");

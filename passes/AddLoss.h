@@ -23,6 +23,6 @@
 
 namespace graphc {
 
-llvm::Expected<bool> addLoss(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> addLoss(Module &m, const LossOptions &opts);
 
 } // namespace graphc

@@ -23,7 +23,7 @@ struct OptimizerForm {
   Attrs hyper;
 };
 
-llvm::Expected<OptimizerForm> optimizerForm(const CompileOptions &o) {
+llvm::Expected<OptimizerForm> optimizerForm(const OptimizerOptions &o) {
   OptimizerForm f;
   if (o.optimizer == "sgd") {
     f.op = Op::ApplySGD;
@@ -56,7 +56,7 @@ llvm::Expected<OptimizerForm> optimizerForm(const CompileOptions &o) {
 
 } // namespace
 
-llvm::Expected<bool> addOptimizer(Module &m, const CompileOptions &opts) {
+llvm::Expected<bool> addOptimizer(Module &m, const OptimizerOptions &opts) {
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("add-optimizer: the module has no graph 'main'");

@@ -29,6 +29,6 @@
 
 namespace graphc {
 
-llvm::Expected<bool> addOptimizer(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> addOptimizer(Module &m, const OptimizerOptions &opts);
 
 } // namespace graphc

@@ -265,7 +265,7 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
 
 } // namespace
 
-llvm::Expected<bool> aggregateGradients(Module &m, const CompileOptions &opts) {
+llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts) {
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("aggregate-gradients: the module has no graph 'main'");
@@ -279,32 +279,24 @@ llvm::Expected<bool> aggregateGradients(Module &m, const CompileOptions &opts) {
   for (unsigned t = 0; t < towers; ++t)
     gpus += (t ? ", " : "") + towerDevice((int)t);
 
-  const std::string &mode = opts.params;
-  std::optional<unsigned> k;
-  if (llvm::StringRef(mode).startswith("gpu:")) {
-    unsigned index = 0;
-    if (llvm::StringRef(mode).drop_front(4).getAsInteger(10, index) || index >= towers)
-      return makeError("aggregate-gradients: --params " + mode +
-                       " names no device of this compile; the towers run on " + gpus +
-                       " (host: cpu:0)");
-    k = index;
-  } else if (mode != "cpu" && mode != "spread" && mode != "mirrored") {
-    return makeError("aggregate-gradients: unknown parameter mode '" + mode +
-                     "'; known: cpu, gpu:K (K < " + llvm::Twine(towers) + "), spread, mirrored");
-  }
+  const ParamPlacement mode = opts.params;
+  if (mode.kind == ParamPlacement::Gpu && mode.gpu >= towers)
+    return makeError("aggregate-gradients: --params " + modeName(mode) +
+                     " names no device of this compile; the towers run on " + gpus +
+                     " (host: " + DeviceId::host().str() + ")");
 
   auto reductions = findReductions(*g, towers);
   if (!reductions)
     return reductions.takeError();
   Placed placed = usedVariables(m, *g);
-  if (mode == "mirrored") {
+  if (mode.kind == ParamPlacement::Mirrored) {
     if (auto e = mirror(m, *g, placed, *reductions, towers, *sizes, opts.bucketBytes))
       return withContext(std::move(e), "aggregate-gradients");
     return true;
   }
 
   llvm::StringMap<std::string> deviceOf;
-  if (mode == "spread") {
+  if (mode.kind == ParamPlacement::Spread) {
     std::vector<int64_t> bytes;
     for (const std::string &var : placed.vars)
       bytes.push_back(bytesWithSlots(m, placed, var));
@@ -312,7 +304,8 @@ llvm::Expected<bool> aggregateGradients(Module &m, const CompileOptions &opts) {
     for (size_t i = 0; i < placed.vars.size(); ++i)
       deviceOf[placed.vars[i]] = towerDevice((int)device[i]);
   } else {
-    std::string device = k ? towerDevice((int)*k) : "cpu:0";
+    std::string device =
+        mode.kind == ParamPlacement::Gpu ? towerDevice((int)mode.gpu) : DeviceId::host().str();
     for (const std::string &var : placed.vars)
       deviceOf[var] = device;
   }

@@ -45,7 +45,7 @@
 
 namespace graphc {
 
-llvm::Expected<bool> aggregateGradients(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts);
 
 /// Greedy balancing: items sorted by bytes, largest first (ties: lower
 /// index), each onto the device with the fewest bytes so far (ties: lower

@@ -40,51 +40,38 @@ bool eliminateDeadCode(Module &m) {
 }
 
 void registerBasicPasses(PassRegistry &r) {
-  r.add("verify", "check the module's structure and types", [](const CompileOptions &o) {
-    return std::make_unique<FunctionPass>(
-        "verify",
-        [](Module &m, const CompileOptions &) -> llvm::Expected<bool> {
-          if (auto e = verify(m))
-            return e;
-          return false;
-        },
-        o);
+  r.add("verify", "check the module's structure and types", [](const CompileOptions &) {
+    return std::make_unique<FunctionPass>("verify", [](Module &m) -> llvm::Expected<bool> {
+      if (auto e = verify(m))
+        return e;
+      return false;
+    });
   });
   r.add("infer-shapes", "recompute every result type from the shape functions",
-        [](const CompileOptions &o) {
-          return std::make_unique<FunctionPass>(
-              "infer-shapes",
-              [](Module &m, const CompileOptions &) -> llvm::Expected<bool> {
-                if (auto e = inferShapes(m))
-                  return e;
-                return true;
-              },
-              o);
+        [](const CompileOptions &) {
+          return std::make_unique<FunctionPass>("infer-shapes",
+                                                [](Module &m) -> llvm::Expected<bool> {
+                                                  if (auto e = inferShapes(m))
+                                                    return e;
+                                                  return true;
+                                                });
         });
-  r.add("bind-batch", "bind the symbolic batch dimension to --batch",
-        [](const CompileOptions &o) {
-          return std::make_unique<FunctionPass>(
-              "bind-batch",
-              [](Module &m, const CompileOptions &opts) -> llvm::Expected<bool> {
-                if (opts.batch <= 0)
-                  return false;
-                if (auto b = m.batch(); b && *b == opts.batch)
-                  return false;
-                if (auto e = bindBatch(m, opts.batch))
-                  return e;
-                return true;
-              },
-              o);
-        });
-  r.add("dce", "remove nodes no output or variable update depends on",
-        [](const CompileOptions &o) {
-          return std::make_unique<FunctionPass>(
-              "dce",
-              [](Module &m, const CompileOptions &) -> llvm::Expected<bool> {
-                return eliminateDeadCode(m);
-              },
-              o);
-        });
+  r.add("bind-batch", "bind the symbolic batch dimension to --batch", [](const CompileOptions &o) {
+    return std::make_unique<FunctionPass>("bind-batch",
+                                          [batch = o.batch](Module &m) -> llvm::Expected<bool> {
+                                            if (batch <= 0)
+                                              return false;
+                                            if (auto b = m.batch(); b && *b == batch)
+                                              return false;
+                                            if (auto e = bindBatch(m, batch))
+                                              return e;
+                                            return true;
+                                          });
+  });
+  r.add("dce", "remove nodes no output or variable update depends on", [](const CompileOptions &) {
+    return std::make_unique<FunctionPass>(
+        "dce", [](Module &m) -> llvm::Expected<bool> { return eliminateDeadCode(m); });
+  });
 }
 
 } // namespace graphc

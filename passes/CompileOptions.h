@@ -1,10 +1,17 @@
-//===- CompileOptions.h - Every knob the pass pipeline reads -----*- C++ -*-===//
+//===- CompileOptions.h - What the tools hand the pass pipeline --*- C++ -*-===//
 //
-// One struct of options, filled by the tools from their command lines and
-// handed to every pass factory. Each field says which pass reads it.
+// Each pass takes its own options struct (below, first): what it reads and
+// nothing else. CompileOptions is the compile's command line, typed: the
+// tools fill it (modes parsed once by passes/Modes.h, devices by
+// ir/DeviceId.h), and the pass registry hands each pass the part it reads
+// (towerOptions(o), aggregateOptions(o), ...). A knob several passes read
+// (the tower count, the BatchNorm mode) is set once here and copied into each
+// pass's struct; the per-pass structs hold the defaults.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "passes/Modes.h"
 
 #include "llvm/Support/Error.h"
 
@@ -17,40 +24,102 @@ namespace graphc {
 
 class Module;
 
-struct CompileOptions {
-  // bind-batch
-  int64_t batch = 0; ///< global batch; 0 keeps the module's own
-
-  // add-loss
+/// add-loss.
+struct LossOptions {
   double auxLossWeight = 0.4; ///< weight of an auxiliary head's loss (inception_v3)
+};
 
-  // add-optimizer
+/// add-optimizer.
+struct OptimizerOptions {
   std::string optimizer = "momentum"; ///< sgd | momentum | rmsprop | adam
-  double learningRate = 0.01;
   double momentum = 0.9;
   bool nesterov = false;
   double weightDecay = 0.0;
   double rmspropDecay = 0.9, rmspropMomentum = 0.9, rmspropEpsilon = 1.0;
   double adamBeta1 = 0.9, adamBeta2 = 0.999, adamEpsilon = 1e-8;
+};
+
+/// training-mode.
+struct TrainingModeOptions {
+  BnMode bn = BnMode::Local; ///< frozen keeps BatchNorm in its inference form
+  double dropoutSeedSalt = 0;
+};
+
+/// replicate-towers (and planBatchSplit).
+struct TowerOptions {
+  int towers = 1; ///< GPU towers gpu:0..N-1; 0: none (the single-device graph)
+  BnMode bn = BnMode::Local;
+  RemainderPolicy remainder = RemainderPolicy::Uneven;
+  SplitSpec split;
+};
+
+/// aggregate-gradients.
+struct AggregateOptions {
+  int towers = 1;                 ///< 0: no towers were asked for
+  ParamPlacement params;          ///< default cpu
+  int64_t bucketBytes = 25 << 20; ///< all-reduce bucket cap (mirrored)
+};
+
+/// place-devices: assigns every node a device. Passes may not depend on
+/// placement/, so the tools build this from the cluster and the kernel
+/// registry (placement/Placer.h: makePlacerFunction). Unset: place-devices
+/// fails and says so.
+using PlacerFunction = std::function<llvm::Error(Module &)>;
+
+struct CompileOptions {
+  // bind-batch
+  int64_t batch = 0; ///< global batch; 0 keeps the module's own
+
+  // add-loss
+  double auxLossWeight = LossOptions().auxLossWeight;
+
+  // add-optimizer (the learning rate is an input fed every step)
+  std::string optimizer = OptimizerOptions().optimizer;
+  double learningRate = 0.01;
+  double momentum = OptimizerOptions().momentum;
+  bool nesterov = false;
+  double weightDecay = 0.0;
+  double rmspropDecay = OptimizerOptions().rmspropDecay;
+  double rmspropMomentum = OptimizerOptions().rmspropMomentum;
+  double rmspropEpsilon = OptimizerOptions().rmspropEpsilon;
+  double adamBeta1 = OptimizerOptions().adamBeta1, adamBeta2 = OptimizerOptions().adamBeta2;
+  double adamEpsilon = OptimizerOptions().adamEpsilon;
 
   // training-mode
   double dropoutSeedSalt = 0;
 
-  // replicate-towers, split-batch, aggregate-gradients, place-devices
-  int towers = 1; ///< GPU towers gpu:0..N-1; 0: none (the single-device graph)
-  std::string bnMode = "local";        ///< local | sync | frozen
-  std::string remainder = "uneven";    ///< error | drop | uneven
-  std::vector<double> splitWeights;    ///< per-device batch weights (--split 4,4,2)
-  std::string params = "cpu";          ///< cpu | gpu:K | spread | mirrored
-  int64_t bucketBytes = 25 << 20;      ///< all-reduce bucket cap (mirrored)
+  // training-mode (bn), replicate-towers, aggregate-gradients
+  int towers = TowerOptions().towers;
+  BnMode bn = BnMode::Local;
+  RemainderPolicy remainder = TowerOptions().remainder;
+  SplitSpec split;       ///< --split: per-device batch shares
+  ParamPlacement params; ///< --params
+  int64_t bucketBytes = AggregateOptions().bucketBytes;
 
-  // place-devices: assigns every node a device. Passes may not depend on
-  // placement/, so the tools build this from the cluster and the kernel
-  // registry (placement/Placer.h: makePlacerFunction). Unset: place-devices
-  // fails and says so.
-  std::function<llvm::Error(Module &)> placer;
+  // place-devices
+  PlacerFunction placer;
 
   uint64_t seed = 0;
 };
+
+inline LossOptions lossOptions(const CompileOptions &o) {
+  return {o.auxLossWeight};
+}
+inline OptimizerOptions optimizerOptions(const CompileOptions &o) {
+  return {o.optimizer,       o.momentum,       o.nesterov,  o.weightDecay, o.rmspropDecay,
+          o.rmspropMomentum, o.rmspropEpsilon, o.adamBeta1, o.adamBeta2,   o.adamEpsilon};
+}
+inline TrainingModeOptions trainingModeOptions(const CompileOptions &o) {
+  return {o.bn, o.dropoutSeedSalt};
+}
+inline TowerOptions towerOptions(const CompileOptions &o) {
+  return {o.towers, o.bn, o.remainder, o.split};
+}
+inline PlacerFunction placerOptions(const CompileOptions &o) {
+  return o.placer;
+}
+inline AggregateOptions aggregateOptions(const CompileOptions &o) {
+  return {o.towers, o.params, o.bucketBytes};
+}
 
 } // namespace graphc

@@ -87,7 +87,7 @@ static llvm::Expected<bool> insertTransfers(Graph &g) {
   return changed;
 }
 
-llvm::Expected<bool> insertTransfers(Module &m, const CompileOptions &) {
+llvm::Expected<bool> insertTransfers(Module &m) {
   bool changed = false;
   for (Graph *g : m.graphs()) {
     auto c = insertTransfers(*g);

@@ -28,7 +28,7 @@
 
 namespace graphc {
 
-llvm::Expected<bool> insertTransfers(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> insertTransfers(Module &m);
 
 /// Whether the edge from `v`'s producer to `reader` may cross devices without
 /// a Transfer (rule 3).

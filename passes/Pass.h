@@ -53,19 +53,18 @@ private:
   std::vector<Entry> entries_;
 };
 
-/// A pass whose work is a free function `llvm::Expected<bool> fn(Module&, const CompileOptions&)`.
+/// A pass whose work is a free function of the module, its own options (if
+/// any) bound in by its factory: `fn(Module&, const TowerOptions&)`.
 class FunctionPass : public Pass {
 public:
-  using Fn = std::function<llvm::Expected<bool>(Module &, const CompileOptions &)>;
-  FunctionPass(std::string name, Fn fn, CompileOptions opts)
-      : name_(std::move(name)), fn_(std::move(fn)), opts_(std::move(opts)) {}
+  using Fn = std::function<llvm::Expected<bool>(Module &)>;
+  FunctionPass(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
   llvm::StringRef name() const override { return name_; }
-  llvm::Expected<bool> run(Module &m) override { return fn_(m, opts_); }
+  llvm::Expected<bool> run(Module &m) override { return fn_(m); }
 
 private:
   std::string name_;
   Fn fn_;
-  CompileOptions opts_;
 };
 
 struct DumpOptions {

@@ -19,10 +19,22 @@ const char *const kDefaultTrainingPipeline =
     "concat-outputs,aggregate-gradients,dce,verify";
 const char *const kPlacementPipeline = "place-devices,insert-transfers,verify";
 
+/// A pass that reads nothing but the module.
 static void addFunctionPass(PassRegistry &r, llvm::StringRef name, llvm::StringRef summary,
-                            FunctionPass::Fn fn) {
-  r.add(name, summary, [name = name.str(), fn](const CompileOptions &o) {
-    return std::make_unique<FunctionPass>(name, fn, o);
+                            llvm::Expected<bool> (*fn)(Module &)) {
+  r.add(name, summary, [name = name.str(), fn](const CompileOptions &) {
+    return std::make_unique<FunctionPass>(name, fn);
+  });
+}
+
+/// A pass with options of its own: `own` takes them from the compile's.
+template <typename Options>
+static void addFunctionPass(PassRegistry &r, llvm::StringRef name, llvm::StringRef summary,
+                            llvm::Expected<bool> (*fn)(Module &, const Options &),
+                            Options (*own)(const CompileOptions &)) {
+  r.add(name, summary, [name = name.str(), fn, own](const CompileOptions &o) {
+    return std::make_unique<FunctionPass>(name,
+                                          [fn, opts = own(o)](Module &m) { return fn(m, opts); });
   });
 }
 
@@ -30,16 +42,16 @@ void registerBuiltinPasses(PassRegistry &r) {
   registerBasicPasses(r);
   addFunctionPass(r, "training-mode",
                   "BatchNorm to BatchNormTrain with moving averages, Dropout to DropoutTrain",
-                  applyTrainingMode);
+                  applyTrainingMode, trainingModeOptions);
   addFunctionPass(r, "add-loss", "softmax cross-entropy on the logits (mean over the batch)",
-                  addLoss);
+                  addLoss, lossOptions);
   addFunctionPass(r, "autodiff", "gradients of the loss for every trainable variable",
                   differentiate);
   addFunctionPass(r, "add-optimizer", "an lr input, optimizer slots and one update per parameter",
-                  addOptimizer);
+                  addOptimizer, optimizerOptions);
   addFunctionPass(r, "replicate-towers",
                   "one copy of the graph per tower (--towers), shared variables, per-tower batch",
-                  replicateTowers);
+                  replicateTowers, towerOptions);
   addFunctionPass(r, "split-batch", "one global input per data input, split over the towers",
                   splitBatch);
   addFunctionPass(r, "concat-outputs",
@@ -47,10 +59,10 @@ void registerBuiltinPasses(PassRegistry &r) {
                   concatOutputs);
   addFunctionPass(r, "aggregate-gradients",
                   "variable storage by --params and the towers' sums or all-reduce buckets",
-                  aggregateGradients);
+                  aggregateGradients, aggregateOptions);
   addFunctionPass(r, "place-devices",
-                  "assign every node a device (the placer in CompileOptions::placer)",
-                  placeDevices);
+                  "assign every node a device (the placer in CompileOptions::placer)", placeDevices,
+                  placerOptions);
   addFunctionPass(r, "insert-transfers",
                   "one Transfer per value and destination device on every crossing edge",
                   insertTransfers);

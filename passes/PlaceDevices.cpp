@@ -29,11 +29,11 @@ llvm::Error checkPlaced(const Module &m) {
   return llvm::Error::success();
 }
 
-llvm::Expected<bool> placeDevices(Module &m, const CompileOptions &opts) {
-  if (!opts.placer)
+llvm::Expected<bool> placeDevices(Module &m, const PlacerFunction &placer) {
+  if (!placer)
     return makeError("place-devices needs a cluster and kernel registry: CompileOptions::placer "
                      "is not set (graphc place sets it from --gpus or --cluster)");
-  if (auto e = opts.placer(m))
+  if (auto e = placer(m))
     return e;
   if (auto e = checkPlaced(m))
     return e;

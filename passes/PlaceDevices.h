@@ -19,7 +19,7 @@
 
 namespace graphc {
 
-llvm::Expected<bool> placeDevices(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> placeDevices(Module &m, const PlacerFunction &placer);
 
 /// Postconditions 1 and 2 above; the first violation names the node.
 llvm::Error checkPlaced(const Module &m);

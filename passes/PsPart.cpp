@@ -10,6 +10,7 @@
 #include "passes/PsPart.h"
 
 #include "ir/Builder.h"
+#include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "passes/AggregateGradients.h"
 
@@ -47,7 +48,7 @@ llvm::Expected<llvm::StringMap<Node *>> updatesOf(const Module &m) {
                                "; parameter-server tasks carry f32 variables only");
     llvm::StringRef device =
         n->assignedDevice().empty() ? n->requestedDevice() : n->assignedDevice();
-    if (!device.empty() && device != "cpu:0")
+    if (!device.empty() && DeviceId::parse(device) != DeviceId::host())
       return nodeError(*n, "updates '" + var + "' on " + device +
                                "; parameter-server tasks take the sums from the workers' hosts: "
                                "plan with --params cpu");
@@ -276,12 +277,12 @@ llvm::Expected<std::vector<PsRoute>> selectPsTaskPart(Module &m, unsigned task) 
       m.removeGraph(other->name());
   for (Node *n : g.nodes()) {
     n->setTower(-1);
-    n->setRequestedDevice("cpu:0");
-    n->setAssignedDevice("cpu:0");
+    n->setRequestedDevice(DeviceId::host().str());
+    n->setAssignedDevice(DeviceId::host().str());
   }
   dropUnusedVariables(m);
   for (Variable &v : m.variables())
-    v.devices = {"cpu:0"};
+    v.devices = {DeviceId::host().str()};
   m.meta().set("ps_task", (int64_t)task);
   return routes;
 }

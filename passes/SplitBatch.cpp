@@ -97,39 +97,37 @@ std::string untoweredName(const Value *v) {
 
 } // namespace
 
-llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const CompileOptions &opts) {
+llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const TowerOptions &opts) {
   int towers = opts.towers;
   if (towers < 1)
     return makeError("--towers must be at least 1, got " + llvm::Twine(towers));
   if (batch < 1)
     return makeError("the global batch must be at least 1, got " + llvm::Twine(batch));
   std::vector<double> weights(towers, 1.0);
-  bool weighted = !opts.splitWeights.empty();
+  const std::vector<double> &given = opts.split.weights;
+  bool weighted = opts.split.kind == SplitSpec::Weights;
   if (weighted) {
-    if ((int)opts.splitWeights.size() != towers)
-      return makeError("--split gives " + llvm::Twine(opts.splitWeights.size()) + " weights for " +
+    if ((int)given.size() != towers)
+      return makeError("--split gives " + llvm::Twine(given.size()) + " weights for " +
                        llvm::Twine(towers) + " towers");
     double total = 0;
-    for (double w : opts.splitWeights) {
+    for (double w : given) {
       if (!(w >= 0) || !std::isfinite(w))
-        return makeError("--split weights must be finite and non-negative, got " +
-                         joined(opts.splitWeights));
+        return makeError("--split weights must be finite and non-negative, got " + joined(given));
       total += w;
     }
     if (total <= 0)
       return makeError("--split weights must not all be zero");
-    weights = opts.splitWeights;
+    weights = given;
   }
-  const std::string &policy = opts.remainder;
-  if (policy != "error" && policy != "drop" && policy != "uneven")
-    return makeError("unknown remainder policy '" + policy + "'; known: error, drop, uneven");
+  RemainderPolicy policy = opts.remainder;
 
   BatchSplit split;
-  if (policy == "uneven") {
+  if (policy == RemainderPolicy::Uneven) {
     split.sizes = apportion(batch, weights);
   } else if (auto exact = exactShares(batch, weights)) {
     split.sizes = *exact;
-  } else if (policy == "drop" && largestExactBatch(batch, weights)) {
+  } else if (policy == RemainderPolicy::Drop && largestExactBatch(batch, weights)) {
     split.sizes = *exactShares(*largestExactBatch(batch, weights), weights);
   } else {
     llvm::Twine what =
@@ -139,7 +137,7 @@ llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const CompileOptions &o
     std::string dropDoes = dropped ? "a global batch of " + std::to_string(*dropped)
                                    : std::string("impossible: no sample would be left");
     return makeError("the global batch of " + llvm::Twine(batch) + what + llvm::Twine(towers) +
-                     " towers" + weightText + " (--remainder " + policy +
+                     " towers" + weightText + " (--remainder " + modeName(policy) +
                      "); the remainder policies are error (refuse), drop (" + dropDoes +
                      ") and uneven (tower batches " + joined(apportion(batch, weights)) + ")");
   }
@@ -147,7 +145,7 @@ llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const CompileOptions &o
   return split;
 }
 
-llvm::Expected<bool> splitBatch(Module &m, const CompileOptions &) {
+llvm::Expected<bool> splitBatch(Module &m) {
   Graph *g = m.findGraph("main");
   if (!g || !m.meta().has("tower_batches"))
     return false;
@@ -181,7 +179,7 @@ llvm::Expected<bool> splitBatch(Module &m, const CompileOptions &) {
     TensorType t = members.front()->result()->type();
     t.shape[0] = global;
     Builder b(*g);
-    b.setRequestedDevice("cpu:0");
+    b.setRequestedDevice(DeviceId::host().str());
     Value *in = b.input(name, t);
     Attrs a;
     a.set("sizes", Ints(sizes->begin(), sizes->end()));
@@ -202,7 +200,7 @@ llvm::Expected<bool> splitBatch(Module &m, const CompileOptions &) {
   return !groups.empty();
 }
 
-llvm::Expected<bool> concatOutputs(Module &m, const CompileOptions &) {
+llvm::Expected<bool> concatOutputs(Module &m) {
   Graph *g = m.findGraph("main");
   if (!g || !m.meta().has("tower_batches"))
     return false;
@@ -218,7 +216,7 @@ llvm::Expected<bool> concatOutputs(Module &m, const CompileOptions &) {
   bool changed = false;
   llvm::SmallVector<Value *, 4> outputs;
   Builder b(*g);
-  b.setRequestedDevice("cpu:0");
+  b.setRequestedDevice(DeviceId::host().str());
   for (auto &[name, parts] : groups) {
     if (parts.front()->producer()->tower() < 0) {
       outputs.append(parts.begin(), parts.end());

@@ -34,7 +34,7 @@
 namespace graphc {
 
 /// The towers' batch sizes for a bound global batch under the options'
-/// remainder policy (CompileOptions::remainder) and split weights.
+/// remainder policy and split.
 struct BatchSplit {
   llvm::SmallVector<int64_t, 8> sizes; ///< one per tower, in tower order; may hold zeros
   int64_t global = 0;                  ///< their sum: the batch, or less under `drop`
@@ -50,9 +50,9 @@ struct BatchSplit {
 ///           sample more; with weights, the largest-remainder apportionment
 ///           (ties to the lower tower). Towers may get nothing.
 /// Weights (--split 4,4,2) are one non-negative number per tower.
-llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const CompileOptions &opts);
+llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const TowerOptions &opts);
 
-llvm::Expected<bool> splitBatch(Module &m, const CompileOptions &opts);
-llvm::Expected<bool> concatOutputs(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> splitBatch(Module &m);
+llvm::Expected<bool> concatOutputs(Module &m);
 
 } // namespace graphc

@@ -33,7 +33,7 @@ std::string towerPrefix(int tower) {
 }
 
 std::string towerDevice(int tower) {
-  return "gpu:" + std::to_string(tower);
+  return DeviceId::gpu((unsigned)tower).str();
 }
 
 llvm::StringRef stripTowerPrefix(llvm::StringRef name, int *tower) {
@@ -122,7 +122,7 @@ public:
   void copyInput(const Node &in) {
     TensorType t = in.result()->type();
     t.shape[0] = towerBatch_;
-    b_.setRequestedDevice("cpu:0");
+    b_.setRequestedDevice(DeviceId::host().str());
     Value *v = b_.input(towerPrefix(tower_) + in.name(), t);
     map_[in.result()] = v;
     if (towerBatch_ != batch_) // otherwise nothing changes and no axis needs finding
@@ -310,8 +310,8 @@ llvm::Error rewriteVarianceWeight(const Node &orig, Node &bn, int64_t count) {
 }
 
 llvm::Error fixBatchNorms(const Classified &c, std::vector<TowerCopier> &towers,
-                          const CompileOptions &opts) {
-  bool sync = opts.bnMode == "sync";
+                          const TowerOptions &opts) {
+  bool sync = opts.bn == BnMode::Sync;
   for (Node *orig : c.body) {
     if (orig->op() != Op::BatchNormTrain)
       continue;
@@ -398,7 +398,7 @@ llvm::Expected<std::vector<PendingUpdate>> towerParts(Graph &g, const Classified
 
 } // namespace
 
-llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts) {
+llvm::Expected<bool> replicateTowers(Module &m, const TowerOptions &opts) {
   if (opts.towers == 0)
     return false; // no towers asked for: the single-device graph stays as it is
   Graph *g = m.findGraph("main");
@@ -409,9 +409,6 @@ llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts) {
     return makeError("replicate-towers: the batch is not bound; run bind-batch with --batch first");
   if (m.meta().has("towers") || llvm::any_of(g->nodes(), [](Node *n) { return n->tower() >= 0; }))
     return makeError("replicate-towers: the module already has towers");
-  if (opts.bnMode != "local" && opts.bnMode != "sync" && opts.bnMode != "frozen")
-    return makeError("replicate-towers: unknown batch norm mode '" + opts.bnMode +
-                     "'; known: local, sync, frozen");
   auto split = planBatchSplit(*batch, opts);
   if (!split)
     return withContext(split.takeError(), "replicate-towers");

@@ -69,7 +69,7 @@
 
 namespace graphc {
 
-llvm::Expected<bool> replicateTowers(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> replicateTowers(Module &m, const TowerOptions &opts);
 
 /// "tower_<t>/".
 std::string towerPrefix(int tower);

@@ -104,7 +104,7 @@ llvm::Error switchBatchNorm(Node &bn) {
   return llvm::Error::success();
 }
 
-void switchDropout(Node &d, const CompileOptions &opts) {
+void switchDropout(Node &d, const TrainingModeOptions &opts) {
   Attrs attrs = d.attrs();
   uint64_t salt = std::bit_cast<uint64_t>(opts.dropoutSeedSalt);
   uint64_t key = stableHash(d.name()) ^ (salt * 0x9e3779b97f4a7c15ull);
@@ -119,11 +119,11 @@ void switchDropout(Node &d, const CompileOptions &opts) {
 
 } // namespace
 
-llvm::Expected<bool> applyTrainingMode(Module &m, const CompileOptions &opts) {
+llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opts) {
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("training-mode: the module has no graph 'main'");
-  bool frozen = opts.bnMode == "frozen";
+  bool frozen = opts.bn == BnMode::Frozen;
   std::vector<Node *> batchNorms, dropouts;
   for (Node *n : g->nodes()) {
     if (n->op() == Op::BatchNorm && n->attrs().getInt("training") == 1 && !frozen)

@@ -36,6 +36,6 @@
 
 namespace graphc {
 
-llvm::Expected<bool> applyTrainingMode(Module &m, const CompileOptions &opts);
+llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opts);
 
 } // namespace graphc

@@ -16,6 +16,7 @@
 
 #include "passes/WorkerPart.h"
 
+#include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "ir/ShapeInference.h"
 
@@ -73,10 +74,8 @@ llvm::Expected<Plan> readPlan(const Module &m) {
 
 /// "gpu:K" → K; -1 for anything else.
 int gpuIndex(llvm::StringRef device) {
-  unsigned k = 0;
-  if (!device.consume_front("gpu:") || device.getAsInteger(10, k))
-    return -1;
-  return (int)k;
+  std::optional<unsigned> k = gpuIndexOf(device);
+  return k ? (int)*k : -1;
 }
 
 /// The tower a value comes from, looking through transfers (-1: none).
@@ -220,7 +219,7 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
   // 5. GPUs, data, shapes, meta.
   auto renumber = [&](const std::string &device) -> std::string {
     int gpu = gpuIndex(device);
-    return gpu < 0 ? device : "gpu:" + std::to_string(gpu - lo);
+    return gpu < 0 ? device : DeviceId::gpu((unsigned)(gpu - lo)).str();
   };
   for (Node *n : g.nodes()) {
     n->setRequestedDevice(renumber(n->requestedDevice()));

@@ -15,41 +15,23 @@
 
 namespace graphc {
 
-llvm::StringRef deviceTypeName(DeviceType t) {
-  return t == DeviceType::GPU ? "gpu" : "cpu";
-}
-
-std::optional<DeviceType> parseDeviceType(llvm::StringRef s) {
-  if (s == "cpu")
-    return DeviceType::CPU;
-  if (s == "gpu")
-    return DeviceType::GPU;
-  return std::nullopt;
-}
-
 Cluster Cluster::defaultCluster(int gpus) {
   assert(gpus >= 0 && (unsigned)gpus < kMaxDevices && "callers bound the GPU count");
-  std::vector<ClusterDevice> devices{{"cpu:0", DeviceType::CPU, ClusterDefaults::kHostMemory, 1.0}};
+  const std::string host = DeviceId::host().str();
+  std::vector<ClusterDevice> devices{{host, DeviceType::CPU, ClusterDefaults::kHostMemory, 1.0}};
   std::vector<Link> links;
   for (int i = 0; i < gpus; ++i) {
-    std::string name = "gpu:" + std::to_string(i);
+    std::string name = DeviceId::gpu(i).str();
     devices.push_back({name, DeviceType::GPU, ClusterDefaults::kGpuMemory, 1.0});
-    links.push_back({"cpu:0", name, ClusterDefaults::kHostGpuBandwidth});
+    links.push_back({host, name, ClusterDefaults::kHostGpuBandwidth});
   }
   for (int i = 0; i < gpus; ++i)
     for (int j = i + 1; j < gpus; ++j)
-      links.push_back({"gpu:" + std::to_string(i), "gpu:" + std::to_string(j),
-                       ClusterDefaults::kGpuGpuBandwidth});
+      links.push_back(
+          {DeviceId::gpu(i).str(), DeviceId::gpu(j).str(), ClusterDefaults::kGpuGpuBandwidth});
   auto c = create(std::move(devices), std::move(links));
   assert(c && "the default cluster is valid");
   return std::move(*c);
-}
-
-/// "gpu:3" -> (GPU, ok) when the prefix names a kind and the rest is a number.
-static bool wellFormedName(llvm::StringRef name, DeviceType type) {
-  auto [kind, index] = name.split(':');
-  unsigned n = 0;
-  return parseDeviceType(kind) == type && !index.empty() && !index.getAsInteger(10, n);
 }
 
 llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std::vector<Link> links,
@@ -59,11 +41,13 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
                      " devices; graphc places on at most " + llvm::Twine(kMaxDevices));
   llvm::StringMap<unsigned> index;
   for (unsigned i = 0; i < devices.size(); ++i) {
-    const ClusterDevice &d = devices[i];
+    ClusterDevice &d = devices[i];
     std::string where = "device '" + printable(d.name) + "'";
-    if (!wellFormedName(d.name, d.type))
+    std::optional<DeviceId> id = DeviceId::parse(d.name);
+    if (!id || id->type != d.type)
       return makeError(where + ": a " + deviceTypeName(d.type) + " device must be named '" +
                        deviceTypeName(d.type) + ":<index>'");
+    d.id = *id;
     auto [it, inserted] = index.try_emplace(d.name, i);
     if (!inserted)
       return makeError(where + " is listed twice (devices[" + llvm::Twine(it->second) +
@@ -74,7 +58,7 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
       return makeError(where + ": relative speed must be positive, got " +
                        std::to_string(d.relativeSpeed));
   }
-  auto host = index.find("cpu:0");
+  auto host = index.find(DeviceId::host().str());
   if (host == index.end())
     return makeError("a cluster needs the host device 'cpu:0'");
   // Host first: it is the fallback device and the first in every tie.

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/DeviceId.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -22,17 +24,14 @@
 
 namespace graphc {
 
-/// What can run on a device; named "cpu" and "gpu" in device names and files.
-/// (Not the kernel registry's DeviceKind: placement does not depend on kernels.)
-enum class DeviceType : unsigned char { CPU, GPU };
-llvm::StringRef deviceTypeName(DeviceType t);
-std::optional<DeviceType> parseDeviceType(llvm::StringRef s);
-
 struct ClusterDevice {
   std::string name; ///< "cpu:0", "gpu:3"
   DeviceType type = DeviceType::CPU;
   int64_t memoryBytes = 0;
   double relativeSpeed = 1.0; ///< multiplies the kind's peak FLOP/s
+  /// The name parsed, filled by Cluster::create (which refuses a name that
+  /// does not parse or does not match `type`).
+  DeviceId id;
 };
 
 /// An undirected link; its bandwidth holds in each direction.

@@ -201,7 +201,7 @@ private:
       auto best = std::max_element(count.begin(), count.end()); // first maximum
       if (best != count.end() && *best > 0)
         towerDevice_[tower] = &c_.devices()[best - count.begin()];
-      else if (const ClusterDevice *d = c_.find("gpu:" + std::to_string(tower)))
+      else if (const ClusterDevice *d = c_.find(DeviceId::gpu((unsigned)tower).str()))
         towerDevice_[tower] = d;
     }
   }

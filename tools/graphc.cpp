@@ -135,7 +135,7 @@ int main(int argc, char **argv) {
   ModelArgs placeArgs;
   CompileRequest placeReq;
   PlacementRequest placement;
-  std::string placeOut, splitWeights;
+  std::string placeOut;
   bool explain = false;
   double bucketMb = 25;
   auto *place = app.add_subcommand("place", "compile for several devices: towers, split/concat, "
@@ -161,11 +161,12 @@ int main(int argc, char **argv) {
                   "ps tasks apply each worker's update as it arrives");
   place->add_option("--towers", placement.towers,
                     "GPU towers (default: one per GPU; 0: the single-device graph)");
-  place->add_option("--params", po.params, "cpu | gpu:K | spread | mirrored")
+  TowerModeFlags modes;
+  place->add_option("--params", modes.params, "cpu | gpu:K | spread | mirrored")
       ->capture_default_str();
-  place->add_option("--bn", po.bnMode, "local | sync | frozen")->capture_default_str();
-  place->add_option("--remainder", po.remainder, "error | drop | uneven")->capture_default_str();
-  place->add_option("--split", splitWeights, "per-device batch weights, e.g. 4,4,2");
+  place->add_option("--bn", modes.bn, "local | sync | frozen")->capture_default_str();
+  place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
+  place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
   place->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap (mirrored)")->capture_default_str();
   place->add_option("--optimizer", po.optimizer, "sgd | momentum | rmsprop | adam")
       ->capture_default_str();
@@ -255,17 +256,8 @@ int main(int argc, char **argv) {
     po.batch = placeArgs.batch;
     po.seed = placeArgs.seed;
     po.bucketBytes = (int64_t)(bucketMb * 1e6);
-    if (!splitWeights.empty()) {
-      llvm::SmallVector<llvm::StringRef, 8> parts;
-      llvm::StringRef(splitWeights).split(parts, ',');
-      for (llvm::StringRef p : parts) {
-        double w = 0;
-        if (!llvm::to_float(p.trim(), w) || w < 0)
-          return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                              "--split takes non-negative weights such as 4,4,2"));
-        po.splitWeights.push_back(w);
-      }
-    }
+    if (auto e = parseTowerModes(modes, po))
+      return fail(std::move(e));
     if (!tasksFile.empty()) {
       if (placement.workers > 1)
         return fail(makeError("--tasks and --workers both give the workers; use one"));

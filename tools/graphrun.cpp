@@ -154,15 +154,18 @@ int main(int argc, char **argv) {
   train->add_option("--cluster", t.placement.clusterFile, "compile for the devices of a cluster file");
   train->add_flag("--emulate", t.emulate,
                   "run the plan's GPUs on CPU devices (or on fewer physical GPUs)");
-  train->add_option("--params", co.params, "where variables live: cpu | gpu:K | spread | mirrored")
+  TowerModeFlags modes;
+  train
+      ->add_option("--params", modes.params,
+                   "where variables live: cpu | gpu:K | spread | mirrored")
       ->capture_default_str();
-  train->add_option("--bn", co.bnMode, "BatchNorm across towers: local | sync | frozen")
+  train->add_option("--bn", modes.bn, "BatchNorm across towers: local | sync | frozen")
       ->capture_default_str();
-  train->add_option("--remainder", co.remainder,
-                    "a batch that does not divide by the towers: error | drop | uneven")
+  train
+      ->add_option("--remainder", modes.remainder,
+                   "a batch that does not divide by the towers: error | drop | uneven")
       ->capture_default_str();
-  std::string splitWeights;
-  train->add_option("--split", splitWeights, "per-device batch weights, e.g. 4,4,2");
+  train->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
   double bucketMb = 25;
   train->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap in MB (mirrored)")
       ->capture_default_str();
@@ -244,18 +247,8 @@ int main(int argc, char **argv) {
     if (!(bucketMb > 0) || !std::isfinite(bucketMb))
       return fail(makeError("--bucket-mb " + numberText(bucketMb) + ": must be a positive number"));
     co.bucketBytes = (int64_t)(bucketMb * 1e6);
-    if (!splitWeights.empty()) {
-      llvm::SmallVector<llvm::StringRef, 8> parts;
-      llvm::StringRef(splitWeights).split(parts, ',');
-      for (llvm::StringRef p : parts) {
-        double w = 0;
-        if (!llvm::to_float(p.trim(), w) || w < 0) {
-          llvm::errs() << "graphrun: error: --split takes non-negative weights such as 4,4,2\n";
-          return 1;
-        }
-        co.splitWeights.push_back(w);
-      }
-    }
+    if (auto e = parseTowerModes(modes, co))
+      return fail(std::move(e));
     t.executor.blockedLayouts = !plainLayouts;
     t.evaluate = !noEval;
     co.seed = t.executor.seed;

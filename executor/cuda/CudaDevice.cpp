@@ -11,6 +11,7 @@
 
 #include "executor/cuda/CudaDevice.h"
 
+#include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "kernels/cuda/CudaBackend.h"
 #include "kernels/cuda/CudaCheck.h"
@@ -209,12 +210,11 @@ std::string cudaDeviceDescription(int ordinal) {
 //===-- Creation ------------------------------------------------------------===//
 
 llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceRequest &req) {
-  llvm::StringRef rest = req.name;
-  unsigned index = 0;
-  if (!rest.consume_front("gpu:") || rest.getAsInteger(10, index))
+  std::optional<unsigned> index = gpuIndexOf(req.name);
+  if (!index)
     return makeError("'" + req.name + "' is not a GPU device name (gpu:N)");
   int count = cudaVisibleDeviceCount();
-  int ordinal = req.physicalOrdinal >= 0 ? req.physicalOrdinal : (int)index;
+  int ordinal = req.physicalOrdinal >= 0 ? req.physicalOrdinal : (int)*index;
   if (ordinal >= count)
     return makeError("device '" + req.name + "' needs physical GPU " + llvm::Twine(ordinal) +
                      ", but this machine has " + llvm::Twine(count) + " GPU" +

@@ -193,7 +193,7 @@ llvm::Error ReverseSweep::run() {
 
 } // namespace
 
-llvm::Expected<bool> differentiate(Module &m, const CompileOptions &) {
+llvm::Expected<bool> differentiate(Module &m) {
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("autodiff: the module has no graph 'main'");

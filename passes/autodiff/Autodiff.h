@@ -32,7 +32,7 @@ namespace graphc {
 
 /// Adds the gradient of graph output 0 of "main" with respect to every
 /// trainable variable it depends on (see above). Returns true.
-llvm::Expected<bool> differentiate(Module &m, const CompileOptions &opts = {});
+llvm::Expected<bool> differentiate(Module &m);
 
 /// Whether autodiff can differentiate through `op` (it has a rule or is
 /// marked "no gradient").

@@ -28,7 +28,7 @@ std::unique_ptr<Module> heads(int64_t batch, bool aux) {
 }
 
 std::string errorOf(Module &m, const CompileOptions &o = {}) {
-  auto r = addLoss(m, o);
+  auto r = addLoss(m, lossOptions(o));
   return r ? "no error" : llvm::toString(r.takeError());
 }
 
@@ -56,7 +56,7 @@ TEST(AddLoss, AuxiliaryHeadAddsItsWeightedLoss) {
   auto m = heads(4, true);
   CompileOptions o;
   o.auxLossWeight = 0.4;
-  ASSERT_TRUE(bool(addLoss(*m, o)));
+  ASSERT_TRUE(bool(addLoss(*m, lossOptions(o))));
   ASSERT_FALSE(bool(verify(*m)));
   Graph &g = m->main();
   Node *aux = g.findNode("loss/aux_cross_entropy");

@@ -49,7 +49,7 @@ TEST(AddOptimizer, MomentumMatchesTheKernelContract) {
   o.momentum = 0.8;
   o.nesterov = true;
   o.weightDecay = 1e-4;
-  auto r = addOptimizer(*m, o);
+  auto r = addOptimizer(*m, optimizerOptions(o));
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   ASSERT_FALSE(bool(verify(*m)));
 
@@ -107,7 +107,7 @@ TEST(AddOptimizer, SgdRmspropAdamAttributes) {
                         Case{"adam", Op::ApplyAdam, adam}}) {
     auto m = differentiated();
     o.optimizer = c.name;
-    ASSERT_TRUE(bool(addOptimizer(*m, o))) << c.name;
+    ASSERT_TRUE(bool(addOptimizer(*m, optimizerOptions(o)))) << c.name;
     ASSERT_FALSE(bool(verify(*m))) << c.name;
     Node *u = update(*m, "fc.bias");
     ASSERT_TRUE(u);
@@ -126,7 +126,7 @@ TEST(AddOptimizer, ReusesAnLrInput) {
 }
 
 std::string errorOf(Module &m, const CompileOptions &o = {}) {
-  auto r = addOptimizer(m, o);
+  auto r = addOptimizer(m, optimizerOptions(o));
   return r ? "no error" : llvm::toString(r.takeError());
 }
 

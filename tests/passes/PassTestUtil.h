@@ -39,9 +39,12 @@ inline llvm::Expected<CompileOptions> parseOptions(llvm::StringRef words) {
       double batch = 0;
       e = number(batch);
       o.batch = (int64_t)batch;
-    } else if (key == "bn")
-      o.bnMode = value.str();
-    else if (key == "optimizer")
+    } else if (key == "bn") {
+      if (auto bn = parseBnMode(value))
+        o.bn = *bn;
+      else
+        e = bn.takeError();
+    } else if (key == "optimizer")
       o.optimizer = value.str();
     else if (key == "momentum")
       e = number(o.momentum);

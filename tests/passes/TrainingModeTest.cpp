@@ -113,7 +113,7 @@ TEST(TrainingMode, DropoutBecomesDropoutTrainWithDistinctSeeds) {
   auto salted = bnDropoutModel(2, 0);
   CompileOptions o;
   o.dropoutSeedSalt = 3;
-  ASSERT_TRUE(bool(applyTrainingMode(*salted, o)));
+  ASSERT_TRUE(bool(applyTrainingMode(*salted, trainingModeOptions(o))));
   EXPECT_NE(salted->main().findNode("block/drop1")->attrs().getInt("seed"),
             d1->attrs().getInt("seed"));
 }
@@ -125,8 +125,8 @@ TEST(TrainingMode, InferenceAndFrozenBatchNormStay) {
 
   auto frozen = bnDropoutModel(2, 1);
   CompileOptions o;
-  o.bnMode = "frozen";
-  ASSERT_TRUE(bool(applyTrainingMode(*frozen, o)));
+  o.bn = cantFail(parseBnMode("frozen"));
+  ASSERT_TRUE(bool(applyTrainingMode(*frozen, trainingModeOptions(o))));
   ASSERT_FALSE(bool(verify(*frozen)));
   Graph &g = frozen->main();
   EXPECT_EQ(g.findNode("block/bn")->op(), Op::BatchNorm);

@@ -141,7 +141,7 @@ TEST(CostModel, SerialCommunicationAddsUp) {
 TEST(CostModel, SameTrafficBeforeAndAfterInsertTransfers) {
   auto m = handGraph();
   PlacementCost before = estimate(*m);
-  auto changed = insertTransfers(*m, {});
+  auto changed = insertTransfers(*m);
   ASSERT_TRUE(bool(changed) && *changed);
   PlacementCost after = estimate(*m);
   ASSERT_EQ(after.traffic.size(), before.traffic.size());

@@ -33,7 +33,7 @@ std::unique_ptr<Module> placedTowers(int towers = 2) {
   auto m = buildTowerGraph(o);
   Cluster c = Cluster::defaultCluster(towers);
   EXPECT_EQ(errorText(Placer(c, anyKernelAnywhere).run(*m)), "");
-  auto changed = insertTransfers(*m, {});
+  auto changed = insertTransfers(*m);
   EXPECT_TRUE(bool(changed));
   return m;
 }

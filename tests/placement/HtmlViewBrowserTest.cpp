@@ -127,7 +127,7 @@ protected:
     module_ = buildTowerGraph(o);
     Cluster cluster = Cluster::defaultCluster(4);
     ASSERT_EQ(errorText(Placer(cluster, anyKernelAnywhere).run(*module_)), "");
-    ASSERT_TRUE(bool(insertTransfers(*module_, {})));
+    ASSERT_TRUE(bool(insertTransfers(*module_)));
     page_ = testFile(".html");
     std::error_code ec;
     llvm::raw_fd_ostream os(page_, ec);

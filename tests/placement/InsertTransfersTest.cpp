@@ -19,7 +19,7 @@ namespace {
 void placeAndInsert(Module &m, int gpus) {
   Cluster c = Cluster::defaultCluster(gpus);
   ASSERT_EQ(errorText(Placer(c, anyKernelAnywhere).run(m)), "");
-  auto changed = insertTransfers(m, {});
+  auto changed = insertTransfers(m);
   ASSERT_TRUE(bool(changed)) << llvm::toString(changed.takeError());
   EXPECT_TRUE(*changed);
   EXPECT_EQ(errorText(verify(m)), "");
@@ -93,7 +93,7 @@ TEST(InsertTransfers, IsIdempotent) {
   std::string before, after;
   llvm::raw_string_ostream a(before), b(after);
   print(*m, a);
-  auto again = insertTransfers(*m, {});
+  auto again = insertTransfers(*m);
   ASSERT_TRUE(bool(again));
   EXPECT_FALSE(*again);
   print(*m, b);
@@ -116,7 +116,7 @@ TEST(InsertTransfers, AllReduceEdgesAreExempt) {
 
 TEST(InsertTransfers, NeedsAssignedDevices) {
   auto m = buildTowerGraph({});
-  auto r = insertTransfers(*m, {});
+  auto r = insertTransfers(*m);
   ASSERT_FALSE(bool(r));
   EXPECT_EQ(llvm::toString(r.takeError()),
             "node 'x' (Input): has no assigned device; run place-devices before insert-transfers");

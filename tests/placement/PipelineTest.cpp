@@ -45,7 +45,7 @@ Compiled compile(llvm::StringRef model, int towers, const std::string &params, i
   CompileOptions o;
   o.batch = batch;
   o.towers = towers;
-  o.params = params;
+  o.params = cantFail(parseParamPlacement(params));
   o.bucketBytes = 64 << 10; // several buckets even for small models
   o.placer = makePlacerFunction(c.cluster, anyKernelAnywhere);
   PassManager pm(o);

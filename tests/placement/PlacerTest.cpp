@@ -371,19 +371,19 @@ TEST(Placer, ExplainPrintsOneAlignedRowPerNode) {
 TEST(PlaceDevicesPass, NeedsAPlacerAndChecksItsResult) {
   auto m = buildTowerGraph({});
   CompileOptions opts;
-  auto none = placeDevices(*m, opts);
+  auto none = placeDevices(*m, opts.placer);
   ASSERT_FALSE(bool(none));
   EXPECT_NE(llvm::toString(none.takeError()).find("CompileOptions::placer is not set"),
             std::string::npos);
 
   opts.placer = [](Module &) { return llvm::Error::success(); }; // places nothing
-  auto lazy = placeDevices(*m, opts);
+  auto lazy = placeDevices(*m, opts.placer);
   ASSERT_FALSE(bool(lazy));
   EXPECT_EQ(llvm::toString(lazy.takeError()),
             "variable 'dense.weight' has no storage device after placement");
 
   opts.placer = makePlacerFunction(Cluster::defaultCluster(2), anyKernelAnywhere);
-  auto ok = placeDevices(*m, opts);
+  auto ok = placeDevices(*m, opts.placer);
   ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
   EXPECT_TRUE(*ok);
 }

@@ -145,7 +145,7 @@ void checkCase(const Case &spec) {
   req.options.optimizer = "momentum";
   req.options.momentum = 0.9;
   req.options.learningRate = 0.1;
-  req.options.bnMode = spec.bnMode;
+  req.options.bn = cantFail(parseBnMode(spec.bnMode));
   auto m = compileTraining(**forward, req);
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
   // Expose every gradient as an output.

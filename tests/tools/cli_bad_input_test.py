@@ -113,6 +113,26 @@ class ClusterTest(CliCase):
                                 expected)
 
 
+class TowerModeTest(CliCase):
+    """--params, --bn, --remainder and --split are parsed once, before any compile."""
+
+    def test_unknown_modes(self):
+        cases = [
+            (["--params", "sharded"], "--params: unknown parameter mode 'sharded'; known: cpu, gpu:K, spread, mirrored"),
+            (["--params", "gpu:x"], "--params: unknown parameter mode 'gpu:x'"),
+            (["--bn", "global"], "--bn: unknown batch norm mode 'global'; known: local, sync, frozen"),
+            (["--remainder", "pad"], "--remainder: unknown remainder policy 'pad'; known: error, drop, uneven"),
+            (["--split", "4,,2"], "--split takes non-negative weights such as 4,4,2"),
+        ]
+        for flags, expected in cases:
+            with self.subTest(flags=flags):
+                self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--gpus", "2", "--batch", "8",
+                                            *flags, "-o", self.path("x"), ok=False), expected)
+                self.assertFailsClearly(run(GRAPHRUN, "train", "--model", "mlp", "--gpus", "2", "--emulate",
+                                            "--batch", "8", "--steps", "1", "--no-progress", *flags, ok=False),
+                                        expected)
+
+
 class OnnxTest(CliCase):
     def edited(self, edit):
         import onnx

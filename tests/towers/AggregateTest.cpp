@@ -29,7 +29,7 @@ std::unique_ptr<Module> compiled(const CompileOptions &o, models::ModelOptions m
 
 CompileOptions modeOf(const std::string &params, int towers = 2, int64_t batch = 4) {
   CompileOptions o;
-  o.params = params;
+  o.params = cantFail(parseParamPlacement(params));
   o.towers = towers;
   o.batch = batch;
   return o;
@@ -72,21 +72,12 @@ TEST(Aggregate, AGpuThatIsNotThereIsAnErrorListingTheDevices) {
   EXPECT_NE(msg.find("gpu:0, gpu:1, gpu:2, gpu:3"), std::string::npos) << msg;
 }
 
-TEST(Aggregate, AnUnknownModeListsTheModes) {
-  auto m = buildOrFail("mlp", {});
-  ASSERT_TRUE(m);
-  llvm::Error e = runPipeline(*m, kTowerPipeline, modeOf("sharded"));
-  ASSERT_TRUE(bool(e));
-  std::string msg = llvm::toString(std::move(e));
-  EXPECT_NE(msg.find("known: cpu, gpu:K (K < 2), spread, mirrored"), std::string::npos) << msg;
-}
-
 TEST(Aggregate, ItNeedsTowers) {
   auto m = buildOrFail("mlp", {});
   ASSERT_TRUE(m);
   CompileOptions o = modeOf("cpu");
   ASSERT_FALSE(bool(runPipeline(*m, kSingleDevicePipeline, o)));
-  auto r = aggregateGradients(*m, o);
+  auto r = aggregateGradients(*m, aggregateOptions(o));
   ASSERT_FALSE(bool(r));
   EXPECT_NE(llvm::toString(r.takeError()).find("run replicate-towers first"), std::string::npos);
 }

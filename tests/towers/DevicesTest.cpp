@@ -24,7 +24,7 @@ std::unique_ptr<Module> compiledMlp(const std::string &params, int towers, int64
   if (!m)
     return nullptr;
   CompileOptions o;
-  o.params = params;
+  o.params = cantFail(parseParamPlacement(params));
   o.towers = towers;
   o.batch = batch;
   o.bucketBytes = 1024;

@@ -31,7 +31,7 @@ std::unique_ptr<Module> compiledCnn(int towers) {
   CompileOptions o;
   o.towers = towers;
   o.batch = 8;
-  o.params = "mirrored";
+  o.params = cantFail(parseParamPlacement("mirrored"));
   if (auto e = compileTowers(*m, o)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     return nullptr;

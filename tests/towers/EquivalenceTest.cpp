@@ -50,10 +50,11 @@ CompileOptions compileOptions(const Case &c) {
   CompileOptions o;
   o.batch = c.batch;
   o.towers = c.towers;
-  o.params = c.params;
-  o.remainder = "uneven";
-  o.bnMode = c.bn;
-  o.splitWeights = c.split;
+  o.params = cantFail(parseParamPlacement(c.params));
+  o.remainder = cantFail(parseRemainderPolicy("uneven"));
+  o.bn = cantFail(parseBnMode(c.bn));
+  if (!c.split.empty())
+    o.split = {SplitSpec::Weights, c.split};
   o.momentum = 0.9;
   o.bucketBytes = 64 << 10; // several buckets even for these small models
   return o;
@@ -154,8 +155,8 @@ TEST(Equivalence, DropTrainsLikeOneDeviceOnTheKeptSamples) {
   CompileOptions o;
   o.batch = 7;
   o.towers = 4;
-  o.remainder = "drop";
-  o.params = "mirrored";
+  o.remainder = cantFail(parseRemainderPolicy("drop"));
+  o.params = cantFail(parseParamPlacement("mirrored"));
   llvm::Error err = compileTowers(*m, o);
   ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
   ASSERT_EQ(m->batch(), 4);

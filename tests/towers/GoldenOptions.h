@@ -31,6 +31,12 @@ inline llvm::Expected<CompileOptions> parseGoldenOptions(llvm::StringRef words) 
       field = (std::remove_reference_t<decltype(field)>)v;
       return llvm::Error::success();
     };
+    auto into = [](auto parsed, auto &field) -> llvm::Error {
+      if (!parsed)
+        return parsed.takeError();
+      field = *parsed;
+      return llvm::Error::success();
+    };
     llvm::Error e = llvm::Error::success();
     if (key == "batch")
       e = integer(o.batch);
@@ -39,11 +45,11 @@ inline llvm::Expected<CompileOptions> parseGoldenOptions(llvm::StringRef words) 
     else if (key == "bucket-bytes")
       e = integer(o.bucketBytes);
     else if (key == "params")
-      o.params = value.str();
+      e = into(parseParamPlacement(value), o.params);
     else if (key == "bn")
-      o.bnMode = value.str();
+      e = into(parseBnMode(value), o.bn);
     else if (key == "remainder")
-      o.remainder = value.str();
+      e = into(parseRemainderPolicy(value), o.remainder);
     else if (key == "optimizer")
       o.optimizer = value.str();
     else if (key == "momentum" || key == "split") {
@@ -57,7 +63,7 @@ inline llvm::Expected<CompileOptions> parseGoldenOptions(llvm::StringRef words) 
         numbers.push_back(d);
       }
       if (key == "split")
-        o.splitWeights = numbers;
+        o.split = {SplitSpec::Weights, numbers};
       else if (numbers.size() == 1)
         o.momentum = numbers[0];
       else

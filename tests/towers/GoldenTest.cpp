@@ -58,10 +58,10 @@ TEST(TowerGolden, OptionsParse) {
   auto o = parseGoldenOptions("towers=3 params=spread split=4,4,2 bucket-bytes=64 bn=sync");
   ASSERT_TRUE(bool(o)) << llvm::toString(o.takeError());
   EXPECT_EQ(o->towers, 3);
-  EXPECT_EQ(o->params, "spread");
-  EXPECT_EQ(o->splitWeights, (std::vector<double>{4, 4, 2}));
+  EXPECT_EQ(modeName(o->params), "spread");
+  EXPECT_EQ(o->split.weights, (std::vector<double>{4, 4, 2}));
   EXPECT_EQ(o->bucketBytes, 64);
-  EXPECT_EQ(o->bnMode, "sync");
+  EXPECT_EQ(o->bn, BnMode::Sync);
   auto bad = parseGoldenOptions("towers=two");
   ASSERT_FALSE(bool(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("'towers' needs an integer"), std::string::npos);

@@ -49,8 +49,8 @@ TEST_P(Placed, TrainsLikeOneDevice) {
   ASSERT_FALSE(bool(runPipeline(*single, kSingleDevicePipeline, o)));
 
   o.towers = c.towers;
-  o.params = c.params;
-  o.bnMode = c.bn;
+  o.params = cantFail(parseParamPlacement(c.params));
+  o.bn = cantFail(parseBnMode(c.bn));
   o.bucketBytes = 4 << 10;
   o.placer = makePlacerFunction(Cluster::defaultCluster(c.towers), anyKernelAnywhere);
   llvm::Error e = runPipeline(

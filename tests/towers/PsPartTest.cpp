@@ -43,8 +43,8 @@ std::unique_ptr<Module> plan(const std::string &model, int64_t batch, unsigned w
   CompileOptions o;
   o.batch = batch;
   o.towers = (int)(workers * perWorker);
-  o.params = params;
-  o.bnMode = bn;
+  o.params = cantFail(parseParamPlacement(params));
+  o.bn = cantFail(parseBnMode(bn));
   o.momentum = 0.9;
   if (auto e = compileTowers(*m, o)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
@@ -101,7 +101,7 @@ TEST(PsPart, RefusesWhatATaskCannotHold) {
   CompileOptions o;
   o.batch = 8;
   o.towers = 2;
-  o.params = "mirrored";
+  o.params = cantFail(parseParamPlacement("mirrored"));
   ASSERT_EQ(errorOf(compileTowers(*m, o)), "");
   std::string err = errorOf(shardOverPs(*m, 2, false));
   EXPECT_NE(err.find("plan with --params cpu"), std::string::npos) << err;

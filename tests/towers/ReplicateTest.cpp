@@ -110,7 +110,7 @@ TEST(Replicate, DropShrinksTheBatchAndTheLossScaleFollows) {
   auto m = smallMlp();
   ASSERT_TRUE(m);
   CompileOptions o = towersOf(4, 7);
-  o.remainder = "drop";
+  o.remainder = cantFail(parseRemainderPolicy("drop"));
   llvm::Error e = runPipeline(*m, kTowerPipeline, o);
   ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
   EXPECT_EQ(m->batch(), 4);
@@ -126,7 +126,7 @@ TEST(Replicate, ABatchSmallerThanTheTowersUnderErrorSaysWhichPoliciesExist) {
   auto m = smallMlp();
   ASSERT_TRUE(m);
   CompileOptions o = towersOf(4, 3);
-  o.remainder = "error";
+  o.remainder = cantFail(parseRemainderPolicy("error"));
   llvm::Error e = runPipeline(*m, kTowerPipeline, o);
   ASSERT_TRUE(bool(e));
   std::string msg = llvm::toString(std::move(e));
@@ -141,7 +141,7 @@ TEST(Replicate, RefusesAModuleThatHasTowersAlready) {
   auto m = smallMlp();
   ASSERT_TRUE(m);
   ASSERT_FALSE(bool(runPipeline(*m, kTowerPipeline, towersOf(2, 4))));
-  auto again = replicateTowers(*m, towersOf(2, 4));
+  auto again = replicateTowers(*m, towerOptions(towersOf(2, 4)));
   ASSERT_FALSE(bool(again));
   EXPECT_NE(llvm::toString(again.takeError()).find("already has towers"), std::string::npos);
 }
@@ -157,7 +157,7 @@ std::unique_ptr<Module> forward(const std::function<Value *(Builder &, Value *)>
 }
 
 std::string replicateError(Module &m, int towers) {
-  auto r = replicateTowers(m, towersOf(towers, 4));
+  auto r = replicateTowers(m, towerOptions(towersOf(towers, 4)));
   if (r) {
     ADD_FAILURE() << "expected an error";
     return "";
@@ -192,7 +192,7 @@ TEST(Replicate, RefusesAForwardReductionOverTheBatch) {
     a.set("axes", Ints{0});
     return b.create(Op::ReduceMean, {x}, std::move(a), "batch_mean");
   });
-  EXPECT_TRUE(bool(replicateTowers(*one, towersOf(1, 4))));
+  EXPECT_TRUE(bool(replicateTowers(*one, towerOptions(towersOf(1, 4)))));
 }
 
 TEST(Replicate, BatchSizedAttributesFollowTheTowerBatch) {
@@ -204,7 +204,7 @@ TEST(Replicate, BatchSizedAttributesFollowTheTowerBatch) {
     e.set("shape", Ints{4, 3, 5});
     return b.create(Op::Expand, {r}, std::move(e), "widen");
   });
-  auto r = replicateTowers(*m, towersOf(2, 4));
+  auto r = replicateTowers(*m, towerOptions(towersOf(2, 4)));
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   EXPECT_EQ(m->main().findNode("tower_1/lift")->attrs().getInts("shape"), (Ints{2, 3, 1}));
   EXPECT_EQ(m->main().findNode("tower_1/widen")->attrs().getInts("shape"), (Ints{2, 3, 5}));

@@ -91,8 +91,8 @@ std::unique_ptr<Module> plan(const std::string &model, int64_t batch, const Ints
   CompileOptions o;
   o.batch = batch;
   o.towers = (int)std::accumulate(towers.begin(), towers.end(), int64_t(0));
-  o.params = params;
-  o.bnMode = bn;
+  o.params = cantFail(parseParamPlacement(params));
+  o.bn = cantFail(parseBnMode(bn));
   o.momentum = 0.9;
   o.bucketBytes = 64 << 10;
   if (auto e = compileTowers(*m, o)) {

@@ -34,6 +34,29 @@ llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
   return m;
 }
 
+llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into) {
+  auto params = parseParamPlacement(flags.params);
+  if (!params)
+    return withContext(params.takeError(), "--params");
+  auto bn = parseBnMode(flags.bn);
+  if (!bn)
+    return withContext(bn.takeError(), "--bn");
+  auto remainder = parseRemainderPolicy(flags.remainder);
+  if (!remainder)
+    return withContext(remainder.takeError(), "--remainder");
+  into.params = *params;
+  into.bn = *bn;
+  into.remainder = *remainder;
+  into.split = SplitSpec();
+  if (!flags.split.empty()) {
+    auto split = parseSplitSpec(flags.split);
+    if (!split)
+      return split.takeError(); // its message names --split
+    into.split = std::move(*split);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place) {
   if (!place.clusterFile.empty())
     return loadClusterFile(place.clusterFile);

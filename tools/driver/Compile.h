@@ -22,6 +22,14 @@
 
 namespace graphc {
 
+/// The tower modes as a command line spells them (--params, --bn,
+/// --remainder, --split; empty split: even shares).
+struct TowerModeFlags {
+  std::string params = "cpu", bn = "local", remainder = "uneven", split;
+};
+/// Parses them once into the typed options; an error names the flag.
+llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into);
+
 struct CompileRequest {
   CompileOptions options;
   DumpOptions dump;

@@ -23,7 +23,7 @@ namespace {
 llvm::Expected<llvm::StringMap<int64_t>> peakActivations(const Module &placed) {
   const Graph &g = *placed.findGraph("main");
   auto schedule = buildSchedule(g, [](const Node &n) {
-    return n.assignedDevice().empty() ? std::string("cpu:0") : n.assignedDevice();
+    return n.assignedDevice().empty() ? DeviceId::host().str() : n.assignedDevice();
   });
   if (!schedule)
     return schedule.takeError();
@@ -98,24 +98,22 @@ struct WorkerReport {
 /// The devices one worker sees: the host and its GPUs, renumbered from gpu:0
 /// as selectWorkerPart renumbers them.
 llvm::Expected<Cluster> workerCluster(const Cluster &whole, unsigned firstGpu, unsigned gpus) {
-  auto rename = [&](llvm::StringRef name) -> std::optional<std::string> {
-    unsigned k = 0;
-    if (name == "cpu:0")
-      return name.str();
-    if (name.consume_front("gpu:") && !name.getAsInteger(10, k) && k >= firstGpu &&
-        k < firstGpu + gpus)
-      return "gpu:" + std::to_string(k - firstGpu);
+  auto rename = [&](DeviceId id) -> std::optional<std::string> {
+    if (id.isHost())
+      return id.str();
+    if (id.isGpu() && id.index >= firstGpu && id.index < firstGpu + gpus)
+      return DeviceId::gpu(id.index - firstGpu).str();
     return std::nullopt;
   };
   std::vector<ClusterDevice> devices;
   for (const ClusterDevice &d : whole.devices())
-    if (auto name = rename(d.name)) {
+    if (auto name = rename(d.id)) {
       devices.push_back(d);
       devices.back().name = *name;
     }
   std::vector<Link> links;
   for (const Link &l : whole.links()) {
-    auto a = rename(l.a), b = rename(l.b);
+    auto a = rename(whole.find(l.a)->id), b = rename(whole.find(l.b)->id);
     if (a && b)
       links.push_back({*a, *b, l.bandwidth});
   }

@@ -4,6 +4,7 @@
 #include "executor/Device.h"
 #include "executor/Workers.h"
 #include "executor/data/DataLoader.h"
+#include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
@@ -121,8 +122,7 @@ LoaderOptions loaderFor(const Module &forward, const Dataset &ds, int64_t batch,
 std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
   std::vector<std::string> gpus;
   for (const Node *n : placed.findGraph("main")->nodes())
-    if (llvm::StringRef(n->assignedDevice()).startswith("gpu:") &&
-        !llvm::is_contained(gpus, n->assignedDevice()))
+    if (gpuIndexOf(n->assignedDevice()) && !llvm::is_contained(gpus, n->assignedDevice()))
       gpus.push_back(n->assignedDevice());
   llvm::sort(gpus);
   int physical = cudaDeviceCount();
@@ -130,17 +130,14 @@ std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
     return "";
   if (physical > 0) {
     exec.physicalGpu = [physical](const std::string &name) {
-      unsigned k = 0;
-      llvm::StringRef(name).drop_front(4).getAsInteger(10, k);
-      return (int)(k % physical);
+      return (int)(gpuIndexOf(name).value_or(0) % physical);
     };
     return "the plan's " + std::to_string(gpus.size()) + " GPUs run as logical devices on " +
            std::to_string(physical) + " physical GPU" + (physical > 1 ? "s" : "");
   }
   exec.deviceMap = [](const std::string &d) {
-    unsigned k = 0;
-    if (llvm::StringRef(d).startswith("gpu:") && !llvm::StringRef(d).drop_front(4).getAsInteger(10, k))
-      return "cpu:" + std::to_string(k + 1);
+    if (std::optional<unsigned> k = gpuIndexOf(d))
+      return DeviceId::cpu(*k + 1).str();
     return d;
   };
   return "no GPU here: the plan's " + std::to_string(gpus.size()) + " GPUs run as CPU devices cpu:1..cpu:" +

@@ -81,8 +81,8 @@ TEST_P(LocalBatchNorm, TowersMatchPyTorchSliceBySlice) {
   CompileOptions o;
   o.towers = (int)sizes->numElements();
   o.batch = x->shape()[0];
-  o.bnMode = "local";
-  o.params = p.params;
+  o.bn = cantFail(parseBnMode("local"));
+  o.params = cantFail(parseParamPlacement(p.params));
   llvm::Error err = compileTowers(*m, o);
   ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
   Ints planned = m->meta().getInts("tower_batches");

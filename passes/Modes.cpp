@@ -1,0 +1,117 @@
+//===- Modes.cpp - Parsing and naming the tower passes' modes ---------------===//
+
+#include "passes/Modes.h"
+
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace graphc {
+
+/// 4 -> "4", 0.5 -> "0.5".
+static std::string number(double w) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", w);
+  return buf;
+}
+
+llvm::Expected<BnMode> parseBnMode(llvm::StringRef s) {
+  if (s == "local")
+    return BnMode::Local;
+  if (s == "sync")
+    return BnMode::Sync;
+  if (s == "frozen")
+    return BnMode::Frozen;
+  return makeError("unknown batch norm mode '" + printable(s) + "'; known: local, sync, frozen");
+}
+
+llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s) {
+  if (s == "error")
+    return RemainderPolicy::Error;
+  if (s == "drop")
+    return RemainderPolicy::Drop;
+  if (s == "uneven")
+    return RemainderPolicy::Uneven;
+  return makeError("unknown remainder policy '" + printable(s) + "'; known: error, drop, uneven");
+}
+
+llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
+  if (s == "cpu")
+    return ParamPlacement{ParamPlacement::Cpu};
+  if (s == "spread")
+    return ParamPlacement{ParamPlacement::Spread};
+  if (s == "mirrored")
+    return ParamPlacement{ParamPlacement::Mirrored};
+  if (std::optional<unsigned> k = gpuIndexOf(s))
+    return ParamPlacement::onGpu(*k);
+  return makeError("unknown parameter mode '" + printable(s) +
+                   "'; known: cpu, gpu:K, spread, mirrored");
+}
+
+llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s) {
+  SplitSpec spec;
+  spec.kind = SplitSpec::Weights;
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  s.split(parts, ',');
+  for (llvm::StringRef p : parts) {
+    double w = 0;
+    if (p.trim().empty() || !llvm::to_float(p.trim(), w) || !(w >= 0) || !std::isfinite(w))
+      return makeError("--split takes non-negative weights such as 4,4,2");
+    spec.weights.push_back(w);
+  }
+  return spec;
+}
+
+llvm::StringRef modeName(BnMode m) {
+  switch (m) {
+  case BnMode::Local:
+    return "local";
+  case BnMode::Sync:
+    return "sync";
+  case BnMode::Frozen:
+    return "frozen";
+  }
+  llvm_unreachable("unknown BnMode");
+}
+
+llvm::StringRef modeName(RemainderPolicy p) {
+  switch (p) {
+  case RemainderPolicy::Error:
+    return "error";
+  case RemainderPolicy::Drop:
+    return "drop";
+  case RemainderPolicy::Uneven:
+    return "uneven";
+  }
+  llvm_unreachable("unknown RemainderPolicy");
+}
+
+std::string modeName(ParamPlacement p) {
+  switch (p.kind) {
+  case ParamPlacement::Cpu:
+    return "cpu";
+  case ParamPlacement::Gpu:
+    return DeviceId::gpu(p.gpu).str();
+  case ParamPlacement::Spread:
+    return "spread";
+  case ParamPlacement::Mirrored:
+    return "mirrored";
+  }
+  llvm_unreachable("unknown ParamPlacement");
+}
+
+std::string modeName(const SplitSpec &s) {
+  switch (s.kind) {
+  case SplitSpec::Even:
+    return "even";
+  case SplitSpec::Weights:
+    return llvm::join(llvm::map_range(s.weights, [](double w) { return number(w); }), ",");
+  }
+  llvm_unreachable("unknown SplitSpec kind");
+}
+
+} // namespace graphc

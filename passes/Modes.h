@@ -1,0 +1,71 @@
+//===- Modes.h - The tower passes' modes, parsed once -----------*- C++ -*-===//
+//
+// The choices a user makes on the command line (--params, --bn, --remainder,
+// --split) as enums and small structs. The tools parse each once, at the
+// edge, with the functions below (whose errors are the one line a user
+// sees); passes switch on the values and never read the text again.
+// modeName() gives the text back for messages, module meta and reports.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/DeviceId.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace graphc {
+
+/// --bn: BatchNorm across towers (docs/towers.md).
+enum class BnMode : unsigned char {
+  Local,  ///< per-tower batch statistics
+  Sync,   ///< statistics over the global batch, across towers
+  Frozen, ///< the moving averages, as in inference
+};
+
+/// --remainder: a global batch that does not split as asked (SplitBatch.h).
+enum class RemainderPolicy : unsigned char { Error, Drop, Uneven };
+
+/// --params: where variables live (AggregateGradients.h).
+struct ParamPlacement {
+  enum Kind : unsigned char {
+    Cpu,      ///< parameter server on the host
+    Gpu,      ///< every variable on one GPU (`gpu`)
+    Spread,   ///< each variable on one GPU, balanced by bytes
+    Mirrored, ///< a replica per tower, all-reduced
+  };
+  Kind kind = Cpu;
+  unsigned gpu = 0; ///< Gpu: K of gpu:K
+
+  static ParamPlacement onGpu(unsigned k) { return {Gpu, k}; }
+  friend bool operator==(ParamPlacement a, ParamPlacement b) {
+    return a.kind == b.kind && (a.kind != Gpu || a.gpu == b.gpu);
+  }
+};
+
+/// --split: how the global batch is shared among the towers.
+struct SplitSpec {
+  enum Kind : unsigned char {
+    Even,    ///< B/N each (the remainder policy decides the rest)
+    Weights, ///< B·w_t/Σw (--split 4,4,2)
+  };
+  Kind kind = Even;
+  std::vector<double> weights; ///< Weights: one per tower
+};
+
+llvm::Expected<BnMode> parseBnMode(llvm::StringRef s);
+llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s);
+/// "cpu", "gpu:K", "spread" or "mirrored".
+llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
+/// "4,4,2": finite non-negative weights, not all zero (their count is
+/// checked against the towers by planBatchSplit).
+llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s);
+
+llvm::StringRef modeName(BnMode m);
+llvm::StringRef modeName(RemainderPolicy p);
+std::string modeName(ParamPlacement p);
+std::string modeName(const SplitSpec &s);
+
+} // namespace graphc
