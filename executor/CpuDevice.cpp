@@ -13,8 +13,11 @@
 #include "ir/MemoryLimit.h"
 #include "kernels/cpu/CpuBackend.h"
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace graphc {
 namespace {
@@ -28,12 +31,19 @@ class CpuDevice : public Device {
 public:
   CpuDevice(const DeviceRequest &req)
       : name_(req.name), threads_(std::max(1, req.threads)), cores_(req.cores),
-        stream_(CpuBackend::instance().engine()) {}
+        stream_(CpuBackend::instance().engine()), relativeSpeed_(req.relativeSpeed) {}
 
   const std::string &name() const override { return name_; }
   DeviceKind kind() const override { return DeviceKind::CPU; }
   std::string describe() const override {
-    return "cpu, " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads");
+    std::string text =
+        "cpu, " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads");
+    if (relativeSpeed_ < 1) {
+      char speed[32];
+      std::snprintf(speed, sizeof speed, "%g", relativeSpeed_);
+      text += std::string(", emulated at relative speed ") + speed;
+    }
+    return text;
   }
 
   /// Each block starts with a 64-byte header holding its size, which
@@ -86,10 +96,14 @@ public:
       if (cores_)
         lease.emplace(*cores_, threads_);
       setCpuThreads(threads_);
+      Clock::time_point ran = Clock::now();
       if (auto e = k.run(ctx))
         return e;
       stream_.wait();
+      if (relativeSpeed_ < 1)
+        owed_ += (Clock::now() - ran) * (1 / relativeSpeed_ - 1);
     }
+    payOwedTime();
     if (clock_)
       timings_.push_back({node_, kind_, start, clock_->nowUs() - start});
     return llvm::Error::success();
@@ -123,6 +137,22 @@ public:
   std::vector<LaunchTiming> takeTimings() override { return std::move(timings_); }
 
 private:
+  using Clock = std::chrono::steady_clock;
+  /// A slower device (relativeSpeed_ < 1) owes (1/speed - 1) times each
+  /// kernel's run time. It waits that long after the kernel, with its cores
+  /// given back: a slower device of its own would not take the other
+  /// devices' cores. Short debts add up until they are worth a sleep (the
+  /// scheduler's granularity would turn many tiny sleeps into long ones);
+  /// a sleep that overshoots is credited to the next.
+  void payOwedTime() {
+    if (owed_ < kShortestSleep)
+      return;
+    Clock::time_point before = Clock::now();
+    std::this_thread::sleep_for(owed_);
+    owed_ -= Clock::now() - before;
+  }
+  static constexpr std::chrono::microseconds kShortestSleep{200};
+
   static constexpr size_t kHeader = 64;
   std::string name_;
   int threads_;
@@ -132,6 +162,8 @@ private:
   unsigned node_ = 0;
   EventKind kind_ = EventKind::Compute;
   std::vector<LaunchTiming> timings_;
+  double relativeSpeed_;
+  std::chrono::duration<double> owed_{0};
 };
 
 } // namespace

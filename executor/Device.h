@@ -105,6 +105,10 @@ struct DeviceRequest {
   std::string name;  ///< "cpu:1", "gpu:3"
   int threads = 1;   ///< CPU: the device's share of cores
   CoreBudget *cores = nullptr;
+  /// CPU: the speed this device emulates, relative to the cores it runs on
+  /// (0 < speed <= 1): each kernel is followed by a wait of (1/speed - 1)
+  /// times its own run time, without holding cores.
+  double relativeSpeed = 1.0;
   /// GPU: the physical GPU that hosts this (logical) device; -1: K of "gpu:K".
   int physicalOrdinal = -1;
   /// GPU: how long synchronize() and host waits on events wait before they

@@ -118,6 +118,12 @@ llvm::Error Executor::Impl::createDevices() {
     req.threads = std::max(1, total / (int)std::max(1u, computing));
     req.cores = cores.get();
     req.waitTimeout = opts.waitTimeout;
+    if (auto speed = opts.relativeSpeed.find(name); speed != opts.relativeSpeed.end()) {
+      if (!(speed->second > 0 && speed->second <= 1) || !isCpu(name))
+        return makeError("device '" + name + "': an emulated relative speed must be in (0, 1] " +
+                         "and on a CPU device, got " + std::to_string(speed->second));
+      req.relativeSpeed = speed->second;
+    }
     if (opts.physicalGpu && gpuIndexOf(name))
       req.physicalOrdinal = opts.physicalGpu(name);
     auto dev = createDevice(req);

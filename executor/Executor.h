@@ -50,6 +50,11 @@ struct ExecutorOptions {
   bool blockedLayouts = true;
   /// How long a device waits for another device or a collective.
   std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
+  /// Emulated heterogeneity: a CPU device's speed relative to the hardware
+  /// that runs it, by the name of the device that runs it ("cpu:2"); absent
+  /// or 1: full speed. A device at 0.5 takes twice as long for every kernel
+  /// (CpuDevice: docs/executor.md).
+  llvm::StringMap<double> relativeSpeed;
   /// GPU devices: the physical GPU that runs logical device "gpu:K"
   /// (--emulate folds a plan's GPUs onto fewer); default: GPU K.
   std::function<int(const std::string &)> physicalGpu;

@@ -204,3 +204,46 @@ TEST(Executor, AHostThatOnlyFeedsATowerDoesNotTakeItsCores) {
       EXPECT_NE(d.find(threads), std::string::npos) << d;
   }
 }
+
+// Emulated heterogeneity: a slower device computes the same values (its
+// kernels are followed by waits, which the measured figures in
+// docs/placement.md show; no test asserts a time), says so in the run plan,
+// and a speed outside (0, 1] or on a GPU is refused.
+TEST(Executor, AnEmulatedSlowerDeviceComputesTheSame) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {4}));
+  x->producer()->setAssignedDevice("cpu:0");
+  Attrs t;
+  t.set("to", std::string("cpu:1"));
+  Node *copy = b.createNode(Op::Transfer, {x}, t, "to1");
+  copy->setAssignedDevice("cpu:1");
+  Node *relu = b.create(Op::Relu, {copy->result()})->producer();
+  relu->setAssignedDevice("cpu:1");
+  m.main().addOutput(relu->result());
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = Tensor::fromFloats({4}, {-1, 2, -3, 4});
+  ExecutorOptions slow;
+  slow.threads = 1;
+  slow.relativeSpeed["cpu:1"] = 0.25;
+  auto ex = Executor::create(m, slow);
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  for (int step = 0; step < 3; ++step) {
+    auto out = (*ex)->run(feeds);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    EXPECT_EQ((*out)[0], Tensor::fromFloats({4}, {0, 2, 0, 4}));
+  }
+  std::vector<std::string> described = (*ex)->deviceDescriptions();
+  EXPECT_TRUE(
+      llvm::is_contained(described, "cpu:1 (cpu, 1 thread, emulated at relative speed 0.25)"))
+      << llvm::join(described, "; ");
+  for (double bad : {0.0, 1.5, -1.0}) {
+    ExecutorOptions wrong;
+    wrong.relativeSpeed["cpu:1"] = bad;
+    auto refused = Executor::create(m, wrong);
+    ASSERT_FALSE(bool(refused)) << bad;
+    EXPECT_NE(llvm::toString(refused.takeError())
+                  .find("device 'cpu:1': an emulated relative speed must be in (0, 1]"),
+              std::string::npos);
+  }
+}

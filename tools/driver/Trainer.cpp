@@ -10,6 +10,7 @@
 #include "ir/Printer.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
+#include "placement/Cluster.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/LrSchedule.h"
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <map>
 
 namespace graphc {
 
@@ -116,10 +118,33 @@ LoaderOptions loaderFor(const Module &forward, const Dataset &ds, int64_t batch,
   return lo;
 }
 
+/// The relative speeds of the plan's GPUs in the cluster it was placed for,
+/// scaled so that the fastest is 1 (emulation can slow a device, not speed
+/// one up); empty when they are all equal or the plan has no cluster.
+llvm::Expected<std::map<std::string, double>> emulatedSpeeds(const Module &placed,
+                                                             llvm::ArrayRef<std::string> gpus) {
+  std::map<std::string, double> speeds;
+  std::string json = placed.meta().getString("cluster");
+  if (json.empty())
+    return speeds;
+  auto cluster = parseClusterJson(json);
+  if (!cluster)
+    return withContext(cluster.takeError(), "module '" + placed.name() + "': its cluster");
+  double fastest = 0;
+  for (const std::string &gpu : gpus)
+    if (const ClusterDevice *d = cluster->find(gpu))
+      fastest = std::max(fastest, d->relativeSpeed);
+  for (const std::string &gpu : gpus)
+    if (const ClusterDevice *d = cluster->find(gpu); d && d->relativeSpeed < fastest)
+      speeds[gpu] = d->relativeSpeed / fastest;
+  return speeds;
+}
+
 /// --emulate: a plan's GPUs run as CPU devices cpu:1.. when this machine has
-/// no GPU, or as logical devices folded onto the GPUs it has. Returns the
-/// one line the run plan prints about it.
-std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
+/// no GPU, or as logical devices folded onto the GPUs it has; on CPU devices,
+/// GPUs slower than the plan's fastest in its cluster run at their relative
+/// speed. Returns the one line the run plan prints about it.
+llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions &exec) {
   std::vector<std::string> gpus;
   for (const Node *n : placed.findGraph("main")->nodes())
     if (gpuIndexOf(n->assignedDevice()) && !llvm::is_contained(gpus, n->assignedDevice()))
@@ -128,20 +153,37 @@ std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
   int physical = cudaDeviceCount();
   if (gpus.empty())
     return "";
+  auto speeds = emulatedSpeeds(placed, gpus);
+  if (!speeds)
+    return speeds.takeError();
+  std::string slower;
+  for (auto &[gpu, speed] : *speeds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", speed);
+    slower += (slower.empty() ? "" : ", ") + gpu + " at " + text;
+  }
   if (physical > 0) {
     exec.physicalGpu = [physical](const std::string &name) {
       return (int)(gpuIndexOf(name).value_or(0) % physical);
     };
     return "the plan's " + std::to_string(gpus.size()) + " GPUs run as logical devices on " +
-           std::to_string(physical) + " physical GPU" + (physical > 1 ? "s" : "");
+           std::to_string(physical) + " physical GPU" + (physical > 1 ? "s" : "") +
+           (slower.empty() ? ""
+                           : " (relative speeds are emulated on CPU devices only: " + slower +
+                                 " run at full speed)");
   }
-  exec.deviceMap = [](const std::string &d) {
+  auto cpuOf = [](const std::string &d) {
     if (std::optional<unsigned> k = gpuIndexOf(d))
       return DeviceId::cpu(*k + 1).str();
     return d;
   };
-  return "no GPU here: the plan's " + std::to_string(gpus.size()) + " GPUs run as CPU devices cpu:1..cpu:" +
-         std::to_string(gpus.size()) + " sharing this machine's cores";
+  exec.deviceMap = cpuOf;
+  for (auto &[gpu, speed] : *speeds)
+    exec.relativeSpeed[cpuOf(gpu)] = speed;
+  return "no GPU here: the plan's " + std::to_string(gpus.size()) +
+         " GPUs run as CPU devices cpu:1..cpu:" + std::to_string(gpus.size()) +
+         " sharing this machine's cores" +
+         (slower.empty() ? "" : "; emulated relative speeds (the fastest GPU is 1): " + slower);
 }
 
 } // namespace
@@ -430,8 +472,12 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   }
   exec.profile = exec.profile || !opts.tracePath.empty() || !opts.profilePath.empty();
   std::string emulation;
-  if (opts.emulate && isPlaced(*compiled))
-    emulation = emulateDevices(*compiled, exec);
+  if (opts.emulate && isPlaced(*compiled)) {
+    auto line = emulateDevices(*compiled, exec);
+    if (!line)
+      return line.takeError();
+    emulation = std::move(*line);
+  }
   auto ex = Executor::create(*compiled, exec);
   if (!ex)
     return ex.takeError();
