@@ -54,13 +54,17 @@ llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
 
 llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s) {
   SplitSpec spec;
+  if (s == "auto") {
+    spec.kind = SplitSpec::Auto;
+    return spec;
+  }
   spec.kind = SplitSpec::Weights;
   llvm::SmallVector<llvm::StringRef, 8> parts;
   s.split(parts, ',');
   for (llvm::StringRef p : parts) {
     double w = 0;
     if (p.trim().empty() || !llvm::to_float(p.trim(), w) || !(w >= 0) || !std::isfinite(w))
-      return makeError("--split takes non-negative weights such as 4,4,2");
+      return makeError("--split takes 'auto' or non-negative weights such as 4,4,2");
     spec.weights.push_back(w);
   }
   return spec;
@@ -110,6 +114,8 @@ std::string modeName(const SplitSpec &s) {
     return "even";
   case SplitSpec::Weights:
     return llvm::join(llvm::map_range(s.weights, [](double w) { return number(w); }), ",");
+  case SplitSpec::Auto:
+    return "auto";
   }
   llvm_unreachable("unknown SplitSpec kind");
 }

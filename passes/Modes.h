@@ -50,6 +50,9 @@ struct SplitSpec {
   enum Kind : unsigned char {
     Even,    ///< B/N each (the remainder policy decides the rest)
     Weights, ///< B·w_t/Σw (--split 4,4,2)
+    /// In proportion to the speeds of the towers' devices (--split auto):
+    /// the tools resolve it into Weights from the cluster before compiling.
+    Auto,
   };
   Kind kind = Even;
   std::vector<double> weights; ///< Weights: one per tower
@@ -59,8 +62,8 @@ llvm::Expected<BnMode> parseBnMode(llvm::StringRef s);
 llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s);
 /// "cpu", "gpu:K", "spread" or "mirrored".
 llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
-/// "4,4,2": finite non-negative weights, not all zero (their count is
-/// checked against the towers by planBatchSplit).
+/// "auto", or "4,4,2": finite non-negative weights (their count, and that
+/// they are not all zero, is checked against the towers by planBatchSplit).
 llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s);
 
 llvm::StringRef modeName(BnMode m);

@@ -104,6 +104,10 @@ llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const TowerOptions &opt
   if (batch < 1)
     return makeError("the global batch must be at least 1, got " + llvm::Twine(batch));
   std::vector<double> weights(towers, 1.0);
+  if (opts.split.kind == SplitSpec::Auto)
+    return makeError(
+        "--split auto shares the batch by the speeds of the towers' devices, which "
+        "come from the cluster: give --cluster FILE (or --gpus N) to place the towers");
   const std::vector<double> &given = opts.split.weights;
   bool weighted = opts.split.kind == SplitSpec::Weights;
   if (weighted) {

@@ -49,7 +49,9 @@ struct BatchSplit {
 ///   uneven  shares as even as possible: the first B mod N towers get one
 ///           sample more; with weights, the largest-remainder apportionment
 ///           (ties to the lower tower). Towers may get nothing.
-/// Weights (--split 4,4,2) are one non-negative number per tower.
+/// Weights (--split 4,4,2) are one non-negative number per tower; --split
+/// auto reaches here as the weights the tools derived from the cluster
+/// (Cluster::towerSpeeds), and unresolved it is an error.
 llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const TowerOptions &opts);
 
 llvm::Expected<bool> splitBatch(Module &m);

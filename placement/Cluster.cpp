@@ -12,8 +12,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace graphc {
+
+/// 0 -> "0", 0.5 -> "0.5", -1e-300 -> "-1e-300".
+static std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
 
 Cluster Cluster::defaultCluster(int gpus) {
   assert(gpus >= 0 && (unsigned)gpus < kMaxDevices && "callers bound the GPU count");
@@ -55,8 +63,10 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
     if (d.memoryBytes <= 0)
       return makeError(where + ": memory must be positive, got " + llvm::Twine(d.memoryBytes));
     if (!(d.relativeSpeed > 0) || !std::isfinite(d.relativeSpeed))
-      return makeError(where + ": relative speed must be positive, got " +
-                       std::to_string(d.relativeSpeed));
+      return makeError(where + ": relative speed must be positive and finite, got " +
+                       shortNumber(d.relativeSpeed) +
+                       " (a device that never finishes its work cannot be placed on or given a "
+                       "share of the batch: leave it out of the cluster)");
   }
   auto host = index.find(DeviceId::host().str());
   if (host == index.end())
@@ -89,6 +99,23 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
   c.cpuPeak_ = cpuPeakFlops;
   c.gpuPeak_ = gpuPeakFlops;
   return c;
+}
+
+llvm::Expected<std::vector<double>> Cluster::towerSpeeds(unsigned towers) const {
+  std::vector<double> speeds;
+  for (unsigned t = 0; t < towers; ++t) {
+    std::string device = DeviceId::gpu(t).str();
+    if (auto e = checkDevice(device, "--split auto: tower " + std::to_string(t) + "'s device"))
+      return e;
+    double speed = peakFlops(*find(device));
+    // Cluster::create refuses non-positive speeds and peaks; a zero here
+    // would give a tower no samples and hide the mistake.
+    if (!(speed > 0) || !std::isfinite(speed))
+      return makeError("--split auto: device '" + device + "' has speed " + shortNumber(speed) +
+                       "; every tower's device needs a positive speed");
+    speeds.push_back(speed);
+  }
+  return speeds;
 }
 
 const ClusterDevice *Cluster::find(llvm::StringRef name) const {

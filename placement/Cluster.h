@@ -78,6 +78,11 @@ public:
   /// Peak FLOP/s of a device: its kind's peak times its relative speed.
   double peakFlops(const ClusterDevice &d) const;
   double kindPeakFlops(DeviceType t) const { return t == DeviceType::GPU ? gpuPeak_ : cpuPeak_; }
+  /// --split auto: the peak FLOP/s of the device each tower runs on (tower
+  /// t on gpu:t, as the tower passes request), so that shares of the batch
+  /// in proportion to them finish together. An error names a tower whose GPU
+  /// the cluster does not have.
+  llvm::Expected<std::vector<double>> towerSpeeds(unsigned towers) const;
   /// Bandwidth between two devices: their direct link, else the best path
   /// through one intermediate device (its slower hop); none if unconnected.
   std::optional<double> bandwidth(llvm::StringRef a, llvm::StringRef b) const;

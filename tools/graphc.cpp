@@ -276,8 +276,12 @@ int main(int argc, char **argv) {
     if (!c)
       return fail(c.takeError());
     double compileSeconds = since(compileStart);
-    if (explain)
+    std::string split = describeSplit(**c);
+    if (explain) {
+      if (!split.empty())
+        llvm::outs() << "split: " << split << "\n";
       printPlacementExplanation(*runnablePart(**c), llvm::outs());
+    }
     auto writeStart = Clock::now();
     if (auto e = writeModuleFile(placeOut, **c))
       return fail(std::move(e));
@@ -308,6 +312,8 @@ int main(int argc, char **argv) {
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
                    << kDefaultBatchPerTower << " per tower";
     llvm::outs() << ")\n";
+    if (!split.empty())
+      llvm::outs() << "split: " << split << "\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
                    << towers << " towers without samples (--remainder error refuses this)\n";

@@ -46,8 +46,11 @@ TEST(Modes, SplitWeights) {
   EXPECT_EQ(s->weights, (std::vector<double>{4, 4, 2.5}));
   EXPECT_EQ(modeName(*s), "4,4,2.5");
   EXPECT_EQ(modeName(SplitSpec()), "even");
+  EXPECT_EQ(parseSplitSpec("auto")->kind, SplitSpec::Auto);
+  EXPECT_EQ(modeName(*parseSplitSpec("auto")), "auto");
   for (const char *bad : {"4,-1", "4,,2", "a", "inf,1", "nan"})
-    EXPECT_EQ(errorOf(parseSplitSpec(bad)), "--split takes non-negative weights such as 4,4,2")
+    EXPECT_EQ(errorOf(parseSplitSpec(bad)),
+              "--split takes 'auto' or non-negative weights such as 4,4,2")
         << bad;
 }
 

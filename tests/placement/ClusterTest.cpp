@@ -114,9 +114,12 @@ TEST(Cluster, FileErrorsNameWhatIsWrong) {
   EXPECT_EQ(parseError(dev(host + R"(, {"name": "gpu:0", "kind": "cpu", "memory_bytes": 1,
                                         "relative_speed": 1})")),
             "device 'gpu:0': a cpu device must be named 'cpu:<index>'");
-  EXPECT_EQ(parseError(dev(host + R"(, {"name": "gpu:0", "kind": "gpu", "memory_bytes": 1,
+  EXPECT_EQ(
+      parseError(dev(host + R"(, {"name": "gpu:0", "kind": "gpu", "memory_bytes": 1,
                                         "relative_speed": 0})")),
-            "device 'gpu:0': relative speed must be positive, got 0.000000");
+      "device 'gpu:0': relative speed must be positive and finite, got 0 (a device that never "
+      "finishes its work cannot be placed on or given a share of the batch: leave it out of "
+      "the cluster)");
   EXPECT_EQ(parseError(dev(host + R"(, {"name": "gpu:0", "kind": "gpu", "memory_bytes": 1,
                                         "relative_speed": 1, "colour": "red"})")),
             "devices[1] ('gpu:0'): unknown field 'colour' (known: name, kind, memory_bytes, "
@@ -203,4 +206,22 @@ TEST(Cluster, NamesFromTheFileAreQuotedOnOneLine) {
   msg = parseError(R"({"devices": [], "bad\u001b[2J": 1})");
   EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
   EXPECT_NE(msg.find("unknown field 'bad\\x1B[2J'"), std::string::npos) << msg;
+}
+
+TEST(Cluster, TowerSpeedsForSplitAuto) {
+  auto c = Cluster::create({{"cpu:0", DeviceType::CPU, 1 << 20, 1},
+                            {"gpu:0", DeviceType::GPU, 1 << 20, 1},
+                            {"gpu:1", DeviceType::GPU, 1 << 20, 0.5},
+                            {"gpu:3", DeviceType::GPU, 1 << 20, 2}},
+                           {}, 1e12, 10e12);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->find("gpu:1")->id, DeviceId::gpu(1));
+  auto two = c->towerSpeeds(2);
+  ASSERT_TRUE(bool(two)) << llvm::toString(two.takeError());
+  EXPECT_EQ(*two, (std::vector<double>{10e12, 5e12}));
+  auto three = c->towerSpeeds(3);
+  ASSERT_FALSE(bool(three));
+  EXPECT_EQ(llvm::toString(three.takeError()),
+            "--split auto: tower 2's device 'gpu:2' is not a device of this cluster; visible "
+            "devices: cpu:0, gpu:0, gpu:1, gpu:3");
 }

@@ -15,7 +15,7 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_test import GRAPHC, GRAPHRUN, CliCase, run  # noqa: E402
+from cli_test import GRAPHC, GRAPHRUN, CliCase, run, write_cluster  # noqa: E402
 
 
 class TextIrTest(CliCase):
@@ -122,7 +122,7 @@ class TowerModeTest(CliCase):
             (["--params", "gpu:x"], "--params: unknown parameter mode 'gpu:x'"),
             (["--bn", "global"], "--bn: unknown batch norm mode 'global'; known: local, sync, frozen"),
             (["--remainder", "pad"], "--remainder: unknown remainder policy 'pad'; known: error, drop, uneven"),
-            (["--split", "4,,2"], "--split takes non-negative weights such as 4,4,2"),
+            (["--split", "4,,2"], "--split takes 'auto' or non-negative weights such as 4,4,2"),
         ]
         for flags, expected in cases:
             with self.subTest(flags=flags):
@@ -131,6 +131,24 @@ class TowerModeTest(CliCase):
                 self.assertFailsClearly(run(GRAPHRUN, "train", "--model", "mlp", "--gpus", "2", "--emulate",
                                             "--batch", "8", "--steps", "1", "--no-progress", *flags, ok=False),
                                         expected)
+
+
+class SplitAutoTest(CliCase):
+    def test_a_device_of_speed_zero(self):
+        cluster = self.path("zero.json")
+        write_cluster(cluster, [1, 0])
+        expected = ("device 'gpu:1': relative speed must be positive and finite, got 0 (a device that never "
+                    "finishes its work cannot be placed on or given a share of the batch")
+        self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--cluster", cluster, "--split", "auto",
+                                    "--batch", "8", "-o", self.path("x"), ok=False), expected)
+        self.assertFailsClearly(run(GRAPHRUN, "train", "--model", "mlp", "--cluster", cluster, "--split", "auto",
+                                    "--emulate", "--batch", "8", "--steps", "1", "--no-progress", ok=False),
+                                expected)
+
+    def test_without_devices_to_take_speeds_from(self):
+        self.assertFailsClearly(run(GRAPHRUN, "train", "--model", "mlp", "--split", "auto", "--batch", "8",
+                                    "--steps", "1", "--no-progress", ok=False),
+                                "--split auto shares the batch by the speeds of the towers' devices")
 
 
 class OnnxTest(CliCase):

@@ -209,6 +209,17 @@ class GraphcTest(CliCase):
                                     "-o", self.path("x"), ok=False), "gpu:0")
 
 
+def write_cluster(path, gpu_speeds):
+    """A host and GPUs of the given relative speeds, linked to the host and to each other."""
+    dev = lambda name, kind, speed: {"name": name, "kind": kind, "memory_bytes": 80 << 30, "relative_speed": speed}
+    gpus = ["gpu:%d" % i for i in range(len(gpu_speeds))]
+    links = [{"endpoints": ["cpu:0", g], "bandwidth": 64e9} for g in gpus]
+    links += [{"endpoints": [a, b], "bandwidth": 450e9} for i, a in enumerate(gpus) for b in gpus[i + 1:]]
+    with open(path, "w") as f:
+        json.dump({"devices": [dev("cpu:0", "cpu", 1)] + [dev(g, "gpu", s) for g, s in zip(gpus, gpu_speeds)],
+                   "links": links}, f)
+
+
 def write_idx(path, array, magic):
     with gzip.open(path, "wb") as f:
         f.write(struct.pack(">I", magic))
@@ -270,6 +281,35 @@ class GraphrunTest(CliCase):
         self.assertIn("over 4 towers", p.stdout)
         refused = self.train("--model", "mlp", "--steps", "1", "--batch", "8", "--gpus", "2", ok=False)
         self.assertFailsClearly(refused, "visible devices", "--emulate")
+
+    def test_split_auto_shares_by_speed(self):
+        """--split auto on an emulated cluster with a half-speed GPU trains as --split 2,2,1 does.
+
+        (Equality with one device, which dropout's per-tower masks rule out for the built-in
+        small_cnn here, is towers_tests' Equivalence.SplitAutoOnAHalfSpeedGpuTrainsLikeOneDevice.)
+        """
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gck
+        cluster = self.path("half.json")
+        write_cluster(cluster, [1, 1, 0.5])
+        common = ("--model", "small_cnn", "--steps", "3", "--batch", "30", "--seed", "3", "--no-eval",
+                  "--cluster", cluster, "--emulate", "--bn", "sync", "--params", "mirrored")
+        p = self.train(*common, "--split", "auto", "--checkpoint", self.path("auto"))
+        self.assertIn("tower batches 12, 12, 6 (--split auto: in proportion to the speeds of the towers' "
+                      "devices, gpu:0 67, gpu:1 67, gpu:2 33.5 TFLOP/s", p.stdout)
+        self.assertIn("cpu:3 (cpu, 1 thread, emulated at relative speed 0.5)", p.stdout)
+        self.assertIn("emulated relative speeds (the fastest GPU is 1): gpu:2 at 0.5", p.stdout)
+        p = self.train(*common, "--split", "2,2,1", "--checkpoint", self.path("weights"))
+        self.assertIn("tower batches 12, 12, 6 (--split 2,2,1)", p.stdout)
+        a = gck.read(os.path.join(self.path("auto"), "step-00000003.gck"))
+        b = gck.read(os.path.join(self.path("weights"), "step-00000003.gck"))
+        self.assertGreater(len(a.names()), 10)
+        for name in a.names():
+            np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
+        # The plan says so without training, first under --explain.
+        p = run(GRAPHC, "place", "--model", "small_cnn", "--cluster", cluster, "--split", "auto",
+                "--batch", "31", "-o", self.path("s.placed"), "--explain")
+        self.assertIn("split: tower batches 13, 12, 6 (--split auto", p.stdout.splitlines()[0])
 
     def test_bad_training_input(self):
         # A data directory with no images.

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TowerTestUtil.h"
+#include "placement/Cluster.h"
 
 using namespace graphc;
 using namespace graphc::towertest;
@@ -146,6 +147,42 @@ std::string caseName(const testing::TestParamInfo<Case> &info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Towers, Equivalence, testing::ValuesIn(cases()), caseName);
+
+// --split auto on a cluster whose third GPU runs at half speed: the tools
+// turn it into the devices' speeds as weights (Cluster::towerSpeeds), here
+// 2:2:1, and training on the uneven shares, with that GPU's device really
+// emulated at half speed, equals one device on the global batch.
+TEST(Equivalence, SplitAutoOnAHalfSpeedGpuTrainsLikeOneDevice) {
+  const int64_t batch = 10;
+  const auto &want = reference("small_cnn", batch);
+  ASSERT_FALSE(want.empty());
+  auto cluster = Cluster::create({{"cpu:0", DeviceType::CPU, 1LL << 40, 1},
+                                  {"gpu:0", DeviceType::GPU, 1LL << 36, 1},
+                                  {"gpu:1", DeviceType::GPU, 1LL << 36, 1},
+                                  {"gpu:2", DeviceType::GPU, 1LL << 36, 0.5}},
+                                 {});
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  auto speeds = cluster->towerSpeeds(3);
+  ASSERT_TRUE(bool(speeds)) << llvm::toString(speeds.takeError());
+  auto m = buildOrFail("small_cnn", modelOptions("small_cnn"));
+  ASSERT_TRUE(m);
+  CompileOptions o = compileOptions({"small_cnn", batch, 3, "mirrored", "sync"});
+  o.split = {SplitSpec::Weights, *speeds};
+  llvm::Error err = compileTowers(*m, o);
+  ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  EXPECT_EQ(m->meta().getInts("tower_batches"), (Ints{4, 4, 2}));
+  ExecutorOptions eo;
+  eo.threads = 2;
+  eo.seed = 7;
+  eo.deviceMap = emulate;
+  eo.relativeSpeed["cpu:3"] = 0.5; // gpu:2
+  auto ex = Executor::create(*m, std::move(eo));
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);
+  auto out = train(**ex, b, kSteps, kLearningRate);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  expectSameVariables(variables(**ex), want, kRtol, "small_cnn, --split auto 2:2:1");
+}
 
 // --remainder drop: the compiled global batch is the largest multiple of the
 // tower count, and training on it equals one device on those samples.

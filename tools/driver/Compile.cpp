@@ -7,11 +7,13 @@
 #include "kernels/Kernel.h"
 #include "passes/InferenceFusion.h"
 #include "passes/PsPart.h"
+#include "passes/TowerReplication.h"
 #include "placement/DotView.h"
 #include "placement/Placer.h"
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstdio>
 #include <numeric>
 
 namespace graphc {
@@ -139,6 +141,15 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
                      llvm::Twine(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
                      " (one tower per GPU at most; 0: the single-device graph)");
   req.options.towers = towers;
+  // --split auto: shares by the speeds of the towers' devices.
+  std::vector<double> towerSpeeds;
+  if (req.options.split.kind == SplitSpec::Auto) {
+    auto speeds = cluster->towerSpeeds((unsigned)towers);
+    if (!speeds)
+      return speeds.takeError();
+    towerSpeeds = *speeds;
+    req.options.split = towers ? SplitSpec{SplitSpec::Weights, towerSpeeds} : SplitSpec();
+  }
   if (req.options.batch <= 0 && !forward.batch())
     req.options.batch = kDefaultBatchPerTower * std::max(1, towers);
   PlacerOptions po;
@@ -151,10 +162,41 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
     return m.takeError();
   // The cluster travels with the plan, for `graphc inspect`.
   (*m)->meta().set("cluster", clusterToJson(*cluster));
+  if (!towerSpeeds.empty()) {
+    (*m)->meta().set("split", std::string("auto"));
+    (*m)->meta().set("split_speeds", Floats(towerSpeeds.begin(), towerSpeeds.end()));
+  } else if (req.options.split.kind == SplitSpec::Weights) {
+    (*m)->meta().set("split", modeName(req.options.split));
+  }
   recordWorkers(**m, place, workerGpus);
   if (auto e = addPsTasks(**m, place))
     return e;
   return m;
+}
+
+/// 67e12 -> "67", 33.5e12 -> "33.5" (TFLOP/s).
+static std::string teraflops(double flops) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", flops / 1e12);
+  return text;
+}
+
+std::string describeSplit(const Module &plan) {
+  Ints batches = plan.meta().getInts("tower_batches");
+  std::string split = plan.meta().getString("split");
+  if (batches.size() < 2 || split.empty())
+    return "";
+  std::string text =
+      "tower batches " +
+      llvm::join(llvm::map_range(batches, [](int64_t b) { return std::to_string(b); }), ", ");
+  if (split != "auto")
+    return text + " (--split " + split + ")";
+  Floats speeds = plan.meta().getFloats("split_speeds");
+  std::vector<std::string> each;
+  for (size_t t = 0; t < speeds.size(); ++t)
+    each.push_back(towerDevice((int)t) + " " + teraflops(speeds[t]));
+  return text + " (--split auto: in proportion to the speeds of the towers' devices, " +
+         llvm::join(each, ", ") + " TFLOP/s, so that they finish their towers together)";
 }
 
 llvm::Error addPsTasks(Module &plan, const PlacementRequest &place) {

@@ -78,6 +78,9 @@ inline constexpr int64_t kDefaultBatchPerTower = 32;
 /// on gpu:t), recorded by recordWorkers.
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place);
+/// One line on how a placed plan shares its batch among the towers and why
+/// (--split weights, or auto and the devices' speeds); "" for even shares.
+std::string describeSplit(const Module &plan);
 /// With place.ps > 0, shards the plan's variables over the ps tasks
 /// (shardOverPs); nothing otherwise.
 llvm::Error addPsTasks(Module &plan, const PlacementRequest &place);

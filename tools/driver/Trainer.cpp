@@ -560,6 +560,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out << "  batch      " << batch << " global";
   if (towersInAll > 1)
     out << " over " << towersInAll << " towers";
+  if (std::string split = describeSplit(*compiled); !split.empty())
+    out << ", " << split;
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
   out << "  data       " << opts.data << " (" << (*train)->size() << " samples, "
