@@ -280,6 +280,9 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
     gpus += (t ? ", " : "") + towerDevice((int)t);
 
   const ParamPlacement mode = opts.params;
+  if (mode.kind == ParamPlacement::Auto)
+    return makeError("aggregate-gradients: --params auto is decided on a cluster (graphc place "
+                     "or graphrun train with --gpus N or --cluster FILE), not inside a compile");
   if (mode.kind == ParamPlacement::Gpu && mode.gpu >= towers)
     return makeError("aggregate-gradients: --params " + modeName(mode) +
                      " names no device of this compile; the towers run on " + gpus +

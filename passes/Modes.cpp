@@ -46,10 +46,12 @@ llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
     return ParamPlacement{ParamPlacement::Spread};
   if (s == "mirrored")
     return ParamPlacement{ParamPlacement::Mirrored};
+  if (s == "auto")
+    return ParamPlacement{ParamPlacement::Auto};
   if (std::optional<unsigned> k = gpuIndexOf(s))
     return ParamPlacement::onGpu(*k);
   return makeError("unknown parameter mode '" + printable(s) +
-                   "'; known: cpu, gpu:K, spread, mirrored");
+                   "'; known: cpu, gpu:K, spread, mirrored, auto");
 }
 
 llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s) {
@@ -104,6 +106,8 @@ std::string modeName(ParamPlacement p) {
     return "spread";
   case ParamPlacement::Mirrored:
     return "mirrored";
+  case ParamPlacement::Auto:
+    return "auto";
   }
   llvm_unreachable("unknown ParamPlacement");
 }

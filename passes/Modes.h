@@ -35,6 +35,10 @@ struct ParamPlacement {
     Gpu,      ///< every variable on one GPU (`gpu`)
     Spread,   ///< each variable on one GPU, balanced by bytes
     Mirrored, ///< a replica per tower, all-reduced
+    /// By predicted step time under each device's memory (--params auto):
+    /// the tools compile the other modes and keep the best before any pass
+    /// sees it (tools/driver/ParamsAuto.h).
+    Auto,
   };
   Kind kind = Cpu;
   unsigned gpu = 0; ///< Gpu: K of gpu:K
@@ -60,7 +64,7 @@ struct SplitSpec {
 
 llvm::Expected<BnMode> parseBnMode(llvm::StringRef s);
 llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s);
-/// "cpu", "gpu:K", "spread" or "mirrored".
+/// "cpu", "gpu:K", "spread", "mirrored" or "auto".
 llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
 /// "auto", or "4,4,2": finite non-negative weights (their count, and that
 /// they are not all zero, is checked against the towers by planBatchSplit).

@@ -21,12 +21,13 @@
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
-#include "tools/driver/Compile.h"
-#include "tools/driver/Inspect.h"
-#include "tools/driver/ModelSource.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
+#include "tools/driver/Compile.h"
+#include "tools/driver/Inspect.h"
+#include "tools/driver/ModelSource.h"
+#include "tools/driver/ParamsAuto.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -53,8 +54,9 @@ struct ModelArgs {
 
   void add(CLI::App *cmd) {
     cmd->add_option("MODEL", path, "ONNX model, .gir text, graphc module file or checkpoint");
-    cmd->add_option("--model", name, "a built-in model (inception_v3, resnet18, resnet50, "
-                                     "small_cnn, small_cnn_nobn, mlp)");
+    cmd->add_option("--model", name,
+                    "a built-in model (inception_v3, resnet18, resnet50, "
+                    "small_cnn, small_cnn_nobn, mlp)");
     cmd->add_option("--batch", batch, "bind the batch dimension");
     cmd->add_option("--num-classes", numClasses, "classes of a built-in model");
     cmd->add_option("--image-size", imageSize, "input side of a built-in model");
@@ -162,17 +164,22 @@ int main(int argc, char **argv) {
   place->add_option("--towers", placement.towers,
                     "GPU towers (default: one per GPU; 0: the single-device graph)");
   TowerModeFlags modes;
-  place->add_option("--params", modes.params, "cpu | gpu:K | spread | mirrored")
+  place
+      ->add_option("--params", modes.params,
+                   "cpu | gpu:K | spread | mirrored | auto (by predicted step under memory)")
       ->capture_default_str();
   place->add_option("--bn", modes.bn, "local | sync | frozen")->capture_default_str();
   place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
   place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
-  place->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap (mirrored)")->capture_default_str();
+  place->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap (mirrored)")
+      ->capture_default_str();
   place->add_option("--optimizer", po.optimizer, "sgd | momentum | rmsprop | adam")
       ->capture_default_str();
-  place->add_flag("--hard-placement", [&](int64_t) { placement.softPlacement = false; },
-                  "a node pinned where its op has no kernel is an error, not moved to the host");
-  place->add_option("--dump-dir", placeReq.dump.dumpDir, "NNNN.after_<pass>.gir (and .dot) per pass");
+  place->add_flag(
+      "--hard-placement", [&](int64_t) { placement.softPlacement = false; },
+      "a node pinned where its op has no kernel is an error, not moved to the host");
+  place->add_option("--dump-dir", placeReq.dump.dumpDir,
+                    "NNNN.after_<pass>.gir (and .dot) per pass");
   place->add_flag("--dump-dot", placeReq.dump.dumpDot, "also write a .dot per pass");
   place->add_flag("--print-ir-after-all", placeReq.dump.printAfterAll, "print IR after every pass");
   place->add_option("--print-ir-after", placeReq.dump.printAfter, "print IR after these passes");
@@ -276,8 +283,14 @@ int main(int argc, char **argv) {
     if (!c)
       return fail(c.takeError());
     double compileSeconds = since(compileStart);
+    // Memory is a constraint: nothing is written for a plan that does not fit.
+    if (auto e = checkPlanFitsCluster(**c))
+      return fail(std::move(e));
     std::string split = describeSplit(**c);
+    std::string params = describeParamsChoice(**c, explain);
     if (explain) {
+      if (!params.empty())
+        llvm::outs() << params << (params.back() == '\n' ? "" : "\n");
       if (!split.empty())
         llvm::outs() << "split: " << split << "\n";
       printPlacementExplanation(*runnablePart(**c), llvm::outs());
@@ -314,6 +327,8 @@ int main(int argc, char **argv) {
     llvm::outs() << ")\n";
     if (!split.empty())
       llvm::outs() << "split: " << split << "\n";
+    if (!params.empty() && !explain)
+      llvm::outs() << params << "\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
                    << towers << " towers without samples (--remainder error refuses this)\n";
@@ -340,9 +355,9 @@ int main(int argc, char **argv) {
         return fail(svg.takeError());
       text = std::move(*svg);
     } else {
-      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                          "graphc view writes .html, .svg or .dot, not '" +
-                                              viewOut + "'"));
+      return fail(
+          llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                  "graphc view writes .html, .svg or .dot, not '" + viewOut + "'"));
     }
     if (auto e = writeFileAtomically(viewOut, text))
       return fail(std::move(e));

@@ -103,18 +103,19 @@ int main(int argc, char **argv) {
   bool noProgress = false, noEval = false;
   auto *train = app.add_subcommand("train", "train a model (synthetic data by default)");
   train->add_option("MODEL", t.model.path, "ONNX model, .gir, module file or checkpoint");
-  train->add_option("--model", t.model.name, "a built-in model (inception_v3, resnet18, "
-                                             "resnet50, small_cnn, small_cnn_nobn, mlp)");
+  train->add_option("--model", t.model.name,
+                    "a built-in model (inception_v3, resnet18, "
+                    "resnet50, small_cnn, small_cnn_nobn, mlp)");
   train->add_option("--num-classes", t.model.options.numClasses, "classes of a built-in model");
   train->add_option("--image-size", t.model.options.imageSize, "input side of a built-in model");
   train->add_flag("--aux-logits", t.model.options.auxLogits, "inception_v3's auxiliary head");
-  train->add_option("--data", t.data,
-                    "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
+  train->add_option("--data", t.data, "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
       ->capture_default_str();
   train->add_option("--synthetic-samples", t.synthetic.samples, "size of the synthetic data set")
       ->capture_default_str();
-  train->add_option("--synthetic-classes", t.synthetic.classes,
-                    "synthetic labels use this many of the model's classes (0: all)")
+  train
+      ->add_option("--synthetic-classes", t.synthetic.classes,
+                   "synthetic labels use this many of the model's classes (0: all)")
       ->capture_default_str();
   train->add_option("--batch", co.batch, "global batch")->capture_default_str();
   train->add_option("--steps", t.steps, "the run's steps in all (a resumed run trains the rest)");
@@ -151,13 +152,15 @@ int main(int argc, char **argv) {
   train->add_flag("--no-progress", noProgress, "no progress line");
   train->add_option("--dump-dir", t.compile.dump.dumpDir, "IR after every pass, numbered");
   train->add_option("--gpus", t.placement.gpus, "compile for N GPUs, one tower each");
-  train->add_option("--cluster", t.placement.clusterFile, "compile for the devices of a cluster file");
+  train->add_option("--cluster", t.placement.clusterFile,
+                    "compile for the devices of a cluster file");
   train->add_flag("--emulate", t.emulate,
                   "run the plan's GPUs on CPU devices (or on fewer physical GPUs)");
   TowerModeFlags modes;
   train
-      ->add_option("--params", modes.params,
-                   "where variables live: cpu | gpu:K | spread | mirrored")
+      ->add_option(
+          "--params", modes.params,
+          "where variables live: cpu | gpu:K | spread | mirrored | auto (by predicted step)")
       ->capture_default_str();
   train->add_option("--bn", modes.bn, "BatchNorm across towers: local | sync | frozen")
       ->capture_default_str();

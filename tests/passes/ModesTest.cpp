@@ -21,11 +21,13 @@ TEST(Modes, ParamPlacements) {
   EXPECT_EQ(*parseParamPlacement("spread"), ParamPlacement{ParamPlacement::Spread});
   EXPECT_EQ(*parseParamPlacement("mirrored"), ParamPlacement{ParamPlacement::Mirrored});
   EXPECT_EQ(*parseParamPlacement("gpu:2"), ParamPlacement::onGpu(2));
-  for (const char *name : {"cpu", "spread", "mirrored", "gpu:2"})
+  EXPECT_EQ(*parseParamPlacement("auto"), ParamPlacement{ParamPlacement::Auto});
+  for (const char *name : {"cpu", "spread", "mirrored", "gpu:2", "auto"})
     EXPECT_EQ(modeName(*parseParamPlacement(name)), name);
   for (const char *bad : {"gpu", "gpu:", "cpu:1", "Mirrored", ""})
-    EXPECT_EQ(errorOf(parseParamPlacement(bad)), "unknown parameter mode '" + std::string(bad) +
-                                                     "'; known: cpu, gpu:K, spread, mirrored");
+    EXPECT_EQ(errorOf(parseParamPlacement(bad)),
+              "unknown parameter mode '" + std::string(bad) +
+                  "'; known: cpu, gpu:K, spread, mirrored, auto");
 }
 
 TEST(Modes, BatchNormAndRemainder) {

@@ -118,7 +118,7 @@ class TowerModeTest(CliCase):
 
     def test_unknown_modes(self):
         cases = [
-            (["--params", "sharded"], "--params: unknown parameter mode 'sharded'; known: cpu, gpu:K, spread, mirrored"),
+            (["--params", "sharded"], "--params: unknown parameter mode 'sharded'; known: cpu, gpu:K, spread, mirrored, auto"),
             (["--params", "gpu:x"], "--params: unknown parameter mode 'gpu:x'"),
             (["--bn", "global"], "--bn: unknown batch norm mode 'global'; known: local, sync, frozen"),
             (["--remainder", "pad"], "--remainder: unknown remainder policy 'pad'; known: error, drop, uneven"),

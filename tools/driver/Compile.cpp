@@ -10,6 +10,7 @@
 #include "passes/TowerReplication.h"
 #include "placement/DotView.h"
 #include "placement/Placer.h"
+#include "tools/driver/ParamsAuto.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -114,6 +115,8 @@ static std::string joined(llvm::ArrayRef<unsigned> v) {
 
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place) {
+  if (req.options.params.kind == ParamPlacement::Auto)
+    return compileParamsAuto(forward, req, place);
   // One tower per GPU of every worker, in rank order.
   const std::vector<unsigned> workerGpus = place.workerGpus();
   const unsigned workers = (unsigned)workerGpus.size();
@@ -162,6 +165,7 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
     return m.takeError();
   // The cluster travels with the plan, for `graphc inspect`.
   (*m)->meta().set("cluster", clusterToJson(*cluster));
+  (*m)->meta().set("params", modeName(req.options.params));
   if (!towerSpeeds.empty()) {
     (*m)->meta().set("split", std::string("auto"));
     (*m)->meta().set("split_speeds", Floats(towerSpeeds.begin(), towerSpeeds.end()));

@@ -46,6 +46,35 @@ std::string bytesText(int64_t b) {
 
 } // namespace
 
+std::string MemoryNeed::text() const {
+  return device + " needs " + bytesText(total()) + " (" + bytesText(variables) + " of variables, " +
+         bytesText(activations) + " of activations) and has " + bytesText(capacity);
+}
+
+llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable, const Cluster &cluster,
+                                                    const PlacementCost &cost) {
+  auto peak = peakActivations(runnable);
+  if (!peak)
+    return peak.takeError();
+  std::vector<MemoryNeed> needs;
+  for (const DeviceCost &d : cost.devices)
+    if (const ClusterDevice *dev = cluster.find(d.device))
+      needs.push_back({d.device, d.variableBytes, peak->lookup(d.device), dev->memoryBytes});
+  return needs;
+}
+
+llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs) {
+  std::vector<std::string> over;
+  for (const MemoryNeed &n : needs)
+    if (!n.fits())
+      over.push_back(n.text());
+  if (over.empty())
+    return llvm::Error::success();
+  return makeError("the plan does not fit its cluster's memory: " + llvm::join(over, "; ") +
+                   " (lower --batch, give the devices their real memory_bytes, or let --params "
+                   "auto move the variables)");
+}
+
 llvm::Error checkPlanFitsCluster(const Module &compiled) {
   std::string clusterJson = compiled.meta().getString("cluster");
   if (clusterJson.empty())
@@ -57,22 +86,10 @@ llvm::Error checkPlanFitsCluster(const Module &compiled) {
   auto cost = estimatePlacementCost(*placed, *cluster);
   if (!cost)
     return cost.takeError();
-  auto peak = peakActivations(*placed);
-  if (!peak)
-    return peak.takeError();
-  std::vector<std::string> over;
-  for (const DeviceCost &d : cost->devices) {
-    const ClusterDevice *dev = cluster->find(d.device);
-    int64_t activations = peak->lookup(d.device);
-    if (dev && d.variableBytes + activations > dev->memoryBytes)
-      over.push_back(d.device + " needs " + bytesText(d.variableBytes + activations) + " (" +
-                     bytesText(d.variableBytes) + " of variables, " + bytesText(activations) +
-                     " of activations) and has " + bytesText(dev->memoryBytes));
-  }
-  if (over.empty())
-    return llvm::Error::success();
-  return makeError("the plan does not fit its cluster's memory: " + llvm::join(over, "; ") +
-                   " (lower --batch, or give the devices their real memory_bytes)");
+  auto needs = memoryNeeds(*placed, *cluster, *cost);
+  if (!needs)
+    return needs.takeError();
+  return checkFits(*needs);
 }
 
 namespace {

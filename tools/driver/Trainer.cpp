@@ -14,6 +14,7 @@
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/LrSchedule.h"
+#include "tools/driver/ParamsAuto.h"
 #include "tools/driver/Profile.h"
 #include "tools/driver/Progress.h"
 #include "tools/driver/PsTask.h"
@@ -189,8 +190,7 @@ llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions
 } // namespace
 
 llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef data,
-                                         bool testSplit, int64_t batch,
-                                         const ExecutorOptions &exec,
+                                         bool testSplit, int64_t batch, const ExecutorOptions &exec,
                                          const SyntheticData &synthetic) {
   auto ds = openFor(forward, data, testSplit ? Split::Test : Split::Train, synthetic, exec.seed);
   if (!ds)
@@ -524,6 +524,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out << "  devices    " << llvm::join(executor.deviceDescriptions(), ", ") << "\n";
   if (!emulation.empty())
     out << "  emulation  " << emulation << "\n";
+  if (std::string params = describeParamsChoice(*compiled, false); !params.empty())
+    out << "  params     " << params << "\n";
   if (plannedWorkers > 1) {
     out << "  workers    " << plannedWorkers << " processes (mpirun), ";
     if (llvm::is_splat(workerTowers))

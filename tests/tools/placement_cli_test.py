@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Placement decisions from the command line: --params auto and memory as a constraint.
+
+The clusters are files (docs/placement.md), so the decisions follow from their figures: a GPU
+peak of 1 TFLOP/s makes small_cnn's towers take long enough that a fast host link leaves every
+parameter mode compute-bound, and a 100 MB/s host link makes the parameter server on the host
+wait on it.
+"""
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_test import GRAPHC, GRAPHRUN, CliCase, run  # noqa: E402
+
+
+def write_cluster(path, host_link, gpus=4, gpu_memory=16 << 30, host_memory=64 << 30):
+    """A host and `gpus` GPUs of 1 TFLOP/s linked to each other at 450 GB/s, and to the host at
+    `host_link` bytes/s."""
+    dev = lambda name, kind, memory: {"name": name, "kind": kind, "memory_bytes": memory, "relative_speed": 1}
+    names = ["gpu:%d" % i for i in range(gpus)]
+    links = [{"endpoints": ["cpu:0", g], "bandwidth": host_link} for g in names]
+    links += [{"endpoints": [a, b], "bandwidth": 450e9} for i, a in enumerate(names) for b in names[i + 1:]]
+    with open(path, "w") as f:
+        json.dump({"devices": [dev("cpu:0", "cpu", host_memory)] + [dev(g, "gpu", gpu_memory) for g in names],
+                   "links": links, "peak_flops": {"cpu": 1e12, "gpu": 1e12}}, f)
+    return path
+
+
+class ParamsAutoTest(CliCase):
+    def place(self, cluster, *extra, ok=True):
+        return run(GRAPHC, "place", "--model", "small_cnn", "--cluster", cluster, "--batch", "64",
+                   "--params", "auto", "-o", self.path("m.placed"), *extra, ok=ok)
+
+    def test_a_fast_and_a_slow_host_link_choose_differently(self):
+        fast = self.place(write_cluster(self.path("fast.json"), 1e13), "--explain")
+        slow = self.place(write_cluster(self.path("slow.json"), 1e8), "--explain")
+        # Fast: every mode is compute-bound, and the tie goes to the one that keeps the variables
+        # off the GPUs.
+        self.assertIn("--params auto chose cpu: predicted step", fast.stdout)
+        self.assertIn("(compute on gpu:", fast.stdout)
+        self.assertIn("tied with", fast.stdout)
+        # Slow: the parameter server waits on the host's link; a GPU mode wins and says why.
+        line = next(l for l in slow.stdout.splitlines() if l.startswith("--params auto chose"))
+        self.assertNotIn("chose cpu", line)
+        self.assertRegex(line, r"slower: .*cpu [\d.]+ ms \(communication on cpu:0\)")
+        # --explain's table has every candidate, with the chosen one marked.
+        rows = {l.split()[0]: l for l in slow.stdout.splitlines() if l.startswith("  ") and l.split()}
+        for mode in ("cpu", "gpu:0", "spread", "mirrored"):
+            self.assertIn(mode, rows)
+        self.assertEqual(sum("chosen" in r for r in rows.values()), 1)
+        # Without --explain, the choice is one line.
+        plain = self.place(self.path("slow.json"))
+        self.assertEqual(sum(l.startswith("--params auto chose") for l in plain.stdout.splitlines()), 1)
+
+    def test_graphrun_takes_auto_and_says_what_it_chose(self):
+        cluster = write_cluster(self.path("fast.json"), 1e13, gpus=2)
+        p = run(GRAPHRUN, "train", "--model", "small_cnn", "--batch", "16", "--steps", "2", "--no-eval",
+                "--no-progress", "--cluster", cluster, "--emulate", "--params", "auto")
+        self.assertRegex(p.stdout, r"params +--params auto chose cpu")
+
+    def test_nothing_fits(self):
+        tiny = write_cluster(self.path("tiny.json"), 1e10, gpus=2, gpu_memory=1 << 20, host_memory=1 << 20)
+        p = self.place(tiny, ok=False)
+        self.assertFailsClearly(p, "--params auto: no parameter mode fits this cluster", "cpu: cpu:0 needs",
+                                "mirrored: ", "and has 1.0 MiB")
+        self.assertFalse(os.path.exists(self.path("m.placed")))
+
+
+class MemoryConstraintTest(CliCase):
+    def test_a_plan_that_does_not_fit_is_refused_and_not_written(self):
+        small = write_cluster(self.path("small.json"), 1e10, gpus=2, gpu_memory=16 << 20)
+        out = self.path("m.placed")
+        with open(out, "w") as f:
+            f.write("an earlier file")
+        p = run(GRAPHC, "place", "--model", "small_cnn", "--cluster", small, "--batch", "64", "--params",
+                "mirrored", "-o", out, ok=False)
+        self.assertFailsClearly(p, "the plan does not fit its cluster's memory: gpu:0 needs",
+                                "of variables", "of activations) and has 16.0 MiB")
+        with open(out) as f:
+            self.assertEqual(f.read(), "an earlier file")
+        # The same cluster holds a smaller batch with the variables on the host.
+        run(GRAPHC, "place", "--model", "small_cnn", "--cluster", small, "--batch", "8", "--params", "cpu",
+            "-o", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

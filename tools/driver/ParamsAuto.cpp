@@ -1,0 +1,216 @@
+#include "tools/driver/ParamsAuto.h"
+
+#include "ir/Diagnostics.h"
+#include "placement/CostModel.h"
+#include "tools/driver/Inspect.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+namespace graphc {
+
+namespace {
+
+/// Steps this close to the best (relative) count as tied.
+constexpr double kTie = 0.02;
+
+struct Candidate {
+  ParamPlacement mode;
+  std::string refused; ///< the compile's error
+  std::string unfit;   ///< the devices that do not fit
+  double step = 0;
+  std::string bottleneck; ///< "compute on gpu:0", "communication on cpu:0"
+  int64_t traffic = 0;
+  std::string fullestGpu; ///< the GPU that needs the most memory
+  int64_t fullestGpuBytes = 0;
+  bool usable() const { return refused.empty() && unfit.empty(); }
+};
+
+std::string ms(double seconds) {
+  return llvm::formatv("{0:f2} ms", seconds * 1e3).str();
+}
+std::string mib(int64_t bytes) {
+  return llvm::formatv("{0:f1} MiB", bytes / 1048576.0).str();
+}
+
+/// gpu:K with the most memory, then the fastest, then the lowest index.
+ParamPlacement largestGpu(const Cluster &c) {
+  const ClusterDevice *best = nullptr;
+  for (const ClusterDevice &d : c.devices())
+    if (d.id.isGpu() &&
+        (!best || d.memoryBytes > best->memoryBytes ||
+         (d.memoryBytes == best->memoryBytes && d.relativeSpeed > best->relativeSpeed)))
+      best = &d;
+  return ParamPlacement::onGpu(best ? best->id.index : 0);
+}
+
+/// Fills in a compiled candidate's predicted step, traffic and memory.
+llvm::Error measure(const Module &plan, Candidate &c) {
+  auto cluster = parseClusterJson(plan.meta().getString("cluster"));
+  if (!cluster)
+    return cluster.takeError();
+  std::unique_ptr<Module> runnable = runnablePart(plan);
+  auto cost = estimatePlacementCost(*runnable, *cluster);
+  if (!cost)
+    return cost.takeError();
+  auto needs = memoryNeeds(*runnable, *cluster, *cost);
+  if (!needs)
+    return needs.takeError();
+  c.step = cost->stepSeconds;
+  c.traffic = cost->totalTrafficBytes();
+  if (const DeviceCost *slow = cost->find(cost->slowestDevice))
+    c.bottleneck =
+        (slow->commSeconds > slow->computeSeconds ? "communication on " : "compute on ") +
+        slow->device;
+  std::vector<std::string> over;
+  for (const MemoryNeed &n : *needs) {
+    if (!n.fits())
+      over.push_back(n.text());
+    if (DeviceId::parse(n.device).value_or(DeviceId::host()).isGpu() &&
+        (c.fullestGpu.empty() || n.total() > c.fullestGpuBytes)) {
+      c.fullestGpuBytes = n.total();
+      c.fullestGpu = n.device;
+    }
+  }
+  c.unfit = llvm::join(over, "; ");
+  return llvm::Error::success();
+}
+
+/// Whether `a` is to be preferred to `b`, both usable.
+bool better(const Candidate &a, const Candidate &b) {
+  double slower = std::max(a.step, b.step);
+  if (std::abs(a.step - b.step) > kTie * slower)
+    return a.step < b.step;
+  if (a.fullestGpuBytes != b.fullestGpuBytes)
+    return a.fullestGpuBytes < b.fullestGpuBytes;
+  return a.traffic < b.traffic;
+}
+
+std::string why(const std::vector<Candidate> &all, const Candidate &chosen) {
+  std::string text = "--params auto chose " + modeName(chosen.mode) + ": predicted step " +
+                     ms(chosen.step) + " (" + chosen.bottleneck + ")";
+  std::vector<std::string> tied, slower, unusable;
+  for (const Candidate &c : all) {
+    if (&c == &chosen)
+      continue;
+    if (!c.refused.empty())
+      unusable.push_back(modeName(c.mode) + " not possible");
+    else if (!c.unfit.empty())
+      unusable.push_back(modeName(c.mode) + " does not fit");
+    else if (std::abs(c.step - chosen.step) <= kTie * std::max(c.step, chosen.step))
+      tied.push_back(modeName(c.mode));
+    else
+      slower.push_back(modeName(c.mode) + " " + ms(c.step) + " (" + c.bottleneck + ")");
+  }
+  if (!tied.empty())
+    text += ", tied with " + llvm::join(tied, ", ") +
+            " (within 2%); it needs the least memory on its fullest GPU (" +
+            mib(chosen.fullestGpuBytes) +
+            (chosen.fullestGpu.empty() ? "" : " on " + chosen.fullestGpu) + ")";
+  if (!slower.empty())
+    text += "; slower: " + llvm::join(slower, ", ");
+  if (!unusable.empty())
+    text += "; " + llvm::join(unusable, ", ");
+  return text;
+}
+
+llvm::json::Array candidatesJson(const std::vector<Candidate> &all) {
+  llvm::json::Array rows;
+  for (const Candidate &c : all)
+    rows.push_back(llvm::json::Object{{"mode", modeName(c.mode)},
+                                      {"refused", c.refused},
+                                      {"unfit", c.unfit},
+                                      {"step_seconds", c.step},
+                                      {"bottleneck", c.bottleneck},
+                                      {"traffic_bytes", c.traffic},
+                                      {"fullest_gpu", c.fullestGpu},
+                                      {"fullest_gpu_bytes", c.fullestGpuBytes}});
+  return rows;
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Module>>
+compileParamsAuto(const Module &forward, const CompileRequest &req, const PlacementRequest &place) {
+  auto cluster = clusterFor(place);
+  if (!cluster)
+    return withContext(cluster.takeError(), "--params auto");
+  std::vector<Candidate> all{{ParamPlacement{ParamPlacement::Cpu}}, {largestGpu(*cluster)}};
+  unsigned towers = (unsigned)place.towers.value_or((int)cluster->numGpus());
+  if (towers >= 2 || place.workers > 1 || place.tasks)
+    all.insert(all.end(), {{ParamPlacement{ParamPlacement::Spread}},
+                           {ParamPlacement{ParamPlacement::Mirrored}}});
+  std::vector<std::unique_ptr<Module>> plans(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    CompileRequest one = req;
+    one.options.params = all[i].mode;
+    auto plan = compilePlaced(forward, one, place);
+    if (!plan) {
+      all[i].refused = llvm::toString(plan.takeError());
+      continue;
+    }
+    if (auto e = measure(**plan, all[i]))
+      return withContext(std::move(e), "--params auto, " + modeName(all[i].mode));
+    plans[i] = std::move(*plan);
+  }
+  std::optional<size_t> best;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].usable() && (!best || better(all[i], all[*best])))
+      best = i;
+  if (!best) {
+    std::vector<std::string> each;
+    for (const Candidate &c : all)
+      each.push_back(modeName(c.mode) + ": " + (c.refused.empty() ? c.unfit : c.refused));
+    return makeError("--params auto: no parameter mode fits this cluster (" +
+                     llvm::join(each, "; ") + "); lower --batch or give devices with more memory");
+  }
+  std::unique_ptr<Module> chosen = std::move(plans[*best]);
+  chosen->meta().set("params_why", why(all, all[*best]));
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::json::Value(candidatesJson(all));
+  chosen->meta().set("params_auto", os.str());
+  return chosen;
+}
+
+std::string describeParamsChoice(const Module &plan, bool table) {
+  std::string text = plan.meta().getString("params_why");
+  if (text.empty() || !table)
+    return text;
+  std::string chosen = plan.meta().getString("params");
+  auto rows = llvm::json::parse(plan.meta().getString("params_auto"));
+  if (!rows || !rows->getAsArray()) {
+    llvm::consumeError(rows.takeError());
+    return text;
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << text << "\n";
+  os << llvm::formatv("  {0,-9} {1,14} {2,-26} {3,13} {4,-22} {5}\n", "mode", "predicted step",
+                      "bottleneck", "traffic/step", "fullest GPU", "note");
+  for (const llvm::json::Value &v : *rows->getAsArray()) {
+    const llvm::json::Object *o = v.getAsObject();
+    if (!o)
+      continue;
+    auto str = [&](llvm::StringRef k) { return o->getString(k).getValueOr("").str(); };
+    bool compiled = str("refused").empty();
+    std::string note = !compiled               ? "not possible: " + str("refused")
+                       : !str("unfit").empty() ? "does not fit: " + str("unfit")
+                       : str("mode") == chosen ? "chosen"
+                                               : "";
+    std::string fullest =
+        compiled && !str("fullest_gpu").empty()
+            ? mib(o->getInteger("fullest_gpu_bytes").getValueOr(0)) + " on " + str("fullest_gpu")
+            : "-";
+    std::string row = llvm::formatv(
+        "  {0,-9} {1,14} {2,-26} {3,13} {4,-22} {5}", str("mode"),
+        compiled ? ms(o->getNumber("step_seconds").getValueOr(0)) : "-",
+        compiled ? str("bottleneck") : "-",
+        compiled ? mib(o->getInteger("traffic_bytes").getValueOr(0)) : "-", fullest, note);
+    os << llvm::StringRef(row).rtrim() << "\n";
+  }
+  return os.str();
+}
+
+} // namespace graphc

@@ -1,0 +1,44 @@
+//===- ParamsAuto.h - --params auto: the parameter mode by predicted step -*- C++ -*-===//
+//
+// `--params auto` compiles the plan once per candidate mode and keeps the one
+// the cost model (placement/CostModel.h) predicts fastest among those whose
+// every device holds its variables and peak activations:
+//
+//   candidates  cpu; gpu:K for the GPU with the most memory (then the
+//               fastest, then the lowest index); spread and mirrored when
+//               there are two towers or more. A candidate the compile
+//               refuses (ps tasks hold variables on hosts only, say) is
+//               listed with the reason and not chosen.
+//   fits        memoryNeeds() of the compiled plan: variables, optimizer
+//               slots and state where the mode stores them, plus the
+//               executor's planned activations per device.
+//   choice      the least predicted step. Steps within 2% of the best count
+//               as tied (the model is a lower bound, not a measurement), and
+//               a tie goes to the mode that leaves the most memory on the
+//               fullest GPU (room for a larger batch), then to the one that
+//               moves fewer bytes per step.
+//
+// With a fast host link every mode is compute-bound and the tie goes to
+// `cpu` (no variable on a GPU); with a slow one, `cpu` waits on the link and
+// a GPU mode wins. The decision and every alternative's figures travel with
+// the plan (meta `params`, `params_auto`) for --explain and graphrun's run
+// plan. Bucket sizes are not searched: mirrored uses --bucket-mb.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tools/driver/Compile.h"
+
+namespace graphc {
+
+/// compilePlaced() with req.options.params.kind == ParamPlacement::Auto.
+/// An error when no candidate fits, with each one's devices that do not.
+llvm::Expected<std::unique_ptr<Module>>
+compileParamsAuto(const Module &forward, const CompileRequest &req, const PlacementRequest &place);
+
+/// "--params auto chose cpu: ..." and, with `table`, each candidate's
+/// predicted step, bottleneck, traffic and fullest GPU; "" for a plan whose
+/// mode was given.
+std::string describeParamsChoice(const Module &plan, bool table);
+
+} // namespace graphc
