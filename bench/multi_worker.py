@@ -15,9 +15,11 @@ this machine, each worker one device:
               step times and their split (compute, communication inside a worker and between
               workers, input staging) from the chief's --metrics file
   tensorflow  W Python processes with TF_CONFIG naming W workers on localhost ports, each
-              creating MultiWorkerMirroredStrategy (ring all-reduce over gRPC), Keras' fit on
-              a dataset of its part of every global batch; step times from a callback on the
-              chief (worker 0) that reads each step's loss, so the step has finished
+              creating MultiWorkerMirroredStrategy (ring all-reduce over gRPC) and running a
+              tf.function step under strategy.run on its part of every global batch (the
+              loss averaged over the global batch, Keras' optimizer summing the gradients
+              across replicas); step times on the chief (worker 0), each step ending when its
+              loss is read
 
 Every worker gets --threads-total / W compute threads (at least 1) on both sides, so W workers
 share the machine's cores as W machines would not: on one machine more workers cannot be
@@ -96,8 +98,9 @@ def tf_worker(args):
     size = args.image_size
     with strategy.scope():
         model = peers.keras_model("inception_v3", size)
-        model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=LR, momentum=MOMENTUM),
-                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        opt = tf.keras.optimizers.SGD(learning_rate=LR, momentum=MOMENTUM)
+        opt.build(model.trainable_variables)  # its slots exist before the traced step needs them
+    per_sample = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
     def dataset(context):
         batch = context.get_per_replica_batch_size(args.batch)
@@ -105,23 +108,24 @@ def tf_worker(args):
         y = tf.random.uniform((batch,), 0, 1000, dtype=tf.int32, seed=context.input_pipeline_id)
         return tf.data.Dataset.from_tensors((x, y)).repeat()
 
-    class StepTimes(tf.keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.times, self.loss, self.start = [], None, None
+    def replica_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.nn.compute_average_loss(per_sample(y, model(x, training=True)),
+                                              global_batch_size=args.batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))  # sums across replicas
+        return loss
 
-        def on_train_batch_begin(self, batch, logs=None):
-            self.start = time.perf_counter()
+    @tf.function
+    def train_step(batch):
+        losses = strategy.run(replica_step, args=batch)
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
-        def on_train_batch_end(self, batch, logs=None):
-            self.loss = float(logs["loss"])  # waits for the step
-            self.times.append(time.perf_counter() - self.start)
-
-    timer = StepTimes()
-    model.fit(strategy.distribute_datasets_from_function(dataset), epochs=1,
-              steps_per_epoch=args.warmup + args.steps, callbacks=[timer], verbose=0)
+    batches = iter(strategy.distribute_datasets_from_function(dataset))
+    times, loss = peers.timed_steps(lambda: float(train_step(next(batches))),
+                                    args.warmup + args.steps)
     if args.worker == 0:
-        print(peers.RESULT_MARK + json.dumps({"times": timer.times, "loss": timer.loss,
+        print(peers.RESULT_MARK + json.dumps({"times": times, "loss": loss,
                                               "info": peers.tf_info()}), flush=True)
 
 
