@@ -36,16 +36,57 @@ std::string attributesText(const Node &n) {
   return os.str();
 }
 
+/// Meta entries the panel shows as tables and sentences of their own.
+bool shownApart(llvm::StringRef name) {
+  return name == "cluster" || name == "params_auto" || name == "params_why" ||
+         name == "split_speeds";
+}
+
 std::string metaText(const Module &m) {
   std::string s;
   llvm::raw_string_ostream os(s);
   bool first = true;
   for (const auto &[name, value] : m.meta().entries()) {
+    if (shownApart(name))
+      continue;
     os << (first ? "" : ", ") << name << " = ";
     first = false;
     printAttribute(value, os);
   }
   return os.str();
+}
+
+/// The cluster the plan was placed for, as its file spells it (devices with
+/// kind, memory and speed; links with bandwidth); null without one.
+llvm::json::Value clusterData(const Module &m) {
+  auto cluster = llvm::json::parse(m.meta().getString("cluster"));
+  if (!cluster) {
+    llvm::consumeError(cluster.takeError());
+    return nullptr;
+  }
+  return std::move(*cluster);
+}
+
+/// What the placer decided, as [label, sentence] pairs: the parameter mode
+/// (and why, under --params auto) and the towers' shares of the batch.
+llvm::json::Array decisionsData(const Module &m) {
+  llvm::json::Array out;
+  std::string params = m.meta().getString("params");
+  if (!params.empty()) {
+    std::string why = m.meta().getString("params_why");
+    out.push_back(llvm::json::Array{"params", why.empty() ? params + " (--params " + params + ")"
+                                                          : why});
+  }
+  Ints batches = m.meta().getInts("tower_batches");
+  if (batches.size() > 1) {
+    std::string text;
+    for (int64_t b : batches)
+      text += (text.empty() ? "" : ", ") + std::to_string(b);
+    std::string split = m.meta().getString("split");
+    text += split.empty() ? " (even)" : " (--split " + split + ")";
+    out.push_back(llvm::json::Array{"tower batches", text});
+  }
+  return out;
 }
 
 llvm::json::Object graphData(const Graph &g, const llvm::StringMap<unsigned> &deviceIndex) {
@@ -124,6 +165,8 @@ std::string htmlViewData(const Module &m) {
     graphs.push_back(graphData(*g, deviceIndex));
   llvm::json::Object root{{"module", m.name()},
                           {"meta", metaText(m)},
+                          {"cluster", clusterData(m)},
+                          {"decisions", decisionsData(m)},
                           {"devices", std::move(deviceList)},
                           {"graphs", std::move(graphs)}};
   std::string s;

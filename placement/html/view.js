@@ -547,11 +547,34 @@
     html('p', expanded.has(c) ? 'Click its title to collapse it.' : 'Click it to expand it.', panel, 'muted');
   }
 
+  // The cluster the plan was placed for: its devices, then its links.
+  function clusterTables(cluster) {
+    const box = document.createElement('div');
+    const grid = (header, rows) => {
+      const table = html('table', undefined, box, 'devtable');
+      const head = html('tr', undefined, table);
+      header.forEach(h => html('th', h, head));
+      rows.forEach(cells => {
+        const tr = html('tr', undefined, table);
+        cells.forEach(c => html('td', c, tr));
+      });
+    };
+    const gib = b => (b / 1073741824).toFixed(b >= 1073741824 ? 0 : 3) + ' GiB';
+    grid(['device', 'kind', 'memory', 'speed'], cluster.devices.map(d =>
+      [d.name, d.kind, gib(d.memory_bytes), String(d.relative_speed)]));
+    if (cluster.links && cluster.links.length)
+      grid(['link', 'GB/s each way'], cluster.links.map(l =>
+        [l.endpoints.join(' \u2013 '), String(+(l.bandwidth / 1e9).toPrecision(4))]));
+    return box;
+  }
+
   function showSummary() {
     panel.textContent = '';
     html('h2', DATA.module + (DATA.graphs.length > 1 ? ' / ' + graph.name : ''), panel);
     const t = html('table', undefined, panel);
     if (DATA.meta) row(t, 'module', DATA.meta);
+    (DATA.decisions || []).forEach(([label, text]) => row(t, label, text));
+    if (DATA.cluster && DATA.cluster.devices) row(t, 'cluster', clusterTables(DATA.cluster));
     row(t, 'nodes', String(nodes.length));
     const per = new Map();
     nodes.forEach(n => per.set(n[N_DEV], (per.get(n[N_DEV]) || 0) + 1));

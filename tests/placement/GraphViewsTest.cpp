@@ -272,6 +272,33 @@ TEST(HtmlView, DataListsClustersNodesAndDevices) {
   EXPECT_EQ(*(*clusters[0].getAsArray())[0].getAsString(), "tower 0");
 }
 
+TEST(HtmlView, DataShowsTheClusterAndThePlacersDecisions) {
+  auto m = placedTowers();
+  EXPECT_EQ(llvm::json::parse(htmlViewData(*m))->getAsObject()->getArray("decisions")->size(), 0u);
+  m->meta().set("cluster", clusterToJson(Cluster::defaultCluster(2)));
+  m->meta().set("params", std::string("cpu"));
+  m->meta().set("params_why", std::string("--params auto chose cpu: predicted step 1.00 ms"));
+  m->meta().set("tower_batches", Ints{5, 3});
+  m->meta().set("split", std::string("5,3"));
+  auto data = llvm::json::parse(htmlViewData(*m));
+  ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
+  const llvm::json::Object &o = *data->getAsObject();
+  // The cluster as a structure (the page draws its tables), not escaped text in the meta line.
+  const llvm::json::Array &devices = *o.getObject("cluster")->getArray("devices");
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(*devices[2].getAsObject()->getString("name"), "gpu:1");
+  EXPECT_EQ(*devices[2].getAsObject()->getNumber("relative_speed"), 1.0);
+  EXPECT_EQ(o.getObject("cluster")->getArray("links")->size(), 3u);
+  std::string meta = o.getString("meta")->str();
+  EXPECT_EQ(meta.find("devices"), std::string::npos) << meta;
+  EXPECT_EQ(meta.find("params_why"), std::string::npos) << meta;
+  const llvm::json::Array &decisions = *o.getArray("decisions");
+  ASSERT_EQ(decisions.size(), 2u);
+  EXPECT_EQ(*(*decisions[0].getAsArray())[1].getAsString(),
+            "--params auto chose cpu: predicted step 1.00 ms");
+  EXPECT_EQ(*(*decisions[1].getAsArray())[1].getAsString(), "5, 3 (--split 5,3)");
+}
+
 TEST(HtmlView, PageIsSelfContained) {
   auto m = placedTowers();
   m->main().findNode("split")->setPlacementReason("</script><b>not markup</b>");

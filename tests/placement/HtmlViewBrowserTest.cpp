@@ -128,6 +128,7 @@ protected:
     Cluster cluster = Cluster::defaultCluster(4);
     ASSERT_EQ(errorText(Placer(cluster, anyKernelAnywhere).run(*module_)), "");
     ASSERT_TRUE(bool(insertTransfers(*module_)));
+    module_->meta().set("cluster", clusterToJson(cluster));
     page_ = testFile(".html");
     std::error_code ec;
     llvm::raw_fd_ostream os(page_, ec);
@@ -175,6 +176,11 @@ TEST_F(HtmlViewInBrowser, DomShowsCollapsedTowerBoxes) {
   // Collapsed: no node inside a tower is drawn.
   EXPECT_EQ(text.find("data-name=\"tower_0/dense/MatMul\""), std::string::npos);
   EXPECT_NE(text.find("data-name=\"update/dense.weight\""), std::string::npos);
+  // The summary panel: the cluster's devices and links as tables.
+  EXPECT_NE(text.find("<th>device</th><th>kind</th><th>memory</th><th>speed</th>"),
+            std::string::npos);
+  EXPECT_NE(text.find("<td>gpu:3</td><td>gpu</td><td>80 GiB</td><td>1</td>"), std::string::npos);
+  EXPECT_NE(text.find("<td>gpu:0 \u2013 gpu:1</td><td>450</td>"), std::string::npos);
 }
 
 TEST_F(HtmlViewInBrowser, HashOpensATowerAndSelectsANode) {
