@@ -74,8 +74,8 @@ llvm::json::Array decisionsData(const Module &m) {
   std::string params = m.meta().getString("params");
   if (!params.empty()) {
     std::string why = m.meta().getString("params_why");
-    out.push_back(llvm::json::Array{"params", why.empty() ? params + " (--params " + params + ")"
-                                                          : why});
+    out.push_back(
+        llvm::json::Array{"params", why.empty() ? params + " (--params " + params + ")" : why});
   }
   Ints batches = m.meta().getInts("tower_batches");
   if (batches.size() > 1) {

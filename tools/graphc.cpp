@@ -8,6 +8,7 @@
 //   [--ps-async]
 //                  --batch B [--params P] -o FILE
 //   [--explain] graphc view    PLACED -o FILE.html | .svg | .dot graphc passes
+//   graphc simulate PLACED [--json]
 //
 // Every subcommand is a few calls into the libraries; errors print one line
 // and exit non-zero.
@@ -28,6 +29,7 @@
 #include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/ParamsAuto.h"
+#include "tools/driver/Simulate.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -192,6 +194,14 @@ int main(int argc, char **argv) {
   auto *view = app.add_subcommand("view", "a placed module as an offline HTML page, SVG or DOT");
   view->add_option("MODULE", viewIn, "a module or model file")->required();
   view->add_option("-o,--output", viewOut, "FILE.html, FILE.svg or FILE.dot")->required();
+
+  std::string simIn;
+  bool simJson = false;
+  auto *simulate = app.add_subcommand(
+      "simulate", "one step of a placed module, event by event: per-device busy and idle time, "
+                  "the predicted step and its critical path");
+  simulate->add_option("MODULE", simIn, "a placed module (graphc place)")->required();
+  simulate->add_flag("--json", simJson, "machine-readable output");
 
   auto *passes = app.add_subcommand("passes", "list the registered passes");
 
@@ -362,6 +372,31 @@ int main(int argc, char **argv) {
     if (auto e = writeFileAtomically(viewOut, text))
       return fail(std::move(e));
     llvm::outs() << "wrote " << viewOut << "\n";
+    return 0;
+  }
+  if (*simulate) {
+    ModelArgs simArgs;
+    simArgs.path = simIn;
+    auto loaded = simArgs.load(false);
+    if (!loaded)
+      return fail(loaded.takeError());
+    if (!isPlaced(**loaded))
+      return fail(makeError(simIn + " is not a placed module: graphc simulate takes what graphc "
+                                    "place writes"));
+    auto cluster = parseClusterJson((*loaded)->meta().getString("cluster"));
+    if (!cluster)
+      return fail(withContext(cluster.takeError(), simIn + ": its cluster"));
+    std::unique_ptr<Module> runnable = runnablePart(**loaded); // the result points into it
+    auto sim = simulateStep(*runnable, *cluster);
+    if (!sim)
+      return fail(sim.takeError());
+    if (simJson) {
+      llvm::outs() << simulationJson(*sim) << "\n";
+      return 0;
+    }
+    llvm::outs() << "graphc simulate: " << simIn << ", one step at batch "
+                 << (*loaded)->batch().value_or(1) << "\n";
+    printSimulation(*sim, llvm::outs());
     return 0;
   }
   if (*passes) {

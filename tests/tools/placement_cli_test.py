@@ -8,6 +8,7 @@ wait on it.
 """
 import json
 import os
+import re
 import sys
 import unittest
 
@@ -66,6 +67,31 @@ class ParamsAutoTest(CliCase):
         self.assertFailsClearly(p, "--params auto: no parameter mode fits this cluster", "cpu: cpu:0 needs",
                                 "mirrored: ", "and has 1.0 MiB")
         self.assertFalse(os.path.exists(self.path("m.placed")))
+
+
+class SimulateTest(CliCase):
+    def test_a_placed_plan_step_by_step(self):
+        cluster = write_cluster(self.path("c.json"), 1e10, gpus=2)
+        plan = self.path("m.placed")
+        run(GRAPHC, "place", "--model", "small_cnn", "--cluster", cluster, "--batch", "64", "--params", "mirrored",
+            "-o", plan)
+        p = run(GRAPHC, "simulate", plan)
+        self.assertRegex(p.stdout, r"\n  gpu:1 +\d+ +[\d.]+ +\d+ +[\d.]+ +[\d.]+ +\d+%\n")
+        step = float(re.search(r"predicted step ([\d.]+) ms", p.stdout).group(1))
+        self.assertIn("critical path: ", p.stdout)
+        sim = json.loads(run(GRAPHC, "simulate", plan, "--json").stdout)
+        self.assertAlmostEqual(sim["step_seconds"] * 1e3, step, places=2)
+        self.assertEqual([d["device"] for d in sim["devices"]], ["cpu:0", "gpu:0", "gpu:1"])
+        self.assertEqual(sim["critical_path"][-1]["end_seconds"], sim["step_seconds"])
+        # The cost model's figure is a lower bound of the simulated step.
+        bound = json.loads(run(GRAPHC, "inspect", "--json", plan).stdout)
+        self.assertGreaterEqual(sim["step_seconds"], bound["step_seconds"] * (1 - 1e-9))
+
+    def test_refuses_what_is_not_a_placed_plan(self):
+        run(GRAPHC, "compile", "--model", "mlp", "--batch", "8", "-o", self.path("m.gmod"))
+        self.assertFailsClearly(run(GRAPHC, "simulate", self.path("m.gmod"), ok=False),
+                                "is not a placed module")
+        self.assertFailsClearly(run(GRAPHC, "simulate", self.path("missing"), ok=False), "missing")
 
 
 class MemoryConstraintTest(CliCase):

@@ -1,0 +1,338 @@
+#include "tools/driver/Simulate.h"
+
+#include "executor/Schedule.h"
+#include "ir/Cost.h"
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <map>
+
+namespace graphc {
+
+namespace {
+
+bool onCommStream(const Node &n) {
+  return n.op() == Op::Transfer || n.op() == Op::AllReduce;
+}
+
+class Simulator {
+public:
+  Simulator(const Cluster &c, const SimOptions &o, int64_t batch) : c_(c), o_(o), batch_(batch) {}
+
+  llvm::Error run(const Graph &g) {
+    auto s = buildSchedule(g, [](const Node &n) { return n.assignedDevice(); });
+    if (!s)
+      return s.takeError();
+    s_ = std::move(*s);
+    for (const std::string &d : s_.devices) {
+      const ClusterDevice *dev = c_.find(d);
+      if (!dev)
+        return makeError("device '" + d + "' runs nodes but is not in the plan's cluster; " +
+                         c_.visibleDevices());
+      devs_.push_back(dev);
+      out_.devices.push_back({d});
+    }
+    queues_.assign(s_.devices.size() * 2, {});
+    heads_.assign(queues_.size(), 0);
+    free_.assign(queues_.size(), 0.0);
+    for (unsigned d = 0; d < s_.devices.size(); ++d)
+      for (const Node *n : s_.order[d]) {
+        auto dur = duration(*n, d);
+        if (!dur)
+          return dur.takeError();
+        duration_[n] = *dur;
+        for (const Node *p : s_.predecessors(n))
+          successors_[p].push_back(n);
+        waiting_[n] = (unsigned)s_.predecessors(n).size();
+        if (n->op() == Op::AllReduce)
+          groups_[n->attrs().getString("group")].push_back(n);
+        if (*dur > 0 || onCommStream(*n))
+          queues_[2 * d + onCommStream(*n)].push_back(n);
+        else
+          costless_.insert(n);
+      }
+    // Costless nodes without predecessors (sources) are done at time 0.
+    for (const Node *n : costless_)
+      if (waiting_[n] == 0)
+        finishCostless(n);
+    return drain();
+  }
+
+  SimResult result() && {
+    const Node *last = nullptr;
+    for (auto &[n, e] : end_)
+      if (!last || e > end_[last] || (e == end_[last] && s_.position[n] > s_.position[last]))
+        last = n;
+    out_.stepSeconds = last ? end_[last] : 0;
+    for (const Node *n = last; n; n = heldBy_.lookup(n))
+      if (!costless_.count(n))
+        out_.criticalPath.push_back(
+            {n, s_.devices[s_.deviceOf[n]], end_[n] - duration_[n], end_[n], kindOf(*n)});
+    std::reverse(out_.criticalPath.begin(), out_.criticalPath.end());
+    return std::move(out_);
+  }
+
+private:
+  static llvm::StringRef kindOf(const Node &n) {
+    return n.op() == Op::Transfer ? "transfer" : n.op() == Op::AllReduce ? "all-reduce" : "compute";
+  }
+
+  llvm::Expected<double> duration(const Node &n, unsigned d) {
+    const ClusterDevice &dev = *devs_[d];
+    if (n.op() == Op::Transfer) {
+      const std::string &from = n.operand(0)->producer()->assignedDevice();
+      if (from == dev.name)
+        return 0.0;
+      auto bw = c_.bandwidth(from, dev.name);
+      if (!bw)
+        return nodeError(n, "copies from " + from + " to " + dev.name +
+                                " but the cluster has no link between them");
+      return (double)n.operand(0)->type().bytes(batch_) / *bw + o_.linkLatencySeconds;
+    }
+    if (n.op() == Op::AllReduce)
+      return 0.0; // decided with its group, when every rank is ready
+    NodeCost cost = nodeCost(n, batch_);
+    if (cost.flops == 0 && cost.bytesRead + cost.bytesWritten == 0)
+      return 0.0;
+    bool gpu = dev.type == DeviceType::GPU;
+    double bandwidth = (gpu ? o_.gpuMemoryBandwidth : o_.cpuMemoryBandwidth) * dev.relativeSpeed;
+    return std::max((double)cost.flops / c_.peakFlops(dev),
+                    (double)(cost.bytesRead + cost.bytesWritten) / bandwidth) +
+           (gpu ? o_.gpuLaunchSeconds : o_.cpuLaunchSeconds);
+  }
+
+  /// When every predecessor of `n` has finished: the latest of their ends,
+  /// and which one it was.
+  std::pair<double, const Node *> ready(const Node *n) {
+    double at = 0;
+    const Node *by = nullptr;
+    for (const Node *p : s_.predecessors(n))
+      if (end_[p] > at || !by) {
+        at = std::max(at, end_[p]);
+        by = p;
+      }
+    return {at, by};
+  }
+
+  void finish(const Node *n, double start, const Node *by) {
+    end_[n] = start + duration_[n];
+    if (by)
+      heldBy_[n] = by;
+    unsigned d = s_.deviceOf[n];
+    SimDevice &dev = out_.devices[d];
+    if (onCommStream(*n)) {
+      ++dev.copies;
+      dev.commSeconds += duration_[n];
+    } else if (!costless_.count(n)) {
+      ++dev.kernels;
+      dev.computeSeconds += duration_[n];
+    }
+    dev.finishSeconds = std::max(dev.finishSeconds, end_[n]);
+    for (const Node *succ : successors_[n])
+      if (--waiting_[succ] == 0 && costless_.count(succ))
+        finishCostless(succ);
+  }
+
+  void finishCostless(const Node *n) {
+    auto [at, by] = ready(n);
+    finish(n, at, by);
+  }
+
+  /// Issues the head of stream q if it can start; false otherwise.
+  bool issue(unsigned q) {
+    if (heads_[q] >= queues_[q].size())
+      return false;
+    const Node *n = queues_[q][heads_[q]];
+    if (waiting_[n] != 0)
+      return false;
+    if (n->op() == Op::AllReduce)
+      return issueCollective(n);
+    auto [at, by] = ready(n);
+    const Node *prev = heads_[q] ? queues_[q][heads_[q] - 1] : nullptr;
+    if (prev && free_[q] > at)
+      by = prev;
+    double start = std::max(at, free_[q]);
+    finish(n, start, by);
+    free_[q] = end_[n];
+    ++heads_[q];
+    return true;
+  }
+
+  /// Every rank of n's group at the head of its stream with its operands
+  /// ready: they start together, at the latest of them.
+  bool issueCollective(const Node *n) {
+    std::vector<const Node *> &ranks = groups_[n->attrs().getString("group")];
+    double start = 0;
+    const Node *by = nullptr;
+    std::vector<unsigned> streams;
+    for (const Node *r : ranks) {
+      unsigned q = 2 * s_.deviceOf[r] + 1;
+      // Two ranks on one device sit one after the other in its stream.
+      unsigned at = heads_[q];
+      while (at < queues_[q].size() && queues_[q][at] != r &&
+             llvm::is_contained(ranks, queues_[q][at]))
+        ++at;
+      if (at >= queues_[q].size() || queues_[q][at] != r || waiting_[r] != 0)
+        return false;
+      if (at != heads_[q] && !llvm::is_contained(ranks, queues_[q][heads_[q]]))
+        return false;
+      auto [ready_, held] = ready(r);
+      double when = std::max(ready_, free_[q]);
+      if (when > start || !by) {
+        start = std::max(start, when);
+        by = when == ready_ ? held : (heads_[q] ? queues_[q][heads_[q] - 1] : held);
+      }
+      streams.push_back(q);
+    }
+    double seconds = ringSeconds(ranks);
+    for (const Node *r : ranks) {
+      duration_[r] = seconds;
+      finish(r, start, by);
+    }
+    for (unsigned q : streams) {
+      free_[q] = start + seconds;
+      while (heads_[q] < queues_[q].size() && llvm::is_contained(ranks, queues_[q][heads_[q]]))
+        ++heads_[q];
+    }
+    return true;
+  }
+
+  double ringSeconds(llvm::ArrayRef<const Node *> ranks) {
+    std::map<int64_t, std::string> deviceOfRank;
+    int64_t bytes = 0;
+    for (const Node *r : ranks) {
+      deviceOfRank.try_emplace(r->attrs().getInt("rank"), r->assignedDevice());
+      int64_t mine = 0;
+      for (const Value *v : r->operands())
+        mine += v->type().bytes(batch_);
+      bytes = std::max(bytes, mine);
+    }
+    int64_t n =
+        std::max<int64_t>(ranks.front()->attrs().getInt("nranks", 1), (int64_t)deviceOfRank.size());
+    if (deviceOfRank.size() < 2)
+      return 0;
+    double slowest = 0;
+    for (auto it = deviceOfRank.begin(); it != deviceOfRank.end(); ++it) {
+      auto next = std::next(it) == deviceOfRank.end() ? deviceOfRank.begin() : std::next(it);
+      if (it->second == next->second)
+        continue;
+      if (auto bw = c_.bandwidth(it->second, next->second))
+        slowest = slowest == 0 ? *bw : std::min(slowest, *bw);
+    }
+    if (slowest == 0)
+      return 0;
+    return 2.0 * (n - 1) / n * bytes / slowest + 2.0 * (n - 1) * o_.linkLatencySeconds;
+  }
+
+  llvm::Error drain() {
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (unsigned q = 0; q < queues_.size(); ++q)
+        while (issue(q))
+          progress = true;
+    }
+    for (unsigned q = 0; q < queues_.size(); ++q)
+      if (heads_[q] < queues_[q].size()) {
+        const Node *n = queues_[q][heads_[q]];
+        return nodeError(*n, "never starts in the simulation: its device's " +
+                                 std::string(q % 2 ? "communication" : "compute") +
+                                 " stream waits on it, and it waits on a node that cannot run "
+                                 "before it (a collective whose ranks are issued in different "
+                                 "orders?)");
+      }
+    return llvm::Error::success();
+  }
+
+  const Cluster &c_;
+  SimOptions o_;
+  int64_t batch_;
+  Schedule s_;
+  std::vector<const ClusterDevice *> devs_;
+  std::vector<std::vector<const Node *>> queues_; ///< 2d: compute, 2d+1: comm
+  std::vector<size_t> heads_;
+  std::vector<double> free_;
+  llvm::DenseMap<const Node *, double> duration_, end_;
+  llvm::DenseMap<const Node *, const Node *> heldBy_;
+  llvm::DenseMap<const Node *, unsigned> waiting_;
+  llvm::DenseMap<const Node *, std::vector<const Node *>> successors_;
+  llvm::DenseSet<const Node *> costless_;
+  std::map<std::string, std::vector<const Node *>> groups_;
+  SimResult out_;
+};
+
+std::string ms(double s) {
+  return llvm::formatv("{0:f2}", s * 1e3).str();
+}
+
+} // namespace
+
+llvm::Expected<SimResult> simulateStep(const Module &runnable, const Cluster &cluster,
+                                       const SimOptions &opts) {
+  int64_t batch = opts.batch > 0 ? opts.batch : runnable.batch().value_or(1);
+  Simulator sim(cluster, opts, batch);
+  if (auto e = sim.run(*runnable.findGraph("main")))
+    return e;
+  return std::move(sim).result();
+}
+
+void printSimulation(const SimResult &r, llvm::raw_ostream &os) {
+  os << "  device    kernels  compute ms  copies   comm ms   idle ms  busy\n";
+  for (const SimDevice &d : r.devices)
+    os << llvm::format("  %-8s %8lld %11s %7lld %9s %9s %4.0f%%\n", d.device.c_str(),
+                       (long long)d.kernels, ms(d.computeSeconds).c_str(), (long long)d.copies,
+                       ms(d.commSeconds).c_str(), ms(d.idleSeconds(r.stepSeconds)).c_str(),
+                       r.stepSeconds > 0 ? 100 * d.computeSeconds / r.stepSeconds : 0.0);
+  os << "predicted step " << ms(r.stepSeconds) << " ms\n";
+  if (r.criticalPath.empty())
+    return;
+  // The path's time by device and kind, largest first, then its longest nodes.
+  std::map<std::string, double> by;
+  for (const SimStep &s : r.criticalPath)
+    by[s.device + " " + s.kind.str()] += s.end - s.start;
+  std::vector<std::pair<std::string, double>> parts(by.begin(), by.end());
+  llvm::stable_sort(parts, [](auto &a, auto &b) { return a.second > b.second; });
+  os << "critical path: " << r.criticalPath.size() << " nodes; ";
+  for (size_t i = 0; i < parts.size(); ++i)
+    os << (i ? ", " : "") << parts[i].first << " " << ms(parts[i].second) << " ms";
+  os << "\n";
+  std::vector<const SimStep *> longest;
+  for (const SimStep &s : r.criticalPath)
+    longest.push_back(&s);
+  llvm::stable_sort(longest,
+                    [](auto *a, auto *b) { return a->end - a->start > b->end - b->start; });
+  longest.resize(std::min<size_t>(longest.size(), 5));
+  os << "longest on it:";
+  for (const SimStep *s : longest)
+    os << "\n  " << ms(s->end - s->start) << " ms  " << s->node->name() << " ("
+       << opName(s->node->op()) << " on " << s->device << ", from " << ms(s->start) << " ms)";
+  os << "\n";
+}
+
+llvm::json::Value simulationJson(const SimResult &r) {
+  llvm::json::Array devices, path;
+  for (const SimDevice &d : r.devices)
+    devices.push_back(llvm::json::Object{{"device", d.device},
+                                         {"kernels", d.kernels},
+                                         {"copies", d.copies},
+                                         {"compute_seconds", d.computeSeconds},
+                                         {"comm_seconds", d.commSeconds},
+                                         {"idle_seconds", d.idleSeconds(r.stepSeconds)}});
+  for (const SimStep &s : r.criticalPath)
+    path.push_back(llvm::json::Object{{"node", s.node->name()},
+                                      {"device", s.device},
+                                      {"kind", s.kind},
+                                      {"start_seconds", s.start},
+                                      {"end_seconds", s.end}});
+  return llvm::json::Object{{"step_seconds", r.stepSeconds},
+                            {"devices", std::move(devices)},
+                            {"critical_path", std::move(path)}};
+}
+
+} // namespace graphc
