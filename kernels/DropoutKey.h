@@ -3,7 +3,9 @@
 // The CPU and CUDA DropoutTrain kernels draw the same mask bits, so both derive
 // their streams here: a node's key from its name without the tower prefix, its
 // tower and its `seed` attribute (each tower draws its own masks; the same node
-// draws the same masks under another tower count's renaming), then one key per
+// draws the same masks under another tower count's renaming, and a graph
+// without towers draws tower 0's, so a single-device plan spread over devices
+// by --strategy model-parallel trains as one tower does), then one key per
 // step. An element drops when 32 random bits fall below ratio * 2^32 and is
 // scaled by 1 / (1 - ratio) otherwise.
 //
@@ -42,7 +44,8 @@ inline uint64_t mixedKey(uint64_t x) {
 /// A DropoutTrain node's key, the same for every step.
 inline uint64_t dropoutNodeKey(const Node &n) {
   uint64_t key = stableHash(withoutTowerPrefix(n.name()));
-  key = mixedKey(key ^ ((uint64_t)(n.tower() + 1) * 0x9e3779b97f4a7c15ull));
+  // A graph without towers (tower -1) draws as tower 0: one tower and none are one run.
+  key = mixedKey(key ^ ((uint64_t)(std::max(n.tower(), 0) + 1) * 0x9e3779b97f4a7c15ull));
   return mixedKey(key ^ (uint64_t)n.attrs().getInt("seed"));
 }
 

@@ -39,6 +39,18 @@ llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s) {
   return makeError("unknown remainder policy '" + printable(s) + "'; known: error, drop, uneven");
 }
 
+llvm::Expected<Strategy> parseStrategy(llvm::StringRef s) {
+  if (s == "data-parallel")
+    return Strategy::DataParallel;
+  if (s == "model-parallel")
+    return Strategy::ModelParallel;
+  return makeError("unknown strategy '" + printable(s) + "'; known: data-parallel, model-parallel");
+}
+
+llvm::StringRef modeName(Strategy s) {
+  return s == Strategy::ModelParallel ? "model-parallel" : "data-parallel";
+}
+
 llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
   if (s == "cpu")
     return ParamPlacement{ParamPlacement::Cpu};

@@ -62,7 +62,15 @@ struct SplitSpec {
   std::vector<double> weights; ///< Weights: one per tower
 };
 
+/// --strategy: how a cluster's devices share the work.
+enum class Strategy : unsigned char {
+  DataParallel,  ///< a tower per device, the batch split among them (the default)
+  ModelParallel, ///< one replica's graph spread over the devices (placement/ModelParallel.h)
+};
+
 llvm::Expected<BnMode> parseBnMode(llvm::StringRef s);
+/// "data-parallel" or "model-parallel".
+llvm::Expected<Strategy> parseStrategy(llvm::StringRef s);
 llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s);
 /// "cpu", "gpu:K", "spread", "mirrored" or "auto".
 llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
@@ -71,6 +79,7 @@ llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
 llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s);
 
 llvm::StringRef modeName(BnMode m);
+llvm::StringRef modeName(Strategy s);
 llvm::StringRef modeName(RemainderPolicy p);
 std::string modeName(ParamPlacement p);
 std::string modeName(const SplitSpec &s);

@@ -26,6 +26,17 @@ const DeviceCost *PlacementCost::find(llvm::StringRef device) const {
   return nullptr;
 }
 
+double kernelSeconds(const NodeCost &cost, const Cluster &c, const ClusterDevice &d,
+                     const KernelTimes &t) {
+  if (cost.flops == 0 && cost.bytesRead + cost.bytesWritten == 0)
+    return 0;
+  bool gpu = d.type == DeviceType::GPU;
+  double bandwidth = (gpu ? t.gpuMemoryBandwidth : t.cpuMemoryBandwidth) * d.relativeSpeed;
+  return std::max((double)cost.flops / c.peakFlops(d),
+                  (double)(cost.bytesRead + cost.bytesWritten) / bandwidth) +
+         (gpu ? t.gpuLaunchSeconds : t.cpuLaunchSeconds);
+}
+
 namespace {
 
 class Estimator {

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Cost.h"
 #include "ir/Module.h"
 #include "placement/Cluster.h"
 
@@ -69,6 +70,23 @@ struct PlacementCost {
   int64_t totalTrafficBytes() const;
   const DeviceCost *find(llvm::StringRef device) const;
 };
+
+/// What a kernel costs beyond its FLOPs, and what a copy costs beyond its
+/// bytes (docs/placement.md gives the sources): for graphc simulate and the
+/// model-parallel scheduler.
+struct KernelTimes {
+  double gpuMemoryBandwidth = 3.35e12; ///< H100 SXM HBM3, bytes/s
+  double cpuMemoryBandwidth = 614e9;   ///< 2 sockets x 8 channels DDR5-4800
+  double gpuLaunchSeconds = 5e-6;      ///< a CUDA kernel launch
+  double cpuLaunchSeconds = 2e-6;      ///< a host kernel's dispatch
+  double linkLatencySeconds = 5e-6;    ///< per transfer and per ring hop
+};
+
+/// max(FLOPs / peak, bytes / memory bandwidth) + launch on device `d`
+/// (bandwidth scaled by its relative speed, as its peak is); 0 for a node
+/// that neither computes nor moves bytes (sources, views).
+double kernelSeconds(const NodeCost &cost, const Cluster &c, const ClusterDevice &d,
+                     const KernelTimes &t);
 
 /// Errors: a node without an assigned device or with one outside the
 /// cluster; two devices that exchange bytes with no link between them.

@@ -26,6 +26,7 @@
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
 #include "tools/driver/Compile.h"
+#include "tools/driver/CompileModelParallel.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/ParamsAuto.h"
@@ -173,6 +174,12 @@ int main(int argc, char **argv) {
   place->add_option("--bn", modes.bn, "local | sync | frozen")->capture_default_str();
   place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
   place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
+  std::string strategy = "data-parallel";
+  place
+      ->add_option("--strategy", strategy,
+                   "data-parallel (a tower per device) | model-parallel (one replica spread over "
+                   "the devices by m-ETF under their memory)")
+      ->capture_default_str();
   place->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap (mirrored)")
       ->capture_default_str();
   place->add_option("--optimizer", po.optimizer, "sgd | momentum | rmsprop | adam")
@@ -275,6 +282,10 @@ int main(int argc, char **argv) {
     po.bucketBytes = (int64_t)(bucketMb * 1e6);
     if (auto e = parseTowerModes(modes, po))
       return fail(std::move(e));
+    auto parsedStrategy = parseStrategy(strategy);
+    if (!parsedStrategy)
+      return fail(withContext(parsedStrategy.takeError(), "--strategy"));
+    placement.strategy = *parsedStrategy;
     if (!tasksFile.empty()) {
       if (placement.workers > 1)
         return fail(makeError("--tasks and --workers both give the workers; use one"));
@@ -298,6 +309,8 @@ int main(int argc, char **argv) {
       return fail(std::move(e));
     std::string split = describeSplit(**c);
     std::string params = describeParamsChoice(**c, explain);
+    if (std::string mp = describeModelParallel(**c); !mp.empty())
+      params = mp;
     if (explain) {
       if (!params.empty())
         llvm::outs() << params << (params.back() == '\n' ? "" : "\n");

@@ -168,7 +168,12 @@ int main(int argc, char **argv) {
       ->add_option("--remainder", modes.remainder,
                    "a batch that does not divide by the towers: error | drop | uneven")
       ->capture_default_str();
-  train->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
+  train->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2, or auto");
+  std::string strategy = "data-parallel";
+  train
+      ->add_option("--strategy", strategy,
+                   "data-parallel | model-parallel (one replica spread over the cluster's devices)")
+      ->capture_default_str();
   double bucketMb = 25;
   train->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap in MB (mirrored)")
       ->capture_default_str();
@@ -252,6 +257,10 @@ int main(int argc, char **argv) {
     co.bucketBytes = (int64_t)(bucketMb * 1e6);
     if (auto e = parseTowerModes(modes, co))
       return fail(std::move(e));
+    auto parsedStrategy = parseStrategy(strategy);
+    if (!parsedStrategy)
+      return fail(withContext(parsedStrategy.takeError(), "--strategy"));
+    t.placement.strategy = *parsedStrategy;
     t.executor.blockedLayouts = !plainLayouts;
     t.evaluate = !noEval;
     co.seed = t.executor.seed;

@@ -32,7 +32,7 @@ Cluster twoGpus() {
 /// Compute-bound kernels: memory bandwidth out of the way.
 SimOptions computeBound() {
   SimOptions o;
-  o.gpuMemoryBandwidth = o.cpuMemoryBandwidth = 1e30;
+  o.times.gpuMemoryBandwidth = o.times.cpuMemoryBandwidth = 1e30;
   return o;
 }
 
@@ -58,9 +58,9 @@ TEST(Simulate, AChainAcrossTwoGpusAddsItsKernelsAndTheCopy) {
   SimOptions o = computeBound();
   auto r = simulateStep(m, twoGpus(), o);
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
-  double matmul = 2.0 * 64 * 128 * 128 / kPeak + o.gpuLaunchSeconds;
-  double transfer = 64.0 * 128 * 4 / kLink + o.linkLatencySeconds;
-  double reluTime = (double)nodeCost(*relu).flops / kPeak + o.gpuLaunchSeconds;
+  double matmul = 2.0 * 64 * 128 * 128 / kPeak + o.times.gpuLaunchSeconds;
+  double transfer = 64.0 * 128 * 4 / kLink + o.times.linkLatencySeconds;
+  double reluTime = (double)nodeCost(*relu).flops / kPeak + o.times.gpuLaunchSeconds;
   EXPECT_NEAR(r->stepSeconds, matmul + transfer + reluTime, 1e-12);
   ASSERT_EQ(r->criticalPath.size(), 3u);
   EXPECT_EQ(r->criticalPath[0].node, mm);
@@ -101,8 +101,8 @@ TEST(Simulate, AnAllReduceStartsWhenItsLastRankIsReady) {
   SimOptions o = computeBound();
   auto r = simulateStep(m, twoGpus(), o);
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
-  double matmul = 2.0 * 256 * 256 * 256 / kPeak + o.gpuLaunchSeconds;
-  double ring = 2.0 * 1 / 2 * (256 * 256 * 4) / kLink + 2 * o.linkLatencySeconds;
+  double matmul = 2.0 * 256 * 256 * 256 / kPeak + o.times.gpuLaunchSeconds;
+  double ring = 2.0 * 1 / 2 * (256 * 256 * 4) / kLink + 2 * o.times.linkLatencySeconds;
   EXPECT_NEAR(r->stepSeconds, 4 * matmul + ring, 1e-12);
   EXPECT_NEAR(r->devices[0].idleSeconds(r->stepSeconds), 3 * matmul + ring, 1e-12);
   // The path runs through gpu:1's four matmuls, then the collective.

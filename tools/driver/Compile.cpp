@@ -10,6 +10,7 @@
 #include "passes/TowerReplication.h"
 #include "placement/DotView.h"
 #include "placement/Placer.h"
+#include "tools/driver/CompileModelParallel.h"
 #include "tools/driver/ParamsAuto.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -76,7 +77,7 @@ llvm::Expected<Cluster> clusterFor(const PlacementRequest &place) {
 /// Whether a node has a kernel for a device type. A build without the CUDA
 /// backend registers no GPU kernels; it plans as a CUDA build would, taking the
 /// CPU kernels as the measure of what exists.
-static bool kernelFor(const Node &n, DeviceType t) {
+bool kernelFor(const Node &n, DeviceType t) {
   static const bool haveGpuKernels =
       KernelRegistry::global().find(Op::Conv, DeviceKind::CUDA, DType::F32) != nullptr;
   DeviceKind kind = t == DeviceType::GPU && haveGpuKernels ? DeviceKind::CUDA : DeviceKind::CPU;
@@ -115,6 +116,8 @@ static std::string joined(llvm::ArrayRef<unsigned> v) {
 
 llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, CompileRequest req,
                                                       const PlacementRequest &place) {
+  if (place.strategy == Strategy::ModelParallel)
+    return compileModelParallel(forward, std::move(req), place);
   if (req.options.params.kind == ParamPlacement::Auto)
     return compileParamsAuto(forward, req, place);
   // One tower per GPU of every worker, in rank order.

@@ -58,6 +58,9 @@ struct PlacementRequest {
   /// worker's update is applied as it arrives.
   int ps = 0;
   bool psAsync = false;
+  /// --strategy: towers per device (data-parallel), or one replica spread
+  /// over the devices (model-parallel; tools/driver/CompileModelParallel.h).
+  Strategy strategy = Strategy::DataParallel;
   bool wanted() const { return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty(); }
   /// The training workers' GPUs (one entry per worker; 0: a host tower).
   std::vector<unsigned> workerGpus() const;
@@ -68,6 +71,9 @@ struct PlacementRequest {
 llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
                                                         const CompileRequest &req);
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
+/// Whether the kernel registry runs `n` on devices of type `t` (a build
+/// without CUDA kernels plans as a CUDA build would, from the CPU's).
+bool kernelFor(const Node &n, DeviceType t);
 /// The global batch of a placed compile given no batch, for a model whose
 /// batch is symbolic: this many samples per tower.
 inline constexpr int64_t kDefaultBatchPerTower = 32;

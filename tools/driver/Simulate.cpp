@@ -93,18 +93,11 @@ private:
       if (!bw)
         return nodeError(n, "copies from " + from + " to " + dev.name +
                                 " but the cluster has no link between them");
-      return (double)n.operand(0)->type().bytes(batch_) / *bw + o_.linkLatencySeconds;
+      return (double)n.operand(0)->type().bytes(batch_) / *bw + o_.times.linkLatencySeconds;
     }
     if (n.op() == Op::AllReduce)
       return 0.0; // decided with its group, when every rank is ready
-    NodeCost cost = nodeCost(n, batch_);
-    if (cost.flops == 0 && cost.bytesRead + cost.bytesWritten == 0)
-      return 0.0;
-    bool gpu = dev.type == DeviceType::GPU;
-    double bandwidth = (gpu ? o_.gpuMemoryBandwidth : o_.cpuMemoryBandwidth) * dev.relativeSpeed;
-    return std::max((double)cost.flops / c_.peakFlops(dev),
-                    (double)(cost.bytesRead + cost.bytesWritten) / bandwidth) +
-           (gpu ? o_.gpuLaunchSeconds : o_.cpuLaunchSeconds);
+    return kernelSeconds(nodeCost(n, batch_), c_, dev, o_.times);
   }
 
   /// When every predecessor of `n` has finished: the latest of their ends,
@@ -227,7 +220,7 @@ private:
     }
     if (slowest == 0)
       return 0;
-    return 2.0 * (n - 1) / n * bytes / slowest + 2.0 * (n - 1) * o_.linkLatencySeconds;
+    return 2.0 * (n - 1) / n * bytes / slowest + 2.0 * (n - 1) * o_.times.linkLatencySeconds;
   }
 
   llvm::Error drain() {

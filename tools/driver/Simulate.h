@@ -8,9 +8,9 @@
 //               schedule's order, and its Transfers and AllReduces on one
 //               communication stream, also in that order (copies and
 //               collectives overlap compute, as the executor's streams do);
-//   kernels     max(FLOPs / peak, bytes / memory bandwidth) + a launch cost,
-//               from ir/Cost.h at the plan's batch; views and sources cost
-//               nothing;
+//   kernels     kernelSeconds() (placement/CostModel.h): max(FLOPs / peak,
+//               bytes / memory bandwidth) + a launch cost, from ir/Cost.h at
+//               the plan's batch; views and sources cost nothing;
 //   transfers   bytes / the link's bandwidth + its latency, on the receiving
 //               device's communication stream;
 //   all-reduce  a ring over the group's devices: every rank starts when the
@@ -33,6 +33,7 @@
 
 #include "ir/Module.h"
 #include "placement/Cluster.h"
+#include "placement/CostModel.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -41,12 +42,8 @@
 namespace graphc {
 
 struct SimOptions {
-  double gpuMemoryBandwidth = 3.35e12; ///< H100 SXM HBM3, bytes/s
-  double cpuMemoryBandwidth = 614e9;   ///< 2 sockets x 8 channels DDR5-4800
-  double gpuLaunchSeconds = 5e-6;      ///< a CUDA kernel launch
-  double cpuLaunchSeconds = 2e-6;      ///< a host kernel's dispatch
-  double linkLatencySeconds = 5e-6;    ///< per transfer and per ring hop
-  int64_t batch = 0;                   ///< 0: the module's bound batch (else 1)
+  KernelTimes times;
+  int64_t batch = 0; ///< 0: the module's bound batch (else 1)
 };
 
 struct SimDevice {

@@ -11,6 +11,7 @@
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
 #include "placement/Cluster.h"
+#include "tools/driver/CompileModelParallel.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/LrSchedule.h"
@@ -526,6 +527,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << "  emulation  " << emulation << "\n";
   if (std::string params = describeParamsChoice(*compiled, false); !params.empty())
     out << "  params     " << params << "\n";
+  if (std::string mp = describeModelParallel(*compiled); !mp.empty())
+    out << "  strategy   " << mp << "\n";
   if (plannedWorkers > 1) {
     out << "  workers    " << plannedWorkers << " processes (mpirun), ";
     if (llvm::is_splat(workerTowers))

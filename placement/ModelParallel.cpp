@@ -1,0 +1,245 @@
+//===- ModelParallel.cpp - m-ETF list scheduling over colocation groups ----===//
+
+#include "placement/ModelParallel.h"
+
+#include "ir/Diagnostics.h"
+#include "placement/ColocationGroups.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace graphc {
+
+namespace {
+
+std::string mib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+  return text;
+}
+
+class Scheduler {
+public:
+  Scheduler(Graph &g, const Cluster &c, const KernelAvailability &kernels,
+            const ModelParallelOptions &o, int64_t batch, ColocationGroups groups)
+      : g_(g), c_(c), kernels_(kernels), o_(o), batch_(batch), groups_(std::move(groups)) {}
+
+  llvm::Expected<ModelParallelPlan> run() {
+    for (const ClusterDevice &d : c_.devices()) {
+      plan_.devices.push_back({d.name});
+      capacity_.push_back((int64_t)(d.memoryBytes * o_.memoryShare));
+    }
+    free_.assign(c_.devices().size(), 0.0);
+    live_.assign(c_.devices().size(), 0);
+    groupDevice_.assign(groups_.numGroups(), -1);
+    if (auto e = prepare())
+      return e;
+    std::vector<Node *> ready;
+    for (Node *n : g_.nodes())
+      if (waiting_[n] == 0)
+        ready.push_back(n);
+    while (!ready.empty()) {
+      Choice best;
+      for (size_t i = 0; i < ready.size(); ++i)
+        for (unsigned d : candidates(ready[i])) {
+          Choice c = consider(ready[i], d);
+          c.readyIndex = i;
+          if (c.fits && (!best.fits || c.better(best)))
+            best = c;
+        }
+      if (!best.fits)
+        return unplaceable(ready);
+      Node *n = ready[best.readyIndex];
+      ready.erase(ready.begin() + best.readyIndex);
+      place(n, best);
+      for (Node *succ : successors_[n])
+        if (--waiting_[succ] == 0)
+          ready.push_back(succ);
+    }
+    for (auto &[n, d] : device_)
+      n->setRequestedDevice(c_.devices()[d].name);
+    for (unsigned d = 0; d < plan_.devices.size(); ++d)
+      plan_.stepSeconds = std::max(plan_.stepSeconds, free_[d]);
+    return std::move(plan_);
+  }
+
+private:
+  struct Choice {
+    bool fits = false;
+    unsigned device = 0;
+    double start = 0, end = 0;
+    unsigned position = 0;
+    size_t readyIndex = 0;
+    bool better(const Choice &o) const {
+      if (start != o.start)
+        return start < o.start;
+      if (end != o.end)
+        return end < o.end;
+      if (position != o.position)
+        return position < o.position;
+      return device < o.device;
+    }
+  };
+
+  llvm::Error prepare() {
+    for (Node *n : g_.nodes()) {
+      position_[n] = position_.size();
+      int64_t bytes = 0;
+      for (const auto &v : n->results())
+        bytes += v->type().bytes(batch_);
+      outBytes_[n] = bytes;
+      unsigned preds = 0;
+      llvm::SmallPtrSet<Node *, 8> seen;
+      for (Value *v : n->operands()) {
+        Node *p = v->producer();
+        if (seen.insert(p).second) {
+          successors_[p].push_back(n);
+          ++preds;
+        }
+      }
+      waiting_[n] = preds;
+      consumersLeft_[n] = 0;
+    }
+    for (Node *n : g_.nodes())
+      for (Node *succ : successors_[n])
+        (void)succ, ++consumersLeft_[n];
+    // Each group's variable storage, and the devices every member can run on.
+    groupBytes_.assign(groups_.numGroups(), 0);
+    groupDevices_.assign(groups_.numGroups(), {});
+    for (unsigned grp = 0; grp < groups_.numGroups(); ++grp) {
+      for (const VariableReplica &r : groups_.storage(grp))
+        if (const Variable *v = g_.module().findVariable(r.var))
+          groupBytes_[grp] += v->type.bytes();
+      bool input =
+          llvm::any_of(groups_.members(grp), [](const Node *n) { return n->op() == Op::Input; });
+      for (unsigned d = 0; d < c_.devices().size(); ++d) {
+        const ClusterDevice &dev = c_.devices()[d];
+        if (input ? !dev.id.isHost() : dev.id.isHost())
+          continue;
+        if (llvm::all_of(groups_.members(grp), [&](const Node *n) {
+              return runsWithoutKernel(n->op()) || kernels_(*n, dev.type);
+            }))
+          groupDevices_[grp].push_back(d);
+      }
+      if (groupDevices_[grp].empty() && !input) // nothing a GPU can run: the host
+        groupDevices_[grp].push_back(0);
+      if (groupDevices_[grp].empty())
+        return nodeError(*groups_.members(grp).front(),
+                         "cannot be placed: no device of the cluster can run its group");
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::SmallVector<unsigned, 8> candidates(Node *n) const {
+    unsigned grp = groups_.groupOf(n);
+    if (groupDevice_[grp] >= 0)
+      return {(unsigned)groupDevice_[grp]};
+    return llvm::SmallVector<unsigned, 8>(groupDevices_[grp].begin(), groupDevices_[grp].end());
+  }
+
+  /// The bytes `n` needs on `d` now: its results, and its group's variables
+  /// when the group is not placed yet.
+  int64_t need(Node *n) const {
+    int64_t bytes = outBytes_.lookup(n);
+    if (groupDevice_[groups_.groupOf(n)] < 0)
+      bytes += groupBytes_[groups_.groupOf(n)];
+    return bytes;
+  }
+
+  Choice consider(Node *n, unsigned d) {
+    Choice c;
+    c.device = d;
+    c.position = position_[n];
+    double at = free_[d];
+    llvm::SmallPtrSet<const Value *, 8> seen;
+    for (Value *v : n->operands()) {
+      Node *p = v->producer();
+      double arrives = end_[p];
+      unsigned from = device_[p];
+      if (from != d && seen.insert(v).second) {
+        auto bw = c_.bandwidth(c_.devices()[from].name, c_.devices()[d].name);
+        arrives += bw ? v->type().bytes(batch_) / *bw + o_.times.linkLatencySeconds
+                      : std::numeric_limits<double>::infinity();
+      }
+      at = std::max(at, arrives);
+    }
+    c.start = at;
+    c.end = at + kernelSeconds(nodeCost(*n, batch_), c_, c_.devices()[d], o_.times);
+    c.fits = at != std::numeric_limits<double>::infinity() && live_[d] + need(n) <= capacity_[d];
+    return c;
+  }
+
+  void place(Node *n, const Choice &c) {
+    unsigned d = c.device, grp = groups_.groupOf(n);
+    ModelParallelDevice &dev = plan_.devices[d];
+    if (groupDevice_[grp] < 0) {
+      groupDevice_[grp] = (int)d;
+      live_[d] += groupBytes_[grp];
+      dev.persistentBytes += groupBytes_[grp];
+    }
+    device_[n] = d;
+    end_[n] = c.end;
+    free_[d] = c.end;
+    ++dev.nodes;
+    dev.busySeconds += c.end - c.start;
+    live_[d] += outBytes_[n];
+    dev.peakBytes = std::max(dev.peakBytes, live_[d]);
+    // Results whose last consumer this was are freed.
+    llvm::SmallPtrSet<Node *, 8> seen;
+    for (Value *v : n->operands()) {
+      Node *p = v->producer();
+      if (seen.insert(p).second && --consumersLeft_[p] == 0)
+        live_[device_[p]] -= outBytes_[p];
+    }
+    if (consumersLeft_[n] == 0)
+      live_[d] -= outBytes_[n];
+  }
+
+  llvm::Error unplaceable(llvm::ArrayRef<Node *> ready) {
+    // The ready node that needs the least: if even it fits nowhere, name it.
+    Node *n = *std::min_element(ready.begin(), ready.end(),
+                                [&](Node *a, Node *b) { return need(a) < need(b); });
+    std::string each;
+    for (unsigned d : candidates(n))
+      each += (each.empty() ? "" : ", ") + c_.devices()[d].name + " has " +
+              mib(capacity_[d] - live_[d]) + " free of " + mib(capacity_[d]);
+    return nodeError(*n, "cannot be placed model-parallel: it needs " + mib(need(n)) +
+                             " (its results and its group's variables) and " + each +
+                             "; give the devices more memory or lower --batch");
+  }
+
+  Graph &g_;
+  const Cluster &c_;
+  const KernelAvailability &kernels_;
+  const ModelParallelOptions &o_;
+  int64_t batch_;
+  ColocationGroups groups_;
+  ModelParallelPlan plan_;
+  std::vector<int64_t> capacity_, live_, groupBytes_;
+  std::vector<double> free_;
+  std::vector<int> groupDevice_;
+  std::vector<std::vector<unsigned>> groupDevices_;
+  llvm::DenseMap<Node *, unsigned> position_, waiting_, device_, consumersLeft_;
+  llvm::DenseMap<Node *, int64_t> outBytes_;
+  llvm::DenseMap<Node *, double> end_;
+  llvm::DenseMap<Node *, std::vector<Node *>> successors_;
+};
+
+} // namespace
+
+llvm::Expected<ModelParallelPlan> placeModelParallel(Module &m, const Cluster &c,
+                                                     const KernelAvailability &kernels,
+                                                     const ModelParallelOptions &opts) {
+  Graph &g = m.main();
+  auto groups = ColocationGroups::build(g);
+  if (!groups)
+    return groups.takeError();
+  int64_t batch = opts.batch > 0 ? opts.batch : m.batch().value_or(1);
+  Scheduler s(g, c, kernels, opts, batch, std::move(*groups));
+  return s.run();
+}
+
+} // namespace graphc

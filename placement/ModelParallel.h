@@ -1,0 +1,76 @@
+//===- ModelParallel.h - One replica over several devices: m-ETF -*- C++ -*-===//
+//
+// placeModelParallel() spreads one replica's training graph over a cluster's
+// devices to shorten the predicted step under each device's memory, with the
+// memory-constrained Earliest Task First list scheduler (m-ETF) of Baechi
+// (Jeon et al., SoCC 2020), built on ETF (Hwang, Chow, Anger and Lee, SIAM
+// J. Computing 1989):
+//
+//   units      colocation groups (ColocationGroups.h): a variable's reads,
+//              updates and optimizer slots stay together; an Input stays on
+//              the host, which feeds inputs;
+//   devices    the cluster's GPUs (the host only for what no GPU kind can
+//              run);
+//   loop       among the nodes whose producers are all scheduled, and the
+//              devices their group may use, take the pair that can start
+//              earliest: the device is free and every operand has arrived
+//              (its producer's end, plus bytes / link bandwidth and a latency
+//              from another device). Ties: the earlier end, then graph order,
+//              then cluster order. A node's time is placement/CostModel.h's
+//              kernelSeconds.
+//   memory     a device holds the variable replicas (and slots) of the
+//              groups placed on it for the whole step, and each node's
+//              results from its start until its last consumer is scheduled;
+//              a pair that would exceed the device's memory is not taken.
+//
+// ETF's guarantee holds without the memory constraint: the step it schedules
+// is at most (2 - 1/p)·ω + C, where ω is the optimal step on p devices with
+// free communication and C the largest communication along any chain of the
+// graph. With memory constraints m-ETF is a heuristic (Baechi reports steps
+// within 6.2% of expert placements). The result sets every node's requested
+// device; the placer (Placer.h) then assigns them and insert-transfers adds
+// the copies. The memory estimate is the scheduler's; the tools check the
+// result against the executor's memory plan.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+#include "placement/Cluster.h"
+#include "placement/CostModel.h"
+#include "placement/Placer.h"
+
+#include "llvm/Support/Error.h"
+
+namespace graphc {
+
+struct ModelParallelOptions {
+  KernelTimes times;
+  int64_t batch = 0; ///< 0: the module's bound batch (else 1)
+  /// Each device may fill this share of its memory_bytes (the scheduler's
+  /// estimate is not the executor's plan; the tools lower it when the plan
+  /// does not fit).
+  double memoryShare = 1.0;
+};
+
+struct ModelParallelDevice {
+  std::string device;
+  int64_t nodes = 0;
+  int64_t persistentBytes = 0; ///< variable replicas and slots
+  int64_t peakBytes = 0;       ///< persistent plus the largest live results
+  double busySeconds = 0;
+};
+
+struct ModelParallelPlan {
+  std::vector<ModelParallelDevice> devices; ///< cluster order
+  double stepSeconds = 0;                   ///< the schedule's makespan
+};
+
+/// Sets the requested device of every node of the module's main graph.
+/// Errors name the node: one whose results, or whose group's variables, no
+/// device can hold; one no device kind can run.
+llvm::Expected<ModelParallelPlan> placeModelParallel(Module &m, const Cluster &c,
+                                                     const KernelAvailability &kernels,
+                                                     const ModelParallelOptions &opts = {});
+
+} // namespace graphc

@@ -1,0 +1,123 @@
+#include "tools/driver/CompileModelParallel.h"
+
+#include "ir/Diagnostics.h"
+#include "placement/ModelParallel.h"
+#include "tools/driver/Inspect.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <chrono>
+#include <memory>
+
+namespace graphc {
+
+namespace {
+
+/// Shares of each device's memory the scheduler may fill, tried in turn.
+constexpr double kMemoryShares[] = {1.0, 0.85, 0.7, 0.55, 0.4};
+
+std::string planJson(const ModelParallelPlan &p, double share, double seconds) {
+  llvm::json::Array devices;
+  for (const ModelParallelDevice &d : p.devices)
+    if (d.nodes)
+      devices.push_back(llvm::json::Object{{"device", d.device},
+                                           {"nodes", d.nodes},
+                                           {"persistent_bytes", d.persistentBytes},
+                                           {"peak_bytes", d.peakBytes},
+                                           {"busy_seconds", d.busySeconds}});
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(llvm::json::Object{{"step_seconds", p.stepSeconds},
+                                             {"memory_share", share},
+                                             {"schedule_seconds", seconds},
+                                             {"devices", std::move(devices)}});
+  return os.str();
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Module>>
+compileModelParallel(const Module &forward, CompileRequest req, const PlacementRequest &place) {
+  if (place.workers > 1 || place.tasks || place.psTasks() > 0)
+    return makeError("--strategy model-parallel places one process's replica: several workers "
+                     "or ps tasks are not supported with it");
+  if (place.towers && *place.towers > 0)
+    return makeError("--strategy model-parallel spreads one replica over the devices; towers "
+                     "(--towers " +
+                     llvm::Twine(*place.towers) + ") are not combined with it");
+  if (req.options.split.kind != SplitSpec::Even)
+    return makeError("--split shares the batch among towers; --strategy model-parallel has none");
+  auto cluster = clusterFor(place);
+  if (!cluster)
+    return cluster.takeError();
+  req.options.towers = 0;
+  if (req.options.batch <= 0 && !forward.batch())
+    req.options.batch = kDefaultBatchPerTower;
+  std::string pipeline = req.pipeline.empty() ? kDefaultTrainingPipeline : req.pipeline;
+  req.pipeline = pipeline + "," + kPlacementPipeline;
+  PlacerOptions po;
+  po.softPlacement = place.softPlacement;
+
+  std::string lastMisfit;
+  for (double share : kMemoryShares) {
+    auto scheduled = std::make_shared<std::string>();
+    req.options.placer = [cluster = *cluster, share, po, scheduled](Module &m) -> llvm::Error {
+      ModelParallelOptions mo;
+      mo.memoryShare = share;
+      auto start = std::chrono::steady_clock::now();
+      auto plan = placeModelParallel(m, cluster, kernelFor, mo);
+      if (!plan)
+        return withContext(plan.takeError(), "--strategy model-parallel");
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      *scheduled = planJson(*plan, share, seconds);
+      return Placer(cluster, kernelFor, po).run(m);
+    };
+    auto m = compileTraining(forward, req);
+    if (!m && lastMisfit.empty())
+      return m.takeError();
+    if (!m) { // less memory than a plan that did not fit: that plan's figures say more
+      llvm::consumeError(m.takeError());
+      break;
+    }
+    (*m)->meta().set("cluster", clusterToJson(*cluster));
+    (*m)->meta().set("strategy", std::string("model-parallel"));
+    (*m)->meta().set("model_parallel", *scheduled);
+    llvm::Error fits = checkPlanFitsCluster(**m);
+    if (!fits)
+      return m;
+    lastMisfit = llvm::toString(std::move(fits));
+  }
+  return makeError("--strategy model-parallel: no schedule fits: scheduled to fill less of each "
+                   "device's memory, the executor's plan still needs more than it has (" +
+                   lastMisfit + ")");
+}
+
+std::string describeModelParallel(const Module &plan) {
+  if (plan.meta().getString("strategy") != "model-parallel")
+    return "";
+  auto parsed = llvm::json::parse(plan.meta().getString("model_parallel"));
+  if (!parsed || !parsed->getAsObject()) {
+    llvm::consumeError(parsed.takeError());
+    return "model-parallel";
+  }
+  const llvm::json::Object &o = *parsed->getAsObject();
+  std::string each;
+  if (const llvm::json::Array *devices = o.getArray("devices"))
+    for (const llvm::json::Value &v : *devices)
+      if (const llvm::json::Object *d = v.getAsObject())
+        each += llvm::formatv("{0}{1} {2} nodes, {3:f1} MiB", each.empty() ? "" : "; ",
+                              d->getString("device").getValueOr(""),
+                              std::to_string(d->getInteger("nodes").getValueOr(0)),
+                              d->getInteger("peak_bytes").getValueOr(0) / 1048576.0)
+                    .str();
+  return llvm::formatv("model-parallel (m-ETF): predicted step {0:f2} ms, scheduled in {1:f3} s "
+                       "with {2:P0} of each device's memory; {3} (estimated peaks)",
+                       o.getNumber("step_seconds").getValueOr(0) * 1e3,
+                       o.getNumber("schedule_seconds").getValueOr(0),
+                       o.getNumber("memory_share").getValueOr(0), each)
+      .str();
+}
+
+} // namespace graphc
