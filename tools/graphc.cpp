@@ -9,6 +9,7 @@
 //                  --batch B [--params P] -o FILE
 //   [--explain] graphc view    PLACED -o FILE.html | .svg | .dot graphc passes
 //   graphc simulate PLACED [--json]
+//   graphc simulate [MODEL | --model NAME] --gpus 1,2,...,1024 [--workers-of 8]
 //
 // Every subcommand is a few calls into the libraries; errors print one line
 // and exit non-zero.
@@ -30,6 +31,7 @@
 #include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/ParamsAuto.h"
+#include "tools/driver/ScalingTable.h"
 #include "tools/driver/Simulate.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -91,6 +93,44 @@ llvm::Error writeText(const std::string &path, const std::string &text) {
     return llvm::Error::success();
   }
   return writeFileAtomically(path, text);
+}
+
+/// graphc simulate --gpus LIST: the model's predicted data-parallel scaling.
+int runScalingTable(const ModelArgs &args, const std::string &gpus, const std::string &params,
+                    double networkGbps, ScalingRequest scaling) {
+  for (llvm::StringRef item : llvm::split(gpus, ',')) {
+    unsigned n = 0;
+    if (item.trim().getAsInteger(10, n) || n == 0)
+      return fail(makeError("--gpus '" + gpus + "': give GPU counts such as 1,2,4,8"));
+    scaling.gpus.push_back(n);
+  }
+  if (!(networkGbps > 0))
+    return fail(makeError("--network-gbps must be positive"));
+  scaling.sim.networkBandwidth = networkGbps * 1e9 / 8;
+  if (scaling.batchPerGpu < 1)
+    return fail(makeError("--batch-per-gpu must be at least 1"));
+  auto m = args.load(false);
+  if (!m)
+    return fail(m.takeError());
+  std::unique_ptr<Module> forward = std::move(*m);
+  if (isCompiledForTraining(*forward)) {
+    auto f = forwardOf(*forward);
+    if (!f)
+      return fail(f.takeError());
+    forward = std::move(*f);
+  }
+  CompileRequest req;
+  TowerModeFlags modes;
+  modes.params = params;
+  if (auto e = parseTowerModes(modes, req.options))
+    return fail(std::move(e));
+  auto rows = scalingTable(*forward, req, scaling);
+  if (!rows)
+    return fail(rows.takeError());
+  llvm::outs() << "graphc simulate: " << forward->name() << " data-parallel, --params " << params
+               << ", default cluster figures (docs/placement.md)\n";
+  printScalingTable(*rows, scaling, llvm::outs());
+  return 0;
 }
 
 } // namespace
@@ -202,13 +242,27 @@ int main(int argc, char **argv) {
   view->add_option("MODULE", viewIn, "a module or model file")->required();
   view->add_option("-o,--output", viewOut, "FILE.html, FILE.svg or FILE.dot")->required();
 
-  std::string simIn;
+  ModelArgs simArgs;
   bool simJson = false;
+  std::string simGpus, simParams = "mirrored";
+  ScalingRequest scaling;
+  double networkGbps = scaling.sim.networkBandwidth * 8 / 1e9;
   auto *simulate = app.add_subcommand(
       "simulate", "one step of a placed module, event by event: per-device busy and idle time, "
-                  "the predicted step and its critical path");
-  simulate->add_option("MODULE", simIn, "a placed module (graphc place)")->required();
-  simulate->add_flag("--json", simJson, "machine-readable output");
+                  "the predicted step and its critical path; with --gpus LIST, a scaling table");
+  simArgs.add(simulate);
+  simulate->add_flag("--json", simJson, "machine-readable output (a placed module)");
+  simulate->add_option(
+      "--gpus", simGpus,
+      "GPU counts for a predicted scaling table of the model, e.g. 1,2,4,8,64,1024");
+  simulate->add_option("--workers-of", scaling.workersOf, "GPUs per worker (machine)")
+      ->capture_default_str();
+  simulate->add_option("--batch-per-gpu", scaling.batchPerGpu, "images per GPU (weak scaling)")
+      ->capture_default_str();
+  simulate->add_option("--network-gbps", networkGbps, "network bandwidth per worker, Gb/s")
+      ->capture_default_str();
+  simulate->add_option("--params", simParams, "cpu | gpu:K | spread | mirrored")
+      ->capture_default_str();
 
   auto *passes = app.add_subcommand("passes", "list the registered passes");
 
@@ -388,17 +442,17 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (*simulate) {
-    ModelArgs simArgs;
-    simArgs.path = simIn;
+    if (!simGpus.empty())
+      return runScalingTable(simArgs, simGpus, simParams, networkGbps, scaling);
     auto loaded = simArgs.load(false);
     if (!loaded)
       return fail(loaded.takeError());
     if (!isPlaced(**loaded))
-      return fail(makeError(simIn + " is not a placed module: graphc simulate takes what graphc "
-                                    "place writes"));
+      return fail(makeError("the model is not a placed module: graphc simulate takes what graphc "
+                            "place writes, or --gpus LIST for a scaling table"));
     auto cluster = parseClusterJson((*loaded)->meta().getString("cluster"));
     if (!cluster)
-      return fail(withContext(cluster.takeError(), simIn + ": its cluster"));
+      return fail(withContext(cluster.takeError(), "its cluster"));
     std::unique_ptr<Module> runnable = runnablePart(**loaded); // the result points into it
     auto sim = simulateStep(*runnable, *cluster);
     if (!sim)
@@ -407,7 +461,7 @@ int main(int argc, char **argv) {
       llvm::outs() << simulationJson(*sim) << "\n";
       return 0;
     }
-    llvm::outs() << "graphc simulate: " << simIn << ", one step at batch "
+    llvm::outs() << "graphc simulate: " << simArgs.path << ", one step at batch "
                  << (*loaded)->batch().value_or(1) << "\n";
     printSimulation(*sim, llvm::outs());
     return 0;

@@ -109,6 +109,13 @@ TEST(Simulate, AnAllReduceStartsWhenItsLastRankIsReady) {
   ASSERT_EQ(r->criticalPath.size(), 5u);
   EXPECT_EQ(r->criticalPath.back().kind, "all-reduce");
   EXPECT_EQ(r->criticalPath.front().device, "gpu:1");
+  // As one worker of three, the sum also goes round the workers at the network's bandwidth.
+  o.workers = 3;
+  o.networkBandwidth = 1e8;
+  auto across = simulateStep(m, twoGpus(), o);
+  ASSERT_TRUE(bool(across)) << llvm::toString(across.takeError());
+  double workers = 2.0 * 2 / 3 * (256 * 256 * 4) / 1e8 + 4 * o.networkLatencySeconds;
+  EXPECT_NEAR(across->stepSeconds, 4 * matmul + ring + workers, 1e-12);
 }
 
 TEST(Simulate, ACompiledMirroredPlanIsNoFasterThanTheCostModelsBound) {

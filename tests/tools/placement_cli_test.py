@@ -133,6 +133,29 @@ class SimulateTest(CliCase):
         bound = json.loads(run(GRAPHC, "inspect", "--json", plan).stdout)
         self.assertGreaterEqual(sim["step_seconds"], bound["step_seconds"] * (1 - 1e-9))
 
+    def test_a_scaling_table(self):
+        def table(*extra):
+            p = run(GRAPHC, "simulate", "--model", "small_cnn", "--gpus", "1,2,4,8,64", "--workers-of", "4", *extra)
+            rows = re.findall(r"^ +(\d+) +(\d+) +([\d.]+) +([\d.]+) +(\d+) +([\d.]+) +([\d.]+)%$", p.stdout, re.M)
+            self.assertEqual([int(r[0]) for r in rows], [1, 2, 4, 8, 64], p.stdout)
+            self.assertEqual([int(r[1]) for r in rows], [1, 1, 1, 2, 16])
+            self.assertIn("Horovod", p.stdout)
+            return [dict(zip(("gpus", "workers", "step", "allreduce", "images", "speedup", "eff"), map(float, r)))
+                    for r in rows]
+        fast, slow = table(), table("--network-gbps", "1")
+        self.assertEqual(fast[0]["speedup"], 1.0)
+        for f, s in zip(fast, slow):
+            self.assertLessEqual(f["eff"], 100.05)
+            self.assertLessEqual(f["step"], s["step"])  # a slower network never speeds a step
+        # Across workers the all-reduce grows with their number and with a slower network.
+        self.assertGreater(slow[-1]["allreduce"], slow[3]["allreduce"])
+        self.assertGreater(slow[-1]["allreduce"], fast[-1]["allreduce"])
+        self.assertLess(slow[-1]["eff"], fast[-1]["eff"])
+        self.assertFailsClearly(run(GRAPHC, "simulate", "--model", "small_cnn", "--gpus", "6", "--workers-of", "4",
+                                    ok=False), "must be a multiple of the GPUs per worker")
+        self.assertFailsClearly(run(GRAPHC, "simulate", "--model", "small_cnn", "--gpus", "1,x", ok=False),
+                                "give GPU counts such as 1,2,4,8")
+
     def test_refuses_what_is_not_a_placed_plan(self):
         run(GRAPHC, "compile", "--model", "mlp", "--batch", "8", "-o", self.path("m.gmod"))
         self.assertFailsClearly(run(GRAPHC, "simulate", self.path("m.gmod"), ok=False),

@@ -208,8 +208,14 @@ private:
     }
     int64_t n =
         std::max<int64_t>(ranks.front()->attrs().getInt("nranks", 1), (int64_t)deviceOfRank.size());
+    double across = 0;
+    if (o_.workers > 1) {
+      double w = o_.workers;
+      across = 2.0 * (w - 1) / w * bytes / o_.networkBandwidth +
+               2.0 * (w - 1) * o_.networkLatencySeconds;
+    }
     if (deviceOfRank.size() < 2)
-      return 0;
+      return across;
     double slowest = 0;
     for (auto it = deviceOfRank.begin(); it != deviceOfRank.end(); ++it) {
       auto next = std::next(it) == deviceOfRank.end() ? deviceOfRank.begin() : std::next(it);
@@ -219,8 +225,9 @@ private:
         slowest = slowest == 0 ? *bw : std::min(slowest, *bw);
     }
     if (slowest == 0)
-      return 0;
-    return 2.0 * (n - 1) / n * bytes / slowest + 2.0 * (n - 1) * o_.times.linkLatencySeconds;
+      return across;
+    return 2.0 * (n - 1) / n * bytes / slowest + 2.0 * (n - 1) * o_.times.linkLatencySeconds +
+           across;
   }
 
   llvm::Error drain() {

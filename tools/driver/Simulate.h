@@ -44,6 +44,14 @@ namespace graphc {
 struct SimOptions {
   KernelTimes times;
   int64_t batch = 0; ///< 0: the module's bound batch (else 1)
+  /// The plan is one worker's of this many alike: every all-reduce also
+  /// crosses the workers, hierarchically (after the ring inside the worker,
+  /// each GPU's shard goes round a ring of the workers, at the worker's
+  /// network bandwidth): + 2(W-1)/W of the bytes / networkBandwidth +
+  /// 2(W-1) network latencies.
+  unsigned workers = 1;
+  double networkBandwidth = 400e9; ///< bytes/s per worker: DGX H100, 8 x 400 Gb/s
+  double networkLatencySeconds = 5e-6;
 };
 
 struct SimDevice {
