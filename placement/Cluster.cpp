@@ -227,6 +227,32 @@ llvm::Expected<Link> parseLink(const llvm::json::Value &v, unsigned i) {
   return l;
 }
 
+llvm::Expected<KindCalibration> parseCalibration(const JsonFields &parent, llvm::StringRef kind) {
+  const llvm::json::Object *o = nullptr;
+  if (auto e = into(parent.object(kind), o))
+    return e;
+  JsonFields f(*o, "calibration." + kind.str());
+  if (auto e =
+          f.unknownKeys({"launch_seconds", "conv_flops", "gemm_flops", "memory_bytes", "measured"}))
+    return e;
+  KindCalibration k;
+  for (auto [key, field] :
+       {std::pair<llvm::StringRef, double *>{"launch_seconds", &k.launchSeconds},
+        {"conv_flops", &k.convFlops},
+        {"gemm_flops", &k.gemmFlops},
+        {"memory_bytes", &k.memoryBytes}}) {
+    if (auto e = into(f.number(key), *field))
+      return e;
+    if (!(*field >= 0) || !std::isfinite(*field) || (key != "launch_seconds" && *field == 0))
+      return makeError("calibration." + kind + ": '" + key +
+                       "' must be a positive number (launch_seconds may be 0)");
+  }
+  if (o->get("measured"))
+    if (auto e = into(f.string("measured"), k.measured))
+      return e;
+  return k;
+}
+
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
   // The format nests 4 deep: cluster, links, link, endpoints.
   auto root = parseBoundedJson(text, "cluster file", "a cluster description", 4);
@@ -236,7 +262,7 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
   if (!o)
     return makeError("cluster file must hold one JSON object");
   JsonFields f(*o, "cluster");
-  if (auto e = f.unknownKeys({"devices", "links", "peak_flops"}))
+  if (auto e = f.unknownKeys({"devices", "links", "peak_flops", "calibration"}))
     return e;
 
   const llvm::json::Array *deviceList = nullptr;
@@ -278,7 +304,27 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
       if (auto e = into(pf.number("gpu"), gpuPeak))
         return e;
   }
-  return Cluster::create(std::move(devices), std::move(links), cpuPeak, gpuPeak);
+  auto cluster = Cluster::create(std::move(devices), std::move(links), cpuPeak, gpuPeak);
+  if (!cluster)
+    return cluster.takeError();
+  if (const llvm::json::Value *cal = o->get("calibration")) {
+    const llvm::json::Object *c = cal->getAsObject();
+    if (!c)
+      return makeError("cluster: 'calibration' must be an object {\"cpu\": {...}, \"gpu\": {...}}");
+    JsonFields cf(*c, "calibration");
+    if (auto e = cf.unknownKeys({"cpu", "gpu"}))
+      return e;
+    for (DeviceType t : {DeviceType::CPU, DeviceType::GPU}) {
+      llvm::StringRef kind = deviceTypeName(t);
+      if (!c->get(kind))
+        continue;
+      auto k = parseCalibration(cf, kind);
+      if (!k)
+        return k.takeError();
+      cluster->setCalibration(t, std::move(*k));
+    }
+  }
+  return cluster;
 }
 
 } // namespace
@@ -315,6 +361,16 @@ std::string clusterToJson(const Cluster &c) {
       {"links", std::move(links)},
       {"peak_flops", llvm::json::Object{{"cpu", c.kindPeakFlops(DeviceType::CPU)},
                                         {"gpu", c.kindPeakFlops(DeviceType::GPU)}}}};
+  llvm::json::Object calibration;
+  for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+    if (const KindCalibration &k = c.calibration(t); k.present())
+      calibration[deviceTypeName(t)] = llvm::json::Object{{"launch_seconds", k.launchSeconds},
+                                                          {"conv_flops", k.convFlops},
+                                                          {"gemm_flops", k.gemmFlops},
+                                                          {"memory_bytes", k.memoryBytes},
+                                                          {"measured", k.measured}};
+  if (!calibration.empty())
+    root["calibration"] = std::move(calibration);
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));

@@ -50,6 +50,17 @@ struct ClusterDefaults {
   static constexpr double kHostGpuBandwidth = 64e9;    ///< PCIe 5.0 x16, per direction
 };
 
+/// What `graphrun calibrate` measured for one kind of device: the time one
+/// kernel costs beyond its work, and the work per second of three op classes
+/// (convolutions and their gradients, matrix products: FLOP/s; everything
+/// else, memory-bound: bytes/s). Zero: not measured.
+struct KindCalibration {
+  double launchSeconds = 0;
+  double convFlops = 0, gemmFlops = 0, memoryBytes = 0;
+  std::string measured; ///< on what, for the reader ("AMD EPYC, 2 cores, ...")
+  bool present() const { return convFlops > 0 && gemmFlops > 0 && memoryBytes > 0; }
+};
+
 class Cluster {
 public:
   /// The most devices a cluster may have, host included: far beyond one
@@ -93,7 +104,17 @@ public:
   /// "<what> 'gpu:5' is not a device of this cluster; visible devices: ...".
   llvm::Error checkDevice(llvm::StringRef name, llvm::StringRef what = "device") const;
 
+  /// Measured figures of a kind (not present: the peak and defaults apply).
+  const KindCalibration &calibration(DeviceType t) const {
+    return t == DeviceType::GPU ? gpuCal_ : cpuCal_;
+  }
+  void setCalibration(DeviceType t, KindCalibration c) {
+    (t == DeviceType::GPU ? gpuCal_ : cpuCal_) = std::move(c);
+  }
+  void setLinkBandwidth(size_t link, double bandwidth) { links_[link].bandwidth = bandwidth; }
+
 private:
+  KindCalibration cpuCal_, gpuCal_;
   std::vector<ClusterDevice> devices_;
   std::vector<Link> links_;
   double cpuPeak_ = ClusterDefaults::kCpuPeakFlops;
@@ -104,7 +125,10 @@ private:
 ///   { "devices": [ {"name": "cpu:0", "kind": "cpu", "memory_bytes": 1e12,
 ///                   "relative_speed": 1}, ... ],
 ///     "links": [ {"endpoints": ["cpu:0", "gpu:0"], "bandwidth": 64e9}, ... ],
-///     "peak_flops": {"cpu": 7.2e12, "gpu": 67e12} }          (optional)
+///     "peak_flops": {"cpu": 7.2e12, "gpu": 67e12},          (optional)
+///     "calibration": {"gpu": {"launch_seconds": 2e-5, "conv_flops": 1e11,
+///                             "gemm_flops": 9e10, "memory_bytes": 5e9,
+///                             "measured": "..."}} }           (optional)
 /// Errors name the entry ("devices[2] ('gpu:1'): missing field 'kind'").
 /// Nesting deeper than the format needs is refused before the JSON is
 /// parsed (the parser recurses once per level).

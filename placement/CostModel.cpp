@@ -26,10 +26,27 @@ const DeviceCost *PlacementCost::find(llvm::StringRef device) const {
   return nullptr;
 }
 
-double kernelSeconds(const NodeCost &cost, const Cluster &c, const ClusterDevice &d,
+double kernelSeconds(Op op, const NodeCost &cost, const Cluster &c, const ClusterDevice &d,
                      const KernelTimes &t) {
   if (cost.flops == 0 && cost.bytesRead + cost.bytesWritten == 0)
     return 0;
+  if (const KindCalibration &k = c.calibration(d.type); k.present()) {
+    double work;
+    switch (op) {
+    case Op::Conv:
+    case Op::ConvGradData:
+    case Op::ConvGradFilter:
+      work = cost.flops / k.convFlops;
+      break;
+    case Op::MatMul:
+    case Op::Gemm:
+      work = cost.flops / k.gemmFlops;
+      break;
+    default:
+      work = (cost.bytesRead + cost.bytesWritten) / k.memoryBytes;
+    }
+    return k.launchSeconds + work / d.relativeSpeed;
+  }
   bool gpu = d.type == DeviceType::GPU;
   double bandwidth = (gpu ? t.gpuMemoryBandwidth : t.cpuMemoryBandwidth) * d.relativeSpeed;
   return std::max((double)cost.flops / c.peakFlops(d),

@@ -82,10 +82,13 @@ struct KernelTimes {
   double linkLatencySeconds = 5e-6;    ///< per transfer and per ring hop
 };
 
-/// max(FLOPs / peak, bytes / memory bandwidth) + launch on device `d`
-/// (bandwidth scaled by its relative speed, as its peak is); 0 for a node
-/// that neither computes nor moves bytes (sources, views).
-double kernelSeconds(const NodeCost &cost, const Cluster &c, const ClusterDevice &d,
+/// The time of an `op` kernel of this cost on device `d`, 0 for a node that
+/// neither computes nor moves bytes (sources, views). With the kind's
+/// calibration (graphrun calibrate): its launch time plus the work at the
+/// measured rate of the op's class (convolutions and matrix products: FLOPs;
+/// the rest: bytes), divided by the device's relative speed. Without:
+/// max(FLOPs / peak, bytes / memory bandwidth) + the launch of `t`.
+double kernelSeconds(Op op, const NodeCost &cost, const Cluster &c, const ClusterDevice &d,
                      const KernelTimes &t);
 
 /// Errors: a node without an assigned device or with one outside the

@@ -167,7 +167,7 @@ private:
       at = std::max(at, arrives);
     }
     c.start = at;
-    c.end = at + kernelSeconds(nodeCost(*n, batch_), c_, c_.devices()[d], o_.times);
+    c.end = at + kernelSeconds(n->op(), nodeCost(*n, batch_), c_, c_.devices()[d], o_.times);
     c.fits = at != std::numeric_limits<double>::infinity() && live_[d] + need(n) <= capacity_[d];
     return c;
   }

@@ -7,6 +7,7 @@
 //   graphrun eval   --checkpoint CKPT [--data SPEC] [--batch N] [--seed S]
 //   graphrun infer  MODEL --input x.npy -o y.npy [--batch-size-from-input]
 //   graphrun export --checkpoint CKPT -o model.onnx
+//   graphrun calibrate --cluster FILE [--emulate] [-o FILE]
 //
 // Every subcommand is a few calls into the libraries (tools/driver); errors
 // print one line and exit 1. `train` stopped by SIGINT or SIGTERM writes a
@@ -22,6 +23,7 @@
 #include "ir/Archive.h"
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
+#include "tools/driver/Calibrate.h"
 #include "tools/driver/Inference.h"
 #include "tools/driver/Interrupt.h"
 #include "tools/driver/RunChecks.h"
@@ -240,6 +242,17 @@ int main(int argc, char **argv) {
   exp->add_option("--checkpoint", exportCkpt, "checkpoint file or directory")->required();
   exp->add_option("-o,--output", exportOut, "ONNX file")->required();
 
+  CalibrateRequest cal;
+  std::optional<int64_t> calThreads;
+  auto *calibrate = app.add_subcommand(
+      "calibrate", "measure this machine's devices and links, write them into a cluster file");
+  calibrate->add_option("--cluster", cal.clusterFile, "the cluster file to calibrate")->required();
+  calibrate->add_flag("--emulate", cal.emulate,
+                      "measure the CPU devices that stand for the cluster's GPUs");
+  calibrate->add_option("-o,--output", cal.output, "write here instead of over --cluster");
+  calibrate->add_option("--threads", calThreads, "CPU threads (default: all cores)");
+  calibrate->add_option("--steps", cal.steps, "calibration steps per run")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   if (memoryLimit)
     if (auto e = applyMemoryLimitFlag(*memoryLimit))
@@ -330,6 +343,18 @@ int main(int argc, char **argv) {
     inf.executor.threads = *threads;
     if (auto e = runInference(inf, llvm::outs()))
       return fail(std::move(e));
+    return 0;
+  }
+  if (*calibrate) {
+    auto threads = threadsFrom(calThreads);
+    if (!threads)
+      return fail(threads.takeError());
+    cal.threads = *threads;
+    if (cal.steps < 2)
+      return fail(makeError("--steps " + llvm::Twine(cal.steps) +
+                            ": at least 2 (the first step is not measured)"));
+    if (auto c = calibrateCluster(cal, llvm::outs()); !c)
+      return fail(c.takeError());
     return 0;
   }
   if (*exp) {

@@ -1,6 +1,7 @@
 //===- ClusterTest.cpp - Default clusters, cluster files and their errors --===//
 
 #include "placement/Cluster.h"
+#include "placement/CostModel.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -80,6 +81,42 @@ TEST(Cluster, RoundTripsThroughJson) {
   EXPECT_EQ(b->links().size(), 3u);
 }
 
+TEST(Cluster, CalibrationRoundTripsAndTimesKernels) {
+  Cluster a = Cluster::defaultCluster(1);
+  KindCalibration k;
+  k.launchSeconds = 1e-5;
+  k.convFlops = 2e10;
+  k.gemmFlops = 1e10;
+  k.memoryBytes = 4e9;
+  k.measured = "a test";
+  a.setCalibration(DeviceType::GPU, k);
+  auto b = parseClusterJson(clusterToJson(a));
+  ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
+  EXPECT_EQ(b->calibration(DeviceType::GPU).convFlops, 2e10);
+  EXPECT_EQ(b->calibration(DeviceType::GPU).measured, "a test");
+  EXPECT_FALSE(b->calibration(DeviceType::CPU).present());
+  // Calibrated kinds time kernels by their op class; the host keeps the peak formula.
+  NodeCost cost;
+  cost.flops = 4'000'000'000;
+  cost.bytesRead = 800'000'000;
+  const ClusterDevice &gpu = b->devices()[1], &host = b->devices()[0];
+  KernelTimes t;
+  EXPECT_DOUBLE_EQ(kernelSeconds(Op::Conv, cost, *b, gpu, t), 1e-5 + 0.2);
+  EXPECT_DOUBLE_EQ(kernelSeconds(Op::MatMul, cost, *b, gpu, t), 1e-5 + 0.4);
+  EXPECT_DOUBLE_EQ(kernelSeconds(Op::Relu, cost, *b, gpu, t), 1e-5 + 0.2);
+  EXPECT_DOUBLE_EQ(kernelSeconds(Op::Conv, cost, *b, host, t),
+                   std::max(4e9 / b->peakFlops(host), 8e8 / t.cpuMemoryBandwidth) +
+                       t.cpuLaunchSeconds);
+  // Bad figures are one message naming the field.
+  std::string bad = clusterToJson(a);
+  size_t at = bad.find("\"conv_flops\": "), end = bad.find_first_of(",\n}", at + 14);
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, end - at, "\"conv_flops\": -1");
+  EXPECT_NE(parseError(bad).find("calibration.gpu: 'conv_flops' must be a positive number"),
+            std::string::npos)
+      << parseError(bad);
+}
+
 TEST(Cluster, UnconnectedDevicesHaveNoBandwidth) {
   auto c = parseClusterJson(R"({"devices": [
     {"name": "cpu:0", "kind": "cpu", "memory_bytes": 1000, "relative_speed": 1},
@@ -150,7 +187,7 @@ TEST(Cluster, FileErrorsNameWhatIsWrong) {
   EXPECT_EQ(parseError("[]"), "cluster file must hold one JSON object");
   EXPECT_EQ(parseError("{}"), "cluster: missing field 'devices'");
   EXPECT_EQ(parseError(R"({"devices": [], "gpus": 4})"),
-            "cluster: unknown field 'gpus' (known: devices, links, peak_flops)");
+            "cluster: unknown field 'gpus' (known: devices, links, peak_flops, calibration)");
 }
 
 TEST(Cluster, LoadsFilesAndNamesThePathInErrors) {
@@ -185,7 +222,7 @@ TEST(Cluster, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_EQ(parseError(objects).rfind("cluster file nests arrays and objects 20 deep", 0), 0u);
   // Brackets inside strings do not count.
   EXPECT_EQ(parseError("{\"devices\": [], \"x\": \"[[[[[[[[[[[[[[[[[[[[[[\\\"[[[[\"}"),
-            "cluster: unknown field 'x' (known: devices, links, peak_flops)");
+            "cluster: unknown field 'x' (known: devices, links, peak_flops, calibration)");
   EXPECT_EQ(parseError(kGood), "(parsed)");
 }
 

@@ -163,6 +163,34 @@ class SimulateTest(CliCase):
         self.assertFailsClearly(run(GRAPHC, "simulate", self.path("missing"), ok=False), "missing")
 
 
+class CalibrateTest(CliCase):
+    def test_calibrate_writes_measured_figures_the_simulator_uses(self):
+        c = write_cluster(self.path("c.json"), 64e9, gpus=2)
+        with open(c) as f:
+            before = f.read()
+        self.assertFailsClearly(run(GRAPHRUN, "calibrate", "--cluster", c, ok=False),
+                                "calibrating physical GPUs is not implemented", "--emulate")
+        out = self.path("calibrated.json")
+        p = run(GRAPHRUN, "calibrate", "--cluster", c, "--emulate", "--steps", "2", "-o", out)
+        self.assertIn("wrote " + out, p.stdout)
+        with open(c) as f:
+            self.assertEqual(f.read(), before)  # -o leaves the original alone
+        with open(out) as f:
+            cal = json.load(f)
+        for kind in ("cpu", "gpu"):
+            for field in ("conv_flops", "gemm_flops", "memory_bytes"):
+                self.assertGreater(cal["calibration"][kind][field], 0, (kind, field))
+        self.assertIn("2 emulated GPUs busy at once", cal["calibration"]["gpu"]["measured"])
+        self.assertEqual(len({l["bandwidth"] for l in cal["links"]}), 1)  # one measured copy rate
+        # A plan placed on the calibrated cluster carries the figures; simulating it uses them.
+        plan = self.path("m.placed")
+        run(GRAPHC, "place", "--model", "small_cnn", "--cluster", out, "--batch", "32", "-o", plan)
+        calibrated = json.loads(run(GRAPHC, "simulate", plan, "--json").stdout)["step_seconds"]
+        run(GRAPHC, "place", "--model", "small_cnn", "--cluster", c, "--batch", "32", "-o", plan)
+        default = json.loads(run(GRAPHC, "simulate", plan, "--json").stdout)["step_seconds"]
+        self.assertGreater(calibrated, 10 * default)  # this CPU is far from an H100
+
+
 class MemoryConstraintTest(CliCase):
     def test_a_plan_that_does_not_fit_is_refused_and_not_written(self):
         small = write_cluster(self.path("small.json"), 1e10, gpus=2, gpu_memory=16 << 20)

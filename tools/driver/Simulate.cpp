@@ -97,7 +97,7 @@ private:
     }
     if (n.op() == Op::AllReduce)
       return 0.0; // decided with its group, when every rank is ready
-    return kernelSeconds(nodeCost(n, batch_), c_, dev, o_.times);
+    return kernelSeconds(n.op(), nodeCost(n, batch_), c_, dev, o_.times);
   }
 
   /// When every predecessor of `n` has finished: the latest of their ends,

@@ -4,6 +4,7 @@
 #include "executor/Device.h"
 #include "executor/Workers.h"
 #include "executor/data/DataLoader.h"
+#include "ir/Cost.h"
 #include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
@@ -471,7 +472,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     exec.acrossWorkers = &workers;
     exec.gpuAcrossWorkers = &workers;
   }
-  exec.profile = exec.profile || !opts.tracePath.empty() || !opts.profilePath.empty();
+  exec.profile =
+      exec.profile || !opts.tracePath.empty() || !opts.profilePath.empty() || opts.kernelTimes;
   std::string emulation;
   if (opts.emulate && isPlaced(*compiled)) {
     auto line = emulateDevices(*compiled, exec);
@@ -657,6 +659,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   // Summed over the steps after the first (which holds one-time work).
   StepTimes steadyParts;
   double steadyWait = 0;
+  // --kernelTimes: each node's profile after the first step, subtracted at the end.
+  llvm::DenseMap<const Node *, std::pair<double, int64_t>> afterFirst;
   while ((int64_t)executor.step() < totalSteps && !stopping) {
     if (several)
       workers.setStep(executor.step());
@@ -680,6 +684,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     auto outs = executor.run(feeds);
     if (!outs)
       return withContext(outs.takeError(), "step " + llvm::Twine(step + 1));
+    if (opts.kernelTimes && afterFirst.empty())
+      for (const NodeProfile &p : executor.profile())
+        afterFirst[p.node] = {p.seconds, p.runs};
     StepTimes parts = executor.lastStepTimes();
     // Parameter-server tasks: the gradients go to them, the variables of
     // the next step come back.
@@ -818,6 +825,16 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     for (const std::string &m : ls.firstSkipped)
       out << "  " << m << "\n";
   }
+  if (opts.kernelTimes)
+    for (const NodeProfile &p : executor.profile()) {
+      auto [seconds, runs] = afterFirst.lookup(p.node);
+      if (p.runs <= runs)
+        continue;
+      NodeCost cost = nodeCost(*p.node, batch);
+      result.kernels.push_back({p.node->op(), p.device, cost.flops,
+                                cost.bytesRead + cost.bytesWritten, p.seconds - seconds,
+                                p.runs - runs});
+    }
   if (exec.profile && workers.chief()) {
     if (!opts.profilePath.empty())
       if (auto e = writeProfile(executor, opts.profilePath))

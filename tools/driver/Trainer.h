@@ -97,6 +97,9 @@ struct TrainOptions {
   int64_t loaderThreads = 2;
   std::string tracePath;   ///< Chrome trace of the profiled steps
   std::string profilePath; ///< per-op time table (text)
+  /// Collect each node's kernel time over the steps after the first
+  /// (TrainResult::kernels), for graphrun calibrate.
+  bool kernelTimes = false;
   bool progress = true;
   /// Set (to a signal number) by the tool's SIGINT/SIGTERM handler: the run
   /// finishes its step, writes a checkpoint (with checkpointDir) and stops.
@@ -111,6 +114,16 @@ struct EpochResult {
   double testAccuracy = -1, testLoss = 0;
 };
 
+/// One node's kernel time over the steps after a run's first, with its work
+/// at the run's batch (ir/Cost.h).
+struct KernelTiming {
+  Op op;
+  std::string device; ///< the device that ran it ("cpu:2" for an emulated gpu:1)
+  int64_t flops = 0, bytes = 0;
+  double seconds = 0;
+  int64_t runs = 0;
+};
+
 struct TrainResult {
   int64_t steps = 0;
   double firstLoss = 0, lastLoss = 0;
@@ -123,6 +136,8 @@ struct TrainResult {
   bool alreadyComplete = false;
   /// The signal that stopped the run early (0: it ran to its end).
   int stoppedBySignal = 0;
+  /// TrainOptions::kernelTimes: every node that ran a kernel.
+  std::vector<KernelTiming> kernels;
 };
 
 llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out);

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""graphc simulate's predicted step against the measured one, on emulated devices.
+
+For 1, 2 and 4 emulated GPUs (data parallel, mirrored) and for a model-parallel plan over 4,
+each cluster file is calibrated first (`graphrun calibrate --emulate`: a resnet18 workload,
+not the model measured here), the plan is placed on it, `graphc simulate` predicts its step,
+and `graphrun train --emulate` measures it (median after the first steps). Prints both and
+their ratio; the issue's bar is within 20%.
+
+    bench/sim_check.py                         # inception_v3 75x75, 16 images per GPU
+    bench/sim_check.py --model small_cnn --image-size 28
+
+Machines are noisy (and a loaded machine slows the calibration and the runs unequally): this
+prints figures, it asserts nothing.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.path.normpath(os.path.join(HERE, "..", "build", "bin"))
+
+
+def cluster(path, gpus, memory=16 << 30):
+    dev = lambda name, kind: {"name": name, "kind": kind, "memory_bytes": memory, "relative_speed": 1}
+    names = ["gpu:%d" % i for i in range(gpus)]
+    links = [{"endpoints": ["cpu:0", g], "bandwidth": 64e9} for g in names]
+    links += [{"endpoints": [a, b], "bandwidth": 450e9} for i, a in enumerate(names) for b in names[i + 1:]]
+    with open(path, "w") as f:
+        json.dump({"devices": [dev("cpu:0", "cpu")] + [dev(g, "gpu") for g in names], "links": links}, f)
+
+
+def run(*args):
+    p = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit("%s failed:\n%s%s" % (" ".join(map(str, args)), p.stdout, p.stderr))
+    return p.stdout
+
+
+def measure(args, tmp, name, gpus, place_extra, batch, memory=16 << 30):
+    c = os.path.join(tmp, name + ".json")
+    cluster(c, gpus, memory)
+    calibration = run(os.path.join(BIN, "graphrun"), "calibrate", "--cluster", c, "--emulate")
+    plan = os.path.join(tmp, name + ".placed")
+    run(os.path.join(BIN, "graphc"), "place", "--model", args.model, "--image-size", args.image_size,
+        "--batch", batch, "--cluster", c, *place_extra, "-o", plan)
+    predicted = json.loads(run(os.path.join(BIN, "graphc"), "simulate", plan, "--json"))["step_seconds"]
+    metrics = os.path.join(tmp, name + ".jsonl")
+    run(os.path.join(BIN, "graphrun"), "train", plan, "--emulate", "--steps", args.steps, "--no-eval",
+        "--no-progress", "--metrics", metrics)
+    with open(metrics) as f:
+        steps = [r["seconds"] for r in map(json.loads, f) if r.get("kind") == "step"]
+    measured = statistics.median(steps[args.warmup:])
+    print("  %-28s %10.1f %10.1f %7.2f" % (name, predicted * 1e3, measured * 1e3, predicted / measured),
+          flush=True)
+    for line in calibration.splitlines()[:2]:
+        print("      " + line)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="inception_v3")
+    p.add_argument("--image-size", default="75")
+    p.add_argument("--per-gpu", type=int, default=16)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--warmup", type=int, default=2)
+    args = p.parse_args()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print("%s %sx%s, %d images per GPU; %s, %d logical CPUs; load %.1f" % (
+        args.model, args.image_size, args.image_size, args.per_gpu, cpu, os.cpu_count(), os.getloadavg()[0]))
+    print("  %-28s %10s %10s %7s" % ("plan", "predicted", "measured", "ratio"))
+    with tempfile.TemporaryDirectory() as tmp:
+        for gpus in (1, 2, 4):
+            measure(args, tmp, "%d GPU data parallel" % gpus, gpus, ["--params", "mirrored"],
+                    args.per_gpu * gpus)
+        measure(args, tmp, "4 GPU model parallel", 4, ["--strategy", "model-parallel"], args.per_gpu)
+
+
+if __name__ == "__main__":
+    main()

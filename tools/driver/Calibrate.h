@@ -1,0 +1,51 @@
+//===- Calibrate.h - Measured device and link figures for a cluster -*- C++ -*-===//
+//
+// `graphrun calibrate --cluster FILE [--emulate]` measures what the cost model
+// and the simulator otherwise take from defaults, and writes it into the
+// cluster file (crash-safely: a temporary file renamed over it):
+//
+//   kernels   a calibration workload (resnet18 at 64x64, batch 8 per device,
+//             momentum: convolutions, matrix products, batch norms, pools,
+//             elementwise) trains a few steps, data parallel over the
+//             cluster's GPUs (with --emulate, the CPU devices that stand for
+//             them, all busy at once as in a data-parallel step, so the
+//             figures include their sharing of this machine's cores) and on
+//             the host alone for the cpu kind. From each node's kernel time
+//             over the steps after the first: the launch time (the median of
+//             the kernels that do next to no work) and, per op class, work per
+//             second after the launches (convolutions and matrix products in
+//             FLOP/s, the rest in bytes/s); calibration.{cpu,gpu}.
+//   links     with --emulate, a copy between devices is a copy in this
+//             machine's memory: every link gets the measured bandwidth of a
+//             64 MiB memcpy.
+//
+// Calibrating physical GPUs is not implemented (no GPU was available to
+// prove it): without --emulate, a cluster with GPUs is refused.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "placement/Cluster.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace graphc {
+
+struct CalibrateRequest {
+  std::string clusterFile;
+  std::string output; ///< empty: rewrite clusterFile
+  bool emulate = false;
+  int threads = 0; ///< 0: every core
+  int64_t steps = 4;
+};
+
+/// Measures, writes the file, prints what it measured to `log`; returns the
+/// calibrated cluster.
+llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_ostream &log);
+
+/// Fits a kind's figures from kernel timings (exposed for tests).
+struct KernelTiming;
+KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::StringRef measured);
+
+} // namespace graphc
