@@ -136,34 +136,38 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
                       " logical CPUs, " +
                       (req.threads ? std::to_string(req.threads) + " threads" : "every core");
 
-  auto host = measure(req, req.clusterFile, 0, [](const KernelTiming &) { return true; });
-  if (!host)
-    return host.takeError();
-  KindCalibration cpu = fitCalibration(*host, "host alone: " + where);
-  if (!cpu.present())
-    return makeError("the calibration run left an op class without a measured rate");
-  cluster->setCalibration(DeviceType::CPU, cpu);
-  log << llvm::format("cpu  launch %.1f us, convolutions %.1f GFLOP/s, matrix products %.1f "
-                      "GFLOP/s, the rest %.2f GB/s\n",
-                      cpu.launchSeconds * 1e6, cpu.convFlops / 1e9, cpu.gemmFlops / 1e9,
-                      cpu.memoryBytes / 1e9);
+  // Fits a kind's figures, sets them and says what they are.
+  auto calibrateKind = [&](llvm::Expected<std::vector<KernelTiming>> timed, DeviceType kind,
+                           const std::string &measured, llvm::StringRef note) -> llvm::Error {
+    if (!timed)
+      return timed.takeError();
+    KindCalibration k = fitCalibration(*timed, measured);
+    if (!k.present())
+      return makeError("the calibration run on the " + deviceTypeName(kind) +
+                       " devices left an op class without a measured rate");
+    cluster->setCalibration(kind, k);
+    log << llvm::format("%-4s launch %.1f us, convolutions %.1f GFLOP/s, matrix products %.1f "
+                        "GFLOP/s, the rest %.2f GB/s",
+                        deviceTypeName(kind).str().c_str(), k.launchSeconds * 1e6,
+                        k.convFlops / 1e9, k.gemmFlops / 1e9, k.memoryBytes / 1e9)
+        << note << "\n";
+    return llvm::Error::success();
+  };
+  if (auto e =
+          calibrateKind(measure(req, req.clusterFile, 0, [](const KernelTiming &) { return true; }),
+                        DeviceType::CPU, "host alone: " + where, ""))
+    return e;
   if (gpus > 0) {
     // Emulated GPUs run as cpu:1.. (the host stays cpu:0).
-    auto emulated = measure(req, req.clusterFile, (int)gpus, [](const KernelTiming &k) {
+    auto onEmulatedGpu = [](const KernelTiming &k) {
       auto id = DeviceId::parse(k.device);
       return id && !id->isHost();
-    });
-    if (!emulated)
-      return emulated.takeError();
-    KindCalibration gpu =
-        fitCalibration(*emulated, std::to_string(gpus) + " emulated GPUs busy at once on " + where);
-    if (!gpu.present())
-      return makeError("the emulated run left an op class without a measured rate");
-    cluster->setCalibration(DeviceType::GPU, gpu);
-    log << llvm::format("gpu  launch %.1f us, convolutions %.1f GFLOP/s, matrix products %.1f "
-                        "GFLOP/s, the rest %.2f GB/s (each of %u emulated GPUs, all busy)\n",
-                        gpu.launchSeconds * 1e6, gpu.convFlops / 1e9, gpu.gemmFlops / 1e9,
-                        gpu.memoryBytes / 1e9, gpus);
+    };
+    if (auto e =
+            calibrateKind(measure(req, req.clusterFile, (int)gpus, onEmulatedGpu), DeviceType::GPU,
+                          std::to_string(gpus) + " emulated GPUs busy at once on " + where,
+                          " (each of " + std::to_string(gpus) + " emulated GPUs, all busy)"))
+      return e;
     double copy = copyBandwidth();
     for (size_t i = 0; i < cluster->links().size(); ++i)
       cluster->setLinkBandwidth(i, copy);
