@@ -61,11 +61,18 @@ double copyBandwidth() {
   return best;
 }
 
-/// Trains the calibration workload and returns the kernel timings of the
-/// nodes on devices `pick` accepts.
-llvm::Expected<std::vector<KernelTiming>>
-measure(const CalibrateRequest &req, const std::string &clusterFile, int gpus,
-        const std::function<bool(const KernelTiming &)> &pick) {
+/// The kernel timings of the nodes on the devices a run's `pick` accepts,
+/// and the executor's own time per node around them.
+struct Measured {
+  std::vector<KernelTiming> kernels;
+  double outsideKernels = 0;
+};
+
+/// Trains the calibration workload. The time outside kernels is the run's
+/// steady steps less every kernel's time, per node run: meaningful for a run
+/// on one device, where nothing waits on another.
+llvm::Expected<Measured> measure(const CalibrateRequest &req, const std::string &clusterFile,
+                                 int gpus, const std::function<bool(const KernelTiming &)> &pick) {
   TrainOptions t;
   t.model.name = "resnet18";
   t.model.options.imageSize = 64;
@@ -87,18 +94,25 @@ measure(const CalibrateRequest &req, const std::string &clusterFile, int gpus,
   auto r = runTraining(t, out);
   if (!r)
     return withContext(r.takeError(), "calibration run");
-  std::vector<KernelTiming> picked;
-  for (KernelTiming &k : r->kernels)
+  Measured m;
+  double kernelSeconds = 0;
+  int64_t runs = 0;
+  for (KernelTiming &k : r->kernels) {
+    kernelSeconds += k.seconds;
+    runs += k.runs;
     if (pick(k))
-      picked.push_back(std::move(k));
-  if (picked.empty())
+      m.kernels.push_back(std::move(k));
+  }
+  if (m.kernels.empty() || runs == 0)
     return makeError("the calibration run timed no kernel");
-  return picked;
+  m.outsideKernels = std::max(0.0, (r->steadySeconds - kernelSeconds) / (double)runs);
+  return m;
 }
 
 } // namespace
 
-KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::StringRef measured) {
+KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::StringRef measured,
+                               double outsideKernels) {
   KindCalibration k;
   k.measured = measured.str();
   std::vector<double> tiny;
@@ -120,6 +134,7 @@ KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::Strin
   double *rates[3] = {&k.convFlops, &k.gemmFlops, &k.memoryBytes};
   for (int c = 0; c < 3; ++c)
     *rates[c] = seconds[c] > 0 && work[c] > 0 ? work[c] / seconds[c] : 0;
+  k.launchSeconds += std::max(0.0, outsideKernels);
   return k;
 }
 
@@ -137,11 +152,14 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
                       (req.threads ? std::to_string(req.threads) + " threads" : "every core");
 
   // Fits a kind's figures, sets them and says what they are.
-  auto calibrateKind = [&](llvm::Expected<std::vector<KernelTiming>> timed, DeviceType kind,
+  double outsideKernels = 0; // the host run's: the emulated run's steps also wait
+  auto calibrateKind = [&](llvm::Expected<Measured> timed, DeviceType kind,
                            const std::string &measured, llvm::StringRef note) -> llvm::Error {
     if (!timed)
       return timed.takeError();
-    KindCalibration k = fitCalibration(*timed, measured);
+    if (kind == DeviceType::CPU)
+      outsideKernels = timed->outsideKernels;
+    KindCalibration k = fitCalibration(timed->kernels, measured, outsideKernels);
     if (!k.present())
       return makeError("the calibration run on the " + deviceTypeName(kind) +
                        " devices left an op class without a measured rate");

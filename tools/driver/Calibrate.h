@@ -12,9 +12,11 @@
 //             figures include their sharing of this machine's cores) and on
 //             the host alone for the cpu kind. From each node's kernel time
 //             over the steps after the first: the launch time (the median of
-//             the kernels that do next to no work) and, per op class, work per
-//             second after the launches (convolutions and matrix products in
-//             FLOP/s, the rest in bytes/s); calibration.{cpu,gpu}.
+//             the kernels that do next to no work, plus the executor's own
+//             time per node: the host run's step less its kernels, per node)
+//             and, per op class, work per second after the launches
+//             (convolutions and matrix products in FLOP/s, the rest in
+//             bytes/s); calibration.{cpu,gpu}.
 //   links     with --emulate, a copy between devices is a copy in this
 //             machine's memory: every link gets the measured bandwidth of a
 //             64 MiB memcpy.
@@ -44,8 +46,11 @@ struct CalibrateRequest {
 /// calibrated cluster.
 llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_ostream &log);
 
-/// Fits a kind's figures from kernel timings (exposed for tests).
+/// Fits a kind's figures from kernel timings (exposed for tests): the launch
+/// is the median time of the near-empty kernels plus `outsideKernels`, the
+/// executor's own time per node around a kernel.
 struct KernelTiming;
-KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::StringRef measured);
+KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::StringRef measured,
+                               double outsideKernels = 0);
 
 } // namespace graphc

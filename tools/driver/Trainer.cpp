@@ -775,6 +775,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   // The first step includes one-time work (page faults, primitive creation).
   double steady = done > 1 ? trainSeconds - firstStepSeconds : trainSeconds;
   int64_t steadySteps = done > 1 ? done - 1 : done;
+  result.steadySeconds = done > 1 ? steady : 0;
   result.imagesPerSecond = steady > 0 ? (double)steadySteps * batch / steady : 0;
   out << llvm::format("trained %lld steps", (long long)done);
   if (start > 0 || result.stoppedBySignal)

@@ -129,6 +129,8 @@ struct TrainResult {
   double firstLoss = 0, lastLoss = 0;
   double imagesPerSecond = 0;
   double inputWaitSeconds = 0, stepSeconds = 0;
+  /// The steps after the first, together (0 for a run of one step).
+  double steadySeconds = 0;
   std::vector<double> losses;
   std::vector<EpochResult> epochs;
   std::string lastCheckpoint;
