@@ -55,6 +55,8 @@ struct Fit {
     bool targetHasSlots =
         llvm::any_of(m.variables(), [](const Variable &v) { return v.kind == VarKind::Slot; });
     for (const Variable &v : m.variables()) {
+      if (!v.persistent())
+        continue;
       auto it = saved.find(v.name);
       if (it == saved.end())
         missing.push_back(v.name + " " + toString(v.type));
@@ -120,6 +122,8 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward, const Ex
                            const Module &compiled, const CheckpointInfo &info) {
   std::vector<NamedTensor> tensors;
   for (const Variable &v : compiled.variables()) {
+    if (!v.persistent())
+      continue;
     auto t = ex.readVariable(v.name);
     if (!t)
       return t.takeError();
@@ -147,6 +151,8 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward,
   for (const NamedTensor &t : tensors)
     byName[t.name] = &t.tensor;
   for (const Variable &v : compiled.variables()) {
+    if (!v.persistent())
+      continue;
     auto it = byName.find(v.name);
     if (it == byName.end())
       return makeError("no value of variable '" + v.name + "' to save");
@@ -244,8 +250,9 @@ llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Ex
   for (const NamedTensor &t : ckpt.tensors)
     saved[t.name] = &t.tensor;
   for (const Variable &v : compiled.variables())
-    if (auto e = ex.writeVariable(v.name, *saved[v.name]))
-      return e;
+    if (v.persistent())
+      if (auto e = ex.writeVariable(v.name, *saved[v.name]))
+        return e;
   ex.setStep(ckpt.info.step);
   return llvm::Error::success();
 }

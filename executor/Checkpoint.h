@@ -8,8 +8,10 @@
 //            the text form (weights elided): enough for `graphrun eval` and
 //            `graphrun export` to rebuild the model alone;
 //   tensors: every variable by its plain name (parameters, running
-//            statistics, optimizer slots). No tower prefixes, no device
-//            strings: a checkpoint restores on any number of devices.
+//            statistics, optimizer slots; not gradient accumulators, which
+//            are zero whenever a checkpoint is written). No tower prefixes,
+//            no device strings: a checkpoint restores on any number of
+//            devices.
 //
 // Everything that reads a checkpoint is strict. loadCheckpoint refuses a
 // file that is damaged (checksums), whose model lacks a tensor for one of its

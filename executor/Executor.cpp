@@ -1,9 +1,10 @@
 //===- Executor.cpp - Binding a module to devices, and the executor's queries -===//
 //
-// Executor::create binds once: a schedule per device, devices with their
-// thread shares, kernels, blocked layouts, memory plans, variables,
-// collective groups and (optionally) step capture. Running steps is
-// ExecutorRun.cpp.
+// Executor::create binds once: a schedule per graph (main, and the graphs
+// ExecutorOptions::graphs names), devices with their thread shares, kernels,
+// blocked layouts, memory plans (one arena per device for every graph),
+// variables, collective groups and (optionally) step capture. Running steps
+// is ExecutorRun.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,31 +25,54 @@ static bool isCpu(llvm::StringRef device) {
 }
 
 llvm::Error Executor::Impl::bind() {
-  graph = module->findGraph("main");
-  if (!graph)
+  std::vector<const Graph *> graphs{module->findGraph("main")};
+  if (!graphs[0])
     return makeError("module '" + module->name() + "' has no main graph");
+  for (const std::string &name : opts.graphs) {
+    const Graph *g = module->findGraph(name);
+    if (!g || name == "main" || llvm::is_contained(graphs, g))
+      return makeError("module '" + module->name() + "' has no graph '" + name +
+                       "' to run besides main");
+    graphs.push_back(g);
+  }
   auto map = [&](const Node &n) {
     std::string d = n.assignedDevice().empty() ? DeviceId::host().str() : n.assignedDevice();
     return opts.deviceMap ? opts.deviceMap(d) : d;
   };
-  auto s = buildSchedule(*graph, map);
-  if (!s)
-    return s.takeError();
-  schedule = std::move(*s);
+  for (const Graph *g : graphs) {
+    auto s = buildSchedule(*g, map);
+    if (!s)
+      return s.takeError();
+    programs.push_back({g, std::move(*s), {}, {}});
+    llvm::append_range(deviceNames, programs.back().schedule.devices);
+  }
+  llvm::sort(deviceNames);
+  deviceNames.erase(std::unique(deviceNames.begin(), deviceNames.end()), deviceNames.end());
   if (auto e = createDevices())
     return e;
 
-  // Node records in global issue order.
-  std::vector<const Node *> issue(graph->numNodes());
-  for (auto &[n, pos] : schedule.position)
-    issue[pos] = n;
-  for (const Node *n : issue) {
-    auto e = std::make_unique<NodeExec>();
-    e->node = n;
-    e->device = schedule.deviceOf.lookup(n);
-    index[n] = nodes.size();
-    devices[e->device]->order.push_back(nodes.size());
-    nodes.push_back(std::move(e));
+  // Node records, program after program, each in its global issue order.
+  for (unsigned p = 0; p < programs.size(); ++p) {
+    Program &prog = programs[p];
+    std::vector<unsigned> device; // the schedule's device index -> ours
+    for (const std::string &name : prog.schedule.devices)
+      device.push_back((unsigned)(llvm::lower_bound(deviceNames, name) - deviceNames.begin()));
+    std::vector<const Node *> issue(prog.graph->numNodes());
+    for (auto &[n, pos] : prog.schedule.position)
+      issue[pos] = n;
+    for (const Node *n : issue) {
+      auto e = std::make_unique<NodeExec>();
+      e->node = n;
+      e->device = device[prog.schedule.deviceOf.lookup(n)];
+      e->program = p;
+      index[n] = nodes.size();
+      devices[e->device]->orders[p].push_back(nodes.size());
+      if (n->op() == Op::Input)
+        prog.feeds.push_back(nodes.size());
+      nodes.push_back(std::move(e));
+    }
+    for (const Value *v : prog.graph->outputs())
+      prog.outputs.push_back(v);
   }
   if (auto e = createKernels())
     return e;
@@ -66,7 +90,7 @@ llvm::Error Executor::Impl::bind() {
       e->outputs.push_back(viewOf(r.get()));
     if (isViewOp(n->op()) && e->outputs[0].data == e->inputs[0].data)
       e->action = Action::Alias;
-    for (const Node *p : schedule.predecessors(n)) {
+    for (const Node *p : programs[e->program].schedule.predecessors(n)) {
       unsigned pi = index.lookup(p);
       if (nodes[pi]->device != e->device && !llvm::is_contained(e->remotePreds, pi)) {
         e->remotePreds.push_back(pi);
@@ -77,12 +101,16 @@ llvm::Error Executor::Impl::bind() {
   }
   if (auto e = bindCollectives())
     return e;
-  for (const Value *v : graph->outputs())
-    outputs.push_back(v);
   for (auto &d : devices)
     d->device->setProfiling(opts.profile, &trace);
-  if (opts.cudaGraphs)
-    bindCapture();
+  if (opts.cudaGraphs) {
+    if (programs.size() == 1)
+      bindCapture();
+    else
+      graphNote = ("CUDA graphs not used: the executor runs " + llvm::Twine(programs.size()) +
+                   " graphs (gradient accumulation's micro-steps and the update)")
+                      .str();
+  }
 
   // Workers for several devices; one device runs on the calling thread.
   if (devices.size() > 1)
@@ -97,22 +125,27 @@ llvm::Error Executor::Impl::createDevices() {
   // The cores are shared among the CPU devices that compute: a host that only
   // feeds and aggregates for towers must not halve one tower's threads. Every
   // CPU device gets that share; the budget's leases keep the sum within it.
-  std::vector<int64_t> flops(schedule.devices.size(), 0);
+  // Main's work decides (the other programs do a part of it).
+  const Schedule &main = programs[0].schedule;
+  std::vector<int64_t> flops(deviceNames.size(), 0);
   int64_t most = 0;
-  for (size_t d = 0; d < schedule.devices.size(); ++d) {
-    if (!isCpu(schedule.devices[d]))
+  for (size_t d = 0; d < deviceNames.size(); ++d) {
+    if (!isCpu(deviceNames[d]))
       continue;
-    for (const Node *n : schedule.order[d])
-      flops[d] += nodeCost(*n).flops;
+    auto it = llvm::find(main.devices, deviceNames[d]);
+    if (it != main.devices.end())
+      for (const Node *n : main.order[it - main.devices.begin()])
+        flops[d] += nodeCost(*n).flops;
     most = std::max(most, flops[d]);
   }
   unsigned computing = 0;
-  for (size_t d = 0; d < schedule.devices.size(); ++d)
-    computing += isCpu(schedule.devices[d]) && 10 * flops[d] >= most;
+  for (size_t d = 0; d < deviceNames.size(); ++d)
+    computing += isCpu(deviceNames[d]) && 10 * flops[d] >= most;
   cores = std::make_unique<CoreBudget>(total);
   cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout, &stepClock);
-  for (const std::string &name : schedule.devices) {
+  for (const std::string &name : deviceNames) {
     auto d = std::make_unique<DeviceState>();
+    d->orders.resize(programs.size());
     DeviceRequest req;
     req.name = name;
     req.threads = std::max(1, total / (int)std::max(1u, computing));
@@ -196,7 +229,7 @@ bool Executor::Impl::blockable(const Value *v) const {
   if (!p.kernel || p.action != Action::Kernel ||
       !p.kernel->producesLayout(v->resultIndex(), Layout::Blocked))
     return false;
-  if (llvm::is_contained(graph->outputs(), v))
+  if (llvm::is_contained(v->producer()->graph().outputs(), v))
     return false;
   for (const Node *u : v->users()) {
     const NodeExec &c = *nodes[index.lookup(u)];
@@ -282,18 +315,31 @@ void Executor::Impl::assignLayouts() {
 llvm::Error Executor::Impl::planMemory() {
   for (unsigned i = 0; i < devices.size(); ++i) {
     DeviceState &d = *devices[i];
-    d.plan = planDeviceMemory(schedule, i, [&](const Node &n) -> std::optional<unsigned> {
-      const NodeExec &e = *nodes[index.lookup(&n)];
-      return e.kernel ? e.kernel->inPlaceOperand() : std::nullopt;
-    });
+    // Each program's plan; one arena holds the largest.
+    for (const Program &p : programs) {
+      auto local = llvm::find(p.schedule.devices, deviceNames[i]);
+      if (local == p.schedule.devices.end())
+        continue;
+      DeviceMemoryPlan plan =
+          planDeviceMemory(p.schedule, (unsigned)(local - p.schedule.devices.begin()),
+                           [&](const Node &n) -> std::optional<unsigned> {
+                             const NodeExec &e = *nodes[index.lookup(&n)];
+                             return e.kernel ? e.kernel->inPlaceOperand() : std::nullopt;
+                           });
+      d.plan.offset.insert(plan.offset.begin(), plan.offset.end());
+      d.plan.external.insert(plan.external.begin(), plan.external.end());
+      if (plan.plan.arenaBytes >= d.plan.plan.arenaBytes)
+        d.plan.plan = std::move(plan.plan);
+    }
     auto arena = d.device->allocate(d.plan.plan.arenaBytes);
     if (!arena)
       return withContext(arena.takeError(), "the arena of " + d.device->name());
     d.arena = *arena;
     int64_t scratch = 0;
-    for (unsigned n : d.order)
-      if (nodes[n]->kernel)
-        scratch = std::max<int64_t>(scratch, nodes[n]->kernel->scratchBytes());
+    for (const std::vector<unsigned> &order : d.orders)
+      for (unsigned n : order)
+        if (nodes[n]->kernel)
+          scratch = std::max<int64_t>(scratch, nodes[n]->kernel->scratchBytes());
     auto s = d.device->allocate(scratch);
     if (!s)
       return s.takeError();
@@ -425,7 +471,7 @@ void Executor::Impl::bindCapture() {
     kinds.push_back(d->device->kind());
     devs.push_back(d->device.get());
   }
-  std::string why = stepCaptureRefusal(*graph, kinds, opts.profile, opts.checkNumerics);
+  std::string why = stepCaptureRefusal(*programs[0].graph, kinds, opts.profile, opts.checkNumerics);
 #if GRAPHC_HAVE_CUDA
   if (why.empty()) {
     capture = createCudaStepCapture(devs, opts.waitTimeout);
@@ -443,7 +489,7 @@ TensorView Executor::Impl::viewOf(const Value *v) {
   view.shape = v->type().shape;
   view.layout = layouts.lookup(v);
   // A value is read where it lives; transfers copy between devices.
-  DeviceState &owner = *devices[schedule.deviceOf.lookup(v->producer())];
+  DeviceState &owner = *devices[deviceOf(v->producer())];
   auto off = owner.plan.offset.find(v);
   if (off != owner.plan.offset.end()) {
     view.data = static_cast<unsigned char *>(owner.arena) + off->second;
@@ -513,16 +559,21 @@ llvm::Error Executor::writeVariable(llvm::StringRef name, const Tensor &value) {
 
 std::vector<std::string> Executor::variableNames() const {
   std::vector<std::string> names;
-  for (const Variable &v : impl_->module->variables())
+  for (const Variable &v : impl_->module->variables()) {
+    if (!v.persistent())
+      continue;
     for (auto &d : impl_->devices)
       if (d->variables.storage.count(v.name)) {
         names.push_back(v.name);
         break;
       }
+  }
   return names;
 }
 
-const std::vector<std::string> &Executor::devices() const { return impl_->schedule.devices; }
+const std::vector<std::string> &Executor::devices() const {
+  return impl_->deviceNames;
+}
 
 std::vector<std::string> Executor::deviceDescriptions() const {
   std::vector<std::string> out;

@@ -55,6 +55,11 @@ struct ExecutorOptions {
   /// or 1: full speed. A device at 0.5 takes twice as long for every kernel
   /// (CpuDevice: docs/executor.md).
   llvm::StringMap<double> relativeSpeed;
+  /// Graphs of the module to bind besides main (gradient accumulation's
+  /// "micro", passes/AccumulateGradients.h), run with run(graph, feeds).
+  /// They share main's devices, variables, constants, collectives and arenas
+  /// (one per device, as large as the largest graph's plan).
+  std::vector<std::string> graphs;
   /// GPU devices: the physical GPU that runs logical device "gpu:K"
   /// (--emulate folds a plan's GPUs onto fewer); default: GPU K.
   std::function<int(const std::string &)> physicalGpu;
@@ -100,8 +105,14 @@ public:
   /// Runs the main graph once; feeds by Input name; returns the graph outputs.
   /// With no feeds, runs on the oldest prefetched ones (prefetch()).
   llvm::Expected<std::vector<Tensor>> run(const llvm::StringMap<Tensor> &feeds);
+  /// Runs graph `graph` (main, or one of ExecutorOptions::graphs) once. Only
+  /// runs of main advance the step counter; kernels see the runs of other
+  /// graphs since main last ran as KernelContext::microStep (gradient
+  /// accumulation: the micro-batch of the update, for random streams).
+  llvm::Expected<std::vector<Tensor>> run(llvm::StringRef graph,
+                                          const llvm::StringMap<Tensor> &feeds);
 
-  /// Starts copying the inputs of a later step to their GPUs (a helper
+  /// Starts copying the inputs of a later step of main to their GPUs (a helper
   /// thread, through page-locked memory on a copy stream of their own) so
   /// that the copy overlaps the steps before it; run({}) consumes prefetched
   /// inputs in order. Inputs placed on host devices are only kept (run()
@@ -121,6 +132,8 @@ public:
   llvm::Expected<Tensor> readVariable(llvm::StringRef name) const;
   /// Sets every replica of a variable.
   llvm::Error writeVariable(llvm::StringRef name, const Tensor &value);
+  /// The variables it holds that outlive a step (Variable::persistent():
+  /// gradient accumulators aside), in module order.
   std::vector<std::string> variableNames() const;
 
   const std::vector<std::string> &devices() const;

@@ -42,7 +42,8 @@ enum class Action : unsigned char {
 
 struct NodeExec {
   const Node *node = nullptr;
-  unsigned device = 0;
+  unsigned device = 0;  ///< index into Executor::Impl::devices
+  unsigned program = 0; ///< index into Executor::Impl::programs
   Action action = Action::Kernel;
   std::unique_ptr<Kernel> kernel;
   std::vector<TensorView> inputs, outputs;
@@ -81,9 +82,14 @@ public:
 
 struct DeviceState {
   std::unique_ptr<Device> device;
-  std::vector<unsigned> order; ///< NodeExec indices in issue order
+  /// Per program, NodeExec indices in issue order (empty where the program
+  /// has no node on this device).
+  std::vector<std::vector<unsigned>> orders;
+  /// One arena for every program (they never run at once): the largest plan.
   void *arena = nullptr;
   void *scratch = nullptr; ///< the largest scratch any of its kernels asks for
+  /// Every program's offsets and aliases (values are distinct); `plan.plan`
+  /// is the largest program's.
   DeviceMemoryPlan plan;
   DeviceVariables variables;
   llvm::DenseMap<const Node *, void *> constants; ///< device copies of Constant values
@@ -106,10 +112,19 @@ struct Executor::Impl {
   using NodeExec = exec::NodeExec;
   using DeviceState = exec::DeviceState;
 
+  /// One bound graph: main first, then ExecutorOptions::graphs. They share
+  /// the devices, variables, constants, collectives and arenas.
+  struct Program {
+    const Graph *graph = nullptr;
+    Schedule schedule;           ///< device indices are the schedule's own
+    std::vector<unsigned> feeds; ///< NodeExec indices of its Inputs
+    std::vector<const Value *> outputs;
+  };
+
   const Module *module = nullptr;
-  const Graph *graph = nullptr;
   ExecutorOptions opts;
-  Schedule schedule;
+  std::vector<Program> programs;
+  std::vector<std::string> deviceNames; ///< every program's devices, sorted
   std::vector<std::unique_ptr<DeviceState>> devices;
   std::vector<std::unique_ptr<NodeExec>> nodes;
   llvm::DenseMap<const Node *, unsigned> index;
@@ -119,11 +134,13 @@ struct Executor::Impl {
   TraceRecorder trace;
   StepClock stepClock;
   StepTimes lastStepTimes;
-  std::vector<const Value *> outputs;
 
   // Step state.
   uint64_t epoch = 0;
   uint64_t step = 0;
+  unsigned running = 0; ///< the program being run
+  /// Runs of other programs since main last ran (KernelContext::microStep).
+  uint64_t microStep = 0;
   std::atomic<bool> aborted{false};
   std::mutex doneMutex;
   std::condition_variable doneCv;
@@ -165,10 +182,12 @@ struct Executor::Impl {
   llvm::Error bindVariables();
   llvm::Error bindCollectives();
   TensorView viewOf(const Value *v);
+  /// The device that runs `n` (an index into devices).
+  unsigned deviceOf(const Node *n) const { return nodes[index.lookup(n)]->device; }
   llvm::Error runDevice(DeviceState &d);
   llvm::Error runNode(NodeExec &e, DeviceState &d);
   llvm::Error checkNumerics(NodeExec &e, DeviceState &d);
-  llvm::Error checkFeeds(const llvm::StringMap<Tensor> &feeds) const;
+  llvm::Error checkFeeds(const Program &p, const llvm::StringMap<Tensor> &feeds) const;
   llvm::Error consumePrefetched(uint64_t stepNumber);
   llvm::Error runDevices();
   void bindCapture();

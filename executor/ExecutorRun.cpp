@@ -40,7 +40,7 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
     return llvm::Error::success();
   case Action::Transfer: {
     const Node *src = e.node->operand(0)->producer();
-    Device &from = *devices[schedule.deviceOf.lookup(src)]->device;
+    Device &from = *devices[deviceOf(src)]->device;
     dev.noteNode(index.lookup(e.node), EventKind::Copy);
     // A fed value moving to the devices that read it is the batch's staging.
     bool fed = nodes[index.lookup(src)]->action == Action::Feed;
@@ -70,6 +70,7 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   ctx.outputs = e.outputs;
   ctx.scratch = d.scratch;
   ctx.step = step;
+  ctx.microStep = microStep;
   ctx.variables = &d.variables;
   ctx.variablesVersion = variablesVersion;
   dev.noteNode(index.lookup(e.node), e.kind);
@@ -93,7 +94,8 @@ llvm::Error Executor::Impl::checkNumerics(NodeExec &e, DeviceState &d) {
 }
 
 llvm::Error Executor::Impl::runDevice(DeviceState &d) {
-  for (unsigned i : d.order) {
+  const int micro = running == 0 ? -1 : (int)microStep;
+  for (unsigned i : d.orders[running]) {
     NodeExec &e = *nodes[i];
     for (unsigned p : e.remotePreds) {
       NodeExec &pred = *nodes[p];
@@ -117,8 +119,8 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
       if (opts.profile) {
         double waited = trace.nowUs() - waitStart;
         if (waited > 1)
-          trace.record(d.computeTrack,
-                       {pred.node->name(), "wait", EventKind::Wait, step, waitStart, waited});
+          trace.record(d.computeTrack, {pred.node->name(), "wait", EventKind::Wait, step, waitStart,
+                                        waited, micro});
       }
     }
     if (aborted.load())
@@ -149,9 +151,8 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
       unsigned track = t.stream >= 0 && (size_t)t.stream < d.tracks.size()
                            ? d.tracks[t.stream]
                            : (t.kind == EventKind::Copy ? d.copyTrack : d.computeTrack);
-      trace.record(track,
-                   {e.node->name(), opName(e.node->op()).str(), t.kind, step, t.startUs,
-                    t.durationUs});
+      trace.record(track, {e.node->name(), opName(e.node->op()).str(), t.kind, step, t.startUs,
+                           t.durationUs, micro});
     }
   }
   return llvm::Error::success();
@@ -224,14 +225,14 @@ Executor::Impl::~Impl() {
         devices[nodes[node]->device]->device->deallocate(p);
 }
 
-
-llvm::Error Executor::Impl::checkFeeds(const llvm::StringMap<Tensor> &feeds) const {
+llvm::Error Executor::Impl::checkFeeds(const Program &p,
+                                       const llvm::StringMap<Tensor> &feeds) const {
   for (const auto &entry : feeds)
-    if (!graph->findInput(entry.getKey()))
-      return makeError("fed '" + entry.getKey() + "', which is not an input of the graph");
-  for (auto &e : nodes) {
-    if (e->action != Action::Feed)
-      continue;
+    if (!p.graph->findInput(entry.getKey()))
+      return makeError("fed '" + entry.getKey() + "', which is not an input of graph '" +
+                       p.graph->name() + "'");
+  for (unsigned i : p.feeds) {
+    const NodeExec *e = nodes[i].get();
     auto it = feeds.find(e->node->name());
     if (it == feeds.end())
       return makeError("graph input '" + e->node->name() + "' (" +
@@ -308,32 +309,44 @@ llvm::Error Executor::Impl::runDevices() {
 }
 
 llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> &feeds) {
+  return run("main", feeds);
+}
+
+llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
+                                                  const llvm::StringMap<Tensor> &feeds) {
   Impl &im = *impl_;
+  auto found =
+      llvm::find_if(im.programs, [&](const Impl::Program &p) { return p.graph->name() == graph; });
+  if (found == im.programs.end())
+    return makeError("the executor runs no graph '" + graph +
+                     "' (bind it with ExecutorOptions::graphs)");
+  const Impl::Program &prog = *found;
+  const bool main = found == im.programs.begin();
   double stepStart = im.trace.nowUs();
   im.step = step_;
+  im.running = (unsigned)(found - im.programs.begin());
   im.stepClock.start();
   std::optional<StepClock::Scope> staging(std::in_place, &im.stepClock, StepPart::Input);
-  if (feeds.empty() && !im.prefetched.empty()) {
+  if (main && feeds.empty() && !im.prefetched.empty()) {
     if (auto err = im.consumePrefetched(step_))
       return err;
   } else {
     if (!im.prefetched.empty())
       return makeError("run() was given feeds while " + llvm::Twine(im.prefetched.size()) +
                        " prefetched step(s) wait; run them with run({}) first");
-    if (auto err = im.checkFeeds(feeds))
+    if (auto err = im.checkFeeds(prog, feeds))
       return err;
-    for (auto &e : im.nodes) {
-      if (e->action != Action::Feed)
-        continue;
-      const Tensor &t = feeds.find(e->node->name())->second;
-      Device &dev = *im.devices[e->device]->device;
+    for (unsigned i : prog.feeds) {
+      NodeExec &e = *im.nodes[i];
+      const Tensor &t = feeds.find(e.node->name())->second;
+      Device &dev = *im.devices[e.device]->device;
       double start = im.trace.nowUs();
-      if (auto err = dev.copyIn(e->outputs[0].data, t.raw(), t.bytes()))
+      if (auto err = dev.copyIn(e.outputs[0].data, t.raw(), t.bytes()))
         return err;
       if (im.opts.profile)
-        im.trace.record(im.devices[e->device]->copyTrack,
-                        {e->node->name(), "Input", EventKind::Input, step_, start,
-                         im.trace.nowUs() - start});
+        im.trace.record(im.devices[e.device]->copyTrack,
+                        {e.node->name(), "Input", EventKind::Input, step_, start,
+                         im.trace.nowUs() - start, main ? -1 : (int)im.microStep});
     }
   }
   staging.reset();
@@ -367,17 +380,23 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
     return failure;
   ++im.stepsRun;
   std::vector<Tensor> out;
-  for (const Value *v : im.outputs) {
+  for (const Value *v : prog.outputs) {
     Tensor t(v->type());
-    Device &owner = *im.devices[im.schedule.deviceOf.lookup(v->producer())]->device;
+    Device &owner = *im.devices[im.deviceOf(v->producer())]->device;
     if (auto err = owner.copyOut(t.raw(), im.viewOf(v).data, t.bytes()))
       return err;
     out.push_back(std::move(t));
   }
   im.lastStepTimes = im.stepClock.finish();
   if (im.opts.profile)
-    im.trace.recordStep(step_, stepStart, im.trace.nowUs() - stepStart);
-  ++step_;
+    im.trace.recordStep(step_, stepStart, im.trace.nowUs() - stepStart,
+                        main ? -1 : (int)im.microStep);
+  if (main) {
+    ++step_;
+    im.microStep = 0;
+  } else {
+    ++im.microStep;
+  }
   return out;
 }
 
@@ -385,7 +404,7 @@ llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
   Impl &im = *impl_;
   if (im.prefetched.size() >= 2)
     return makeError("two steps' inputs are already prefetched; run a step first");
-  if (auto err = im.checkFeeds(feeds))
+  if (auto err = im.checkFeeds(im.programs[0], feeds))
     return err;
   Impl::Prefetched p;
   p.slot = im.prefetchCount % 2;
@@ -396,10 +415,8 @@ llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
     const Tensor *tensor;
   };
   std::vector<Copy> copies;
-  for (unsigned i = 0; i < im.nodes.size(); ++i) {
+  for (unsigned i : im.programs[0].feeds) {
     NodeExec &e = *im.nodes[i];
-    if (e.action != Action::Feed)
-      continue;
     Device &dev = *im.devices[e.device]->device;
     if (dev.kind() == DeviceKind::CPU) {
       p.host.push_back(i);

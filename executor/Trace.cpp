@@ -29,8 +29,8 @@ unsigned TraceRecorder::addTrack(std::string device, std::string stream) {
   return tracks_.size() - 1;
 }
 
-void TraceRecorder::recordStep(uint64_t, double startUs, double durationUs) {
-  steps_.push_back({startUs, durationUs});
+void TraceRecorder::recordStep(uint64_t step, double startUs, double durationUs, int micro) {
+  steps_.push_back({step, startUs, durationUs, micro});
 }
 
 void TraceRecorder::clear() {
@@ -58,25 +58,35 @@ void TraceRecorder::writeChromeTrace(llvm::raw_ostream &os) const {
                                         {"pid", p},
                                         {"tid", (int64_t)i},
                                         {"args", llvm::json::Object{{"name", t.stream}}}});
-    for (const TraceEvent &e : t.events)
-      events.push_back(llvm::json::Object{
-          {"name", e.name},
-          {"cat", eventKindName(e.kind)},
-          {"ph", "X"},
-          {"pid", p},
-          {"tid", (int64_t)i},
-          {"ts", e.startUs},
-          {"dur", e.durationUs},
-          {"args", llvm::json::Object{{"op", e.op}, {"step", (int64_t)e.step}}}});
+    for (const TraceEvent &e : t.events) {
+      llvm::json::Object args{{"op", e.op}, {"step", (int64_t)e.step}};
+      if (e.micro >= 0)
+        args["micro_step"] = (int64_t)e.micro;
+      events.push_back(llvm::json::Object{{"name", e.name},
+                                          {"cat", eventKindName(e.kind)},
+                                          {"ph", "X"},
+                                          {"pid", p},
+                                          {"tid", (int64_t)i},
+                                          {"ts", e.startUs},
+                                          {"dur", e.durationUs},
+                                          {"args", std::move(args)}});
+    }
   }
-  for (size_t s = 0; s < steps_.size(); ++s)
-    events.push_back(llvm::json::Object{{"name", "step " + std::to_string(s)},
+  for (const Span &s : steps_) {
+    std::string name = "step ";
+    name += std::to_string(s.step);
+    if (s.micro >= 0) {
+      name += " micro-step ";
+      name += std::to_string(s.micro);
+    }
+    events.push_back(llvm::json::Object{{"name", std::move(name)},
                                         {"cat", "step"},
                                         {"ph", "X"},
                                         {"pid", 0},
                                         {"tid", 0},
-                                        {"ts", steps_[s].first},
-                                        {"dur", steps_[s].second}});
+                                        {"ts", s.startUs},
+                                        {"dur", s.durationUs}});
+  }
   os << llvm::json::Value(std::move(events)) << "\n";
 }
 
@@ -90,8 +100,11 @@ llvm::Error TraceRecorder::writeChromeTraceFile(llvm::StringRef path) const {
 std::vector<TimeBreakdown> TraceRecorder::summarize() const {
   std::map<std::string, TimeBreakdown> byDevice;
   double stepTotal = 0;
-  for (auto &[start, dur] : steps_)
-    stepTotal += dur;
+  int64_t updates = 0; // micro-steps count towards their step
+  for (const Span &s : steps_) {
+    stepTotal += s.durationUs;
+    updates += s.micro < 0;
+  }
   for (const TraceTrack &t : tracks_) {
     TimeBreakdown &b = byDevice[t.device];
     b.device = t.device;
@@ -114,7 +127,7 @@ std::vector<TimeBreakdown> TraceRecorder::summarize() const {
     }
   }
   std::vector<TimeBreakdown> out;
-  double steps = steps_.empty() ? 1 : (double)steps_.size();
+  double steps = updates == 0 ? 1 : (double)updates;
   for (auto &[name, b] : byDevice) {
     TimeBreakdown avg = b;
     avg.computeUs /= steps;

@@ -5,7 +5,9 @@
 // the recorder started. Each track is written by one thread only, so
 // recording takes no lock. writeChromeTrace emits the JSON array format that
 // chrome://tracing and ui.perfetto.dev open; summarize() gives per-step time
-// in compute, communication, input and waiting, per device.
+// in compute, communication, input and waiting, per device. Under gradient
+// accumulation a step is an update: its micro-steps' events carry their
+// micro-step (args "micro_step") and count towards the step.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -29,6 +31,9 @@ struct TraceEvent {
   EventKind kind;
   uint64_t step;
   double startUs, durationUs;
+  /// Gradient accumulation: the micro-step (a run of graph "micro") it
+  /// belongs to; -1 for the step's run of main.
+  int micro = -1;
 };
 
 struct TraceTrack {
@@ -52,8 +57,9 @@ public:
         .count();
   }
   void record(unsigned track, TraceEvent e) { tracks_[track].events.push_back(std::move(e)); }
-  /// Wall-clock span of each step, recorded by the step's driver.
-  void recordStep(uint64_t step, double startUs, double durationUs);
+  /// Wall-clock span of each step, recorded by the step's driver; `micro`
+  /// >= 0 for a micro-step of gradient accumulation (a part of step `step`).
+  void recordStep(uint64_t step, double startUs, double durationUs, int micro = -1);
   void clear();
 
   const std::vector<TraceTrack> &tracks() const { return tracks_; }
@@ -65,7 +71,12 @@ public:
 private:
   std::chrono::steady_clock::time_point origin_;
   std::vector<TraceTrack> tracks_;
-  std::vector<std::pair<double, double>> steps_;
+  struct Span {
+    uint64_t step;
+    double startUs, durationUs;
+    int micro;
+  };
+  std::vector<Span> steps_;
 };
 
 } // namespace graphc

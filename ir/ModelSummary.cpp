@@ -26,6 +26,8 @@ VariableStats &statsFor(ModelSummary &s, VarKind k) {
     return s.state;
   case VarKind::Slot:
     return s.slots;
+  case VarKind::Accumulator:
+    return s.accumulators;
   }
   llvm_unreachable("unknown variable kind");
 }

@@ -1,7 +1,8 @@
 //===- ModelSummary.h - Module statistics for `graphc inspect` ---*- C++ -*-===//
 //
 // summarize() adds up a module: its variables by kind (trainable parameters,
-// non-trainable state such as BatchNorm running statistics, optimizer slots),
+// non-trainable state such as BatchNorm running statistics, optimizer slots,
+// gradient accumulators),
 // the cost of every node (Cost.h), the bytes of all activations, the peak live
 // activation bytes of a straightforward schedule, and a per-op table.
 //
@@ -46,7 +47,7 @@ struct ModelSummary {
   int64_t batch = 1;
   bool batchBound = false; ///< the module's shapes are bound (else N counts as `batch`)
   int64_t nodes = 0;
-  VariableStats params, state, slots;
+  VariableStats params, state, slots, accumulators;
   NodeCost total;
   int64_t activationBytes = 0;
   int64_t peakLiveBytes = 0;

@@ -262,12 +262,14 @@ llvm::StringRef varKindName(VarKind k) {
     return "state";
   case VarKind::Slot:
     return "slot";
+  case VarKind::Accumulator:
+    return "accumulator";
   }
   return "param";
 }
 
 std::optional<VarKind> parseVarKind(llvm::StringRef s) {
-  for (VarKind k : {VarKind::Param, VarKind::State, VarKind::Slot})
+  for (VarKind k : {VarKind::Param, VarKind::State, VarKind::Slot, VarKind::Accumulator})
     if (varKindName(k) == s)
       return k;
   return std::nullopt;

@@ -176,8 +176,11 @@ private:
 };
 
 /// What a variable is for: a trainable parameter, non-trainable state (BN
-/// running statistics, step counters), or an optimizer slot.
-enum class VarKind : unsigned char { Param, State, Slot };
+/// running statistics, step counters), an optimizer slot, or an accumulator
+/// (gradient accumulation's per-tower sums over the micro-steps of one update,
+/// passes/AccumulateGradients.h: zero at every update boundary, so never
+/// checkpointed).
+enum class VarKind : unsigned char { Param, State, Slot, Accumulator };
 llvm::StringRef varKindName(VarKind k);
 std::optional<VarKind> parseVarKind(llvm::StringRef s);
 
@@ -202,6 +205,9 @@ struct Variable {
   std::vector<std::string> devices;
 
   bool trainable() const { return kind == VarKind::Param; }
+  /// Whether its value outlives an update and belongs in checkpoints (all
+  /// but accumulators).
+  bool persistent() const { return kind != VarKind::Accumulator; }
   bool operator==(const Variable &o) const {
     return name == o.name && type == o.type && kind == o.kind && init == o.init && data == o.data &&
            devices == o.devices;

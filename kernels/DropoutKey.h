@@ -6,7 +6,7 @@
 // draws the same masks under another tower count's renaming, and a graph
 // without towers draws tower 0's, so a single-device plan spread over devices
 // by --strategy model-parallel trains as one tower does), then one key per
-// step. An element drops when 32 random bits fall below ratio * 2^32 and is
+// step and micro-batch. An element drops when 32 random bits fall below ratio * 2^32 and is
 // scaled by 1 / (1 - ratio) otherwise.
 //
 //===----------------------------------------------------------------------===//
@@ -49,9 +49,10 @@ inline uint64_t dropoutNodeKey(const Node &n) {
   return mixedKey(key ^ (uint64_t)n.attrs().getInt("seed"));
 }
 
-/// The key of the node's mask at `step`.
-inline uint64_t dropoutStepKey(uint64_t nodeKey, uint64_t step) {
-  return mixedKey(nodeKey ^ (step * 0xbf58476d1ce4e5b9ull));
+/// The key of the node's mask at `step` (and, under gradient accumulation,
+/// micro-batch `microStep` of its update: 0 is the step's key without it).
+inline uint64_t dropoutStepKey(uint64_t nodeKey, uint64_t step, uint64_t microStep = 0) {
+  return mixedKey(nodeKey ^ (step * 0xbf58476d1ce4e5b9ull) ^ (microStep * 0x94d049bb133111ebull));
 }
 
 /// Elements whose 32 random bits fall below this drop.

@@ -73,6 +73,9 @@ struct KernelContext {
   llvm::ArrayRef<TensorView> outputs;
   void *scratch = nullptr; ///< scratchBytes() bytes, 64-byte aligned
   uint64_t step = 0;       ///< training step, for per-step randomness
+  /// Gradient accumulation: which micro-batch of the step's update this run
+  /// computes (0 without accumulation), for per-micro-batch randomness.
+  uint64_t microStep = 0;
   VariableAccess *variables = nullptr;
   /// 0 when nodes of the graph write variables (training). Otherwise no
   /// step changes them and this number changes only when one is written

@@ -63,10 +63,17 @@ struct Reduction {
   bool state = false;     ///< a moving average (Assign), not a gradient
 };
 
-llvm::Expected<std::vector<Reduction>> findReductions(Graph &g, unsigned towers) {
+/// Whether `n` reads or writes a gradient accumulator (they stay on their
+/// tower's device: AccumulateGradients.h).
+bool touchesAccumulator(const Module &m, const Node &n) {
+  const Variable *v = m.findVariable(n.attrs().getString("var"));
+  return v && !v->persistent();
+}
+
+llvm::Expected<std::vector<Reduction>> findReductions(const Module &m, Graph &g, unsigned towers) {
   std::vector<Reduction> out;
   for (Node *n : g.nodes()) {
-    if (!isVariableUpdate(n->op()))
+    if (!isVariableUpdate(n->op()) || touchesAccumulator(m, *n))
       continue;
     Node *s = n->operand(0)->producer();
     bool towerSum = s->op() == Op::AddN && s->tower() < 0 && s->numOperands() == towers &&
@@ -93,7 +100,7 @@ Placed usedVariables(const Module &m, const Graph &g) {
   llvm::StringMap<bool> used;
   Placed p;
   for (const Node *n : g.nodes()) {
-    if (n->op() != Op::Variable && !isVariableUpdate(n->op()))
+    if ((n->op() != Op::Variable && !isVariableUpdate(n->op())) || touchesAccumulator(m, *n))
       continue;
     std::string var = n->attrs().getString("var");
     used[var] = true;
@@ -154,9 +161,10 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
     all.push_back(towerDevice((int)t));
   for (const std::string &var : placed.vars)
     setStorage(m, placed, var, all);
-  for (Node *n : g.nodes())
-    if (n->op() == Op::Variable && n->tower() >= 0)
-      n->setRequestedDevice(towerDevice(n->tower()));
+  for (Graph *each : m.graphs()) // the micro-step graph reads the same replicas
+    for (Node *n : each->nodes())
+      if (n->op() == Op::Variable && n->tower() >= 0)
+        n->setRequestedDevice(towerDevice(n->tower()));
 
   // A gradient's name (Identity) moves next to the node computing it, so its
   // position is when it becomes ready (several of one node: the last
@@ -288,7 +296,7 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
                      " names no device of this compile; the towers run on " + gpus +
                      " (host: " + DeviceId::host().str() + ")");
 
-  auto reductions = findReductions(*g, towers);
+  auto reductions = findReductions(m, *g, towers);
   if (!reductions)
     return reductions.takeError();
   Placed placed = usedVariables(m, *g);
@@ -314,9 +322,10 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
   }
   for (const std::string &var : placed.vars)
     setStorage(m, placed, var, {deviceOf[var]});
-  for (Node *n : g->nodes())
-    if (n->op() == Op::Variable)
-      n->setRequestedDevice(deviceOf[n->attrs().getString("var")]);
+  for (Graph *each : m.graphs()) // the micro-step graph reads the same storage
+    for (Node *n : each->nodes())
+      if (n->op() == Op::Variable && !touchesAccumulator(m, *n))
+        n->setRequestedDevice(deviceOf[n->attrs().getString("var")]);
   for (Reduction &r : *reductions) {
     const std::string &device = deviceOf[r.update->attrs().getString("var")];
     r.update->setRequestedDevice(device);

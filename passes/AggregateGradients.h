@@ -30,6 +30,9 @@
 //  3. Variables that are read but never updated (frozen statistics) follow
 //     the same placement. No variable, slot or update lands on a device the
 //     mode did not ask for.
+//  4. Gradient accumulation (AccumulateGradients.h): the Variable reads of the
+//     micro-step graph request the same storage as main's; accumulators and
+//     the nodes that read or reset them stay on their towers' devices.
 //
 // Without towers and with --towers 0 the pass changes nothing.
 //

@@ -60,6 +60,11 @@ struct AggregateOptions {
   int64_t bucketBytes = 25 << 20; ///< all-reduce bucket cap (mirrored)
 };
 
+/// accumulate-gradients.
+struct AccumulateOptions {
+  unsigned steps = 1; ///< micro-batches per update (--accumulate K); 1: none
+};
+
 /// place-devices: assigns every node a device. Passes may not depend on
 /// placement/, so the tools build this from the cluster and the kernel
 /// registry (placement/Placer.h: makePlacerFunction). Unset: place-devices
@@ -96,6 +101,9 @@ struct CompileOptions {
   ParamPlacement params; ///< --params
   int64_t bucketBytes = AggregateOptions().bucketBytes;
 
+  // accumulate-gradients
+  unsigned accumulate = AccumulateOptions().steps;
+
   // place-devices
   PlacerFunction placer;
 
@@ -120,6 +128,9 @@ inline PlacerFunction placerOptions(const CompileOptions &o) {
 }
 inline AggregateOptions aggregateOptions(const CompileOptions &o) {
   return {o.towers, o.params, o.bucketBytes};
+}
+inline AccumulateOptions accumulateOptions(const CompileOptions &o) {
+  return {o.accumulate};
 }
 
 } // namespace graphc

@@ -1,5 +1,6 @@
 //===- Passes.cpp - The built-in passes and the default pipelines -----------===//
 
+#include "passes/AccumulateGradients.h"
 #include "passes/AddLoss.h"
 #include "passes/AddOptimizer.h"
 #include "passes/AggregateGradients.h"
@@ -16,7 +17,7 @@ namespace graphc {
 const char *const kDefaultInferencePipeline = "bind-batch,verify";
 const char *const kDefaultTrainingPipeline =
     "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,split-batch,"
-    "concat-outputs,aggregate-gradients,dce,verify";
+    "concat-outputs,accumulate-gradients,aggregate-gradients,dce,verify";
 const char *const kPlacementPipeline = "place-devices,insert-transfers,verify";
 
 /// A pass that reads nothing but the module.
@@ -57,6 +58,10 @@ void registerBuiltinPasses(PassRegistry &r) {
   addFunctionPass(r, "concat-outputs",
                   "tower outputs joined on the host: losses summed, batches concatenated",
                   concatOutputs);
+  addFunctionPass(r, "accumulate-gradients",
+                  "--accumulate K: a graph 'micro' that adds each tower's gradients into "
+                  "accumulators, main adds the last micro-batch's and updates",
+                  accumulateGradients, accumulateOptions);
   addFunctionPass(r, "aggregate-gradients",
                   "variable storage by --params and the towers' sums or all-reduce buckets",
                   aggregateGradients, aggregateOptions);

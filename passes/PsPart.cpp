@@ -36,6 +36,8 @@ llvm::Expected<llvm::StringMap<Node *>> updatesOf(const Module &m) {
     if (!isVariableUpdate(n->op()))
       continue;
     std::string var = n->attrs().getString("var");
+    if (const Variable *v = m.findVariable(var); v && !v->persistent())
+      continue; // a gradient accumulator's reset stays with its tower
     if (n->tower() >= 0 || update.count(var))
       return nodeError(*n, "updates '" + var +
                                "' once per tower (--params mirrored); parameter-server tasks "
@@ -87,6 +89,15 @@ bool isSumAcrossWorkers(const Node &n) {
 
 } // namespace
 
+llvm::Error checkPsAccumulation(unsigned accumulate, bool async) {
+  if (!async || accumulate <= 1)
+    return llvm::Error::success();
+  return makeError("--accumulate " + llvm::Twine(accumulate) +
+                   " with --ps-async: asynchronous ps tasks apply each worker's gradients as "
+                   "they arrive, so there is no update to accumulate for; use synchronous ps "
+                   "tasks (leave out --ps-async) or --accumulate 1");
+}
+
 unsigned planPsTasks(const Module &m) {
   const Attribute *a = m.meta().find(kPs);
   const int64_t *p = a ? std::get_if<int64_t>(a) : nullptr;
@@ -102,6 +113,8 @@ bool planPsAsync(const Module &m) {
 llvm::Error shardOverPs(Module &plan, unsigned ps, bool async) {
   if (ps == 0)
     return makeError("a plan with parameter-server tasks needs at least one (--ps)");
+  if (auto e = checkPsAccumulation((unsigned)plan.meta().getInt("accumulate", 1), async))
+    return e;
   auto updates = updatesOf(plan);
   if (!updates)
     return updates.takeError();

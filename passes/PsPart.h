@@ -15,8 +15,11 @@
 //     `ps_variables` (the updated variables, in module order) and
 //     `ps_owners` (each one's task); `ps_async` = 1 with --ps-async.
 //     Variables never updated (frozen statistics) stay with the workers,
-//     which all hold the same values. The plan keeps its variables on the
-//     host (--params cpu): each update reads one sum over the towers.
+//     which all hold the same values, as do gradient accumulators (each
+//     tower's own; a worker sends its sums once per update, after its last
+//     micro-step: AccumulateGradients.h). --ps-async with --accumulate K > 1
+//     is refused: asynchronous updates have no update to accumulate for. The plan keeps its
+//     variables on the host (--params cpu): each update reads one sum over the towers.
 //  2. A worker's part (selectPsWorkerPart, after selectWorkerPart): the
 //     updates are gone, and with them the sums across workers that fed them;
 //     each update's operand, the worker's sum over its own towers (already
@@ -54,6 +57,9 @@ namespace graphc {
 
 /// Records the shards of P ps tasks in the plan (stage 1).
 llvm::Error shardOverPs(Module &plan, unsigned ps, bool async);
+
+/// Refuses --ps-async with gradient accumulation (K > 1).
+llvm::Error checkPsAccumulation(unsigned accumulate, bool async);
 
 /// The plan's ps tasks (meta `ps`; 0 when absent).
 unsigned planPsTasks(const Module &m);

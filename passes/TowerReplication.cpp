@@ -409,6 +409,9 @@ llvm::Expected<bool> replicateTowers(Module &m, const TowerOptions &opts) {
     return makeError("replicate-towers: the batch is not bound; run bind-batch with --batch first");
   if (m.meta().has("towers") || llvm::any_of(g->nodes(), [](Node *n) { return n->tower() >= 0; }))
     return makeError("replicate-towers: the module already has towers");
+  if (m.meta().has("accumulate"))
+    return makeError("replicate-towers: the module already accumulates gradients; "
+                     "accumulate-gradients runs after replicate-towers");
   auto split = planBatchSplit(*batch, opts);
   if (!split)
     return withContext(split.takeError(), "replicate-towers");

@@ -19,10 +19,13 @@
 #include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "ir/ShapeInference.h"
+#include "passes/AccumulateGradients.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -108,26 +111,13 @@ llvm::Expected<WorkerSlice> workerSlice(const Module &m, unsigned worker) {
   return s;
 }
 
-llvm::Error selectWorkerPart(Module &m, unsigned worker) {
-  if (planWorkers(m) == 1)
-    return llvm::Error::success();
-  // 1. The plan.
-  auto plan = readPlan(m);
-  if (!plan)
-    return plan.takeError();
-  auto slice = workerSlice(m, worker);
-  if (!slice)
-    return slice.takeError();
-  const unsigned W = plan->workers;
-  const int lo = (int)plan->firstTower[worker], hi = (int)plan->firstTower[worker + 1];
-  if (slice->count == 0)
-    return makeError("the global batch of " + llvm::Twine(m.meta().getInt("batch")) +
-                     " gives worker " + llvm::Twine(worker) + " of " + llvm::Twine(W) +
-                     " no sample (tower batches " + listed(plan->towerBatches) +
-                     "); every worker needs at least one: raise --batch");
-  auto local = [&](int tower) { return tower >= lo && tower < hi; };
-  Graph &g = m.main();
+namespace {
 
+/// Stages 2 to 4 and the devices of stage 5 on one graph of the plan: main,
+/// and the micro-step graph of gradient accumulation when there is one.
+llvm::Error cutGraph(Graph &g, const std::function<bool(int)> &local, unsigned W,
+                     const WorkerSlice &slice,
+                     const std::function<std::string(const std::string &)> &renumber) {
   // 2. What goes.
   llvm::DenseSet<const Node *> gone;
   std::vector<Node *> sums;
@@ -181,7 +171,7 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
       n->attrs().set("sizes", sizes);
       Value *in = n->operand(0);
       TensorType type = in->type();
-      type.shape[0] = slice->count;
+      type.shape[0] = slice.count;
       in->setType(type);
     }
 
@@ -216,11 +206,7 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
     }
   }
 
-  // 5. GPUs, data, shapes, meta.
-  auto renumber = [&](const std::string &device) -> std::string {
-    int gpu = gpuIndex(device);
-    return gpu < 0 ? device : DeviceId::gpu((unsigned)(gpu - lo)).str();
-  };
+  // 5. The GPUs of its nodes.
   for (Node *n : g.nodes()) {
     n->setRequestedDevice(renumber(n->requestedDevice()));
     n->setAssignedDevice(renumber(n->assignedDevice()));
@@ -228,6 +214,41 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
       for (const char *key : {"from", "to"})
         n->attrs().set(key, renumber(n->attrs().getString(key)));
   }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error selectWorkerPart(Module &m, unsigned worker) {
+  if (planWorkers(m) == 1)
+    return llvm::Error::success();
+  // 1. The plan.
+  auto plan = readPlan(m);
+  if (!plan)
+    return plan.takeError();
+  auto slice = workerSlice(m, worker);
+  if (!slice)
+    return slice.takeError();
+  const unsigned W = plan->workers;
+  const int lo = (int)plan->firstTower[worker], hi = (int)plan->firstTower[worker + 1];
+  if (slice->count == 0)
+    return makeError("the global batch of " + llvm::Twine(m.meta().getInt("batch")) +
+                     " gives worker " + llvm::Twine(worker) + " of " + llvm::Twine(W) +
+                     " no sample (tower batches " + listed(plan->towerBatches) +
+                     "); every worker needs at least one: raise --batch");
+  auto local = [&](int tower) { return tower >= lo && tower < hi; };
+  auto renumber = [&](const std::string &device) -> std::string {
+    int gpu = gpuIndex(device);
+    return gpu < 0 ? device : DeviceId::gpu((unsigned)(gpu - lo)).str();
+  };
+
+  // 2. to 4., and 5. for the nodes: the training step's graphs.
+  for (llvm::StringRef name : {llvm::StringRef("main"), llvm::StringRef(kMicroGraph)})
+    if (Graph *g = m.findGraph(name))
+      if (auto e = cutGraph(*g, local, W, *slice, renumber))
+        return e;
+
+  // 5. GPUs of the variables, data, shapes, meta.
   for (Variable &v : m.variables()) {
     std::vector<std::string> devices;
     for (const std::string &d : v.devices) {
@@ -237,6 +258,18 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
     }
     v.devices = std::move(devices);
   }
+  // The accumulators of the other workers' towers: no node is left to use them.
+  llvm::StringSet<> used;
+  for (const Graph *g : m.graphs())
+    for (const Node *n : g->nodes())
+      if (n->op() == Op::Variable || isVariableUpdate(n->op()))
+        used.insert(n->attrs().getString("var"));
+  std::vector<std::string> foreign;
+  for (const Variable &v : m.variables())
+    if (!v.persistent() && !used.count(v.name))
+      foreign.push_back(v.name);
+  for (const std::string &name : foreign)
+    m.removeVariable(name);
   // Concatenations over towers now hold the worker's rows.
   if (auto e = inferShapes(m))
     return e;

@@ -32,7 +32,11 @@
 //     workers (executor/Workers.h). Concatenations over towers keep the
 //     worker's rows. So the loss output is the global batch's loss on every
 //     rank, and every rank applies the same update to its replicas.
-//  5. Meta. `worker` = w, `worker_offset` (the first sample of the part in
+//  5. Gradient accumulation (AccumulateGradients.h): the micro-step graph is
+//     cut the same way (it holds no sums over towers, so nothing crosses the
+//     workers in a micro-step); the other workers' accumulators leave the
+//     module.
+//  6. Meta. `worker` = w, `worker_offset` (the first sample of the part in
 //     the global batch), `batch` = the part, `global_batch` = B, `towers` =
 //     D_w and `tower_batches` the worker's; `workers` stays.
 //

@@ -23,6 +23,7 @@
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
+#include "passes/AccumulateGradients.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
@@ -222,6 +223,12 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   place->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap (mirrored)")
       ->capture_default_str();
+  std::string accumulate = "1";
+  place
+      ->add_option("--accumulate", accumulate,
+                   "K micro-batches of --batch per update: a graph 'micro' that only "
+                   "accumulates, aggregation once per update")
+      ->capture_default_str();
   place->add_option("--optimizer", po.optimizer, "sgd | momentum | rmsprop | adam")
       ->capture_default_str();
   place->add_flag(
@@ -340,6 +347,10 @@ int main(int argc, char **argv) {
     if (!parsedStrategy)
       return fail(withContext(parsedStrategy.takeError(), "--strategy"));
     placement.strategy = *parsedStrategy;
+    auto steps = parseAccumulateSteps(accumulate);
+    if (!steps)
+      return fail(steps.takeError());
+    po.accumulate = *steps;
     if (!tasksFile.empty()) {
       if (placement.workers > 1)
         return fail(makeError("--tasks and --workers both give the workers; use one"));
@@ -398,6 +409,8 @@ int main(int argc, char **argv) {
       llvm::outs() << ", " << ps << " ps task" << (ps == 1 ? "" : "s")
                    << (placement.psAsync ? " (asynchronous)" : "");
     llvm::outs() << ", global batch " << batch;
+    if (po.accumulate > 1)
+      llvm::outs() << " x " << po.accumulate << " micro-batches per update";
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
                    << kDefaultBatchPerTower << " per tower";

@@ -1,6 +1,6 @@
 //===- graphrun.cpp - The executor's command line --------------------------===//
 //
-//   graphrun train  [MODEL | --model NAME] [--data SPEC] [--batch N]
+//   graphrun train  [MODEL | --model NAME] [--data SPEC] [--batch N] [--accumulate K]
 //                   [--steps N | --epochs N | --more-steps N] [--optimizer O] [--lr X]
 //                   [--checkpoint DIR [--resume]] [--metrics FILE]
 //                   [--gpus N] [--workers W | --tasks FILE] ...
@@ -23,6 +23,7 @@
 #include "ir/Archive.h"
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
+#include "passes/AccumulateGradients.h"
 #include "tools/driver/Calibrate.h"
 #include "tools/driver/Inference.h"
 #include "tools/driver/Interrupt.h"
@@ -111,6 +112,8 @@ int main(int argc, char **argv) {
   train->add_option("--num-classes", t.model.options.numClasses, "classes of a built-in model");
   train->add_option("--image-size", t.model.options.imageSize, "input side of a built-in model");
   train->add_flag("--aux-logits", t.model.options.auxLogits, "inception_v3's auxiliary head");
+  train->add_option("--dropout", t.model.options.dropout,
+                    "dropout ratio of a built-in model that has dropout (default: its own)");
   train->add_option("--data", t.data, "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
       ->capture_default_str();
   train->add_option("--synthetic-samples", t.synthetic.samples, "size of the synthetic data set")
@@ -120,6 +123,12 @@ int main(int argc, char **argv) {
                    "synthetic labels use this many of the model's classes (0: all)")
       ->capture_default_str();
   train->add_option("--batch", co.batch, "global batch")->capture_default_str();
+  std::string accumulate = "1";
+  train
+      ->add_option("--accumulate", accumulate,
+                   "K micro-batches of --batch per update (gradient accumulation: one update "
+                   "on K x batch samples; --steps and the lr schedule count updates)")
+      ->capture_default_str();
   train->add_option("--steps", t.steps, "the run's steps in all (a resumed run trains the rest)");
   train->add_option("--epochs", t.epochs, "the run's epochs in all (instead of --steps)");
   train->add_option("--more-steps", t.moreSteps, "this many steps past the checkpoint");
@@ -274,6 +283,10 @@ int main(int argc, char **argv) {
     if (!parsedStrategy)
       return fail(withContext(parsedStrategy.takeError(), "--strategy"));
     t.placement.strategy = *parsedStrategy;
+    auto steps = parseAccumulateSteps(accumulate);
+    if (!steps)
+      return fail(steps.takeError());
+    co.accumulate = *steps;
     t.executor.blockedLayouts = !plainLayouts;
     t.evaluate = !noEval;
     co.seed = t.executor.seed;

@@ -50,7 +50,7 @@ public:
   }
 
   llvm::Error run(KernelContext &ctx) override {
-    uint64_t stepKey = dropoutStepKey(key_, ctx.step);
+    uint64_t stepKey = dropoutStepKey(key_, ctx.step, ctx.microStep);
     int64_t n = ctx.outputs[0].numElements();
     int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
     visitFloat(dtype_, [&](auto tag) {

@@ -17,13 +17,13 @@
 namespace graphc {
 namespace cuda {
 
-DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step) {
+DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step, uint64_t microStep) {
   double ratio = n.attrs().getFloat("ratio", 0.5);
   DropoutParams p;
   p.seed = seed;
   p.scale = dropoutScale(ratio);
   p.threshold = dropoutThreshold(ratio);
-  p.stepKey = dropoutStepKey(dropoutNodeKey(n), step);
+  p.stepKey = dropoutStepKey(dropoutNodeKey(n), step, microStep);
   return p;
 }
 
@@ -39,7 +39,7 @@ public:
 
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {
-    DropoutParams p = dropoutParams(node(), seed_, ctx.step);
+    DropoutParams p = dropoutParams(node(), seed_, ctx.step, ctx.microStep);
     GRAPHC_CUDA_TRY(launchDropoutTrain((int)resultType().dtype, p, ctx.outputs[0].numElements(),
                                        ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[1].data,
                                        streamOf(ctx)));

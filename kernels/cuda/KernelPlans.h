@@ -35,7 +35,7 @@ llvm::Expected<PoolParams> poolParams(const Node &n);
 /// its channels (L: the axis).
 Dims softmaxView(const Node &n);
 /// DropoutTrain at `step` of a run seeded `seed` (the CPU kernel's keys).
-DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step);
+DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step, uint64_t microStep = 0);
 /// The update rule of an Apply* op (ApplySGD and anything else: SGD).
 UpdateRule updateRuleOf(Op op);
 

@@ -438,6 +438,31 @@ class AsyncParameterServers(Case):
         self.assertGreater(sum(r["staleness"] for r in steps) / len(steps), 0.5)
 
 
+class Accumulation(Case):
+    """--accumulate K across workers: micro-steps stay in each worker, the sums across workers (or the
+    parameter-server exchange) come once per update, and K micro-batches of B train like one batch of K x B."""
+
+    def test_workers_accumulate_like_one_larger_batch(self):
+        ref = self.path("one-process")
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--checkpoint", ref)  # one batch of 10
+        ref = self.params(ref)
+        micro = [a if a != "10" else "5" for a in MLP] + ["--accumulate", "2"]
+        cases = [
+            ("2 workers x 2 devices, mirrored", 2,
+             micro + ["--workers", "2", "--gpus", "2", "--emulate", "--params", "mirrored"]),
+            ("2 workers and a ps task", 3, micro + ["--workers", "2", "--ps", "1"]),
+        ]
+        for k, (what, n, args) in enumerate(cases):
+            with self.subTest(what):
+                ckpt = self.path("case%d" % k)
+                p = mpirun(n, GRAPHRUN, "train", *args, "--steps", "5", "--checkpoint", ckpt)
+                self.assertSameParams(ref, self.params(ckpt), what)
+                self.assertIn("accumulate 2 micro-batches of 5 per update", p.stdout)
+                self.assertEqual(p.stdout.count("trained 5 steps"), 1, p.stdout)
+                if "ps" in what:
+                    self.assertIn("ps task 0: 5 updates", p.stdout)
+
+
 class StepTimes(Case):
     """Each step's seconds split into compute, communication inside the worker and between
     workers, and input staging (executor/StepTimes.h): in the metrics and the summary."""

@@ -79,7 +79,7 @@ struct Trainer {
 TEST(TrainingStep, DefaultPipelineIsTheContract) {
   EXPECT_STREQ(kDefaultTrainingPipeline,
                "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,"
-               "split-batch,concat-outputs,aggregate-gradients,dce,verify");
+               "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,dce,verify");
 }
 
 TEST(TrainingStep, MovingAveragesFollowTheBatchStatistics) {

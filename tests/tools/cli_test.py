@@ -311,6 +311,114 @@ class GraphrunTest(CliCase):
                 "--batch", "31", "-o", self.path("s.placed"), "--explain")
         self.assertIn("split: tower batches 13, 12, 6 (--split auto", p.stdout.splitlines()[0])
 
+    def params(self, ckpt_dir, step):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gck
+        a = gck.read(os.path.join(ckpt_dir, "step-%08d.gck" % step))
+        return {n: a.array(n).astype(np.float64) for n in a.names()}
+
+    def assertSameParams(self, want, got, what, rtol=1e-5):
+        self.assertEqual(sorted(want), sorted(got), what)
+        for name in want:
+            scale = max(np.abs(want[name]).max(), 1e-30)
+            self.assertLessEqual(np.abs(got[name] - want[name]).max() / scale, rtol, "%s: %s" % (what, name))
+
+    def losses(self, metrics):
+        with open(metrics) as f:
+            return [json.loads(l)["loss"] for l in f]
+
+    def test_accumulate_equals_one_larger_batch(self):
+        """--batch 4 --accumulate 4 is one update on 16 samples: parameters and losses of --batch 16."""
+        for model, extra in (("mlp", ()), ("small_cnn_nobn", ("--dropout", "0"))):
+            with self.subTest(model):
+                common = ("--model", model, *extra, "--steps", "3", "--lr", "0.05", "--seed", "3", "--no-eval")
+                big, acc = self.path(model + "-16"), self.path(model + "-4x4")
+                self.train(*common, "--batch", "16", "--checkpoint", big, "--metrics", big + ".jsonl")
+                p = self.train(*common, "--batch", "4", "--accumulate", "4", "--checkpoint", acc,
+                               "--metrics", acc + ".jsonl")
+                self.assertIn("accumulate 4 micro-batches of 4 per update (16 samples", p.stdout)
+                self.assertIn("steps, the learning rate schedule and the metrics count updates", p.stdout)
+                self.assertIn("trained 3 steps", p.stdout)
+                # Checkpoints hold the same tensors (no accumulators) with the same values.
+                self.assertSameParams(self.params(big, 3), self.params(acc, 3), model)
+                self.assertIn("fc1.weight.momentum", self.params(acc, 3))
+                want, got = self.losses(big + ".jsonl"), self.losses(acc + ".jsonl")
+                self.assertEqual(len(got), 3)
+                np.testing.assert_allclose(got, want, rtol=1e-5)
+
+    def test_accumulate_all_reduces_once_per_update(self):
+        """4 mirrored towers: the all-reduce runs in the update only, as often as without accumulation."""
+        common = ("--model", "small_cnn_nobn", "--dropout", "0", "--steps", "2", "--lr", "0.05", "--seed", "3",
+                  "--no-eval", "--gpus", "4", "--emulate", "--params", "mirrored", "--bucket-mb", "0.1")
+        runs = {}
+        for name, args in (("plain", ("--batch", "16")), ("accumulate", ("--batch", "4", "--accumulate", "4"))):
+            ckpt, trace = self.path(name), self.path(name + ".json")
+            self.train(*common, *args, "--checkpoint", ckpt, "--trace", trace)
+            with open(trace) as f:
+                events = [e for e in json.load(f) if e.get("ph") == "X" and "args" in e]
+            runs[name] = (self.params(ckpt, 2), events)
+        self.assertSameParams(runs["plain"][0], runs["accumulate"][0], "4 towers")
+        def all_reduces(events):
+            per_step = {}
+            for e in events:
+                if e["args"]["op"] == "AllReduce":
+                    self.assertNotIn("micro_step", e["args"], "an all-reduce in a micro-step")
+                    per_step[e["args"]["step"]] = per_step.get(e["args"]["step"], 0) + 1
+            return per_step
+        plain, accumulating = all_reduces(runs["plain"][1]), all_reduces(runs["accumulate"][1])
+        self.assertEqual(sorted(accumulating), [0, 1])
+        self.assertEqual(accumulating, plain)
+        self.assertGreater(accumulating[0], 4)  # several buckets, each on 4 towers
+        self.assertEqual(accumulating[0] % 4, 0)
+        # The micro-steps ran (3 per update), each tower's backward pass in them.
+        events = runs["accumulate"][1]
+        micro = {(e["args"]["step"], e["args"]["micro_step"]) for e in events if "micro_step" in e["args"]}
+        self.assertEqual(micro, {(s, k) for s in (0, 1) for k in (0, 1, 2)})
+        self.assertTrue(any(e["args"]["op"] == "ConvGradFilter" and "micro_step" in e["args"] for e in events))
+
+    def test_accumulate_resumes_at_update_boundaries(self):
+        common = ("--model", "mlp", "--batch", "8", "--accumulate", "3", "--seed", "5", "--synthetic-samples",
+                  "200", "--lr", "0.05", "--no-eval")
+        straight, split = self.path("straight"), self.path("split")
+        p = self.train(*common, "--steps", "10", "--checkpoint", straight)
+        self.assertIn("8 updates per epoch", p.stdout)  # 25 micro-batches: 8 updates of 3
+        self.train(*common, "--steps", "7", "--checkpoint", split)
+        p = self.train(*common, "--steps", "10", "--checkpoint", split, "--resume")
+        self.assertIn("10 in all, from step 7", p.stdout)
+        a, b = self.params(straight, 10), self.params(split, 10)
+        self.assertEqual(sorted(a), sorted(b))
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        # --epochs counts updates: 2 epochs of 8.
+        p = self.train(*common, "--epochs", "2", "--checkpoint", self.path("epochs"))
+        self.assertIn("16 in all", p.stdout)
+        self.assertIn("trained 16 steps", p.stdout)
+
+    def test_accumulate_plans_and_bad_input(self):
+        # graphc place --accumulate writes a plan that graphrun runs as it says.
+        plan = self.path("acc.placed")
+        p = run(GRAPHC, "place", "--model", "mlp", "--gpus", "2", "--batch", "6", "--accumulate", "3",
+                "--params", "mirrored", "-o", plan)
+        self.assertIn("global batch 6 x 3 micro-batches per update", p.stdout)
+        p = self.train(plan, "--emulate", "--steps", "2", "--no-eval")
+        self.assertIn("accumulate 3 micro-batches of 6 per update", p.stdout)
+        self.assertFailsClearly(self.train(plan, "--emulate", "--steps", "2", "--accumulate", "2", ok=False),
+                                "already compiled", "accumulates 3")
+        for bad in ("0", "2.5", "-1", "many"):
+            self.assertFailsClearly(self.train("--model", "mlp", "--steps", "1", "--accumulate", bad, ok=False),
+                                    "--accumulate " + bad, "whole number")
+            self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--gpus", "2", "--accumulate", bad,
+                                        "-o", plan, ok=False), "--accumulate " + bad)
+        self.assertFailsClearly(self.train("--model", "mlp", "--steps", "1", "--accumulate", "2", "--ps", "1",
+                                           "--ps-async", ok=False), "--accumulate 2 with --ps-async")
+        self.assertFailsClearly(run(GRAPHC, "place", "--model", "mlp", "--gpus", "2", "--accumulate", "2",
+                                    "--ps", "1", "--ps-async", "-o", plan, ok=False),
+                                "--accumulate 2 with --ps-async")
+        # More micro-batches per update than the data set holds.
+        self.assertFailsClearly(self.train("--model", "mlp", "--batch", "8", "--accumulate", "5",
+                                           "--synthetic-samples", "32", "--steps", "1", ok=False),
+                                "fewer samples (32) than one update (5 x 8)")
+
     def test_bad_training_input(self):
         # A data directory with no images.
         os.makedirs(self.path("empty/cat"))

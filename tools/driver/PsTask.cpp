@@ -111,7 +111,7 @@ llvm::Expected<std::vector<NamedTensor>> PsWorker::checkpointTensors(const Execu
     held.insert(t.name);
   // What no task holds (variables never updated) is the same on every worker.
   for (const Variable &v : layout_->variables())
-    if (!held.count(v.name)) {
+    if (v.persistent() && !held.count(v.name)) {
       auto t = ex.readVariable(v.name);
       if (!t)
         return t.takeError();

@@ -1,6 +1,7 @@
 #include "tools/driver/RunChecks.h"
 
 #include "ir/Diagnostics.h"
+#include "passes/PsPart.h"
 #include "tools/driver/Trainer.h"
 
 #include <cmath>
@@ -75,6 +76,8 @@ llvm::Error checkTrainOptions(const TrainOptions &opts) {
     if (needs)
       return makeError(llvm::Twine(needs) + " needs --checkpoint DIR");
   }
+  if (auto e = checkPsAccumulation(co.accumulate, opts.placement.psAsync))
+    return e;
   if (opts.evalBatch < 0)
     return makeError("--eval-batch " + llvm::Twine(opts.evalBatch) + ": must be at least 1");
   return checkThreadCount("--loader-threads", opts.loaderThreads, /*least=*/0);

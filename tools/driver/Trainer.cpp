@@ -9,6 +9,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
+#include "passes/AccumulateGradients.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
 #include "placement/Cluster.h"
@@ -333,6 +334,20 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     return makeError("'" + opts.model.path +
                      "' is already compiled; --ps and --ps-async apply "
                      "to models (the plan records its ps tasks)");
+  // Micro-batches per update: the plan's, or --accumulate's.
+  unsigned accumulate = opts.compile.options.accumulate;
+  if (precompiled) {
+    auto k = accumulationSteps(*precompiled);
+    if (!k)
+      return k.takeError();
+    if (accumulate != 1)
+      return makeError("'" + opts.model.path +
+                       "' is already compiled; --accumulate applies to models (the plan " +
+                       (*k > 1 ? "accumulates " + llvm::Twine(*k) + " micro-batches per update"
+                               : llvm::Twine("does not accumulate")) +
+                       ")");
+    accumulate = *k;
+  }
   if (auto e = checkWorldSize(plannedWorkers, plannedPs, workers))
     return e;
   const bool several = plannedWorkers > 1 || plannedPs > 0;
@@ -385,11 +400,16 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   auto loader = DataLoader::create(*train, loading);
   if (!loader)
     return loader.takeError();
-  int64_t perEpoch = (*loader)->batchesPerEpoch();
+  // Batches of the loader are micro-batches; a step is an update of
+  // `accumulate` of them, all from one epoch.
+  const int64_t microPerEpoch = (*loader)->batchesPerEpoch();
+  const int64_t perEpoch = microPerEpoch / accumulate;
   if (perEpoch == 0)
     return makeError("data set '" + opts.data + "' has fewer samples (" +
-                     llvm::Twine((*train)->size()) + ") than one batch (" + llvm::Twine(batch) +
-                     ")");
+                     llvm::Twine((*train)->size()) + ") than one " +
+                     (accumulate > 1
+                          ? "update (" + llvm::Twine(accumulate) + " x " + llvm::Twine(batch) + ")"
+                          : "batch (" + llvm::Twine(batch) + ")"));
 
   // The plan: --steps and --epochs are the run's total.
   const int64_t start = ckpt ? (int64_t)ckpt->info.step : 0;
@@ -468,6 +488,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   if (auto e = checkPlanFitsCluster(*compiled))
     return e;
   ExecutorOptions exec = opts.executor;
+  if (accumulate > 1)
+    exec.graphs = {kMicroGraph.str()};
   if (plannedWorkers > 1) {
     exec.acrossWorkers = &workers;
     exec.gpuAcrossWorkers = &workers;
@@ -571,12 +593,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << ", " << split;
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
+  if (accumulate > 1)
+    out << "  accumulate " << accumulate << " micro-batches of " << batch << " per update ("
+        << accumulate * batch << " samples, as one batch of " << accumulate * batch
+        << "): gradients are summed on each tower and aggregated once, at the last; steps, "
+           "the learning rate schedule and the metrics count updates\n";
   out << "  data       " << opts.data << " (" << (*train)->size() << " samples, "
       << (*train)->numClasses();
   if (auto modelClasses = numClasses(forward);
       modelClasses && *modelClasses > (*train)->numClasses())
     out << " of the model's " << *modelClasses;
-  out << " classes, " << perEpoch << " steps per epoch)\n";
+  out << " classes, " << perEpoch << (accumulate > 1 ? " updates" : " steps") << " per epoch)\n";
   const CompileOptions &co = opts.compile.options;
   double lrScale = opts.scaleLrByTowers ? towersInAll : 1;
   auto num = [](double d) { return llvm::format("%g", d); };
@@ -664,30 +691,56 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   while ((int64_t)executor.step() < totalSteps && !stopping) {
     if (several)
       workers.setStep(executor.step());
-    auto b = (*loader)->next();
-    if (!b)
-      return withContext(b.takeError(), "step " + llvm::Twine(executor.step() + 1));
-    if (!*b) {
+    // 0-based here; messages, progress and metrics count steps from 1.
+    const int64_t step = executor.step();
+    // An update's micro-batches come from one epoch: an epoch whose rest
+    // holds fewer ends here, as a short last batch does.
+    if (accumulate > 1 && microPerEpoch - (*loader)->position().batches < accumulate) {
       if (auto e = evaluateEpoch())
         return e;
       (*loader)->startEpoch(++epoch);
-      continue;
     }
-    // 0-based here; messages, progress and metrics count steps from 1.
-    const int64_t step = executor.step();
-    double lr = schedule->at(step, totalSteps, epoch) * lrScale;
-    llvm::StringMap<Tensor> feeds;
-    feeds[input->name()] = toModelInput((*b)->images, inputType);
-    feeds["labels"] = (*b)->labels;
-    feeds["lr"] = Tensor::scalar((float)lr);
-    auto t0 = Clock::now();
-    auto outs = executor.run(feeds);
-    if (!outs)
-      return withContext(outs.takeError(), "step " + llvm::Twine(step + 1));
+    // The update: micro-steps, then main with the last micro-batch. An
+    // epoch that ends early (samples that failed to load) lets the update
+    // go on in the next.
+    double lr = 0, runSeconds = 0;
+    StepTimes parts;
+    std::optional<std::vector<Tensor>> outs;
+    for (unsigned k = 0; k < accumulate;) {
+      auto b = (*loader)->next();
+      if (!b)
+        return withContext(b.takeError(), "step " + llvm::Twine(step + 1));
+      if (!*b) {
+        if (auto e = evaluateEpoch())
+          return e;
+        (*loader)->startEpoch(++epoch);
+        continue;
+      }
+      const bool last = ++k == accumulate;
+      llvm::StringMap<Tensor> feeds;
+      feeds[input->name()] = toModelInput((*b)->images, inputType);
+      feeds["labels"] = (*b)->labels;
+      if (last) {
+        lr = schedule->at(step, totalSteps, epoch) * lrScale;
+        feeds["lr"] = Tensor::scalar((float)lr);
+      }
+      auto start = Clock::now();
+      auto ran = last ? executor.run(feeds) : executor.run(kMicroGraph, feeds);
+      if (!ran) {
+        std::string where = "step ";
+        where += std::to_string(step + 1);
+        if (accumulate > 1)
+          where += ", micro-batch " + llvm::Twine(k).str() + " of " + llvm::Twine(accumulate).str();
+        return withContext(ran.takeError(), where);
+      }
+      runSeconds += seconds(start, Clock::now());
+      parts += executor.lastStepTimes();
+      if (last)
+        outs = std::move(*ran);
+    }
     if (opts.kernelTimes && afterFirst.empty())
       for (const NodeProfile &p : executor.profile())
         afterFirst[p.node] = {p.seconds, p.runs};
-    StepTimes parts = executor.lastStepTimes();
     // Parameter-server tasks: the gradients go to them, the variables of
     // the next step come back.
     std::optional<uint64_t> staleness;
@@ -710,7 +763,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       stop = *any;
     }
     auto t2 = Clock::now();
-    double dt = seconds(t0, t2);
+    double dt = runSeconds + seconds(t1, t2);
     // The exchange and the agreement are between workers; the rest of the
     // step outside run() (reading its outputs) is compute.
     if (ps || plannedWorkers > 1)
@@ -737,7 +790,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     }
     trainSeconds += dt;
     result.losses.push_back(loss);
-    double ips = batch / dt;
+    double ips = (double)(batch * accumulate) / dt;
     progress.update(step + 1, epoch, loss, ips, async ? staleness : std::nullopt);
     if (metrics)
       metrics->step(
@@ -776,7 +829,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   double steady = done > 1 ? trainSeconds - firstStepSeconds : trainSeconds;
   int64_t steadySteps = done > 1 ? done - 1 : done;
   result.steadySeconds = done > 1 ? steady : 0;
-  result.imagesPerSecond = steady > 0 ? (double)steadySteps * batch / steady : 0;
+  result.imagesPerSecond = steady > 0 ? (double)(steadySteps * batch * accumulate) / steady : 0;
   out << llvm::format("trained %lld steps", (long long)done);
   if (start > 0 || result.stoppedBySignal)
     out << llvm::format(" (steps %lld to %lld of %lld)", (long long)start + 1, (long long)end,
