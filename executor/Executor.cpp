@@ -350,6 +350,9 @@ llvm::Error Executor::Impl::planMemory() {
 
 llvm::Error Executor::Impl::bindVariables() {
   variablesVersion = 1;
+  // Main's (device, variable) pairs: another graph must find its variables
+  // where main keeps them, or it would update a copy main never reads.
+  std::set<std::pair<unsigned, std::string>> mainHolds;
   // Storage on every device that reads or writes the variable.
   for (auto &e : nodes) {
     const Node *n = e->node;
@@ -372,6 +375,12 @@ llvm::Error Executor::Impl::bindVariables() {
     for (const std::string &slot : n->attrs().getStrings("slots"))
       names.push_back(slot);
     for (const std::string &name : names) {
+      if (e->program == 0)
+        mainHolds.insert({e->device, name});
+      else if (!mainHolds.count({e->device, name}))
+        return nodeError(*n, "uses variable '" + name + "' on " + d.device->name() +
+                                 ", where graph 'main' keeps no copy of it (graph '" +
+                                 n->graph().name() + "' would work on a copy main never sees)");
       if (d.variables.storage.count(name))
         continue;
       const Variable *v = module->findVariable(name);

@@ -239,7 +239,17 @@ llvm::Expected<ModelParallelPlan> placeModelParallel(Module &m, const Cluster &c
     return groups.takeError();
   int64_t batch = opts.batch > 0 ? opts.batch : m.batch().value_or(1);
   Scheduler s(g, c, kernels, opts, batch, std::move(*groups));
-  return s.run();
+  auto plan = s.run();
+  if (!plan)
+    return plan.takeError();
+  // Gradient accumulation's micro-step graph holds main's nodes under their
+  // names (passes/AccumulateGradients.h): they run where main's run.
+  for (Graph *other : m.graphs())
+    if (other != &g)
+      for (Node *n : other->nodes())
+        if (const Node *twin = g.findNode(n->name()))
+          n->setRequestedDevice(twin->requestedDevice());
+  return plan;
 }
 
 } // namespace graphc

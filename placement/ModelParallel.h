@@ -28,8 +28,9 @@
 // free communication and C the largest communication along any chain of the
 // graph. With memory constraints m-ETF is a heuristic (Baechi reports steps
 // within 6.2% of expert placements). The result sets every node's requested
-// device; the placer (Placer.h) then assigns them and insert-transfers adds
-// the copies. The memory estimate is the scheduler's; the tools check the
+// device (and, in the module's other graphs, that of the node of the same
+// name: gradient accumulation's micro-steps run where main runs); the placer
+// (Placer.h) then assigns them and insert-transfers adds the copies. The memory estimate is the scheduler's; the tools check the
 // result against the executor's memory plan.
 //
 //===----------------------------------------------------------------------===//

@@ -247,3 +247,85 @@ TEST(Executor, AnEmulatedSlowerDeviceComputesTheSame) {
               std::string::npos);
   }
 }
+
+// Gradient accumulation's shape: a second graph "micro" that adds its input
+// into a variable, and main that reads it, adds its own and resets it. Both
+// share the variable; only main advances the step.
+TEST(Executor, SecondGraphSharesVariablesAndLeavesTheStep) {
+  Module m;
+  Variable acc;
+  acc.name = "acc";
+  acc.type = TensorType(DType::F32, {2});
+  acc.kind = VarKind::Accumulator;
+  m.addVariable(acc);
+  TensorType t(DType::F32, {2});
+  {
+    Builder b(m.addGraph("micro"));
+    Value *sum = b.create(Op::Add, {b.variable("acc"), b.input("x", t)});
+    Attrs a;
+    a.set("var", std::string("acc"));
+    b.createNode(Op::Assign, {sum}, std::move(a), "accumulate");
+  }
+  {
+    Builder b(m.main());
+    Value *sum = b.create(Op::Add, {b.variable("acc"), b.input("x", t)});
+    m.main().addOutput(sum);
+    Attrs a;
+    a.set("var", std::string("acc"));
+    b.createNode(Op::Assign, {b.create(Op::Sub, {sum, sum})}, std::move(a), "reset");
+  }
+  ExecutorOptions o;
+  o.graphs = {"micro"};
+  auto ex = Executor::create(m, o);
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  llvm::StringMap<Tensor> feeds;
+  for (float v : {1.f, 2.f}) {
+    feeds["x"] = Tensor::fromFloats({2}, {v, 10 * v});
+    auto r = (*ex)->run("micro", feeds);
+    ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    EXPECT_TRUE(r->empty());
+  }
+  EXPECT_EQ((*ex)->step(), 0u);
+  feeds["x"] = Tensor::fromFloats({2}, {4, 40});
+  auto out = (*ex)->run(feeds);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  EXPECT_EQ((*out)[0], Tensor::fromFloats({2}, {7, 70}));
+  EXPECT_EQ((*ex)->step(), 1u);
+  EXPECT_EQ(*(*ex)->readVariable("acc"), Tensor::fromFloats({2}, {0, 0}));
+  // Accumulators are not among the variables a checkpoint takes.
+  EXPECT_TRUE((*ex)->variableNames().empty());
+  auto unknown = (*ex)->run("nope", feeds);
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_NE(llvm::toString(unknown.takeError()).find("no graph 'nope'"), std::string::npos);
+}
+
+// A second graph that would keep a variable where main keeps none is
+// refused: it would update a copy main never reads.
+TEST(Executor, SecondGraphMustFindVariablesWhereMainKeepsThem) {
+  Module m;
+  Variable acc;
+  acc.name = "acc";
+  acc.type = TensorType(DType::F32, {2});
+  m.addVariable(acc);
+  {
+    Builder b(m.main());
+    Node *read = b.variable("acc")->producer();
+    read->setAssignedDevice("cpu:0");
+    m.main().addOutput(read->result());
+  }
+  {
+    Builder b(m.addGraph("micro"));
+    Attrs a;
+    a.set("var", std::string("acc"));
+    Node *assign =
+        b.createNode(Op::Assign, {b.input("x", TensorType(DType::F32, {2}))}, std::move(a), "w");
+    assign->setAssignedDevice("cpu:1");
+  }
+  ExecutorOptions o;
+  o.graphs = {"micro"};
+  auto ex = Executor::create(m, o);
+  ASSERT_FALSE(bool(ex));
+  std::string msg = llvm::toString(ex.takeError());
+  EXPECT_NE(msg.find("where graph 'main' keeps no copy"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cpu:1"), std::string::npos) << msg;
+}

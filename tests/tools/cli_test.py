@@ -376,6 +376,15 @@ class GraphrunTest(CliCase):
         self.assertEqual(micro, {(s, k) for s in (0, 1) for k in (0, 1, 2)})
         self.assertTrue(any(e["args"]["op"] == "ConvGradFilter" and "micro_step" in e["args"] for e in events))
 
+    def test_accumulate_model_parallel(self):
+        """--strategy model-parallel: the micro-steps run where m-ETF put main's nodes."""
+        common = ("--model", "mlp", "--steps", "3", "--lr", "0.05", "--seed", "3", "--no-eval", "--gpus", "2",
+                  "--emulate", "--strategy", "model-parallel")
+        big, acc = self.path("big"), self.path("acc")
+        self.train(*common, "--batch", "16", "--checkpoint", big)
+        self.train(*common, "--batch", "4", "--accumulate", "4", "--checkpoint", acc)
+        self.assertSameParams(self.params(big, 3), self.params(acc, 3), "model-parallel")
+
     def test_accumulate_resumes_at_update_boundaries(self):
         common = ("--model", "mlp", "--batch", "8", "--accumulate", "3", "--seed", "5", "--synthetic-samples",
                   "200", "--lr", "0.05", "--no-eval")

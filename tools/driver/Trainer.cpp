@@ -596,7 +596,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   if (accumulate > 1)
     out << "  accumulate " << accumulate << " micro-batches of " << batch << " per update ("
         << accumulate * batch << " samples, as one batch of " << accumulate * batch
-        << "): gradients are summed on each tower and aggregated once, at the last; steps, "
+        << "): gradients are summed where they are computed and aggregated once, at the last; "
+           "steps, "
            "the learning rate schedule and the metrics count updates\n";
   out << "  data       " << opts.data << " (" << (*train)->size() << " samples, "
       << (*train)->numClasses();

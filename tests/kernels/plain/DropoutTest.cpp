@@ -3,6 +3,7 @@
 // 1/(1 - ratio); the thread count does not change them.
 #include "PlainTestUtil.h"
 
+#include "kernels/DropoutKey.h"
 #include "kernels/cpu/CpuBackend.h"
 
 using namespace graphc;
@@ -56,6 +57,16 @@ TEST(PlainDropout, StepTowerAndSeedEachChangeTheMask) {
   EXPECT_NE(base, t1.run(x, 0, 7)[1]) << "tower";
   EXPECT_NE(base, t0.run(x, 0, 8)[1]) << "seed";
   EXPECT_NE(base, other.run(x, 0, 7)[1]) << "node";
+}
+
+// Gradient accumulation: each micro-batch of an update draws its own masks;
+// micro-batch 0 draws the step's masks without accumulation.
+TEST(PlainDropout, MicroStepsOfAnUpdateDrawTheirOwnMasks) {
+  const uint64_t key = 0x5eed;
+  EXPECT_EQ(dropoutStepKey(key, 3), dropoutStepKey(key, 3, 0));
+  EXPECT_NE(dropoutStepKey(key, 3, 0), dropoutStepKey(key, 3, 1));
+  EXPECT_NE(dropoutStepKey(key, 3, 1), dropoutStepKey(key, 3, 2));
+  EXPECT_NE(dropoutStepKey(key, 3, 1), dropoutStepKey(key, 4, 1));
 }
 
 TEST(PlainDropout, TowerPrefixOfTheNameIsNotPartOfTheKey) {
