@@ -100,7 +100,9 @@ public:
     return llvm::Error::success();
   }
 
-  llvm::Error addGraph(const Graph &g) {
+  /// A graph that runs `times` times per step (gradient accumulation's
+  /// micro-steps: K − 1; main: 1).
+  llvm::Error addGraph(const Graph &g, int64_t times) {
     std::set<std::pair<const Value *, unsigned>> counted;
     for (const Node *n : g.nodes()) {
       auto d = deviceOf(*n);
@@ -108,9 +110,9 @@ public:
         return d.takeError();
       DeviceCost &dc = out_.devices[*d];
       ++dc.nodes;
-      dc.flops += nodeCost(*n, batch_).flops;
+      dc.flops += times * nodeCost(*n, batch_).flops;
       if (n->op() == Op::AllReduce) {
-        allReduces_[n->attrs().getString("group")].push_back({n, *d});
+        allReduces_[n->attrs().getString("group")].push_back({n, *d, times});
         continue;
       }
       for (const Value *v : n->operands()) {
@@ -122,7 +124,7 @@ public:
           return from.takeError();
         if (*from == *d || !counted.insert({v, *d}).second)
           continue;
-        if (auto e = send(*from, *d, v->type().bytes(batch_), false))
+        if (auto e = send(*from, *d, times * v->type().bytes(batch_), false))
           return e;
       }
     }
@@ -135,9 +137,9 @@ public:
     for (auto &[group, nodes] : allReduces_) {
       std::map<int64_t, unsigned> deviceOfRank;
       int64_t n = 0;
-      for (auto [a, device] : nodes) {
-        deviceOfRank.try_emplace(a->attrs().getInt("rank"), device);
-        n = std::max(n, a->attrs().getInt("nranks", 1));
+      for (const GroupMember &m : nodes) {
+        deviceOfRank.try_emplace(m.node->attrs().getInt("rank"), m.device);
+        n = std::max(n, m.node->attrs().getInt("nranks", 1));
       }
       n = std::max<int64_t>(n, deviceOfRank.size());
       if (n <= 1 || deviceOfRank.size() < 2)
@@ -158,12 +160,12 @@ public:
                            "the cluster has no link between them");
         slowest = slowest == 0 ? *bw : std::min(slowest, *bw);
       }
-      for (const auto &entry : nodes) {
-        const Node *a = entry.first;
+      for (const GroupMember &m : nodes) {
+        const Node *a = m.node;
         int64_t bytes = 0;
         for (const Value *v : a->operands())
           bytes += v->type().bytes(batch_);
-        int64_t volume = 2 * (n - 1) * bytes / n;
+        int64_t volume = m.times * (2 * (n - 1) * bytes / n);
         auto it = deviceOfRank.find(a->attrs().getInt("rank"));
         auto next = std::next(it) == deviceOfRank.end() ? deviceOfRank.begin() : std::next(it);
         if (it->second == next->second || slowest == 0)
@@ -204,7 +206,12 @@ private:
   std::vector<double> in_, sent_; ///< seconds per direction, per device
   std::map<std::pair<unsigned, unsigned>, DeviceTraffic> traffic_;
   /// group -> (node, device), graph order
-  std::map<std::string, std::vector<std::pair<const Node *, unsigned>>> allReduces_;
+  struct GroupMember {
+    const Node *node;
+    unsigned device;
+    int64_t times;
+  };
+  std::map<std::string, std::vector<GroupMember>> allReduces_;
 };
 
 } // namespace
@@ -213,8 +220,11 @@ llvm::Expected<PlacementCost> estimatePlacementCost(const Module &m, const Clust
                                                     CostOptions opts) {
   int64_t batch = opts.batch > 0 ? opts.batch : m.batch().value_or(1);
   Estimator e(c, batch);
+  // A step is an update: main once, gradient accumulation's micro-steps
+  // K − 1 times (passes/AccumulateGradients.h).
+  const int64_t microSteps = std::max<int64_t>(1, m.meta().getInt("accumulate", 1)) - 1;
   for (const Graph *g : m.graphs())
-    if (auto err = e.addGraph(*g))
+    if (auto err = e.addGraph(*g, g->name() == "main" ? 1 : microSteps))
       return err;
   if (auto err = e.addAllReduces())
     return err;

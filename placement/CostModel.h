@@ -19,7 +19,9 @@
 //                and collectives run on their own streams; without overlap:
 //                compute + comm
 //
-// and the whole step as the slowest device. It is a lower bound: FLOPs at
+// and the whole step as the slowest device. With gradient accumulation
+// (meta `accumulate` = K) a step is an update: graph main once and every
+// other graph (the micro-steps) K − 1 times. It is a lower bound: FLOPs at
 // peak, no kernel launch or memory-bound time, no dependency stalls.
 // Variable bytes count every variable whose storage is on the device
 // (parameters, optimizer slots, state such as BN statistics).

@@ -67,8 +67,8 @@ TEST(Executor, AllReduceAcrossThreeCpuDevicesWithTransfers) {
     t.set("to", dev);
     Node *copy = b.createNode(Op::Transfer, {x}, t, "to" + std::to_string(r));
     copy->setAssignedDevice(dev);
-    Node *ar = b.createNode(Op::AllReduce, {copy->result(), copy->result()},
-                            allReduce("g", r, 3), "ar" + std::to_string(r));
+    Node *ar = b.createNode(Op::AllReduce, {copy->result(), copy->result()}, allReduce("g", r, 3),
+                            "ar" + std::to_string(r));
     ar->setAssignedDevice(dev);
     reduces.push_back(ar);
   }

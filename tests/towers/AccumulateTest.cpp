@@ -14,6 +14,7 @@
 #include "TowerTestUtil.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/PsPart.h"
+#include "placement/CostModel.h"
 
 using namespace graphc;
 using namespace graphc::towertest;
@@ -317,6 +318,18 @@ TEST(Accumulation, MicroStepsJoinNoTowers) {
   EXPECT_GT(count(*plain, Op::AllReduce), 0);
   EXPECT_EQ(count(*accumulating, Op::AllReduce), count(*plain, Op::AllReduce));
   EXPECT_EQ(accumulating->meta().getInt("accumulate"), 3);
+  // The cost model counts an update: the micro-steps twice, main once; the
+  // all-reduce bytes of one step.
+  Cluster cluster = Cluster::defaultCluster(2);
+  auto plainCost = estimatePlacementCost(*plain, cluster);
+  auto updateCost = estimatePlacementCost(*accumulating, cluster);
+  ASSERT_TRUE(plainCost && updateCost);
+  for (size_t d = 1; d < 3; ++d) {
+    const DeviceCost &a = plainCost->devices[d], &b = updateCost->devices[d];
+    ASSERT_EQ(a.device, d == 1 ? "gpu:0" : "gpu:1");
+    EXPECT_NEAR((double)b.flops / (double)a.flops, 3.0, 0.05) << a.device;
+    EXPECT_EQ(b.allReduceBytes, a.allReduceBytes) << a.device;
+  }
 }
 
 TEST(Accumulation, BadInput) {
