@@ -9,6 +9,7 @@ their ratio; the issue's bar is within 20%.
 
     bench/sim_check.py                         # inception_v3 75x75, 16 images per GPU
     bench/sim_check.py --model small_cnn --image-size 28
+    bench/sim_check.py --calibrate-with inception_v3:75:8   # calibrate on the model's own ops
 
 Machines are noisy (and a loaded machine slows the calibration and the runs unequally): this
 prints figures, it asserts nothing.
@@ -44,7 +45,8 @@ def run(*args):
 def measure(args, tmp, name, gpus, place_extra, batch, memory=16 << 30):
     c = os.path.join(tmp, name + ".json")
     cluster(c, gpus, memory)
-    calibration = run(os.path.join(BIN, "graphrun"), "calibrate", "--cluster", c, "--emulate")
+    calibration = run(os.path.join(BIN, "graphrun"), "calibrate", "--cluster", c, "--emulate",
+                      *args.calibrate)
     plan = os.path.join(tmp, name + ".placed")
     run(os.path.join(BIN, "graphc"), "place", "--model", args.model, "--image-size", args.image_size,
         "--batch", batch, "--cluster", c, *place_extra, "-o", plan)
@@ -68,10 +70,18 @@ def main():
     p.add_argument("--per-gpu", type=int, default=16)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--calibrate-with", default="",
+                   help="graphrun calibrate's workload as MODEL:SIZE:PER_DEVICE (default: its own, "
+                        "resnet18 64x64, 8 per device)")
     args = p.parse_args()
+    args.calibrate = []
+    if args.calibrate_with:
+        model, size, per = args.calibrate_with.split(":")
+        args.calibrate = ["--model", model, "--image-size", size, "--per-device", per]
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print("%s %sx%s, %d images per GPU; %s, %d logical CPUs; load %.1f" % (
-        args.model, args.image_size, args.image_size, args.per_gpu, cpu, os.cpu_count(), os.getloadavg()[0]))
+    print("%s %sx%s, %d images per GPU; calibrated with %s; %s, %d logical CPUs; load %.1f" % (
+        args.model, args.image_size, args.image_size, args.per_gpu, args.calibrate_with or "resnet18:64:8",
+        cpu, os.cpu_count(), os.getloadavg()[0]))
     print("  %-28s %10s %10s %7s" % ("plan", "predicted", "measured", "ratio"))
     with tempfile.TemporaryDirectory() as tmp:
         for gpus in (1, 2, 4):

@@ -261,6 +261,11 @@ int main(int argc, char **argv) {
   calibrate->add_option("-o,--output", cal.output, "write here instead of over --cluster");
   calibrate->add_option("--threads", calThreads, "CPU threads (default: all cores)");
   calibrate->add_option("--steps", cal.steps, "calibration steps per run")->capture_default_str();
+  calibrate->add_option("--model", cal.model, "the calibration workload, a built-in model")
+      ->capture_default_str();
+  calibrate->add_option("--image-size", cal.imageSize, "its input side")->capture_default_str();
+  calibrate->add_option("--per-device", cal.perDevice, "its images per device")
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   if (memoryLimit)
@@ -363,6 +368,8 @@ int main(int argc, char **argv) {
     if (!threads)
       return fail(threads.takeError());
     cal.threads = *threads;
+    if (cal.imageSize < 1 || cal.perDevice < 1)
+      return fail(makeError("--image-size and --per-device must be at least 1"));
     if (cal.steps < 2)
       return fail(makeError("--steps " + llvm::Twine(cal.steps) +
                             ": at least 2 (the first step is not measured)"));

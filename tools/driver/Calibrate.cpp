@@ -74,10 +74,9 @@ struct Measured {
 llvm::Expected<Measured> measure(const CalibrateRequest &req, const std::string &clusterFile,
                                  int gpus, const std::function<bool(const KernelTiming &)> &pick) {
   TrainOptions t;
-  t.model.name = "resnet18";
-  t.model.options.imageSize = 64;
-  t.model.options.numClasses = 10;
-  t.compile.options.batch = 8 * std::max(1, gpus);
+  t.model.name = req.model;
+  t.model.options.imageSize = req.imageSize;
+  t.compile.options.batch = req.perDevice * std::max(1, gpus);
   t.compile.options.optimizer = "momentum";
   if (gpus > 0) {
     t.placement.clusterFile = clusterFile;
@@ -147,8 +146,10 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
     return makeError("calibrating physical GPUs is not implemented; --emulate measures the CPU "
                      "devices that stand for the cluster's " +
                      llvm::Twine(gpus) + " GPUs");
-  std::string where = cpuModel() + ", " + std::to_string(std::thread::hardware_concurrency()) +
-                      " logical CPUs, " +
+  std::string where = req.model + " " + std::to_string(req.imageSize) + "x" +
+                      std::to_string(req.imageSize) + ", " + std::to_string(req.perDevice) +
+                      " per device, on " + cpuModel() + ", " +
+                      std::to_string(std::thread::hardware_concurrency()) + " logical CPUs, " +
                       (req.threads ? std::to_string(req.threads) + " threads" : "every core");
 
   // Fits a kind's figures, sets them and says what they are.

@@ -4,9 +4,10 @@
 // and the simulator otherwise take from defaults, and writes it into the
 // cluster file (crash-safely: a temporary file renamed over it):
 //
-//   kernels   a calibration workload (resnet18 at 64x64, batch 8 per device,
-//             momentum: convolutions, matrix products, batch norms, pools,
-//             elementwise) trains a few steps, data parallel over the
+//   kernels   a calibration workload (by default resnet18 at 64x64, batch 8
+//             per device, momentum: convolutions, matrix products, batch
+//             norms, pools, elementwise; --model, --image-size and
+//             --per-device choose another) trains a few steps, data parallel over the
 //             cluster's GPUs (with --emulate, the CPU devices that stand for
 //             them, all busy at once as in a data-parallel step, so the
 //             figures include their sharing of this machine's cores) and on
@@ -40,6 +41,11 @@ struct CalibrateRequest {
   bool emulate = false;
   int threads = 0; ///< 0: every core
   int64_t steps = 4;
+  /// The calibration workload: a built-in model, its image size and the
+  /// images per device (a workload like the one to be predicted calibrates
+  /// its op classes' rates closer).
+  std::string model = "resnet18";
+  int64_t imageSize = 64, perDevice = 8;
 };
 
 /// Measures, writes the file, prints what it measured to `log`; returns the
