@@ -105,13 +105,22 @@ void Graph::erase(Node *n) {
 }
 
 void Graph::eraseIf(llvm::function_ref<bool(const Node &)> pred) {
-  llvm::SmallVector<Node *, 16> doomed;
-  for (auto &n : nodes_)
-    if (pred(*n))
-      doomed.push_back(n.get());
-  for (Node *n : doomed)
-    n->dropOperands();
-  for (Node *n : doomed) {
+  // One pass to find them, one to drop their uses and names, one to compact
+  // the node list: linear in the graph, however many nodes go.
+  std::vector<bool> doomed(nodes_.size());
+  bool any = false;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (pred(*nodes_[i]))
+      doomed[i] = any = true;
+  if (!any)
+    return;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (doomed[i])
+      nodes_[i]->dropOperands();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!doomed[i])
+      continue;
+    Node *n = nodes_[i].get();
     for (auto &r : n->results_) {
       assert(!r->hasUsers() && "erasing a node whose results are still used");
       assert(!llvm::is_contained(outputs_, r.get()) && "erasing a graph output");
@@ -119,7 +128,11 @@ void Graph::eraseIf(llvm::function_ref<bool(const Node &)> pred) {
     }
     nodeByName_.erase(n->name());
   }
-  llvm::erase_if(nodes_, [&](const std::unique_ptr<Node> &n) { return llvm::is_contained(doomed, n.get()); });
+  size_t kept = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (!doomed[i])
+      nodes_[kept++] = std::move(nodes_[i]);
+  nodes_.resize(kept);
 }
 
 std::vector<Node *> Graph::inputs() const {
