@@ -18,6 +18,7 @@
 #include "passes/TowerReplication.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <numeric>
@@ -206,6 +207,31 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
       buckets.emplace_back(members.begin() + starts[k], members.begin() + starts[k + 1]);
   }
 
+  // Where each AllReduce goes: right after its anchor, the latest of its
+  // parts' producers, the tower's previous AllReduce and (moving averages)
+  // everything else the tower does. The nodes are moved all at once at the
+  // end; meanwhile an AllReduce's place in the order is the key of its anchor
+  // one step further down the anchor's chain. Anchors are distinct (a tower's
+  // anchors are its own nodes, each later than the tower's previous
+  // AllReduce), so each node is followed by at most one chain of AllReduces
+  // and keys order the nodes as the moves will.
+  struct Key {
+    unsigned base = 0, depth = 0;
+    bool operator<(const Key &o) const {
+      return base != o.base ? base < o.base : depth < o.depth;
+    }
+  };
+  llvm::DenseMap<const Node *, Key> moved;
+  auto keyOf = [&](const Node *n) {
+    auto it = moved.find(n);
+    return it != moved.end() ? it->second : Key{pos.lookup(n), 0};
+  };
+  std::vector<Node *> lastOfTower(towers, nullptr);
+  for (Node *n : g.nodes())
+    if (n->tower() >= 0 && (unsigned)n->tower() < towers)
+      lastOfTower[n->tower()] = n;
+  std::vector<std::pair<Node *, Node *>> arMoves;
+
   // reduced[i][t]: reduction i's all-reduced value on tower t.
   std::vector<std::vector<Value *>> reduced(reductions.size(), std::vector<Value *>(towers));
   std::vector<Node *> previous(towers, nullptr);
@@ -230,24 +256,28 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
                               towerPrefix((int)t) + "allreduce/" + group);
       // After its last part, after the previous bucket, and (moving averages)
       // after everything else the tower does.
-      pos = positions(g);
       Node *anchor = previous[t];
+      Key anchorKey = anchor ? keyOf(anchor) : Key{};
       auto later = [&](Node *n) {
-        if (!anchor || pos.lookup(n) > pos.lookup(anchor))
+        Key k = keyOf(n);
+        if (!anchor || anchorKey < k) {
           anchor = n;
+          anchorKey = k;
+        }
       };
       for (Value *p : parts)
         later(p->producer());
-      if (state)
-        for (Node *n : g.nodes())
-          if (n->tower() == (int)t && n != ar)
-            later(n);
-      g.moveAfter(ar, anchor);
+      if (state && lastOfTower[t])
+        later(lastOfTower[t]);
+      assert(anchor && "an AllReduce has parts");
+      moved[ar] = Key{anchorKey.base, anchorKey.depth + 1};
+      arMoves.emplace_back(ar, anchor);
       previous[t] = ar;
       for (size_t j = 0; j < bucket.size(); ++j)
         reduced[bucket[j]][t] = ar->result((unsigned)j);
     }
   }
+  g.moveAfter(arMoves);
 
   // One update per replica, tower after tower, in the original update order.
   for (unsigned t = 0; t < towers; ++t) {
@@ -264,10 +294,12 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
         return copy.takeError();
     }
   }
-  for (Reduction &r : reductions)
-    g.erase(r.update);
-  for (Reduction &r : reductions)
-    g.erase(r.sum);
+  llvm::DenseSet<const Node *> replaced;
+  for (Reduction &r : reductions) {
+    replaced.insert(r.update);
+    replaced.insert(r.sum);
+  }
+  g.eraseIf([&](const Node &n) { return replaced.count(&n) != 0; });
   return llvm::Error::success();
 }
 
