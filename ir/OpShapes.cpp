@@ -27,9 +27,11 @@ using Result = llvm::Expected<Types>;
 
 struct Ctx {
   const Node &n;
-  llvm::SmallVector<TensorType, 4> in;
+  /// The operands' types, read in place (shape functions run in every
+  /// verification; copying each operand's type was a good part of it).
+  llvm::SmallVector<const TensorType *, 4> in;
 
-  const TensorType &operator[](unsigned i) const { return in[i]; }
+  const TensorType &operator[](unsigned i) const { return *in[i]; }
   const Attrs &attrs() const { return n.attrs(); }
   llvm::Error fail(const llvm::Twine &msg) const { return nodeError(n, msg); }
   /// Operand i as messages name it: its value, the node producing it when that
@@ -46,7 +48,7 @@ struct Ctx {
       s.append("'");
     }
     s.append(" (");
-    s.append(toString(in[i]));
+    s.append(toString(*in[i]));
     s.append(")");
     return s;
   }
@@ -784,7 +786,10 @@ Result inferAllSame(const Ctx &c) {
       return c.fail("operand " + c.from(i) + " does not match " + c.from(0));
   if (c.n.op() == Op::AddN)
     return one(c[0]);
-  return Types(c.in.begin(), c.in.end());
+  Types out;
+  for (const TensorType *t : c.in)
+    out.push_back(*t);
+  return out;
 }
 
 #define inferIdentity inferSameAsFirst
@@ -841,7 +846,7 @@ llvm::Expected<llvm::SmallVector<TensorType, 2>> inferResultTypes(const Node &n)
     return e;
   Ctx c{n, {}};
   for (Value *v : n.operands())
-    c.in.push_back(v->type());
+    c.in.push_back(&v->type());
   auto types = [&]() -> Result {
     switch (n.op()) {
 #define GRAPHC_OP(Name, MinIn, MaxIn, NumOut)                                                      \

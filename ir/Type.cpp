@@ -21,13 +21,19 @@ int64_t TensorType::numElements(int64_t batch) const {
 }
 
 std::optional<int64_t> checkedBytes(const TensorType &t) {
+  // n stays within the limit, so n * d > limit is n > limit / d without the
+  // division (an overflowing product is past the limit too).
+  const int64_t limit = tensorByteLimit();
   int64_t n = (int64_t)dtypeSize(t.dtype);
   for (int64_t d : t.shape) {
     if (d == kBatchDim)
       continue;
-    if (d < 0 || (d && n > tensorByteLimit() / d))
+    if (d < 0)
       return std::nullopt;
-    n *= d;
+    int64_t product;
+    if (__builtin_mul_overflow(n, d, &product) || product > limit)
+      return std::nullopt;
+    n = product;
   }
   return n;
 }

@@ -10,13 +10,17 @@ namespace graphc {
 
 static llvm::Error verifyGraph(const Graph &g) {
   llvm::DenseSet<const Value *> defined;
+  defined.reserve(g.numNodes() + g.numNodes() / 4);
   for (const Node *n : g.nodes()) {
     for (unsigned i = 0; i < n->numOperands(); ++i) {
+      // `defined` holds this graph's values only, so a value found there is
+      // from this graph; the producer is looked at only to say what is wrong.
       const Value *v = n->operand(i);
+      if (defined.count(v))
+        continue;
       if (&v->producer()->graph() != &g)
         return nodeError(*n, "operand " + llvm::Twine(i) + " comes from another graph");
-      if (!defined.count(v))
-        return nodeError(*n, "operand '" + printable(v->name()) + "' is used before it is defined");
+      return nodeError(*n, "operand '" + printable(v->name()) + "' is used before it is defined");
     }
     auto types = inferResultTypes(*n);
     if (!types)
