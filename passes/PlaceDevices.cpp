@@ -20,10 +20,12 @@ llvm::Error checkPlaced(const Module &m) {
         return nodeError(*n, "has no placement reason");
       if (n->op() != Op::Variable && !isVariableUpdate(n->op()))
         continue;
-      std::string name = n->attrs().getString("var");
+      const Attribute *var = n->attrs().find("var");
+      const std::string *named = var ? std::get_if<std::string>(var) : nullptr;
+      llvm::StringRef name = named ? llvm::StringRef(*named) : llvm::StringRef();
       const Variable *v = m.findVariable(name);
       if (v && !llvm::is_contained(v->devices, n->assignedDevice()))
-        return nodeError(*n, "runs on " + n->assignedDevice() + ", but variable '" + name +
+        return nodeError(*n, "runs on " + n->assignedDevice() + ", but variable '" + v->name +
                                  "' is stored on " + llvm::join(v->devices, ", "));
     }
   return llvm::Error::success();

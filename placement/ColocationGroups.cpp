@@ -65,45 +65,66 @@ llvm::Expected<unsigned> replicaOf(const Node &n, const Variable &var) {
                           ", but neither a requested device nor a tower says which replica");
 }
 
+namespace {
+
+/// The string attribute `name`, read in place; null when absent.
+const std::string *stringAttr(const Node &n, llvm::StringRef name) {
+  const Attribute *a = n.attrs().find(name);
+  return a ? std::get_if<std::string>(a) : nullptr;
+}
+
+/// The node's optimizer slots, read in place.
+llvm::ArrayRef<std::string> slotsOf(const Node &n) {
+  const Attribute *a = n.attrs().find("slots");
+  const Strings *slots = a ? std::get_if<Strings>(a) : nullptr;
+  return slots ? llvm::ArrayRef<std::string>(*slots) : llvm::ArrayRef<std::string>();
+}
+
+} // namespace
+
 llvm::Expected<ColocationGroups> ColocationGroups::build(const Graph &g) {
   const Module &m = g.module();
-  std::vector<const Node *> nodes(g.nodes().begin(), g.nodes().end());
-  UnionFind uf;
   ColocationGroups out;
+  std::vector<const Node *> &nodes = out.nodes_;
+  nodes.assign(g.nodes().begin(), g.nodes().end());
+  UnionFind uf;
+  out.nodeInfo_.reserve(nodes.size());
   for (unsigned i = 0; i < nodes.size(); ++i) {
     uf.add();
-    out.position_[nodes[i]] = i;
+    out.nodeInfo_[nodes[i]].position = i;
   }
 
-  // Storage elements come after the nodes, created in first-use order.
+  // Storage elements come after the nodes, created in first-use order. A
+  // variable is one entry of the module, so its address names it.
   std::vector<VariableReplica> replicas;
-  llvm::StringMap<unsigned> replicaElement;
-  auto storageElement = [&](const std::string &var, unsigned replica) {
-    std::string key = var + "#" + std::to_string(replica);
-    auto [it, inserted] = replicaElement.try_emplace(key, 0);
+  llvm::DenseMap<std::pair<const Variable *, unsigned>, unsigned> replicaElement;
+  auto storageElement = [&](const Variable &var, unsigned replica) {
+    auto [it, inserted] = replicaElement.try_emplace({&var, replica}, 0);
     if (inserted) {
       it->second = uf.add();
-      replicas.push_back({var, replica});
+      replicas.push_back({var.name, replica});
     }
     return it->second;
   };
 
-  // Reasons are recorded per union and gathered per group afterwards.
-  std::vector<std::pair<unsigned, std::string>> unions;
+  static const std::string kNoName;
   for (unsigned i = 0; i < nodes.size(); ++i) {
     const Node &n = *nodes[i];
     bool readsOrWrites = n.op() == Op::Variable || isVariableUpdate(n.op());
     if (readsOrWrites) {
-      std::string name = n.attrs().getString("var");
+      const std::string *var = stringAttr(n, "var");
+      const std::string &name = var ? *var : kNoName;
       const Variable *v = m.findVariable(name);
       if (!v)
         return nodeError(n, "uses unknown variable '" + name + "'");
       auto r = replicaOf(n, *v);
       if (!r)
         return r.takeError();
-      if (uf.join(i, storageElement(name, *r)))
-        unions.emplace_back(i, "reads or writes variable '" + name + "'");
-      for (const std::string &slot : n.attrs().getStrings("slots")) {
+      if (uf.join(i, storageElement(*v, *r)))
+        out.unions_.push_back({Union::Variable, i, 0, 0});
+      llvm::ArrayRef<std::string> slots = slotsOf(n);
+      for (unsigned k = 0; k < slots.size(); ++k) {
+        const std::string &slot = slots[k];
         const Variable *s = m.findVariable(slot);
         if (!s)
           return nodeError(n, "uses unknown optimizer slot '" + slot + "'");
@@ -112,43 +133,88 @@ llvm::Expected<ColocationGroups> ColocationGroups::build(const Graph &g) {
                                   llvm::Twine(s->devices.size()) +
                                   " storage devices, its variable '" + name + "' has " +
                                   llvm::Twine(v->devices.size()));
-        if (uf.join(i, storageElement(slot, *r)))
-          unions.emplace_back(i, "updates optimizer slot '" + slot + "'");
+        if (uf.join(i, storageElement(*s, *r)))
+          out.unions_.push_back({Union::Slot, i, 0, k});
       }
     }
-    if (n.attrs().has("colocate_with")) {
-      std::string target = n.attrs().getString("colocate_with");
+    if (const Attribute *a = n.attrs().find("colocate_with")) {
+      const std::string *named = std::get_if<std::string>(a);
+      const std::string &target = named ? *named : kNoName;
       Node *t = g.findNode(target);
       if (!t)
         return nodeError(n, "colocate_with names '" + target + "', which is not a node of graph '" +
                                 g.name() + "'");
-      if (uf.join(i, out.position_.lookup(t)))
-        unions.emplace_back(i, "colocate_with '" + target + "'");
+      if (uf.join(i, out.nodeInfo_.lookup(t).position))
+        out.unions_.push_back({Union::ColocateWith, i, 0, 0});
     }
   }
 
   // Number groups by root; roots come in element order, so groups are
   // numbered by their first member in graph order.
-  llvm::DenseMap<unsigned, unsigned> groupOfRoot;
+  const unsigned elements = nodes.size() + replicas.size();
+  std::vector<unsigned> groupOfRoot(elements, ~0u);
+  unsigned groups = 0;
   auto groupOf = [&](unsigned element) {
-    auto [it, inserted] = groupOfRoot.try_emplace(uf.find(element), out.members_.size());
-    if (inserted) {
-      out.members_.emplace_back();
-      out.storage_.emplace_back();
-      out.why_.emplace_back();
-    }
-    return it->second;
+    unsigned &group = groupOfRoot[uf.find(element)];
+    if (group == ~0u)
+      group = groups++;
+    return group;
   };
+  out.groupByPosition_.resize(nodes.size());
   for (unsigned i = 0; i < nodes.size(); ++i) {
     unsigned gi = groupOf(i);
-    out.groupOfNode_[nodes[i]] = gi;
-    out.members_[gi].push_back(nodes[i]);
+    out.groupByPosition_[i] = gi;
+    out.nodeInfo_[nodes[i]].group = gi;
   }
+  std::vector<unsigned> storageGroup(replicas.size());
   for (unsigned k = 0; k < replicas.size(); ++k)
-    out.storage_[groupOf(nodes.size() + k)].push_back(replicas[k]);
-  for (auto &[element, why] : unions)
-    out.why_[groupOf(element)].push_back("'" + nodes[element]->name() + "' " + why);
+    storageGroup[k] = groupOf(nodes.size() + k);
+  for (Union &u : out.unions_)
+    u.group = groupOf(u.element);
+
+  // Members and storage listed group after group, each in element order.
+  auto bucket = [&](llvm::ArrayRef<unsigned> groupOfItem, std::vector<unsigned> &start) {
+    start.assign(groups + 1, 0);
+    for (unsigned gi : groupOfItem)
+      ++start[gi + 1];
+    for (unsigned gi = 0; gi < groups; ++gi)
+      start[gi + 1] += start[gi];
+    std::vector<unsigned> slot(start.begin(), start.end() - 1), order(groupOfItem.size());
+    for (unsigned i = 0; i < groupOfItem.size(); ++i)
+      order[slot[groupOfItem[i]]++] = i;
+    return order;
+  };
+  for (unsigned i : bucket(out.groupByPosition_, out.memberStart_))
+    out.members_.push_back(nodes[i]);
+  for (unsigned k : bucket(storageGroup, out.storageStart_))
+    out.storage_.push_back(std::move(replicas[k]));
   return out;
+}
+
+std::vector<std::string> ColocationGroups::why(unsigned group) const {
+  std::vector<std::string> lines;
+  for (const Union &u : unions_) {
+    if (u.group != group)
+      continue;
+    const Node &n = *nodes_[u.element];
+    const std::string *var = stringAttr(n, "var");
+    std::string line = "'" + n.name() + "' ";
+    switch (u.kind) {
+    case Union::Variable:
+      line += "reads or writes variable '" + (var ? *var : std::string()) + "'";
+      break;
+    case Union::Slot:
+      line += "updates optimizer slot '" + slotsOf(n)[u.slot] + "'";
+      break;
+    case Union::ColocateWith: {
+      const std::string *target = stringAttr(n, "colocate_with");
+      line += "colocate_with '" + (target ? *target : std::string()) + "'";
+      break;
+    }
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
 }
 
 } // namespace graphc

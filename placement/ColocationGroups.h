@@ -37,23 +37,49 @@ public:
   /// optimizer slot whose replica count differs from its variable's.
   static llvm::Expected<ColocationGroups> build(const Graph &g);
 
-  unsigned numGroups() const { return members_.size(); }
-  unsigned groupOf(const Node *n) const { return groupOfNode_.lookup(n); }
+  unsigned numGroups() const { return memberStart_.size() - 1; }
+  unsigned groupOf(const Node *n) const { return nodeInfo_.lookup(n).group; }
+  /// The group of the node at `position` in graph order.
+  unsigned groupAt(unsigned position) const { return groupByPosition_[position]; }
   /// Position of `n` in graph order.
-  unsigned position(const Node *n) const { return position_.lookup(n); }
+  unsigned position(const Node *n) const { return nodeInfo_.lookup(n).position; }
   /// Members in graph order.
-  llvm::ArrayRef<const Node *> members(unsigned group) const { return members_[group]; }
+  llvm::ArrayRef<const Node *> members(unsigned group) const {
+    return llvm::ArrayRef<const Node *>(members_).slice(
+        memberStart_[group], memberStart_[group + 1] - memberStart_[group]);
+  }
   /// Variable replicas whose storage the group holds, in first-use order.
-  llvm::ArrayRef<VariableReplica> storage(unsigned group) const { return storage_[group]; }
+  llvm::ArrayRef<VariableReplica> storage(unsigned group) const {
+    return llvm::ArrayRef<VariableReplica>(storage_).slice(
+        storageStart_[group], storageStart_[group + 1] - storageStart_[group]);
+  }
   /// Why members are together ("reads or writes variable 'w'",
-  /// "colocate_with 'x'"), one line per union that joined two groups.
-  llvm::ArrayRef<std::string> why(unsigned group) const { return why_[group]; }
+  /// "colocate_with 'x'"), one line per union that joined two groups. Worded
+  /// on demand (only errors quote it) from the nodes, which must not change
+  /// in between.
+  std::vector<std::string> why(unsigned group) const;
 
 private:
-  llvm::DenseMap<const Node *, unsigned> groupOfNode_, position_;
-  std::vector<std::vector<const Node *>> members_;
-  std::vector<std::vector<VariableReplica>> storage_;
-  std::vector<std::vector<std::string>> why_;
+  struct NodeInfo {
+    unsigned position = 0, group = 0;
+  };
+  /// A union that joined two groups: node `element` and what it shares.
+  struct Union {
+    enum Kind : unsigned char { Variable, Slot, ColocateWith } kind;
+    unsigned element;
+    unsigned group;
+    unsigned slot; ///< index into the node's `slots` (Slot only)
+  };
+
+  llvm::DenseMap<const Node *, NodeInfo> nodeInfo_;
+  std::vector<const Node *> nodes_; ///< graph order
+  std::vector<unsigned> groupByPosition_;
+  // Members and storage of group g: [start[g], start[g + 1]) of the lists.
+  std::vector<const Node *> members_;
+  std::vector<unsigned> memberStart_{0};
+  std::vector<VariableReplica> storage_;
+  std::vector<unsigned> storageStart_{0};
+  std::vector<Union> unions_;
 };
 
 /// The replica of variable `var` that node `n` uses (0 when the variable has

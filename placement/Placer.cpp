@@ -65,14 +65,20 @@ llvm::Error cannotAssign(const Node &n, const llvm::Twine &msg) {
 /// What a group asked for and what it got.
 struct GroupPlan {
   std::string requested;           ///< device name; empty: no request
-  std::string requestedBy;         ///< "'x' (Op)" or "the storage of variable 'w'"
   const Node *requester = nullptr; ///< null when storage asked
+  const std::string *storageOf = nullptr; ///< the variable whose storage asked
   unsigned kinds = kAllKinds;
   const Node *limiting = nullptr; ///< first member that ruled a kind out
   int tower = -1;
   const ClusterDevice *device = nullptr;
   std::string reason;
-  bool followsRequest = false; ///< reason is "colocated with <requestedBy>"
+  bool followsRequest = false; ///< reason is "colocated with <requestedBy()>"
+
+  /// "'x' (Op)" or "the storage of variable 'w'" (worded when needed).
+  std::string requestedBy() const { return requestedByText(requester, storageOf); }
+  static std::string requestedByText(const Node *n, const std::string *var) {
+    return n ? quoted(*n) : "the storage of variable '" + *var + "'";
+  }
 };
 
 class GraphPlacer {
@@ -115,7 +121,7 @@ public:
 
 private:
   std::string colocationNote(unsigned gi) const {
-    llvm::ArrayRef<std::string> why = groups_.why(gi);
+    std::vector<std::string> why = groups_.why(gi);
     if (why.empty())
       return "";
     std::string s = "; colocated because ";
@@ -126,21 +132,27 @@ private:
     return s;
   }
 
+  /// A request for `device` by node `by`, or (by null) by the storage of
+  /// variable `var`.
   llvm::Error request(unsigned gi, const std::string &device, const Node *by,
-                      const std::string &byText, const Node &blame) {
+                      const std::string *var, const Node &blame) {
     GroupPlan &p = plans_[gi];
-    if (auto e = c_.checkDevice(device, by ? "requested device" : byText + ": device"))
-      return cannotAssign(blame, llvm::toString(std::move(e)));
+    if (!c_.find(device)) {
+      std::string byText = GroupPlan::requestedByText(by, var);
+      if (auto e = c_.checkDevice(device, by ? "requested device" : byText + ": device"))
+        return cannotAssign(blame, llvm::toString(std::move(e)));
+    }
     if (p.requested.empty()) {
       p.requested = device;
       p.requester = by;
-      p.requestedBy = byText;
+      p.storageOf = var;
       return llvm::Error::success();
     }
     if (p.requested == device)
       return llvm::Error::success();
+    std::string byText = GroupPlan::requestedByText(by, var);
     std::string who = by ? "it requested '" + device + "'" : byText + " is on '" + device + "'";
-    return cannotAssign(blame, who + ", but it must be colocated with " + p.requestedBy +
+    return cannotAssign(blame, who + ", but it must be colocated with " + p.requestedBy() +
                                    (p.requester ? ", which requested '" : ", which is on '") +
                                    p.requested + "'" + colocationNote(gi));
   }
@@ -152,7 +164,7 @@ private:
       if (n->tower() >= 0 && (p.tower < 0 || n->tower() < p.tower))
         p.tower = n->tower();
       if (!n->requestedDevice().empty())
-        if (auto e = request(gi, n->requestedDevice(), n, quoted(*n), *n))
+        if (auto e = request(gi, n->requestedDevice(), n, nullptr, *n))
           return e;
       if (runsWithoutKernel(n->op()))
         continue;
@@ -178,8 +190,7 @@ private:
       if (v->devices.empty())
         continue;
       const Node &blame = *groups_.members(gi)[0];
-      if (auto e = request(gi, v->devices[r.replica], nullptr,
-                           "the storage of variable '" + r.var + "'", blame))
+      if (auto e = request(gi, v->devices[r.replica], nullptr, &r.var, blame))
         return e;
     }
     return llvm::Error::success();
@@ -188,16 +199,31 @@ private:
   /// Tower t's device: the one its nodes request most (ties: cluster order),
   /// else "gpu:t".
   void computeTowerDevices() {
-    std::map<int, std::vector<unsigned>> counts;
+    // counts[t]: requests per device by tower t's nodes (empty: no node).
+    std::vector<std::vector<unsigned>> counts;
+    std::vector<bool> seen;
+    // Requests repeat a few device names: look each name up once.
+    llvm::StringMap<std::optional<unsigned>> indexOf;
     for (const Node *n : g_.nodes()) {
       if (n->tower() < 0)
         continue;
+      if ((size_t)n->tower() >= counts.size()) {
+        counts.resize(n->tower() + 1);
+        seen.resize(n->tower() + 1);
+      }
+      seen[n->tower()] = true;
       auto &count = counts[n->tower()];
       count.resize(c_.devices().size());
-      if (auto i = c_.indexOf(n->requestedDevice()))
-        ++count[*i];
+      auto [it, inserted] = indexOf.try_emplace(n->requestedDevice());
+      if (inserted)
+        it->second = c_.indexOf(n->requestedDevice());
+      if (it->second)
+        ++count[*it->second];
     }
-    for (auto &[tower, count] : counts) {
+    for (int tower = 0; tower < (int)counts.size(); ++tower) {
+      if (!seen[tower])
+        continue;
+      const std::vector<unsigned> &count = counts[tower];
       auto best = std::max_element(count.begin(), count.end()); // first maximum
       if (best != count.end() && *best > 0)
         towerDevice_[tower] = &c_.devices()[best - count.begin()];
@@ -248,7 +274,7 @@ private:
             could.push_back(x.name);
         return cannotAssign(*p.limiting,
                             "it is requested on '" + d.name + "'" +
-                                (p.requester == p.limiting ? "" : " (by " + p.requestedBy + ")") +
+                                (p.requester == p.limiting ? "" : " (by " + p.requestedBy() + ")") +
                                 " but has no " + deviceTypeName(d.type) +
                                 " kernel; devices that could run it: " +
                                 (could.empty() ? "none" : llvm::join(could, ", ")) +
@@ -345,11 +371,12 @@ private:
   }
 
   void writeBack() {
+    unsigned position = 0;
     for (Node *n : g_.nodes()) {
-      const GroupPlan &p = plans_[groups_.groupOf(n)];
+      const GroupPlan &p = plans_[groups_.groupAt(position++)];
       n->setAssignedDevice(p.device->name);
       if (p.followsRequest && n->requestedDevice() != p.device->name)
-        n->setPlacementReason("colocated with " + p.requestedBy);
+        n->setPlacementReason("colocated with " + p.requestedBy());
       else
         n->setPlacementReason(p.reason);
     }
