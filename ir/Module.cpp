@@ -199,58 +199,82 @@ void Graph::moveAfter(llvm::ArrayRef<std::pair<Node *, Node *>> moves) {
   for (auto [n, anchor] : moves) {
     assert(n != anchor);
     followers[anchor].push_back(n);
-    moved.insert(n);
+    bool once = moved.insert(n).second;
+    (void)once;
+    assert(once && "moveAfter: a node moves once");
   }
-  std::vector<std::unique_ptr<Node>> old = std::move(nodes_);
-  llvm::DenseMap<const Node *, size_t> index;
-  for (size_t i = 0; i < old.size(); ++i)
-    index[old[i].get()] = i;
-  nodes_.clear();
-  nodes_.reserve(old.size());
+  // The new order as plain pointers; the owning list is rewritten at the end.
+  std::vector<Node *> order;
+  order.reserve(nodes_.size());
   // Each unmoved node, then its followers (and theirs) depth-first.
   std::vector<Node *> stack;
-  for (size_t i = 0; i < old.size(); ++i) {
-    if (!old[i] || moved.contains(old[i].get())) // emitted already, or a follower
+  for (const std::unique_ptr<Node> &p : nodes_) {
+    if (moved.contains(p.get())) // a follower: comes with its anchor
       continue;
-    stack.push_back(old[i].get());
+    stack.push_back(p.get());
     while (!stack.empty()) {
       Node *n = stack.back();
       stack.pop_back();
-      nodes_.push_back(std::move(old[index.lookup(n)]));
+      order.push_back(n);
       auto it = followers.find(n);
       if (it != followers.end())
         for (Node *f : llvm::reverse(it->second))
           stack.push_back(f);
     }
   }
-  assert(nodes_.size() == old.size() && "moveAfter: anchors form a cycle");
-  for (std::unique_ptr<Node> &p : old) // only after a cycle: keep every node
-    if (p)
-      nodes_.push_back(std::move(p));
+  assert(order.size() == nodes_.size() && "moveAfter: anchors form a cycle");
+  if (order.size() != nodes_.size()) { // only after a cycle: keep every node
+    llvm::DenseSet<const Node *> placed(order.begin(), order.end());
+    for (const std::unique_ptr<Node> &p : nodes_)
+      if (!placed.contains(p.get()))
+        order.push_back(p.get());
+  }
+  for (std::unique_ptr<Node> &p : nodes_)
+    (void)p.release();
+  for (size_t i = 0; i < order.size(); ++i)
+    nodes_[i].reset(order[i]);
 }
 
 bool Graph::sortTopologically() {
-  // Kahn's algorithm with a min-heap on the current position: stable.
-  llvm::DenseMap<const Node *, unsigned> position, pending;
-  for (unsigned i = 0; i < nodes_.size(); ++i)
+  const unsigned count = nodes_.size();
+  llvm::DenseMap<const Node *, unsigned> position;
+  position.reserve(count);
+  for (unsigned i = 0; i < count; ++i)
     position[nodes_[i].get()] = i;
+  // Most graphs come here in order already; then the stable sort below would
+  // give back the same order, so a check is enough.
+  auto inOrder = [&] {
+    for (unsigned i = 0; i < count; ++i)
+      for (const Value *v : nodes_[i]->operands()) {
+        auto it = position.find(v->producer());
+        if (it == position.end() || it->second >= i)
+          return false;
+      }
+    return true;
+  };
+  if (inOrder())
+    return true;
+
+  // Kahn's algorithm with a min-heap on the current position: stable.
+  std::vector<unsigned> pending(count);
   std::priority_queue<unsigned, std::vector<unsigned>, std::greater<>> ready;
-  for (unsigned i = 0; i < nodes_.size(); ++i) {
-    unsigned deps = nodes_[i]->numOperands();
-    pending[nodes_[i].get()] = deps;
-    if (deps == 0)
+  for (unsigned i = 0; i < count; ++i) {
+    pending[i] = nodes_[i]->numOperands();
+    if (pending[i] == 0)
       ready.push(i);
   }
   std::vector<std::unique_ptr<Node>> sorted;
-  sorted.reserve(nodes_.size());
+  sorted.reserve(count);
   while (!ready.empty()) {
     unsigned i = ready.top();
     ready.pop();
     Node *n = nodes_[i].get();
     for (auto &r : n->results())
-      for (Node *u : r->users())
-        if (--pending[u] == 0)
-          ready.push(position[u]);
+      for (Node *u : r->users()) {
+        auto it = position.find(u);
+        if (it != position.end() && --pending[it->second] == 0)
+          ready.push(it->second);
+      }
     sorted.push_back(std::move(nodes_[i]));
   }
   if (sorted.size() != nodes_.size()) {
