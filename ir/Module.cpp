@@ -101,7 +101,16 @@ Node *Graph::createNodeWithResultNames(Op op, llvm::ArrayRef<Value *> operands,
 }
 
 void Graph::erase(Node *n) {
-  eraseIf([n](const Node &m) { return &m == n; });
+  auto at = llvm::find_if(nodes_, [n](const std::unique_ptr<Node> &p) { return p.get() == n; });
+  assert(at != nodes_.end() && "erasing a node of another graph");
+  n->dropOperands();
+  for (auto &r : n->results_) {
+    assert(!r->hasUsers() && "erasing a node whose results are still used");
+    assert(!llvm::is_contained(outputs_, r.get()) && "erasing a graph output");
+    valueByName_.erase(r->name());
+  }
+  nodeByName_.erase(n->name());
+  nodes_.erase(at);
 }
 
 void Graph::eraseIf(llvm::function_ref<bool(const Node &)> pred) {

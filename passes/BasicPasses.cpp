@@ -18,6 +18,7 @@ bool eliminateDeadCode(Module &m) {
   bool changed = false;
   for (Graph *g : m.graphs()) {
     llvm::DenseSet<const Node *> live;
+    live.reserve(g->numNodes());
     llvm::SmallVector<const Node *, 64> work;
     for (Value *v : g->outputs())
       work.push_back(v->producer());
