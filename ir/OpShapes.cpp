@@ -33,6 +33,19 @@ struct Ctx {
 
   const TensorType &operator[](unsigned i) const { return *in[i]; }
   const Attrs &attrs() const { return n.attrs(); }
+  /// A string attribute read in place; "" when absent (its kind is checked
+  /// before any shape function runs).
+  llvm::StringRef string(llvm::StringRef name) const {
+    const Attribute *a = attrs().find(name);
+    const std::string *s = a ? std::get_if<std::string>(a) : nullptr;
+    return s ? llvm::StringRef(*s) : llvm::StringRef();
+  }
+  /// A list of strings read in place; empty when absent.
+  llvm::ArrayRef<std::string> strings(llvm::StringRef name) const {
+    const Attribute *a = attrs().find(name);
+    const Strings *s = a ? std::get_if<Strings>(a) : nullptr;
+    return s ? llvm::ArrayRef<std::string>(*s) : llvm::ArrayRef<std::string>();
+  }
   llvm::Error fail(const llvm::Twine &msg) const { return nodeError(n, msg); }
   /// Operand i as messages name it: its value, the node producing it when that
   /// is named differently, and its type (a mismatch names both nodes).
@@ -92,7 +105,7 @@ Result inferInput(const Ctx &c) { return one(c.n.result()->type()); }
 
 // Variable: var = module variable name.
 Result inferVariable(const Ctx &c) {
-  std::string name = c.attrs().getString("var");
+  llvm::StringRef name = c.string("var");
   const Variable *v = c.n.graph().module().findVariable(name);
   if (!v)
     return c.fail("reads unknown variable '" + printable(name) + "'");
@@ -733,7 +746,7 @@ Result inferSoftmaxCrossEntropyGrad(const Ctx &c) {
 // Apply*: var, slots (optimizer state variables), hyper-parameters; operands
 // grad and lr (a scalar).
 Result inferUpdate(const Ctx &c) {
-  std::string name = c.attrs().getString("var");
+  llvm::StringRef name = c.string("var");
   const Module &m = c.n.graph().module();
   const Variable *v = m.findVariable(name);
   if (!v)
@@ -741,7 +754,7 @@ Result inferUpdate(const Ctx &c) {
   if (v->type != c[0])
     return c.fail("value " + c.from(0) + " does not match variable '" + printable(name) + "' (" +
                   toString(v->type) + ")");
-  Strings slots = c.attrs().getStrings("slots");
+  llvm::ArrayRef<std::string> slots = c.strings("slots");
   size_t wanted = c.n.op() == Op::ApplyMomentum                               ? 1
                   : c.n.op() == Op::ApplyRMSProp || c.n.op() == Op::ApplyAdam ? 2
                                                                               : 0;
