@@ -84,18 +84,21 @@ Node *Graph::createNodeWithResultNames(Op op, llvm::ArrayRef<Value *> operands,
                                        llvm::ArrayRef<TensorType> resultTypes,
                                        llvm::ArrayRef<std::string> resultNames, Attrs attrs,
                                        llvm::StringRef name) {
-  assert(!nodeByName_.count(name) && "node names must be unique");
   assert(resultTypes.size() == resultNames.size());
   std::unique_ptr<Node> n(new Node(this, op, name.str()));
   n->attrs_ = std::move(attrs);
   for (Value *v : operands)
     n->addOperand(v);
+  Named &entry = names_[n->name_];
+  assert(!entry.node && "node names must be unique");
+  entry.node = n.get();
   for (size_t i = 0; i < resultTypes.size(); ++i) {
-    assert(!valueByName_.count(resultNames[i]) && "value names must be unique");
     n->results_.emplace_back(new Value(n.get(), i, resultNames[i], resultTypes[i]));
-    valueByName_[resultNames[i]] = n->results_.back().get();
+    // Entries stay where they are when the table grows.
+    Named &e = resultNames[i] == n->name_ ? entry : names_[resultNames[i]];
+    assert(!e.value && "value names must be unique");
+    e.value = n->results_.back().get();
   }
-  nodeByName_[n->name_] = n.get();
   nodes_.push_back(std::move(n));
   return nodes_.back().get();
 }
@@ -104,13 +107,31 @@ void Graph::erase(Node *n) {
   auto at = llvm::find_if(nodes_, [n](const std::unique_ptr<Node> &p) { return p.get() == n; });
   assert(at != nodes_.end() && "erasing a node of another graph");
   n->dropOperands();
+  forgetNames(n);
+  nodes_.erase(at);
+}
+
+void Graph::forgetNames(Node *n) {
+  auto forget = [&](llvm::StringRef name, bool node) {
+    auto it = names_.find(name);
+    assert(it != names_.end() && "name table out of sync");
+    if (node)
+      it->second.node = nullptr;
+    else
+      it->second.value = nullptr;
+    if (!it->second.node && !it->second.value)
+      names_.erase(it);
+  };
   for (auto &r : n->results_) {
     assert(!r->hasUsers() && "erasing a node whose results are still used");
     assert(!llvm::is_contained(outputs_, r.get()) && "erasing a graph output");
-    valueByName_.erase(r->name());
+    if (r->name() == n->name() && n->numResults() == 1) {
+      names_.erase(r->name()); // the node's entry, and only its
+      return;
+    }
+    forget(r->name(), /*node=*/false);
   }
-  nodeByName_.erase(n->name());
-  nodes_.erase(at);
+  forget(n->name(), /*node=*/true);
 }
 
 void Graph::eraseIf(llvm::function_ref<bool(const Node &)> pred) {
@@ -126,17 +147,9 @@ void Graph::eraseIf(llvm::function_ref<bool(const Node &)> pred) {
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (doomed[i])
       nodes_[i]->dropOperands();
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (!doomed[i])
-      continue;
-    Node *n = nodes_[i].get();
-    for (auto &r : n->results_) {
-      assert(!r->hasUsers() && "erasing a node whose results are still used");
-      assert(!llvm::is_contained(outputs_, r.get()) && "erasing a graph output");
-      valueByName_.erase(r->name());
-    }
-    nodeByName_.erase(n->name());
-  }
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (doomed[i])
+      forgetNames(nodes_[i].get());
   size_t kept = 0;
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (!doomed[i])
@@ -158,36 +171,44 @@ Node *Graph::findInput(llvm::StringRef name) const {
 }
 
 Node *Graph::findNode(llvm::StringRef name) const {
-  auto it = nodeByName_.find(name);
-  return it == nodeByName_.end() ? nullptr : it->second;
+  auto it = names_.find(name);
+  return it == names_.end() ? nullptr : it->second.node;
 }
 
 Value *Graph::findValue(llvm::StringRef name) const {
-  auto it = valueByName_.find(name);
-  return it == valueByName_.end() ? nullptr : it->second;
+  auto it = names_.find(name);
+  return it == names_.end() ? nullptr : it->second.value;
 }
 
 std::string Graph::uniqueName(llvm::StringRef base) const {
-  if (!nodeByName_.count(base) && !valueByName_.count(base))
+  // An entry exists only while a node or a value has the name.
+  if (!names_.count(base))
     return base.str();
   for (unsigned i = 1;; ++i) {
     std::string candidate = (base + "_" + llvm::Twine(i)).str();
-    if (!nodeByName_.count(candidate) && !valueByName_.count(candidate))
+    if (!names_.count(candidate))
       return candidate;
   }
 }
 
 void Graph::rename(Node *n, llvm::StringRef name) {
-  assert(!nodeByName_.count(name) && "node names must be unique");
-  nodeByName_.erase(n->name_);
-  if (n->numResults() == 1 && n->result()->name_ == n->name_) {
-    assert(!valueByName_.count(name) && "value names must be unique");
-    valueByName_.erase(n->result()->name_);
+  assert(!findNode(name) && "node names must be unique");
+  bool withResult = n->numResults() == 1 && n->result()->name_ == n->name_;
+  assert((!withResult || !findValue(name)) && "value names must be unique");
+  auto old = names_.find(n->name_);
+  assert(old != names_.end() && old->second.node == n && "name table out of sync");
+  old->second.node = nullptr;
+  if (withResult)
+    old->second.value = nullptr;
+  if (!old->second.value)
+    names_.erase(old);
+  Named &entry = names_[name];
+  entry.node = n;
+  if (withResult) {
     n->result()->name_ = name.str();
-    valueByName_[name] = n->result();
+    entry.value = n->result();
   }
   n->name_ = name.str();
-  nodeByName_[name] = n;
 }
 
 void Graph::moveAfter(Node *n, Node *anchor) {

@@ -171,8 +171,15 @@ private:
   std::string name_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value *> outputs_;
-  llvm::StringMap<Node *> nodeByName_;
-  llvm::StringMap<Value *> valueByName_;
+  /// The node and the value of each name. One table for both, as a node of
+  /// one result shares its name with the result: one look-up checks a name
+  /// and one entry holds both. An entry lives while either is set.
+  struct Named {
+    Node *node = nullptr;
+    Value *value = nullptr;
+  };
+  llvm::StringMap<Named> names_;
+  void forgetNames(Node *n);
 };
 
 /// What a variable is for: a trainable parameter, non-trainable state (BN

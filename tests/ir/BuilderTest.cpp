@@ -148,3 +148,32 @@ TEST(Graph, ManyMovesInOnePassKeepTheGivenOrderAndCarryFollowers) {
   EXPECT_EQ(order, (std::vector<std::string>{"a", "x", "z", "w", "v", "y"}));
   (void)y;
 }
+
+TEST(Graph, NodeAndValueNamesStayFoundThroughEraseAndRename) {
+  Module m;
+  Graph &g = m.main();
+  TensorType t(DType::F32, {2});
+  Node *a = g.createNode(Op::Input, {}, {t}, {}, "a");
+  // A node whose result carries another node's name: both stay findable.
+  Node *b = g.createNodeWithResultNames(Op::Relu, {a->result()}, {t}, {"c"}, {}, "b");
+  Node *c = g.createNode(Op::Split, {a->result()}, {t, t}, {}, "c");
+  EXPECT_EQ(g.findNode("c"), c);
+  EXPECT_EQ(g.findValue("c"), b->result());
+  EXPECT_EQ(g.findValue("c:1"), c->result(1));
+  EXPECT_EQ(g.uniqueName("c"), "c_1");
+  g.erase(c);
+  EXPECT_EQ(g.findNode("c"), nullptr);
+  EXPECT_EQ(g.findValue("c"), b->result());
+  EXPECT_EQ(g.findValue("c:0"), nullptr);
+  EXPECT_EQ(g.uniqueName("c"), "c_1");
+  g.rename(a, "input");
+  EXPECT_EQ(g.findNode("a"), nullptr);
+  EXPECT_EQ(g.findValue("a"), nullptr);
+  EXPECT_EQ(g.findValue("input"), a->result());
+  EXPECT_EQ(a->result()->name(), "input");
+  EXPECT_EQ(g.uniqueName("a"), "a");
+  g.erase(b);
+  EXPECT_EQ(g.findValue("c"), nullptr);
+  EXPECT_EQ(g.uniqueName("c"), "c");
+  EXPECT_EQ(g.findNode("b"), nullptr);
+}
