@@ -15,7 +15,9 @@ Builder::Scope::Scope(Builder &b, llvm::StringRef name) : b_(b), previous_(b.sco
 Builder::Scope::~Scope() { b_.scope_.resize(previous_); }
 
 std::string Builder::name(llvm::StringRef leaf) const {
-  std::string full = scope_.empty() ? leaf.str() : leaf.empty() ? scope_ : scope_ + "/" + leaf.str();
+  if (scope_.empty())
+    return graph_->uniqueName(leaf);
+  std::string full = leaf.empty() ? scope_ : scope_ + "/" + leaf.str();
   return graph_->uniqueName(full);
 }
 
@@ -62,9 +64,14 @@ llvm::Expected<Node *> Builder::tryCreate(Op op, llvm::ArrayRef<Value *> operand
                  : op == Op::SplitBatch  ? attrs.getInts("sizes").size()
                                          : operands.size();
   std::vector<std::string> names;
-  for (size_t i = 0; i < count; ++i)
-    names.push_back(count == 1 ? nodeName : nodeName + ":" + std::to_string(i));
-  auto n = createInferredNode(*graph_, op, operands, names, std::move(attrs), nodeName);
+  names.reserve(count);
+  if (count == 1) // the result is named after the node
+    names.push_back(std::move(nodeName));
+  else
+    for (size_t i = 0; i < count; ++i)
+      names.push_back(nodeName + ":" + std::to_string(i));
+  auto n = createInferredNode(*graph_, op, operands, names, std::move(attrs),
+                              count == 1 ? names[0] : nodeName);
   if (!n)
     return n.takeError();
   return stamp(*n);

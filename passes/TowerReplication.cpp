@@ -111,8 +111,8 @@ class TowerCopier {
 public:
   TowerCopier(Graph &g, int tower, int64_t batch, int64_t towerBatch, double lossScaleFactor,
               const Classified &c)
-      : b_(g), tower_(tower), batch_(batch), towerBatch_(towerBatch),
-        lossScaleFactor_(lossScaleFactor), c_(c) {
+      : b_(g), tower_(tower), prefix_(towerPrefix(tower)), device_(towerDevice(tower)),
+        batch_(batch), towerBatch_(towerBatch), lossScaleFactor_(lossScaleFactor), c_(c) {
     b_.setTower(tower);
   }
 
@@ -123,7 +123,7 @@ public:
     TensorType t = in.result()->type();
     t.shape[0] = towerBatch_;
     b_.setRequestedDevice(DeviceId::host().str());
-    Value *v = b_.input(towerPrefix(tower_) + in.name(), t);
+    Value *v = b_.input(prefix_ + in.name(), t);
     map_[in.result()] = v;
     if (towerBatch_ != batch_) // otherwise nothing changes and no axis needs finding
       axis_[v] = 0;
@@ -160,6 +160,7 @@ private:
 
   Builder b_;
   int tower_;
+  std::string prefix_, device_; ///< towerPrefix and towerDevice of the tower
   int64_t batch_, towerBatch_;
   double lossScaleFactor_;
   const Classified &c_;
@@ -207,6 +208,7 @@ llvm::Error TowerCopier::rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Valu
 }
 
 llvm::Error TowerCopier::copyNode(const Node &orig) {
+  static const std::string kNoDevice;
   llvm::SmallVector<Value *, 4> ops;
   for (Value *v : orig.operands())
     ops.push_back(lookup(v));
@@ -223,11 +225,14 @@ llvm::Error TowerCopier::copyNode(const Node &orig) {
     attrs.erase("grad_of");
   }
   // Variable reads go where aggregate-gradients puts the storage.
-  std::string device = !orig.requestedDevice().empty() ? orig.requestedDevice()
-                       : orig.op() == Op::Variable     ? ""
-                                                       : towerDevice(tower_);
+  const std::string &device = !orig.requestedDevice().empty() ? orig.requestedDevice()
+                              : orig.op() == Op::Variable     ? kNoDevice
+                                                              : device_;
   b_.setRequestedDevice(device);
-  std::string name = towerPrefix(tower_) + orig.name();
+  std::string name;
+  name.reserve(prefix_.size() + orig.name().size());
+  name += prefix_;
+  name += orig.name();
   auto created = b_.tryCreate(orig.op(), ops, std::move(attrs), name);
   if (!created)
     return created.takeError();
