@@ -128,6 +128,13 @@ std::string shortForm(const Attribute &a) {
   return printable(os.str(), 60);
 }
 
+template <typename Fail>
+llvm::Error wrongKind(Fail fail, llvm::StringRef name, const AttrSpec &spec,
+                      const Attribute &value) {
+  return fail("attribute '" + name + "' must be " + describeKind(spec.kind) + ", found " +
+              shortForm(value));
+}
+
 /// Checks `attrs` against `lookup`; a name without a row goes to `unknown`.
 template <typename Lookup, typename Fail, typename Unknown>
 llvm::Error checkAgainst(const Attrs &attrs, Lookup lookup, Fail fail, Unknown unknown) {
@@ -139,10 +146,43 @@ llvm::Error checkAgainst(const Attrs &attrs, Lookup lookup, Fail fail, Unknown u
       continue;
     }
     if (!fits(value, spec->kind))
-      return fail("attribute '" + name + "' must be " + describeKind(spec->kind) + ", found " +
-                  shortForm(value));
+      return wrongKind(fail, name, *spec, value);
   }
   return llvm::Error::success();
+}
+
+/// An op's attribute names for checking a node in one merge with its sorted
+/// attributes: every name the op takes (its own rows, then those any op may
+/// carry), sorted, once each with the row findAttrSpec would give; and where
+/// the name of each of the op's own rows sits in that list.
+struct OpNames {
+  std::vector<std::pair<llvm::StringRef, const AttrSpec *>> sorted;
+  std::vector<unsigned> rowAt;
+};
+
+const std::vector<OpNames> &namesByOp() {
+  static const std::vector<OpNames> byOp = [] {
+    std::vector<OpNames> v(numOps());
+    for (unsigned op = 0; op < numOps(); ++op) {
+      OpNames &names = v[op];
+      auto add = [&](const AttrSpec &s) {
+        if (llvm::none_of(names.sorted, [&](const auto &e) { return e.first == s.name; }))
+          names.sorted.emplace_back(s.name, &s);
+      };
+      for (const AttrSpec &s : specsByOp()[op])
+        add(s);
+      for (const AttrSpec &s : kAnyOp)
+        add(s);
+      llvm::sort(names.sorted, [](const auto &a, const auto &b) { return a.first < b.first; });
+      assert(names.sorted.size() <= 64 && "checkNodeAttributes marks names in 64 bits");
+      for (const AttrSpec &s : specsByOp()[op])
+        names.rowAt.push_back(
+            llvm::find_if(names.sorted, [&](const auto &e) { return e.first == s.name; }) -
+            names.sorted.begin());
+    }
+    return v;
+  }();
+  return byOp;
 }
 
 std::string takes(Op op) {
@@ -202,17 +242,28 @@ const AttrSpec *findAttrSpec(Op op, llvm::StringRef name) {
 }
 
 llvm::Error checkNodeAttributes(const Node &n) {
-  const Attrs &attrs = n.attrs();
+  // It runs with every shape function, so in every verification: the node's
+  // attributes (sorted by name) are merged with the op's sorted names, and
+  // the names found are marked for the check of the required ones.
   auto fail = [&](const llvm::Twine &msg) { return nodeError(n, msg); };
-  auto lookup = [&](llvm::StringRef name) { return findAttrSpec(n.op(), name); };
-  auto unknown = [&](llvm::StringRef name) {
-    return fail("unknown attribute '" + printable(name) + "'; " + takes(n.op()));
-  };
-  if (auto e = checkAgainst(attrs, lookup, fail, unknown))
-    return e;
-  for (const AttrSpec &s : attrSpecs(n.op()))
-    if (s.required && !attrs.has(s.name))
-      return fail("needs attribute '" + s.name + "' (" + describeKind(s.kind) + ")");
+  const OpNames &names = namesByOp()[(unsigned)n.op()];
+  uint64_t found = 0;
+  size_t j = 0;
+  for (const auto &[name, value] : n.attrs().entries()) {
+    while (j < names.sorted.size() && names.sorted[j].first < name)
+      ++j;
+    if (j == names.sorted.size() || names.sorted[j].first != name)
+      return fail("unknown attribute '" + printable(name) + "'; " + takes(n.op()));
+    found |= uint64_t(1) << j;
+    const AttrSpec &spec = *names.sorted[j].second;
+    if (!fits(value, spec.kind))
+      return wrongKind(fail, name, spec, value);
+  }
+  llvm::ArrayRef<AttrSpec> specs = attrSpecs(n.op());
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].required && !(found >> names.rowAt[i] & 1))
+      return fail("needs attribute '" + specs[i].name + "' (" + describeKind(specs[i].kind) +
+                  ")");
   return llvm::Error::success();
 }
 
