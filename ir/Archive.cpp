@@ -323,28 +323,35 @@ llvm::Error writeFileAtomically(llvm::StringRef path, llvm::ArrayRef<llvm::Strin
 }
 
 llvm::Error writeArchive(llvm::StringRef path, const Archive &a) {
-  Writer w;
-  w.bytes(kMagicPrefix.data(), kMagicPrefix.size());
-  w.pod<char>('0' + kArchiveVersion);
-  w.pod<uint64_t>(0); // the header's size, filled in below
-  w.pod<uint64_t>(a.text.size());
-  w.bytes(a.text.data(), a.text.size());
-  w.pod<uint64_t>(a.tensors.size());
+  // The header in three pieces, so that the text (most of a module file) is
+  // written from where it is rather than copied: magic and sizes, the text,
+  // the tensor table and the checksum of all three.
+  Writer head, table;
+  head.bytes(kMagicPrefix.data(), kMagicPrefix.size());
+  head.pod<char>('0' + kArchiveVersion);
+  head.pod<uint64_t>(0); // the header's size, filled in below
+  head.pod<uint64_t>(a.text.size());
+  table.pod<uint64_t>(a.tensors.size());
   for (const NamedTensor &t : a.tensors) {
-    w.pod<uint32_t>(t.name.size());
-    w.bytes(t.name.data(), t.name.size());
-    w.pod<uint8_t>((uint8_t)t.tensor.dtype());
-    w.pod<uint8_t>((uint8_t)t.tensor.shape().size());
+    table.pod<uint32_t>(t.name.size());
+    table.bytes(t.name.data(), t.name.size());
+    table.pod<uint8_t>((uint8_t)t.tensor.dtype());
+    table.pod<uint8_t>((uint8_t)t.tensor.shape().size());
     for (int64_t d : t.tensor.shape())
-      w.pod<int64_t>(d);
-    w.pod<uint64_t>(t.tensor.bytes());
-    w.pod<uint32_t>(
+      table.pod<int64_t>(d);
+    table.pod<uint64_t>(t.tensor.bytes());
+    table.pod<uint32_t>(
         crc(llvm::StringRef(static_cast<const char *>(t.tensor.raw()), t.tensor.bytes())));
   }
-  uint64_t headerBytes = w.out.size() - 16;
-  std::memcpy(&w.out[8], &headerBytes, 8);
-  w.pod<uint32_t>(crc(w.out));
-  std::vector<llvm::StringRef> pieces{w.out};
+  uint64_t headerBytes = head.out.size() - 16 + a.text.size() + table.out.size();
+  std::memcpy(&head.out[8], &headerBytes, 8);
+  uint32_t sum = 0;
+  for (llvm::StringRef piece : {llvm::StringRef(head.out), llvm::StringRef(a.text),
+                                llvm::StringRef(table.out)})
+    sum = llvm::crc32(
+        sum, llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(piece.data()), piece.size()));
+  table.pod<uint32_t>(sum);
+  std::vector<llvm::StringRef> pieces{head.out, a.text, table.out};
   for (const NamedTensor &t : a.tensors)
     pieces.emplace_back(static_cast<const char *>(t.tensor.raw()), t.tensor.bytes());
   pieces.push_back(kEnd);

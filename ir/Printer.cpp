@@ -3,6 +3,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 
 namespace graphc {
@@ -11,8 +13,16 @@ static bool isIdentChar(char c) {
   return llvm::isAlnum(c) || c == '_' || c == '.' || c == '/' || c == ':' || c == '-';
 }
 
+static bool needsEscape(unsigned char c) {
+  return c == '"' || c == '\\' || c < 0x20 || c >= 0x7f;
+}
+
 static void printString(llvm::StringRef s, llvm::raw_ostream &os) {
   os << '"';
+  if (llvm::none_of(s, needsEscape)) { // names and devices: one write
+    os << s << '"';
+    return;
+  }
   for (unsigned char c : s) {
     if (c == '"' || c == '\\')
       os << '\\' << c;
@@ -43,18 +53,22 @@ std::string formatDouble(double d) {
     return "nan";
   if (std::isinf(d))
     return d > 0 ? "inf" : "-inf";
+  // The form is %.<p>g with the smallest precision p that reads back exactly.
+  // No precision below the length of the shortest exact digits (to_chars)
+  // can, so the search starts there; that one nearly always does.
   char buf[32];
-  snprintf(buf, sizeof(buf), "%.17g", d);
-  // Prefer the shortest form that reads back exactly.
-  for (int prec = 1; prec <= 17; ++prec) {
-    char shortBuf[32];
-    snprintf(shortBuf, sizeof(shortBuf), "%.*g", prec, d);
-    if (std::strtod(shortBuf, nullptr) == d) {
-      snprintf(buf, sizeof(buf), "%s", shortBuf);
+  char *end = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific).ptr;
+  int prec = (int)std::count_if(buf, std::find(buf, end, 'e'), llvm::isDigit);
+  for (;; ++prec) {
+    // to_chars with a precision prints as printf's %.<prec>g does.
+    end = std::to_chars(buf, buf + sizeof(buf) - 1, d, std::chars_format::general, prec).ptr;
+    double back = 0;
+    std::from_chars(buf, end, back);
+    if (back == d || prec >= 17)
       break;
-    }
   }
-  std::string s = buf;
+  *end = 0;
+  std::string s(buf, end);
   if (s.find_first_of(".en") == std::string::npos)
     s += ".0";
   return s;
@@ -253,9 +267,17 @@ void print(const Module &m, llvm::raw_ostream &os, PrintOptions opts) {
 
 std::string toText(const Module &m, PrintOptions opts) {
   std::string s;
+  // A few hundred bytes a node; buffered, so that the many small writes do
+  // not each grow the string.
+  size_t nodes = 0;
+  for (const Graph *g : m.graphs())
+    nodes += g->numNodes();
+  s.reserve(256 * (nodes + m.variables().size()) + 4096);
   llvm::raw_string_ostream os(s);
+  os.SetBuffered();
   print(m, os, opts);
-  return os.str();
+  os.flush();
+  return s;
 }
 
 } // namespace graphc
