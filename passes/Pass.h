@@ -85,7 +85,9 @@ public:
   /// Adds the passes of a comma-separated pipeline; unknown names are an error
   /// that lists the known ones.
   llvm::Error addPipeline(llvm::StringRef pipeline);
-  /// Runs every pass; verifies after each one that changed the module.
+  /// Runs every pass; verifies after each one that changed the module. A
+  /// `verify` pass is skipped when the module passed verification and no
+  /// pass changed it since (it could find nothing).
   llvm::Error run(Module &m);
 
   /// Renders a module as DOT; set by placement-aware code (colours by device).
