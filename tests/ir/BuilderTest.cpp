@@ -84,6 +84,34 @@ TEST(Verifier, CatchesStaleResultTypes) {
   EXPECT_NE(msg.find("Relu"), std::string::npos) << msg;
 }
 
+TEST(Verifier, ALargeGraphReportsItsFirstFaultInGraphOrder) {
+  // Large enough to be checked on several threads where the machine has
+  // them; the answer is the same either way.
+  Module m;
+  Builder b(m.main());
+  std::vector<Value *> chain{b.input("a", TensorType(DType::F32, {2, 3}))};
+  for (int i = 0; i < 20000; ++i) {
+    std::string name = "r";
+    name += std::to_string(i);
+    chain.push_back(b.create(Op::Relu, {chain.back()}, {}, name));
+  }
+  m.main().addOutput(chain.back());
+  auto message = [&] {
+    llvm::Error e = verify(m);
+    return e ? llvm::toString(std::move(e)) : std::string();
+  };
+  EXPECT_EQ(message(), "");
+  chain[15001]->setType(TensorType(DType::F32, {3, 2})); // r15000
+  EXPECT_NE(message().find("'r15000'"), std::string::npos) << message();
+  chain[6001]->setType(TensorType(DType::F32, {3, 2})); // r6000, earlier
+  EXPECT_NE(message().find("'r6000'"), std::string::npos) << message();
+  // An operand used before it is defined, earlier still.
+  Node *r3000 = chain[3001]->producer();
+  r3000->setOperand(0, chain[19000]);
+  EXPECT_NE(message().find("'r3000'"), std::string::npos) << message();
+  EXPECT_NE(message().find("used before it is defined"), std::string::npos) << message();
+}
+
 TEST(Graph, ReplaceAllUsesAndEraseKeepUseListsConsistent) {
   Module m;
   Builder b(m.main());
