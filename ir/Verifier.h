@@ -7,7 +7,9 @@
 // functions infer (which also check attribute values: positive strides, a
 // group that divides the channels, ...), variables that nodes name exist and
 // attached data has the variable's type, and graph outputs are defined.
-// The first violation comes back as an error naming the node.
+// The first violation comes back as an error naming the node. A large graph
+// has its types checked on the machine's threads; which violation comes back
+// does not depend on them.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
