@@ -5,7 +5,6 @@
 #include "ir/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringMap.h"
 
 namespace graphc {
 namespace {
