@@ -346,10 +346,10 @@ llvm::Error writeArchive(llvm::StringRef path, const Archive &a) {
   uint64_t headerBytes = head.out.size() - 16 + a.text.size() + table.out.size();
   std::memcpy(&head.out[8], &headerBytes, 8);
   uint32_t sum = 0;
-  for (llvm::StringRef piece : {llvm::StringRef(head.out), llvm::StringRef(a.text),
-                                llvm::StringRef(table.out)})
-    sum = llvm::crc32(
-        sum, llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(piece.data()), piece.size()));
+  for (llvm::StringRef piece :
+       {llvm::StringRef(head.out), llvm::StringRef(a.text), llvm::StringRef(table.out)})
+    sum = llvm::crc32(sum, llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(piece.data()),
+                                                   piece.size()));
   table.pod<uint32_t>(sum);
   std::vector<llvm::StringRef> pieces{head.out, a.text, table.out};
   for (const NamedTensor &t : a.tensors)

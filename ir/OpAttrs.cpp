@@ -262,8 +262,7 @@ llvm::Error checkNodeAttributes(const Node &n) {
   llvm::ArrayRef<AttrSpec> specs = attrSpecs(n.op());
   for (size_t i = 0; i < specs.size(); ++i)
     if (specs[i].required && !(found >> names.rowAt[i] & 1))
-      return fail("needs attribute '" + specs[i].name + "' (" + describeKind(specs[i].kind) +
-                  ")");
+      return fail("needs attribute '" + specs[i].name + "' (" + describeKind(specs[i].kind) + ")");
   return llvm::Error::success();
 }
 

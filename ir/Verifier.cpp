@@ -71,8 +71,8 @@ static llvm::Error verifyGraph(const Graph &g) {
     typeErrors.push_back(llvm::Error::success());
   auto checkSlice = [&](size_t t) {
     size_t begin = std::min(nodes.size(), t * slice), end = std::min(nodes.size(), begin + slice);
-    size_t at = firstBadTypes(llvm::ArrayRef<const Node *>(nodes).slice(begin, end - begin),
-                              typeErrors[t]);
+    size_t at =
+        firstBadTypes(llvm::ArrayRef<const Node *>(nodes).slice(begin, end - begin), typeErrors[t]);
     badTypes[t] = at < end - begin ? begin + at : SIZE_MAX;
   };
   std::vector<std::thread> workers;

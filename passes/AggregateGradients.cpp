@@ -217,9 +217,7 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
   // and keys order the nodes as the moves will.
   struct Key {
     unsigned base = 0, depth = 0;
-    bool operator<(const Key &o) const {
-      return base != o.base ? base < o.base : depth < o.depth;
-    }
+    bool operator<(const Key &o) const { return base != o.base ? base < o.base : depth < o.depth; }
   };
   llvm::DenseMap<const Node *, Key> moved;
   auto keyOf = [&](const Node *n) {

@@ -64,8 +64,8 @@ llvm::Error cannotAssign(const Node &n, const llvm::Twine &msg) {
 
 /// What a group asked for and what it got.
 struct GroupPlan {
-  std::string requested;           ///< device name; empty: no request
-  const Node *requester = nullptr; ///< null when storage asked
+  std::string requested;                  ///< device name; empty: no request
+  const Node *requester = nullptr;        ///< null when storage asked
   const std::string *storageOf = nullptr; ///< the variable whose storage asked
   unsigned kinds = kAllKinds;
   const Node *limiting = nullptr; ///< first member that ruled a kind out
