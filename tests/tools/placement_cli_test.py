@@ -188,7 +188,7 @@ class CalibrateTest(CliCase):
         calibrated = json.loads(run(GRAPHC, "simulate", plan, "--json").stdout)["step_seconds"]
         run(GRAPHC, "place", "--model", "small_cnn", "--cluster", c, "--batch", "32", "-o", plan)
         default = json.loads(run(GRAPHC, "simulate", plan, "--json").stdout)["step_seconds"]
-        self.assertGreater(calibrated, 10 * default)  # this CPU is far from an H100
+        self.assertGreater(calibrated, 2 * default)  # this CPU is far slower than an H100
 
 
 class MemoryConstraintTest(CliCase):
