@@ -414,9 +414,9 @@ llvm::Expected<PsTaskStats> PsServer::serve() {
     const Clock::time_point deadline = lastSeen[expected.front()] + workers_.timeout();
     // Others' messages must not hide a silent worker (asynchronous tasks).
     if (Clock::now() > deadline)
-      return makeError(waiting + ": worker " + llvm::Twine(expected.front()) +
-                       " sent nothing for " + secondsText(workers_.timeout()) +
-                       " s: it died or stalled (--collective-timeout); ending every rank");
+      return makeError(waiting + " did not complete within " + secondsText(workers_.timeout()) +
+                       " s: worker " + llvm::Twine(expected.front()) +
+                       " died or stalled (--collective-timeout); ending every rank");
     Workers::Message in{0, kRequestTag, request.data(), request.size()};
     if (auto e = workers_.receiveAny(in, deadline, waiting))
       return e;

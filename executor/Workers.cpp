@@ -145,12 +145,16 @@ llvm::Error Workers::waitAll(void *requests, int n, llvm::StringRef collective, 
                          " gone (killed or crashed); mpirun is ending every rank");
     }
     if (Clock::now() > deadline) {
-      // The caller names the step; before the first one, say so.
-      return makeError(
-          collective + (step_.load() >= 0 ? std::string() : std::string(" at start-up")) +
-          " did not complete within " +
-          seconds(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start)) +
-          " s: another rank died or stalled (--collective-timeout); ending every rank");
+      // The caller names the step; before the first one, say so. A deadline
+      // the caller set is the timeout counted from the silent peer's last
+      // message (which the caller names), not from this wait's start.
+      const auto waited = until == Clock::time_point{}
+                              ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start)
+                              : timeout_;
+      return makeError(collective +
+                       (step_.load() >= 0 ? std::string() : std::string(" at start-up")) +
+                       " did not complete within " + seconds(waited) +
+                       " s: another rank died or stalled (--collective-timeout); ending every rank");
     }
     std::this_thread::sleep_for(nap);
     nap = std::min(std::chrono::microseconds(200), nap + std::chrono::microseconds(10));
