@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace graphc {
@@ -125,15 +126,28 @@ llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsi
   // Reduce this rank's slice of every tensor while others do theirs.
   std::vector<std::vector<TensorView>> in = g.inputs, out = g.outputs;
   lock.unlock();
+  // In chunks, each summed in rank order into a buffer before any output is
+  // written (an output may be its rank's input).
+  constexpr int64_t kChunk = 4096;
+  float sum[kChunk];
   for (size_t t = 0; t < in[0].size(); ++t) {
     int64_t n = in[0][t].numElements();
     int64_t lo = n * rank / nranks, hi = n * (rank + 1) / nranks;
-    for (int64_t i = lo; i < hi; ++i) {
-      float sum = 0;
+    if (nranks == 1) { // a sum of one: a copy, or nothing in place
+      if (out[0][t].data != in[0][t].data)
+        std::memcpy(out[0][t].data, in[0][t].data, in[0][t].bytes());
+      continue;
+    }
+    for (int64_t at = lo; at < hi; at += kChunk) {
+      const int64_t len = std::min(kChunk, hi - at);
+      std::fill(sum, sum + len, 0.0f);
+      for (unsigned r = 0; r < nranks; ++r) {
+        const float *x = in[r][t].as<float>() + at;
+        for (int64_t i = 0; i < len; ++i)
+          sum[i] += x[i];
+      }
       for (unsigned r = 0; r < nranks; ++r)
-        sum += in[r][t].as<float>()[i];
-      for (unsigned r = 0; r < nranks; ++r)
-        out[r][t].as<float>()[i] = sum;
+        std::memcpy(out[r][t].as<float>() + at, sum, len * sizeof(float));
     }
   }
   lock.lock();

@@ -90,11 +90,14 @@ public:
 
   llvm::Error launch(Kernel &k, KernelContext &ctx) override {
     ctx.stream = &stream_;
-    double start = clock_ ? clock_->nowUs() : 0;
+    double start;
     {
+      // The kernel's time starts once it holds its cores: waiting for another
+      // device's kernel to give them back is not this kernel's work.
       std::optional<CoreBudget::Lease> lease;
       if (cores_)
         lease.emplace(*cores_, threads_);
+      start = clock_ ? clock_->nowUs() : 0;
       setCpuThreads(threads_);
       Clock::time_point ran = Clock::now();
       if (auto e = k.run(ctx))

@@ -122,25 +122,7 @@ llvm::Error Executor::Impl::bind() {
 llvm::Error Executor::Impl::createDevices() {
   unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   int total = opts.threads > 0 ? opts.threads : (int)hardware;
-  // The cores are shared among the CPU devices that compute: a host that only
-  // feeds and aggregates for towers must not halve one tower's threads. Every
-  // CPU device gets that share; the budget's leases keep the sum within it.
-  // Main's work decides (the other programs do a part of it).
-  const Schedule &main = programs[0].schedule;
-  std::vector<int64_t> flops(deviceNames.size(), 0);
-  int64_t most = 0;
-  for (size_t d = 0; d < deviceNames.size(); ++d) {
-    if (!isCpu(deviceNames[d]))
-      continue;
-    auto it = llvm::find(main.devices, deviceNames[d]);
-    if (it != main.devices.end())
-      for (const Node *n : main.order[it - main.devices.begin()])
-        flops[d] += nodeCost(*n).flops;
-    most = std::max(most, flops[d]);
-  }
-  unsigned computing = 0;
-  for (size_t d = 0; d < deviceNames.size(); ++d)
-    computing += isCpu(deviceNames[d]) && 10 * flops[d] >= most;
+  const int threads = cpuDeviceThreads(programs[0].schedule, deviceNames, isCpu, total);
   cores = std::make_unique<CoreBudget>(total);
   cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout, &stepClock);
   for (const std::string &name : deviceNames) {
@@ -148,7 +130,7 @@ llvm::Error Executor::Impl::createDevices() {
     d->orders.resize(programs.size());
     DeviceRequest req;
     req.name = name;
-    req.threads = std::max(1, total / (int)std::max(1u, computing));
+    req.threads = threads;
     req.cores = cores.get();
     req.waitTimeout = opts.waitTimeout;
     if (auto speed = opts.relativeSpeed.find(name); speed != opts.relativeSpeed.end()) {

@@ -1,5 +1,6 @@
 #include "executor/Schedule.h"
 
+#include "ir/Cost.h"
 #include "ir/Diagnostics.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -113,6 +114,25 @@ llvm::Expected<Schedule> buildSchedule(const Graph &g,
     return makeError("graph '" + g.name() + "' has a cycle");
   }
   return s;
+}
+
+int cpuDeviceThreads(const Schedule &main, llvm::ArrayRef<std::string> devices,
+                     llvm::function_ref<bool(llvm::StringRef)> isCpu, int cores) {
+  std::vector<int64_t> flops(devices.size(), 0);
+  int64_t most = 0;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (!isCpu(devices[d]))
+      continue;
+    auto it = llvm::find(main.devices, devices[d]);
+    if (it != main.devices.end())
+      for (const Node *n : main.order[it - main.devices.begin()])
+        flops[d] += nodeCost(*n).flops;
+    most = std::max(most, flops[d]);
+  }
+  int computing = 0;
+  for (size_t d = 0; d < devices.size(); ++d)
+    computing += isCpu(devices[d]) && 10 * flops[d] >= most;
+  return std::max(1, cores / std::max(1, computing));
 }
 
 } // namespace graphc

@@ -45,4 +45,11 @@ struct Schedule {
 llvm::Expected<Schedule> buildSchedule(const Graph &g,
                                        const std::function<std::string(const Node &)> &deviceOf);
 
+/// The threads each CPU device of a run gets out of `cores`. The cores are
+/// shared among the CPU devices (of `devices`, by `isCpu`) that compute: at
+/// least a tenth of the busiest one's FLOPs in `main`; a host that only feeds
+/// and aggregates for towers must not halve a tower's threads.
+int cpuDeviceThreads(const Schedule &main, llvm::ArrayRef<std::string> devices,
+                     llvm::function_ref<bool(llvm::StringRef)> isCpu, int cores);
+
 } // namespace graphc

@@ -221,6 +221,20 @@ void Graph::moveAfter(Node *n, Node *anchor) {
   nodes_.insert(at + 1, std::move(owned));
 }
 
+void Graph::reorder(llvm::ArrayRef<Node *> order) {
+  assert(order.size() == nodes_.size() && "reorder: a permutation of the nodes");
+  llvm::DenseMap<const Node *, unsigned> at;
+  for (unsigned i = 0; i < order.size(); ++i)
+    at[order[i]] = i;
+  std::vector<std::unique_ptr<Node>> sorted(nodes_.size());
+  for (std::unique_ptr<Node> &n : nodes_) {
+    auto it = at.find(n.get());
+    assert(it != at.end() && !sorted[it->second] && "reorder: a permutation of the nodes");
+    sorted[it->second] = std::move(n);
+  }
+  nodes_ = std::move(sorted);
+}
+
 void Graph::moveAfter(llvm::ArrayRef<std::pair<Node *, Node *>> moves) {
   if (moves.empty())
     return;

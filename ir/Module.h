@@ -165,6 +165,9 @@ public:
   /// order given, and a moved node that is itself an anchor brings its
   /// followers along. Anchors must not form a cycle.
   void moveAfter(llvm::ArrayRef<std::pair<Node *, Node *>> moves);
+  /// Puts the nodes in `order`, a permutation of them that the caller keeps
+  /// topological (e.g. a scheduler's issue order).
+  void reorder(llvm::ArrayRef<Node *> order);
 
 private:
   Module *module_;

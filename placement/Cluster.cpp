@@ -175,6 +175,9 @@ llvm::Error Cluster::checkDevice(llvm::StringRef name, llvm::StringRef what) con
 
 namespace {
 
+/// The most cores an emulated calibration may name.
+constexpr unsigned kMaxCores = 4096;
+
 llvm::Expected<ClusterDevice> parseDevice(const llvm::json::Value &v, unsigned i) {
   std::string where = "devices[" + std::to_string(i) + "]";
   const llvm::json::Object *o = v.getAsObject();
@@ -232,8 +235,8 @@ llvm::Expected<KindCalibration> parseCalibration(const JsonFields &parent, llvm:
   if (auto e = into(parent.object(kind), o))
     return e;
   JsonFields f(*o, "calibration." + kind.str());
-  if (auto e =
-          f.unknownKeys({"launch_seconds", "conv_flops", "gemm_flops", "memory_bytes", "measured"}))
+  if (auto e = f.unknownKeys({"launch_seconds", "conv_flops", "gemm_flops", "memory_bytes",
+                               "measured", "threads", "cores"}))
     return e;
   KindCalibration k;
   for (auto [key, field] :
@@ -250,6 +253,17 @@ llvm::Expected<KindCalibration> parseCalibration(const JsonFields &parent, llvm:
   if (o->get("measured"))
     if (auto e = into(f.string("measured"), k.measured))
       return e;
+  if (o->get("threads") || o->get("cores")) {
+    if (auto e = into(f.count("threads", kMaxCores + 1), k.threads))
+      return e;
+    if (auto e = into(f.count("cores", kMaxCores + 1), k.cores))
+      return e;
+    if (k.threads == 0 || k.cores == 0 || k.threads > k.cores)
+      return makeError("calibration." + kind +
+                       ": 'threads' and 'cores' (emulated devices) must both be given, with "
+                       "1 <= threads <= cores, got threads " +
+                       llvm::Twine(k.threads) + " and cores " + llvm::Twine(k.cores));
+  }
   return k;
 }
 
@@ -369,6 +383,12 @@ std::string clusterToJson(const Cluster &c) {
                                                           {"gemm_flops", k.gemmFlops},
                                                           {"memory_bytes", k.memoryBytes},
                                                           {"measured", k.measured}};
+  for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+    if (const KindCalibration &k = c.calibration(t); k.present() && k.emulated()) {
+      llvm::json::Object &o = *calibration[deviceTypeName(t)].getAsObject();
+      o["threads"] = k.threads;
+      o["cores"] = k.cores;
+    }
   if (!calibration.empty())
     root["calibration"] = std::move(calibration);
   std::string s;

@@ -58,6 +58,12 @@ struct KindCalibration {
   double launchSeconds = 0;
   double convFlops = 0, gemmFlops = 0, memoryBytes = 0;
   std::string measured; ///< on what, for the reader ("AMD EPYC, 2 cores, ...")
+  /// Devices emulated on the host's CPU cores (`--emulate`): the rates are
+  /// one device's with `threads` threads, and the CPU devices of a run share
+  /// `cores` cores, a kernel holding its device's threads while it runs (as
+  /// the executor's core budget does). 0: devices of their own.
+  unsigned threads = 0, cores = 0;
+  bool emulated() const { return threads > 0 && cores > 0; }
   bool present() const { return convFlops > 0 && gemmFlops > 0 && memoryBytes > 0; }
 };
 

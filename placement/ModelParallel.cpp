@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 namespace graphc {
 
@@ -30,7 +31,7 @@ public:
   llvm::Expected<ModelParallelPlan> run() {
     for (const ClusterDevice &d : c_.devices()) {
       plan_.devices.push_back({d.name});
-      capacity_.push_back((int64_t)(d.memoryBytes * o_.memoryShare));
+      capacity_.push_back((int64_t)(d.memoryBytes * o_.shareOf(d.name)));
     }
     free_.assign(c_.devices().size(), 0.0);
     live_.assign(c_.devices().size(), 0);
@@ -61,6 +62,9 @@ public:
     }
     for (auto &[n, d] : device_)
       n->setRequestedDevice(c_.devices()[d].name);
+    // The executor issues each device's nodes in graph order: the schedule's,
+    // whose memory the placement counted.
+    g_.reorder(order_);
     for (unsigned d = 0; d < plan_.devices.size(); ++d)
       plan_.stepSeconds = std::max(plan_.stepSeconds, free_[d]);
     return std::move(plan_);
@@ -71,8 +75,12 @@ private:
     bool fits = false;
     unsigned device = 0;
     double start = 0, end = 0;
+    double roomAfter = 0; ///< the share of the device's memory still free after it
     unsigned position = 0;
     size_t readyIndex = 0;
+    /// Earliest start, then earliest end; a tie (variables, free at any
+    /// time) goes to the device with the most memory to spare, so that the
+    /// devices fill evenly instead of the first one filling up.
     bool better(const Choice &o) const {
       if (start != o.start)
         return start < o.start;
@@ -80,6 +88,8 @@ private:
         return end < o.end;
       if (position != o.position)
         return position < o.position;
+      if (roomAfter != o.roomAfter)
+        return roomAfter > o.roomAfter;
       return device < o.device;
     }
   };
@@ -140,13 +150,27 @@ private:
     return llvm::SmallVector<unsigned, 8>(groupDevices_[grp].begin(), groupDevices_[grp].end());
   }
 
-  /// The bytes `n` needs on `d` now: its results, and its group's variables
-  /// when the group is not placed yet.
-  int64_t need(Node *n) const {
+  /// The bytes `n` needs on `d` now: its results, its group's variables
+  /// when the group is not placed yet, and a copy of each operand made on
+  /// another device that `d` does not hold yet.
+  int64_t need(Node *n, int d = -1) const {
     int64_t bytes = outBytes_.lookup(n);
     if (groupDevice_[groups_.groupOf(n)] < 0)
       bytes += groupBytes_[groups_.groupOf(n)];
+    if (d >= 0)
+      for (Node *p : producers(n))
+        if (device_.lookup(p) != (unsigned)d && !copies_.count({p, (unsigned)d}))
+          bytes += outBytes_.lookup(p);
     return bytes;
+  }
+
+  /// n's operands' producers, each once.
+  llvm::SmallVector<Node *, 4> producers(Node *n) const {
+    llvm::SmallVector<Node *, 4> out;
+    for (Value *v : n->operands())
+      if (!llvm::is_contained(out, v->producer()))
+        out.push_back(v->producer());
+    return out;
   }
 
   Choice consider(Node *n, unsigned d) {
@@ -168,7 +192,9 @@ private:
     }
     c.start = at;
     c.end = at + kernelSeconds(n->op(), nodeCost(*n, batch_), c_, c_.devices()[d], o_.times);
-    c.fits = at != std::numeric_limits<double>::infinity() && live_[d] + need(n) <= capacity_[d];
+    const int64_t after = live_[d] + need(n, (int)d);
+    c.fits = at != std::numeric_limits<double>::infinity() && after <= capacity_[d];
+    c.roomAfter = capacity_[d] > 0 ? (double)(capacity_[d] - after) / (double)capacity_[d] : 0;
     return c;
   }
 
@@ -180,7 +206,15 @@ private:
       live_[d] += groupBytes_[grp];
       dev.persistentBytes += groupBytes_[grp];
     }
+    // Operands from other devices arrive as copies held on d until their
+    // producer's last consumer is placed (when d's last use is not known).
+    for (Node *p : producers(n))
+      if (device_[p] != d && copies_.insert({p, d}).second) {
+        live_[d] += outBytes_[p];
+        copiedTo_[p].push_back(d);
+      }
     device_[n] = d;
+    order_.push_back(n);
     end_[n] = c.end;
     free_[d] = c.end;
     ++dev.nodes;
@@ -191,8 +225,11 @@ private:
     llvm::SmallPtrSet<Node *, 8> seen;
     for (Value *v : n->operands()) {
       Node *p = v->producer();
-      if (seen.insert(p).second && --consumersLeft_[p] == 0)
+      if (seen.insert(p).second && --consumersLeft_[p] == 0) {
         live_[device_[p]] -= outBytes_[p];
+        for (unsigned to : copiedTo_[p])
+          live_[to] -= outBytes_[p];
+      }
     }
     if (consumersLeft_[n] == 0)
       live_[d] -= outBytes_[n];
@@ -226,6 +263,9 @@ private:
   llvm::DenseMap<Node *, int64_t> outBytes_;
   llvm::DenseMap<Node *, double> end_;
   llvm::DenseMap<Node *, std::vector<Node *>> successors_;
+  std::vector<Node *> order_; ///< placed, in the order placed
+  std::set<std::pair<Node *, unsigned>> copies_; ///< (producer, device holding a copy)
+  llvm::DenseMap<Node *, llvm::SmallVector<unsigned, 2>> copiedTo_;
 };
 
 } // namespace

@@ -43,15 +43,22 @@
 
 #include "llvm/Support/Error.h"
 
+#include <map>
+#include <string>
+
 namespace graphc {
 
 struct ModelParallelOptions {
   KernelTimes times;
   int64_t batch = 0; ///< 0: the module's bound batch (else 1)
-  /// Each device may fill this share of its memory_bytes (the scheduler's
-  /// estimate is not the executor's plan; the tools lower it when the plan
-  /// does not fit).
-  double memoryShare = 1.0;
+  /// The share of its memory_bytes each device may fill, by name (1 when
+  /// absent): the scheduler's estimate is not the executor's plan, and the
+  /// tools lower a device's share when the plan does not fit on it.
+  std::map<std::string, double> memoryShares;
+  double shareOf(const std::string &device) const {
+    auto it = memoryShares.find(device);
+    return it == memoryShares.end() ? 1.0 : it->second;
+  }
 };
 
 struct ModelParallelDevice {

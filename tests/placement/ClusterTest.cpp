@@ -115,6 +115,21 @@ TEST(Cluster, CalibrationRoundTripsAndTimesKernels) {
   EXPECT_NE(parseError(bad).find("calibration.gpu: 'conv_flops' must be a positive number"),
             std::string::npos)
       << parseError(bad);
+  // Emulated devices' threads and cores round-trip, and come as a valid pair.
+  k.threads = 1;
+  k.cores = 2;
+  a.setCalibration(DeviceType::GPU, k);
+  auto e = parseClusterJson(clusterToJson(a));
+  ASSERT_TRUE(bool(e)) << llvm::toString(e.takeError());
+  EXPECT_TRUE(e->calibration(DeviceType::GPU).emulated());
+  EXPECT_EQ(e->calibration(DeviceType::GPU).cores, 2u);
+  std::string unpaired = clusterToJson(a);
+  at = unpaired.find("\"cores\": 2");
+  ASSERT_NE(at, std::string::npos);
+  unpaired.replace(at, 10, "\"cores\": 0");
+  EXPECT_NE(parseError(unpaired).find("'threads' and 'cores' (emulated devices) must both be given"),
+            std::string::npos)
+      << parseError(unpaired);
 }
 
 TEST(Cluster, UnconnectedDevicesHaveNoBandwidth) {

@@ -121,6 +121,44 @@ TEST(Simulate, AnAllReduceStartsWhenItsLastRankIsReady) {
   EXPECT_NEAR(across->stepSeconds, 4 * matmul + ring + workers, 1e-12);
 }
 
+TEST(Simulate, EmulatedGpusTakeTurnsAtTheHostsCores) {
+  // Two matmuls on each of two GPUs, independent. Calibrated as emulated on
+  // the host (1 thread each): with 2 cores they run side by side, with 1 they
+  // take turns; as physical GPUs they never wait for each other.
+  Module m("turns");
+  Builder b(m.main());
+  for (int d = 0; d < 2; ++d) {
+    std::string dev = DeviceId::gpu(d).str(), name = "x";
+    name += std::to_string(d);
+    Value *v = b.input(name, TensorType(DType::F32, {256, 256}));
+    v->producer()->setAssignedDevice(dev);
+    for (int k = 0; k < 2; ++k) {
+      Node *mm = b.createNode(Op::MatMul, {v, v});
+      mm->setAssignedDevice(dev);
+      v = mm->result();
+    }
+    m.main().addOutput(v);
+  }
+  const double rate = 1e10, matmul = 2.0 * 256 * 256 * 256 / rate;
+  auto step = [&](unsigned threads, unsigned cores) {
+    Cluster c = twoGpus();
+    KindCalibration k;
+    k.convFlops = k.gemmFlops = rate;
+    k.memoryBytes = 1e12;
+    k.threads = threads;
+    k.cores = cores;
+    c.setCalibration(DeviceType::GPU, k);
+    auto r = simulateStep(m, c, computeBound());
+    EXPECT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    return r ? r->stepSeconds : 0.0;
+  };
+  EXPECT_NEAR(step(0, 0), 2 * matmul, 1e-12); // devices of their own
+  EXPECT_NEAR(step(1, 2), 2 * matmul, 1e-12);
+  EXPECT_NEAR(step(1, 1), 4 * matmul, 1e-12);
+  // Calibrated with 1 thread on 4 cores, each of the two devices runs with 2.
+  EXPECT_NEAR(step(1, 4), matmul, 1e-12);
+}
+
 TEST(Simulate, ACompiledMirroredPlanIsNoFasterThanTheCostModelsBound) {
   auto forward = models::buildModel("small_cnn");
   ASSERT_TRUE(bool(forward)) << llvm::toString(forward.takeError());

@@ -180,7 +180,12 @@ class CalibrateTest(CliCase):
         for kind in ("cpu", "gpu"):
             for field in ("conv_flops", "gemm_flops", "memory_bytes"):
                 self.assertGreater(cal["calibration"][kind][field], 0, (kind, field))
-        self.assertIn("2 emulated GPUs busy at once", cal["calibration"]["gpu"]["measured"])
+        gpu = cal["calibration"]["gpu"]
+        self.assertIn("2 emulated GPUs at once", gpu["measured"])
+        # Each emulated GPU's rates are one device's with its part of the cores.
+        self.assertEqual(gpu["cores"], os.cpu_count())
+        self.assertEqual(gpu["threads"], max(1, os.cpu_count() // 2))
+        self.assertEqual(cal["calibration"]["cpu"]["threads"], os.cpu_count())
         self.assertEqual(len({l["bandwidth"] for l in cal["links"]}), 1)  # one measured copy rate
         # A plan placed on the calibrated cluster carries the figures; simulating it uses them.
         plan = self.path("m.placed")

@@ -23,6 +23,11 @@ constexpr int64_t kTinyFlops = 1 << 14, kTinyBytes = 1 << 14;
 
 enum class OpClass { Conv, Gemm, Memory };
 
+/// Transfers and collectives: the simulator times them from the links.
+bool isCommunication(Op op) {
+  return op == Op::Transfer || op == Op::AllReduce;
+}
+
 OpClass classOf(Op op) {
   switch (op) {
   case Op::Conv:
@@ -61,25 +66,26 @@ double copyBandwidth() {
   return best;
 }
 
-/// The kernel timings of the nodes on the devices a run's `pick` accepts,
-/// and the executor's own time per node around them.
+/// A calibration run's kernel timings and the executor's own time per node
+/// around them.
 struct Measured {
   std::vector<KernelTiming> kernels;
   double outsideKernels = 0;
 };
 
-/// Trains the calibration workload. The time outside kernels is the run's
-/// steady steps less every kernel's time, per node run: meaningful for a run
-/// on one device, where nothing waits on another.
-llvm::Expected<Measured> measure(const CalibrateRequest &req, const std::string &clusterFile,
-                                 int gpus, const std::function<bool(const KernelTiming &)> &pick) {
+/// Trains the calibration workload on the host alone (`emulatedGpus` 0) or
+/// data parallel on that many emulated GPUs (the host only feeding them),
+/// with the request's threads in all. The time outside kernels is the run's
+/// steady steps less every kernel's time, per node run: meaningful on the
+/// host alone, where nothing waits on another device.
+llvm::Expected<Measured> measure(const CalibrateRequest &req, unsigned emulatedGpus) {
   TrainOptions t;
   t.model.name = req.model;
   t.model.options.imageSize = req.imageSize;
-  t.compile.options.batch = req.perDevice * std::max(1, gpus);
+  t.compile.options.batch = req.perDevice * std::max(1u, emulatedGpus);
   t.compile.options.optimizer = "momentum";
-  if (gpus > 0) {
-    t.placement.clusterFile = clusterFile;
+  if (emulatedGpus > 0) {
+    t.placement.gpus = (int)emulatedGpus;
     t.compile.options.params = ParamPlacement{ParamPlacement::Mirrored};
     t.emulate = true;
   }
@@ -99,7 +105,9 @@ llvm::Expected<Measured> measure(const CalibrateRequest &req, const std::string 
   for (KernelTiming &k : r->kernels) {
     kernelSeconds += k.seconds;
     runs += k.runs;
-    if (pick(k))
+    // Emulated GPUs run as cpu:1.. (the host stays cpu:0).
+    auto id = DeviceId::parse(k.device);
+    if (emulatedGpus == 0 || (id && !id->isHost()))
       m.kernels.push_back(std::move(k));
   }
   if (m.kernels.empty() || runs == 0)
@@ -116,7 +124,7 @@ KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::Strin
   k.measured = measured.str();
   std::vector<double> tiny;
   for (const KernelTiming &t : kernels)
-    if (t.runs > 0 && t.flops < kTinyFlops && t.bytes < kTinyBytes)
+    if (t.runs > 0 && !isCommunication(t.op) && t.flops < kTinyFlops && t.bytes < kTinyBytes)
       tiny.push_back(t.seconds / t.runs);
   if (!tiny.empty()) {
     std::nth_element(tiny.begin(), tiny.begin() + tiny.size() / 2, tiny.end());
@@ -124,7 +132,7 @@ KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::Strin
   }
   double work[3] = {0, 0, 0}, seconds[3] = {0, 0, 0};
   for (const KernelTiming &t : kernels) {
-    if (t.runs == 0)
+    if (t.runs == 0 || isCommunication(t.op))
       continue;
     int c = (int)classOf(t.op);
     work[c] += (double)(c == (int)OpClass::Memory ? t.bytes : t.flops) * t.runs;
@@ -149,43 +157,51 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
   std::string where = req.model + " " + std::to_string(req.imageSize) + "x" +
                       std::to_string(req.imageSize) + ", " + std::to_string(req.perDevice) +
                       " per device, on " + cpuModel() + ", " +
-                      std::to_string(std::thread::hardware_concurrency()) + " logical CPUs, " +
-                      (req.threads ? std::to_string(req.threads) + " threads" : "every core");
+                      std::to_string(std::thread::hardware_concurrency()) + " logical CPUs";
 
-  // Fits a kind's figures, sets them and says what they are.
-  double outsideKernels = 0; // the host run's: the emulated run's steps also wait
-  auto calibrateKind = [&](llvm::Expected<Measured> timed, DeviceType kind,
-                           const std::string &measured, llvm::StringRef note) -> llvm::Error {
+  // Each kind is measured with the threads the executor gives one of its
+  // devices: the host alone has every core; each of N emulated GPUs 1/N of
+  // them, measured while as many emulated GPUs as the cores hold run at
+  // once (sharing the memory's bandwidth as in a step). The simulator adds
+  // the rest of the sharing: kernels take turns at the cores as the
+  // executor's core budget makes them.
+  const unsigned cores = req.threads > 0 ? (unsigned)req.threads
+                                         : std::max(1u, std::thread::hardware_concurrency());
+  double outsideKernels = 0; // the host's, per node: the emulated devices' too
+  auto calibrateKind = [&](DeviceType kind, unsigned threads,
+                           llvm::StringRef note) -> llvm::Error {
+    CalibrateRequest run = req;
+    run.threads = (int)cores;
+    auto timed = measure(run, kind == DeviceType::GPU ? cores / threads : 0);
     if (!timed)
       return timed.takeError();
     if (kind == DeviceType::CPU)
       outsideKernels = timed->outsideKernels;
+    std::string measured =
+        (kind == DeviceType::CPU ? "the host alone"
+                                 : std::to_string(cores / threads) + " emulated GPUs at once") +
+        std::string(", ") + std::to_string(threads) + " of " + std::to_string(cores) +
+        " threads each: " + where;
     KindCalibration k = fitCalibration(timed->kernels, measured, outsideKernels);
+    k.cores = cores;
+    k.threads = threads;
     if (!k.present())
-      return makeError("the calibration run on the " + deviceTypeName(kind) +
+      return makeError("the calibration run for the " + deviceTypeName(kind) +
                        " devices left an op class without a measured rate");
     cluster->setCalibration(kind, k);
     log << llvm::format("%-4s launch %.1f us, convolutions %.1f GFLOP/s, matrix products %.1f "
-                        "GFLOP/s, the rest %.2f GB/s",
+                        "GFLOP/s, the rest %.2f GB/s; one device of %u threads",
                         deviceTypeName(kind).str().c_str(), k.launchSeconds * 1e6,
-                        k.convFlops / 1e9, k.gemmFlops / 1e9, k.memoryBytes / 1e9)
+                        k.convFlops / 1e9, k.gemmFlops / 1e9, k.memoryBytes / 1e9, k.threads)
         << note << "\n";
     return llvm::Error::success();
   };
-  if (auto e =
-          calibrateKind(measure(req, req.clusterFile, 0, [](const KernelTiming &) { return true; }),
-                        DeviceType::CPU, "host alone: " + where, ""))
+  if (auto e = calibrateKind(DeviceType::CPU, cores, " (the host)"))
     return e;
   if (gpus > 0) {
-    // Emulated GPUs run as cpu:1.. (the host stays cpu:0).
-    auto onEmulatedGpu = [](const KernelTiming &k) {
-      auto id = DeviceId::parse(k.device);
-      return id && !id->isHost();
-    };
-    if (auto e =
-            calibrateKind(measure(req, req.clusterFile, (int)gpus, onEmulatedGpu), DeviceType::GPU,
-                          std::to_string(gpus) + " emulated GPUs busy at once on " + where,
-                          " (each of " + std::to_string(gpus) + " emulated GPUs, all busy)"))
+    if (auto e = calibrateKind(DeviceType::GPU, std::max(1u, cores / gpus),
+                               " (each of " + std::to_string(gpus) + " emulated GPUs, sharing " +
+                                   std::to_string(cores) + " cores)"))
       return e;
     double copy = copyBandwidth();
     for (size_t i = 0; i < cluster->links().size(); ++i)

@@ -14,10 +14,13 @@ namespace graphc {
 
 namespace {
 
-/// Shares of each device's memory the scheduler may fill, tried in turn.
-constexpr double kMemoryShares[] = {1.0, 0.85, 0.7, 0.55, 0.4};
+/// Schedules tried: after each whose executor plan does not fit, every
+/// device that overflowed gets its share of memory scaled by capacity / need
+/// (less 5%), the others keep theirs.
+constexpr int kAttempts = 8;
+constexpr double kSmallestShare = 0.05;
 
-std::string planJson(const ModelParallelPlan &p, double share, double seconds) {
+std::string planJson(const ModelParallelPlan &p, const ModelParallelOptions &o, double seconds) {
   llvm::json::Array devices;
   for (const ModelParallelDevice &d : p.devices)
     if (d.nodes)
@@ -25,13 +28,12 @@ std::string planJson(const ModelParallelPlan &p, double share, double seconds) {
                                            {"nodes", d.nodes},
                                            {"persistent_bytes", d.persistentBytes},
                                            {"peak_bytes", d.peakBytes},
-                                           {"busy_seconds", d.busySeconds}});
+                                           {"busy_seconds", d.busySeconds},
+                                           {"memory_share", o.shareOf(d.device)}});
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(llvm::json::Object{{"step_seconds", p.stepSeconds},
-                                             {"memory_share", share},
-                                             {"schedule_seconds", seconds},
-                                             {"devices", std::move(devices)}});
+  os << llvm::json::Value(llvm::json::Object{
+      {"step_seconds", p.stepSeconds}, {"schedule_seconds", seconds}, {"devices", std::move(devices)}});
   return os.str();
 }
 
@@ -60,18 +62,17 @@ compileModelParallel(const Module &forward, CompileRequest req, const PlacementR
   po.softPlacement = place.softPlacement;
 
   std::string lastMisfit;
-  for (double share : kMemoryShares) {
+  ModelParallelOptions mo;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
     auto scheduled = std::make_shared<std::string>();
-    req.options.placer = [cluster = *cluster, share, po, scheduled](Module &m) -> llvm::Error {
-      ModelParallelOptions mo;
-      mo.memoryShare = share;
+    req.options.placer = [cluster = *cluster, mo, po, scheduled](Module &m) -> llvm::Error {
       auto start = std::chrono::steady_clock::now();
       auto plan = placeModelParallel(m, cluster, kernelFor, mo);
       if (!plan)
         return withContext(plan.takeError(), "--strategy model-parallel");
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      *scheduled = planJson(*plan, share, seconds);
+      *scheduled = planJson(*plan, mo, seconds);
       return Placer(cluster, kernelFor, po).run(m);
     };
     auto m = compileTraining(forward, req);
@@ -84,10 +85,22 @@ compileModelParallel(const Module &forward, CompileRequest req, const PlacementR
     (*m)->meta().set("cluster", clusterToJson(*cluster));
     (*m)->meta().set("strategy", std::string("model-parallel"));
     (*m)->meta().set("model_parallel", *scheduled);
-    llvm::Error fits = checkPlanFitsCluster(**m);
+    auto needs = planMemoryNeeds(**m);
+    if (!needs)
+      return needs.takeError();
+    llvm::Error fits = checkFits(*needs);
     if (!fits)
       return m;
     lastMisfit = llvm::toString(std::move(fits));
+    bool lower = false;
+    for (const MemoryNeed &n : *needs)
+      if (!n.fits()) {
+        double &share = mo.memoryShares.try_emplace(n.device, 1.0).first->second;
+        share *= 0.95 * (double)n.capacity / (double)n.total();
+        lower = share >= kSmallestShare;
+      }
+    if (!lower)
+      break;
   }
   return makeError("--strategy model-parallel: no schedule fits: scheduled to fill less of each "
                    "device's memory, the executor's plan still needs more than it has (" +
@@ -106,17 +119,20 @@ std::string describeModelParallel(const Module &plan) {
   std::string each;
   if (const llvm::json::Array *devices = o.getArray("devices"))
     for (const llvm::json::Value &v : *devices)
-      if (const llvm::json::Object *d = v.getAsObject())
+      if (const llvm::json::Object *d = v.getAsObject()) {
+        double share = d->getNumber("memory_share").getValueOr(1);
         each += llvm::formatv("{0}{1} {2} nodes, {3:f1} MiB", each.empty() ? "" : "; ",
                               d->getString("device").getValueOr(""),
                               std::to_string(d->getInteger("nodes").getValueOr(0)),
                               d->getInteger("peak_bytes").getValueOr(0) / 1048576.0)
                     .str();
-  return llvm::formatv("model-parallel (m-ETF): predicted step {0:f2} ms, scheduled in {1:f3} s "
-                       "with {2:P0} of each device's memory; {3} (estimated peaks)",
+        if (share < 1)
+          each += llvm::formatv(" (scheduled within {0:P0} of its memory)", share).str();
+      }
+  return llvm::formatv("model-parallel (m-ETF): predicted step {0:f2} ms, scheduled in {1:f3} s; "
+                       "{2} (estimated peaks)",
                        o.getNumber("step_seconds").getValueOr(0) * 1e3,
-                       o.getNumber("schedule_seconds").getValueOr(0),
-                       o.getNumber("memory_share").getValueOr(0), each)
+                       o.getNumber("schedule_seconds").getValueOr(0), each)
       .str();
 }
 

@@ -75,10 +75,10 @@ llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs) {
                    "auto move the variables)");
 }
 
-llvm::Error checkPlanFitsCluster(const Module &compiled) {
+llvm::Expected<std::vector<MemoryNeed>> planMemoryNeeds(const Module &compiled) {
   std::string clusterJson = compiled.meta().getString("cluster");
   if (clusterJson.empty())
-    return llvm::Error::success();
+    return std::vector<MemoryNeed>{};
   std::unique_ptr<Module> placed = runnablePart(compiled);
   auto cluster = parseClusterJson(clusterJson);
   if (!cluster)
@@ -86,7 +86,11 @@ llvm::Error checkPlanFitsCluster(const Module &compiled) {
   auto cost = estimatePlacementCost(*placed, *cluster);
   if (!cost)
     return cost.takeError();
-  auto needs = memoryNeeds(*placed, *cluster, *cost);
+  return memoryNeeds(*placed, *cluster, *cost);
+}
+
+llvm::Error checkPlanFitsCluster(const Module &compiled) {
+  auto needs = planMemoryNeeds(compiled);
   if (!needs)
     return needs.takeError();
   return checkFits(*needs);

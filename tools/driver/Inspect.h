@@ -51,5 +51,8 @@ llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable, cons
 /// "the plan does not fit its cluster's memory: <each device that does not>
 /// (...)", or success when every device fits.
 llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs);
+/// Each device's need against its memory for a compiled plan with a cluster
+/// (meta `cluster`); none without one.
+llvm::Expected<std::vector<MemoryNeed>> planMemoryNeeds(const Module &compiled);
 
 } // namespace graphc

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <queue>
 
 namespace graphc {
 
@@ -41,6 +43,8 @@ public:
     queues_.assign(s_.devices.size() * 2, {});
     heads_.assign(queues_.size(), 0);
     free_.assign(queues_.size(), 0.0);
+    coreWait_.assign(queues_.size(), {0.0, nullptr});
+    shareHostCores();
     for (unsigned d = 0; d < s_.devices.size(); ++d)
       for (const Node *n : s_.order[d]) {
         auto dur = duration(*n, d);
@@ -53,7 +57,7 @@ public:
         if (n->op() == Op::AllReduce)
           groups_[n->attrs().getString("group")].push_back(n);
         if (*dur > 0 || onCommStream(*n))
-          queues_[2 * d + onCommStream(*n)].push_back(n);
+          queues_[onCommStream(*n) ? commQueue(d) : 2 * d].push_back(n);
         else
           costless_.insert(n);
       }
@@ -97,7 +101,39 @@ private:
     }
     if (n.op() == Op::AllReduce)
       return 0.0; // decided with its group, when every rank is ready
-    return kernelSeconds(n.op(), nodeCost(n, batch_), c_, dev, o_.times);
+    double seconds = kernelSeconds(n.op(), nodeCost(n, batch_), c_, dev, o_.times);
+    if (threads_[d] == 0 || seconds == 0)
+      return seconds;
+    // Measured with the calibration's threads, run with the executor's; the
+    // cores are held for the work at full speed (a slower emulated device
+    // sleeps the rest without them).
+    const KindCalibration &k = c_.calibration(dev.type);
+    double work = (seconds - k.launchSeconds) * k.threads / threads_[d];
+    coreSeconds_[&n] = k.launchSeconds + work * dev.relativeSpeed;
+    return k.launchSeconds + work;
+  }
+
+  /// A device's copies and collectives: a stream of their own beside its
+  /// kernels, but an emulated device's one thread does both in turn.
+  unsigned commQueue(unsigned d) const { return threads_[d] ? 2 * d : 2 * d + 1; }
+
+  /// Devices calibrated as emulated on the host's cores share them as the
+  /// executor shares them: each gets its part of the threads and holds them
+  /// while a kernel runs.
+  void shareHostCores() {
+    threads_.assign(s_.devices.size(), 0);
+    auto emulated = [&](llvm::StringRef d) {
+      const ClusterDevice *dev = c_.find(d);
+      return dev && c_.calibration(dev->type).emulated();
+    };
+    for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+      if (c_.calibration(t).emulated())
+        cores_ = std::max(cores_, c_.calibration(t).cores);
+    if (cores_ == 0)
+      return;
+    int each = cpuDeviceThreads(s_, s_.devices, emulated, (int)cores_);
+    for (unsigned d = 0; d < s_.devices.size(); ++d)
+      threads_[d] = emulated(s_.devices[d]) ? (unsigned)each : 0;
   }
 
   /// When every predecessor of `n` has finished: the latest of their ends,
@@ -137,63 +173,66 @@ private:
     finish(n, at, by);
   }
 
-  /// Issues the head of stream q if it can start; false otherwise.
-  bool issue(unsigned q) {
+  /// When the head of stream q can start, and what holds it until then;
+  /// nothing while it waits on a node not yet started.
+  std::optional<std::pair<double, const Node *>> headStart(unsigned q) {
     if (heads_[q] >= queues_[q].size())
-      return false;
+      return std::nullopt;
     const Node *n = queues_[q][heads_[q]];
     if (waiting_[n] != 0)
-      return false;
+      return std::nullopt;
     if (n->op() == Op::AllReduce)
-      return issueCollective(n);
+      return collectiveStart(n);
     auto [at, by] = ready(n);
-    const Node *prev = heads_[q] ? queues_[q][heads_[q] - 1] : nullptr;
-    if (prev && free_[q] > at)
-      by = prev;
-    double start = std::max(at, free_[q]);
-    finish(n, start, by);
-    free_[q] = end_[n];
-    ++heads_[q];
-    return true;
+    if (heads_[q] && free_[q] > at) {
+      at = free_[q];
+      by = queues_[q][heads_[q] - 1];
+    }
+    if (coreWait_[q].first > at)
+      return coreWait_[q];
+    return std::make_pair(at, by);
   }
 
   /// Every rank of n's group at the head of its stream with its operands
   /// ready: they start together, at the latest of them.
-  bool issueCollective(const Node *n) {
+  std::optional<std::pair<double, const Node *>> collectiveStart(const Node *n) {
     std::vector<const Node *> &ranks = groups_[n->attrs().getString("group")];
     double start = 0;
     const Node *by = nullptr;
-    std::vector<unsigned> streams;
     for (const Node *r : ranks) {
-      unsigned q = 2 * s_.deviceOf[r] + 1;
+      unsigned q = commQueue(s_.deviceOf[r]);
       // Two ranks on one device sit one after the other in its stream.
       unsigned at = heads_[q];
       while (at < queues_[q].size() && queues_[q][at] != r &&
              llvm::is_contained(ranks, queues_[q][at]))
         ++at;
       if (at >= queues_[q].size() || queues_[q][at] != r || waiting_[r] != 0)
-        return false;
+        return std::nullopt;
       if (at != heads_[q] && !llvm::is_contained(ranks, queues_[q][heads_[q]]))
-        return false;
+        return std::nullopt;
       auto [ready_, held] = ready(r);
       double when = std::max(ready_, free_[q]);
       if (when > start || !by) {
         start = std::max(start, when);
         by = when == ready_ ? held : (heads_[q] ? queues_[q][heads_[q] - 1] : held);
       }
-      streams.push_back(q);
     }
+    return std::make_pair(start, by);
+  }
+
+  void startCollective(const Node *n, double start, const Node *by) {
+    std::vector<const Node *> &ranks = groups_[n->attrs().getString("group")];
     double seconds = ringSeconds(ranks);
     for (const Node *r : ranks) {
       duration_[r] = seconds;
       finish(r, start, by);
     }
-    for (unsigned q : streams) {
+    for (const Node *r : ranks) {
+      unsigned q = commQueue(s_.deviceOf[r]);
       free_[q] = start + seconds;
       while (heads_[q] < queues_[q].size() && llvm::is_contained(ranks, queues_[q][heads_[q]]))
         ++heads_[q];
     }
-    return true;
   }
 
   double ringSeconds(llvm::ArrayRef<const Node *> ranks) {
@@ -230,13 +269,47 @@ private:
            across;
   }
 
+  /// Starts the stream heads in time order, the earliest first. On devices
+  /// emulated on the host's cores a kernel also needs its device's threads
+  /// free (the executor's core budget): it waits for the running kernel
+  /// that frees them first.
   llvm::Error drain() {
-    bool progress = true;
-    while (progress) {
-      progress = false;
+    for (;;) {
+      int best = -1;
+      std::pair<double, const Node *> at;
       for (unsigned q = 0; q < queues_.size(); ++q)
-        while (issue(q))
-          progress = true;
+        if (auto s = headStart(q); s && (best < 0 || s->first < at.first)) {
+          best = (int)q;
+          at = *s;
+        }
+      if (best < 0)
+        break;
+      unsigned q = (unsigned)best;
+      const Node *n = queues_[q][heads_[q]];
+      if (n->op() == Op::AllReduce) {
+        startCollective(n, at.first, at.second);
+        continue;
+      }
+      // A kernel holds its device's threads; a copy (on the device's own
+      // thread) one core.
+      if (unsigned need = onCommStream(*n) ? 1 : threads_[q / 2]; threads_[q / 2] && need) {
+        while (!running_.empty() && running_.top().end <= at.first) {
+          coresBusy_ -= running_.top().cores;
+          running_.pop();
+        }
+        if (coresBusy_ + need > cores_ && !running_.empty()) {
+          coreWait_[q] = {running_.top().end, running_.top().node};
+          continue;
+        }
+        auto held = coreSeconds_.find(n);
+        running_.push(
+            {at.first + (held != coreSeconds_.end() ? held->second : duration_[n]), need, n});
+        coresBusy_ += need;
+      }
+      finish(n, at.first, at.second);
+      free_[q] = end_[n];
+      coreWait_[q] = {0.0, nullptr};
+      ++heads_[q];
     }
     for (unsigned q = 0; q < queues_.size(); ++q)
       if (heads_[q] < queues_[q].size()) {
@@ -258,6 +331,20 @@ private:
   std::vector<std::vector<const Node *>> queues_; ///< 2d: compute, 2d+1: comm
   std::vector<size_t> heads_;
   std::vector<double> free_;
+  /// Host cores shared by emulated devices (0: none): each device's threads,
+  /// the kernels holding them (the earliest to end on top), a stream's head
+  /// waiting for them (until when, for whose end).
+  struct Running {
+    double end;
+    unsigned cores;
+    const Node *node;
+    bool operator>(const Running &o) const { return end > o.end; }
+  };
+  unsigned cores_ = 0, coresBusy_ = 0;
+  std::vector<unsigned> threads_;
+  std::priority_queue<Running, std::vector<Running>, std::greater<Running>> running_;
+  std::vector<std::pair<double, const Node *>> coreWait_;
+  llvm::DenseMap<const Node *, double> coreSeconds_;
   llvm::DenseMap<const Node *, double> duration_, end_;
   llvm::DenseMap<const Node *, const Node *> heldBy_;
   llvm::DenseMap<const Node *, unsigned> waiting_;
