@@ -99,7 +99,7 @@ llvm::Error writeText(const std::string &path, const std::string &text) {
 
 /// graphc simulate --gpus LIST: the model's predicted data-parallel scaling.
 int runScalingTable(const ModelArgs &args, const std::string &gpus, const std::string &params,
-                    double networkGbps, ScalingRequest scaling) {
+                    double networkGbps, bool workersOfGiven, ScalingRequest scaling) {
   for (llvm::StringRef item : llvm::split(gpus, ',')) {
     unsigned n = 0;
     if (item.trim().getAsInteger(10, n) || n == 0)
@@ -111,6 +111,18 @@ int runScalingTable(const ModelArgs &args, const std::string &gpus, const std::s
   scaling.sim.networkBandwidth = networkGbps * 1e9 / 8;
   if (scaling.batchPerGpu < 1)
     return fail(makeError("--batch-per-gpu must be at least 1"));
+  if (!scaling.clusterFile.empty()) {
+    auto worker = loadClusterFile(scaling.clusterFile);
+    if (!worker)
+      return fail(worker.takeError());
+    if (worker->numGpus() == 0)
+      return fail(makeError("--cluster " + scaling.clusterFile + ": a worker without GPUs"));
+    if (workersOfGiven && scaling.workersOf != worker->numGpus())
+      return fail(makeError("--workers-of " + llvm::Twine(scaling.workersOf) + " but --cluster " +
+                            scaling.clusterFile + " has " + llvm::Twine(worker->numGpus()) +
+                            " GPUs: a worker is the cluster's machine"));
+    scaling.workersOf = worker->numGpus();
+  }
   auto m = args.load(false);
   if (!m)
     return fail(m.takeError());
@@ -271,6 +283,8 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   simulate->add_option("--params", simParams, "cpu | gpu:K | spread | mirrored")
       ->capture_default_str();
+  simulate->add_option("--cluster", scaling.clusterFile,
+                       "with --gpus: one worker's machine (its GPUs are --workers-of)");
 
   auto *passes = app.add_subcommand("passes", "list the registered passes");
 
@@ -342,6 +356,7 @@ int main(int argc, char **argv) {
     po.batch = placeArgs.batch;
     po.seed = placeArgs.seed;
     po.bucketBytes = (int64_t)(bucketMb * 1e6);
+    placement.searchBuckets = place->count("--bucket-mb") == 0;
     if (auto e = parseTowerModes(modes, po))
       return fail(std::move(e));
     auto parsedStrategy = parseStrategy(strategy);
@@ -462,7 +477,11 @@ int main(int argc, char **argv) {
   }
   if (*simulate) {
     if (!simGpus.empty())
-      return runScalingTable(simArgs, simGpus, simParams, networkGbps, scaling);
+      return runScalingTable(simArgs, simGpus, simParams, networkGbps,
+                             simulate->count("--workers-of") > 0, scaling);
+    if (!scaling.clusterFile.empty())
+      return fail(makeError("--cluster goes with --gpus LIST (a scaling table's worker); a "
+                            "placed plan simulates on the cluster it was placed for"));
     auto loaded = simArgs.load(false);
     if (!loaded)
       return fail(loaded.takeError());

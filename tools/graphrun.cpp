@@ -282,6 +282,7 @@ int main(int argc, char **argv) {
     if (!(bucketMb > 0) || !std::isfinite(bucketMb))
       return fail(makeError("--bucket-mb " + numberText(bucketMb) + ": must be a positive number"));
     co.bucketBytes = (int64_t)(bucketMb * 1e6);
+    t.placement.searchBuckets = train->count("--bucket-mb") == 0;
     if (auto e = parseTowerModes(modes, co))
       return fail(std::move(e));
     auto parsedStrategy = parseStrategy(strategy);

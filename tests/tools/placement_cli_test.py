@@ -18,13 +18,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_test import GRAPHC, GRAPHRUN, CliCase, run  # noqa: E402
 
 
-def write_cluster(path, host_link, gpus=4, gpu_memory=16 << 30, host_memory=64 << 30):
-    """A host and `gpus` GPUs of 1 TFLOP/s linked to each other at 450 GB/s, and to the host at
+def write_cluster(path, host_link, gpus=4, gpu_memory=16 << 30, host_memory=64 << 30, gpu_link=450e9):
+    """A host and `gpus` GPUs of 1 TFLOP/s linked to each other at `gpu_link` bytes/s (NVLink's
+    450 GB/s; PCIe GPUs without peer links: about 1e9 through the host), and to the host at
     `host_link` bytes/s."""
     dev = lambda name, kind, memory: {"name": name, "kind": kind, "memory_bytes": memory, "relative_speed": 1}
     names = ["gpu:%d" % i for i in range(gpus)]
     links = [{"endpoints": ["cpu:0", g], "bandwidth": host_link} for g in names]
-    links += [{"endpoints": [a, b], "bandwidth": 450e9} for i, a in enumerate(names) for b in names[i + 1:]]
+    links += [{"endpoints": [a, b], "bandwidth": gpu_link} for i, a in enumerate(names) for b in names[i + 1:]]
     with open(path, "w") as f:
         json.dump({"devices": [dev("cpu:0", "cpu", host_memory)] + [dev(g, "gpu", gpu_memory) for g in names],
                    "links": links, "peak_flops": {"cpu": 1e12, "gpu": 1e12}}, f)
@@ -37,28 +38,38 @@ class ParamsAutoTest(CliCase):
                    "--params", "auto", "-o", self.path("m.placed"), *extra, ok=ok)
 
     def test_a_fast_and_a_slow_host_link_choose_differently(self):
-        fast = self.place(write_cluster(self.path("fast.json"), 1e13), "--explain")
-        slow = self.place(write_cluster(self.path("slow.json"), 1e8), "--explain")
-        # Fast: every mode is compute-bound, and the tie goes to the one that keeps the variables
-        # off the GPUs.
-        self.assertIn("--params auto chose cpu: predicted step", fast.stdout)
-        self.assertIn("(compute on gpu:", fast.stdout)
-        self.assertIn("tied with", fast.stdout)
-        # Slow: the parameter server waits on the host's link; a GPU mode wins and says why.
+        # GPUs without peer links (PCIe through the host, 1 GB/s between them).
+        fast = self.place(write_cluster(self.path("fast.json"), 1e13, gpu_link=1e9), "--explain")
+        slow = self.place(write_cluster(self.path("slow.json"), 1e8, gpu_link=1e9), "--explain")
+        # Fast host link: the host serves the variables; the all-reduce over the slow GPU links loses.
+        line = next(l for l in fast.stdout.splitlines() if l.startswith("--params auto chose"))
+        self.assertIn("--params auto chose cpu: predicted step", line)
+        self.assertRegex(line, r"slower: .*mirrored, [\d.]+ MB buckets [\d.]+ ms \(communication on gpu:")
+        # Slow: the parameter server waits on the host's link; mirrored wins and says why.
         line = next(l for l in slow.stdout.splitlines() if l.startswith("--params auto chose"))
-        self.assertNotIn("chose cpu", line)
+        self.assertRegex(line, r"^--params auto chose mirrored, ")
         self.assertRegex(line, r"slower: .*cpu [\d.]+ ms \(communication on cpu:0\)")
-        # --explain's table has every candidate, with the chosen one marked.
-        rows = {l.split()[0]: l for l in slow.stdout.splitlines() if l.startswith("  ") and l.split()}
-        for mode in ("cpu", "gpu:0", "spread", "mirrored"):
-            self.assertIn(mode, rows)
-        self.assertEqual(sum("chosen" in r for r in rows.values()), 1)
-        # Without --explain, the choice is one line.
+        # --explain's table has every candidate, mirrored with each bucket cap, the chosen one marked.
+        rows = [l for l in slow.stdout.splitlines() if re.match(r"  (cpu|gpu:0|spread|mirrored)", l)]
+        for mode in ("cpu", "gpu:0", "spread"):
+            self.assertEqual(sum(r.split()[0] == mode for r in rows), 1, mode)
+        buckets = [r for r in rows if r.startswith("  mirrored, ")]
+        self.assertEqual(len(buckets), 6, "\n".join(rows))
+        self.assertTrue(any("one bucket" in r for r in buckets))
+        self.assertEqual(sum("chosen" in r for r in rows), 1)
+        # The chosen cap's predicted step is the least (ties within 2% go to the default cap).
+        step = lambda r: float(re.match(r"  mirrored, .*?\s([\d.]+) ms", r).group(1))
+        chosen = next(r for r in buckets if "chosen" in r)
+        self.assertLessEqual(step(chosen), 1.02 * min(step(r) for r in buckets))
+        # Without --explain, the choice is one line; --bucket-mb fixes the cap (no search).
         plain = self.place(self.path("slow.json"))
         self.assertEqual(sum(l.startswith("--params auto chose") for l in plain.stdout.splitlines()), 1)
+        fixed = self.place(self.path("slow.json"), "--bucket-mb", "8", "--explain")
+        self.assertEqual(sum(l.startswith("  mirrored, ") for l in fixed.stdout.splitlines()), 1)
+        self.assertIn("mirrored, 8 MB buckets", fixed.stdout)
 
     def test_graphrun_takes_auto_and_says_what_it_chose(self):
-        cluster = write_cluster(self.path("fast.json"), 1e13, gpus=2)
+        cluster = write_cluster(self.path("fast.json"), 1e13, gpus=2, gpu_link=1e9)
         p = run(GRAPHRUN, "train", "--model", "small_cnn", "--batch", "16", "--steps", "2", "--no-eval",
                 "--no-progress", "--cluster", cluster, "--emulate", "--params", "auto")
         self.assertRegex(p.stdout, r"params +--params auto chose cpu")
@@ -67,7 +78,7 @@ class ParamsAutoTest(CliCase):
         tiny = write_cluster(self.path("tiny.json"), 1e10, gpus=2, gpu_memory=1 << 20, host_memory=1 << 20)
         p = self.place(tiny, ok=False)
         self.assertFailsClearly(p, "--params auto: no parameter mode fits this cluster", "cpu: cpu:0 needs",
-                                "mirrored: ", "and has 1.0 MiB")
+                                "mirrored, 25 MB buckets: ", "and has 1.0 MiB")
         self.assertFalse(os.path.exists(self.path("m.placed")))
 
 
@@ -155,6 +166,22 @@ class SimulateTest(CliCase):
                                     ok=False), "must be a multiple of the GPUs per worker")
         self.assertFailsClearly(run(GRAPHC, "simulate", "--model", "small_cnn", "--gpus", "1,x", ok=False),
                                 "give GPU counts such as 1,2,4,8")
+        # A cluster file is one worker's machine: its GPUs are the workers' size, its links the
+        # worker's; GPUs linked at 1 GB/s make the all-reduce inside a worker slower than NVLink's.
+        for name, link in (("nvlink", 450e9), ("pcie", 1e9)):
+            write_cluster(self.path(name + ".json"), 64e9, gpus=4, gpu_link=link)
+        rows = {}
+        for name in ("nvlink", "pcie"):
+            p = run(GRAPHC, "simulate", "--model", "small_cnn", "--gpus", "1,4,8", "--cluster",
+                    self.path(name + ".json"))
+            self.assertIn("workers of 4 GPUs", p.stdout)
+            self.assertIn("each worker " + self.path(name + ".json"), p.stdout)
+            rows[name] = re.findall(r"^ +(\d+) +(\d+) +([\d.]+) +([\d.]+) +", p.stdout, re.M)
+            self.assertEqual([(int(r[0]), int(r[1])) for r in rows[name]], [(1, 1), (4, 1), (8, 2)])
+        self.assertGreater(float(rows["pcie"][1][3]), float(rows["nvlink"][1][3]))
+        self.assertFailsClearly(run(GRAPHC, "simulate", "--model", "small_cnn", "--gpus", "8", "--workers-of", "8",
+                                    "--cluster", self.path("pcie.json"), ok=False),
+                                "--workers-of 8 but --cluster", "has 4 GPUs")
 
     def test_refuses_what_is_not_a_placed_plan(self):
         run(GRAPHC, "compile", "--model", "mlp", "--batch", "8", "-o", self.path("m.gmod"))

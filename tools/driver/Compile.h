@@ -61,6 +61,9 @@ struct PlacementRequest {
   /// --strategy: towers per device (data-parallel), or one replica spread
   /// over the devices (model-parallel; tools/driver/CompileModelParallel.h).
   Strategy strategy = Strategy::DataParallel;
+  /// --params auto also tries other all-reduce bucket caps (not when
+  /// --bucket-mb was given).
+  bool searchBuckets = true;
   bool wanted() const { return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty(); }
   /// The training workers' GPUs (one entry per worker; 0: a host tower).
   std::vector<unsigned> workerGpus() const;

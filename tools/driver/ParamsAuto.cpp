@@ -3,6 +3,7 @@
 #include "ir/Diagnostics.h"
 #include "placement/CostModel.h"
 #include "tools/driver/Inspect.h"
+#include "tools/driver/Simulate.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -15,9 +16,14 @@ namespace {
 /// Steps this close to the best (relative) count as tied.
 constexpr double kTie = 0.02;
 
+/// All-reduce bucket caps (bytes) mirrored is also tried with, besides
+/// --bucket-mb's; the last is above every model here: one bucket per step.
+constexpr int64_t kBucketCaps[] = {1'000'000, 4'000'000, 16'000'000, 64'000'000, 1LL << 40};
+
 struct Candidate {
   ParamPlacement mode;
-  std::string refused; ///< the compile's error
+  int64_t bucketBytes = 0; ///< mirrored: the bucket cap; 0: another mode
+  std::string refused;     ///< the compile's error
   std::string unfit;   ///< the devices that do not fit
   double step = 0;
   std::string bottleneck; ///< "compute on gpu:0", "communication on cpu:0"
@@ -34,6 +40,17 @@ std::string mib(int64_t bytes) {
   return llvm::formatv("{0:f1} MiB", bytes / 1048576.0).str();
 }
 
+/// "mirrored, 4 MB buckets", "mirrored, one bucket", "spread".
+std::string nameOf(const Candidate &c) {
+  if (c.bucketBytes == 0)
+    return modeName(c.mode);
+  if (c.bucketBytes >= (1LL << 40))
+    return modeName(c.mode) + ", one bucket";
+  char cap[32];
+  std::snprintf(cap, sizeof cap, "%g", c.bucketBytes / 1e6);
+  return modeName(c.mode) + ", " + cap + " MB buckets";
+}
+
 /// gpu:K with the most memory, then the fastest, then the lowest index.
 ParamPlacement largestGpu(const Cluster &c) {
   const ClusterDevice *best = nullptr;
@@ -45,7 +62,9 @@ ParamPlacement largestGpu(const Cluster &c) {
   return ParamPlacement::onGpu(best ? best->id.index : 0);
 }
 
-/// Fills in a compiled candidate's predicted step, traffic and memory.
+/// Fills in a compiled candidate's predicted step (the simulator's: the
+/// executor's order, overlap of each bucket's all-reduce with the backward
+/// pass), bottleneck (the cost model's busiest device), traffic and memory.
 llvm::Error measure(const Module &plan, Candidate &c) {
   auto cluster = parseClusterJson(plan.meta().getString("cluster"));
   if (!cluster)
@@ -57,7 +76,10 @@ llvm::Error measure(const Module &plan, Candidate &c) {
   auto needs = memoryNeeds(*runnable, *cluster, *cost);
   if (!needs)
     return needs.takeError();
-  c.step = cost->stepSeconds;
+  auto simulated = simulateStep(*runnable, *cluster, SimOptions());
+  if (!simulated)
+    return simulated.takeError();
+  c.step = simulated->stepSeconds;
   c.traffic = cost->totalTrafficBytes();
   if (const DeviceCost *slow = cost->find(cost->slowestDevice))
     c.bottleneck =
@@ -88,23 +110,29 @@ bool better(const Candidate &a, const Candidate &b) {
 }
 
 std::string why(const std::vector<Candidate> &all, const Candidate &chosen) {
-  std::string text = "--params auto chose " + modeName(chosen.mode) + ": predicted step " +
+  std::string text = "--params auto chose " + nameOf(chosen) + ": predicted step " +
                      ms(chosen.step) + " (" + chosen.bottleneck + ")";
-  std::vector<std::string> tied, slower, unusable;
+  std::vector<std::string> tied, tiedCaps, slower, unusable;
   for (const Candidate &c : all) {
     if (&c == &chosen)
       continue;
     if (!c.refused.empty())
-      unusable.push_back(modeName(c.mode) + " not possible");
+      unusable.push_back(nameOf(c) + " not possible");
     else if (!c.unfit.empty())
-      unusable.push_back(modeName(c.mode) + " does not fit");
+      unusable.push_back(nameOf(c) + " does not fit");
     else if (std::abs(c.step - chosen.step) <= kTie * std::max(c.step, chosen.step))
-      tied.push_back(modeName(c.mode));
+      (c.bucketBytes && chosen.bucketBytes ? tiedCaps : tied).push_back(nameOf(c));
     else
-      slower.push_back(modeName(c.mode) + " " + ms(c.step) + " (" + c.bottleneck + ")");
+      slower.push_back(nameOf(c) + " " + ms(c.step) + " (" + c.bottleneck + ")");
+  }
+  // Mirrored at other bucket caps, tied: one phrase ("1 MB buckets, one bucket").
+  if (!tiedCaps.empty()) {
+    for (std::string &name : tiedCaps)
+      name = llvm::StringRef(name).split(", ").second.str();
+    tied.push_back(modeName(chosen.mode) + " with " + llvm::join(tiedCaps, ", "));
   }
   if (!tied.empty())
-    text += ", tied with " + llvm::join(tied, ", ") +
+    text += ", tied with " + llvm::join(tied, "; ") +
             " (within 2%); it needs the least memory on its fullest GPU (" +
             mib(chosen.fullestGpuBytes) +
             (chosen.fullestGpu.empty() ? "" : " on " + chosen.fullestGpu) + ")";
@@ -118,7 +146,7 @@ std::string why(const std::vector<Candidate> &all, const Candidate &chosen) {
 llvm::json::Array candidatesJson(const std::vector<Candidate> &all) {
   llvm::json::Array rows;
   for (const Candidate &c : all)
-    rows.push_back(llvm::json::Object{{"mode", modeName(c.mode)},
+    rows.push_back(llvm::json::Object{{"mode", nameOf(c)},
                                       {"refused", c.refused},
                                       {"unfit", c.unfit},
                                       {"step_seconds", c.step},
@@ -138,20 +166,28 @@ compileParamsAuto(const Module &forward, const CompileRequest &req, const Placem
     return withContext(cluster.takeError(), "--params auto");
   std::vector<Candidate> all{{ParamPlacement{ParamPlacement::Cpu}}, {largestGpu(*cluster)}};
   unsigned towers = (unsigned)place.towers.value_or((int)cluster->numGpus());
-  if (towers >= 2 || place.workers > 1 || place.tasks)
-    all.insert(all.end(), {{ParamPlacement{ParamPlacement::Spread}},
-                           {ParamPlacement{ParamPlacement::Mirrored}}});
+  if (towers >= 2 || place.workers > 1 || place.tasks) {
+    const ParamPlacement mirrored{ParamPlacement::Mirrored};
+    all.push_back({ParamPlacement{ParamPlacement::Spread}});
+    all.push_back({mirrored, req.options.bucketBytes});
+    if (place.searchBuckets)
+      for (int64_t cap : kBucketCaps)
+        if (cap != req.options.bucketBytes)
+          all.push_back({mirrored, cap});
+  }
   std::vector<std::unique_ptr<Module>> plans(all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     CompileRequest one = req;
     one.options.params = all[i].mode;
+    if (all[i].bucketBytes)
+      one.options.bucketBytes = all[i].bucketBytes;
     auto plan = compilePlaced(forward, one, place);
     if (!plan) {
       all[i].refused = llvm::toString(plan.takeError());
       continue;
     }
     if (auto e = measure(**plan, all[i]))
-      return withContext(std::move(e), "--params auto, " + modeName(all[i].mode));
+      return withContext(std::move(e), "--params auto, " + nameOf(all[i]));
     plans[i] = std::move(*plan);
   }
   std::optional<size_t> best;
@@ -161,12 +197,13 @@ compileParamsAuto(const Module &forward, const CompileRequest &req, const Placem
   if (!best) {
     std::vector<std::string> each;
     for (const Candidate &c : all)
-      each.push_back(modeName(c.mode) + ": " + (c.refused.empty() ? c.unfit : c.refused));
+      each.push_back(nameOf(c) + ": " + (c.refused.empty() ? c.unfit : c.refused));
     return makeError("--params auto: no parameter mode fits this cluster (" +
                      llvm::join(each, "; ") + "); lower --batch or give devices with more memory");
   }
   std::unique_ptr<Module> chosen = std::move(plans[*best]);
   chosen->meta().set("params_why", why(all, all[*best]));
+  chosen->meta().set("params_chosen", nameOf(all[*best]));
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::json::Value(candidatesJson(all));
@@ -178,7 +215,7 @@ std::string describeParamsChoice(const Module &plan, bool table) {
   std::string text = plan.meta().getString("params_why");
   if (text.empty() || !table)
     return text;
-  std::string chosen = plan.meta().getString("params");
+  std::string chosen = plan.meta().getString("params_chosen");
   auto rows = llvm::json::parse(plan.meta().getString("params_auto"));
   if (!rows || !rows->getAsArray()) {
     llvm::consumeError(rows.takeError());
@@ -187,7 +224,7 @@ std::string describeParamsChoice(const Module &plan, bool table) {
   std::string out;
   llvm::raw_string_ostream os(out);
   os << text << "\n";
-  os << llvm::formatv("  {0,-9} {1,14} {2,-26} {3,13} {4,-22} {5}\n", "mode", "predicted step",
+  os << llvm::formatv("  {0,-27} {1,14} {2,-26} {3,13} {4,-22} {5}\n", "mode", "predicted step",
                       "bottleneck", "traffic/step", "fullest GPU", "note");
   for (const llvm::json::Value &v : *rows->getAsArray()) {
     const llvm::json::Object *o = v.getAsObject();
@@ -204,7 +241,7 @@ std::string describeParamsChoice(const Module &plan, bool table) {
             ? mib(o->getInteger("fullest_gpu_bytes").getValueOr(0)) + " on " + str("fullest_gpu")
             : "-";
     std::string row = llvm::formatv(
-        "  {0,-9} {1,14} {2,-26} {3,13} {4,-22} {5}", str("mode"),
+        "  {0,-27} {1,14} {2,-26} {3,13} {4,-22} {5}", str("mode"),
         compiled ? ms(o->getNumber("step_seconds").getValueOr(0)) : "-",
         compiled ? str("bottleneck") : "-",
         compiled ? mib(o->getInteger("traffic_bytes").getValueOr(0)) : "-", fullest, note);

@@ -6,14 +6,20 @@
 //
 //   candidates  cpu; gpu:K for the GPU with the most memory (then the
 //               fastest, then the lowest index); spread and mirrored when
-//               there are two towers or more. A candidate the compile
-//               refuses (ps tasks hold variables on hosts only, say) is
-//               listed with the reason and not chosen.
+//               there are two towers or more, mirrored with --bucket-mb's
+//               cap and (unless --bucket-mb is given) caps of 1, 4, 16 and
+//               64 MiB and one bucket. A candidate the compile refuses (ps
+//               tasks hold variables on hosts only, say) is listed with the
+//               reason and not chosen.
+//   step        graphc simulate's (tools/driver/Simulate.h): the executor's
+//               order, each bucket's all-reduce overlapping the rest of the
+//               backward pass; the bottleneck named is the cost model's
+//               busiest device (compute or communication).
 //   fits        memoryNeeds() of the compiled plan: variables, optimizer
 //               slots and state where the mode stores them, plus the
 //               executor's planned activations per device.
 //   choice      the least predicted step. Steps within 2% of the best count
-//               as tied (the model is a lower bound, not a measurement), and
+//               as tied (the model is not a measurement), and
 //               a tie goes to the mode that leaves the most memory on the
 //               fullest GPU (room for a larger batch), then to the one that
 //               moves fewer bytes per step.
@@ -21,8 +27,8 @@
 // With a fast host link every mode is compute-bound and the tie goes to
 // `cpu` (no variable on a GPU); with a slow one, `cpu` waits on the link and
 // a GPU mode wins. The decision and every alternative's figures travel with
-// the plan (meta `params`, `params_auto`) for --explain and graphrun's run
-// plan. Bucket sizes are not searched: mirrored uses --bucket-mb.
+// the plan (meta `params`, `params_chosen`, `params_auto`) for --explain and
+// graphrun's run plan.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -30,6 +30,10 @@ scalingTable(const Module &forward, const CompileRequest &req, const ScalingRequ
       one.options.batch = scaling.batchPerGpu * row.perWorker;
       PlacementRequest place;
       place.gpus = (int)row.perWorker;
+      if (!scaling.clusterFile.empty()) {
+        place.clusterFile = scaling.clusterFile;
+        place.towers = (int)row.perWorker;
+      }
       auto compiled = compilePlaced(forward, one, place);
       if (!compiled)
         return withContext(compiled.takeError(), llvm::Twine(row.perWorker) + " GPUs");
@@ -72,10 +76,13 @@ void printScalingTable(llvm::ArrayRef<ScalingRow> rows, const ScalingRequest &sc
                        r.stepSeconds * 1e3, r.allReduceOnPath * 1e3, r.imagesPerSecond, r.speedup,
                        r.efficiency * 100);
   os << llvm::format("  weak scaling, %lld images per GPU; workers of %u GPUs, network %.0f Gb/s "
-                     "per worker, %.0f us latency\n",
+                     "per worker, %.0f us latency; ",
                      (long long)scaling.batchPerGpu, scaling.workersOf,
                      scaling.sim.networkBandwidth * 8 / 1e9,
-                     scaling.sim.networkLatencySeconds * 1e6);
+                     scaling.sim.networkLatencySeconds * 1e6)
+     << (scaling.clusterFile.empty() ? std::string("default (H100-like) worker")
+                                     : "each worker " + scaling.clusterFile)
+     << "\n";
   os << "published, Inception v3 on other hardware (for orientation):\n"
         "  TensorFlow benchmarks (May 2017), DGX-1 with 8 P100s, synthetic data: 7.99x at 8 "
         "GPUs (99%)\n"

@@ -23,6 +23,10 @@ namespace graphc {
 struct ScalingRequest {
   std::vector<unsigned> gpus; ///< GPU counts, in the order printed
   unsigned workersOf = 8;     ///< GPUs per worker (machine)
+  /// --cluster: one worker's machine (e.g. calibrated): its GPUs are
+  /// workersOf, a row with fewer uses its first ones; empty: the default
+  /// (H100-like) cluster of workersOf GPUs.
+  std::string clusterFile;
   int64_t batchPerGpu = 32;
   SimOptions sim; ///< network bandwidth and latency per worker
 };
