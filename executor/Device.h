@@ -21,6 +21,7 @@
 #pragma once
 
 #include "executor/Trace.h"
+#include "ir/DeviceId.h"
 #include "kernels/Kernel.h"
 
 #include "llvm/Support/Error.h"
@@ -126,5 +127,12 @@ std::vector<std::string> visibleDevices();
 
 /// Number of CUDA GPUs usable now (0 without a driver or a GPU).
 int cudaDeviceCount();
+
+/// Bytes per second of a `bytes` copy from device `from` to `to` ("cpu:0",
+/// "gpu:K" for physical GPU K; two CPU devices: a memcpy in this machine's
+/// memory), the best of a few after a warm-up. An error without the CUDA
+/// backend or a GPU named.
+llvm::Expected<double> copyBandwidth(const DeviceId &from, const DeviceId &to,
+                                     size_t bytes = 64u << 20);
 
 } // namespace graphc

@@ -201,20 +201,34 @@ llvm::Error Executor::Impl::createKernels() {
   return llvm::Error::success();
 }
 
+/// Whether `e` copies between two CPU devices: a memcpy, which carries a
+/// blocked layout as it is (blocked tensors here are never padded).
+bool Executor::Impl::copiesBetweenCpus(const NodeExec &e) const {
+  if (e.action != Action::Transfer)
+    return false;
+  const Device &to = *devices[e.device]->device;
+  const Device &from = *devices[deviceOf(e.node->operand(0)->producer())]->device;
+  return to.kind() == DeviceKind::CPU && from.kind() == DeviceKind::CPU;
+}
+
 /// Whether `v` may be kept blocked as far as it alone is concerned: not empty,
 /// made and read only by kernels on one device that take it blocked (they
-/// know the shapes the layout exists for on this CPU), and not a graph output.
+/// know the shapes the layout exists for on this CPU) or by copies to other
+/// CPU devices (which hand it on as it is), and not a graph output.
 bool Executor::Impl::blockable(const Value *v) const {
   if (v->type().numElements() == 0)
     return false;
   const NodeExec &p = *nodes[index.lookup(v->producer())];
-  if (!p.kernel || p.action != Action::Kernel ||
-      !p.kernel->producesLayout(v->resultIndex(), Layout::Blocked))
+  if (!copiesBetweenCpus(p) &&
+      (!p.kernel || p.action != Action::Kernel ||
+       !p.kernel->producesLayout(v->resultIndex(), Layout::Blocked)))
     return false;
   if (llvm::is_contained(v->producer()->graph().outputs(), v))
     return false;
   for (const Node *u : v->users()) {
     const NodeExec &c = *nodes[index.lookup(u)];
+    if (copiesBetweenCpus(c))
+      continue;
     if (!c.kernel || c.action != Action::Kernel || c.device != p.device)
       return false;
     for (unsigned i = 0; i < u->numOperands(); ++i)
@@ -248,7 +262,8 @@ int64_t Executor::Impl::blockedVote(const Value *v) const {
 void Executor::Impl::assignLayouts() {
   if (!opts.blockedLayouts)
     return;
-  // Layout-following kernels tie their operands and results into one group;
+  // Layout-following kernels (and copies between CPU devices) tie their
+  // operands and results into one group;
   // a group is blocked if every member can be, unless the kernels with a
   // layout of their own (the convolutions) would stage more of its bytes
   // blocked than plain. A group no convolution cares about is blocked: batch
@@ -262,6 +277,11 @@ void Executor::Impl::assignLayouts() {
     return parent[v] = find(it->second);
   };
   for (auto &e : nodes) {
+    // A copy between CPU devices ties its result to its operand's layout.
+    if (copiesBetweenCpus(*e)) {
+      parent[find(e->node->result())] = find(e->node->operand(0));
+      continue;
+    }
     if (!e->kernel || !e->kernel->layoutFollowsOperands())
       continue;
     llvm::SmallVector<const Value *, 6> members(e->node->operands().begin(),

@@ -207,6 +207,74 @@ std::string cudaDeviceDescription(int ordinal) {
   return std::string(prop.name) + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB";
 }
 
+llvm::Expected<double> cudaCopyBandwidth(int from, int to, size_t bytes) {
+  // -1: the host, in pinned memory (what the executor stages copies through).
+  auto allocate = [&](int where, void *&p) -> llvm::Error {
+    if (where < 0) {
+      GRAPHC_CUDA_TRY(cudaMallocHost(&p, bytes));
+    } else {
+      GRAPHC_CUDA_TRY(cudaSetDevice(where));
+      GRAPHC_CUDA_TRY(cudaMalloc(&p, bytes));
+    }
+    return llvm::Error::success();
+  };
+  auto release = [](int where, void *p) {
+    if (!p)
+      return;
+    if (where < 0) {
+      cudaFreeHost(p);
+    } else {
+      cudaSetDevice(where);
+      cudaFree(p);
+    }
+  };
+  void *src = nullptr, *dst = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  auto measure = [&]() -> llvm::Expected<double> {
+    if (auto e = allocate(from, src))
+      return e;
+    if (auto e = allocate(to, dst))
+      return e;
+    const int timing = to >= 0 ? to : from;
+    GRAPHC_CUDA_TRY(cudaSetDevice(timing));
+    if (from >= 0 && to >= 0 && from != to) {
+      int can = 0;
+      GRAPHC_CUDA_TRY(cudaDeviceCanAccessPeer(&can, to, from));
+      if (can) {
+        cudaError_t s = cudaDeviceEnablePeerAccess(from, 0);
+        if (s != cudaSuccess && s != cudaErrorPeerAccessAlreadyEnabled)
+          GRAPHC_CUDA_TRY(s);
+        cudaGetLastError();
+      }
+    }
+    GRAPHC_CUDA_TRY(cudaEventCreate(&start));
+    GRAPHC_CUDA_TRY(cudaEventCreate(&stop));
+    double best = 0;
+    for (int i = 0; i < 6; ++i) { // the first warms the path up
+      GRAPHC_CUDA_TRY(cudaEventRecord(start, nullptr));
+      if (from >= 0 && to >= 0)
+        GRAPHC_CUDA_TRY(cudaMemcpyPeerAsync(dst, to, src, from, bytes, nullptr));
+      else
+        GRAPHC_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, nullptr));
+      GRAPHC_CUDA_TRY(cudaEventRecord(stop, nullptr));
+      GRAPHC_CUDA_TRY(cudaEventSynchronize(stop));
+      float ms = 0;
+      GRAPHC_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
+      if (i > 0 && ms > 0)
+        best = std::max(best, bytes / (ms * 1e-3));
+    }
+    return best;
+  };
+  auto r = measure();
+  if (start)
+    cudaEventDestroy(start);
+  if (stop)
+    cudaEventDestroy(stop);
+  release(from, src);
+  release(to, dst);
+  return r;
+}
+
 //===-- Creation ------------------------------------------------------------===//
 
 llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceRequest &req) {

@@ -192,5 +192,9 @@ int cudaVisibleDeviceCount();
 std::string cudaUnavailableReason();
 /// "NVIDIA H100 80GB HBM3, 79 GiB".
 std::string cudaDeviceDescription(int ordinal);
+/// Bytes per second of a `bytes` copy from physical GPU `from` to `to`
+/// (-1: pinned host memory), the best of five after a warm-up, timed with
+/// CUDA events; between two GPUs a peer copy.
+llvm::Expected<double> cudaCopyBandwidth(int from, int to, size_t bytes);
 
 } // namespace graphc

@@ -44,6 +44,21 @@ TEST(CudaDevice, MemoryIsZeroedAndBlockingCopiesRoundTrip) {
   d->deallocate(*p);
 }
 
+TEST(CudaDevice, CopyBandwidthIsTimedBothWaysAndRefusesAMissingGpu) {
+  GRAPHC_REQUIRE_GPUS(1);
+  // graphrun calibrate's link figures: PCIe or better, well under HBM.
+  for (auto [from, to] : {std::pair{DeviceId::host(), DeviceId::gpu(0)},
+                          std::pair{DeviceId::gpu(0), DeviceId::host()}}) {
+    auto bw = copyBandwidth(from, to, 16u << 20);
+    ASSERT_TRUE(bool(bw)) << llvm::toString(bw.takeError());
+    EXPECT_GT(*bw, 1e9) << from.str() << " -> " << to.str();
+    EXPECT_LT(*bw, 5e12) << from.str() << " -> " << to.str();
+  }
+  auto missing = copyBandwidth(DeviceId::host(), DeviceId::gpu(cudaDeviceCount()), 1 << 20);
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("this machine has"), std::string::npos);
+}
+
 TEST(CudaDevice, OutOfMemoryNamesTheDeviceTheBytesAndTheFreeMemory) {
   GRAPHC_REQUIRE_GPUS(1);
   auto d = makeGpu("gpu:3", 0);

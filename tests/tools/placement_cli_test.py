@@ -195,8 +195,10 @@ class CalibrateTest(CliCase):
         c = write_cluster(self.path("c.json"), 64e9, gpus=2)
         with open(c) as f:
             before = f.read()
-        self.assertFailsClearly(run(GRAPHRUN, "calibrate", "--cluster", c, ok=False),
-                                "calibrating physical GPUs is not implemented", "--emulate")
+        # Physical GPUs are measured where the machine has as many as the cluster.
+        many = write_cluster(self.path("many.json"), 64e9, gpus=64)
+        self.assertFailsClearly(run(GRAPHRUN, "calibrate", "--cluster", many, ok=False),
+                                "the cluster has 64 GPUs and this machine", "--emulate")
         out = self.path("calibrated.json")
         p = run(GRAPHRUN, "calibrate", "--cluster", c, "--emulate", "--steps", "2", "-o", out)
         self.assertIn("wrote " + out, p.stdout)

@@ -2,6 +2,7 @@
 
 #include "ir/Archive.h"
 #include "ir/DeviceId.h"
+#include "executor/Device.h"
 #include "ir/Diagnostics.h"
 #include "tools/driver/Trainer.h"
 
@@ -51,21 +52,6 @@ std::string cpuModel() {
   return "unknown CPU";
 }
 
-/// Bytes per second of a 64 MiB memcpy (the best of a few).
-double copyBandwidth() {
-  const size_t bytes = 64u << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 0);
-  double best = 0;
-  for (int i = 0; i < 5; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::memcpy(b.data(), a.data(), bytes);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, bytes / s);
-    a[i] = b[bytes - 1 - i]; // keep the copies observable
-  }
-  return best;
-}
-
 /// A calibration run's kernel timings and the executor's own time per node
 /// around them.
 struct Measured {
@@ -73,21 +59,21 @@ struct Measured {
   double outsideKernels = 0;
 };
 
-/// Trains the calibration workload on the host alone (`emulatedGpus` 0) or
-/// data parallel on that many emulated GPUs (the host only feeding them),
-/// with the request's threads in all. The time outside kernels is the run's
+/// Trains the calibration workload on the host alone (`gpus` 0) or data
+/// parallel on that many GPUs (emulated with --emulate; the host only feeding
+/// them), with the request's threads in all. The time outside kernels is the run's
 /// steady steps less every kernel's time, per node run: meaningful on the
 /// host alone, where nothing waits on another device.
-llvm::Expected<Measured> measure(const CalibrateRequest &req, unsigned emulatedGpus) {
+llvm::Expected<Measured> measure(const CalibrateRequest &req, unsigned gpus) {
   TrainOptions t;
   t.model.name = req.model;
   t.model.options.imageSize = req.imageSize;
-  t.compile.options.batch = req.perDevice * std::max(1u, emulatedGpus);
+  t.compile.options.batch = req.perDevice * std::max(1u, gpus);
   t.compile.options.optimizer = "momentum";
-  if (emulatedGpus > 0) {
-    t.placement.gpus = (int)emulatedGpus;
+  if (gpus > 0) {
+    t.placement.gpus = (int)gpus;
     t.compile.options.params = ParamPlacement{ParamPlacement::Mirrored};
-    t.emulate = true;
+    t.emulate = req.emulate;
   }
   t.steps = req.steps;
   t.evaluate = false;
@@ -107,7 +93,7 @@ llvm::Expected<Measured> measure(const CalibrateRequest &req, unsigned emulatedG
     runs += k.runs;
     // Emulated GPUs run as cpu:1.. (the host stays cpu:0).
     auto id = DeviceId::parse(k.device);
-    if (emulatedGpus == 0 || (id && !id->isHost()))
+    if (gpus == 0 || (id && !id->isHost()))
       m.kernels.push_back(std::move(k));
   }
   if (m.kernels.empty() || runs == 0)
@@ -150,63 +136,89 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
   if (!cluster)
     return cluster.takeError();
   unsigned gpus = cluster->numGpus();
-  if (gpus > 0 && !req.emulate)
-    return makeError("calibrating physical GPUs is not implemented; --emulate measures the CPU "
-                     "devices that stand for the cluster's " +
-                     llvm::Twine(gpus) + " GPUs");
+  if (gpus > 0 && !req.emulate && (unsigned)cudaDeviceCount() < gpus)
+    return makeError("the cluster has " + llvm::Twine(gpus) + " GPUs and this machine " +
+                     llvm::Twine(cudaDeviceCount()) + " (" + llvm::join(visibleDevices(), ", ") +
+                     "); --emulate measures the CPU devices that stand for them");
   std::string where = req.model + " " + std::to_string(req.imageSize) + "x" +
                       std::to_string(req.imageSize) + ", " + std::to_string(req.perDevice) +
                       " per device, on " + cpuModel() + ", " +
                       std::to_string(std::thread::hardware_concurrency()) + " logical CPUs";
 
-  // Each kind is measured with the threads the executor gives one of its
-  // devices: the host alone has every core; each of N emulated GPUs 1/N of
-  // them, measured while as many emulated GPUs as the cores hold run at
-  // once (sharing the memory's bandwidth as in a step). The simulator adds
-  // the rest of the sharing: kernels take turns at the cores as the
-  // executor's core budget makes them.
+  // Each kind is measured as the executor runs its devices. The host alone
+  // has every core. Each of N emulated GPUs has 1/N of them, measured while
+  // as many emulated GPUs as the cores hold run at once (sharing the memory's
+  // bandwidth as in a step); the simulator adds the rest of the sharing:
+  // kernels take turns at the cores as the executor's core budget makes
+  // them. Physical GPUs run data parallel, every GPU of the cluster at once.
   const unsigned cores = req.threads > 0 ? (unsigned)req.threads
                                          : std::max(1u, std::thread::hardware_concurrency());
   double outsideKernels = 0; // the host's, per node: the emulated devices' too
-  auto calibrateKind = [&](DeviceType kind, unsigned threads,
-                           llvm::StringRef note) -> llvm::Error {
+  auto calibrateKind = [&](DeviceType kind, unsigned running, unsigned threads,
+                           const std::string &measured, llvm::StringRef note) -> llvm::Error {
     CalibrateRequest run = req;
     run.threads = (int)cores;
-    auto timed = measure(run, kind == DeviceType::GPU ? cores / threads : 0);
+    auto timed = measure(run, running);
     if (!timed)
       return timed.takeError();
     if (kind == DeviceType::CPU)
       outsideKernels = timed->outsideKernels;
-    std::string measured =
-        (kind == DeviceType::CPU ? "the host alone"
-                                 : std::to_string(cores / threads) + " emulated GPUs at once") +
-        std::string(", ") + std::to_string(threads) + " of " + std::to_string(cores) +
-        " threads each: " + where;
-    KindCalibration k = fitCalibration(timed->kernels, measured, outsideKernels);
-    k.cores = cores;
-    k.threads = threads;
+    KindCalibration k = fitCalibration(timed->kernels, measured + ": " + where, outsideKernels);
+    if (kind == DeviceType::CPU || req.emulate) {
+      k.cores = cores;
+      k.threads = threads;
+    }
     if (!k.present())
       return makeError("the calibration run for the " + deviceTypeName(kind) +
                        " devices left an op class without a measured rate");
     cluster->setCalibration(kind, k);
     log << llvm::format("%-4s launch %.1f us, convolutions %.1f GFLOP/s, matrix products %.1f "
-                        "GFLOP/s, the rest %.2f GB/s; one device of %u threads",
+                        "GFLOP/s, the rest %.2f GB/s",
                         deviceTypeName(kind).str().c_str(), k.launchSeconds * 1e6,
-                        k.convFlops / 1e9, k.gemmFlops / 1e9, k.memoryBytes / 1e9, k.threads)
+                        k.convFlops / 1e9, k.gemmFlops / 1e9, k.memoryBytes / 1e9)
         << note << "\n";
     return llvm::Error::success();
   };
-  if (auto e = calibrateKind(DeviceType::CPU, cores, " (the host)"))
+  if (auto e = calibrateKind(DeviceType::CPU, 0, cores,
+                             "the host alone, " + std::to_string(cores) + " threads",
+                             "; the host, " + std::to_string(cores) + " threads"))
     return e;
-  if (gpus > 0) {
-    if (auto e = calibrateKind(DeviceType::GPU, std::max(1u, cores / gpus),
-                               " (each of " + std::to_string(gpus) + " emulated GPUs, sharing " +
-                                   std::to_string(cores) + " cores)"))
+  if (gpus > 0 && req.emulate) {
+    const unsigned each = std::max(1u, cores / gpus), atOnce = cores / each;
+    if (auto e = calibrateKind(DeviceType::GPU, atOnce, each,
+                               std::to_string(atOnce) + " emulated GPUs at once, " +
+                                   std::to_string(each) + " of " + std::to_string(cores) +
+                                   " threads each",
+                               "; each of " + std::to_string(gpus) + " emulated GPUs, " +
+                                   std::to_string(each) + " of " + std::to_string(cores) +
+                                   " threads"))
       return e;
-    double copy = copyBandwidth();
+    auto copy = copyBandwidth(DeviceId::host(), DeviceId::host());
+    if (!copy)
+      return copy.takeError();
     for (size_t i = 0; i < cluster->links().size(); ++i)
-      cluster->setLinkBandwidth(i, copy);
-    log << llvm::format("links %.2f GB/s (a copy in this machine's memory)\n", copy / 1e9);
+      cluster->setLinkBandwidth(i, *copy);
+    log << llvm::format("links %.2f GB/s (a copy in this machine's memory)\n", *copy / 1e9);
+  } else if (gpus > 0) {
+    if (auto e = calibrateKind(DeviceType::GPU, gpus, 0,
+                               std::to_string(gpus) + " GPUs data parallel",
+                               "; " + std::to_string(gpus) + " GPUs at once"))
+      return e;
+    // Each link both ways (the slower counts), physical GPU K standing for gpu:K.
+    for (size_t i = 0; i < cluster->links().size(); ++i) {
+      const Link &l = cluster->links()[i];
+      auto a = DeviceId::parse(l.a), b = DeviceId::parse(l.b);
+      if (!a || !b)
+        return makeError("link " + l.a + " - " + l.b + ": not device names");
+      auto there = copyBandwidth(*a, *b), back = copyBandwidth(*b, *a);
+      if (!there)
+        return withContext(there.takeError(), "link " + l.a + " - " + l.b);
+      if (!back)
+        return withContext(back.takeError(), "link " + l.b + " - " + l.a);
+      cluster->setLinkBandwidth(i, std::min(*there, *back));
+      log << llvm::format("link %s - %s %.2f GB/s\n", l.a.c_str(), l.b.c_str(),
+                          std::min(*there, *back) / 1e9);
+    }
   }
   std::string out = req.output.empty() ? req.clusterFile : req.output;
   if (auto e = writeFileAtomically(out, clusterToJson(*cluster) + "\n"))
