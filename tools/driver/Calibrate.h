@@ -7,23 +7,27 @@
 //   kernels   a calibration workload (by default resnet18 at 64x64, batch 8
 //             per device, momentum: convolutions, matrix products, batch
 //             norms, pools, elementwise; --model, --image-size and
-//             --per-device choose another) trains a few steps, data parallel over the
-//             cluster's GPUs (with --emulate, the CPU devices that stand for
-//             them, all busy at once as in a data-parallel step, so the
-//             figures include their sharing of this machine's cores) and on
-//             the host alone for the cpu kind. From each node's kernel time
-//             over the steps after the first: the launch time (the median of
-//             the kernels that do next to no work, plus the executor's own
-//             time per node: the host run's step less its kernels, per node)
-//             and, per op class, work per second after the launches
-//             (convolutions and matrix products in FLOP/s, the rest in
-//             bytes/s); calibration.{cpu,gpu}.
+//             --per-device choose another) trains a few steps on the host
+//             alone (the cpu kind, every core) and, for the gpu kind, data
+//             parallel: with --emulate over as many emulated GPUs as the
+//             cores hold, each with the threads one of the cluster's N gets
+//             (cores / N), recorded as `threads` and `cores` (the simulator
+//             adds their turns at the cores); without, over the machine's
+//             GPUs (the cluster's gpu:K is physical GPU K). From each node's
+//             kernel time over the steps after the first (transfers and
+//             collectives apart): the launch time (the median of the kernels
+//             that do next to no work, plus the executor's own time per node:
+//             the host run's step less its kernels, per node) and, per op
+//             class, work per second after the launches (convolutions and
+//             matrix products in FLOP/s, the rest in bytes/s);
+//             calibration.{cpu,gpu}.
 //   links     with --emulate, a copy between devices is a copy in this
 //             machine's memory: every link gets the measured bandwidth of a
-//             64 MiB memcpy.
+//             64 MiB memcpy; without, each link is timed both ways with 64
+//             MiB copies (copyBandwidth) and the slower kept.
 //
-// Calibrating physical GPUs is not implemented (no GPU was available to
-// prove it): without --emulate, a cluster with GPUs is refused.
+// The physical-GPU path compiles and is host-tested only: it has not run on
+// a GPU (unproven).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
