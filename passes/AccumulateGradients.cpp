@@ -14,6 +14,8 @@
 
 #include "passes/AccumulateGradients.h"
 
+#include "passes/BasicPasses.h"
+
 #include "ir/Builder.h"
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
@@ -313,19 +315,11 @@ llvm::Error accumulateState(const Join &j, Rewrite &r, llvm::ArrayRef<int64_t> t
 /// Removes what micro does not run: joins, outputs, and what only they read.
 void pruneMicro(Graph &micro, const llvm::DenseSet<const Node *> &joins) {
   micro.setOutputs({});
-  llvm::DenseSet<const Node *> live;
-  llvm::SmallVector<const Node *, 64> work;
+  std::vector<const Node *> roots;
   for (Node *n : micro.nodes())
     if (!joins.count(n) && (isVariableUpdate(n->op()) || n->op() == Op::AllReduce))
-      work.push_back(n);
-  while (!work.empty()) {
-    const Node *n = work.pop_back_val();
-    if (!live.insert(n).second)
-      continue;
-    for (Value *v : n->operands())
-      work.push_back(v->producer());
-  }
-  micro.eraseIf([&](const Node &n) { return !live.count(&n); });
+      roots.push_back(n);
+  keepWhatRootsNeed(micro, roots);
 }
 
 } // namespace

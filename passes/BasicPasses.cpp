@@ -14,28 +14,33 @@
 
 namespace graphc {
 
+bool keepWhatRootsNeed(Graph &g, llvm::ArrayRef<const Node *> roots) {
+  llvm::DenseSet<const Node *> live;
+  live.reserve(g.numNodes());
+  llvm::SmallVector<const Node *, 64> work(roots.begin(), roots.end());
+  while (!work.empty()) {
+    const Node *n = work.pop_back_val();
+    if (!live.insert(n).second)
+      continue;
+    for (Value *v : n->operands())
+      work.push_back(v->producer());
+  }
+  if (live.size() == g.numNodes())
+    return false;
+  g.eraseIf([&](const Node &n) { return !live.count(&n); });
+  return true;
+}
+
 bool eliminateDeadCode(Module &m) {
   bool changed = false;
   for (Graph *g : m.graphs()) {
-    llvm::DenseSet<const Node *> live;
-    live.reserve(g->numNodes());
-    llvm::SmallVector<const Node *, 64> work;
+    std::vector<const Node *> roots;
     for (Value *v : g->outputs())
-      work.push_back(v->producer());
+      roots.push_back(v->producer());
     for (Node *n : g->nodes())
       if (isVariableUpdate(n->op()) || n->op() == Op::Input || n->op() == Op::AllReduce)
-        work.push_back(n);
-    while (!work.empty()) {
-      const Node *n = work.pop_back_val();
-      if (!live.insert(n).second)
-        continue;
-      for (Value *v : n->operands())
-        work.push_back(v->producer());
-    }
-    if (live.size() != g->numNodes()) {
-      g->eraseIf([&](const Node &n) { return !live.count(&n); });
-      changed = true;
-    }
+        roots.push_back(n);
+    changed |= keepWhatRootsNeed(*g, roots);
   }
   return changed;
 }

@@ -125,43 +125,13 @@ llvm::Expected<std::vector<Tensor>> trainAccumulating(Executor &ex, const Batch 
 }
 
 /// One device, one batch of K·B: variables and the loss of the last step.
-struct Reference {
-  std::map<std::string, Tensor> variables;
-  double loss = 0;
-};
 
-const Reference &reference(const std::string &model, int64_t batch) {
-  static std::map<std::pair<std::string, int64_t>, Reference> cache;
+const SingleDeviceRun &reference(const std::string &model, int64_t batch) {
+  static std::map<std::pair<std::string, int64_t>, SingleDeviceRun> cache;
   auto key = std::make_pair(model, batch);
   if (auto it = cache.find(key); it != cache.end())
     return it->second;
-  Reference &result = cache[key];
-  auto m = buildOrFail(model, noDropout(model));
-  if (!m)
-    return result;
-  CompileOptions o;
-  o.batch = batch;
-  if (auto e = runPipeline(*m, kSingleDevicePipeline, o)) {
-    ADD_FAILURE() << llvm::toString(std::move(e));
-    return result;
-  }
-  ExecutorOptions eo;
-  eo.threads = 2;
-  eo.seed = 7;
-  auto ex = Executor::create(*m, eo);
-  if (!ex) {
-    ADD_FAILURE() << llvm::toString(ex.takeError());
-    return result;
-  }
-  Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);
-  auto out = train(**ex, b, kSteps, kLearningRate);
-  if (!out) {
-    ADD_FAILURE() << llvm::toString(out.takeError());
-    return result;
-  }
-  result.variables = variables(**ex);
-  result.loss = (*out)[0].at(0);
-  return result;
+  return cache[key] = trainSingleDevice(model, noDropout(model), batch, kSteps, kLearningRate);
 }
 
 class Accumulation : public testing::TestWithParam<Case> {};
@@ -169,7 +139,7 @@ class Accumulation : public testing::TestWithParam<Case> {};
 TEST_P(Accumulation, EqualsOneStepOnTheLargerBatch) {
   const Case &c = GetParam();
   const int64_t large = c.batch * c.accumulate;
-  const Reference &want = reference(c.model, large);
+  const SingleDeviceRun &want = reference(c.model, large);
   ASSERT_FALSE(want.variables.empty());
   auto m = buildOrFail(c.model, noDropout(c.model));
   ASSERT_TRUE(m);

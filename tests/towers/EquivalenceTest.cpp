@@ -65,35 +65,10 @@ CompileOptions compileOptions(const Case &c) {
 const std::map<std::string, Tensor> &reference(const std::string &model, int64_t batch) {
   static std::map<std::pair<std::string, int64_t>, std::map<std::string, Tensor>> cache;
   auto key = std::make_pair(model, batch);
-  auto it = cache.find(key);
-  if (it != cache.end())
+  if (auto it = cache.find(key); it != cache.end())
     return it->second;
-  std::map<std::string, Tensor> &result = cache[key];
-  auto m = buildOrFail(model, modelOptions(model));
-  if (!m)
-    return result;
-  CompileOptions o;
-  o.batch = batch;
-  if (auto e = runPipeline(*m, kSingleDevicePipeline, o)) {
-    ADD_FAILURE() << llvm::toString(std::move(e));
-    return result;
-  }
-  ExecutorOptions eo;
-  eo.threads = 2;
-  eo.seed = 7;
-  auto ex = Executor::create(*m, eo);
-  if (!ex) {
-    ADD_FAILURE() << llvm::toString(ex.takeError());
-    return result;
-  }
-  Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);
-  auto out = train(**ex, b, kSteps, kLearningRate);
-  if (!out) {
-    ADD_FAILURE() << llvm::toString(out.takeError());
-    return result;
-  }
-  result = variables(**ex);
-  return result;
+  return cache[key] =
+             trainSingleDevice(model, modelOptions(model), batch, kSteps, kLearningRate).variables;
 }
 
 class Equivalence : public testing::TestWithParam<Case> {};

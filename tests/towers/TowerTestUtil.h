@@ -180,4 +180,45 @@ inline std::unique_ptr<Module> buildOrFail(llvm::StringRef name, models::ModelOp
   return std::move(*m);
 }
 
+/// A run of the single-device graph: its variables and last loss.
+struct SingleDeviceRun {
+  std::map<std::string, Tensor> variables;
+  double loss = 0;
+};
+
+/// Builds `model`, compiles it for one device at `batch` and trains `steps`
+/// steps at `lr` on one random batch (10 classes, seed 42; executor seed 7,
+/// 2 threads): the towers' reference. A failure is a test failure and an
+/// empty result.
+inline SingleDeviceRun trainSingleDevice(llvm::StringRef model, models::ModelOptions mo,
+                                         int64_t batch, int steps, float lr) {
+  SingleDeviceRun result;
+  auto m = buildOrFail(model, mo);
+  if (!m)
+    return result;
+  CompileOptions o;
+  o.batch = batch;
+  if (auto e = runPipeline(*m, kSingleDevicePipeline, o)) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    return result;
+  }
+  ExecutorOptions eo;
+  eo.threads = 2;
+  eo.seed = 7;
+  auto ex = Executor::create(*m, eo);
+  if (!ex) {
+    ADD_FAILURE() << llvm::toString(ex.takeError());
+    return result;
+  }
+  Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);
+  auto out = train(**ex, b, steps, lr);
+  if (!out) {
+    ADD_FAILURE() << llvm::toString(out.takeError());
+    return result;
+  }
+  result.variables = variables(**ex);
+  result.loss = (*out)[0].at(0);
+  return result;
+}
+
 } // namespace graphc::towertest
