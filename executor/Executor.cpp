@@ -612,7 +612,8 @@ std::vector<NodeProfile> Executor::profile() const {
   std::vector<NodeProfile> out;
   for (auto &e : impl_->nodes)
     if (e->runs)
-      out.push_back({e->node, impl_->devices[e->device]->device->name(), e->seconds, e->runs});
+      out.push_back({e->node, impl_->devices[e->device]->device->name(), e->seconds, e->runs,
+                     e->kernel ? e->kernel->reordersRun() : ReorderCount()});
   return out;
 }
 

@@ -88,6 +88,8 @@ struct NodeProfile {
   std::string device;
   double seconds = 0; ///< summed over profiled steps
   int64_t runs = 0;
+  /// Layout copies its kernel ran inside it, since the executor was made.
+  ReorderCount reorders;
 };
 
 /// The library primitives a node's kernel has run (PrimitiveInfo).

@@ -43,6 +43,12 @@ struct PrimitiveInfo {
   std::string kind, implementation;
 };
 
+/// The layout copies (reorders) a kernel ran to stage its operands, results
+/// and kept weights in the formats its primitives want, and their bytes.
+struct ReorderCount {
+  int64_t reorders = 0, bytes = 0;
+};
+
 /// A tensor the executor owns, as a kernel sees it.
 struct TensorView {
   void *data = nullptr;
@@ -105,6 +111,8 @@ public:
   /// implementation once (tests check that no hot one is a slow reference
   /// implementation; profiles show them). Default: none.
   virtual std::vector<PrimitiveInfo> primitivesRun() const { return {}; }
+  /// Every reorder it has run so far (default: none).
+  virtual ReorderCount reordersRun() const { return {}; }
   /// An operand whose buffer result 0 may overwrite (elementwise ops), if any.
   virtual std::optional<unsigned> inPlaceOperand() const { return std::nullopt; }
   /// True for kernels whose work is the same on any layout (elementwise ops):

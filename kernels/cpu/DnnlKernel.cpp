@@ -93,12 +93,14 @@ dnnl::memory Staging::read(void *data, const dnnl::memory::desc &have,
   if (have == want)
     return view;
   dnnl::memory staged(want, engine(), take(want.get_size()));
+  log_.countReorder(want.get_size());
   execute(reorders_.get(have, want), {{DNNL_ARG_FROM, view}, {DNNL_ARG_TO, staged}});
   return staged;
 }
 
 void Staging::reorderInto(void *data, const dnnl::memory::desc &have, dnnl::memory &to) {
   dnnl::memory view(have, engine(), data);
+  log_.countReorder(to.get_desc().get_size());
   execute(reorders_.get(have, to.get_desc()), {{DNNL_ARG_FROM, view}, {DNNL_ARG_TO, to}});
 }
 
@@ -146,9 +148,11 @@ dnnl::memory Staging::temp(const dnnl::memory::desc &d) {
 }
 
 void Staging::finish() {
-  for (Pending &p : pending_)
+  for (Pending &p : pending_) {
+    log_.countReorder(p.to.get_desc().get_size());
     execute(reorders_.get(p.from.get_desc(), p.to.get_desc()),
             {{DNNL_ARG_FROM, p.from}, {DNNL_ARG_TO, p.to}});
+  }
   pending_.clear();
   stream_.wait();
 }

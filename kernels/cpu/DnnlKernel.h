@@ -82,8 +82,14 @@ class PrimitiveLog {
 public:
   void note(const dnnl::primitive &p);
   const std::vector<PrimitiveInfo> &entries() const { return entries_; }
+  void countReorder(size_t bytes) {
+    ++reorders_.reorders;
+    reorders_.bytes += (int64_t)bytes;
+  }
+  const ReorderCount &reorders() const { return reorders_; }
 
 private:
+  ReorderCount reorders_;
   std::vector<const_dnnl_primitive_t> seen_;
   std::vector<PrimitiveInfo> entries_;
 };
@@ -182,6 +188,7 @@ public:
   std::optional<Layout> preferredOperandLayout(unsigned i) const final { return preferIn_[i]; }
   std::optional<Layout> preferredResultLayout(unsigned i) const final { return preferOut_[i]; }
   std::vector<PrimitiveInfo> primitivesRun() const final { return log_.entries(); }
+  ReorderCount reordersRun() const final { return log_.reorders(); }
 
   /// Builds the layout-independent part (primitive descriptors); an error
   /// names the node.

@@ -274,6 +274,24 @@ class GraphrunTest(CliCase):
                 losses.append([json.loads(l)["loss"] for l in f])
         self.assertEqual(losses[0], losses[1])
 
+    def test_profile_counts_the_reorders_inside_kernels(self):
+        per_step = {}
+        for layouts in ("blocked", "plain"):
+            prof = self.path(layouts + ".txt")
+            extra = ["--plain-layouts"] if layouts == "plain" else []
+            self.train("--model", "resnet18", "--image-size", "32", "--steps", "3", "--batch", "4", "--no-eval",
+                       "--profile", prof, *extra)
+            with open(prof) as f:
+                text = f.read()
+            m = re.search(r"layout copies inside kernels: ([\d.]+) reorders, ([\d.]+) MB per step", text)
+            self.assertIsNotNone(m, text)
+            per_step[layouts] = float(m.group(1))
+            # The per-op rows add up to the total.
+            rows = re.findall(r"^  \w+ +[\d.]+ +[\d.]+% +\d+ +([\d.]+)$", text, re.M)
+            self.assertAlmostEqual(sum(map(float, rows)), per_step[layouts], delta=0.1 * len(rows) + 0.05)
+        # Keeping activations in the convolutions' own layout never needs more copies.
+        self.assertLessEqual(per_step["blocked"], per_step["plain"])
+
     def test_emulated_towers(self):
         p = self.train("--model", "small_cnn_nobn", "--data", "fashion-mnist", "--steps", "3", "--batch", "30",
                        "--gpus", "4", "--emulate", "--params", "mirrored", "--no-eval")

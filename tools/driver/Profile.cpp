@@ -10,26 +10,42 @@ namespace graphc {
 
 void printProfile(const Executor &ex, llvm::raw_ostream &os) {
   std::vector<NodeProfile> nodes = ex.profile();
-  std::map<std::string, std::pair<double, int64_t>> byOp;
+  struct OpRow {
+    double seconds = 0;
+    int64_t nodes = 0;
+    ReorderCount reorders;
+  };
+  std::map<std::string, OpRow> byOp;
   double total = 0;
   int64_t runs = 1;
+  ReorderCount reorders;
   for (const NodeProfile &p : nodes) {
-    auto &slot = byOp[opName(p.node->op()).str()];
-    slot.first += p.seconds;
-    ++slot.second;
+    OpRow &row = byOp[opName(p.node->op()).str()];
+    row.seconds += p.seconds;
+    ++row.nodes;
+    row.reorders.reorders += p.reorders.reorders;
+    row.reorders.bytes += p.reorders.bytes;
+    reorders.reorders += p.reorders.reorders;
+    reorders.bytes += p.reorders.bytes;
     total += p.seconds;
     runs = std::max(runs, p.runs);
   }
-  std::vector<std::pair<std::string, std::pair<double, int64_t>>> ops(byOp.begin(), byOp.end());
+  std::vector<std::pair<std::string, OpRow>> ops(byOp.begin(), byOp.end());
   llvm::sort(ops, [](auto &a, auto &b) {
-    return a.second.first != b.second.first ? a.second.first > b.second.first : a.first < b.first;
+    return a.second.seconds != b.second.seconds ? a.second.seconds > b.second.seconds
+                                                : a.first < b.first;
   });
-  os << llvm::format("per-op time over %lld profiled steps (%.3f s per step)\n", (long long)runs,
-                     total / runs);
-  os << "  op                            ms/step   share  nodes\n";
+  // Every step runs the same kernels: the reorders per step are their mean.
+  const double steps = (double)runs;
+  os << llvm::format("per-op time over %lld profiled steps (%.3f s per step); layout copies "
+                     "inside kernels: %.1f reorders, %.1f MB per step\n",
+                     (long long)runs, total / runs, reorders.reorders / steps,
+                     reorders.bytes / steps / 1e6);
+  os << "  op                            ms/step   share  nodes  reorders/step\n";
   for (auto &[op, v] : ops)
-    os << llvm::format("  %-26s %10.2f %6.1f%% %6lld\n", op.c_str(), 1e3 * v.first / runs,
-                       total ? 100 * v.first / total : 0.0, (long long)v.second);
+    os << llvm::format("  %-26s %10.2f %6.1f%% %6lld %14.1f\n", op.c_str(), 1e3 * v.seconds / runs,
+                       total ? 100 * v.seconds / total : 0.0, (long long)v.nodes,
+                       v.reorders.reorders / steps);
   llvm::sort(nodes, [](const NodeProfile &a, const NodeProfile &b) {
     return a.seconds != b.seconds ? a.seconds > b.seconds : a.node->name() < b.node->name();
   });
