@@ -3,7 +3,7 @@
 # members use std::vector<Value>, whose members are constexpr in C++20 and which clang then
 # instantiates while Value is still incomplete; LLVM 15 reordered the header). GCC accepts it, so
 # only the clang builds (fuzzing, ThreadSanitizer) need a way round: the translation units that
-# include JSON.h, directly or through one of the project's headers, are compiled as C++17 (they
+# include JSON.h, directly or through the project's headers (at any depth), are compiled as C++17 (they
 # use nothing of C++20 that clang does not accept as an extension there). Called from the top-level CMakeLists.txt once every target exists.
 
 # Every target defined in `dir` and below it.
@@ -24,12 +24,25 @@ function(graphc_compile_json_users_as_cxx17)
     ${PROJECT_SOURCE_DIR}/passes/*.h ${PROJECT_SOURCE_DIR}/placement/*.h
     ${PROJECT_SOURCE_DIR}/kernels/*.h ${PROJECT_SOURCE_DIR}/executor/*.h
     ${PROJECT_SOURCE_DIR}/tools/*.h ${PROJECT_SOURCE_DIR}/tests/*.h)
-  foreach(h IN LISTS headers)
-    file(STRINGS ${PROJECT_SOURCE_DIR}/${h} hit REGEX "^#include \"llvm/Support/JSON.h\"")
-    if(hit)
-      string(APPEND pattern "|#include \"${h}\"")
-    endif()
-  endforeach()
+  # Headers that include JSON.h directly, then those that include one of
+  # them, and so on until no header is added.
+  set(users "")
+  set(grown TRUE)
+  while(grown)
+    set(grown FALSE)
+    string(REPLACE "." "\\." regex "${pattern}")
+    foreach(h IN LISTS headers)
+      if(h IN_LIST users)
+        continue()
+      endif()
+      file(STRINGS ${PROJECT_SOURCE_DIR}/${h} hit REGEX "^(${regex})")
+      if(hit)
+        list(APPEND users ${h})
+        string(APPEND pattern "|#include \"${h}\"")
+        set(grown TRUE)
+      endif()
+    endforeach()
+  endwhile()
   string(REPLACE "." "\\." pattern "${pattern}")
   graphc_targets_below(targets ${PROJECT_SOURCE_DIR})
   foreach(target IN LISTS targets)
