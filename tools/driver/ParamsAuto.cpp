@@ -121,15 +121,17 @@ std::string why(const std::vector<Candidate> &all, const Candidate &chosen) {
     else if (!c.unfit.empty())
       unusable.push_back(nameOf(c) + " does not fit");
     else if (std::abs(c.step - chosen.step) <= kTie * std::max(c.step, chosen.step))
-      (c.bucketBytes && chosen.bucketBytes ? tiedCaps : tied).push_back(nameOf(c));
+      (c.bucketBytes ? tiedCaps : tied).push_back(nameOf(c));
     else
       slower.push_back(nameOf(c) + " " + ms(c.step) + " (" + c.bottleneck + ")");
   }
-  // Mirrored at other bucket caps, tied: one phrase ("1 MB buckets, one bucket").
+  // Mirrored at several bucket caps, tied: one phrase ("mirrored with 1 MB
+  // buckets, one bucket").
   if (!tiedCaps.empty()) {
     for (std::string &name : tiedCaps)
       name = llvm::StringRef(name).split(", ").second.str();
-    tied.push_back(modeName(chosen.mode) + " with " + llvm::join(tiedCaps, ", "));
+    tied.push_back(modeName(ParamPlacement{ParamPlacement::Mirrored}) + " with " +
+                   llvm::join(tiedCaps, ", "));
   }
   if (!tied.empty())
     text += ", tied with " + llvm::join(tied, "; ") +
