@@ -6,6 +6,13 @@
 
 namespace graphc {
 
+Builder Builder::like(const Node &n) {
+  Builder b(n.graph());
+  b.setTower(n.tower());
+  b.setRequestedDevice(n.requestedDevice());
+  return b;
+}
+
 Builder::Scope::Scope(Builder &b, llvm::StringRef name) : b_(b), previous_(b.scope_.size()) {
   if (!b_.scope_.empty())
     b_.scope_ += "/";

@@ -17,6 +17,8 @@ namespace graphc {
 class Builder {
 public:
   explicit Builder(Graph &g) : graph_(&g) {}
+  /// A builder for `n`'s graph that stamps `n`'s tower and requested device.
+  static Builder like(const Node &n);
 
   Graph &graph() const { return *graph_; }
   Module &module() const { return graph_->module(); }

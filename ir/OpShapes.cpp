@@ -298,8 +298,11 @@ llvm::Error checkChannelVectors(const Ctx &c, unsigned first, unsigned last) {
   for (unsigned i = first; i <= last; ++i) {
     if (c[i].rank() != 1 || c[i].shape[0] != c[0].shape[1])
       return c.fail("operand " + c.from(i) + " must be [" + llvm::Twine(c[0].shape[1]) + "]");
-    if (auto e = sameDType(c, 0, i))
-      return e;
+    // 16-bit data may keep f32 channel vectors (mixed precision).
+    bool mixed = c[i].dtype == DType::F32 && (c[0].dtype == DType::BF16 || c[0].dtype == DType::F16);
+    if (!mixed)
+      if (auto e = sameDType(c, 0, i))
+        return e;
   }
   // epsilon keeps the variance away from zero; momentum weighs the old
   // running statistics.

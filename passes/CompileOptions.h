@@ -60,6 +60,11 @@ struct AggregateOptions {
   int64_t bucketBytes = 25 << 20; ///< all-reduce bucket cap (mirrored)
 };
 
+/// mixed-precision.
+struct PrecisionOptions {
+  Precision precision = Precision::FP32;
+};
+
 /// accumulate-gradients.
 struct AccumulateOptions {
   unsigned steps = 1; ///< micro-batches per update (--accumulate K); 1: none
@@ -92,6 +97,9 @@ struct CompileOptions {
 
   // training-mode
   double dropoutSeedSalt = 0;
+
+  // mixed-precision
+  Precision precision = Precision::FP32;
 
   // training-mode (bn), replicate-towers, aggregate-gradients
   int towers = TowerOptions().towers;
@@ -128,6 +136,9 @@ inline PlacerFunction placerOptions(const CompileOptions &o) {
 }
 inline AggregateOptions aggregateOptions(const CompileOptions &o) {
   return {o.towers, o.params, o.bucketBytes};
+}
+inline PrecisionOptions precisionOptions(const CompileOptions &o) {
+  return {o.precision};
 }
 inline AccumulateOptions accumulateOptions(const CompileOptions &o) {
   return {o.accumulate};

@@ -39,6 +39,27 @@ llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s) {
   return makeError("unknown remainder policy '" + printable(s) + "'; known: error, drop, uneven");
 }
 
+llvm::Expected<Precision> parsePrecision(llvm::StringRef s) {
+  if (s == "fp32")
+    return Precision::FP32;
+  if (s == "bf16")
+    return Precision::BF16;
+  if (s == "fp16")
+    return Precision::FP16;
+  return makeError("unknown precision '" + printable(s) + "'; known: fp32, bf16, fp16");
+}
+
+llvm::StringRef modeName(Precision p) {
+  switch (p) {
+  case Precision::BF16:
+    return "bf16";
+  case Precision::FP16:
+    return "fp16";
+  default:
+    return "fp32";
+  }
+}
+
 llvm::Expected<Strategy> parseStrategy(llvm::StringRef s) {
   if (s == "data-parallel")
     return Strategy::DataParallel;

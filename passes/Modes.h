@@ -68,7 +68,17 @@ enum class Strategy : unsigned char {
   ModelParallel, ///< one replica's graph spread over the devices (placement/ModelParallel.h)
 };
 
+/// --precision: what the forward and backward passes compute in. Variables,
+/// their updates and the loss stay f32 in every mode.
+enum class Precision : unsigned char {
+  FP32, ///< everything in f32 (the default)
+  BF16, ///< convolutions, batch norms, activations, pooling in bf16 (passes/MixedPrecision.h)
+  FP16, ///< f16 with dynamic loss scaling (GPUs; not implemented: refused)
+};
+
 llvm::Expected<BnMode> parseBnMode(llvm::StringRef s);
+/// "fp32", "bf16" or "fp16".
+llvm::Expected<Precision> parsePrecision(llvm::StringRef s);
 /// "data-parallel" or "model-parallel".
 llvm::Expected<Strategy> parseStrategy(llvm::StringRef s);
 llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s);
@@ -80,6 +90,7 @@ llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s);
 
 llvm::StringRef modeName(BnMode m);
 llvm::StringRef modeName(Strategy s);
+llvm::StringRef modeName(Precision p);
 llvm::StringRef modeName(RemainderPolicy p);
 std::string modeName(ParamPlacement p);
 std::string modeName(const SplitSpec &s);

@@ -6,6 +6,7 @@
 #include "passes/AggregateGradients.h"
 #include "passes/BasicPasses.h"
 #include "passes/InsertTransfers.h"
+#include "passes/MixedPrecision.h"
 #include "passes/PlaceDevices.h"
 #include "passes/SplitBatch.h"
 #include "passes/TowerReplication.h"
@@ -16,8 +17,8 @@ namespace graphc {
 
 const char *const kDefaultInferencePipeline = "bind-batch,verify";
 const char *const kDefaultTrainingPipeline =
-    "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,split-batch,"
-    "concat-outputs,accumulate-gradients,aggregate-gradients,dce,verify";
+    "bind-batch,training-mode,add-loss,mixed-precision,autodiff,add-optimizer,replicate-towers,"
+    "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,dce,verify";
 const char *const kPlacementPipeline = "place-devices,insert-transfers,verify";
 
 /// A pass that reads nothing but the module.
@@ -46,6 +47,9 @@ void registerBuiltinPasses(PassRegistry &r) {
                   applyTrainingMode, trainingModeOptions);
   addFunctionPass(r, "add-loss", "softmax cross-entropy on the logits (mean over the batch)",
                   addLoss, lossOptions);
+  addFunctionPass(r, "mixed-precision",
+                  "--precision bf16: convolutions and what follows them in bf16, f32 weights",
+                  applyMixedPrecision, precisionOptions);
   addFunctionPass(r, "autodiff", "gradients of the loss for every trainable variable",
                   differentiate);
   addFunctionPass(r, "add-optimizer", "an lr input, optimizer slots and one update per parameter",

@@ -24,14 +24,6 @@ Value *scalarOf(Builder &b, double v, DType t, llvm::StringRef leaf) {
   return b.constant(std::move(c), leaf);
 }
 
-/// A builder that stamps `n`'s tower and requested device.
-Builder builderLike(const Node &n) {
-  Builder b(n.graph());
-  b.setTower(n.tower());
-  b.setRequestedDevice(n.requestedDevice());
-  return b;
-}
-
 /// Renames `n` aside so its name can be reused by its replacement.
 std::string freeName(Node &n) {
   std::string name = n.name();
@@ -77,7 +69,7 @@ llvm::Error switchBatchNorm(Node &bn) {
   Attrs attrs = bn.attrs();
   attrs.erase("training");
 
-  Builder b = builderLike(bn);
+  Builder b = Builder::like(bn);
   std::string name = freeName(bn);
   Node *train = b.createNode(Op::BatchNormTrain, {x, scale, bias}, std::move(attrs), name);
   bn.result()->replaceAllUsesWith(train->result(0));
@@ -110,7 +102,7 @@ void switchDropout(Node &d, const TrainingModeOptions &opts) {
   uint64_t key = stableHash(d.name()) ^ (salt * 0x9e3779b97f4a7c15ull);
   attrs.set("ratio", d.attrs().getFloat("ratio", 0.5));
   attrs.set("seed", (int64_t)(key >> 1)); // non-negative
-  Builder b = builderLike(d);
+  Builder b = Builder::like(d);
   std::string name = freeName(d);
   Node *train = b.createNode(Op::DropoutTrain, {d.operand(0)}, std::move(attrs), name);
   d.result()->replaceAllUsesWith(train->result(0));

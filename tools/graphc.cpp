@@ -226,6 +226,11 @@ int main(int argc, char **argv) {
                    "cpu | gpu:K | spread | mirrored | auto (by predicted step under memory)")
       ->capture_default_str();
   place->add_option("--bn", modes.bn, "local | sync | frozen")->capture_default_str();
+  place
+      ->add_option("--precision", modes.precision,
+                   "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
+                   "weights; CPU devices with bf16 instructions) | fp16 (not implemented)")
+      ->capture_default_str();
   place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
   place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
   std::string strategy = "data-parallel";
@@ -427,6 +432,8 @@ int main(int argc, char **argv) {
     llvm::outs() << ", global batch " << batch;
     if (po.accumulate > 1)
       llvm::outs() << " x " << po.accumulate << " micro-batches per update";
+    if (po.precision != Precision::FP32)
+      llvm::outs() << ", " << modeName(po.precision) << " compute";
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
                    << kDefaultBatchPerTower << " per tower";

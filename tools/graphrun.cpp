@@ -173,6 +173,11 @@ int main(int argc, char **argv) {
           "--params", modes.params,
           "where variables live: cpu | gpu:K | spread | mirrored | auto (by predicted step)")
       ->capture_default_str();
+  train
+      ->add_option("--precision", modes.precision,
+                   "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
+                   "weights; CPU devices with bf16 instructions) | fp16 (not implemented)")
+      ->capture_default_str();
   train->add_option("--bn", modes.bn, "BatchNorm across towers: local | sync | frozen")
       ->capture_default_str();
   train

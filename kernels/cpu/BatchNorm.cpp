@@ -163,10 +163,11 @@ private:
 } // namespace
 
 void registerCpuBatchNormKernels(KernelRegistry &r) {
-  r.add(Op::BatchNorm, DeviceKind::CPU, DType::F32, dnnlFactory<BatchNormKernel>());
-  r.add(Op::BatchNormTrain, DeviceKind::CPU, DType::F32, dnnlFactory<BatchNormKernel>());
-  r.add(Op::BatchNormTrainGrad, DeviceKind::CPU, DType::F32,
-        dnnlFactory<BatchNormTrainGradKernel>());
+  // bf16 data keeps f32 channel vectors (scale, shift, statistics).
+  auto types = {DType::F32, DType::BF16};
+  r.add(Op::BatchNorm, DeviceKind::CPU, types, dnnlFactory<BatchNormKernel>());
+  r.add(Op::BatchNormTrain, DeviceKind::CPU, types, dnnlFactory<BatchNormKernel>());
+  r.add(Op::BatchNormTrainGrad, DeviceKind::CPU, types, dnnlFactory<BatchNormTrainGradKernel>());
 }
 
 } // namespace graphc

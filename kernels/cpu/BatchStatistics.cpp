@@ -16,17 +16,24 @@
 namespace graphc {
 namespace {
 
+using plain::BFloat;
+
 struct Sums {
   double sum = 0, squares = 0;
 };
 
+/// An element as a double (bf16 widens exactly).
+inline double wide(float x) { return x; }
+inline double wide(BFloat x) { return plain::toFloat(x); }
+
 /// Adds a contiguous run of one channel.
+template <typename T>
 GRAPHC_TARGET_CLONES void
-addRun(const float *x, int64_t n, Sums &s) {
+addRun(const T *x, int64_t n, Sums &s) {
   double sum = 0, squares = 0;
 #pragma omp simd reduction(+ : sum, squares)
   for (int64_t i = 0; i < n; ++i) {
-    double v = x[i];
+    double v = wide(x[i]);
     sum += v;
     squares += v * v;
   }
@@ -35,12 +42,13 @@ addRun(const float *x, int64_t n, Sums &s) {
 }
 
 /// Adds `rows` rows of `block` interleaved channels (nChw<B>c), lane by lane.
+template <typename T>
 GRAPHC_TARGET_CLONES void
-addBlockedRows(const float *x, int64_t rows, int64_t block, double *sum, double *squares) {
+addBlockedRows(const T *x, int64_t rows, int64_t block, double *sum, double *squares) {
   for (int64_t r = 0; r < rows; ++r, x += block)
 #pragma omp simd
     for (int64_t b = 0; b < block; ++b) {
-      double v = x[b];
+      double v = wide(x[b]);
       sum[b] += v;
       squares[b] += v * v;
     }
@@ -52,11 +60,8 @@ void finish(const Sums &s, int64_t count, float *mean, float *var) {
   *var = count ? (float)std::max(0.0, s.squares / count - m * m) : 0.0f;
 }
 
-} // namespace
-
-void batchStatistics(const TensorView &x, float *mean, float *var) {
+template <typename T> void statistics(const TensorView &x, const T *data, float *mean, float *var) {
   int64_t n = x.shape[0], c = x.shape[1], inner = x.numElements() / std::max<int64_t>(n * c, 1);
-  const float *data = x.as<float>();
   if (x.layout == Layout::Blocked) {
     int64_t block = channelBlock(), blocks = c / block;
     plain::parallelFor(blocks, 1, [&](int64_t first, int64_t last) {
@@ -81,6 +86,15 @@ void batchStatistics(const TensorView &x, float *mean, float *var) {
       finish(s, n * inner, mean + ch, var + ch);
     }
   });
+}
+
+} // namespace
+
+void batchStatistics(const TensorView &x, float *mean, float *var) {
+  if (x.dtype == DType::BF16)
+    statistics(x, x.as<BFloat>(), mean, var);
+  else
+    statistics(x, x.as<float>(), mean, var);
 }
 
 } // namespace graphc

@@ -1,6 +1,6 @@
 //===- BlockedLayout.h - The channel-blocked layout on this CPU -*- C++ -*-===//
 //
-// Layout::Blocked is oneDNN's nChw<B>c: 4-D f32 activations whose channels are
+// Layout::Blocked is oneDNN's nChw<B>c: 4-D f32 (or bf16) activations whose channels are
 // split into blocks of B, the block innermost. B is whatever oneDNN's
 // convolutions compute in on the CPU at hand (16 on AVX-512, 8 on AVX2, and
 // what ONEDNN_MAX_CPU_ISA caps it to), asked once per process with a
@@ -20,7 +20,7 @@ namespace graphc {
 /// The channel block B of Layout::Blocked on this CPU (0: no blocked layout).
 int channelBlock();
 
-/// Whether a value of this type may be in Layout::Blocked: static 4-D f32
+/// Whether a value of this type may be in Layout::Blocked: static 4-D f32 or bf16
 /// with a whole number of channel blocks.
 bool blockable(const TensorType &t);
 

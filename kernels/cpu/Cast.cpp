@@ -45,6 +45,11 @@ template <typename To, typename From> To convert(From x) {
 }
 
 template <typename To, typename From> void castRange(To *o, const From *a, int64_t n) {
+  // Mixed precision's casts: the vectorised conversions.
+  if constexpr (std::is_same_v<To, BFloat> && std::is_same_v<From, float>)
+    return floatsToBf16(o, a, n);
+  if constexpr (std::is_same_v<To, float> && std::is_same_v<From, BFloat>)
+    return bf16ToFloats(o, a, n);
   for (int64_t i = 0; i < n; ++i)
     o[i] = convert<To>(a[i]);
 }

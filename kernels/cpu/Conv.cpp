@@ -25,16 +25,19 @@ namespace {
 
 using dims = dnnl::memory::dims;
 using tag = dnnl::memory::format_tag;
-constexpr auto f32 = dnnl::memory::data_type::f32;
+using dt = dnnl::memory::data_type;
 
 /// A convolution's sizes and window in oneDNN's terms.
 struct DnnlConvGeometry {
   Dims x, w, y; // [N,C,H,W], [O,C/g,kh,kw], [N,O,OH,OW]
   int64_t group = 1;
   dims strides, dilates, padL, padR; // dilates: oneDNN counts dilation - 1
+  /// What the primitive computes in (the activations' type, f32 or bf16) and
+  /// the type the weights are held in outside it.
+  dt data = dt::f32, weights = dt::f32;
 
   dnnl::memory::desc any(const Dims &d) const {
-    return dnnl::memory::desc(dims(d.begin(), d.end()), f32, tag::any);
+    return dnnl::memory::desc(dims(d.begin(), d.end()), data, tag::any);
   }
   /// The weights' shape as oneDNN sees them: [g, O/g, C/g, kh, kw] with groups.
   dims weightDims() const {
@@ -42,14 +45,16 @@ struct DnnlConvGeometry {
       return dims(w.begin(), w.end());
     return {group, w[0] / group, w[1], w[2], w[3]};
   }
-  dnnl::memory::desc weightsAny() const { return dnnl::memory::desc(weightDims(), f32, tag::any); }
+  dnnl::memory::desc weightsAny() const { return dnnl::memory::desc(weightDims(), data, tag::any); }
   dnnl::memory::desc weightsPlain() const {
-    return dnnl::memory::desc(weightDims(), f32, group == 1 ? tag::oihw : tag::goihw);
+    return dnnl::memory::desc(weightDims(), weights, group == 1 ? tag::oihw : tag::goihw);
   }
 };
 
-/// The node's geometry (kernels/ConvGeometry.h) in oneDNN's terms.
-llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n) {
+/// The node's geometry (kernels/ConvGeometry.h) in oneDNN's terms; `weights`
+/// is the type of the weights (Conv, ConvGradData) or of their gradient
+/// (ConvGradFilter).
+llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n, DType weights) {
   auto c = convGeometry(n);
   if (!c)
     return c.takeError();
@@ -58,6 +63,8 @@ llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n) {
   g.w = c->w;
   g.y = c->y;
   g.group = c->group;
+  g.data = dnnlType(n.operand(0)->type().dtype);
+  g.weights = dnnlType(weights);
   for (int i = 0; i < 2; ++i) {
     g.strides.push_back(c->strides[i]);
     g.dilates.push_back(c->dilations[i] - 1);
@@ -71,7 +78,7 @@ dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, b
                                                     const dnnl::primitive_attr &attr,
                                                     bool inference = false) {
   auto x = g.any(g.x), w = g.weightsAny(), y = g.any(g.y);
-  auto b = dnnl::memory::desc({g.w[0]}, f32, tag::a);
+  auto b = dnnl::memory::desc({g.w[0]}, g.data, tag::a);
   auto kind = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
   auto alg = dnnl::algorithm::convolution_direct;
   auto desc = bias ? dnnl::convolution_forward::desc(kind, alg, x, w, b, y, g.strides, g.dilates,
@@ -86,7 +93,7 @@ public:
   using DnnlKernel::DnnlKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node());
+    auto g = readGeometry(node(), operandType(1).dtype);
     if (!g)
       return g.takeError();
     geo_ = *g;
@@ -148,7 +155,7 @@ public:
   using DnnlKernel::DnnlKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node());
+    auto g = readGeometry(node(), operandType(1).dtype);
     if (!g)
       return g.takeError();
     geo_ = *g;
@@ -191,13 +198,16 @@ public:
   using DnnlKernel::DnnlKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node());
+    auto g = readGeometry(node(), resultType(0).dtype);
     if (!g)
       return g.takeError();
     geo_ = *g;
     auto hint = forwardPd(geo_, false, dnnl::primitive_attr());
+    // The weights' gradient is computed in the type it is wanted in (oneDNN
+    // accumulates in f32 whatever the activations' type).
+    auto dw = dnnl::memory::desc(geo_.weightDims(), geo_.weights, tag::any);
     dnnl::convolution_backward_weights::desc desc(
-        dnnl::algorithm::convolution_direct, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y),
+        dnnl::algorithm::convolution_direct, geo_.any(geo_.x), dw, geo_.any(geo_.y),
         geo_.strides, geo_.dilates, geo_.padL, geo_.padR);
     pd_ = dnnl::convolution_backward_weights::primitive_desc(desc, userScratchpad(),
                                                              CpuBackend::instance().engine(), hint);
@@ -231,9 +241,10 @@ private:
 } // namespace
 
 void registerCpuConvKernels(KernelRegistry &r) {
-  r.add(Op::Conv, DeviceKind::CPU, DType::F32, dnnlFactory<ConvKernel>());
-  r.add(Op::ConvGradData, DeviceKind::CPU, DType::F32, dnnlFactory<ConvGradDataKernel>());
-  r.add(Op::ConvGradFilter, DeviceKind::CPU, DType::F32, dnnlFactory<ConvGradFilterKernel>());
+  auto types = {DType::F32, DType::BF16};
+  r.add(Op::Conv, DeviceKind::CPU, types, dnnlFactory<ConvKernel>());
+  r.add(Op::ConvGradData, DeviceKind::CPU, types, dnnlFactory<ConvGradDataKernel>());
+  r.add(Op::ConvGradFilter, DeviceKind::CPU, types, dnnlFactory<ConvGradFilterKernel>());
 }
 
 } // namespace graphc

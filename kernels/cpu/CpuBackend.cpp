@@ -80,7 +80,7 @@ int channelBlock() {
 
 bool blockable(const TensorType &t) {
   int block = channelBlock();
-  return block > 0 && t.dtype == DType::F32 && t.rank() == 4 && t.isStatic() &&
+  return block > 0 && (t.dtype == DType::F32 || t.dtype == DType::BF16) && t.rank() == 4 && t.isStatic() &&
          t.shape[1] % block == 0;
 }
 
@@ -116,6 +116,11 @@ dnnl::memory::desc dnnlDesc(const TensorView &v) {
 
 dnnl::memory dnnlMemory(const TensorView &v) {
   return dnnl::memory(dnnlDesc(v), CpuBackend::instance().engine(), v.data);
+}
+
+bool cpuHasBf16() {
+  auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & want) == want;
 }
 
 void setCpuThreads(int threads) { omp_set_num_threads(threads > 0 ? threads : 1); }

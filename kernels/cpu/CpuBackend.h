@@ -36,6 +36,11 @@ dnnl::memory::desc dnnlDesc(const TensorType &t, Layout layout = Layout::Plain);
 /// Wraps a view's buffer (no copy).
 dnnl::memory dnnlMemory(const TensorView &v);
 
+/// Whether oneDNN may use bf16 instructions here (AVX512_BF16 or AMX, within
+/// ONEDNN_MAX_CPU_ISA). Without them its bf16 kernels emulate or fall back to
+/// reference code, slower than f32.
+bool cpuHasBf16();
+
 /// Sets the calling thread's OpenMP budget (oneDNN and our own loops).
 void setCpuThreads(int threads);
 int cpuThreads();

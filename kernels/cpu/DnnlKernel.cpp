@@ -30,7 +30,7 @@ ThreadScope::~ThreadScope() {
     omp_set_num_threads(saved_);
 }
 
-dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims) {
+dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims, DType dtype) {
   dnnl::memory::dims d(dims.begin(), dims.end());
   if (d.empty())
     d.push_back(1);
@@ -40,13 +40,13 @@ dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims) {
     strides[i] = stride;
     stride *= d[i];
   }
-  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
+  return dnnl::memory::desc(d, dnnlType(dtype), strides);
 }
 
 dnnl::memory::desc layoutDesc(const TensorType &t, Layout l) {
   if (l == Layout::Blocked)
     return dnnlDesc(t, l);
-  return plainDesc(t.shape);
+  return plainDesc(t.shape, t.dtype);
 }
 
 dnnl::reorder &ReorderCache::get(const dnnl::memory::desc &from, const dnnl::memory::desc &to) {
@@ -177,7 +177,7 @@ void DnnlKernel::allowBlockedResult(unsigned i) {
 /// Which of our layouts a format oneDNN chose for a value of type `t` is.
 static std::optional<Layout> layoutOf(const TensorType &t, const dnnl::memory::desc &chosen,
                                       bool blockedAllowed) {
-  if (chosen == plainDesc(t.shape))
+  if (chosen == plainDesc(t.shape, t.dtype))
     return Layout::Plain;
   if (blockedAllowed && chosen == layoutDesc(t, Layout::Blocked))
     return Layout::Blocked;

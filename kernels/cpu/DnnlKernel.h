@@ -55,11 +55,11 @@ inline size_t roundScratch(size_t bytes) {
   return (bytes + 63) / 64 * 64;
 }
 
-/// A plain (row-major) f32 descriptor of any rank, scalars as [1].
-dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims);
-/// The f32 descriptor of a tensor of type `t` in layout `l`.
+/// A plain (row-major) descriptor of any rank, scalars as [1].
+dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims, DType dtype = DType::F32);
+/// The descriptor of a tensor of type `t` (f32 or bf16) in layout `l`.
 dnnl::memory::desc layoutDesc(const TensorType &t, Layout l);
-/// The descriptor of an f32 view in its own layout.
+/// The descriptor of a view in its own layout.
 inline dnnl::memory::desc viewDesc(const TensorView &v) {
   return layoutDesc(TensorType(v.dtype, v.shape), v.layout);
 }

@@ -86,6 +86,10 @@ void binaryRun(T *o, const T *a, int64_t sa, const T *b, int64_t sb, int64_t n, 
 
 template <typename S, typename F>
 void binaryRunHalf(S *o, const S *a, int64_t sa, const S *b, int64_t sb, int64_t n, F f) {
+  if constexpr (std::is_same_v<S, BFloat> && std::is_same_v<F, ReluGradFn>) {
+    if (sa && sb)
+      return reluGradBf16(o, a, b, n);
+  }
   float fa[kChunk], fb[kChunk], fo[kChunk];
   for (int64_t i = 0; i < n; i += kChunk) {
     int64_t m = std::min(kChunk, n - i);
@@ -191,7 +195,9 @@ struct ClipFn {
 };
 
 template <typename T, typename F> void unaryRun(T *o, const T *a, int64_t n, F f) {
-  if constexpr (isHalfLike<T>) {
+  if constexpr (std::is_same_v<T, BFloat> && std::is_same_v<F, ReluFn>) {
+    reluBf16(o, a, n);
+  } else if constexpr (isHalfLike<T>) {
     float fa[kChunk];
     for (int64_t i = 0; i < n; i += kChunk) {
       int64_t m = std::min(kChunk, n - i);
@@ -262,6 +268,10 @@ public:
             float acc[kChunk], next[kChunk];
             loadFloats(acc, ctx.inputs[0].as<const T>() + c, 1, m);
             for (size_t k = 1; k < count; ++k) {
+              if constexpr (std::is_same_v<T, BFloat>) {
+                addBf16(acc, ctx.inputs[k].as<const T>() + c, m);
+                continue;
+              }
               loadFloats(next, ctx.inputs[k].as<const T>() + c, 1, m);
               for (int64_t i = 0; i < m; ++i)
                 acc[i] += next[i];

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kernels/cpu/PlainLoops.h"
+#include "kernels/cpu/TargetClones.h"
 
 namespace graphc {
 namespace plain {
@@ -151,6 +152,39 @@ void stridedCopy(void *out, const void *in, const LoopNest &nest, size_t elemSiz
   default:
     assert(elemSize == 8 && "unexpected element size");
     return copyRuns(static_cast<uint64_t *>(out), static_cast<const uint64_t *>(in), nest);
+  }
+}
+
+GRAPHC_TARGET_CLONES void bf16ToFloats(float *to, const BFloat *from, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    to[i] = bf16BitsToFloat(from[i].bits);
+}
+
+GRAPHC_TARGET_CLONES void floatsToBf16(BFloat *to, const float *from, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    to[i].bits = floatToBf16Bits(from[i]);
+}
+
+GRAPHC_TARGET_CLONES void addBf16(float *acc, const BFloat *from, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] += bf16BitsToFloat(from[i].bits);
+}
+
+GRAPHC_TARGET_CLONES void reluBf16(BFloat *o, const BFloat *x, int64_t n) {
+  // x < 0: sign set, not -0 (0x8000), not NaN (above -inf's 0xff80).
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t b = x[i].bits;
+    uint16_t keep = (b > 0x8000u && b <= 0xff80u) ? 0u : 0xffffu;
+    o[i].bits = b & keep;
+  }
+}
+
+GRAPHC_TARGET_CLONES void reluGradBf16(BFloat *o, const BFloat *y, const BFloat *dy, int64_t n) {
+  // y > 0: as a signed 16-bit integer, 0 < y <= +inf's bits.
+  for (int64_t i = 0; i < n; ++i) {
+    int16_t b = (int16_t)y[i].bits;
+    uint16_t keep = (b > 0 && b <= 0x7f80) ? 0xffffu : 0u;
+    o[i].bits = dy[i].bits & keep;
   }
 }
 

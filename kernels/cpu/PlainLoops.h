@@ -87,14 +87,32 @@ template <> inline BFloat fromFloat<BFloat>(float f) {
 /// Floats per chunk when a 16-bit tensor is computed in f32 (on the stack).
 inline constexpr int64_t kChunk = 512;
 
+/// bf16 to f32 and back over contiguous runs, compiled for AVX-512 and AVX2
+/// (kernels/cpu/TargetClones.h): the conversions of every bf16 elementwise op.
+void bf16ToFloats(float *to, const BFloat *from, int64_t n);
+void floatsToBf16(BFloat *to, const float *from, int64_t n);
+/// acc[i] += from[i].
+void addBf16(float *acc, const BFloat *from, int64_t n);
+/// ReLU and its gradient on bf16 bits, without converting: what the f32
+/// functors compute (NaN and -0 pass through ReLU; the gradient passes dy
+/// where y > 0).
+void reluBf16(BFloat *o, const BFloat *x, int64_t n);
+void reluGradBf16(BFloat *o, const BFloat *y, const BFloat *dy, int64_t n);
+
 /// Reads n elements (or one, when stride is 0) into floats.
 template <typename T> void loadFloats(float *to, const T *from, int64_t stride, int64_t n) {
   if (stride == 0)
     n = 1;
+  if constexpr (std::is_same_v<T, BFloat>) {
+    if (stride == 1)
+      return bf16ToFloats(to, from, n);
+  }
   for (int64_t i = 0; i < n; ++i)
     to[i] = toFloat(from[i * stride]);
 }
 template <typename T> void storeFloats(T *to, const float *from, int64_t n) {
+  if constexpr (std::is_same_v<T, BFloat>)
+    return floatsToBf16(to, from, n);
   for (int64_t i = 0; i < n; ++i)
     to[i] = fromFloat<T>(from[i]);
 }

@@ -37,6 +37,7 @@ struct PoolGeometry {
   dims kernel, strides, dilates, padL, padR;
   Ints padEnd; ///< the explicit end pads (padR may be wider, for ceil_mode)
   dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+  DType dtype = DType::F32; ///< f32 or bf16
 
   /// Average pooling with padding counted whose window overhangs the padded
   /// input somewhere: the case whose divisors need correcting.
@@ -54,6 +55,7 @@ llvm::Expected<PoolGeometry> readGeometry(const Node &n, Dims x, Dims y) {
   PoolGeometry g;
   g.x = std::move(x);
   g.y = std::move(y);
+  g.dtype = n.operand(0)->type().dtype;
   // Windows are 2-d except for GlobalAveragePool's, which has 1 to 3
   // spatial dimensions.
   bool global = n.op() == Op::GlobalAveragePool;
@@ -100,6 +102,8 @@ llvm::Expected<PoolGeometry> readGeometry(const Node &n, Dims x, Dims y) {
     g.padR.push_back(
         std::max(pads[i + s], (g.y[2 + i] - 1) * strides[i] + extent - g.x[2 + i] - pads[i]));
   }
+  if (g.overhangs() && g.dtype != DType::F32)
+    return nodeError(n, "average pooling that counts padding with ceil_mode is f32 only");
   return g;
 }
 
@@ -157,8 +161,8 @@ struct Overhang {
 
 dnnl::pooling_v2_forward::primitive_desc
 forwardPd(const PoolGeometry &g, Layout l, dnnl::prop_kind kind, const dnnl::primitive_attr &attr) {
-  dnnl::pooling_v2_forward::desc desc(kind, g.alg, layoutDesc(TensorType(DType::F32, g.x), l),
-                                      layoutDesc(TensorType(DType::F32, g.y), l), g.strides,
+  dnnl::pooling_v2_forward::desc desc(kind, g.alg, layoutDesc(TensorType(g.dtype, g.x), l),
+                                      layoutDesc(TensorType(g.dtype, g.y), l), g.strides,
                                       g.kernel, g.dilates, g.padL, g.padR);
   return dnnl::pooling_v2_forward::primitive_desc(desc, attr, CpuBackend::instance().engine());
 }
@@ -335,11 +339,12 @@ private:
 } // namespace
 
 void registerCpuPoolKernels(KernelRegistry &r) {
-  r.add(Op::MaxPool, DeviceKind::CPU, DType::F32, dnnlFactory<PoolKernel>());
-  r.add(Op::AveragePool, DeviceKind::CPU, DType::F32, dnnlFactory<PoolKernel>());
-  r.add(Op::GlobalAveragePool, DeviceKind::CPU, DType::F32, dnnlFactory<PoolKernel>());
-  r.add(Op::MaxPoolGrad, DeviceKind::CPU, DType::F32, dnnlFactory<MaxPoolGradKernel>());
-  r.add(Op::AveragePoolGrad, DeviceKind::CPU, DType::F32, dnnlFactory<AveragePoolGradKernel>());
+  auto types = {DType::F32, DType::BF16};
+  r.add(Op::MaxPool, DeviceKind::CPU, types, dnnlFactory<PoolKernel>());
+  r.add(Op::AveragePool, DeviceKind::CPU, types, dnnlFactory<PoolKernel>());
+  r.add(Op::GlobalAveragePool, DeviceKind::CPU, types, dnnlFactory<PoolKernel>());
+  r.add(Op::MaxPoolGrad, DeviceKind::CPU, types, dnnlFactory<MaxPoolGradKernel>());
+  r.add(Op::AveragePoolGrad, DeviceKind::CPU, types, dnnlFactory<AveragePoolGradKernel>());
 }
 
 } // namespace graphc

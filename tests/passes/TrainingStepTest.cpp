@@ -78,7 +78,8 @@ struct Trainer {
 
 TEST(TrainingStep, DefaultPipelineIsTheContract) {
   EXPECT_STREQ(kDefaultTrainingPipeline,
-               "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,"
+               "bind-batch,training-mode,add-loss,mixed-precision,autodiff,add-optimizer,"
+               "replicate-towers,"
                "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,dce,verify");
 }
 

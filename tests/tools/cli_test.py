@@ -292,6 +292,34 @@ class GraphrunTest(CliCase):
         # Keeping activations in the convolutions' own layout never needs more copies.
         self.assertLessEqual(per_step["blocked"], per_step["plain"])
 
+    def test_precision_bf16_runs_where_the_cpu_has_bf16_and_is_refused_elsewhere(self):
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+        has_bf16 = "avx512_bf16" in flags or "amx_bf16" in flags
+        args = ("--model", "small_cnn", "--steps", "3", "--batch", "16", "--no-eval", "--precision", "bf16")
+        p = self.train(*args, ok=False)
+        if has_bf16:
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("precision  bf16 compute", p.stdout)
+            self.assertIn("trained 3 steps", p.stdout)
+        else:
+            self.assertFailsClearly(p, "no bf16 instructions", "--precision fp32")
+        # Below bf16 instructions (an AVX2 CPU), one line instead of a run several times slower.
+        capped = subprocess.run([GRAPHRUN, "train", "--no-progress", "--threads", "2", *args], capture_output=True,
+                                text=True, env=dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2"))
+        self.assertFailsClearly(capped, "no bf16 instructions")
+        self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--precision", "fp16", ok=False),
+                                "fp16 is not implemented")
+        self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--precision", "f8", ok=False),
+                                "--precision", "unknown precision 'f8'")
+        # A plan placed in bf16 on GPUs runs on emulated (CPU) devices only: the GPU kernels are f32.
+        plan = self.path("bf16.placed")
+        placed = run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16", "--precision", "bf16",
+                     "-o", plan)
+        self.assertIn("bf16 compute", placed.stdout)
+        if has_bf16:
+            self.assertIn("trained 2 steps", self.train(plan, "--steps", "2", "--no-eval", "--emulate").stdout)
+
     def test_emulated_towers(self):
         p = self.train("--model", "small_cnn_nobn", "--data", "fashion-mnist", "--steps", "3", "--batch", "30",
                        "--gpus", "4", "--emulate", "--params", "mirrored", "--no-eval")

@@ -23,7 +23,7 @@
 namespace graphc::towertest {
 
 inline const char *const kSingleDevicePipeline =
-    "bind-batch,training-mode,add-loss,autodiff,add-optimizer,dce,verify";
+    "bind-batch,training-mode,add-loss,mixed-precision,autodiff,add-optimizer,dce,verify";
 /// The default training pipeline up to (and without) placement.
 inline const char *const kTowerPipeline =
     "bind-batch,training-mode,add-loss,autodiff,add-optimizer,replicate-towers,split-batch,"
@@ -191,13 +191,15 @@ struct SingleDeviceRun {
 /// 2 threads): the towers' reference. A failure is a test failure and an
 /// empty result.
 inline SingleDeviceRun trainSingleDevice(llvm::StringRef model, models::ModelOptions mo,
-                                         int64_t batch, int steps, float lr) {
+                                         int64_t batch, int steps, float lr,
+                                         Precision precision = Precision::FP32) {
   SingleDeviceRun result;
   auto m = buildOrFail(model, mo);
   if (!m)
     return result;
   CompileOptions o;
   o.batch = batch;
+  o.precision = precision;
   if (auto e = runPipeline(*m, kSingleDevicePipeline, o)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     return result;

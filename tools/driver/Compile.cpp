@@ -48,6 +48,10 @@ llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into) {
   auto remainder = parseRemainderPolicy(flags.remainder);
   if (!remainder)
     return withContext(remainder.takeError(), "--remainder");
+  auto precision = parsePrecision(flags.precision);
+  if (!precision)
+    return withContext(precision.takeError(), "--precision");
+  into.precision = *precision;
   into.params = *params;
   into.bn = *bn;
   into.remainder = *remainder;

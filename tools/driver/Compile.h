@@ -25,7 +25,7 @@ namespace graphc {
 /// The tower modes as a command line spells them (--params, --bn,
 /// --remainder, --split; empty split: even shares).
 struct TowerModeFlags {
-  std::string params = "cpu", bn = "local", remainder = "uneven", split;
+  std::string params = "cpu", bn = "local", remainder = "uneven", split, precision = "fp32";
 };
 /// Parses them once into the typed options; an error names the flag.
 llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into);

@@ -1,6 +1,8 @@
 #include "tools/driver/RunChecks.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Module.h"
+#include "kernels/cpu/CpuBackend.h"
 #include "passes/PsPart.h"
 #include "tools/driver/Trainer.h"
 
@@ -81,6 +83,25 @@ llvm::Error checkTrainOptions(const TrainOptions &opts) {
   if (opts.evalBatch < 0)
     return makeError("--eval-batch " + llvm::Twine(opts.evalBatch) + ": must be at least 1");
   return checkThreadCount("--loader-threads", opts.loaderThreads, /*least=*/0);
+}
+
+llvm::Error checkPrecisionRuns(const Module &plan,
+                               const std::function<std::string(const std::string &)> &deviceMap) {
+  if (plan.meta().getString("precision", "fp32") != "bf16")
+    return llvm::Error::success();
+  for (const auto &g : plan.graphs())
+    for (const Node *n : g->nodes()) {
+      std::string d = deviceMap ? deviceMap(n->assignedDevice()) : n->assignedDevice();
+      if (llvm::StringRef(d).startswith("gpu"))
+        return makeError("--precision bf16 runs on CPU devices only: the GPU kernels are f32 (the "
+                         "plan puts '" + n->name() + "' on " + d + "; train it with --emulate, or "
+                         "compile it with --precision fp32)");
+    }
+  if (!cpuHasBf16())
+    return makeError("--precision bf16: this CPU has no bf16 instructions (AVX512_BF16 or AMX) "
+                     "that oneDNN may use here, so bf16 would run slower than fp32; use "
+                     "--precision fp32");
+  return llvm::Error::success();
 }
 
 } // namespace graphc

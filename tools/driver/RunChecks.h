@@ -12,11 +12,13 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 
 namespace graphc {
 
+class Module;
 struct TrainOptions;
 
 /// A number as a user would write it ("0.001", "-1", "1e+30").
@@ -32,5 +34,12 @@ llvm::Error checkThreadCount(llvm::StringRef flag, std::optional<int64_t> thread
 /// The numbers of `graphrun train`: steps, epochs, learning rate, momentum,
 /// weight decay, checkpoint cadence and count, loader threads, batch sizes.
 llvm::Error checkTrainOptions(const TrainOptions &opts);
+
+/// A plan compiled with --precision bf16 runs where its kernels are fast: on
+/// CPU devices (emulated GPUs included; `deviceMap` is the executor's, unset:
+/// devices run as named) of a CPU with bf16 instructions. Refused otherwise,
+/// in one line, rather than running several times slower than f32.
+llvm::Error checkPrecisionRuns(const Module &plan,
+                               const std::function<std::string(const std::string &)> &deviceMap);
 
 } // namespace graphc

@@ -503,6 +503,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       return line.takeError();
     emulation = std::move(*line);
   }
+  if (auto e = checkPrecisionRuns(*compiled, exec.deviceMap))
+    return e;
   auto ex = Executor::create(*compiled, exec);
   if (!ex)
     return ex.takeError();
@@ -593,6 +595,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << ", " << split;
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
+  if (compiled->meta().getString("precision") == "bf16")
+    out << "  precision  bf16 compute (convolutions, batch norms, activations, pooling), f32 "
+           "master weights, updates and loss\n";
   if (accumulate > 1)
     out << "  accumulate " << accumulate << " micro-batches of " << batch << " per update ("
         << accumulate * batch << " samples, as one batch of " << accumulate * batch

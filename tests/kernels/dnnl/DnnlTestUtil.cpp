@@ -6,6 +6,7 @@
 #include "kernels/cpu/CpuBackend.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace graphc::test {
@@ -57,21 +58,25 @@ void fillNaN(void *data, size_t bytes) {
 
 } // namespace
 
-Tensor toBlocked(const Tensor &plain) {
-  Tensor out(plain.type());
-  const float *from = plain.data<float>();
-  float *to = out.data<float>();
-  forEachBlocked(plain.shape(), [&](int64_t p, int64_t b) { to[b] = from[p]; });
+/// Copies element p of `from` to element b of `to` (or back) for every
+/// (plain, blocked) index pair; elements of 2 or 4 bytes.
+static Tensor reblock(const Tensor &from, bool toBlocked) {
+  Tensor out(from.type());
+  size_t es = dtypeSize(from.type().dtype);
+  const char *src = static_cast<const char *>(from.raw());
+  char *dst = static_cast<char *>(out.raw());
+  forEachBlocked(from.shape(), [&](int64_t p, int64_t b) {
+    if (toBlocked)
+      std::memcpy(dst + b * es, src + p * es, es);
+    else
+      std::memcpy(dst + p * es, src + b * es, es);
+  });
   return out;
 }
 
-Tensor fromBlocked(const Tensor &blocked) {
-  Tensor out(blocked.type());
-  const float *from = blocked.data<float>();
-  float *to = out.data<float>();
-  forEachBlocked(blocked.shape(), [&](int64_t p, int64_t b) { to[p] = from[b]; });
-  return out;
-}
+Tensor toBlocked(const Tensor &plain) { return reblock(plain, true); }
+
+Tensor fromBlocked(const Tensor &blocked) { return reblock(blocked, false); }
 
 llvm::Expected<std::unique_ptr<KernelHarness>>
 KernelHarness::create(const Node &n,
@@ -198,6 +203,76 @@ double dot(const Tensor &a, const Tensor &b) {
   for (int64_t i = 0; i < a.numElements(); ++i)
     s += a.at(i) * b.at(i);
   return s;
+}
+
+Attrs attrs(std::initializer_list<std::pair<const char *, Attribute>> list) {
+  Attrs a;
+  for (auto &[k, v] : list)
+    a.set(k, v);
+  return a;
+}
+
+std::vector<Case> blockedCases() {
+  Ints pad1{1, 1, 1, 1};
+  Attrs conv = attrs({{"pads", pad1}});
+  Attrs dataAttrs = conv, filterAttrs = conv;
+  dataAttrs.set("input_shape", Ints{2, 32, 7, 7});
+  filterAttrs.set("filter_shape", Ints{16, 32, 3, 3});
+  Attrs maxPool = attrs({{"kernel_shape", Ints{3, 3}},
+                         {"strides", Ints{2, 2}},
+                         {"pads", pad1},
+                         {"ceil_mode", (int64_t)1}});
+  Attrs avgPool = maxPool;
+  avgPool.set("count_include_pad", (int64_t)1); // windows overhang at the end
+  Attrs avgGrad = avgPool;
+  avgGrad.set("input_shape", Ints{1, 16, 10, 10});
+  Attrs eps = attrs({{"epsilon", 1e-3}});
+  TensorType c16 = f32({16}), c32 = f32({32});
+  return {
+      {"conv", Op::Conv, {f32({2, 32, 7, 7}), f32({16, 32, 3, 3}), c16}, conv},
+      {"conv_rgb",
+       Op::Conv,
+       {f32({2, 3, 9, 9}), f32({16, 3, 3, 3})},
+       attrs({{"strides", Ints{2, 2}}})},
+      {"conv_grad_data", Op::ConvGradData, {f32({2, 16, 7, 7}), f32({16, 32, 3, 3})}, dataAttrs},
+      {"conv_grad_filter",
+       Op::ConvGradFilter,
+       {f32({2, 32, 7, 7}), f32({2, 16, 7, 7})},
+       filterAttrs},
+      {"max_pool", Op::MaxPool, {f32({2, 16, 9, 9})}, maxPool},
+      {"max_pool_grad", Op::MaxPoolGrad, {f32({2, 16, 9, 9}), f32({2, 16, 5, 5})}, maxPool},
+      {"avg_pool", Op::AveragePool, {f32({1, 16, 10, 10})}, avgPool},
+      {"avg_pool_grad", Op::AveragePoolGrad, {f32({1, 16, 6, 6})}, avgGrad},
+      {"global_avg_pool", Op::GlobalAveragePool, {f32({2, 32, 5, 5})}, {}},
+      {"batch_norm", Op::BatchNorm, {f32({2, 16, 4, 4}), c16, c16, c16, c16}, eps},
+      {"batch_norm_train", Op::BatchNormTrain, {f32({2, 32, 3, 3}), c32, c32}, eps},
+      {"batch_norm_train_grad",
+       Op::BatchNormTrainGrad,
+       {f32({2, 32, 3, 3}), c32, c32, c32, f32({2, 32, 3, 3})},
+       eps},
+  };
+}
+
+/// Every combination of layouts the kernel accepts, all-plain first.
+std::vector<LayoutPair> layoutCombinations(const Kernel &k, const Node &n) {
+  std::vector<LayoutPair> all{{{}, {}}};
+  auto expand = [&](bool blocked, bool operand) {
+    size_t count = all.size();
+    for (size_t i = 0; i < count; ++i) {
+      auto &list = operand ? all[i].first : all[i].second;
+      list.push_back(Layout::Plain);
+      if (blocked) {
+        LayoutPair b = all[i];
+        (operand ? b.first : b.second).back() = Layout::Blocked;
+        all.push_back(std::move(b));
+      }
+    }
+  };
+  for (unsigned i = 0; i < n.numOperands(); ++i)
+    expand(k.acceptsLayout(i, Layout::Blocked), true);
+  for (unsigned i = 0; i < n.numResults(); ++i)
+    expand(k.producesLayout(i, Layout::Blocked), false);
+  return all;
 }
 
 } // namespace graphc::test

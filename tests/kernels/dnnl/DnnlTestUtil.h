@@ -69,4 +69,22 @@ inline TensorType f32(llvm::ArrayRef<int64_t> dims) {
   return TensorType(DType::F32, dims);
 }
 
+/// Attributes from a list of (name, value).
+Attrs attrs(std::initializer_list<std::pair<const char *, Attribute>> list);
+
+/// One node of every oneDNN kernel that takes nChw<B>c, f32, with channels
+/// that fill whole blocks.
+struct Case {
+  const char *name;
+  Op op;
+  std::vector<TensorType> inputs;
+  Attrs attrs;
+};
+std::vector<Case> blockedCases();
+
+/// Operand layouts and result layouts of one run.
+using LayoutPair = std::pair<std::vector<Layout>, std::vector<Layout>>;
+/// Every combination of layouts the kernel accepts, all-plain first.
+std::vector<LayoutPair> layoutCombinations(const Kernel &k, const Node &n);
+
 } // namespace graphc::test

@@ -1,0 +1,34 @@
+//===- MixedPrecision.h - bf16 compute with f32 master weights --*- C++ -*-===//
+//
+// The `mixed-precision` pass (--precision; nothing to do for fp32). It runs
+// on the forward graph after add-loss and before autodiff, so the backward
+// pass inherits its types: the gradient of a bf16 value is bf16 and the
+// gradient of a Cast is the Cast back. Guarantees, in graph "main", for
+// --precision bf16:
+//
+//  1. Every Conv computes in bf16: its f32 operands (activations, weights,
+//     bias) are read through Cast {to = bf16}. A weight's gradient therefore
+//     arrives at its variable as f32 (the Cast's gradient), so the optimizer
+//     updates f32 master weights, as PyTorch's autocast does.
+//  2. BatchNormTrain, Relu, MaxPool, AveragePool, GlobalAveragePool,
+//     DropoutTrain, and Add and Concat whose operands are all bf16, compute in
+//     bf16 when their data operand is bf16 (a value some earlier bf16 node
+//     made). BatchNormTrain's scale, bias and statistics stay f32.
+//  3. Every other node reads f32: a bf16 operand is read through Cast
+//     {to = f32}. So matrix products, the inference form of BatchNorm
+//     (--bn frozen), the loss and graph outputs stay f32.
+//  4. One Cast per value and dtype, named `<value>/to_bf16` or `/to_f32`,
+//     placed after the value's producer; module meta "precision" = "bf16".
+//
+// fp16 is refused here (it needs loss scaling, which is not written).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Pass.h"
+
+namespace graphc {
+
+llvm::Expected<bool> applyMixedPrecision(Module &m, const PrecisionOptions &opts);
+
+} // namespace graphc

@@ -1,0 +1,113 @@
+//===- Bf16Test.cpp - The oneDNN kernels in bf16 (--precision bf16) --------===//
+//
+// Each oneDNN kernel that takes nChw<B>c, built for bf16 data (batch norms'
+// channel vectors stay f32), against the f32 kernel on the same bf16-rounded
+// inputs: the f32 kernels are checked against PyTorch (ReferenceTest.cpp), so
+// this bounds what bf16 adds: its results' rounding (2^-9 relative) and
+// oneDNN's bf16 accumulation. In every layout combination the kernel takes.
+// Skipped on a CPU without bf16 instructions (or under ONEDNN_MAX_CPU_ISA
+// below them), where oneDNN 2.6 lacks some bf16 primitives and graphrun
+// refuses --precision bf16.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/kernels/dnnl/DnnlTestUtil.h"
+
+#include "kernels/cpu/CpuBackend.h"
+
+using namespace graphc;
+using namespace graphc::test;
+
+namespace {
+
+/// Which operands of `op` are data (bf16 in mixed precision); the others are
+/// batch-norm channel vectors, which stay f32.
+bool isData(Op op, unsigned i) {
+  switch (op) {
+  case Op::BatchNorm:
+  case Op::BatchNormTrain:
+    return i == 0;
+  case Op::BatchNormTrainGrad:
+    return i == 0 || i == 4;
+  default:
+    return true;
+  }
+}
+
+Tensor convert(const Tensor &t, DType to) {
+  Tensor out(TensorType(to, t.type().shape));
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    out.set(i, t.at(i));
+  return out;
+}
+
+TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
+  if (!cpuHasBf16())
+    GTEST_SKIP() << "no bf16 instructions here";
+  std::mt19937 rng(11);
+  for (const Case &c : blockedCases()) {
+    SCOPED_TRACE(c.name);
+    std::vector<TensorType> low;
+    std::vector<Tensor> in32, in16;
+    for (unsigned i = 0; i < c.inputs.size(); ++i) {
+      Tensor t = randomTensor(c.inputs[i], rng);
+      bool variance = (c.op == Op::BatchNorm && i == 4) || (c.op == Op::BatchNormTrainGrad && i == 3);
+      for (int64_t k = 0; variance && k < t.numElements(); ++k)
+        t.set(k, std::abs(t.at(k)) + 0.5);
+      DType dt = isData(c.op, i) ? DType::BF16 : DType::F32;
+      in16.push_back(convert(t, dt));
+      in32.push_back(convert(in16.back(), DType::F32)); // the same values, rounded
+      low.push_back(TensorType(dt, c.inputs[i].shape));
+    }
+    auto node32 = mustMakeNode(c.op, c.inputs, c.attrs);
+    auto node16 = makeNode(c.op, low, c.attrs);
+    ASSERT_TRUE(bool(node16)) << llvm::toString(node16.takeError());
+    const Node &n = *(*node16)->node;
+    auto probe = KernelHarness::create(n);
+    if (!probe) {
+      // Average pooling whose windows overhang the padded input corrects
+      // PyTorch's divisors in f32 only, and says so.
+      std::string msg = llvm::toString(probe.takeError());
+      EXPECT_TRUE(c.op == Op::AveragePool || c.op == Op::AveragePoolGrad) << msg;
+      EXPECT_NE(msg.find("f32 only"), std::string::npos) << msg;
+      continue;
+    }
+    EXPECT_EQ(n.result(0)->type().dtype, DType::BF16);
+    std::vector<Tensor> want = runOnce(*node32->node, in32);
+    for (const LayoutPair &layouts : layoutCombinations((*probe)->kernel(), n)) {
+      auto h = KernelHarness::create(n, layouts);
+      ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
+      auto got = (*h)->run(in16);
+      ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+      for (size_t r = 0; r < want.size(); ++r) {
+        // bf16 results carry 8 bits; f32 ones (statistics, dscale, dbias)
+        // are sums over bf16 data.
+        double worst = 0;
+        EXPECT_TRUE(near(convert((*got)[r], DType::F32), want[r], 2e-2, &worst))
+            << "result " << r;
+        EXPECT_EQ((*got)[r].type().dtype, n.result(r)->type().dtype);
+      }
+    }
+  }
+}
+
+TEST(DnnlBf16, ConvolutionGradientsAccumulateBeyondBf16) {
+  if (!cpuHasBf16())
+    GTEST_SKIP() << "no bf16 instructions here";
+  // A filter gradient sums N*H*W products: 2*64*64 here. Summed in bf16 it
+  // would lose everything past 8 bits; oneDNN accumulates in f32 and rounds
+  // once, so the result is as close as one rounding.
+  Attrs a = attrs({{"pads", Ints{1, 1, 1, 1}}, {"filter_shape", Ints{16, 16, 3, 3}}});
+  TensorType x = f32({2, 16, 64, 64});
+  auto node32 = mustMakeNode(Op::ConvGradFilter, {x, x}, a);
+  auto node16 = mustMakeNode(Op::ConvGradFilter,
+                             {TensorType(DType::BF16, x.shape), TensorType(DType::BF16, x.shape)}, a);
+  std::mt19937 rng(3);
+  Tensor xs = convert(randomTensor(x, rng), DType::BF16);
+  Tensor dy = convert(randomTensor(x, rng), DType::BF16);
+  auto want = runOnce(*node32->node, {convert(xs, DType::F32), convert(dy, DType::F32)});
+  auto got = runOnce(*node16->node, {xs, dy});
+  EXPECT_TRUE(near(convert(got[0], DType::F32), want[0], 1e-2));
+}
+
+} // namespace

@@ -1,0 +1,145 @@
+//===- MixedPrecisionTest.cpp - --precision bf16 (passes/MixedPrecision.h) ===//
+//
+// What the pass writes (which nodes compute in bf16, f32 master weights and
+// updates, one Cast per value), that fp32 leaves the plan as it was, what it
+// refuses, and that small_cnn trains in bf16 as it does in f32: the same
+// weights after several steps to bf16's precision. The kernels' bf16 numbers
+// are checked in tests/kernels/dnnl/Bf16Test.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/cpu/CpuBackend.h"
+#include "passes/MixedPrecision.h"
+#include "tests/towers/TowerTestUtil.h"
+
+#include <cmath>
+
+using namespace graphc;
+using namespace graphc::towertest;
+
+namespace {
+
+std::unique_ptr<Module> compiled(llvm::StringRef model, Precision p, int towers = 1) {
+  auto m = buildOrFail(model, {});
+  if (!m)
+    return nullptr;
+  CompileOptions o;
+  o.batch = 8;
+  o.precision = p;
+  o.towers = towers;
+  if (auto e = runPipeline(*m, kDefaultTrainingPipeline, o)) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    return nullptr;
+  }
+  return m;
+}
+
+bool computesInBf16(Op op) {
+  switch (op) {
+  case Op::Conv:
+  case Op::ConvGradData:
+  case Op::ConvGradFilter:
+  case Op::BatchNormTrain:
+  case Op::BatchNormTrainGrad:
+  case Op::MaxPool:
+  case Op::MaxPoolGrad:
+    return true;
+  default:
+    return false;
+  }
+}
+
+TEST(MixedPrecision, Bf16PlanComputesInBf16AndUpdatesF32Weights) {
+  auto m = compiled("small_cnn", Precision::BF16, 2);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->meta().getString("precision"), "bf16");
+  for (const Variable &v : m->variables())
+    EXPECT_EQ(v.type.dtype, DType::F32) << v.name;
+  int casts = 0, low = 0;
+  for (const Node *n : m->main().nodes()) {
+    SCOPED_TRACE(n->name());
+    if (computesInBf16(n->op())) {
+      ++low;
+      EXPECT_EQ(n->result(0)->type().dtype, DType::BF16);
+    }
+    // ReLUs follow their operand: bf16 after a batch norm, f32 after Gemm.
+    if (n->op() == Op::Relu) {
+      EXPECT_EQ(n->result(0)->type().dtype, n->operand(0)->type().dtype);
+    }
+    if (n->op() == Op::Gemm || n->op() == Op::SoftmaxCrossEntropy || n->op() == Op::ApplyMomentum) {
+      for (const Value *v : n->operands()) {
+        if (isFloat(v->type().dtype)) {
+          EXPECT_EQ(v->type().dtype, DType::F32);
+        }
+      }
+    }
+    if (n->op() == Op::Cast) {
+      ++casts;
+      DType from = n->operand(0)->type().dtype, to = n->result(0)->type().dtype;
+      EXPECT_TRUE((from == DType::F32 && to == DType::BF16) ||
+                  (from == DType::BF16 && to == DType::F32));
+      // Each producer's value is cast once per dtype, and never straight back.
+      EXPECT_NE(n->operand(0)->producer()->op(), Op::Cast);
+    }
+  }
+  // Two towers: two convolutions (three kernels each, but the first needs no
+  // data gradient), two batch norms and two pools (two each) in both.
+  EXPECT_EQ(low, 2 * (2 * 3 - 1 + 2 * 2 + 2 * 2));
+  EXPECT_GT(casts, 0);
+}
+
+TEST(MixedPrecision, Fp32LeavesThePlanAsItWas) {
+  auto m = compiled("small_cnn", Precision::FP32);
+  ASSERT_TRUE(m);
+  EXPECT_FALSE(m->meta().has("precision"));
+  for (const Node *n : m->main().nodes())
+    EXPECT_NE(n->op(), Op::Cast) << n->name();
+}
+
+TEST(MixedPrecision, RefusesFp16AndModelsThatAreNotF32) {
+  auto m = buildOrFail("small_cnn", {});
+  ASSERT_TRUE(m);
+  auto r = applyMixedPrecision(*m, {Precision::FP16});
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(llvm::toString(r.takeError()).find("fp16 is not implemented"), std::string::npos);
+
+  m->variables()[0].type.dtype = DType::BF16;
+  r = applyMixedPrecision(*m, {Precision::BF16});
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(llvm::toString(r.takeError()).find("starts from an f32 model"), std::string::npos);
+}
+
+/// |a - b| / |b| over the whole tensor.
+double relativeDistance(const Tensor &a, const Tensor &b) {
+  double d = 0, n = 0;
+  for (int64_t i = 0; i < b.numElements(); ++i) {
+    d += (a.at(i) - b.at(i)) * (a.at(i) - b.at(i));
+    n += b.at(i) * b.at(i);
+  }
+  return std::sqrt(d / std::max(n, 1e-30));
+}
+
+TEST(MixedPrecision, SmallCnnTrainsInBf16AsInF32) {
+  if (!cpuHasBf16())
+    GTEST_SKIP() << "no bf16 instructions here (graphrun refuses --precision bf16)";
+  models::ModelOptions mo;
+  SingleDeviceRun f32 = trainSingleDevice("small_cnn", mo, 16, 5, 0.05f);
+  SingleDeviceRun bf16 = trainSingleDevice("small_cnn", mo, 16, 5, 0.05f, Precision::BF16);
+  ASSERT_FALSE(f32.variables.empty());
+  ASSERT_EQ(f32.variables.size(), bf16.variables.size());
+  EXPECT_NEAR(bf16.loss, f32.loss, 0.05 * std::abs(f32.loss) + 1e-3);
+  for (auto &[name, want] : f32.variables) {
+    SCOPED_TRACE(name);
+    const Tensor &got = bf16.variables.at(name);
+    EXPECT_EQ(got.type().dtype, DType::F32); // master weights
+    // Gradients from bf16 activations through batch norms differ from f32's
+    // by about a tenth: PyTorch 1.13's autocast bf16 on this architecture
+    // (batch 16, same shapes) differs from its f32 by 0.07-0.11 on every
+    // convolution and batch-norm gradient. The momentum slots are those
+    // gradients summed; weights moved five small steps stay much closer.
+    bool weights = llvm::StringRef(name).endswith(".weight");
+    EXPECT_LT(relativeDistance(got, want), weights ? 3e-2 : 0.2);
+  }
+}
+
+} // namespace
