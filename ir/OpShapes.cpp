@@ -98,6 +98,15 @@ llvm::Error sameDType(const Ctx &c, unsigned i, unsigned j) {
   return c.fail("operands " + c.from(i) + " and " + c.from(j) + " have different dtypes");
 }
 
+/// Operand j has operand i's dtype, or is f32 beside 16-bit data: mixed
+/// precision keeps weights, biases and channel vectors f32
+/// (passes/MixedPrecision.h).
+llvm::Error sameOrF32(const Ctx &c, unsigned i, unsigned j) {
+  if (c[j].dtype == DType::F32 && (c[i].dtype == DType::BF16 || c[i].dtype == DType::F16))
+    return llvm::Error::success();
+  return sameDType(c, i, j);
+}
+
 //===-- Structure ----------------------------------------------------------===//
 
 // Input: its result type is given when it is created.
@@ -241,7 +250,7 @@ Result inferConv(const Ctx &c) {
     return e;
   if (auto e = needRank(c, 1, 4))
     return e;
-  if (auto e = sameDType(c, 0, 1))
+  if (auto e = sameOrF32(c, 0, 1))
     return e;
   int64_t group = c.attrs().getInt("group", 1);
   // group is compared with the channels before it multiplies anything.
@@ -252,7 +261,7 @@ Result inferConv(const Ctx &c) {
   if (c.in.size() == 3 && (c[2].rank() != 1 || c[2].shape[0] != c[1].shape[0]))
     return c.fail("bias " + c.from(2) + " must be [" + llvm::Twine(c[1].shape[0]) + "]");
   if (c.in.size() == 3)
-    if (auto e = sameDType(c, 0, 2))
+    if (auto e = sameOrF32(c, 0, 2))
       return e;
   // A fused activation (passes/InferenceFusion.h): relu is the one there is.
   if (c.attrs().has("activation") && c.attrs().getString("activation") != "relu")
@@ -298,11 +307,8 @@ llvm::Error checkChannelVectors(const Ctx &c, unsigned first, unsigned last) {
   for (unsigned i = first; i <= last; ++i) {
     if (c[i].rank() != 1 || c[i].shape[0] != c[0].shape[1])
       return c.fail("operand " + c.from(i) + " must be [" + llvm::Twine(c[0].shape[1]) + "]");
-    // 16-bit data may keep f32 channel vectors (mixed precision).
-    bool mixed = c[i].dtype == DType::F32 && (c[0].dtype == DType::BF16 || c[0].dtype == DType::F16);
-    if (!mixed)
-      if (auto e = sameDType(c, 0, i))
-        return e;
+    if (auto e = sameOrF32(c, 0, i))
+      return e;
   }
   // epsilon keeps the variance away from zero; momentum weighs the old
   // running statistics.
@@ -653,14 +659,15 @@ Result inferConvGradData(const Ctx &c) {
     return s.takeError();
   if (auto e = needRank(c, 1, 4))
     return e;
-  if (auto e = sameDType(c, 0, 1))
+  if (auto e = sameOrF32(c, 0, 1))
     return e;
   if (auto e = checkForwardWindow(c, *s, c[1].shape, 0))
     return e;
   return one(TensorType(c[0].dtype, *s));
 }
 
-// ConvGradFilter: x, dy; conv attributes plus filter_shape.
+// ConvGradFilter: x, dy; conv attributes plus filter_shape; to: the
+// gradient's dtype when the weights are f32 and x is 16-bit (default: x's).
 Result inferConvGradFilter(const Ctx &c) {
   auto s = shapeAttr(c, "filter_shape", 4);
   if (!s)
@@ -673,7 +680,11 @@ Result inferConvGradFilter(const Ctx &c) {
     return c.fail("filter_shape " + shapeToString(*s) + " cannot hold the batch symbol");
   if (auto e = checkForwardWindow(c, c[0].shape, *s, 1))
     return e;
-  return one(TensorType(c[0].dtype, *s));
+  DType to = c.attrs().has("to") ? c.attrs().getDType("to") : c[0].dtype;
+  if (to != c[0].dtype && !(to == DType::F32 && (c[0].dtype == DType::BF16 || c[0].dtype == DType::F16)))
+    return c.fail(llvm::Twine("to ") + dtypeName(to) + ": the gradient is " +
+                  dtypeName(c[0].dtype) + " or, for 16-bit data, f32");
+  return one(TensorType(to, *s));
 }
 
 // AveragePoolGrad: dy; pool attributes plus input_shape.

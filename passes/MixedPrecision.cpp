@@ -67,7 +67,7 @@ private:
   void visit(Node &n) {
     unsigned data = 0;
     if (n.op() == Op::Conv) {
-      data = n.numOperands();
+      data = 1; // the weights and bias stay f32: the kernel converts them
     } else if (const Follower *f = followerOf(n.op())) {
       data = std::min(f->data, n.numOperands());
       bool lead = data > 0 && n.operand(0)->type().dtype == kLow;

@@ -6,10 +6,12 @@
 // gradient of a Cast is the Cast back. Guarantees, in graph "main", for
 // --precision bf16:
 //
-//  1. Every Conv computes in bf16: its f32 operands (activations, weights,
-//     bias) are read through Cast {to = bf16}. A weight's gradient therefore
-//     arrives at its variable as f32 (the Cast's gradient), so the optimizer
-//     updates f32 master weights, as PyTorch's autocast does.
+//  1. Every Conv computes in bf16: its input is read through Cast
+//     {to = bf16} unless it is bf16 already; its weights and bias stay f32
+//     (the kernel converts them as it reorders them into its own format), so
+//     autodiff's filter gradient is f32 (ConvGradFilter {to = f32}, summed in
+//     f32 by oneDNN, never rounded to bf16) and the optimizer updates f32
+//     master weights.
 //  2. BatchNormTrain, Relu, MaxPool, AveragePool, GlobalAveragePool,
 //     DropoutTrain, and Add and Concat whose operands are all bf16, compute in
 //     bf16 when their data operand is bf16 (a value some earlier bf16 node

@@ -4,6 +4,11 @@
 // (x, dy) -> dw, with groups, dilations, strides and asymmetric pads. The
 // bias gradient is a ReduceSum elsewhere.
 //
+// In bf16 (--precision bf16) the activations are bf16 and the weights, bias
+// and filter gradient may stay f32: the weights' reorder into the
+// primitive's format converts them, and the filter gradient, accumulated in
+// f32 by oneDNN, is written as f32 without a rounding to bf16.
+//
 // Each kernel builds one oneDNN primitive, with every tensor's format left to
 // oneDNN (format_tag::any), so the primitive computes in the layout it is
 // fastest in on this CPU (nChw16c activations and blocked weights on AVX-512,
@@ -32,9 +37,11 @@ struct DnnlConvGeometry {
   Dims x, w, y; // [N,C,H,W], [O,C/g,kh,kw], [N,O,OH,OW]
   int64_t group = 1;
   dims strides, dilates, padL, padR; // dilates: oneDNN counts dilation - 1
-  /// What the primitive computes in (the activations' type, f32 or bf16) and
-  /// the type the weights are held in outside it.
-  dt data = dt::f32, weights = dt::f32;
+  /// What the primitive computes in (the activations' type, f32 or bf16),
+  /// the type the weights (or their gradient) are held in outside it, which
+  /// may be f32 beside bf16 data (the weights' reorder converts), and the
+  /// bias's.
+  dt data = dt::f32, weights = dt::f32, bias = dt::f32;
 
   dnnl::memory::desc any(const Dims &d) const {
     return dnnl::memory::desc(dims(d.begin(), d.end()), data, tag::any);
@@ -65,6 +72,8 @@ llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n, DType weights) {
   g.group = c->group;
   g.data = dnnlType(n.operand(0)->type().dtype);
   g.weights = dnnlType(weights);
+  if (n.op() == Op::Conv && n.numOperands() == 3)
+    g.bias = dnnlType(n.operand(2)->type().dtype);
   for (int i = 0; i < 2; ++i) {
     g.strides.push_back(c->strides[i]);
     g.dilates.push_back(c->dilations[i] - 1);
@@ -78,7 +87,7 @@ dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, b
                                                     const dnnl::primitive_attr &attr,
                                                     bool inference = false) {
   auto x = g.any(g.x), w = g.weightsAny(), y = g.any(g.y);
-  auto b = dnnl::memory::desc({g.w[0]}, g.data, tag::a);
+  auto b = dnnl::memory::desc({g.w[0]}, g.bias, tag::a);
   auto kind = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
   auto alg = dnnl::algorithm::convolution_direct;
   auto desc = bias ? dnnl::convolution_forward::desc(kind, alg, x, w, b, y, g.strides, g.dilates,

@@ -6,7 +6,8 @@
 //   Gemm          the same with transA/transB/alpha folded into Gemm attributes;
 //                 dC = beta · dY summed to C's shape
 //   Conv          ConvGradData(dy, w) {conv attrs, input_shape},
-//                 ConvGradFilter(x, dy) {conv attrs, filter_shape},
+//                 ConvGradFilter(x, dy) {conv attrs, filter_shape[, to = w's
+//                 dtype when it is not x's]},
 //                 bias: ReduceSum over every axis but channels
 //   MaxPool       MaxPoolGrad(x, dy) {pool attrs}
 //   AveragePool   AveragePoolGrad(dy) {pool attrs, input_shape}
@@ -130,6 +131,9 @@ llvm::Error convGrad(GradContext &c) {
   if (c.needs(1)) {
     Attrs a = c.attrs();
     a.set("filter_shape", shapeInts(c.x(1)));
+    // f32 weights of 16-bit data (mixed precision) get an f32 gradient.
+    if (c.x(1)->type().dtype != c.x(0)->type().dtype)
+      a.set("to", c.x(1)->type().dtype);
     c.setGrad(1, b.create(Op::ConvGradFilter, {c.x(0), c.dy()}, std::move(a), "grad_filter"));
   }
   if (c.node().numOperands() == 3 && c.needs(2))

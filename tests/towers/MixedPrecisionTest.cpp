@@ -38,7 +38,6 @@ bool computesInBf16(Op op) {
   switch (op) {
   case Op::Conv:
   case Op::ConvGradData:
-  case Op::ConvGradFilter:
   case Op::BatchNormTrain:
   case Op::BatchNormTrainGrad:
   case Op::MaxPool:
@@ -62,6 +61,16 @@ TEST(MixedPrecision, Bf16PlanComputesInBf16AndUpdatesF32Weights) {
       ++low;
       EXPECT_EQ(n->result(0)->type().dtype, DType::BF16);
     }
+    // Filter gradients: from bf16 data, f32 for the f32 weights.
+    if (n->op() == Op::ConvGradFilter) {
+      ++low;
+      EXPECT_EQ(n->operand(0)->type().dtype, DType::BF16);
+      EXPECT_EQ(n->result(0)->type().dtype, DType::F32);
+    }
+    // Weights are read as they are, f32: the kernels convert them.
+    if (n->op() == Op::Conv || n->op() == Op::ConvGradData) {
+      EXPECT_EQ(n->operand(1)->type().dtype, DType::F32);
+    }
     // ReLUs follow their operand: bf16 after a batch norm, f32 after Gemm.
     if (n->op() == Op::Relu) {
       EXPECT_EQ(n->result(0)->type().dtype, n->operand(0)->type().dtype);
@@ -78,8 +87,10 @@ TEST(MixedPrecision, Bf16PlanComputesInBf16AndUpdatesF32Weights) {
       DType from = n->operand(0)->type().dtype, to = n->result(0)->type().dtype;
       EXPECT_TRUE((from == DType::F32 && to == DType::BF16) ||
                   (from == DType::BF16 && to == DType::F32));
-      // Each producer's value is cast once per dtype, and never straight back.
+      // Each producer's value is cast once per dtype, and never straight back;
+      // no weight is cast.
       EXPECT_NE(n->operand(0)->producer()->op(), Op::Cast);
+      EXPECT_NE(n->operand(0)->producer()->op(), Op::Variable);
     }
   }
   // Two towers: two convolutions (three kernels each, but the first needs no

@@ -91,6 +91,46 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
   }
 }
 
+TEST(DnnlBf16, ConvolutionsTakeF32WeightsAndGiveF32FilterGradients) {
+  // Mixed precision's convolutions: bf16 data, f32 weights and bias read as
+  // they are, and the filter gradient written in f32.
+  if (!cpuHasBf16())
+    GTEST_SKIP() << "no bf16 instructions here";
+  std::mt19937 rng(5);
+  TensorType x = f32({2, 32, 7, 7}), y = f32({2, 16, 7, 7}), w = f32({16, 32, 3, 3}), b = f32({16});
+  auto bf = [](const TensorType &t) { return TensorType(DType::BF16, t.shape); };
+  Attrs conv = attrs({{"pads", Ints{1, 1, 1, 1}}});
+  Attrs data = conv, filter = conv, filterF32 = conv;
+  data.set("input_shape", Ints{2, 32, 7, 7});
+  filter.set("filter_shape", Ints{16, 32, 3, 3});
+  filterF32 = filter;
+  filterF32.set("to", DType::F32);
+  struct Mixed {
+    Op op;
+    std::vector<TensorType> f32Types, mixedTypes;
+    Attrs f32Attrs, mixedAttrs;
+  } cases[] = {
+      {Op::Conv, {x, w, b}, {bf(x), w, b}, conv, conv},
+      {Op::ConvGradData, {y, w}, {bf(y), w}, data, data},
+      {Op::ConvGradFilter, {x, y}, {bf(x), bf(y)}, filter, filterF32},
+  };
+  for (const Mixed &c : cases) {
+    SCOPED_TRACE(opName(c.op).str());
+    std::vector<Tensor> in16, in32;
+    for (const TensorType &t : c.mixedTypes) {
+      in16.push_back(convert(randomTensor(f32(t.shape), rng), t.dtype));
+      in32.push_back(convert(in16.back(), DType::F32));
+    }
+    auto node32 = mustMakeNode(c.op, c.f32Types, c.f32Attrs);
+    auto node16 = mustMakeNode(c.op, c.mixedTypes, c.mixedAttrs);
+    DType want = c.op == Op::ConvGradFilter ? DType::F32 : DType::BF16;
+    EXPECT_EQ(node16->node->result(0)->type().dtype, want);
+    auto got = runOnce(*node16->node, in16);
+    EXPECT_EQ(got[0].type().dtype, want);
+    EXPECT_TRUE(near(convert(got[0], DType::F32), runOnce(*node32->node, in32)[0], 2e-2));
+  }
+}
+
 TEST(DnnlBf16, ConvolutionGradientsAccumulateBeyondBf16) {
   if (!cpuHasBf16())
     GTEST_SKIP() << "no bf16 instructions here";
