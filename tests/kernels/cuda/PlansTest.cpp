@@ -389,12 +389,23 @@ TEST(TensorLists, LaunchParametersStayUnderFourKilobytes) {
 
 //===-- Registry -----------------------------------------------------------===//
 
+/// The CPU's bf16 convolutions, batch norms and pools (--precision bf16)
+/// have no CUDA twin yet: graphrun refuses a bf16 plan on GPU devices.
+bool cpuOnlyBf16(Op op, DType t) {
+  static const Op ops[] = {Op::Conv,          Op::ConvGradData,       Op::ConvGradFilter,
+                           Op::BatchNorm,     Op::BatchNormTrain,     Op::BatchNormTrainGrad,
+                           Op::MaxPool,       Op::AveragePool,        Op::GlobalAveragePool,
+                           Op::MaxPoolGrad,   Op::AveragePoolGrad};
+  return t == DType::BF16 && llvm::is_contained(ops, op);
+}
+
 TEST(CudaRegistry, EveryCpuKernelHasACudaTwin) {
   const KernelRegistry &r = KernelRegistry::global();
   std::vector<std::string> missing;
   for (unsigned o = 0; o < numOps(); ++o)
     for (DType t : kAllDTypes)
-      if (r.find((Op)o, DeviceKind::CPU, t) && !r.find((Op)o, DeviceKind::CUDA, t))
+      if (r.find((Op)o, DeviceKind::CPU, t) && !r.find((Op)o, DeviceKind::CUDA, t) &&
+          !cpuOnlyBf16((Op)o, t))
         missing.push_back(opName((Op)o).str() + ":" + dtypeName(t).str());
   EXPECT_TRUE(missing.empty()) << llvm::join(missing, ", ");
 }
