@@ -190,7 +190,8 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
     return c.streaming(2 * macs + (n.numOperands() == 3 ? c.out() : 0), macs);
   }
   case Op::Conv:
-    return convCost(c, n.operand(1)->type(), n.result(), n.numOperands() == 3 ? c.out() : 0);
+    // A bias and a fused addend (inference) each add one value per output.
+    return convCost(c, n.operand(1)->type(), n.result(), (n.numOperands() - 2) * c.out());
   case Op::ConvGradData: // dy, w
     return convCost(c, n.operand(1)->type(), n.operand(0), 0);
   case Op::ConvGradFilter: // x, dy

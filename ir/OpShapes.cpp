@@ -244,7 +244,9 @@ llvm::Expected<Dims> windowOutput(const Ctx &c, llvm::ArrayRef<int64_t> in, int6
 }
 
 // Conv: x [N,C,H,W], w [O,C/group,kh,kw], optional b [O]; strides, pads
-// [top,left,bottom,right], dilations, group; activation (fused relu).
+// [top,left,bottom,right], dilations, group; activation (fused relu); sum
+// (fused residual add: the last operand, of the output's type, is added
+// before the activation).
 Result inferConv(const Ctx &c) {
   if (auto e = needRank(c, 0, 4))
     return e;
@@ -258,9 +260,14 @@ Result inferConv(const Ctx &c) {
       c[1].shape[0] % group)
     return c.fail("input channels of " + c.from(0) + " do not match weight " + c.from(1) +
                   " with group " + llvm::Twine(group));
-  if (c.in.size() == 3 && (c[2].rank() != 1 || c[2].shape[0] != c[1].shape[0]))
+  const bool sum = c.attrs().getInt("sum", 0) != 0;
+  const size_t operands = c.in.size() - (sum ? 1 : 0); // x, w and the bias if there is one
+  if (operands < 2 || operands > 3)
+    return c.fail(sum ? "a Conv with sum takes x, w, an optional bias and the addend"
+                      : "a Conv takes x, w and an optional bias");
+  if (operands == 3 && (c[2].rank() != 1 || c[2].shape[0] != c[1].shape[0]))
     return c.fail("bias " + c.from(2) + " must be [" + llvm::Twine(c[1].shape[0]) + "]");
-  if (c.in.size() == 3)
+  if (operands == 3)
     if (auto e = sameOrF32(c, 0, 2))
       return e;
   // A fused activation (passes/InferenceFusion.h): relu is the one there is.
@@ -273,7 +280,10 @@ Result inferConv(const Ctx &c) {
   auto out = windowOutput(c, c[0].shape, c[1].shape[0], *w);
   if (!out)
     return out.takeError();
-  return one(TensorType(c[0].dtype, *out));
+  TensorType y(c[0].dtype, *out);
+  if (sum && *c.in.back() != y)
+    return c.fail("addend " + c.from(c.in.size() - 1) + " must be " + toString(y));
+  return one(y);
 }
 
 // MaxPool, AveragePool: kernel_shape, strides, pads, ceil_mode, (AveragePool)

@@ -27,4 +27,11 @@ struct ConvGeometry {
 /// (x, dy) -> dw; an error names the node when the shapes and window disagree.
 llvm::Expected<ConvGeometry> convGeometry(const Node &n);
 
+/// Whether a Conv has a bias operand (operand 2): its operands are x, w, the
+/// optional bias and, with attribute sum (a fused residual add, inference
+/// only), the addend last.
+inline bool convHasBias(const Node &n) {
+  return n.numOperands() - (n.attrs().getInt("sum", 0) ? 1 : 0) == 3;
+}
+
 } // namespace graphc

@@ -2,6 +2,7 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -30,6 +31,54 @@ unsigned fuseConvRelu(Module &m) {
       g->erase(relu);
       ++fused;
     }
+  }
+  return fused;
+}
+
+/// The Conv operand of `add` that can take the other as its fused addend:
+/// a Conv without post-ops whose result only this Add reads, beside an
+/// addend of the sum's own type; of two, the later one (its addend is
+/// computed first).
+static std::optional<unsigned> fusibleConvOperand(const Graph &g, const Node &add,
+                                                  const llvm::DenseMap<const Node *, size_t> &at) {
+  std::optional<unsigned> best;
+  for (unsigned k = 0; k < 2; ++k) {
+    const Value *v = add.operand(k);
+    const Node *conv = v->producer();
+    if (conv->op() != Op::Conv || conv->attrs().has("activation") || conv->attrs().has("sum") ||
+        v->users().size() != 1 || llvm::is_contained(g.outputs(), v) ||
+        v->type() != add.result()->type() || add.operand(1 - k)->type() != v->type())
+      continue;
+    if (!best || at.lookup(conv) > at.lookup(add.operand(*best)->producer()))
+      best = k;
+  }
+  return best;
+}
+
+unsigned fuseConvAdd(Module &m) {
+  unsigned fused = 0;
+  for (Graph *g : m.graphs()) {
+    llvm::DenseMap<const Node *, size_t> at;
+    for (Node *n : g->nodes())
+      at[n] = at.size();
+    llvm::SmallVector<std::pair<Node *, unsigned>, 16> adds;
+    for (Node *n : g->nodes())
+      if (n->op() == Op::Add)
+        if (auto k = fusibleConvOperand(*g, *n, at))
+          adds.push_back({n, *k});
+    for (auto &[add, k] : adds) {
+      Node *conv = add->operand(k)->producer();
+      llvm::SmallVector<Value *, 4> operands(conv->operands().begin(), conv->operands().end());
+      operands.push_back(add->operand(1 - k));
+      conv->setOperands(operands);
+      conv->attrs().set("sum", (int64_t)1);
+      add->result()->replaceAllUsesWith(conv->result());
+      g->erase(add);
+      ++fused;
+    }
+    // An addend made after its convolution now comes before it.
+    if (!adds.empty())
+      g->sortTopologically();
   }
   return fused;
 }

@@ -7,6 +7,11 @@
 //    itself (attribute activation = "relu", a oneDNN post-op applied while
 //    the output is still in cache); the Relu goes. A Conv whose result is
 //    also read elsewhere, or is a graph output, keeps it.
+//  - fuse-conv-add: an Add of a Conv's result and another value of the
+//    same type (a residual connection), where the Add is the Conv's only
+//    user, becomes that Conv's addend (attribute sum = 1, the addend its last
+//    operand; oneDNN's sum post-op adds it before any activation); the Add
+//    goes, and a Relu after it fuses as above. Run before fuse-conv-relu.
 //  - fuse-pad-pool: a zero Pad of the spatial dimensions whose only user is
 //    an AveragePool becomes that pool's own padding, counted in the mean
 //    (count_include_pad = 1), which is what averaging the padded zeros
@@ -24,6 +29,8 @@
 
 namespace graphc {
 
+/// Fuses Conv -> Add (residual) pairs in every graph of `m`; the number fused.
+unsigned fuseConvAdd(Module &m);
 /// Fuses Conv -> Relu pairs in every graph of `m`; the number fused.
 unsigned fuseConvRelu(Module &m);
 /// Folds zero Pads into the AveragePools they feed; the number folded.

@@ -74,7 +74,7 @@ llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n, DType weights) {
   g.dataType = n.operand(0)->type().dtype;
   g.data = dnnlType(g.dataType);
   g.weights = dnnlType(weights);
-  if (n.op() == Op::Conv && n.numOperands() == 3)
+  if (n.op() == Op::Conv && convHasBias(n))
     g.bias = dnnlType(n.operand(2)->type().dtype);
   for (int i = 0; i < 2; ++i) {
     g.strides.push_back(c->strides[i]);
@@ -133,21 +133,25 @@ public:
     if (!g)
       return g.takeError();
     geo_ = *g;
-    bias_ = node().numOperands() == 3;
-    // A fused Relu (passes/InferenceFusion.h) is a post-op; only inference
-    // graphs carry one.
+    bias_ = convHasBias(node());
+    sum_ = node().attrs().getInt("sum", 0) != 0;
+    // A fused residual add and Relu (passes/InferenceFusion.h) are post-ops,
+    // in that order; only inference graphs carry them.
     dnnl::primitive_attr attr = userScratchpad();
-    bool fused = node().attrs().getString("activation") == "relu";
-    if (fused) {
-      dnnl::post_ops ops;
+    bool relu = node().attrs().getString("activation") == "relu";
+    dnnl::post_ops ops;
+    if (sum_)
+      ops.append_sum(1.0f);
+    if (relu)
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(ops);
-    }
-    pd_ = forwardPd(geo_, bias_, attr, fused);
+    attr.set_post_ops(ops);
+    pd_ = forwardPd(geo_, bias_, attr, relu || sum_);
     stableWeights_ = KeptOperand::isStable(node(), 1);
     prim_ = dnnl::convolution_forward(pd_);
     allowBlockedOperand(0, pd_.src_desc());
     allowBlockedResult(0, pd_.dst_desc());
+    if (sum_)
+      allowBlockedOperand(addend(), pd_.dst_desc());
     return llvm::Error::success();
   }
 
@@ -172,14 +176,21 @@ public:
     }
     if (bias_)
       args[DNNL_ARG_BIAS] = s.read(ctx.inputs[2], pd_.bias_desc());
-    args[DNNL_ARG_DST] = s.write(ctx.outputs[0], pd_.dst_desc());
+    dnnl::memory dst = s.write(ctx.outputs[0], pd_.dst_desc());
+    // The sum post-op adds to what the output holds: a copy of the addend
+    // (never its own buffer, which may be in another layout).
+    if (sum_)
+      s.reorderInto(ctx.inputs[addend()].data, viewDesc(ctx.inputs[addend()]), dst);
+    args[DNNL_ARG_DST] = dst;
     args[DNNL_ARG_SCRATCHPAD] = s.temp(pd_.scratchpad_desc());
     s.execute(prim_, args);
   }
 
 private:
+  unsigned addend() const { return node().numOperands() - 1; }
+
   DnnlConvGeometry geo_;
-  bool bias_ = false, stableWeights_ = false;
+  bool bias_ = false, sum_ = false, stableWeights_ = false;
   KeptOperand weights_;
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;

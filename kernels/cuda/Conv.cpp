@@ -107,8 +107,8 @@ public:
 
   llvm::Error init() override {
     // Fused activations come from the CPU inference compile only.
-    if (node().attrs().has("activation"))
-      return nodeError(node(), "a Conv with a fused activation runs on CPU devices only");
+    if (node().attrs().has("activation") || node().attrs().has("sum"))
+      return nodeError(node(), "a Conv with a fused activation or addend runs on CPU devices only");
     switch (node().op()) {
     case Op::ConvGradData:
       dir_ = ConvDirection::BackwardData;

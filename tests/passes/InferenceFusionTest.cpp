@@ -1,8 +1,8 @@
-//===- InferenceFusionTest.cpp - fuse-conv-relu and kept weights -----------===//
+//===- InferenceFusionTest.cpp - fuse-conv-relu, fuse-conv-add, kept weights ===//
 //
-// A fused Conv -> Relu computes what the two ops compute apart, on CPU
-// devices, and weights kept between runs (KeptOperand) follow a variable
-// written between runs.
+// A fused Conv -> Relu, and a Conv with its residual Add fused, compute what
+// the ops compute apart, on CPU devices, and weights kept between runs
+// (KeptOperand) follow a variable written between runs.
 
 #include "PassTestUtil.h"
 
@@ -104,6 +104,65 @@ TEST(InferenceFusion, FusedMatchesUnfusedAndFollowsWrittenWeights) {
   auto got = (*b)->run(feeds);
   ASSERT_TRUE((bool)want && (bool)got);
   expectNear(*want, *got);
+}
+
+/// Two residual blocks: r = relu(c1(x)); y = relu(c2(r) + r), then
+/// z = c3(y) + c4(y) (both sides convolutions; the later one takes the
+/// other), w = c5(z) + broadcast bias (not fused: another shape), and c6(z)
+/// added to z but also an output (not fused).
+std::unique_ptr<Module> residualModel() {
+  auto m = std::make_unique<Module>("residual");
+  Builder b(m->main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 8, 6, 6}));
+  Value *r = b.create(Op::Relu, {conv(b, x, "c1", 8, 8)}, {}, "r1");
+  Value *y = b.create(Op::Relu, {b.create(Op::Add, {conv(b, r, "c2", 8, 8), r}, {}, "a2")}, {}, "r2");
+  Value *z = b.create(Op::Add, {conv(b, y, "c3", 8, 8), conv(b, y, "c4", 8, 8)}, {}, "a34");
+  Value *bias = addVariable(b, "bias", {1, 8, 1, 1}, VarKind::Param, {"uniform", {-1, 1}});
+  Value *w = b.create(Op::Add, {conv(b, z, "c5", 8, 8), bias}, {}, "a5");
+  Value *c6 = conv(b, z, "c6", 8, 8);
+  Value *v = b.create(Op::Add, {c6, z}, {}, "a6");
+  m->main().addOutput(w);
+  m->main().addOutput(v);
+  m->main().addOutput(c6);
+  m->meta().set("batch", (int64_t)2);
+  return m;
+}
+
+TEST(InferenceFusion, ResidualAddsFuseIntoTheirConvolutionsAndComputeTheSame) {
+  auto plain = residualModel();
+  auto fused = cloneModule(*plain);
+  EXPECT_EQ(fuseConvAdd(*fused), 2u);
+  EXPECT_EQ(fuseConvRelu(*fused), 2u); // c1's, and c2's after its addend
+  ASSERT_FALSE(verify(*fused)) << "verifies";
+  unsigned adds = 0;
+  for (Node *n : fused->main().nodes()) {
+    adds += n->op() == Op::Add;
+    if (n->name() == "c2" || n->name() == "c4") {
+      EXPECT_EQ(n->attrs().getInt("sum"), 1) << n->name();
+    }
+  }
+  EXPECT_EQ(adds, 2u) << "the broadcast bias and the Add beside an output stay";
+  EXPECT_EQ(fused->main().findNode("c2")->attrs().getString("activation"), "relu");
+  EXPECT_EQ(fuseConvAdd(*fused), 0u) << "nothing left to fuse";
+
+  auto a = Executor::create(*plain, {});
+  auto b = Executor::create(*fused, {});
+  ASSERT_TRUE((bool)a) << llvm::toString(a.takeError());
+  ASSERT_TRUE((bool)b) << llvm::toString(b.takeError());
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = randomTensor(TensorType(DType::F32, {2, 8, 6, 6}), 3);
+  auto ya = (*a)->run(feeds);
+  auto yb = (*b)->run(feeds);
+  ASSERT_TRUE((bool)ya && (bool)yb);
+  expectNear(*ya, *yb);
+  // Plain layouts: the addend is copied into the output whatever its layout.
+  ExecutorOptions plainLayouts;
+  plainLayouts.blockedLayouts = false;
+  auto c = Executor::create(*fused, plainLayouts);
+  ASSERT_TRUE((bool)c) << llvm::toString(c.takeError());
+  auto yc = (*c)->run(feeds);
+  ASSERT_TRUE((bool)yc);
+  expectNear(*ya, *yc);
 }
 
 /// x -> Pad(0, 1 on every side of H and W) -> AveragePool 3x3 stride 1,

@@ -228,6 +228,7 @@ llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, 
   if (batch > 0 && m->batch() != batch)
     if (auto e = bindBatch(*m, batch))
       return e;
+  fuseConvAdd(*m);
   fuseConvRelu(*m);
   fusePadIntoAveragePool(*m);
   if (auto e = verify(*m))
