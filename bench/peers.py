@@ -4,6 +4,7 @@
     bench/setup-peers                          # once: current PyTorch, torchvision, TensorFlow
                                                # and ONNX Runtime from PyPI into bench/.venv
     bench/peers.py                             # inception_v3, 299x299, batch 16, 2 threads
+    bench/peers.py --model resnet18                            # 224x224, batch 16
     bench/peers.py --model small_cnn --batch 64 --steps 20
     bench/peers.py --only graphrun,torch-compile --json peers.json
     ONEDNN_MAX_CPU_ISA=AVX2 bench/peers.py     # caps oneDNN in graphrun, PyTorch and TensorFlow
@@ -21,7 +22,8 @@ batch, image size and thread count, SGD with momentum 0.9 at lr 0.01, and cross-
 the logits: inception_v3 is torchvision's inception_v3(weights=None, aux_logits=False,
 init_weights=True) and Keras' InceptionV3(weights=None, classifier_activation=None), the same
 topology (Keras' BatchNorm has no scale and there is no dropout before its classifier);
-small_cnn is an exact twin of graphrun's (frontend/models/SmallModels.cpp) in both.
+resnet18 is torchvision's resnet18(weights=None) and a Keras twin written here (Keras has no
+ResNet-18); small_cnn is an exact twin of graphrun's (frontend/models/SmallModels.cpp) in both.
 
 Each side runs in its own process with this environment (so its peak RSS is its own, and
 ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY and TF_ENABLE_ONEDNN_OPTS reach it), with
@@ -64,7 +66,7 @@ SIDES = {
 }
 
 # The models every side can build, with their input channels, classes and default image size.
-MODELS = {"inception_v3": (3, 1000, 299), "small_cnn": (1, 10, 28)}
+MODELS = {"inception_v3": (3, 1000, 299), "resnet18": (3, 1000, 224), "small_cnn": (1, 10, 28)}
 
 LR, MOMENTUM = 0.01, 0.9
 
@@ -114,6 +116,8 @@ def torch_model(name, size):
 
     if name == "inception_v3":
         return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=True)
+    if name == "resnet18":
+        return torchvision.models.resnet18(weights=None)
     return torch_small_cnn(size)
 
 
@@ -175,6 +179,38 @@ def keras_small_cnn(size):
          layers.Dropout(0.5, name="dropout"), layers.Dense(10, name="fc2")], name="small_cnn")
 
 
+def keras_resnet18(size):
+    """torchvision's resnet18 in Keras (which has no ResNet-18), NHWC: the same layers, with
+    explicit zero padding so every convolution and pool sees torchvision's windows."""
+    import tensorflow as tf
+
+    layers = tf.keras.layers
+
+    def conv_bn(x, channels, kernel, stride, name, relu=True):
+        if kernel > 1:
+            x = layers.ZeroPadding2D(kernel // 2, name=name + "_pad")(x)
+        x = layers.Conv2D(channels, kernel, stride, use_bias=False, name=name)(x)
+        x = layers.BatchNormalization(momentum=0.9, epsilon=1e-5, name=name + "_bn")(x)
+        return layers.ReLU(name=name + "_relu")(x) if relu else x
+
+    def block(x, channels, stride, name):
+        shortcut = x
+        if stride != 1 or x.shape[-1] != channels:
+            shortcut = conv_bn(x, channels, 1, stride, name + "_down", relu=False)
+        y = conv_bn(x, channels, 3, stride, name + "_conv1")
+        y = conv_bn(y, channels, 3, 1, name + "_conv2", relu=False)
+        return layers.ReLU(name=name + "_out")(layers.Add(name=name + "_add")([y, shortcut]))
+
+    inputs = tf.keras.Input((size, size, 3))
+    x = conv_bn(inputs, 64, 7, 2, "conv1")
+    x = layers.MaxPooling2D(3, 2, name="maxpool")(layers.ZeroPadding2D(1, name="maxpool_pad")(x))
+    for stage, channels in enumerate((64, 128, 256, 512), start=1):
+        for b in range(2):
+            x = block(x, channels, 2 if stage > 1 and b == 0 else 1, "layer%d_%d" % (stage, b))
+    x = layers.GlobalAveragePooling2D(name="avgpool")(x)
+    return tf.keras.Model(inputs, layers.Dense(1000, name="fc")(x), name="resnet18")
+
+
 def keras_model(name, size):
     import tensorflow as tf
 
@@ -182,6 +218,8 @@ def keras_model(name, size):
         # Logits out, so the loss is the same cross-entropy on logits as on the other sides.
         return tf.keras.applications.InceptionV3(weights=None, input_shape=(size, size, 3),
                                                  classes=1000, classifier_activation=None)
+    if name == "resnet18":
+        return keras_resnet18(size)
     return keras_small_cnn(size)
 
 
@@ -478,7 +516,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="inception_v3", choices=sorted(MODELS))
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--image-size", type=int, help="default: the model's (299, or 28 for small_cnn)")
+    p.add_argument("--image-size", type=int, help="default: the model's (299, 224 for resnet18, 28 for small_cnn)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=6, help="measured steps per side")
     p.add_argument("--warmup", type=int, default=2,
