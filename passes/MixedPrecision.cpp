@@ -32,10 +32,14 @@ struct Follower {
 };
 
 constexpr Follower kFollowers[] = {
-    {Op::BatchNormTrain, 1, false}, {Op::Relu, ~0u, false},
-    {Op::MaxPool, ~0u, false},      {Op::AveragePool, ~0u, false},
-    {Op::GlobalAveragePool, ~0u, false}, {Op::DropoutTrain, ~0u, false},
-    {Op::Add, ~0u, true},           {Op::Concat, ~0u, true},
+    {Op::BatchNormTrain, 1, false},
+    {Op::Relu, ~0u, false},
+    {Op::MaxPool, ~0u, false},
+    {Op::AveragePool, ~0u, false},
+    {Op::GlobalAveragePool, ~0u, false},
+    {Op::DropoutTrain, ~0u, false},
+    {Op::Add, ~0u, true},
+    {Op::Concat, ~0u, true},
 };
 
 const Follower *followerOf(Op op) {
@@ -106,7 +110,8 @@ private:
     a.set("to", to);
     std::string name = v->name();
     std::replace(name.begin(), name.end(), ':', '_');
-    Node *node = b.createNode(Op::Cast, {v}, std::move(a), name + (to == kLow ? "/to_bf16" : "/to_f32"));
+    Node *node =
+        b.createNode(Op::Cast, {v}, std::move(a), name + (to == kLow ? "/to_bf16" : "/to_f32"));
     moves_.push_back({node, p});
     return c = node->result(0);
   }

@@ -8,7 +8,8 @@
 //   Conv          ConvGradData(dy, w) {conv attrs, input_shape},
 //                 ConvGradFilter(x, dy) {conv attrs, filter_shape[, to = w's
 //                 dtype when it is not x's]},
-//                 bias: ReduceSum over every axis but channels
+//                 bias: ReduceSum over every axis but channels (of dy cast to
+//                 the bias's f32 when dy is 16-bit)
 //   MaxPool       MaxPoolGrad(x, dy) {pool attrs}
 //   AveragePool   AveragePoolGrad(dy) {pool attrs, input_shape}
 //   GlobalAveragePool  AveragePoolGrad(dy) {kernel_shape = spatial size, input_shape}
@@ -136,8 +137,17 @@ llvm::Error convGrad(GradContext &c) {
       a.set("to", c.x(1)->type().dtype);
     c.setGrad(1, b.create(Op::ConvGradFilter, {c.x(0), c.dy()}, std::move(a), "grad_filter"));
   }
-  if (c.node().numOperands() == 3 && c.needs(2))
-    c.setGrad(2, sumPerChannel(b, c.dy(), "grad_bias"));
+  if (c.node().numOperands() == 3 && c.needs(2)) {
+    // An f32 bias of 16-bit data (mixed precision) sums an f32 copy of dy.
+    Value *dy = c.dy();
+    DType bias = c.x(2)->type().dtype;
+    if (bias != dy->type().dtype) {
+      Attrs to;
+      to.set("to", bias);
+      dy = b.create(Op::Cast, {dy}, std::move(to), "grad_bias_input");
+    }
+    c.setGrad(2, sumPerChannel(b, dy, "grad_bias"));
+  }
   return llvm::Error::success();
 }
 

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/cpu/CpuBackend.h"
 #include "passes/MixedPrecision.h"
+#include "kernels/cpu/CpuBackend.h"
 #include "tests/towers/TowerTestUtil.h"
 
 #include <cmath>
@@ -150,6 +150,24 @@ TEST(MixedPrecision, SmallCnnTrainsInBf16AsInF32) {
     // gradients summed; weights moved five small steps stay much closer.
     bool weights = llvm::StringRef(name).endswith(".weight");
     EXPECT_LT(relativeDistance(got, want), weights ? 3e-2 : 0.2);
+  }
+}
+
+TEST(MixedPrecision, ConvolutionsWithABiasTrainInBf16) {
+  // small_cnn_nobn's convolutions carry f32 biases: their gradient sums an
+  // f32 copy of the bf16 dy.
+  if (!cpuHasBf16())
+    GTEST_SKIP() << "no bf16 instructions here";
+  models::ModelOptions mo;
+  mo.dropout = 0;
+  SingleDeviceRun f32 = trainSingleDevice("small_cnn_nobn", mo, 16, 3, 0.05f);
+  SingleDeviceRun bf16 = trainSingleDevice("small_cnn_nobn", mo, 16, 3, 0.05f, Precision::BF16);
+  ASSERT_FALSE(bf16.variables.empty());
+  EXPECT_NEAR(bf16.loss, f32.loss, 0.05 * std::abs(f32.loss) + 1e-3);
+  for (llvm::StringRef bias : {"conv1.bias", "conv2.bias"}) {
+    EXPECT_EQ(bf16.variables.at(bias.str()).type().dtype, DType::F32);
+    EXPECT_LT(relativeDistance(bf16.variables.at(bias.str()), f32.variables.at(bias.str())), 0.2)
+        << bias.str();
   }
 }
 

@@ -51,7 +51,8 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
     std::vector<Tensor> in32, in16;
     for (unsigned i = 0; i < c.inputs.size(); ++i) {
       Tensor t = randomTensor(c.inputs[i], rng);
-      bool variance = (c.op == Op::BatchNorm && i == 4) || (c.op == Op::BatchNormTrainGrad && i == 3);
+      bool variance =
+          (c.op == Op::BatchNorm && i == 4) || (c.op == Op::BatchNormTrainGrad && i == 3);
       for (int64_t k = 0; variance && k < t.numElements(); ++k)
         t.set(k, std::abs(t.at(k)) + 0.5);
       DType dt = isData(c.op, i) ? DType::BF16 : DType::F32;
@@ -83,8 +84,7 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
         // bf16 results carry 8 bits; f32 ones (statistics, dscale, dbias)
         // are sums over bf16 data.
         double worst = 0;
-        EXPECT_TRUE(near(convert((*got)[r], DType::F32), want[r], 2e-2, &worst))
-            << "result " << r;
+        EXPECT_TRUE(near(convert((*got)[r], DType::F32), want[r], 2e-2, &worst)) << "result " << r;
         EXPECT_EQ((*got)[r].type().dtype, n.result(r)->type().dtype);
       }
     }
@@ -140,8 +140,8 @@ TEST(DnnlBf16, ConvolutionGradientsAccumulateBeyondBf16) {
   Attrs a = attrs({{"pads", Ints{1, 1, 1, 1}}, {"filter_shape", Ints{16, 16, 3, 3}}});
   TensorType x = f32({2, 16, 64, 64});
   auto node32 = mustMakeNode(Op::ConvGradFilter, {x, x}, a);
-  auto node16 = mustMakeNode(Op::ConvGradFilter,
-                             {TensorType(DType::BF16, x.shape), TensorType(DType::BF16, x.shape)}, a);
+  auto node16 = mustMakeNode(
+      Op::ConvGradFilter, {TensorType(DType::BF16, x.shape), TensorType(DType::BF16, x.shape)}, a);
   std::mt19937 rng(3);
   Tensor xs = convert(randomTensor(x, rng), DType::BF16);
   Tensor dy = convert(randomTensor(x, rng), DType::BF16);
