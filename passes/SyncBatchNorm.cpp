@@ -46,6 +46,14 @@ public:
     a.set("keepdims", int64_t(0));
     return (*this)(Op::ReduceSum, {v}, leaf, std::move(a));
   }
+  /// `v` as `to` (itself when it is already).
+  Value *as(Value *v, DType to, llvm::StringRef leaf) {
+    if (v->type().dtype == to)
+      return v;
+    Attrs a;
+    a.set("to", to);
+    return (*this)(Op::Cast, {v}, leaf, std::move(a));
+  }
   /// A [C] vector shaped to broadcast against [N, C, ...].
   Value *perChannel(Value *v, size_t rank, llvm::StringRef leaf) {
     if (rank == 2)
@@ -94,11 +102,14 @@ void rewriteGrad(Node &g, const LayerContext &lc, unsigned index) {
   Graph &graph = g.graph();
   Value *x = g.operand(0), *scale = g.operand(1), *mean = g.operand(2), *var = g.operand(3),
         *dy = g.operand(4);
-  DType dt = x->type().dtype;
+  // 16-bit data (mixed precision) is synchronized in f32, its statistics' type.
+  DType data = x->type().dtype, dt = scale->type().dtype;
   size_t rank = x->type().rank();
   Value *dx, *dscale, *dbias;
   {
     Inserter in(g, g.name() + "/sync");
+    x = in.as(x, dt, "x_f32");
+    dy = in.as(dy, dt, "dy_f32");
     Value *eps = in.scalar(g.attrs().getFloat("epsilon", 1e-5), dt, "epsilon");
     Value *invCount = in.scalar(1.0 / lc.count, dt, "inv_count");
     Value *stddev = in(Op::Sqrt, {in(Op::Add, {var, eps}, "var_eps")}, "std");
@@ -118,7 +129,7 @@ void rewriteGrad(Node &g, const LayerContext &lc, unsigned index) {
                           "xhat_part")},
                "inner");
     Value *gain = in(Op::Div, {scale, stddev}, "gain");
-    dx = in(Op::Mul, {inner, in.perChannel(gain, rank, "gain_c")}, "dx");
+    dx = in.as(in(Op::Mul, {inner, in.perChannel(gain, rank, "gain_c")}, "dx"), data, "dx_data");
   }
   g.result(0)->replaceAllUsesWith(dx);
   g.result(1)->replaceAllUsesWith(dscale);
@@ -129,7 +140,8 @@ void rewriteGrad(Node &g, const LayerContext &lc, unsigned index) {
 void rewriteForward(Node &bn, const LayerContext &lc) {
   Graph &g = bn.graph();
   Value *x = bn.operand(0), *scale = bn.operand(1), *bias = bn.operand(2);
-  DType dt = x->type().dtype;
+  // 16-bit data (mixed precision): statistics in f32, the scale's type.
+  DType dt = scale->type().dtype;
   size_t rank = x->type().rank();
   // The gradients that read this copy's statistics, before they are replaced.
   llvm::SmallVector<Node *, 1> grads;
@@ -142,6 +154,8 @@ void rewriteForward(Node &bn, const LayerContext &lc) {
   std::string name = bn.name();
   {
     Inserter in(bn, name + "/sync");
+    Value *xd = x; // the data as it comes, for the normalization
+    x = in.as(x, dt, "x_f32");
     Value *invCount = in.scalar(1.0 / lc.count, dt, "inv_count");
     Value *sum = in.allReduce({in.sumPerChannel(x, "local_sum")}, "sum", lc.layer + "/sync/sum",
                               lc.rank, lc.nranks)[0];
@@ -157,7 +171,8 @@ void rewriteForward(Node &bn, const LayerContext &lc) {
     Builder plain(g);
     plain.setTower(bn.tower());
     plain.setRequestedDevice(bn.requestedDevice());
-    y = in.place(plain.createNode(Op::BatchNorm, {x, scale, bias, mean, var}, std::move(a), name))
+    // BatchNorm takes f32 statistics beside 16-bit data.
+    y = in.place(plain.createNode(Op::BatchNorm, {xd, scale, bias, mean, var}, std::move(a), name))
             ->result();
   }
   bn.result(0)->replaceAllUsesWith(y);

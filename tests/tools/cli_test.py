@@ -319,6 +319,9 @@ class GraphrunTest(CliCase):
         self.assertIn("bf16 compute", placed.stdout)
         if has_bf16:
             self.assertIn("trained 2 steps", self.train(plan, "--steps", "2", "--no-eval", "--emulate").stdout)
+            synced = self.train("--model", "small_cnn", "--steps", "2", "--batch", "16", "--no-eval", "--gpus", "2",
+                                "--emulate", "--bn", "sync", "--precision", "bf16")
+            self.assertIn("trained 2 steps", synced.stdout)
 
     def test_emulated_towers(self):
         p = self.train("--model", "small_cnn_nobn", "--data", "fashion-mnist", "--steps", "3", "--batch", "30",

@@ -19,7 +19,8 @@ using namespace graphc::towertest;
 
 namespace {
 
-std::unique_ptr<Module> compiled(llvm::StringRef model, Precision p, int towers = 1) {
+std::unique_ptr<Module> compiled(llvm::StringRef model, Precision p, int towers = 1,
+                                 BnMode bn = BnMode::Local) {
   auto m = buildOrFail(model, {});
   if (!m)
     return nullptr;
@@ -27,6 +28,7 @@ std::unique_ptr<Module> compiled(llvm::StringRef model, Precision p, int towers 
   o.batch = 8;
   o.precision = p;
   o.towers = towers;
+  o.bn = bn;
   if (auto e = runPipeline(*m, kDefaultTrainingPipeline, o)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     return nullptr;
@@ -97,6 +99,27 @@ TEST(MixedPrecision, Bf16PlanComputesInBf16AndUpdatesF32Weights) {
   // data gradient), two batch norms and two pools (two each) in both.
   EXPECT_EQ(low, 2 * (2 * 3 - 1 + 2 * 2 + 2 * 2));
   EXPECT_GT(casts, 0);
+}
+
+TEST(MixedPrecision, SyncBatchNormSynchronizesBf16DataInF32) {
+  // --bn sync decomposes the batch norms; with bf16 data its sums, all-reduces
+  // and gradient run in f32 (the statistics' type) between casts.
+  auto m = compiled("small_cnn", Precision::BF16, 2, BnMode::Sync);
+  ASSERT_TRUE(m);
+  int norms = 0;
+  for (const Node *n : m->main().nodes()) {
+    if (n->op() == Op::BatchNorm) {
+      ++norms;
+      EXPECT_EQ(n->operand(0)->type().dtype, DType::BF16) << n->name();
+      EXPECT_EQ(n->operand(3)->type().dtype, DType::F32) << n->name();
+    }
+    if (n->op() == Op::AllReduce || n->op() == Op::ReduceSum) {
+      for (const Value *v : n->operands()) {
+        EXPECT_EQ(v->type().dtype, DType::F32) << n->name();
+      }
+    }
+  }
+  EXPECT_EQ(norms, 4);
 }
 
 TEST(MixedPrecision, Fp32LeavesThePlanAsItWas) {
