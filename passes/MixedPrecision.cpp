@@ -145,7 +145,9 @@ llvm::Expected<bool> applyMixedPrecision(Module &m, const PrecisionOptions &opts
       return notF32("input", in->name(), t);
   Rewriter r(*g);
   r.run();
-  m.meta().set("precision", std::string(modeName(opts.precision)));
+  // A model with no convolution has nothing to compute in bf16: it stays f32.
+  if (r.changed())
+    m.meta().set("precision", std::string(modeName(opts.precision)));
   return r.changed();
 }
 

@@ -21,6 +21,7 @@
 //     (--bn frozen), the loss and graph outputs stay f32.
 //  4. One Cast per value and dtype, named `<value>/to_bf16` or `/to_f32`,
 //     placed after the value's producer; module meta "precision" = "bf16".
+//     A graph with no convolution is left as it is, without that meta.
 //
 // fp16 is refused here (it needs loss scaling, which is not written).
 //

@@ -598,6 +598,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   if (compiled->meta().getString("precision") == "bf16")
     out << "  precision  bf16 compute (convolutions, batch norms, activations, pooling), f32 "
            "master weights, updates and loss\n";
+  else if (opts.compile.options.precision == Precision::BF16)
+    out << "  precision  fp32: the model has no convolution, and --precision bf16 covers "
+           "convolutions and what follows them\n";
   if (accumulate > 1)
     out << "  accumulate " << accumulate << " micro-batches of " << batch << " per update ("
         << accumulate * batch << " samples, as one batch of " << accumulate * batch
