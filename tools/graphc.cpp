@@ -432,11 +432,11 @@ int main(int argc, char **argv) {
     llvm::outs() << ", global batch " << batch;
     if (po.accumulate > 1)
       llvm::outs() << " x " << po.accumulate << " micro-batches per update";
-    if (po.precision != Precision::FP32)
-      llvm::outs() << ", " << modeName(po.precision) << " compute";
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
                    << kDefaultBatchPerTower << " per tower";
+    if (po.precision != Precision::FP32)
+      llvm::outs() << "; " << modeName(po.precision) << " compute";
     llvm::outs() << ")\n";
     if (!split.empty())
       llvm::outs() << "split: " << split << "\n";

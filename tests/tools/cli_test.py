@@ -317,6 +317,11 @@ class GraphrunTest(CliCase):
         placed = run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16", "--precision", "bf16",
                      "-o", plan)
         self.assertIn("bf16 compute", placed.stdout)
+        # A compiled plan keeps its precision: asking for another is refused.
+        plain_plan = self.path("fp32.placed")
+        run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16", "-o", plain_plan)
+        self.assertFailsClearly(self.train(plain_plan, "--steps", "1", "--emulate", "--precision", "bf16", ok=False),
+                                "already compiled", "computes in fp32")
         if has_bf16:
             self.assertIn("trained 2 steps", self.train(plan, "--steps", "2", "--no-eval", "--emulate").stdout)
             synced = self.train("--model", "small_cnn", "--steps", "2", "--batch", "16", "--no-eval", "--gpus", "2",

@@ -348,6 +348,12 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                        ")");
     accumulate = *k;
   }
+  if (precompiled && opts.compile.options.precision != Precision::FP32) {
+    std::string planned = precompiled->meta().getString("precision", "fp32");
+    if (planned != modeName(opts.compile.options.precision))
+      return makeError("'" + opts.model.path + "' is already compiled; --precision applies to " +
+                       "models (the plan computes in " + planned + ")");
+  }
   if (auto e = checkWorldSize(plannedWorkers, plannedPs, workers))
     return e;
   const bool several = plannedWorkers > 1 || plannedPs > 0;
