@@ -169,7 +169,8 @@ protected:
           GRAPHC_CUDA_TRY(cudaMemsetAsync(v.data, 0, v.bytes(), s));
       return llvm::Error::success();
     }
-    ScratchLayout scratch = layout(ctx.scratch);
+    // The pieces layout() sized, taken in its order from the start of the scratch.
+    ScratchLayout scratch(ctx.scratch);
     void *padded = low_.explicitPad ? scratch.take(paddedBytes()) : nullptr;
     void *workspace = choice_.workspace ? scratch.take(choice_.workspace) : nullptr;
     const CudnnApi &api = libs().cudnn;

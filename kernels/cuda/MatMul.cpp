@@ -88,7 +88,8 @@ private:
     const GemmPlan &p = plan_;
     cudaStream_t s = streamOf(ctx);
     const float *a = ctx.inputs[0].as<const float>(), *b = ctx.inputs[1].as<const float>();
-    ScratchLayout l = layout(ctx.scratch);
+    // The pieces layout() sized, taken in its order from the start of the scratch.
+    ScratchLayout l(ctx.scratch);
     void *workspace = l.take(kCublasWorkspace);
     void **pointers = nullptr;
     if (p.form == GemmForm::PointerArray) {

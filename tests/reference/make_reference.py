@@ -16,12 +16,19 @@ float32 is judged against float64 there.
     make_reference.py OUTDIR
 """
 import copy
+import inspect
 import os
 import sys
 
 import numpy as np
 import torch
 import torchvision
+
+# The TorchScript exporter, which these references were written with: PyTorch 2.9 and later
+# default to the dynamo exporter (other opsets, external data, no training mode).
+TORCHSCRIPT_EXPORTER = ({"dynamo": False}
+                        if "dynamo" in inspect.signature(torch.onnx.export).parameters
+                        else {})
 
 LR, MOMENTUM = 0.1, 0.9
 
@@ -80,7 +87,7 @@ def case(out, name, model, x, labels, opset, batch_stats, with_float64):
     exported = copy.deepcopy(model).train()
     torch.onnx.export(exported, x, os.path.join(d, "model.onnx"), opset_version=opset,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                      input_names=["input"], output_names=["logits"])
+                      input_names=["input"], output_names=["logits"], **TORCHSCRIPT_EXPORTER)
     save(os.path.join(d, "input.npy"), x)
     save(os.path.join(d, "labels.npy"), labels.to(torch.int64))
     if with_float64:

@@ -100,10 +100,12 @@ TEST_P(OnnxAllOps, ImportsEveryOpAndRoundTrips) {
   EXPECT_EQ(reshape->attrs().getInts("shape"), (Ints{kBatchDim, 128}));
   if (training) {
     const Node *bn = firstNode(*m, Op::BatchNorm);
+    ASSERT_NE(bn, nullptr);
     EXPECT_EQ(bn->attrs().getInt("training"), 1);
     EXPECT_EQ(bn->attrs().getFloat("momentum"), 0.9);
     EXPECT_EQ(bn->attrs().getFloat("epsilon"), 1e-5);
     const Node *drop = firstNode(*m, Op::Dropout);
+    ASSERT_NE(drop, nullptr);
     EXPECT_FLOAT_EQ((float)drop->attrs().getFloat("ratio"), 0.25f);
     EXPECT_EQ(drop->attrs().getInt("training"), c.opset >= 12 ? 1 : 0);
     EXPECT_EQ(countElements(*m, VarKind::State), 16);

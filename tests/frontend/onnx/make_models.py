@@ -15,6 +15,7 @@ A stamp (this script's hash) skips the work when every output is already there.
 """
 
 import copy
+import inspect
 import hashlib
 import os
 import sys
@@ -27,6 +28,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 from onnx import TensorProto, helper, numpy_helper
+
+# The TorchScript exporter, which these references were written with: PyTorch 2.9 and later
+# default to the dynamo exporter (other opsets, external data, no training mode).
+TORCHSCRIPT_EXPORTER = ({"dynamo": False}
+                        if "dynamo" in inspect.signature(torch.onnx.export).parameters
+                        else {})
 
 OUT = sys.argv[1]
 BIG_OPSETS = [13, 17]
@@ -49,7 +56,7 @@ def export(model, x, name, opset, training, dynamic=True, **kw):
         args.update(training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     else:
         model.eval()
-    torch.onnx.export(model, x, path(name), **args)
+    torch.onnx.export(model, x, path(name), **args, **TORCHSCRIPT_EXPORTER)
 
 
 def save_npy(name, tensor):

@@ -233,6 +233,7 @@ TEST(CudaNN, MatMulInEveryBroadcastForm) {
                                          {{0, 5, 7}, {7, 2}},
                                          {{129, 257}, {257, 65}}};
   for (const auto &[a, b] : cases) {
+    SCOPED_TRACE(shapeToString(a) + " x " + shapeToString(b));
     OneNode c;
     Node *n = c.node(Op::MatMul, {c.input("a", TensorType(DType::F32, a)),
                                   c.input("b", TensorType(DType::F32, b))});

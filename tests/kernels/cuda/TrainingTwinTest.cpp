@@ -175,8 +175,10 @@ TEST(CudaTraining, UpdatesWithDifferentHyperParametersDoNotFuse) {
 
 /// Runs twice on the GPU and expects the same bits.
 void expectRepeatable(const Node &n, llvm::ArrayRef<Tensor> inputs) {
-  auto first = runOnCuda(n, inputs), second = runOnCuda(n, inputs);
-  ASSERT_TRUE(first && second);
+  auto first = runOnCuda(n, inputs);
+  ASSERT_TRUE((bool)first) << opName(n.op()).str() << ": " << llvm::toString(first.takeError());
+  auto second = runOnCuda(n, inputs);
+  ASSERT_TRUE((bool)second) << opName(n.op()).str() << ": " << llvm::toString(second.takeError());
   for (size_t r = 0; r < first->size(); ++r)
     EXPECT_TRUE(sameBits((*second)[r], (*first)[r])) << opName(n.op()).str() << " result " << r;
 }
