@@ -58,9 +58,10 @@ protected:
     const GemmPlan &p = plan_;
     float *c = ctx.outputs[0].as<float>();
     int64_t outputs = p.m * p.n * p.batch;
-    if (outputs == 0)
+    if (outputs == 0 || ctx.outputs[0].numElements() == 0)
       return llvm::Error::success();
-    if (p.k == 0) {
+    // An empty operand: the product is a sum over nothing (cuBLAS refuses it).
+    if (p.k == 0 || ctx.inputs[0].numElements() == 0 || ctx.inputs[1].numElements() == 0) {
       GRAPHC_CUDA_TRY(cudaMemsetAsync(c, 0, (size_t)outputs * sizeof(float), s));
     } else if (auto e = product(ctx, c)) {
       return e;
