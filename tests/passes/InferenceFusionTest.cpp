@@ -62,6 +62,23 @@ void expectNear(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
           << "output " << k << " @" << i;
 }
 
+/// The outputs of one run of `m` on a fresh executor (empty, with a test
+/// failure, when it cannot run).
+std::vector<Tensor> outputsOf(const Module &m, const llvm::StringMap<Tensor> &feeds,
+                              ExecutorOptions o = {}) {
+  auto ex = Executor::create(m, o);
+  if (!ex) {
+    ADD_FAILURE() << llvm::toString(ex.takeError());
+    return {};
+  }
+  auto out = (*ex)->run(feeds);
+  if (!out) {
+    ADD_FAILURE() << llvm::toString(out.takeError());
+    return {};
+  }
+  return *out;
+}
+
 TEST(InferenceFusion, FusesOnlyAConvWhoseOnlyUserIsARelu) {
   auto m = model();
   EXPECT_EQ(fuseConvRelu(*m), 2u);
@@ -145,24 +162,15 @@ TEST(InferenceFusion, ResidualAddsFuseIntoTheirConvolutionsAndComputeTheSame) {
   EXPECT_EQ(fused->main().findNode("c2")->attrs().getString("activation"), "relu");
   EXPECT_EQ(fuseConvAdd(*fused), 0u) << "nothing left to fuse";
 
-  auto a = Executor::create(*plain, {});
-  auto b = Executor::create(*fused, {});
-  ASSERT_TRUE((bool)a) << llvm::toString(a.takeError());
-  ASSERT_TRUE((bool)b) << llvm::toString(b.takeError());
   llvm::StringMap<Tensor> feeds;
   feeds["x"] = randomTensor(TensorType(DType::F32, {2, 8, 6, 6}), 3);
-  auto ya = (*a)->run(feeds);
-  auto yb = (*b)->run(feeds);
-  ASSERT_TRUE((bool)ya && (bool)yb);
-  expectNear(*ya, *yb);
+  std::vector<Tensor> want = outputsOf(*plain, feeds);
+  ASSERT_EQ(want.size(), 3u);
+  expectNear(outputsOf(*fused, feeds), want);
   // Plain layouts: the addend is copied into the output whatever its layout.
   ExecutorOptions plainLayouts;
   plainLayouts.blockedLayouts = false;
-  auto c = Executor::create(*fused, plainLayouts);
-  ASSERT_TRUE((bool)c) << llvm::toString(c.takeError());
-  auto yc = (*c)->run(feeds);
-  ASSERT_TRUE((bool)yc);
-  expectNear(*ya, *yc);
+  expectNear(outputsOf(*fused, feeds, plainLayouts), want);
 }
 
 /// x -> Pad(0, 1 on every side of H and W) -> AveragePool 3x3 stride 1,
