@@ -180,6 +180,7 @@ llvm::Error Executor::Impl::createKernels() {
     }
     KernelEnv env = d.device->kernelEnv();
     env.seed = opts.seed;
+    env.convAlgorithm = opts.convAlgorithm;
     auto k = KernelRegistry::global().create(*n, env);
     if (!k)
       return withContext(k.takeError(), "on device " + d.device->name());

@@ -48,6 +48,8 @@ struct ExecutorOptions {
   /// it (convolutions, batch norms, pools, elementwise, concat and split),
   /// where the convolutions around them compute in it.
   bool blockedLayouts = true;
+  /// How CPU convolutions compute (kernels/Kernel.h).
+  ConvAlgorithm convAlgorithm = ConvAlgorithm::Auto;
   /// How long a device waits for another device or a collective.
   std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
   /// Emulated heterogeneity: a CPU device's speed relative to the hardware

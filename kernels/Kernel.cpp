@@ -26,6 +26,25 @@ llvm::Error Kernel::runGroup(llvm::ArrayRef<Kernel *> group,
 
 llvm::StringRef deviceKindName(DeviceKind k) { return k == DeviceKind::CPU ? "cpu" : "gpu"; }
 
+llvm::Expected<ConvAlgorithm> parseConvAlgorithm(llvm::StringRef s) {
+  for (ConvAlgorithm a : {ConvAlgorithm::Auto, ConvAlgorithm::Direct, ConvAlgorithm::Winograd})
+    if (s == convAlgorithmName(a))
+      return a;
+  return makeError("unknown convolution algorithm '" + printable(s) +
+                   "'; known: auto, direct, winograd");
+}
+
+llvm::StringRef convAlgorithmName(ConvAlgorithm a) {
+  switch (a) {
+  case ConvAlgorithm::Direct:
+    return "direct";
+  case ConvAlgorithm::Winograd:
+    return "winograd";
+  default:
+    return "auto";
+  }
+}
+
 DType kernelDType(const Node &n) {
   if (n.numOperands())
     return n.operand(0)->type().dtype;

@@ -140,11 +140,22 @@ public:
 };
 
 /// What a kernel factory needs to know about where it will run.
+/// How CPU convolutions compute (graphrun --conv-algorithm). Auto: Winograd's
+/// F(4x4, 3x3) for the 3x3 stride-1 convolutions where it pays
+/// (kernels/cpu/Conv.cpp says which), direct elsewhere; Winograd: wherever
+/// the library has it; Direct: never. Winograd exists in oneDNN 2.6 for f32
+/// on AVX-512 only: elsewhere every choice computes directly. The choice
+/// follows from shapes alone, so a run is as reproducible as with Direct.
+enum class ConvAlgorithm : unsigned char { Auto, Direct, Winograd };
+llvm::Expected<ConvAlgorithm> parseConvAlgorithm(llvm::StringRef s);
+llvm::StringRef convAlgorithmName(ConvAlgorithm a);
+
 struct KernelEnv {
   DeviceKind kind = DeviceKind::CPU;
   int threads = 1;         ///< the device's thread budget (CPU)
   uint64_t seed = 0;       ///< the run's seed
   void *backend = nullptr; ///< backend state (the CPU engine, CUDA handles)
+  ConvAlgorithm convAlgorithm = ConvAlgorithm::Auto;
 };
 
 using KernelFactory =

@@ -56,6 +56,32 @@ llvm::Expected<int> threadsFrom(const std::optional<int64_t> &given) {
   return given ? (int)*given : 0;
 }
 
+/// The CPU flags of the subcommands that run graphs (train, eval, infer).
+struct CpuFlags {
+  std::optional<int64_t> threads;
+  std::string convAlgorithm = "auto";
+
+  void add(CLI::App *cmd, llvm::StringRef threadsHelp) {
+    cmd->add_option("--threads", threads, threadsHelp.str());
+    cmd->add_option("--conv-algorithm", convAlgorithm,
+                    "auto (Winograd for the 3x3 stride-1 convolutions where it pays, f32 on "
+                    "AVX-512) | direct | winograd (wherever the CPU has it)")
+        ->capture_default_str();
+  }
+  /// Checks the flags into `exec`.
+  llvm::Error apply(ExecutorOptions &exec) const {
+    auto n = threadsFrom(threads);
+    if (!n)
+      return n.takeError();
+    auto algorithm = parseConvAlgorithm(convAlgorithm);
+    if (!algorithm)
+      return withContext(algorithm.takeError(), "--conv-algorithm");
+    exec.threads = *n;
+    exec.convAlgorithm = *algorithm;
+    return llvm::Error::success();
+  }
+};
+
 /// --tasks FILE, else TF_CONFIG when --workers does not give the workers;
 /// each task without "gpus" gets --gpus.
 llvm::Error readTasks(const std::string &file, PlacementRequest &place) {
@@ -150,8 +176,8 @@ int main(int argc, char **argv) {
                   "continue from the newest usable checkpoint in --checkpoint (if any)");
   train->add_option("--metrics", t.metricsPath, "per-step metrics (.jsonl or .csv)");
   train->add_option("--seed", t.executor.seed, "seed: same seed, same devices, same result");
-  std::optional<int64_t> trainThreads, evalThreads, inferThreads;
-  train->add_option("--threads", trainThreads, "CPU threads (default: all cores)");
+  CpuFlags trainCpu, evalCpu, inferCpu;
+  trainCpu.add(train, "CPU threads (default: all cores)");
   train->add_option("--loader-threads", t.loaderThreads, "input pipeline threads")
       ->capture_default_str();
   train->add_flag("--check-numerics", t.executor.checkNumerics,
@@ -229,7 +255,7 @@ int main(int argc, char **argv) {
   eval->add_option("--data", evalData, "data set")->capture_default_str();
   eval->add_option("--batch", evalBatch, "batch")->capture_default_str();
   eval->add_flag("--train-split", evalTrainSplit, "evaluate on the training split");
-  eval->add_option("--threads", evalThreads, "CPU threads");
+  evalCpu.add(eval, "CPU threads");
   std::optional<uint64_t> evalSeed;
   eval->add_option("--seed", evalSeed,
                    "seed of the synthetic data (default: the checkpoint's training seed)");
@@ -246,7 +272,7 @@ int main(int argc, char **argv) {
       ->required();
   infer->add_option("-o,--output", inf.output, "output .npy (several outputs: NAME.K.npy)")
       ->required();
-  infer->add_option("--threads", inferThreads, "CPU threads");
+  inferCpu.add(infer, "CPU threads");
   infer->add_option("--repeat", inf.repeat, "time this many runs after a warm-up run")
       ->check(CLI::Range(1, 1000000));
   infer->add_flag("--profile", inf.profile, "print where the time went, per op and node");
@@ -280,10 +306,8 @@ int main(int argc, char **argv) {
   pauseWritesIfTesting();
   if (*train) {
     t.progress = !noProgress;
-    auto threads = threadsFrom(trainThreads);
-    if (!threads)
-      return fail(threads.takeError());
-    t.executor.threads = *threads;
+    if (auto e = trainCpu.apply(t.executor))
+      return fail(std::move(e));
     if (!(bucketMb > 0) || !std::isfinite(bucketMb))
       return fail(makeError("--bucket-mb " + numberText(bucketMb) + ": must be a positive number"));
     co.bucketBytes = (int64_t)(bucketMb * 1e6);
@@ -340,10 +364,8 @@ int main(int argc, char **argv) {
     return r->stoppedBySignal ? 128 + r->stoppedBySignal : 0;
   }
   if (*eval) {
-    auto threads = threadsFrom(evalThreads);
-    if (!threads)
-      return fail(threads.takeError());
-    evalExec.threads = *threads;
+    if (auto e = evalCpu.apply(evalExec))
+      return fail(std::move(e));
     if (evalBatch <= 0)
       return fail(
           makeError("--batch " + llvm::Twine(evalBatch) + ": the batch must be at least 1"));
@@ -361,10 +383,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (*infer) {
-    auto threads = threadsFrom(inferThreads);
-    if (!threads)
-      return fail(threads.takeError());
-    inf.executor.threads = *threads;
+    if (auto e = inferCpu.apply(inf.executor))
+      return fail(std::move(e));
     if (auto e = runInference(inf, llvm::outs()))
       return fail(std::move(e));
     return 0;

@@ -19,6 +19,14 @@
 // training step, except where no step changes them (inference: KeptOperand
 // reorders them once). An inference Conv may carry a fused Relu (post-op).
 //
+// Algorithm (--conv-algorithm, kernels/Kernel.h): direct, or Winograd's
+// F(4x4, 3x3) for f32 3x3 stride-1 convolutions, which oneDNN 2.6 has on
+// AVX-512 (fewer multiplies: 1.3-3.2x faster for inception_v3's and
+// resnet18's, at the cost of a scratchpad of 7-310 MB each and rounding
+// within the reference tests' 1e-4). convAlgorithms() says where Auto takes it;
+// a kernel whose Winograd primitive oneDNN refuses (another CPU, a shape its
+// implementation does not take) computes directly.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
@@ -85,16 +93,67 @@ llvm::Expected<DnnlConvGeometry> readGeometry(const Node &n, DType weights) {
   return g;
 }
 
+/// The three computations of a convolution, for the choice of algorithm.
+enum class Direction { Forward, Data, Filter };
+
+/// Whether Winograd's F(4x4, 3x3) may compute this convolution: f32, one
+/// group, a 3x3 window at stride 1 without dilation (what oneDNN 2.6 has, on
+/// AVX-512), and at least 16 channels in and out (fewer are padded to 16:
+/// small_cnn's one-channel first layer took 8x longer for its filter gradient).
+bool winogradShape(const DnnlConvGeometry &g) {
+  return g.data == dt::f32 && g.group == 1 && g.w[2] == 3 && g.w[3] == 3 &&
+         llvm::all_of(g.strides, [](int64_t s) { return s == 1; }) &&
+         llvm::all_of(g.dilates, [](int64_t d) { return d == 0; }) && g.x[1] >= 16 &&
+         g.w[0] >= 16;
+}
+
+/// Multiply-adds of the direct computation (the same in every direction).
+double convWork(const DnnlConvGeometry &g) {
+  return (double)g.y[0] * g.y[1] * g.y[2] * g.y[3] * g.w[1] * g.w[2] * g.w[3];
+}
+
+/// oneDNN's algorithms to try for `d`, best first. Auto takes Winograd where
+/// it was measured faster: every direction of every such convolution of
+/// inception_v3 and resnet18 (1.3-3.2x at batch 16, AMD Zen 4, 2 threads),
+/// except the filter gradient below 8x8 outputs, whose tile transforms
+/// outweigh the saving (resnet18's 7x7 with 512 channels: 0.87x), and
+/// convolutions under 10^8 multiply-adds (small_cnn's), which gain a fraction
+/// of a millisecond for a scratchpad of 7-10 MB, larger than their tensors.
+llvm::SmallVector<dnnl::algorithm, 2> convAlgorithms(ConvAlgorithm choice,
+                                                     const DnnlConvGeometry &g, Direction d) {
+  bool winograd = choice != ConvAlgorithm::Direct && winogradShape(g);
+  if (choice == ConvAlgorithm::Auto &&
+      ((d == Direction::Filter && g.y[2] * g.y[3] < 64) || convWork(g) < 1e8))
+    winograd = false;
+  if (winograd)
+    return {dnnl::algorithm::convolution_winograd, dnnl::algorithm::convolution_direct};
+  return {dnnl::algorithm::convolution_direct};
+}
+
+/// The primitive descriptor `make` builds with the first of `algorithms` that
+/// the library implements here (Winograd is AVX-512 only).
+template <typename Make>
+auto firstBuilt(llvm::ArrayRef<dnnl::algorithm> algorithms, Make make) {
+  for (dnnl::algorithm a : algorithms.drop_back()) {
+    try {
+      return make(a);
+    } catch (const dnnl::error &) {
+      // Not implemented on this CPU or for this shape: the next one.
+    }
+  }
+  return make(algorithms.back());
+}
+
 /// The forward primitive with the activations in `x` and `y` (format_tag::any:
 /// oneDNN's choice).
 dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, bool bias,
                                                     const dnnl::primitive_attr &attr, bool inference,
+                                                    dnnl::algorithm alg,
                                                     const dnnl::memory::desc &x,
                                                     const dnnl::memory::desc &y) {
   auto w = g.weightsAny();
   auto b = dnnl::memory::desc({g.w[0]}, g.bias, tag::a);
   auto kind = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
-  auto alg = dnnl::algorithm::convolution_direct;
   auto desc = bias ? dnnl::convolution_forward::desc(kind, alg, x, w, b, y, g.strides, g.dilates,
                                                      g.padL, g.padR)
                    : dnnl::convolution_forward::desc(kind, alg, x, w, y, g.strides, g.dilates,
@@ -110,29 +169,58 @@ dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, b
 /// Where no implementation takes the blocked layout, oneDNN's choice.
 dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, bool bias,
                                                     const dnnl::primitive_attr &attr,
-                                                    bool inference = false) {
-  TensorType x(g.dataType, g.x), y(g.dataType, g.y);
-  if (blockable(y)) {
-    // An input with too few channels to block (the image) stays plain.
-    Layout in = blockable(x) ? Layout::Blocked : Layout::Plain;
-    try {
-      return forwardPd(g, bias, attr, inference, dnnlDesc(x, in), dnnlDesc(y, Layout::Blocked));
-    } catch (const dnnl::error &) {
-      // No blocked implementation for this shape: let oneDNN choose.
+                                                    ConvAlgorithm choice, bool inference = false) {
+  return firstBuilt(convAlgorithms(choice, g, Direction::Forward), [&](dnnl::algorithm alg) {
+    TensorType x(g.dataType, g.x), y(g.dataType, g.y);
+    if (blockable(y)) {
+      // An input with too few channels to block (the image) stays plain.
+      Layout in = blockable(x) ? Layout::Blocked : Layout::Plain;
+      try {
+        return forwardPd(g, bias, attr, inference, alg, dnnlDesc(x, in),
+                         dnnlDesc(y, Layout::Blocked));
+      } catch (const dnnl::error &) {
+        // No blocked implementation for this shape: let oneDNN choose.
+      }
     }
-  }
-  return forwardPd(g, bias, attr, inference, g.any(g.x), g.any(g.y));
+    return forwardPd(g, bias, attr, inference, alg, g.any(g.x), g.any(g.y));
+  });
 }
 
-class ConvKernel : public DnnlKernel {
+/// What the three convolution kernels share: the geometry and the choice of
+/// algorithm.
+class DnnlConvKernel : public DnnlKernel {
 public:
-  using DnnlKernel::DnnlKernel;
+  DnnlConvKernel(const Node &n, const KernelEnv &env)
+      : DnnlKernel(n, env), algorithm_(env.convAlgorithm) {}
 
-  llvm::Error build() override {
-    auto g = readGeometry(node(), operandType(1).dtype);
+protected:
+  /// Reads the geometry; `weights` as readGeometry's.
+  llvm::Error readGeometry(DType weights) {
+    auto g = graphc::readGeometry(node(), weights);
     if (!g)
       return g.takeError();
     geo_ = *g;
+    return llvm::Error::success();
+  }
+  /// The forward primitive the gradients are of (their formats' hint).
+  dnnl::convolution_forward::primitive_desc hint() const {
+    return forwardPd(geo_, false, dnnl::primitive_attr(), algorithm_);
+  }
+  llvm::SmallVector<dnnl::algorithm, 2> algorithms(Direction d) const {
+    return convAlgorithms(algorithm_, geo_, d);
+  }
+
+  DnnlConvGeometry geo_;
+  ConvAlgorithm algorithm_;
+};
+
+class ConvKernel : public DnnlConvKernel {
+public:
+  using DnnlConvKernel::DnnlConvKernel;
+
+  llvm::Error build() override {
+    if (auto e = readGeometry(operandType(1).dtype))
+      return e;
     bias_ = convHasBias(node());
     sum_ = node().attrs().getInt("sum", 0) != 0;
     // A fused residual add and Relu (passes/InferenceFusion.h) are post-ops,
@@ -145,7 +233,7 @@ public:
     if (relu)
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
-    pd_ = forwardPd(geo_, bias_, attr, relu || sum_);
+    pd_ = forwardPd(geo_, bias_, attr, algorithm_, relu || sum_);
     stableWeights_ = KeptOperand::isStable(node(), 1);
     prim_ = dnnl::convolution_forward(pd_);
     allowBlockedOperand(0, pd_.src_desc());
@@ -189,7 +277,6 @@ public:
 private:
   unsigned addend() const { return node().numOperands() - 1; }
 
-  DnnlConvGeometry geo_;
   bool bias_ = false, sum_ = false, stableWeights_ = false;
   KeptOperand weights_;
   dnnl::convolution_forward::primitive_desc pd_;
@@ -197,21 +284,21 @@ private:
 };
 
 /// ConvGradData (dy, w) -> dx; attribute input_shape.
-class ConvGradDataKernel : public DnnlKernel {
+class ConvGradDataKernel : public DnnlConvKernel {
 public:
-  using DnnlKernel::DnnlKernel;
+  using DnnlConvKernel::DnnlConvKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node(), operandType(1).dtype);
-    if (!g)
-      return g.takeError();
-    geo_ = *g;
-    auto hint = forwardPd(geo_, false, dnnl::primitive_attr());
-    dnnl::convolution_backward_data::desc desc(
-        dnnl::algorithm::convolution_direct, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y),
-        geo_.strides, geo_.dilates, geo_.padL, geo_.padR);
-    pd_ = dnnl::convolution_backward_data::primitive_desc(desc, userScratchpad(),
-                                                          CpuBackend::instance().engine(), hint);
+    if (auto e = readGeometry(operandType(1).dtype))
+      return e;
+    auto fwd = hint();
+    pd_ = firstBuilt(algorithms(Direction::Data), [&](dnnl::algorithm alg) {
+      dnnl::convolution_backward_data::desc desc(alg, geo_.any(geo_.x), geo_.weightsAny(),
+                                                 geo_.any(geo_.y), geo_.strides, geo_.dilates,
+                                                 geo_.padL, geo_.padR);
+      return dnnl::convolution_backward_data::primitive_desc(desc, userScratchpad(),
+                                                             CpuBackend::instance().engine(), fwd);
+    });
     prim_ = dnnl::convolution_backward_data(pd_);
     allowBlockedOperand(0, pd_.diff_dst_desc());
     allowBlockedResult(0, pd_.diff_src_desc());
@@ -234,30 +321,29 @@ public:
   }
 
 private:
-  DnnlConvGeometry geo_;
   dnnl::convolution_backward_data::primitive_desc pd_;
   dnnl::convolution_backward_data prim_;
 };
 
 /// ConvGradFilter (x, dy) -> dw; attribute filter_shape.
-class ConvGradFilterKernel : public DnnlKernel {
+class ConvGradFilterKernel : public DnnlConvKernel {
 public:
-  using DnnlKernel::DnnlKernel;
+  using DnnlConvKernel::DnnlConvKernel;
 
   llvm::Error build() override {
-    auto g = readGeometry(node(), resultType(0).dtype);
-    if (!g)
-      return g.takeError();
-    geo_ = *g;
-    auto hint = forwardPd(geo_, false, dnnl::primitive_attr());
+    if (auto e = readGeometry(resultType(0).dtype))
+      return e;
+    auto fwd = hint();
     // The weights' gradient is computed in the type it is wanted in (oneDNN
     // accumulates in f32 whatever the activations' type).
     auto dw = dnnl::memory::desc(geo_.weightDims(), geo_.weights, tag::any);
-    dnnl::convolution_backward_weights::desc desc(
-        dnnl::algorithm::convolution_direct, geo_.any(geo_.x), dw, geo_.any(geo_.y),
-        geo_.strides, geo_.dilates, geo_.padL, geo_.padR);
-    pd_ = dnnl::convolution_backward_weights::primitive_desc(desc, userScratchpad(),
-                                                             CpuBackend::instance().engine(), hint);
+    pd_ = firstBuilt(algorithms(Direction::Filter), [&](dnnl::algorithm alg) {
+      dnnl::convolution_backward_weights::desc desc(alg, geo_.any(geo_.x), dw, geo_.any(geo_.y),
+                                                    geo_.strides, geo_.dilates, geo_.padL,
+                                                    geo_.padR);
+      return dnnl::convolution_backward_weights::primitive_desc(
+          desc, userScratchpad(), CpuBackend::instance().engine(), fwd);
+    });
     prim_ = dnnl::convolution_backward_weights(pd_);
     allowBlockedOperand(0, pd_.src_desc());
     allowBlockedOperand(1, pd_.diff_dst_desc());
@@ -280,7 +366,6 @@ public:
   }
 
 private:
-  DnnlConvGeometry geo_;
   dnnl::convolution_backward_weights::primitive_desc pd_;
   dnnl::convolution_backward_weights prim_;
 };

@@ -118,10 +118,16 @@ dnnl::memory dnnlMemory(const TensorView &v) {
   return dnnl::memory(dnnlDesc(v), CpuBackend::instance().engine(), v.data);
 }
 
-bool cpuHasBf16() {
-  auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+namespace {
+bool effectiveIsaHas(dnnl::cpu_isa isa) {
+  auto want = static_cast<unsigned>(isa);
   return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & want) == want;
 }
+} // namespace
+
+bool cpuHasBf16() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core_bf16); }
+
+bool cpuHasWinograd() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core); }
 
 void setCpuThreads(int threads) { omp_set_num_threads(threads > 0 ? threads : 1); }
 

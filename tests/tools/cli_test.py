@@ -30,6 +30,14 @@ def run(*args, ok=True, timeout=600):
     return p
 
 
+def winograd_here():
+    """Whether oneDNN 2.6 has Winograd convolutions here: AVX-512, not capped below it."""
+    with open("/proc/cpuinfo") as f:
+        avx512 = " avx512f " in f.read().replace("\n", " ")
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    return avx512 and (cap in ("", "ALL") or cap.startswith("AVX512"))
+
+
 class CliCase(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="graphc-cli-")
@@ -312,6 +320,10 @@ class GraphrunTest(CliCase):
                                 "fp16 is not implemented")
         self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--precision", "f8", ok=False),
                                 "--precision", "unknown precision 'f8'")
+        self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--conv-algorithm", "fft",
+                                           ok=False),
+                                "--conv-algorithm: unknown convolution algorithm 'fft'; known: auto, direct, "
+                                "winograd")
         # A plan placed in bf16 on GPUs runs on emulated (CPU) devices only: the GPU kernels are f32.
         plan = self.path("bf16.placed")
         placed = run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16", "--precision", "bf16",
@@ -544,6 +556,17 @@ class GraphrunTest(CliCase):
                                        r"p90 [\d.]+ ms; [\d.]+ images/s")
             self.assertRegex(p.stdout, r"\n  Conv +[\d.]+ ")
             np.testing.assert_array_equal(np.load(self.path("y3.npy")), got, name)
+            # Each convolution algorithm gives torchvision's logits; the
+            # profile names the implementations that ran (Winograd only where
+            # oneDNN has it: f32 on AVX-512).
+            for algorithm in ("direct", "winograd"):
+                p = run(GRAPHRUN, "infer", path, "--input", self.path("x.npy"), "-o", self.path("ya.npy"),
+                        "--repeat", "1", "--profile", "--conv-algorithm", algorithm)
+                err = np.abs(np.load(self.path("ya.npy")) - want).max() / np.abs(want).max()
+                self.assertLess(err, 1e-4, (name, algorithm))
+                self.assertIn("library implementations", p.stdout)
+                self.assertEqual("jit_wino" in p.stdout, algorithm == "winograd" and winograd_here(),
+                                 (name, algorithm, p.stdout))
 
     def test_corrupt_images_are_skipped_and_reported(self):
         for c in ("a", "b"):

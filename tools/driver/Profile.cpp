@@ -53,6 +53,25 @@ void printProfile(const Executor &ex, llvm::raw_ostream &os) {
   for (size_t i = 0; i < nodes.size() && i < 15; ++i)
     os << llvm::format("  %10.2f ms  %-18s %s\n", 1e3 * nodes[i].seconds / runs,
                        opName(nodes[i].node->op()).str().c_str(), nodes[i].node->name().c_str());
+  printImplementations(ex, os);
+}
+
+void printImplementations(const Executor &ex, llvm::raw_ostream &os) {
+  // op -> "kind implementation" -> nodes that ran it.
+  std::map<std::string, std::map<std::string, int64_t>> byOp;
+  for (const NodePrimitives &np : ex.primitives())
+    for (const PrimitiveInfo &p : np.primitives)
+      if (p.kind != "reorder")
+        ++byOp[opName(np.node->op()).str()][p.kind + " " + p.implementation];
+  if (byOp.empty())
+    return;
+  os << "library implementations (nodes)\n";
+  for (auto &[op, impls] : byOp) {
+    std::string line;
+    for (auto &[impl, count] : impls)
+      line += (line.empty() ? "" : ", ") + impl + " " + std::to_string(count);
+    os << llvm::format("  %-26s %s\n", op.c_str(), line.c_str());
+  }
 }
 
 llvm::Error writeProfile(const Executor &ex, llvm::StringRef path) {

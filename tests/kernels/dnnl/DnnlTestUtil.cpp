@@ -80,12 +80,14 @@ Tensor fromBlocked(const Tensor &blocked) { return reblock(blocked, false); }
 
 llvm::Expected<std::unique_ptr<KernelHarness>>
 KernelHarness::create(const Node &n,
-                      std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts) {
+                      std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts,
+                      ConvAlgorithm algorithm) {
   auto h = std::make_unique<KernelHarness>();
   h->node_ = &n;
   KernelEnv env;
   env.threads = cpuThreads();
   env.backend = &CpuBackend::instance();
+  env.convAlgorithm = algorithm;
   auto k = KernelRegistry::global().create(n, env);
   if (!k)
     return k.takeError();
@@ -142,8 +144,18 @@ llvm::Expected<std::vector<Tensor>> KernelHarness::run(llvm::ArrayRef<Tensor> in
   return out;
 }
 
-std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs) {
-  auto h = KernelHarness::create(n);
+Attrs convAttrs(Ints strides, Ints pads, Ints dilations, int64_t group) {
+  Attrs a;
+  a.set("strides", strides);
+  a.set("pads", pads);
+  a.set("dilations", dilations);
+  a.set("group", group);
+  return a;
+}
+
+std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs, ConvAlgorithm algorithm,
+                            std::vector<PrimitiveInfo> &ran) {
+  auto h = KernelHarness::create(n, std::nullopt, algorithm);
   if (!h) {
     ADD_FAILURE() << llvm::toString(h.takeError());
     return {};
@@ -153,7 +165,14 @@ std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs) {
     ADD_FAILURE() << llvm::toString(out.takeError());
     return {};
   }
+  ran = (*h)->kernel().primitivesRun();
   return std::move(*out);
+}
+
+std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs,
+                            ConvAlgorithm algorithm) {
+  std::vector<PrimitiveInfo> ran;
+  return runOnce(n, inputs, algorithm, ran);
 }
 
 testing::AssertionResult near(const Tensor &got, const Tensor &want, double rtol, double *worst) {

@@ -40,7 +40,8 @@ public:
   /// plain and prepare() is not called (the kernel sizes scratch for all).
   static llvm::Expected<std::unique_ptr<KernelHarness>>
   create(const Node &n,
-         std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts = std::nullopt);
+         std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts = std::nullopt,
+         ConvAlgorithm algorithm = ConvAlgorithm::Auto);
 
   llvm::Expected<std::vector<Tensor>> run(llvm::ArrayRef<Tensor> inputs);
   Kernel &kernel() { return *kernel_; }
@@ -52,7 +53,11 @@ private:
 };
 
 /// Runs a node once through a fresh harness (plain layouts).
-std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs);
+std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs,
+                            ConvAlgorithm algorithm = ConvAlgorithm::Auto);
+/// The same, also giving the implementations its kernel ran.
+std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs, ConvAlgorithm algorithm,
+                            std::vector<PrimitiveInfo> &ran);
 
 /// |got - want| <= rtol * (|want| + rms(want)) elementwise: relative error,
 /// with the tensor's RMS as the floor near zero (sums that cancel). Also
@@ -68,6 +73,9 @@ double dot(const Tensor &a, const Tensor &b);
 inline TensorType f32(llvm::ArrayRef<int64_t> dims) {
   return TensorType(DType::F32, dims);
 }
+
+/// A convolution's attributes (ONNX order of pads: top, left, bottom, right).
+Attrs convAttrs(Ints strides, Ints pads, Ints dilations, int64_t group);
 
 /// Attributes from a list of (name, value).
 Attrs attrs(std::initializer_list<std::pair<const char *, Attribute>> list);

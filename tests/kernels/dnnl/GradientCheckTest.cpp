@@ -58,14 +58,6 @@ void checkGradient(KernelHarness &forward, const std::vector<Tensor> &inputs, un
   }
 }
 
-Attrs convAttrs(Ints strides, Ints pads, Ints dilations, int64_t group) {
-  Attrs a;
-  a.set("strides", strides);
-  a.set("pads", pads);
-  a.set("dilations", dilations);
-  a.set("group", group);
-  return a;
-}
 
 TEST(DnnlGradientCheck, ConvGradDataAndFilter) {
   std::mt19937 rng(1);

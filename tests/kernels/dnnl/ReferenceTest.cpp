@@ -16,6 +16,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Npy.h"
+#include "kernels/cpu/CpuBackend.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -102,9 +103,11 @@ const std::vector<Case> &allCases() {
 }
 
 /// Runs every case whose op is in `ops`; prints the worst error per op.
-void checkFamily(std::initializer_list<Op> ops) {
+/// Returns how many of them ran a Winograd convolution.
+int checkFamily(std::initializer_list<Op> ops, ConvAlgorithm algorithm = ConvAlgorithm::Auto) {
+  int winograd = 0;
   const std::vector<Case> &cases = allCases();
-  ASSERT_FALSE(cases.empty()) << "no reference cases";
+  EXPECT_FALSE(cases.empty()) << "no reference cases";
   for (Op op : ops) {
     int count = 0;
     double worst = 0;
@@ -118,9 +121,16 @@ void checkFamily(std::initializer_list<Op> ops) {
       for (const Tensor &t : c.inputs)
         types.push_back(t.type());
       auto node = mustMakeNode(c.op, types, c.attrs);
-      ASSERT_TRUE(node);
-      std::vector<Tensor> got = runOnce(*node->node, c.inputs);
-      ASSERT_EQ(got.size(), c.outputs.size());
+      if (!node)
+        return winograd;
+      std::vector<PrimitiveInfo> ran;
+      std::vector<Tensor> got = runOnce(*node->node, c.inputs, algorithm, ran);
+      winograd += llvm::any_of(ran, [](const PrimitiveInfo &p) {
+        return llvm::StringRef(p.implementation).contains("wino");
+      });
+      EXPECT_EQ(got.size(), c.outputs.size());
+      if (got.size() != c.outputs.size())
+        continue;
       for (size_t i = 0; i < got.size(); ++i) {
         double err = 0;
         // A scalar result (1-d by 1-d MatMul) was saved by NumPy as shape ().
@@ -136,10 +146,23 @@ void checkFamily(std::initializer_list<Op> ops) {
     std::printf("[ reference] %-20s %2d cases, worst normalized error %.2e (%s)\n",
                 opName(op).str().c_str(), count, worst, worstCase.c_str());
   }
+  return winograd;
 }
 
 TEST(DnnlReference, Conv) {
   checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter});
+}
+
+// Every case with Winograd wherever oneDNN has it (f32 3x3 stride-1
+// convolutions on AVX-512: odd sizes, partial tiles, no padding), at the same
+// tolerance. Elsewhere it computes directly and the test says so.
+TEST(DnnlReference, ConvWinograd) {
+  int winograd =
+      checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter}, ConvAlgorithm::Winograd);
+  if (!cpuHasWinograd())
+    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU; the cases ran directly";
+  // conv_larger and the conv_wino_* cases, three directions each.
+  EXPECT_GE(winograd, 12);
 }
 
 TEST(DnnlReference, Pool) {

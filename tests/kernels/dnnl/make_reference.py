@@ -187,6 +187,12 @@ conv_case("conv_stride2_unused_pad", randn(1, 4, 8, 8), randn(4, 4, 3, 3), strid
 conv_case("conv_1x1_batch1", randn(1, 64, 5, 5), randn(16, 64, 1, 1), randn(16))
 # Longer reductions (2,312 terms per weight gradient, 432 per data gradient).
 conv_case("conv_larger", randn(8, 32, 17, 17), randn(48, 32, 3, 3), randn(48), pads=(1, 1, 1, 1))
+# Winograd's shapes (3x3, stride 1, 16+ channels): outputs that end in partial
+# 4x4 tiles, no padding, exactly 8x8, a single image.
+conv_case("conv_wino_odd", randn(3, 32, 13, 11), randn(48, 32, 3, 3), randn(48), pads=(1, 1, 1, 1))
+conv_case("conv_wino_valid", randn(2, 16, 10, 9), randn(16, 16, 3, 3))
+conv_case("conv_wino_8x8", randn(4, 64, 8, 8), randn(32, 64, 3, 3), pads=(1, 1, 1, 1))
+conv_case("conv_wino_batch1", randn(1, 48, 7, 7), randn(64, 48, 3, 3), randn(64), pads=(1, 1, 1, 1))
 
 # Pooling: ceil_mode, pads (symmetric and not), dilation, both count_include_pad.
 pool_case("maxpool_3x3s2", "max", distinct(2, 3, 9, 9), (3, 3), (2, 2))

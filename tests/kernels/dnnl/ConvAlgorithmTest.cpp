@@ -1,0 +1,107 @@
+//===- ConvAlgorithmTest.cpp - Where --conv-algorithm takes Winograd --------===//
+//
+// Which implementation each convolution direction runs under auto, direct
+// and winograd (kernels/cpu/Conv.cpp's convAlgorithms()), read from the
+// kernel's primitivesRun(); and Winograd's results against the direct ones on
+// an inception_v3-sized case. Its accuracy against PyTorch is
+// DnnlReference.ConvWinograd's. On a CPU without oneDNN's Winograd (AVX2)
+// every choice computes directly, which the first test checks there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/kernels/dnnl/DnnlTestUtil.h"
+
+#include "kernels/cpu/CpuBackend.h"
+
+#include "llvm/ADT/StringRef.h"
+
+using namespace graphc;
+using namespace graphc::test;
+
+namespace {
+
+/// A convolution's three nodes (Conv, ConvGradData, ConvGradFilter) and
+/// random operands for each.
+struct ConvNodes {
+  std::unique_ptr<OneNode> nodes[3];
+  std::vector<Tensor> inputs[3];
+};
+
+ConvNodes convNodes(const TensorType &x, const TensorType &w, Ints pads, Ints strides = {1, 1}) {
+  std::mt19937 rng(7);
+  ConvNodes c;
+  Attrs a = convAttrs(strides, pads, {1, 1}, 1);
+  c.nodes[0] = mustMakeNode(Op::Conv, {x, w}, a);
+  TensorType y = c.nodes[0]->node->result()->type();
+  Attrs data = a, filter = a;
+  data.set("input_shape", Ints(x.shape.begin(), x.shape.end()));
+  filter.set("filter_shape", Ints(w.shape.begin(), w.shape.end()));
+  c.nodes[1] = mustMakeNode(Op::ConvGradData, {y, w}, data);
+  c.nodes[2] = mustMakeNode(Op::ConvGradFilter, {x, y}, filter);
+  Tensor tx = randomTensor(x, rng), tw = randomTensor(w, rng), ty = randomTensor(y, rng);
+  c.inputs[0] = {tx, tw};
+  c.inputs[1] = {ty, tw};
+  c.inputs[2] = {tx, ty};
+  return c;
+}
+
+/// "wd-" for each direction (forward, data, filter): Winograd or direct.
+std::string algorithmsRun(ConvNodes &c, ConvAlgorithm algorithm) {
+  std::string s;
+  for (int d = 0; d < 3; ++d) {
+    std::vector<PrimitiveInfo> ran;
+    runOnce(*c.nodes[d]->node, c.inputs[d], algorithm, ran);
+    bool wino = llvm::any_of(ran, [](const PrimitiveInfo &p) {
+      return llvm::StringRef(p.implementation).contains("wino");
+    });
+    s += wino ? 'w' : 'd';
+  }
+  return s;
+}
+
+TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
+  auto resnetBlock = convNodes(f32({16, 64, 28, 28}), f32({64, 64, 3, 3}), {1, 1, 1, 1});
+  auto small7x7 = convNodes(f32({16, 512, 7, 7}), f32({512, 512, 3, 3}), {1, 1, 1, 1});
+  auto tiny = convNodes(f32({4, 32, 14, 14}), f32({64, 32, 3, 3}), {1, 1, 1, 1});
+  auto oneChannel = convNodes(f32({8, 1, 60, 60}), f32({32, 1, 3, 3}), {1, 1, 1, 1});
+  auto strided = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 3, 3}), {1, 1, 1, 1}, {2, 2});
+  auto window1x7 = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 1, 7}), {0, 3, 0, 3});
+  for (ConvNodes *c : {&resnetBlock, &small7x7, &tiny, &oneChannel, &strided, &window1x7})
+    EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Direct), "ddd");
+  if (!cpuHasWinograd()) {
+    EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Winograd), "ddd");
+    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU: every choice is direct";
+  }
+  EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Auto), "www");
+  // The filter gradient of a 7x7 output stays direct under auto.
+  EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), "wwd");
+  EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Winograd), "www");
+  // Under 10^8 multiply-adds: direct unless asked.
+  EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Auto), "ddd");
+  EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Winograd), "www");
+  // Shapes Winograd does not take, even when asked.
+  for (ConvNodes *c : {&oneChannel, &strided, &window1x7})
+    EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "ddd");
+}
+
+// inception_v3's Mixed_5b 3x3 (64 -> 96 channels at 35x35), batch 4: the
+// three directions by Winograd against the direct ones, at the reference
+// tests' tolerance.
+TEST(ConvAlgorithm, WinogradAgreesWithDirect) {
+  if (!cpuHasWinograd())
+    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU";
+  auto c = convNodes(f32({4, 64, 35, 35}), f32({96, 64, 3, 3}), {1, 1, 1, 1});
+  for (int d = 0; d < 3; ++d) {
+    SCOPED_TRACE(opName(c.nodes[d]->node->op()).str());
+    auto direct = runOnce(*c.nodes[d]->node, c.inputs[d], ConvAlgorithm::Direct);
+    auto winograd = runOnce(*c.nodes[d]->node, c.inputs[d], ConvAlgorithm::Winograd);
+    ASSERT_EQ(direct.size(), 1u);
+    ASSERT_EQ(winograd.size(), 1u);
+    double worst = 0;
+    EXPECT_TRUE(near(winograd[0], direct[0], 1e-4, &worst));
+    std::printf("[ winograd] %-16s worst normalized difference %.2e\n",
+                opName(c.nodes[d]->node->op()).str().c_str(), worst);
+  }
+}
+
+} // namespace
