@@ -145,12 +145,7 @@ llvm::Expected<std::vector<Tensor>> KernelHarness::run(llvm::ArrayRef<Tensor> in
 }
 
 Attrs convAttrs(Ints strides, Ints pads, Ints dilations, int64_t group) {
-  Attrs a;
-  a.set("strides", strides);
-  a.set("pads", pads);
-  a.set("dilations", dilations);
-  a.set("group", group);
-  return a;
+  return attrs({{"strides", strides}, {"pads", pads}, {"dilations", dilations}, {"group", group}});
 }
 
 std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs, ConvAlgorithm algorithm,
