@@ -101,6 +101,8 @@ llvm::Error Executor::Impl::bind() {
   }
   if (auto e = bindCollectives())
     return e;
+  if (opts.fuseUpdates)
+    groupFusableKernels();
   for (auto &d : devices)
     d->device->setProfiling(opts.profile, &trace);
   if (opts.cudaGraphs) {
@@ -237,6 +239,35 @@ bool Executor::Impl::blockable(const Value *v) const {
         return false;
   }
   return true;
+}
+
+/// Runs of a device's issue order whose kernels share a non-empty fusion key
+/// (the optimizer updates, Kernel::fusionKey) become one group, launched at
+/// its last member through runGroup(). Only nodes that produce nothing and
+/// that no other device waits for join, so running them a few positions late
+/// changes nothing: no other node of their device runs in between.
+void Executor::Impl::groupFusableKernels() {
+  auto keyOf = [&](unsigned i) {
+    const NodeExec &e = *nodes[i];
+    if (e.action != Action::Kernel || !e.kernel || e.node->numResults() ||
+        !e.remoteWaiters.empty())
+      return std::string();
+    return e.kernel->fusionKey();
+  };
+  for (auto &d : devices)
+    for (const std::vector<unsigned> &order : d->orders)
+      for (size_t i = 0; i < order.size();) {
+        std::string key = keyOf(order[i]);
+        size_t end = i + 1;
+        while (!key.empty() && end < order.size() && keyOf(order[end]) == key)
+          ++end;
+        if (end - i > 1) {
+          for (size_t k = i; k + 1 < end; ++k)
+            nodes[order[k]]->deferred = true;
+          nodes[order[end - 1]]->fusedGroup.assign(order.begin() + i, order.begin() + end);
+        }
+        i = end;
+      }
 }
 
 /// The bytes of `v` that its producer and consumers would compute without a
@@ -624,6 +655,17 @@ std::vector<NodePrimitives> Executor::primitives() const {
     if (e->kernel)
       if (auto run = e->kernel->primitivesRun(); !run.empty())
         out.push_back({e->node, impl_->devices[e->device]->device->name(), std::move(run)});
+  return out;
+}
+
+std::vector<std::vector<const Node *>> Executor::fusedGroups() const {
+  std::vector<std::vector<const Node *>> out;
+  for (auto &e : impl_->nodes)
+    if (!e->fusedGroup.empty()) {
+      out.emplace_back();
+      for (unsigned i : e->fusedGroup)
+        out.back().push_back(impl_->nodes[i]->node);
+    }
   return out;
 }
 

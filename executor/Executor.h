@@ -50,6 +50,9 @@ struct ExecutorOptions {
   bool blockedLayouts = true;
   /// How CPU convolutions compute (kernels/Kernel.h).
   ConvAlgorithm convAlgorithm = ConvAlgorithm::Auto;
+  /// Run adjacent variable updates of a device with one fusion key as one
+  /// multi-tensor launch (Kernel::runGroup); off: one launch per node.
+  bool fuseUpdates = true;
   /// How long a device waits for another device or a collective.
   std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
   /// Emulated heterogeneity: a CPU device's speed relative to the hardware
@@ -148,6 +151,9 @@ public:
   /// Per node, the library primitives its kernel has run so far and the
   /// implementations the library chose for them on this CPU.
   std::vector<NodePrimitives> primitives() const;
+  /// The fused update groups (ExecutorOptions::fuseUpdates): their nodes,
+  /// each group in issue order.
+  std::vector<std::vector<const Node *>> fusedGroups() const;
   const TraceRecorder &trace() const;
   /// Where the last run()'s wall time went (StepTimes.h).
   const StepTimes &lastStepTimes() const;

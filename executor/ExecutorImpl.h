@@ -57,6 +57,11 @@ struct NodeExec {
   EventKind kind = EventKind::Compute;
   double seconds = 0;
   int64_t runs = 0;
+  /// A fused group (Kernel::fusionKey, groupFusableKernels()): on its last
+  /// member, every member in issue order; the others are `deferred` and run
+  /// with it.
+  std::vector<unsigned> fusedGroup;
+  bool deferred = false;
 };
 
 /// A variable's storage on one device.
@@ -182,11 +187,14 @@ struct Executor::Impl {
   llvm::Error planMemory();
   llvm::Error bindVariables();
   llvm::Error bindCollectives();
+  void groupFusableKernels();
   TensorView viewOf(const Value *v);
   /// The device that runs `n` (an index into devices).
   unsigned deviceOf(const Node *n) const { return nodes[index.lookup(n)]->device; }
   llvm::Error runDevice(DeviceState &d);
   llvm::Error runNode(NodeExec &e, DeviceState &d);
+  KernelContext contextFor(NodeExec &e, DeviceState &d) const;
+  llvm::Error runFusedGroup(NodeExec &last, DeviceState &d);
   llvm::Error checkNumerics(NodeExec &e, DeviceState &d);
   llvm::Error checkFeeds(const Program &p, const llvm::StringMap<Tensor> &feeds) const;
   llvm::Error consumePrefetched(uint64_t stepNumber);

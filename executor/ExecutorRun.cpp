@@ -65,6 +65,16 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   case Action::Kernel:
     break;
   }
+  if (e.deferred)
+    return llvm::Error::success(); // runs with its group's last member
+  if (!e.fusedGroup.empty())
+    return runFusedGroup(e, d);
+  KernelContext ctx = contextFor(e, d);
+  dev.noteNode(index.lookup(e.node), e.kind);
+  return dev.launch(*e.kernel, ctx);
+}
+
+KernelContext Executor::Impl::contextFor(NodeExec &e, DeviceState &d) const {
   KernelContext ctx;
   ctx.inputs = e.inputs;
   ctx.outputs = e.outputs;
@@ -73,8 +83,46 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   ctx.microStep = microStep;
   ctx.variables = &d.variables;
   ctx.variablesVersion = variablesVersion;
-  dev.noteNode(index.lookup(e.node), e.kind);
-  return dev.launch(*e.kernel, ctx);
+  return ctx;
+}
+
+namespace {
+
+/// A fused group as one launch: the device sees every member's operands (its
+/// hazards on CUDA) and gives the stream; the first member's runGroup() runs
+/// them all, each with its own context.
+class GroupLaunch : public Kernel {
+public:
+  std::vector<Kernel *> members;
+  std::vector<KernelContext> contexts;
+
+  llvm::Error run(KernelContext &ctx) override {
+    std::vector<KernelContext *> each;
+    for (KernelContext &c : contexts) {
+      c.stream = ctx.stream;
+      each.push_back(&c);
+    }
+    return members.front()->runGroup(members, each);
+  }
+};
+
+} // namespace
+
+llvm::Error Executor::Impl::runFusedGroup(NodeExec &last, DeviceState &d) {
+  GroupLaunch group;
+  std::vector<TensorView> operands;
+  for (unsigned i : last.fusedGroup) {
+    NodeExec &m = *nodes[i];
+    group.members.push_back(m.kernel.get());
+    group.contexts.push_back(contextFor(m, d));
+    llvm::append_range(operands, m.inputs);
+  }
+  KernelContext ctx = contextFor(last, d);
+  ctx.inputs = operands;
+  // The group's time is its last member's (the profile counts the others as
+  // run with it).
+  d.device->noteNode(index.lookup(last.node), last.kind);
+  return d.device->launch(group, ctx);
 }
 
 llvm::Error Executor::Impl::checkNumerics(NodeExec &e, DeviceState &d) {
@@ -146,12 +194,21 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
     d.hostTimings.clear();
     for (const LaunchTiming &t : timings) {
       NodeExec &e = *nodes[t.node];
-      e.seconds += t.durationUs * 1e-6;
-      ++e.runs;
+      // A fused group's launch: each member gets an equal share.
+      llvm::ArrayRef<unsigned> members = e.fusedGroup;
+      if (members.empty())
+        members = llvm::ArrayRef<unsigned>(t.node);
+      for (unsigned m : members) {
+        nodes[m]->seconds += t.durationUs * 1e-6 / members.size();
+        ++nodes[m]->runs;
+      }
       unsigned track = t.stream >= 0 && (size_t)t.stream < d.tracks.size()
                            ? d.tracks[t.stream]
                            : (t.kind == EventKind::Copy ? d.copyTrack : d.computeTrack);
-      trace.record(track, {e.node->name(), opName(e.node->op()).str(), t.kind, step, t.startUs,
+      std::string name = e.node->name();
+      if (members.size() > 1)
+        name += " (+" + std::to_string(members.size() - 1) + " fused)";
+      trace.record(track, {name, opName(e.node->op()).str(), t.kind, step, t.startUs,
                            t.durationUs, micro});
     }
   }

@@ -42,6 +42,36 @@ static void collectReaders(const Value *v, llvm::SmallVectorImpl<const Node *> &
   }
 }
 
+static bool isOptimizerUpdate(Op op) { return isVariableUpdate(op) && op != Op::Assign; }
+
+/// Rule 4: a device's optimizer updates of one op move to the position of its
+/// last one, together, so that the executor can run them as one multi-tensor
+/// launch (Kernel::runGroup). Nothing in a step depends on an update (it
+/// produces nothing, and readers of its variable come before it), so a later
+/// position is always valid; the gradients it reads live that much longer.
+static std::vector<const Node *>
+groupOptimizerUpdates(llvm::ArrayRef<const Node *> issued,
+                      const llvm::DenseMap<const Node *, unsigned> &deviceOf) {
+  auto keyOf = [&](const Node *n) { return std::pair(deviceOf.lookup(n), (unsigned)n->op()); };
+  llvm::DenseMap<std::pair<unsigned, unsigned>, const Node *> last;
+  for (const Node *n : issued)
+    if (isOptimizerUpdate(n->op()))
+      last[keyOf(n)] = n;
+  llvm::DenseMap<std::pair<unsigned, unsigned>, std::vector<const Node *>> held;
+  std::vector<const Node *> out;
+  for (const Node *n : issued) {
+    if (!isOptimizerUpdate(n->op())) {
+      out.push_back(n);
+      continue;
+    }
+    auto &group = held[keyOf(n)];
+    group.push_back(n);
+    if (last.lookup(keyOf(n)) == n)
+      llvm::append_range(out, group);
+  }
+  return out;
+}
+
 llvm::Expected<Schedule> buildSchedule(const Graph &g,
                                        const std::function<std::string(const Node &)> &deviceOf) {
   Schedule s;
@@ -93,25 +123,27 @@ llvm::Expected<Schedule> buildSchedule(const Graph &g,
   for (const Node *n : nodes)
     if (pending[n] == 0)
       ready.push(index[n]);
-  unsigned issued = 0;
+  std::vector<const Node *> issued;
   while (!ready.empty()) {
     const Node *n = nodes[ready.top()];
     ready.pop();
-    unsigned d = deviceIndex[deviceOf(*n)];
-    s.deviceOf[n] = d;
-    s.position[n] = issued++;
-    s.order[d].push_back(n);
+    s.deviceOf[n] = deviceIndex[deviceOf(*n)];
+    issued.push_back(n);
     for (const Node *succ : successors[n])
       if (--pending[succ] == 0)
         ready.push(index[succ]);
   }
-  if (issued != nodes.size()) {
+  if (issued.size() != nodes.size()) {
     for (const Node *n : nodes)
       if (pending[n] && isVariableUpdate(n->op()))
         return nodeError(*n, "writes variable '" + n->attrs().getString("var") +
                                  "' that a node it depends on reads after the write; a step "
                                  "cannot both update a variable and read the new value");
     return makeError("graph '" + g.name() + "' has a cycle");
+  }
+  for (const Node *n : groupOptimizerUpdates(issued, s.deviceOf)) {
+    s.position[n] = s.position.size();
+    s.order[s.deviceOf[n]].push_back(n);
   }
   return s;
 }

@@ -60,8 +60,10 @@ inline llvm::Error compileTowers(Module &m, const CompileOptions &o) {
   return runPipeline(m, "insert-transfers,verify", o);
 }
 
-inline std::unique_ptr<Executor> makeExecutor(const Module &m, uint64_t seed = 7) {
+inline std::unique_ptr<Executor> makeExecutor(const Module &m, uint64_t seed = 7,
+                                              bool fuseUpdates = true) {
   ExecutorOptions eo;
+  eo.fuseUpdates = fuseUpdates;
   eo.threads = 2;
   eo.seed = seed;
   eo.deviceMap = emulate;
