@@ -658,13 +658,13 @@ std::vector<NodePrimitives> Executor::primitives() const {
   return out;
 }
 
-std::vector<std::vector<const Node *>> Executor::fusedGroups() const {
-  std::vector<std::vector<const Node *>> out;
+std::vector<FusedGroup> Executor::fusedGroups() const {
+  std::vector<FusedGroup> out;
   for (auto &e : impl_->nodes)
     if (!e->fusedGroup.empty()) {
-      out.emplace_back();
+      out.push_back({impl_->devices[e->device]->device->name(), {}});
       for (unsigned i : e->fusedGroup)
-        out.back().push_back(impl_->nodes[i]->node);
+        out.back().nodes.push_back(impl_->nodes[i]->node);
     }
   return out;
 }

@@ -98,6 +98,13 @@ struct NodeProfile {
 };
 
 /// The library primitives a node's kernel has run (PrimitiveInfo).
+/// Nodes run as one launch (Kernel::runGroup), in issue order, and the
+/// device that runs them.
+struct FusedGroup {
+  std::string device;
+  std::vector<const Node *> nodes;
+};
+
 struct NodePrimitives {
   const Node *node;
   std::string device;
@@ -151,9 +158,8 @@ public:
   /// Per node, the library primitives its kernel has run so far and the
   /// implementations the library chose for them on this CPU.
   std::vector<NodePrimitives> primitives() const;
-  /// The fused update groups (ExecutorOptions::fuseUpdates): their nodes,
-  /// each group in issue order.
-  std::vector<std::vector<const Node *>> fusedGroups() const;
+  /// The fused update groups (ExecutorOptions::fuseUpdates).
+  std::vector<FusedGroup> fusedGroups() const;
   const TraceRecorder &trace() const;
   /// Where the last run()'s wall time went (StepTimes.h).
   const StepTimes &lastStepTimes() const;

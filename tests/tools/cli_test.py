@@ -296,6 +296,9 @@ class GraphrunTest(CliCase):
             m = re.search(r"layout copies inside kernels: ([\d.]+) reorders, ([\d.]+) MB per step", text)
             self.assertIsNotNone(m, text)
             per_step[layouts] = float(m.group(1))
+            # The updates ran as one multi-tensor launch, and the implementations are named.
+            self.assertRegex(text, r"fused update: 62 Apply\w+ nodes in one launch on cpu:0")
+            self.assertRegex(text, r"\n  Conv +convolution \S+")
             # The per-op rows add up to the total.
             rows = re.findall(r"^  \w+ +[\d.]+ +[\d.]+% +\d+ +([\d.]+)$", text, re.M)
             self.assertAlmostEqual(sum(map(float, rows)), per_step[layouts], delta=0.1 * len(rows) + 0.05)

@@ -48,11 +48,12 @@ TEST(FusedUpdates, EveryRuleTrainsBitForBitAsOneLaunchPerNode) {
       int updates = 0, grouped = 0;
       for (const Node *n : m->main().nodes())
         updates += isUpdate(n->op());
-      for (const auto &g : fused->fusedGroups()) {
-        grouped += (int)g.size();
-        for (const Node *n : g) {
+      for (const FusedGroup &g : fused->fusedGroups()) {
+        grouped += (int)g.nodes.size();
+        for (const Node *n : g.nodes) {
           EXPECT_TRUE(isUpdate(n->op())) << n->name();
-          EXPECT_EQ(n->assignedDevice(), g.front()->assignedDevice()) << n->name();
+          EXPECT_EQ(n->op(), g.nodes.front()->op()) << n->name();
+          EXPECT_EQ(emulate(n->assignedDevice()), g.device) << n->name();
         }
       }
       EXPECT_EQ(grouped, updates);

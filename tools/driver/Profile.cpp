@@ -54,9 +54,9 @@ void printProfile(const Executor &ex, llvm::raw_ostream &os) {
     os << llvm::format("  %10.2f ms  %-18s %s\n", 1e3 * nodes[i].seconds / runs,
                        opName(nodes[i].node->op()).str().c_str(), nodes[i].node->name().c_str());
   printImplementations(ex, os);
-  for (const auto &group : ex.fusedGroups())
-    os << "fused update: " << group.size() << " " << opName(group.front()->op())
-       << " nodes in one launch (" << group.front()->assignedDevice() << ")\n";
+  for (const FusedGroup &g : ex.fusedGroups())
+    os << "fused update: " << g.nodes.size() << " " << opName(g.nodes.front()->op())
+       << " nodes in one launch on " << g.device << "\n";
 }
 
 void printImplementations(const Executor &ex, llvm::raw_ostream &os) {
