@@ -12,6 +12,8 @@
 #include "ir/Cost.h"
 #include "ir/DeviceId.h"
 #include "ir/Initializers.h"
+#include "ir/MemoryLimit.h"
+#include "kernels/cpu/CpuBackend.h"
 
 #include <set>
 
@@ -556,16 +558,38 @@ Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executor::~Executor() = default;
 
 llvm::Expected<std::unique_ptr<Executor>> Executor::create(const Module &m, ExecutorOptions opts) {
+  // Under --memory-limit, auto's Winograd scratchpads may be what does not
+  // fit: a second binding differs only in computing every convolution
+  // directly, so where it fits, that was the reason.
+  bool mayRetry = opts.convAlgorithm == ConvAlgorithm::Auto && memoryLimit() > 0 &&
+                  cpuHasWinograd();
+  ExecutorOptions direct = mayRetry ? opts : ExecutorOptions();
   auto impl = std::make_unique<Impl>();
   impl->module = &m;
   impl->opts = std::move(opts);
-  if (auto e = impl->bind())
-    return e;
+  if (auto e = impl->bind()) {
+    if (!mayRetry)
+      return e;
+    impl.reset(); // gives back what the first binding holds
+    direct.convAlgorithm = ConvAlgorithm::Direct;
+    auto retry = create(m, std::move(direct));
+    if (!retry) {
+      llvm::consumeError(retry.takeError());
+      return e;
+    }
+    llvm::consumeError(std::move(e));
+    (*retry)->impl_->algorithmNote =
+        "convolutions compute directly: with Winograd's scratch the run does not fit the "
+        "--memory-limit of " + bytesText(memoryLimit());
+    return retry;
+  }
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }
 
 
 const std::string &Executor::cudaGraphNote() const { return impl_->graphNote; }
+
+const std::string &Executor::algorithmNote() const { return impl_->algorithmNote; }
 
 llvm::Expected<Tensor> Executor::readVariable(llvm::StringRef name) const {
   for (auto &d : impl_->devices) {

@@ -137,6 +137,10 @@ public:
   /// ExecutorOptions::cudaGraphs: "" when not asked for; otherwise whether
   /// the step is replayed as a CUDA graph, or why not.
   const std::string &cudaGraphNote() const;
+  /// Why the convolutions compute otherwise than ExecutorOptions::convAlgorithm
+  /// asked ("" when they do not): under a memory limit (ir/MemoryLimit.h), auto
+  /// gives up Winograd where its scratch is what does not fit.
+  const std::string &algorithmNote() const;
 
   /// The step counter (advanced by run); optimizers and dropout read it.
   uint64_t step() const { return step_; }

@@ -156,6 +156,7 @@ struct Executor::Impl {
   // ExecutorOptions::cudaGraphs.
   std::unique_ptr<StepCapture> capture;
   std::string graphNote;
+  std::string algorithmNote; ///< Executor::algorithmNote()
 
   // prefetch(): per Input node on a GPU, two device buffers the helper
   // thread fills while steps run; run({}) moves one into the input's step

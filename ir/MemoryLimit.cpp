@@ -60,6 +60,8 @@ llvm::Error reserveHostBytes(int64_t bytes, const llvm::Twine &what) {
 
 void releaseHostBytes(int64_t bytes) { hostBytes.fetch_sub(bytes); }
 
+int64_t reservedHostBytes() { return hostBytes.load(); }
+
 llvm::Expected<int64_t> parseByteSize(llvm::StringRef text, llvm::StringRef flag) {
   llvm::StringRef s = text.trim();
   size_t digits = 0;

@@ -41,6 +41,9 @@ std::string tensorLimitText();
 /// limit; success when there is no limit.
 llvm::Error checkDeclaredBytes(int64_t bytes, const llvm::Twine &what);
 
+/// The host bytes counted by reserveHostBytes() and not yet released.
+int64_t reservedHostBytes();
+
 /// Counts `bytes` of host memory about to be allocated for `what`; refused
 /// (nothing counted) when the process would pass its memory limit.
 llvm::Error reserveHostBytes(int64_t bytes, const llvm::Twine &what);

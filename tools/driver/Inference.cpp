@@ -47,6 +47,8 @@ llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
   auto ex = Executor::create(**compiled, exec);
   if (!ex)
     return ex.takeError();
+  if (!(*ex)->algorithmNote().empty())
+    out << "note: " << (*ex)->algorithmNote() << "\n";
   auto outs = (*ex)->run(feeds);
   if (!outs)
     return outs.takeError();

@@ -515,6 +515,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   if (!ex)
     return ex.takeError();
   Executor &executor = **ex;
+  if (!executor.algorithmNote().empty())
+    notes.push_back(executor.algorithmNote());
   int64_t epoch = 0;
   LoaderPosition position;
   if (ckpt) {
