@@ -49,18 +49,25 @@ static bool isOptimizerUpdate(Op op) { return isVariableUpdate(op) && op != Op::
 /// launch (Kernel::runGroup). Nothing in a step depends on an update (it
 /// produces nothing, and readers of its variable come before it), so a later
 /// position is always valid; the gradients it reads live that much longer.
-static std::vector<const Node *>
-groupOptimizerUpdates(llvm::ArrayRef<const Node *> issued,
-                      const llvm::DenseMap<const Node *, unsigned> &deviceOf) {
-  auto keyOf = [&](const Node *n) { return std::pair(deviceOf.lookup(n), (unsigned)n->op()); };
+static std::vector<const Node *> groupOptimizerUpdates(llvm::ArrayRef<const Node *> issued,
+                                                      const Schedule &s) {
+  // An update that another node waits for (a control dependency: a later
+  // writer of a variable it reads) stays where it is.
+  llvm::DenseSet<const Node *> awaited;
+  for (const auto &[node, deps] : s.controlDeps)
+    awaited.insert(deps.begin(), deps.end());
+  auto movable = [&](const Node *n) {
+    return isOptimizerUpdate(n->op()) && n->numResults() == 0 && !awaited.count(n);
+  };
+  auto keyOf = [&](const Node *n) { return std::pair(s.deviceOf.lookup(n), (unsigned)n->op()); };
   llvm::DenseMap<std::pair<unsigned, unsigned>, const Node *> last;
   for (const Node *n : issued)
-    if (isOptimizerUpdate(n->op()))
+    if (movable(n))
       last[keyOf(n)] = n;
   llvm::DenseMap<std::pair<unsigned, unsigned>, std::vector<const Node *>> held;
   std::vector<const Node *> out;
   for (const Node *n : issued) {
-    if (!isOptimizerUpdate(n->op())) {
+    if (!movable(n)) {
       out.push_back(n);
       continue;
     }
@@ -141,7 +148,7 @@ llvm::Expected<Schedule> buildSchedule(const Graph &g,
                                  "cannot both update a variable and read the new value");
     return makeError("graph '" + g.name() + "' has a cycle");
   }
-  for (const Node *n : groupOptimizerUpdates(issued, s.deviceOf)) {
+  for (const Node *n : groupOptimizerUpdates(issued, s)) {
     s.position[n] = s.position.size();
     s.order[s.deviceOf[n]].push_back(n);
   }
