@@ -10,9 +10,10 @@
 //      value at the start of the step.
 //   3. Among ready nodes the graph's own order wins (stable, deterministic),
 //      so forward and backward interleave as the passes built them.
-//   4. A device's optimizer updates (Apply*) of one op are issued together,
-//      where the last of them would be, so the executor can fuse them into
-//      one multi-tensor launch (ExecutorOptions::fuseUpdates).
+//   4. A device's optimizer updates (Apply*) of one op that nothing waits
+//      for are issued together, where the last of them would be, so the
+//      executor can fuse them into one multi-tensor launch
+//      (ExecutorOptions::fuseUpdates).
 // Cross-device dependencies are listed so the executor can wait on them; the
 // memory plan (MemoryPlan.h) is computed for exactly this order.
 //
