@@ -138,7 +138,7 @@ auto firstBuilt(llvm::ArrayRef<dnnl::algorithm> algorithms, Make make) {
     try {
       return make(a);
     } catch (const dnnl::error &) {
-      // Not implemented on this CPU or for this shape: the next one.
+      // oneDNN refused this algorithm here (this CPU or shape): try the next.
     }
   }
   return make(algorithms.back());
