@@ -99,9 +99,14 @@ NodeCost updateCost(const CostCtx &c) {
   case Op::ApplyAdam: // m, v moments; w -= lr_t * m / (sqrt(v) + eps)
     perElem = 12;
     break;
+  case Op::LossScaleStep: // a few scalar operations on three scalars
+    perElem = 4;
+    break;
   default:
     llvm_unreachable("not a variable update");
   }
+  if (c.n.numOperands() == 3) // an Apply under loss scaling: g / scale
+    perElem += 1;
   if (c.n.op() != Op::Assign && c.n.attrs().getFloat("weight_decay") != 0)
     perElem += 2; // g + wd * w
   bool readsVar = c.n.op() != Op::Assign;
@@ -240,7 +245,14 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
   case Op::ApplyMomentum:
   case Op::ApplyRMSProp:
   case Op::ApplyAdam:
+  case Op::LossScaleStep:
     return updateCost(c);
+  case Op::CheckFinite: { // one test per element
+    int64_t elems = 0;
+    for (unsigned i = 0; i < n.numOperands(); ++i)
+      elems += c.in(i);
+    return c.streaming(elems);
+  }
 
   case Op::AddN:
     return c.streaming((int64_t)(n.numOperands() - 1) * c.out());

@@ -33,6 +33,7 @@ bool isVariableUpdate(Op op) {
   case Op::ApplyMomentum:
   case Op::ApplyRMSProp:
   case Op::ApplyAdam:
+  case Op::LossScaleStep:
     return true;
   default:
     return false;

@@ -24,7 +24,8 @@ inline llvm::StringRef opName(Op op) { return opInfo(op).name; }
 std::optional<Op> parseOp(llvm::StringRef name);
 unsigned numOps();
 
-/// Ops that write variables instead of producing values.
+/// Ops that write variables (attribute `var`, and `slots`): Assign, Apply*
+/// and LossScaleStep, the one of them with a result.
 bool isVariableUpdate(Op op);
 
 } // namespace graphc

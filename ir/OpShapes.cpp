@@ -790,8 +790,10 @@ Result inferUpdate(const Ctx &c) {
     if (!s || s->type.shape != v->type.shape)
       return c.fail("optimizer slot '" + printable(slot) + "' is missing or mis-shaped");
   }
-  if (c.in.size() == 2 && c[1].numElements() != 1)
+  if (c.in.size() >= 2 && c[1].numElements() != 1)
     return c.fail("learning rate " + c.from(1) + " must be a scalar");
+  if (c.in.size() == 3 && c[2] != TensorType(DType::F32, {3}))
+    return c.fail("loss-scale decision " + c.from(2) + " must be f32[3] (LossScaleStep's result)");
   // Rates that would divide by zero (Adam's bias correction 1 - beta^t) or
   // take a root of a negative number.
   if (auto e = inRange(c, "beta1", 0.9, 0, 1, /*openHigh=*/true))
@@ -803,6 +805,35 @@ Result inferUpdate(const Ctx &c) {
   if (auto e = inRange(c, "epsilon", 1e-8, 0, INFINITY))
     return e;
   return Types{};
+}
+
+// LossScaleStep: var (the scale), slots [good steps, skipped steps], all
+// f32 scalars; growth_interval >= 1. Reads CheckFinite's mark; f32[3].
+Result inferLossScaleStep(const Ctx &c) {
+  const Module &m = c.n.graph().module();
+  std::vector<std::string> vars{c.string("var").str()};
+  llvm::ArrayRef<std::string> slots = c.strings("slots");
+  if (slots.size() != 2)
+    return c.fail("needs 2 slots (good steps, skipped steps), has " + llvm::Twine(slots.size()));
+  vars.insert(vars.end(), slots.begin(), slots.end());
+  for (const std::string &name : vars) {
+    const Variable *v = m.findVariable(name);
+    if (!v || v->type != TensorType(DType::F32, {}))
+      return c.fail("variable '" + printable(name) + "' is missing or not an f32 scalar");
+  }
+  if (c.attrs().getInt("growth_interval", 2000) < 1)
+    return c.fail("growth_interval must be at least 1");
+  if (c[0] != TensorType(DType::F32, {}))
+    return c.fail("check " + c.from(0) + " must be an f32 scalar (CheckFinite's result)");
+  return one(TensorType(DType::F32, {3}));
+}
+
+// CheckFinite: float operands of any shapes; an f32 scalar.
+Result inferCheckFinite(const Ctx &c) {
+  for (unsigned i = 0; i < c.in.size(); ++i)
+    if (!isFloat(c[i].dtype))
+      return c.fail("operand " + c.from(i) + " is not a float tensor");
+  return one(TensorType(DType::F32, {}));
 }
 
 //===-- Several devices ----------------------------------------------------===//

@@ -65,6 +65,12 @@ struct PrecisionOptions {
   Precision precision = Precision::FP32;
 };
 
+/// loss-scaling.
+struct LossScaleOptions {
+  double initial = 0;           ///< the first scale; 0: no loss scaling
+  int64_t growthInterval = 2000; ///< finite steps before the scale doubles
+};
+
 /// accumulate-gradients.
 struct AccumulateOptions {
   unsigned steps = 1; ///< micro-batches per update (--accumulate K); 1: none
@@ -112,6 +118,10 @@ struct CompileOptions {
   // accumulate-gradients
   unsigned accumulate = AccumulateOptions().steps;
 
+  // loss-scaling
+  double lossScale = LossScaleOptions().initial;
+  int64_t lossScaleInterval = LossScaleOptions().growthInterval;
+
   // place-devices
   PlacerFunction placer;
 
@@ -142,6 +152,9 @@ inline PrecisionOptions precisionOptions(const CompileOptions &o) {
 }
 inline AccumulateOptions accumulateOptions(const CompileOptions &o) {
   return {o.accumulate};
+}
+inline LossScaleOptions lossScaleOptions(const CompileOptions &o) {
+  return {o.lossScale, o.lossScaleInterval};
 }
 
 } // namespace graphc

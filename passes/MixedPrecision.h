@@ -1,4 +1,4 @@
-//===- MixedPrecision.h - bf16 compute with f32 master weights --*- C++ -*-===//
+//===- MixedPrecision.h - 16-bit compute, f32 master weights ----*- C++ -*-===//
 //
 // The `mixed-precision` pass (--precision; nothing to do for fp32). It runs
 // on the forward graph after add-loss and before autodiff, so the backward
@@ -20,10 +20,16 @@
 //     {to = f32}. So matrix products, the inference form of BatchNorm
 //     (--bn frozen), the loss and graph outputs stay f32.
 //  4. One Cast per value and dtype, named `<value>/to_bf16` or `/to_f32`,
-//     placed after the value's producer; module meta "precision" = "bf16".
+//     placed after the value's producer; module meta "precision" = "bf16"
+//     (or "fp16").
 //     A graph with no convolution is left as it is, without that meta.
 //
-// fp16 is refused here (it needs loss scaling, which is not written).
+// --precision fp16 is the same with f16 for bf16, but for one difference:
+// a Conv reads its weights and bias through Cast {to = f16} too (cuDNN's f16
+// convolutions take one type), so its filter gradient is f16, cast back to
+// f32 by the gradient of that Cast; the optimizer still updates f32 master
+// weights. fp16's narrow range needs loss scaling (passes/LossScaling.h,
+// which the tools turn on with it).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

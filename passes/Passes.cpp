@@ -6,6 +6,7 @@
 #include "passes/AggregateGradients.h"
 #include "passes/BasicPasses.h"
 #include "passes/InsertTransfers.h"
+#include "passes/LossScaling.h"
 #include "passes/MixedPrecision.h"
 #include "passes/PlaceDevices.h"
 #include "passes/SplitBatch.h"
@@ -18,7 +19,7 @@ namespace graphc {
 const char *const kDefaultInferencePipeline = "bind-batch,verify";
 const char *const kDefaultTrainingPipeline =
     "bind-batch,training-mode,add-loss,mixed-precision,autodiff,add-optimizer,replicate-towers,"
-    "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,dce,verify";
+    "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,loss-scaling,dce,verify";
 const char *const kPlacementPipeline = "place-devices,insert-transfers,verify";
 
 /// A pass that reads nothing but the module.
@@ -69,6 +70,10 @@ void registerBuiltinPasses(PassRegistry &r) {
   addFunctionPass(r, "aggregate-gradients",
                   "variable storage by --params and the towers' sums or all-reduce buckets",
                   aggregateGradients, aggregateOptions);
+  addFunctionPass(r, "loss-scaling",
+                  "dynamic loss scaling (--loss-scale; fp16): scaled loss gradient, checked "
+                  "updates",
+                  addLossScaling, lossScaleOptions);
   addFunctionPass(r, "place-devices",
                   "assign every node a device (the placer in CompileOptions::placer)", placeDevices,
                   placerOptions);

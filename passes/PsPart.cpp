@@ -115,6 +115,12 @@ llvm::Error shardOverPs(Module &plan, unsigned ps, bool async) {
     return makeError("a plan with parameter-server tasks needs at least one (--ps)");
   if (auto e = checkPsAccumulation((unsigned)plan.meta().getInt("accumulate", 1), async))
     return e;
+  // Each task would decide on its own shard's gradients whether to skip the
+  // step: the variables would part ways.
+  if (plan.meta().has("loss_scale"))
+    return makeError("dynamic loss scaling (--loss-scale, --precision fp16) is not supported "
+                     "with parameter-server tasks (--ps): every update must see every "
+                     "gradient's check; use --params cpu or mirrored, or --loss-scale off");
   auto updates = updatesOf(plan);
   if (!updates)
     return updates.takeError();

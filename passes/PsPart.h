@@ -40,7 +40,8 @@
 // task pack a message's tensors alike. Errors: P = 0; no updated variable; a
 // variable with two updates or one updated per tower (--params mirrored), a
 // non-f32 variable, an update off the host; a part of a plan without ps
-// tasks; async BatchNorm `sync` across workers.
+// tasks; async BatchNorm `sync` across workers; dynamic loss scaling (each
+// task would decide on its own shard whether to skip a step).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

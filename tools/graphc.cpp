@@ -229,7 +229,13 @@ int main(int argc, char **argv) {
   place
       ->add_option("--precision", modes.precision,
                    "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
-                   "weights; CPU devices with bf16 instructions) | fp16 (not implemented)")
+                   "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
+                   "loss scaling; GPUs, or --emulate)")
+      ->capture_default_str();
+  place->add_option("--loss-scale", modes.lossScale,
+                 "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
+  place->add_option("--loss-scale-interval", modes.lossScaleInterval,
+                 "finite steps before the loss scale doubles")
       ->capture_default_str();
   place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
   place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");

@@ -202,7 +202,13 @@ int main(int argc, char **argv) {
   train
       ->add_option("--precision", modes.precision,
                    "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
-                   "weights; CPU devices with bf16 instructions) | fp16 (not implemented)")
+                   "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
+                   "loss scaling; GPUs, or --emulate)")
+      ->capture_default_str();
+  train->add_option("--loss-scale", modes.lossScale,
+                 "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
+  train->add_option("--loss-scale-interval", modes.lossScaleInterval,
+                 "finite steps before the loss scale doubles")
       ->capture_default_str();
   train->add_option("--bn", modes.bn, "BatchNorm across towers: local | sync | frozen")
       ->capture_default_str();

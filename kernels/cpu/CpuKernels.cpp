@@ -20,6 +20,9 @@ void registerCpuGatherKernels(KernelRegistry &r);
 void registerCpuReduceKernels(KernelRegistry &r);
 void registerCpuLossKernels(KernelRegistry &r);
 void registerCpuOptimizerKernels(KernelRegistry &r);
+void registerCpuLossScaleKernels(KernelRegistry &r);
+// f16 layers through the f32 kernels (CPUs have no f16 oneDNN here).
+void registerCpuF16ViaF32Kernels(KernelRegistry &r);
 
 void registerCpuKernels(KernelRegistry &r) {
   registerCpuStructuralKernels(r);
@@ -36,6 +39,8 @@ void registerCpuKernels(KernelRegistry &r) {
   registerCpuReduceKernels(r);
   registerCpuLossKernels(r);
   registerCpuOptimizerKernels(r);
+  registerCpuLossScaleKernels(r);
+  registerCpuF16ViaF32Kernels(r);
 }
 
 } // namespace graphc

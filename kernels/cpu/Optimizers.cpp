@@ -15,6 +15,13 @@
 //                correction at t = step + 1
 //  Assign        var = operand
 //
+// Under dynamic loss scaling an Apply* has a third operand, LossScaleStep's
+// decision {apply, 1 / scale, skipped steps before}: a step whose gradients
+// were not finite changes nothing, otherwise the gradient is multiplied by
+// 1 / scale first, and Adam's bias correction counts the updates made (t =
+// step + 1 - skipped), as PyTorch's per-parameter step does when GradScaler
+// skips optimizer.step().
+//
 // Defaults follow the libraries they copy: momentum 0.9; decay 0.9, momentum
 // 0, epsilon 1e-10 (TensorFlow's RMSProp); beta1 0.9, beta2 0.999, epsilon
 // 1e-8 (PyTorch's Adam).
@@ -58,7 +65,7 @@ llvm::Expected<void *> storage(const Node &n, KernelContext &ctx, const std::str
 /// Everything an update reads besides the tensors, by value so the loops
 /// below keep it in registers and vectorise.
 struct Hyper {
-  float lr = 0, wd = 0, momentum = 0, decay = 0, restOfDecay = 0, eps = 0;
+  float lr = 0, unscale = 1, wd = 0, momentum = 0, decay = 0, restOfDecay = 0, eps = 0;
   float beta1 = 0, beta2 = 0, rest1 = 0, rest2 = 0, stepSize = 0, invRootBc2 = 0;
   bool nesterov = false;
 };
@@ -68,17 +75,17 @@ template <Rule R>
 void update(float *p, float *s0, float *s1, const float *g, int64_t n, const Hyper h) {
   if constexpr (R == Rule::SGD) {
     for (int64_t i = 0; i < n; ++i)
-      p[i] -= h.lr * (g[i] + h.wd * p[i]);
+      p[i] -= h.lr * (g[i] * h.unscale + h.wd * p[i]);
   } else if constexpr (R == Rule::Momentum) {
     for (int64_t i = 0; i < n; ++i) {
-      float d = g[i] + h.wd * p[i];
+      float d = g[i] * h.unscale + h.wd * p[i];
       float buf = h.momentum * s0[i] + d;
       s0[i] = buf;
       p[i] -= h.lr * (h.nesterov ? d + h.momentum * buf : buf);
     }
   } else if constexpr (R == Rule::RMSProp) {
     for (int64_t i = 0; i < n; ++i) {
-      float d = g[i] + h.wd * p[i];
+      float d = g[i] * h.unscale + h.wd * p[i];
       float ms = h.decay * s0[i] + h.restOfDecay * d * d;
       float mom = h.momentum * s1[i] + h.lr * d / std::sqrt(ms + h.eps);
       s0[i] = ms;
@@ -87,7 +94,7 @@ void update(float *p, float *s0, float *s1, const float *g, int64_t n, const Hyp
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
-      float d = g[i] + h.wd * p[i];
+      float d = g[i] * h.unscale + h.wd * p[i];
       float m = h.beta1 * s0[i] + h.rest1 * d;
       float v = h.beta2 * s1[i] + h.rest2 * d * d;
       s0[i] = m;
@@ -206,8 +213,16 @@ private:
     h.decay = decay_;
     h.restOfDecay = restOfDecay_;
     h.eps = epsilon_;
+    double updatesBefore = (double)ctx.step;
+    if (ctx.inputs.size() == 3) {
+      const float *decision = ctx.inputs[2].as<const float>();
+      if (decision[0] == 0)
+        return Work{}; // the gradients overflowed: this step updates nothing
+      h.unscale = decision[1];
+      updatesBefore -= decision[2];
+    }
     if constexpr (R == Rule::Adam) {
-      double t = (double)ctx.step + 1;
+      double t = updatesBefore + 1;
       h.beta1 = (float)beta1_;
       h.beta2 = (float)beta2_;
       h.rest1 = (float)(1 - beta1_);

@@ -17,6 +17,7 @@ void registerCudaSoftmaxKernels(KernelRegistry &r);
 void registerCudaLossKernels(KernelRegistry &r);
 void registerCudaDropoutKernels(KernelRegistry &r);
 void registerCudaOptimizerKernels(KernelRegistry &r);
+void registerCudaLossScaleKernels(KernelRegistry &r);
 void registerCudaBatchNormKernels(KernelRegistry &r);
 void registerCudaPoolKernels(KernelRegistry &r);
 void registerCudaConvKernels(KernelRegistry &r);
@@ -30,6 +31,7 @@ void registerCudaKernels(KernelRegistry &r) {
   registerCudaLossKernels(r);
   registerCudaDropoutKernels(r);
   registerCudaOptimizerKernels(r);
+  registerCudaLossScaleKernels(r);
   registerCudaBatchNormKernels(r);
   registerCudaPoolKernels(r);
   registerCudaConvKernels(r);

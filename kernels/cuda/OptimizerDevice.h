@@ -8,6 +8,10 @@
 // host splits any set of tensors into such launches with planTensorLists,
 // a pure function the host tests check.
 //
+// Under dynamic loss scaling a tensor carries LossScaleStep's decision: a
+// skipped step leaves it alone, otherwise the gradient is multiplied by 1 /
+// scale first and Adam's t counts the updates made, as on the CPU.
+//
 // updateElement is the CPU kernels' arithmetic (kernels/cpu/Optimizers.cpp)
 // in the same order, so only the device's fused multiply-adds separate the
 // results:
@@ -40,6 +44,8 @@ struct UpdateHyper {
   double adamBias1 = 1;   ///< 1 - beta1^t
   float invRootBias2 = 1; ///< 1 / sqrt(1 - beta2^t)
   bool nesterov = false;
+  /// Adam under loss scaling: t = stepPlus1 - skipped steps, on the device.
+  double beta1d = 0, beta2d = 0, stepPlus1 = 1;
 };
 
 GRAPHC_HD float rootOf(float x) {
@@ -96,6 +102,9 @@ struct ListTensor {
   float *param = nullptr, *slot0 = nullptr, *slot1 = nullptr;
   const float *grad = nullptr;
   const float *lr = nullptr; ///< a device scalar
+  /// Under dynamic loss scaling, LossScaleStep's decision {apply, 1 /
+  /// scale, skipped steps before} on the device; null without.
+  const float *decision = nullptr;
   int64_t n = 0;
 };
 

@@ -2,7 +2,8 @@
 //
 // The CUDA twins of kernels/cpu/Optimizers.cpp: Assign (a device copy, any
 // dtype) and ApplySGD / ApplyMomentum / ApplyRMSProp / ApplyAdam (f32), with
-// the same attributes, defaults, slot checks and formulas. Storage comes
+// the same attributes, defaults, slot checks and formulas, and the same
+// third operand under dynamic loss scaling (LossScaleStep's decision). Storage comes
 // from ctx.variables, which on a CUDA device hands out device pointers; the
 // learning rate stays on the device (each update reads its own lr operand).
 //
@@ -204,6 +205,8 @@ private:
     }
     t.grad = grad.as<const float>();
     t.lr = ctx.inputs[1].as<const float>();
+    if (ctx.inputs.size() == 3)
+      t.decision = ctx.inputs[2].as<const float>();
     t.n = grad.numElements();
     return t;
   }
@@ -215,6 +218,9 @@ private:
       double t = (double)step + 1;
       h.adamBias1 = 1 - std::pow(beta1_, t);
       h.invRootBias2 = (float)(1 / std::sqrt(1 - std::pow(beta2_, t)));
+      h.beta1d = beta1_;
+      h.beta2d = beta2_;
+      h.stepPlus1 = t;
     }
     return h;
   }

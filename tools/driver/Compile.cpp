@@ -6,6 +6,7 @@
 #include "ir/Verifier.h"
 #include "kernels/Kernel.h"
 #include "passes/InferenceFusion.h"
+#include "passes/LossScaling.h"
 #include "passes/PsPart.h"
 #include "passes/TowerReplication.h"
 #include "placement/DotView.h"
@@ -52,6 +53,18 @@ llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into) {
   if (!precision)
     return withContext(precision.takeError(), "--precision");
   into.precision = *precision;
+  into.lossScale = *precision == Precision::FP16 ? kDefaultFp16LossScale : 0;
+  if (!flags.lossScale.empty()) {
+    auto scale = parseLossScale(flags.lossScale);
+    if (!scale)
+      return scale.takeError(); // its message names --loss-scale
+    into.lossScale = *scale;
+  }
+  int64_t interval = 0;
+  if (llvm::StringRef(flags.lossScaleInterval).trim().getAsInteger(10, interval) || interval < 1)
+    return makeError("--loss-scale-interval " + flags.lossScaleInterval +
+                     ": must be a whole number of steps, at least 1");
+  into.lossScaleInterval = interval;
   into.params = *params;
   into.bn = *bn;
   into.remainder = *remainder;

@@ -26,6 +26,9 @@ namespace graphc {
 /// --remainder, --split; empty split: even shares).
 struct TowerModeFlags {
   std::string params = "cpu", bn = "local", remainder = "uneven", split, precision = "fp32";
+  /// --loss-scale (empty: off, or kDefaultFp16LossScale with fp16) and
+  /// --loss-scale-interval.
+  std::string lossScale, lossScaleInterval = "2000";
 };
 /// Parses them once into the typed options; an error names the flag.
 llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into);

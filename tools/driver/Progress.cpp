@@ -64,7 +64,8 @@ llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringR
   bool csv = path.endswith(".csv");
   if (csv && fresh)
     *os << "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples,"
-           "staleness,compute,intra_worker,inter_worker,input_staging\n";
+           "staleness,compute,intra_worker,inter_worker,input_staging,loss_scale,"
+           "skipped_steps\n";
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(os), csv));
 }
 
@@ -76,8 +77,14 @@ void MetricsWriter::step(const StepRecord &r) {
                          (long long)r.epoch, r.loss, r.lr, r.seconds, r.imagesPerSecond,
                          r.inputWait)
          << staleness
-         << llvm::format(",%.6g,%.6g,%.6g,%.6g\n", p.compute, p.intraWorker, p.interWorker,
+         << llvm::format(",%.6g,%.6g,%.6g,%.6g,", p.compute, p.intraWorker, p.interWorker,
                          p.input);
+    if (r.lossScale)
+      *os_ << llvm::format("%.9g", *r.lossScale);
+    *os_ << ",";
+    if (r.skippedSteps)
+      *os_ << *r.skippedSteps;
+    *os_ << "\n";
   } else {
     *os_ << llvm::format("{\"kind\":\"step\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
                          "\"lr\":%.6g,\"seconds\":%.6g,\"images_per_sec\":%.6g,"
@@ -88,6 +95,10 @@ void MetricsWriter::step(const StepRecord &r) {
                          p.input);
     if (r.staleness)
       *os_ << ",\"staleness\":" << staleness;
+    if (r.lossScale)
+      *os_ << llvm::format(",\"loss_scale\":%.9g", *r.lossScale);
+    if (r.skippedSteps)
+      *os_ << ",\"skipped_steps\":" << *r.skippedSteps;
     *os_ << "}\n";
   }
   os_->flush();
@@ -96,7 +107,7 @@ void MetricsWriter::step(const StepRecord &r) {
 void MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
                          int64_t samples) {
   if (csv_)
-    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,,,,,\n", (long long)step,
+    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,,,,,,,\n", (long long)step,
                          (long long)epoch, loss, accuracy, (long long)samples);
   else
     *os_ << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"

@@ -51,6 +51,10 @@ struct StepRecord {
   /// Asynchronous parameter-server updates: how many updates of other
   /// workers the ps tasks applied since this worker read the variables.
   std::optional<uint64_t> staleness;
+  /// Dynamic loss scaling: the scale after the step, and the steps skipped
+  /// so far (gradients not finite: no update).
+  std::optional<double> lossScale;
+  std::optional<uint64_t> skippedSteps;
 };
 
 class MetricsWriter {

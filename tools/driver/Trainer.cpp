@@ -10,6 +10,7 @@
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
 #include "passes/AccumulateGradients.h"
+#include "passes/LossScaling.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
 #include "placement/Cluster.h"
@@ -270,6 +271,17 @@ llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const 
   if (auto e = addPsTasks(**c, opts.placement))
     return e;
   return c;
+}
+
+/// Dynamic loss scaling: the scale and the skipped steps so far.
+llvm::Expected<std::pair<double, uint64_t>> lossScaleState(const Executor &executor) {
+  auto scale = executor.readVariable(kLossScaleVar);
+  if (!scale)
+    return scale.takeError();
+  auto skipped = executor.readVariable(kSkippedStepsVar);
+  if (!skipped)
+    return skipped.takeError();
+  return std::pair{scale->at(0), (uint64_t)skipped->at(0)};
 }
 
 const char *signalName(int sig) {
@@ -603,12 +615,18 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << ", " << split;
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
-  if (compiled->meta().getString("precision") == "bf16")
-    out << "  precision  bf16 compute (convolutions, batch norms, activations, pooling), f32 "
-           "master weights, updates and loss\n";
+  if (std::string p = compiled->meta().getString("precision"); p == "bf16" || p == "fp16")
+    out << "  precision  " << p
+        << " compute (convolutions, batch norms, activations, pooling), f32 master weights, "
+           "updates and loss\n";
   else if (opts.compile.options.precision == Precision::BF16)
     out << "  precision  fp32: the model has no convolution, and --precision bf16 covers "
            "convolutions and what follows them\n";
+  if (compiled->meta().has("loss_scale"))
+    out << llvm::format("  loss scale dynamic, from %g: x2 after %lld steps with finite "
+                        "gradients, /2 and no update after one without\n",
+                        compiled->meta().getFloat("loss_scale"),
+                        (long long)compiled->meta().getInt("loss_scale_interval"));
   if (accumulate > 1)
     out << "  accumulate " << accumulate << " micro-batches of " << batch << " per update ("
         << accumulate * batch << " samples, as one batch of " << accumulate * batch
@@ -650,6 +668,15 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   const TensorType &inputType = input->result()->type().bound(part.count);
   int64_t done = 0;
   double trainSeconds = 0, waitBefore = 0, firstStepSeconds = 0;
+  const bool scaling = compiled->meta().has("loss_scale");
+  double scaleBefore = 0;
+  uint64_t skippedBefore = 0;
+  if (scaling) {
+    auto s = lossScaleState(executor);
+    if (!s)
+      return s.takeError();
+    std::tie(scaleBefore, skippedBefore) = *s;
+  }
   uint64_t lastSaved = ckpt ? ckpt->info.step : UINT64_MAX;
   (*loader)->startEpoch(epoch, position);
   auto checkpoint = [&]() -> llvm::Error {
@@ -807,11 +834,22 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     }
     trainSeconds += dt;
     result.losses.push_back(loss);
+    std::optional<double> scale;
+    std::optional<uint64_t> skipped;
+    if (scaling) {
+      auto s = lossScaleState(executor);
+      if (!s)
+        return withContext(s.takeError(), "step " + llvm::Twine(step + 1));
+      scale = s->first;
+      skipped = s->second;
+      result.lossScales.push_back(s->first);
+      result.skippedSteps = (int64_t)(s->second - skippedBefore);
+    }
     double ips = (double)(batch * accumulate) / dt;
     progress.update(step + 1, epoch, loss, ips, async ? staleness : std::nullopt);
     if (metrics)
-      metrics->step(
-          {step + 1, epoch, loss, lr, dt, ips, stepWait, parts, async ? staleness : std::nullopt});
+      metrics->step({step + 1, epoch, loss, lr, dt, ips, stepWait, parts,
+                     async ? staleness : std::nullopt, scale, skipped});
     if (opts.checkpointEvery && (step + 1) % *opts.checkpointEvery == 0 && step + 1 != totalSteps)
       if (auto e = checkpoint())
         return e;
@@ -853,6 +891,11 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                         (long long)totalSteps);
   out << llvm::format(": loss %.4f -> %.4f, %.1f images/s, %.3f s/step\n", result.firstLoss,
                       result.lastLoss, result.imagesPerSecond, done ? trainSeconds / done : 0.0);
+  if (scaling && done > 0)
+    out << llvm::format("loss scale: %g -> %g; %lld of %lld steps skipped (gradients not "
+                        "finite: no update)\n",
+                        scaleBefore, result.lossScales.back(), (long long)result.skippedSteps,
+                        (long long)done);
   if (done > 1) {
     double n = (double)(done - 1);
     out << llvm::format("step time (mean after the first): compute %.3f s, communication inside "

@@ -132,6 +132,10 @@ struct TrainResult {
   /// The steps after the first, together (0 for a run of one step).
   double steadySeconds = 0;
   std::vector<double> losses;
+  /// Dynamic loss scaling (empty without): the scale after each step, and
+  /// the steps of this run whose gradients were not finite (no update).
+  std::vector<double> lossScales;
+  int64_t skippedSteps = 0;
   std::vector<EpochResult> epochs;
   std::string lastCheckpoint;
   /// The run had already trained its planned steps; nothing was done.
