@@ -4,10 +4,12 @@
 // toward zero, anything to bool is `!= 0`, bool to numbers is 0 or 1, and
 // floats narrow to f16 / bf16 with round-to-nearest-even. 16-bit floats pass
 // through f32, which holds them exactly. A cast to the same dtype is a copy
-// that may happen in place.
+// that may happen in place. The same conversions widen and round the f16
+// layers that CPUs compute through their f32 kernels (kernels/F16ViaF32.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "kernels/F16ViaF32.h"
 #include "kernels/cpu/PlainLoops.h"
 
 namespace graphc {
@@ -102,12 +104,36 @@ private:
   DType from_, to_;
 };
 
+/// Converts one float tensor into another (F16ViaF32's widening and rounding).
+llvm::Error convertFloats(const TensorView &from, const TensorView &to, void *) {
+  int64_t n = from.numElements();
+  visitFloat(from.dtype, [&](auto fromTag) {
+    using From = typename decltype(fromTag)::type;
+    visitFloat(to.dtype, [&](auto toTag) {
+      using To = typename decltype(toTag)::type;
+      parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+        castRange(to.as<To>() + begin, from.as<const From>() + begin, end - begin);
+      });
+    });
+  });
+  return llvm::Error::success();
+}
+
 } // namespace
 
 void registerCpuCastKernels(KernelRegistry &r) {
   r.add(Op::Cast, DeviceKind::CPU,
         {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool},
         makeFactory<CastKernel>());
+}
+
+void registerCpuF16ViaF32Kernels(KernelRegistry &r) {
+  registerF16ViaF32(r, DeviceKind::CPU,
+                    {Op::Conv, Op::ConvGradData, Op::ConvGradFilter, Op::BatchNormTrain,
+                     Op::BatchNormTrainGrad, Op::BatchNorm, Op::MaxPool, Op::MaxPoolGrad,
+                     Op::AveragePool, Op::AveragePoolGrad, Op::GlobalAveragePool, Op::ReduceSum,
+                     Op::ReduceMean},
+                    convertFloats);
 }
 
 } // namespace graphc

@@ -3,7 +3,9 @@
 // The CUDA twins of kernels/cpu/Conv.cpp: Conv (x, w[, b]) -> y,
 // ConvGradData (dy, w) -> dx and ConvGradFilter (x, dy) -> dw, with groups,
 // dilations, strides, asymmetric pads and ceil_mode, through cuDNN's legacy
-// convolution API (NCHW f32, cross-correlation).
+// convolution API (NCHW, cross-correlation), in f32 or, for --precision
+// fp16, in f16 with f32 accumulation (cuDNN's pseudo-half configuration;
+// its tensor cores allowed whatever the TF32 switch says, which is about f32).
 //
 // At creation (once per node): the descriptors, then the algorithm for this
 // shape from cuDNN's heuristics, chosen by chooseConvAlgorithm and kept in a
@@ -128,12 +130,19 @@ public:
     if (empty_)
       return llvm::Error::success();
     low_ = lowerConv(geo_);
+    half_ = operandType(0).dtype == DType::F16;
+    for (unsigned i = 0; i < node().numOperands(); ++i)
+      if (operandType(i).dtype != operandType(0).dtype || resultType().dtype != operandType(0).dtype)
+        return makeError("cuDNN convolutions take one dtype; operand " + llvm::Twine(i) + " is " +
+                         dtypeName(operandType(i).dtype) + ", the result " +
+                         dtypeName(resultType().dtype));
+    const cudnnDataType_t data = half_ ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     const CudnnApi &api = libs().cudnn;
-    if (auto e = xDesc_.create(api, low_.paddedX))
+    if (auto e = xDesc_.create(api, low_.paddedX, data))
       return e;
-    if (auto e = wDesc_.create(api, geo_.w))
+    if (auto e = wDesc_.create(api, geo_.w, data))
       return e;
-    if (auto e = yDesc_.create(api, geo_.y))
+    if (auto e = yDesc_.create(api, geo_.y, data))
       return e;
     int64_t pads[2] = {low_.pad[0], low_.pad[1]};
     if (auto e = conv_.create(api, pads, geo_.strides, geo_.dilations, geo_.group))
@@ -179,7 +188,7 @@ protected:
     case ConvDirection::Forward: {
       const void *x = ctx.inputs[0].data;
       if (padded) {
-        GRAPHC_CUDA_TRY(launchPad(4, padIn_, elements(low_.paddedX), padded, x, s));
+        GRAPHC_CUDA_TRY(launchPad(elemSize(), padIn_, elements(low_.paddedX), padded, x, s));
         x = padded;
       }
       {
@@ -192,7 +201,8 @@ protected:
                                   choice_.workspace, &zero, yDesc_.get(), ctx.outputs[0].data));
       }
       if (bias_)
-        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, ElemType::F32, ElemParams(), biasIndex_,
+        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, half_ ? ElemType::F16 : ElemType::F32,
+                                     ElemParams(), biasIndex_,
                                      elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data,
                                      ctx.inputs[2].data, s));
       return llvm::Error::success();
@@ -210,13 +220,13 @@ protected:
       }
       if (padded)
         GRAPHC_CUDA_TRY(
-            launchStridedCopy(4, cropOut_, elements(geo_.x), ctx.outputs[0].data, padded, s));
+            launchStridedCopy(elemSize(), cropOut_, elements(geo_.x), ctx.outputs[0].data, padded, s));
       return llvm::Error::success();
     }
     case ConvDirection::BackwardFilter: {
       const void *x = ctx.inputs[0].data;
       if (padded) {
-        GRAPHC_CUDA_TRY(launchPad(4, padIn_, elements(low_.paddedX), padded, x, s));
+        GRAPHC_CUDA_TRY(launchPad(elemSize(), padIn_, elements(low_.paddedX), padded, x, s));
         x = padded;
       }
       std::lock_guard<std::mutex> lock(backend().handleMutex());
@@ -234,7 +244,8 @@ protected:
 
 private:
   static int64_t elements(llvm::ArrayRef<int64_t> dims) { return plain::product(dims, 0, 4); }
-  size_t paddedBytes() const { return (size_t)elements(low_.paddedX) * sizeof(float); }
+  size_t elemSize() const { return half_ ? 2 : 4; }
+  size_t paddedBytes() const { return (size_t)elements(low_.paddedX) * elemSize(); }
 
   /// Scratch: the padded tensor (when padding is explicit), then the workspace.
   ScratchLayout layout(void *base) const {
@@ -295,8 +306,9 @@ private:
 
   llvm::Error chooseAlgorithm() {
     const CudnnApi &api = libs().cudnn;
-    bool tf32 = backend().allowTF32();
-    std::string key = convCacheKey(geo_, dir_, tf32, backend().ordinal());
+    // Tensor-core math: TF32 for f32 when allowed, always for f16.
+    bool tf32 = backend().allowTF32() || half_;
+    std::string key = convCacheKey(geo_, dir_, tf32, backend().ordinal(), half_);
     if (auto cached = AlgoCache::instance().find(key)) {
       choice_ = *cached;
       return conv_.setMath(choice_.math);
@@ -374,7 +386,7 @@ private:
   ConvDirection dir_ = ConvDirection::Forward;
   ConvGeometry geo_;
   ConvLowering low_;
-  bool empty_ = false, bias_ = false;
+  bool empty_ = false, bias_ = false, half_ = false;
   CudnnTensor xDesc_, yDesc_;
   CudnnFilter wDesc_;
   CudnnConvolution conv_;
@@ -388,7 +400,7 @@ private:
 
 void registerCudaConvKernels(KernelRegistry &r) {
   for (Op op : {Op::Conv, Op::ConvGradData, Op::ConvGradFilter})
-    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<ConvKernel>());
+    r.add(op, DeviceKind::CUDA, {DType::F32, DType::F16}, cudaFactory<ConvKernel>());
 }
 
 } // namespace graphc

@@ -38,7 +38,8 @@ std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidat
   return std::nullopt;
 }
 
-std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal) {
+std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal,
+                         bool half) {
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "dir" << (int)d << " x" << shapeToString(g.x) << " w" << shapeToString(g.w) << " y"
@@ -46,7 +47,7 @@ std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32,
   for (int i = 0; i < 2; ++i)
     os << " s" << g.strides[i] << " d" << g.dilations[i] << " p" << g.padBegin[i] << ","
        << g.padEnd[i];
-  os << (allowTF32 ? " tf32" : " fp32") << " gpu" << ordinal;
+  os << (half ? " f16" : allowTF32 ? " tf32" : " fp32") << " gpu" << ordinal;
   return os.str();
 }
 

@@ -62,7 +62,8 @@ struct AlgoCandidate {
 std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidates,
                                           size_t workspaceLimit, bool allowTF32);
 
-std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal);
+std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal,
+                         bool half = false);
 
 } // namespace cuda
 } // namespace graphc

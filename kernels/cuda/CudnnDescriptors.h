@@ -1,7 +1,7 @@
 //===- CudnnDescriptors.h - Owning wrappers of cuDNN descriptors -*- C++ -*-===//
 //
 // Tensor, filter and convolution descriptors that destroy themselves, made
-// through the dlopen'ed table. NCHW f32 only (what the kernels use); every
+// through the dlopen'ed table. NCHW, f32 or f16 data (f32 compute); every
 // size must fit cuDNN's int, which create() checks.
 //
 //===----------------------------------------------------------------------===//
@@ -22,8 +22,9 @@ public:
   CudnnTensor(const CudnnTensor &) = delete;
   CudnnTensor &operator=(const CudnnTensor &) = delete;
   ~CudnnTensor();
-  /// A packed NCHW f32 tensor of dims [n, c, h, w].
-  llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> nchw);
+  /// A packed NCHW tensor of dims [n, c, h, w].
+  llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> nchw,
+                     cudnnDataType_t type = CUDNN_DATA_FLOAT);
   cudnnTensorDescriptor_t get() const { return desc_; }
 
 private:
@@ -37,8 +38,9 @@ public:
   CudnnFilter(const CudnnFilter &) = delete;
   CudnnFilter &operator=(const CudnnFilter &) = delete;
   ~CudnnFilter();
-  /// A KCRS (OIHW) f32 filter.
-  llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> oihw);
+  /// A KCRS (OIHW) filter.
+  llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> oihw,
+                     cudnnDataType_t type = CUDNN_DATA_FLOAT);
   cudnnFilterDescriptor_t get() const { return desc_; }
 
 private:

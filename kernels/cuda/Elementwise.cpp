@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kernels/F16ViaF32.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElementwiseDevice.h"
 
@@ -165,6 +166,13 @@ private:
   bool same() const { return operandType(0).dtype == resultType().dtype; }
 };
 
+/// F16ViaF32's widening and rounding: a Cast on the stream.
+llvm::Error convertFloats(const TensorView &from, const TensorView &to, void *stream) {
+  GRAPHC_CUDA_TRY(launchCast(elemType(from.dtype), elemType(to.dtype), from.numElements(), to.data,
+                             from.data, static_cast<cudaStream_t>(stream)));
+  return llvm::Error::success();
+}
+
 class AddNKernel : public CudaKernel {
 public:
   using CudaKernel::CudaKernel;
@@ -293,6 +301,16 @@ void registerCudaElementwiseKernels(KernelRegistry &r) {
   r.add(Op::Input, gpu, all, cudaFactory<InputKernel>());
   r.add(Op::Constant, gpu, all, cudaFactory<ConstantKernel>());
   r.add(Op::Variable, gpu, all, cudaFactory<VariableKernel>());
+}
+
+void registerCudaF16ViaF32Kernels(KernelRegistry &r) {
+  // Our own batch norms, pooling and reductions are f32; convolutions have
+  // cuDNN's f16 kernels (Conv.cpp).
+  registerF16ViaF32(r, DeviceKind::CUDA,
+                    {Op::BatchNorm, Op::BatchNormTrain, Op::BatchNormTrainGrad, Op::MaxPool,
+                     Op::AveragePool, Op::MaxPoolGrad, Op::AveragePoolGrad, Op::ReduceSum,
+                     Op::ReduceMean, Op::GlobalAveragePool},
+                    convertFloats);
 }
 
 } // namespace graphc

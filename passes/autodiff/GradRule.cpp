@@ -24,9 +24,11 @@ const GradRegistry &GradRegistry::global() {
     registerElementwiseGrads(*reg);
     registerNNGrads(*reg);
     registerShapeGrads(*reg);
-    // Sources and variable updates: nothing upstream to send a gradient to.
+    // Sources, variable updates and loss scaling's checks: nothing upstream
+    // to send a gradient to.
     for (Op op : {Op::Input, Op::Variable, Op::Constant, Op::Assign, Op::ApplySGD,
-                  Op::ApplyMomentum, Op::ApplyRMSProp, Op::ApplyAdam})
+                  Op::ApplyMomentum, Op::ApplyRMSProp, Op::ApplyAdam, Op::LossScaleStep,
+                  Op::CheckFinite})
       reg->addNoGradient(op);
     return reg;
   }();

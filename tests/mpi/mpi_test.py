@@ -500,7 +500,7 @@ class StepTimes(Case):
         with open(csv) as f:
             rows = [l.rstrip("\n").split(",") for l in f]
         header = rows[0]
-        self.assertEqual(header[-4:], list(self.SPLIT))
+        self.assertEqual(header[-6:], list(self.SPLIT) + ["loss_scale", "skipped_steps"])
         steps = [dict(zip(header, r)) for r in rows[1:] if r[0] == "step"]
         self.assertEqual(len(steps), 3)
         steps = [dict({k: float(r[k]) for k in self.SPLIT + ("seconds",)}, step=int(r["step"])) for r in steps]

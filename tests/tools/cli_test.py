@@ -5,6 +5,7 @@ Each test runs the real binaries (GRAPHC_BIN, default build/bin) in a scratch
 directory. Bad input must give one clear line on stderr and a non-zero exit
 status, never a crash (a signal) or a hang.
 """
+import csv
 import gzip
 import json
 import os
@@ -321,8 +322,9 @@ class GraphrunTest(CliCase):
         capped = subprocess.run([GRAPHRUN, "train", "--no-progress", "--threads", "2", *args], capture_output=True,
                                 text=True, env=dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2"))
         self.assertFailsClearly(capped, "no bf16 instructions")
+        # fp16 is for GPUs: a plan on the host is refused in one line.
         self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--precision", "fp16", ok=False),
-                                "fp16 is not implemented")
+                                "--precision fp16 runs on GPUs", "--emulate")
         self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--precision", "f8", ok=False),
                                 "--precision", "unknown precision 'f8'")
         self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--conv-algorithm", "fft",
@@ -344,6 +346,46 @@ class GraphrunTest(CliCase):
             synced = self.train("--model", "small_cnn", "--steps", "2", "--batch", "16", "--no-eval", "--gpus", "2",
                                 "--emulate", "--bn", "sync", "--precision", "bf16")
             self.assertIn("trained 2 steps", synced.stdout)
+
+    def test_fp16_with_dynamic_loss_scaling_on_emulated_gpus(self):
+        # 2^24 overflows f16 in the first backward pass: that step is skipped (no update), the scale halves,
+        # and the run says how many steps it skipped; the metrics carry the scale and the count per step.
+        metrics = self.path("fp16.csv")
+        p = self.train("--model", "small_cnn_nobn", "--steps", "6", "--batch", "16", "--no-eval", "--gpus", "2",
+                       "--emulate", "--params", "mirrored", "--precision", "fp16", "--loss-scale", "16777216",
+                       "--metrics", metrics)
+        self.assertIn("precision  fp16 compute", p.stdout)
+        self.assertIn("loss scale dynamic, from 16777216: x2 after 2000 steps", p.stdout)
+        m = re.search(r"loss scale: 16777216 -> (\d+); (\d+) of 6 steps skipped", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        skipped = int(m.group(2))
+        self.assertGreaterEqual(skipped, 1)
+        with open(metrics) as f:
+            rows = [r for r in csv.DictReader(f) if r["kind"] == "step"]
+        self.assertEqual(len(rows), 6)
+        self.assertEqual(float(rows[0]["loss_scale"]), 2 ** 23)
+        self.assertEqual(int(rows[-1]["skipped_steps"]), skipped)
+        self.assertEqual(float(rows[-1]["loss_scale"]), 2 ** 24 / 2 ** skipped)
+        self.assertEqual(int(m.group(1)), 2 ** 24 // 2 ** skipped)
+        # The default scale with fp16 is 65536; --loss-scale off turns scaling off; bad values are refused.
+        p = self.train("--model", "small_cnn_nobn", "--steps", "1", "--batch", "16", "--no-eval", "--gpus", "2",
+                       "--emulate", "--precision", "fp16")
+        self.assertIn("loss scale dynamic, from 65536", p.stdout)
+        p = self.train("--model", "small_cnn_nobn", "--steps", "1", "--batch", "16", "--no-eval", "--gpus", "2",
+                       "--emulate", "--precision", "fp16", "--loss-scale", "off")
+        self.assertNotIn("loss scale", p.stdout)
+        for bad in ("0.5", "inf", "lots"):
+            self.assertFailsClearly(self.train("--model", "mlp", "--steps", "1", "--loss-scale", bad, ok=False),
+                                    "--loss-scale " + bad, ">= 1")
+        self.assertFailsClearly(self.train("--model", "mlp", "--steps", "1", "--loss-scale", "8",
+                                           "--loss-scale-interval", "0", ok=False), "--loss-scale-interval 0")
+        # Loss scaling works at any precision: fp32 with a power of two trains as without.
+        plain = self.train("--model", "mlp", "--steps", "3", "--batch", "8", "--no-eval", "--seed", "3")
+        scaled = self.train("--model", "mlp", "--steps", "3", "--batch", "8", "--no-eval", "--seed", "3",
+                            "--loss-scale", "1024")
+        last = lambda out: re.search(r"loss \S+ -> (\S+),", out).group(1)
+        self.assertEqual(last(scaled.stdout), last(plain.stdout))
+        self.assertIn("0 of 3 steps skipped", scaled.stdout)
 
     def test_emulated_towers(self):
         p = self.train("--model", "small_cnn_nobn", "--data", "fashion-mnist", "--steps", "3", "--batch", "30",

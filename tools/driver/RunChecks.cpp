@@ -87,7 +87,23 @@ llvm::Error checkTrainOptions(const TrainOptions &opts) {
 
 llvm::Error checkPrecisionRuns(const Module &plan,
                                const std::function<std::string(const std::string &)> &deviceMap) {
-  if (plan.meta().getString("precision", "fp32") != "bf16")
+  std::string precision = plan.meta().getString("precision", "fp32");
+  if (precision == "fp16") {
+    // f16 layers are for GPUs; CPU devices compute them through their f32
+    // kernels (slowly), which only an emulated GPU plan asks for.
+    for (const auto &g : plan.graphs())
+      for (const Node *n : g->nodes())
+        if (n->op() == Op::Conv && n->result(0)->type().dtype == DType::F16 &&
+            !llvm::StringRef(n->assignedDevice()).startswith("gpu"))
+          return makeError("--precision fp16 runs on GPUs: the plan puts '" + n->name() + "' on " +
+                           (n->assignedDevice().empty() ? std::string("the host")
+                                                        : n->assignedDevice()) +
+                           ", and CPUs here have no f16 arithmetic (use --precision bf16 on a "
+                           "CPU with bf16 instructions, or --gpus N --emulate to try an fp16 "
+                           "plan on CPU devices)");
+    return llvm::Error::success();
+  }
+  if (precision != "bf16")
     return llvm::Error::success();
   for (const auto &g : plan.graphs())
     for (const Node *n : g->nodes()) {

@@ -38,7 +38,9 @@ llvm::Error checkTrainOptions(const TrainOptions &opts);
 /// A plan compiled with --precision bf16 runs where its kernels are fast: on
 /// CPU devices (emulated GPUs included; `deviceMap` is the executor's, unset:
 /// devices run as named) of a CPU with bf16 instructions. Refused otherwise,
-/// in one line, rather than running several times slower than f32.
+/// in one line, rather than running several times slower than f32. A plan
+/// compiled with --precision fp16 must put its convolutions on GPUs (real, or
+/// emulated on CPU devices, where f16 layers run through the f32 kernels).
 llvm::Error checkPrecisionRuns(const Module &plan,
                                const std::function<std::string(const std::string &)> &deviceMap);
 

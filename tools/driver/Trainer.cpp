@@ -623,7 +623,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << "  precision  fp32: the model has no convolution, and --precision bf16 covers "
            "convolutions and what follows them\n";
   if (compiled->meta().has("loss_scale"))
-    out << llvm::format("  loss scale dynamic, from %g: x2 after %lld steps with finite "
+    out << llvm::format("  loss scale dynamic, from %.9g: x2 after %lld steps with finite "
                         "gradients, /2 and no update after one without\n",
                         compiled->meta().getFloat("loss_scale"),
                         (long long)compiled->meta().getInt("loss_scale_interval"));
@@ -892,7 +892,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out << llvm::format(": loss %.4f -> %.4f, %.1f images/s, %.3f s/step\n", result.firstLoss,
                       result.lastLoss, result.imagesPerSecond, done ? trainSeconds / done : 0.0);
   if (scaling && done > 0)
-    out << llvm::format("loss scale: %g -> %g; %lld of %lld steps skipped (gradients not "
+    out << llvm::format("loss scale: %.9g -> %.9g; %lld of %lld steps skipped (gradients not "
                         "finite: no update)\n",
                         scaleBefore, result.lossScales.back(), (long long)result.skippedSteps,
                         (long long)done);

@@ -1,28 +1,19 @@
-//===- F16ViaF32.cpp - f16 layers on CPUs: the f32 kernel, converted ------===//
+//===- F16ViaF32.cpp - f16 layers through their f32 kernels ---------------===//
 //
-// oneDNN 2.6 computes f16 convolutions, batch norms and pooling only on
-// CPUs with AVX512-FP16, which none of ours has. An fp16 plan (GPUs with
-// --precision fp16) still runs on CPU devices under --emulate: these kernels
-// widen their f16 operands to f32, run the f32 kernel of a copy of the node
-// whose f16 values are f32, and round its results back to f16. The values a
-// step stores (and so where gradients overflow, which dynamic loss scaling
-// reacts to) are those of f16 storage; the arithmetic inside a layer is f32,
-// as it is in cuDNN's f16 kernels with f32 accumulation. Slow (two extra
-// passes over every tensor), and plain layout only: a way to test fp16 plans
-// without a GPU, not a way to train.
+// See F16ViaF32.h. The copy of the node lives in a module of its own that the
+// kernel owns (kernels keep a pointer to their node).
 //
 //===----------------------------------------------------------------------===//
 
+#include "kernels/F16ViaF32.h"
+
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
-#include "kernels/cpu/PlainLoops.h"
 
 namespace graphc {
 namespace {
 
-using namespace plain;
-
-constexpr size_t kAlign = 64;
+constexpr size_t kAlign = 256; // a CUDA allocation's alignment, and a cache line's multiple
 
 size_t aligned(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
@@ -32,52 +23,40 @@ TensorType wide(const TensorType &t) {
   return t.dtype == DType::F16 ? TensorType(DType::F32, t.shape) : t;
 }
 
-void widen(const uint16_t *from, float *to, int64_t n) {
-  parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      to[i] = halfBitsToFloat(from[i]);
-  });
-}
-
-void narrow(const float *from, uint16_t *to, int64_t n) {
-  parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      to[i] = floatToHalfBits(from[i]);
-  });
-}
-
 class F16ViaF32Kernel : public Kernel {
 public:
   /// Builds the f32 copy of `n` and its kernel.
   static llvm::Expected<std::unique_ptr<Kernel>> create(const KernelRegistry &registry,
-                                                        const Node &n, const KernelEnv &env) {
-    std::unique_ptr<F16ViaF32Kernel> k(new F16ViaF32Kernel());
+                                                        DeviceKind kind, const Node &n,
+                                                        const KernelEnv &env,
+                                                        ConvertTensor convert) {
+    std::unique_ptr<F16ViaF32Kernel> k(new F16ViaF32Kernel(convert));
     Builder b(k->shadow_.addGraph("main"));
     std::vector<Value *> operands;
     for (unsigned i = 0; i < n.numOperands(); ++i)
       operands.push_back(b.input("operand" + std::to_string(i), wide(n.operand(i)->type())));
     auto copy = b.tryCreate(n.op(), operands, n.attrs(), n.name());
     if (!copy)
-      return withContext(copy.takeError(), "node '" + n.name() + "' in f32 (f16 on a CPU)");
+      return withContext(copy.takeError(), "node '" + n.name() + "' in f32 (for its f16 values)");
     for (unsigned i = 0; i < n.numResults(); ++i)
       if ((*copy)->result(i)->type() != wide(n.result(i)->type()))
         return nodeError(n, "its f32 copy has result " + toString((*copy)->result(i)->type()) +
                                 ", not " + toString(wide(n.result(i)->type())));
-    const KernelFactory *f = registry.find(n.op(), DeviceKind::CPU, DType::F32);
+    const KernelFactory *f = registry.find(n.op(), kind, DType::F32);
     if (!f)
-      return nodeError(n, "has no f32 CPU kernel to compute its f16 values with");
+      return nodeError(n, "has no f32 kernel to compute its f16 values with");
     auto inner = (*f)(**copy, env);
     if (!inner)
       return inner.takeError();
     k->inner_ = std::move(*inner);
-    for (unsigned i = 0; i < n.numOperands(); ++i)
+    for (unsigned i = 0; i < n.numOperands(); ++i) {
       k->widened_.push_back(n.operand(i)->type().dtype == DType::F16);
-    for (unsigned i = 0; i < n.numResults(); ++i)
-      k->narrowed_.push_back(n.result(i)->type().dtype == DType::F16);
-    for (unsigned i = 0; i < n.numOperands(); ++i)
       k->buffers_ += k->widened_[i] ? aligned(n.operand(i)->type().numElements() * 4) : 0;
-    for (unsigned i = 0; i < n.numResults(); ++i)
+    }
+    for (unsigned i = 0; i < n.numResults(); ++i) {
+      k->narrowed_.push_back(n.result(i)->type().dtype == DType::F16);
       k->buffers_ += k->narrowed_[i] ? aligned(n.result(i)->type().numElements() * 4) : 0;
+    }
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
@@ -103,7 +82,8 @@ public:
     for (size_t i = 0; i < in.size(); ++i)
       if (widened_[i]) {
         in[i] = take(ctx.inputs[i]);
-        widen(ctx.inputs[i].as<const uint16_t>(), in[i].as<float>(), in[i].numElements());
+        if (auto e = convert_(ctx.inputs[i], in[i], ctx.stream))
+          return e;
       }
     for (size_t i = 0; i < out.size(); ++i)
       if (narrowed_[i])
@@ -116,13 +96,15 @@ public:
       return e;
     for (size_t i = 0; i < out.size(); ++i)
       if (narrowed_[i])
-        narrow(out[i].as<const float>(), ctx.outputs[i].as<uint16_t>(), out[i].numElements());
+        if (auto e = convert_(out[i], ctx.outputs[i], ctx.stream))
+          return e;
     return llvm::Error::success();
   }
 
 private:
-  F16ViaF32Kernel() = default;
+  explicit F16ViaF32Kernel(ConvertTensor convert) : convert_(convert) {}
 
+  ConvertTensor convert_;
   Module shadow_{"f16_via_f32"};
   std::unique_ptr<Kernel> inner_;
   std::vector<bool> widened_, narrowed_;
@@ -131,13 +113,12 @@ private:
 
 } // namespace
 
-void registerCpuF16ViaF32Kernels(KernelRegistry &r) {
-  for (Op op : {Op::Conv, Op::ConvGradData, Op::ConvGradFilter, Op::BatchNormTrain,
-                Op::BatchNormTrainGrad, Op::BatchNorm, Op::MaxPool, Op::MaxPoolGrad,
-                Op::AveragePool, Op::AveragePoolGrad, Op::GlobalAveragePool, Op::ReduceSum,
-                Op::ReduceMean})
-    r.add(op, DeviceKind::CPU, DType::F16,
-          [&r](const Node &n, const KernelEnv &env) { return F16ViaF32Kernel::create(r, n, env); });
+void registerF16ViaF32(KernelRegistry &r, DeviceKind kind, llvm::ArrayRef<Op> ops,
+                       ConvertTensor convert) {
+  for (Op op : ops)
+    r.add(op, kind, DType::F16, [&r, kind, convert](const Node &n, const KernelEnv &env) {
+      return F16ViaF32Kernel::create(r, kind, n, env, convert);
+    });
 }
 
 } // namespace graphc
