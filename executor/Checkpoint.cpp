@@ -58,16 +58,20 @@ struct Fit {
       if (!v.persistent())
         continue;
       auto it = saved.find(v.name);
-      if (it == saved.end())
-        missing.push_back(v.name + " " + toString(v.type));
-      else if (it->second->type() != v.type)
+      if (it == saved.end()) {
+        if (!isLossScaleState(v.name)) // a run that starts scaling now
+          missing.push_back(v.name + " " + toString(v.type));
+      } else if (it->second->type() != v.type) {
         misshaped.push_back(v.name + " (checkpoint " + toString(it->second->type()) + ", model " +
                             toString(v.type) + ")");
+      }
     }
     // Slots of a training checkpoint do not matter to a target without an
-    // optimizer (evaluation, export).
+    // optimizer (evaluation, export), nor loss scaling's state to one that
+    // does not scale.
     for (const NamedTensor &t : tensors)
-      if (!m.findVariable(t.name) && (targetHasSlots || !isSlotOf(m, t.name, t.tensor.type())))
+      if (!m.findVariable(t.name) && !isLossScaleState(t.name) &&
+          (targetHasSlots || !isSlotOf(m, t.name, t.tensor.type())))
         unexpected.push_back(t.name + " " + toString(t.tensor.type()));
   }
   bool ok() const { return missing.empty() && unexpected.empty() && misshaped.empty(); }
@@ -250,7 +254,7 @@ llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Ex
   for (const NamedTensor &t : ckpt.tensors)
     saved[t.name] = &t.tensor;
   for (const Variable &v : compiled.variables())
-    if (v.persistent())
+    if (v.persistent() && saved.count(v.name)) // loss scaling's may be new
       if (auto e = ex.writeVariable(v.name, *saved[v.name]))
         return e;
   ex.setStep(ckpt.info.step);

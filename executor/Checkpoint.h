@@ -21,6 +21,9 @@
 // fit the run's compiled module, with the lists of missing, unexpected and
 // mis-shaped tensors. Optimizer slots are required when the target has them
 // (resuming training) and ignored when it has none (evaluation, export).
+// Dynamic loss scaling's state (ir/Module.h: isLossScaleState) is restored
+// when both sides have it, ignored by a run that does not scale, and left at
+// its initial value in a run that starts scaling from an unscaled checkpoint.
 //
 // A checkpoint directory holds step-NNNNNNNN.gck files and `latest`, a file
 // holding the newest one's name and nothing else; `latest` is replaced only

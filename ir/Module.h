@@ -194,6 +194,18 @@ enum class VarKind : unsigned char { Param, State, Slot, Accumulator };
 llvm::StringRef varKindName(VarKind k);
 std::optional<VarKind> parseVarKind(llvm::StringRef s);
 
+/// Dynamic loss scaling's variables (passes/LossScaling.h): the scale, the
+/// finite steps since it last moved, the steps skipped.
+inline constexpr llvm::StringLiteral kLossScaleVar = "loss_scale";
+inline constexpr llvm::StringLiteral kGoodStepsVar = "loss_scale/good_steps";
+inline constexpr llvm::StringLiteral kSkippedStepsVar = "loss_scale/skipped_steps";
+/// Whether `name` is one of them: training state that a checkpoint may lack
+/// (the run starts scaling from its initial scale) or carry to a run that
+/// does not scale (which ignores it).
+inline bool isLossScaleState(llvm::StringRef name) {
+  return name == kLossScaleVar || name == kGoodStepsVar || name == kSkippedStepsVar;
+}
+
 /// How a variable gets its first value when no data is attached:
 /// zeros, ones, constant(v), normal(mean, std), trunc_normal(mean, std, lo, hi),
 /// uniform(lo, hi), kaiming_normal(gain), kaiming_uniform(a), xavier_uniform(gain),

@@ -4,8 +4,8 @@
 // fp16, S = 65536). It runs after aggregate-gradients, on the plan whose
 // updates read their final gradients, and guarantees, in every graph:
 //
-//  1. Variables (kind State, f32 scalars, so checkpoints keep them):
-//     `loss_scale` = S, `loss_scale/good_steps` = 0 and
+//  1. Variables (kind State, f32 scalars, so checkpoints keep them; names in
+//     ir/Module.h): `loss_scale` = S, `loss_scale/good_steps` = 0 and
 //     `loss_scale/skipped_steps` = 0, on the devices of the updates'
 //     variables (every tower's GPU when mirrored, else the first update's
 //     device).
@@ -37,11 +37,6 @@
 #include "passes/Pass.h"
 
 namespace graphc {
-
-/// The scale's variables.
-inline constexpr llvm::StringLiteral kLossScaleVar = "loss_scale";
-inline constexpr llvm::StringLiteral kGoodStepsVar = "loss_scale/good_steps";
-inline constexpr llvm::StringLiteral kSkippedStepsVar = "loss_scale/skipped_steps";
 
 /// The scale --precision fp16 starts from when --loss-scale is not given
 /// (PyTorch's GradScaler's 2^16).

@@ -367,6 +367,20 @@ class GraphrunTest(CliCase):
         self.assertEqual(int(rows[-1]["skipped_steps"]), skipped)
         self.assertEqual(float(rows[-1]["loss_scale"]), 2 ** 24 / 2 ** skipped)
         self.assertEqual(int(m.group(1)), 2 ** 24 // 2 ** skipped)
+        # A resumed run goes on from the saved scale (and keeps counting skipped steps from there); a run
+        # without loss scaling resumes from the same checkpoint, ignoring the scale.
+        ckpt = self.path("fp16-ckpt")
+        common = ("--model", "small_cnn_nobn", "--batch", "16", "--no-eval", "--gpus", "2", "--emulate",
+                  "--precision", "fp16", "--loss-scale", "16777216", "--checkpoint", ckpt)
+        first = self.train(*common, "--steps", "3")
+        at3 = int(re.search(r"loss scale: 16777216 -> (\d+)", first.stdout).group(1))
+        resumed = self.train(*common, "--steps", "5", "--resume")
+        self.assertIn("steps 4 to 5 of 5", resumed.stdout)
+        self.assertRegex(resumed.stdout, r"loss scale: %d -> \d+; \d+ of 2 steps skipped" % at3)
+        unscaled = self.train(*common[:-4], "--loss-scale", "off", "--checkpoint", ckpt, "--steps", "6",
+                              "--resume")
+        self.assertIn("steps 6 to 6 of 6", unscaled.stdout)
+        self.assertNotIn("loss scale", unscaled.stdout)
         # The default scale with fp16 is 65536; --loss-scale off turns scaling off; bad values are refused.
         p = self.train("--model", "small_cnn_nobn", "--steps", "1", "--batch", "16", "--no-eval", "--gpus", "2",
                        "--emulate", "--precision", "fp16")
