@@ -152,6 +152,23 @@ class Equivalence(Case):
                     self.assertSameParams(ref, self.params(ckpt), "small_cnn --bn %s, %d workers" % (bn, n))
 
 
+    def test_fp16_loss_scaling_across_workers(self):
+        # Each worker checks the gradients summed across workers, so every rank skips the same steps and
+        # moves the scale alike: 2 workers x 2 emulated GPUs end where one process with 4 ends, scale
+        # and skipped-step count included (2^24 overflows f16, so some steps are skipped).
+        cnn = ["--model", "small_cnn_nobn", "--batch", "16", "--seed", "3", "--threads", "1", "--no-progress",
+               "--no-eval", "--steps", "5", "--emulate", "--params", "cpu", "--precision", "fp16",
+               "--loss-scale", "16777216"]
+        ref = self.path("fp16-one-process")
+        one = run(GRAPHRUN, "train", *cnn, "--gpus", "4", "--checkpoint", ref)
+        ckpt = self.path("fp16-workers")
+        two = mpirun(2, GRAPHRUN, "train", *cnn, "--gpus", "2", "--workers", "2", "--checkpoint", ckpt)
+        ref, got = self.params(ref), self.params(ckpt)
+        self.assertSameParams(ref, got, "fp16, 2 workers x 2 devices")
+        self.assertGreater(got["loss_scale/skipped_steps"], 0)
+        line = re.compile(r"loss scale: .*")
+        self.assertEqual(line.search(two.stdout).group(0), line.search(one.stdout).group(0))
+
     def test_each_rank_loads_its_part(self):
         # Nothing prefetched (--loader-threads 0): each rank loads exactly
         # its rows of the 5 global batches of 10, parts 4, 3 and 3.
@@ -402,6 +419,8 @@ class ParameterServers(Case):
                 (["--workers", "2", "--gpus", "2", "--emulate", "--params", "mirrored", "--ps", "1"],
                  "parameter-server tasks hold one copy of each variable: plan with --params cpu"),
                 (["--workers", "2", "--ps-async"], "--ps-async applies to parameter-server tasks: give --ps P"),
+                (["--workers", "2", "--ps", "1", "--loss-scale", "1024"],
+                 "dynamic loss scaling (--loss-scale, --precision fp16) is not supported with parameter-server"),
         ):
             with self.subTest(" ".join(args)):
                 p = mpirun(3 if "--ps" in args else 2, GRAPHRUN, "train", *MLP, "--steps", "2", *args, ok=False)
