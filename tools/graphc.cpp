@@ -443,6 +443,9 @@ int main(int argc, char **argv) {
                    << kDefaultBatchPerTower << " per tower";
     if (po.precision != Precision::FP32)
       llvm::outs() << "; " << modeName(po.precision) << " compute";
+    if ((*c)->meta().has("loss_scale"))
+      llvm::outs() << llvm::format("; dynamic loss scale from %.9g",
+                                   (*c)->meta().getFloat("loss_scale"));
     llvm::outs() << ")\n";
     if (!split.empty())
       llvm::outs() << "split: " << split << "\n";

@@ -66,6 +66,13 @@ inline llvm::Expected<CompileOptions> parseOptions(llvm::StringRef words) {
       e = number(o.adamBeta2);
     else if (key == "adam-epsilon")
       e = number(o.adamEpsilon);
+    else if (key == "precision") {
+      if (auto precision = parsePrecision(value))
+        o.precision = *precision;
+      else
+        e = precision.takeError();
+    } else if (key == "loss-scale")
+      e = number(o.lossScale);
     else
       e = makeError("unknown option '" + key + "'");
     if (e)

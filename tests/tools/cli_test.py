@@ -400,6 +400,11 @@ class GraphrunTest(CliCase):
         last = lambda out: re.search(r"loss \S+ -> (\S+),", out).group(1)
         self.assertEqual(last(scaled.stdout), last(plain.stdout))
         self.assertIn("0 of 3 steps skipped", scaled.stdout)
+        # With gradient accumulation the micro-steps' gradients carry the scale too.
+        accumulated = [self.train("--model", "mlp", "--steps", "3", "--batch", "8", "--no-eval", "--seed", "3",
+                                  "--accumulate", "2", *extra).stdout for extra in ((), ("--loss-scale", "1024"))]
+        self.assertEqual(last(accumulated[1]), last(accumulated[0]))
+        self.assertIn("0 of 3 steps skipped", accumulated[1])
 
     def test_emulated_towers(self):
         p = self.train("--model", "small_cnn_nobn", "--data", "fashion-mnist", "--steps", "3", "--batch", "30",

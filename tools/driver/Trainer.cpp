@@ -185,8 +185,10 @@ llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions
   exec.deviceMap = cpuOf;
   for (auto &[gpu, speed] : *speeds)
     exec.relativeSpeed[cpuOf(gpu)] = speed;
-  return "no GPU here: the plan's " + std::to_string(gpus.size()) +
-         " GPUs run as CPU devices cpu:1..cpu:" + std::to_string(gpus.size()) +
+  std::string devices = gpus.size() == 1 ? "GPU runs as CPU device cpu:1"
+                                          : "GPUs run as CPU devices cpu:1..cpu:" +
+                                                std::to_string(gpus.size());
+  return "no GPU here: the plan's " + std::to_string(gpus.size()) + " " + devices +
          " sharing this machine's cores" +
          (slower.empty() ? "" : "; emulated relative speeds (the fastest GPU is 1): " + slower);
 }
