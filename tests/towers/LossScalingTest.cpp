@@ -173,16 +173,6 @@ TEST(LossScaling, RefusesWhatItCannotScale) {
   EXPECT_EQ(cantFail(parseLossScale("65536")), 65536);
 }
 
-/// |a - b| / |b| over the whole tensor.
-double relativeL2(const Tensor &a, const Tensor &b) {
-  double d = 0, n = 0;
-  for (int64_t i = 0; i < b.numElements(); ++i) {
-    d += (a.at(i) - b.at(i)) * (a.at(i) - b.at(i));
-    n += b.at(i) * b.at(i);
-  }
-  return std::sqrt(d / std::max(n, 1e-30));
-}
-
 struct ScaledRun {
   std::map<std::string, Tensor> variables; ///< without the scale's own
   std::vector<double> scales;              ///< after each step

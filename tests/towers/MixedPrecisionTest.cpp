@@ -178,15 +178,6 @@ TEST(MixedPrecision, RefusesModelsThatAreNotF32) {
   EXPECT_NE(llvm::toString(r.takeError()).find("starts from an f32 model"), std::string::npos);
 }
 
-/// |a - b| / |b| over the whole tensor.
-double relativeDistance(const Tensor &a, const Tensor &b) {
-  double d = 0, n = 0;
-  for (int64_t i = 0; i < b.numElements(); ++i) {
-    d += (a.at(i) - b.at(i)) * (a.at(i) - b.at(i));
-    n += b.at(i) * b.at(i);
-  }
-  return std::sqrt(d / std::max(n, 1e-30));
-}
 
 TEST(MixedPrecision, SmallCnnTrainsInBf16AsInF32) {
   if (!cpuHasBf16())
@@ -207,7 +198,7 @@ TEST(MixedPrecision, SmallCnnTrainsInBf16AsInF32) {
     // convolution and batch-norm gradient. The momentum slots are those
     // gradients summed; weights moved five small steps stay much closer.
     bool weights = llvm::StringRef(name).endswith(".weight");
-    EXPECT_LT(relativeDistance(got, want), weights ? 3e-2 : 0.2);
+    EXPECT_LT(relativeL2(got, want), weights ? 3e-2 : 0.2);
   }
 }
 
@@ -224,7 +215,7 @@ TEST(MixedPrecision, ConvolutionsWithABiasTrainInBf16) {
   EXPECT_NEAR(bf16.loss, f32.loss, 0.05 * std::abs(f32.loss) + 1e-3);
   for (llvm::StringRef bias : {"conv1.bias", "conv2.bias"}) {
     EXPECT_EQ(bf16.variables.at(bias.str()).type().dtype, DType::F32);
-    EXPECT_LT(relativeDistance(bf16.variables.at(bias.str()), f32.variables.at(bias.str())), 0.2)
+    EXPECT_LT(relativeL2(bf16.variables.at(bias.str()), f32.variables.at(bias.str())), 0.2)
         << bias.str();
   }
 }

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace graphc::towertest {
@@ -157,6 +159,16 @@ inline testing::AssertionResult closeTo(const Tensor &a, const Tensor &b, double
   return testing::AssertionFailure()
          << "element " << where << ": " << a.at(where) << " vs " << b.at(where) << " (max |b| "
          << scale << ", rtol " << rtol << ")";
+}
+
+/// |a - b| / |b| over the whole tensor (relative L2 distance).
+inline double relativeL2(const Tensor &a, const Tensor &b) {
+  double d = 0, n = 0;
+  for (int64_t i = 0; i < b.numElements(); ++i) {
+    d += (a.at(i) - b.at(i)) * (a.at(i) - b.at(i));
+    n += b.at(i) * b.at(i);
+  }
+  return std::sqrt(d / std::max(n, 1e-30));
 }
 
 inline void expectSameVariables(const std::map<std::string, Tensor> &got,
