@@ -320,6 +320,7 @@ int main(int argc, char **argv) {
     t.placement.searchBuckets = train->count("--bucket-mb") == 0;
     if (auto e = parseTowerModes(modes, co))
       return fail(std::move(e));
+    t.lossScaleGiven = train->count("--loss-scale") > 0;
     auto parsedStrategy = parseStrategy(strategy);
     if (!parsedStrategy)
       return fail(withContext(parsedStrategy.takeError(), "--strategy"));

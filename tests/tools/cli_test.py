@@ -393,6 +393,14 @@ class GraphrunTest(CliCase):
                                     "--loss-scale " + bad, ">= 1")
         self.assertFailsClearly(self.train("--model", "mlp", "--steps", "1", "--loss-scale", "8",
                                            "--loss-scale-interval", "0", ok=False), "--loss-scale-interval 0")
+        # A compiled plan keeps its loss scale: asking for another is refused.
+        plan = self.path("scaled.placed")
+        placed = run(GRAPHC, "place", "--model", "small_cnn_nobn", "--gpus", "2", "--batch", "16", "--precision",
+                     "fp16", "-o", plan)
+        self.assertIn("fp16 compute; dynamic loss scale from 65536", placed.stdout)
+        self.assertFailsClearly(self.train(plan, "--steps", "1", "--emulate", "--loss-scale", "8", ok=False),
+                                "already compiled", "--loss-scale", "scales from 65536")
+        self.assertIn("trained 1 steps", self.train(plan, "--steps", "1", "--emulate", "--no-eval").stdout)
         # Loss scaling works at any precision: fp32 with a power of two trains as without.
         plain = self.train("--model", "mlp", "--steps", "3", "--batch", "8", "--no-eval", "--seed", "3")
         scaled = self.train("--model", "mlp", "--steps", "3", "--batch", "8", "--no-eval", "--seed", "3",

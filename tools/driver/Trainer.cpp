@@ -368,6 +368,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       return makeError("'" + opts.model.path + "' is already compiled; --precision applies to " +
                        "models (the plan computes in " + planned + ")");
   }
+  if (precompiled && opts.lossScaleGiven &&
+      precompiled->meta().getFloat("loss_scale", 0) != opts.compile.options.lossScale) {
+    std::string planned = "does not scale its loss";
+    if (precompiled->meta().has("loss_scale")) {
+      planned.clear();
+      llvm::raw_string_ostream(planned)
+          << llvm::format("scales from %.9g", precompiled->meta().getFloat("loss_scale"));
+    }
+    return makeError("'" + opts.model.path + "' is already compiled; --loss-scale applies to " +
+                     "models (the plan " + planned + ")");
+  }
   if (auto e = checkWorldSize(plannedWorkers, plannedPs, workers))
     return e;
   const bool several = plannedWorkers > 1 || plannedPs > 0;

@@ -72,6 +72,9 @@ struct SyntheticData {
 struct TrainOptions {
   ModelSpec model;
   CompileRequest compile; ///< options.batch is the global batch
+  /// --loss-scale was given (a compiled plan keeps its own: asking for
+  /// another is refused).
+  bool lossScaleGiven = false;
   /// --gpus N / --cluster FILE: compile for several devices (one tower each).
   PlacementRequest placement;
   /// Run a plan's GPUs on CPU devices (or on fewer physical GPUs).
