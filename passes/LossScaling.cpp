@@ -41,12 +41,18 @@ public:
     if (groups_.empty())
       return makeError("loss-scaling: graph 'main' has no optimizer update (Apply*); run "
                        "add-optimizer first");
+    // Everything is checked before the module changes.
+    for (llvm::StringRef name : {kLossScaleVar, kGoodStepsVar, kSkippedStepsVar})
+      if (m_.findVariable(name))
+        return makeError("loss-scaling: variable '" + name + "' exists already");
+    if (llvm::none_of(main_.nodes(),
+                      [](const Node *n) { return n->op() == Op::SoftmaxCrossEntropyGrad; }))
+      return makeError("loss-scaling: graph 'main' has no cross-entropy gradient "
+                       "(SoftmaxCrossEntropyGrad) to scale; run add-loss and autodiff first");
     const Variable *first = m_.findVariable(groups_[0].applies[0]->attrs().getString("var"));
     mirrored_ = first && first->devices.size() > 1;
-    if (auto e = addVariables())
-      return e;
-    if (auto e = scaleLossGradients())
-      return e;
+    addVariables();
+    scaleLossGradients();
     if (auto e = decide())
       return e;
     m_.meta().set("loss_scale", opts_.initial);
@@ -67,7 +73,7 @@ private:
     }
   }
 
-  llvm::Error addVariables() {
+  void addVariables() {
     std::vector<std::string> devices;
     if (mirrored_)
       for (const Group &g : groups_)
@@ -77,8 +83,6 @@ private:
     for (auto [name, value] : {std::pair{kLossScaleVar, opts_.initial},
                                {kGoodStepsVar, 0.0},
                                {kSkippedStepsVar, 0.0}}) {
-      if (m_.findVariable(name))
-        return makeError("loss-scaling: variable '" + name + "' exists already");
       Variable v;
       v.name = name.str();
       v.type = TensorType(DType::F32, {});
@@ -87,7 +91,6 @@ private:
       v.devices = devices;
       m_.addVariable(std::move(v));
     }
-    return llvm::Error::success();
   }
 
   /// Where a node of tower `tower` reads the scale.
@@ -95,8 +98,7 @@ private:
     return mirrored_ && tower >= 0 ? towerDevice(tower) : groups_[0].device;
   }
 
-  llvm::Error scaleLossGradients() {
-    bool found = false;
+  void scaleLossGradients() {
     for (Graph *g : m_.graphs()) {
       std::vector<std::pair<Node *, Node *>> moves;
       std::vector<Node *> grads;
@@ -115,12 +117,7 @@ private:
         moves.push_back({scaled->producer(), scale->producer()});
       }
       g->moveAfter(moves);
-      found |= g == &main_ && !grads.empty();
     }
-    if (!found)
-      return makeError("loss-scaling: graph 'main' has no cross-entropy gradient "
-                       "(SoftmaxCrossEntropyGrad) to scale; run add-loss and autodiff first");
-    return llvm::Error::success();
   }
 
   /// The checks, the steps and the Apply* nodes' third operand.
