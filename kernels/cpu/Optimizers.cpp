@@ -2,8 +2,9 @@
 //
 // Update ops produce nothing; they write the variables their attributes name
 // (`var`, and `slots` for optimizer state) through ctx.variables, in place.
-// Operands are (grad, lr) with lr a scalar f32 fed each step. weight_decay
-// (default 0) adds wd * param to the gradient first, as PyTorch does.
+// Operands are (grad, lr[, decision]): lr a scalar f32 fed each step, the
+// decision below. weight_decay (default 0) adds wd * param to the gradient
+// first, as PyTorch does.
 //
 //  ApplySGD      p -= lr * g
 //  ApplyMomentum slots [buf]: buf = m * buf + g; p -= lr * buf, or with
