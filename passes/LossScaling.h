@@ -29,7 +29,8 @@
 // Running statistics (BatchNorm's moving averages) and the loss output are
 // unaffected: they do not carry the scale. Errors: S below 1 or not finite,
 // an interval below 1, a plan that already scales, no Apply* or no
-// cross-entropy gradient, a variable name already taken.
+// cross-entropy gradient, a variable name already taken; all found before
+// the module changes.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
