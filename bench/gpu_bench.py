@@ -6,7 +6,9 @@ Runs, each in its own process so that memory figures are its own:
     folded onto the one GPU (mirrored variables, the own all-reduce), and the
     1-tower step captured as a CUDA graph (when the step allows it);
   - PyTorch eager and torch.compile: torchvision's model, the same batch,
-    SGD with momentum 0.9, cross-entropy, NCHW float32.
+    SGD with momentum 0.9, cross-entropy, NCHW float32;
+  - mixed precision: graphc --precision fp16 (1 tower) against PyTorch eager
+    under autocast(float16) with a GradScaler, both scaling from 65536.
 Both sides copy the batch from pinned host memory every step (graphc through
 Executor::prefetch, PyTorch with non_blocking copies) and allow TF32 in
 convolutions and matrix products (graphc's default; GRAPHC_CUDA_TF32=0 and
@@ -29,6 +31,8 @@ TORCH_STEP = r"""
 import json, sys, time, torch, torchvision
 model, batch, size, steps, warmup, mode, tf32 = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
     int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7] == "1")
+amp = mode == "amp"
+scaler = torch.cuda.amp.GradScaler(init_scale=65536.0, enabled=amp)
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = tf32
 torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -53,9 +57,11 @@ for i in range(warmup + steps):
     x = x_host.to(dev, non_blocking=True)
     y = y_host.to(dev, non_blocking=True)
     opt.zero_grad(set_to_none=True)
-    loss = loss_fn(step_net(x), y)
-    loss.backward()
-    opt.step()
+    with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+        loss = loss_fn(step_net(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     if i == 0:
@@ -76,14 +82,15 @@ def median(xs):
     return s[len(s) // 2]
 
 
-def run_graphc(args, towers, graphs, env):
+def run_graphc(args, towers, graphs, env, precision="fp32"):
     cmd = [args.bench, "--model", args.model, "--batch", str(args.batch), "--image-size",
            str(args.image_size), "--towers", str(towers), "--physical-gpus", "1",
-           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--precision", precision]
     if graphs:
         cmd.append("--cuda-graphs")
-    label = "graphc, %d tower%s%s" % (towers, "" if towers == 1 else "s on 1 GPU",
-                                      ", CUDA graph" if graphs else "")
+    label = "graphc, %d tower%s%s%s" % (towers, "" if towers == 1 else "s on 1 GPU",
+                                        ", CUDA graph" if graphs else "",
+                                        ", fp16" if precision == "fp16" else "")
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env,
                              timeout=args.timeout)
@@ -98,7 +105,8 @@ def run_graphc(args, towers, graphs, env):
 
 
 def run_torch(args, mode):
-    label = "PyTorch eager" if mode == "eager" else "torch.compile"
+    label = {"eager": "PyTorch eager", "compile": "torch.compile",
+             "amp": "PyTorch eager, AMP fp16"}[mode]
     cmd = [args.python, "-c", TORCH_STEP, args.model, str(args.batch), str(args.image_size),
            str(args.steps), str(args.warmup), mode, "0" if args.no_tf32 else "1"]
     try:
@@ -127,11 +135,12 @@ def main():
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--no-tf32", action="store_true")
     p.add_argument("--only", default="all",
-                   help="comma list of: graphc1, graphc4, graphs, eager, compile (default all)")
+                   help="comma list of: graphc1, graphc4, graphs, eager, compile, fp16, amp "
+                        "(default all)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "bench.json"))
     args = p.parse_args()
     want = set(args.only.split(",")) if args.only != "all" else {
-        "graphc1", "graphc4", "graphs", "eager", "compile"}
+        "graphc1", "graphc4", "graphs", "eager", "compile", "fp16", "amp"}
 
     env = dict(os.environ)
     if args.no_tf32:
@@ -141,18 +150,22 @@ def main():
                     ("graphc4", lambda: run_graphc(args, 4, False, env)),
                     ("graphs", lambda: run_graphc(args, 1, True, env)),
                     ("eager", lambda: run_torch(args, "eager")),
-                    ("compile", lambda: run_torch(args, "compile"))]:
+                    ("compile", lambda: run_torch(args, "compile")),
+                    ("fp16", lambda: run_graphc(args, 1, False, env, "fp16")),
+                    ("amp", lambda: run_torch(args, "amp"))]:
         if key in want:
             print("running %s ..." % key, flush=True)
             results.append(fn())
 
     eager = next((r for r in results if r["runner"] == "PyTorch eager" and "error" not in r), None)
     comp = next((r for r in results if r["runner"] == "torch.compile" and "error" not in r), None)
+    amp = next((r for r in results
+                if r["runner"] == "PyTorch eager, AMP fp16" and "error" not in r), None)
     print("\n%s, batch %d, %dx%d, %d measured steps after %d warm-up, TF32 %s" %
           (args.model, args.batch, args.image_size, args.image_size, args.steps, args.warmup,
            "off" if args.no_tf32 else "on"))
-    print("%-34s %10s %9s %11s %10s" % ("runner", "images/s", "vs eager", "vs compile",
-                                        "GPU GiB"))
+    print("%-34s %10s %9s %11s %9s %10s" % ("runner", "images/s", "vs eager", "vs compile",
+                                             "vs AMP", "GPU GiB"))
     for r in results:
         if "error" in r:
             print("%-34s failed: %s" % (r["runner"], r["error"].splitlines()[-1][:200]))
@@ -160,7 +173,12 @@ def main():
         ips = r["images_per_s"]
         ve = "%.2fx" % (ips / eager["images_per_s"]) if eager else "-"
         vc = "%.2fx" % (ips / comp["images_per_s"]) if comp else "-"
-        print("%-34s %10.1f %9s %11s %10.2f" % (r["runner"], ips, ve, vc, r["memory"] / 2**30))
+        va = "%.2fx" % (ips / amp["images_per_s"]) if amp else "-"
+        print("%-34s %10.1f %9s %11s %9s %10.2f" % (r["runner"], ips, ve, vc, va,
+                                                     r["memory"] / 2**30))
+        if "skipped_steps" in r:
+            print("    loss scale %g after the run, %d steps skipped" %
+                  (r["loss_scale"], r["skipped_steps"]))
         if r.get("cuda_graph_note"):
             print("    " + r["cuda_graph_note"])
     print("GPU memory: graphc = driver view of everything it holds (arenas, variables, "

@@ -43,6 +43,7 @@ struct Args {
   int64_t batch = 128, imageSize = 299, classes = 1000;
   int towers = 1, physicalGpus = 0, steps = 20, warmup = 5;
   std::string params; ///< default: gpu:0 for one tower, mirrored for several
+  std::string precision = "fp32"; ///< fp16: f16 compute with dynamic loss scaling from 65536
   bool cudaGraphs = false, prefetch = true;
   bool compileOnly = false; ///< compile and place, print where ops went; no GPU needed
 };
@@ -50,8 +51,9 @@ struct Args {
 int usage(const char *why) {
   llvm::errs() << "gpu_train_bench: " << why
                << "\nusage: gpu_train_bench [--model NAME] [--batch N] [--image-size N] "
-                  "[--classes N] [--towers N] [--physical-gpus N] [--params MODE] [--steps N] "
-                  "[--warmup N] [--cuda-graphs] [--no-prefetch] [--compile-only]\n";
+                  "[--classes N] [--towers N] [--physical-gpus N] [--params MODE] "
+                  "[--precision fp32|fp16] [--steps N] [--warmup N] [--cuda-graphs] [--no-prefetch] "
+                  "[--compile-only]\n";
   return 2;
 }
 
@@ -77,6 +79,11 @@ bool parse(int argc, char **argv, Args &a) {
       ok = v;
       if (v)
         a.params = v;
+    } else if (k == "--precision") {
+      const char *v = next();
+      ok = v;
+      if (v)
+        a.precision = v;
     } else if (k == "--batch") {
       ok = num(a.batch);
     } else if (k == "--image-size") {
@@ -166,6 +173,12 @@ int main(int argc, char **argv) {
   if (!params)
     return fail(params.takeError());
   o.params = *params;
+  auto precision = parsePrecision(a.precision);
+  if (!precision)
+    return fail(precision.takeError());
+  o.precision = *precision;
+  if (o.precision == Precision::FP16)
+    o.lossScale = 65536; // graphrun's default with fp16 (PyTorch GradScaler's)
   o.optimizer = "momentum";
   o.momentum = 0.9;
   o.learningRate = 0.01;
@@ -201,6 +214,7 @@ int main(int argc, char **argv) {
     llvm::outs() << llvm::json::Value(llvm::json::Object{{"model", a.model},
                                                          {"towers", a.towers},
                                                          {"params", a.params},
+                                                         {"precision", a.precision},
                                                          {"compile_s", compileSeconds},
                                                          {"nodes_by_device", std::move(devices)},
                                                          {"host_ops", std::move(host)}})
@@ -269,6 +283,7 @@ int main(int argc, char **argv) {
       {"towers", a.towers},
       {"physical_gpus", physical},
       {"params", a.params},
+      {"precision", a.precision},
       {"cuda_graphs", a.cudaGraphs},
       {"cuda_graph_note", (*ex)->cudaGraphNote()},
       {"prefetch", a.prefetch},
@@ -282,6 +297,15 @@ int main(int argc, char **argv) {
       {"compile_s", compileSeconds},
       {"nodes_by_device", std::move(devices)},
   };
+  if (o.lossScale > 0) { // the scale after the run, and the steps it skipped
+    for (auto [key, var] :
+         {std::pair{"loss_scale", kLossScaleVar}, {"skipped_steps", kSkippedStepsVar}}) {
+      auto v = (*ex)->readVariable(var);
+      if (!v)
+        return fail(v.takeError());
+      result[key] = v->at(0);
+    }
+  }
   llvm::outs() << llvm::json::Value(std::move(result)) << "\n";
   return 0;
 }
