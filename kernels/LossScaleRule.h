@@ -17,6 +17,10 @@ namespace graphc {
 /// PyTorch's GradScaler default: 2000 finite steps before the scale doubles.
 constexpr int kDefaultGrowthInterval = 2000;
 
+/// CheckFinite's test: a value is an infinity or a NaN when its exponent
+/// bits are all ones.
+constexpr uint32_t kF32Exponent = 0x7f800000u, kF16Exponent = 0x7c00u, kBF16Exponent = 0x7f80u;
+
 GRAPHC_HD void lossScaleStep(float check, float interval, float &scale, float &good,
                              float &skipped, float *decision) {
   bool finite = check == 0.0f;
@@ -27,7 +31,7 @@ GRAPHC_HD void lossScaleStep(float check, float interval, float &scale, float &g
     good += 1.0f;
     if (good >= interval) {
       float grown = scale * 2.0f;
-      if ((bitsOf(grown) & 0x7f800000u) != 0x7f800000u) // stays finite
+      if ((bitsOf(grown) & kF32Exponent) != kF32Exponent) // stays finite
         scale = grown;
       good = 0.0f;
     }

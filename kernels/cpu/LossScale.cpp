@@ -55,13 +55,13 @@ public:
       int64_t n = in.numElements();
       switch (in.dtype) {
       case DType::F32:
-        bad = anyNonFinite(static_cast<const uint32_t *>(in.data), n, 0x7f800000u);
+        bad = anyNonFinite(static_cast<const uint32_t *>(in.data), n, kF32Exponent);
         break;
       case DType::F16:
-        bad = anyNonFinite(static_cast<const uint16_t *>(in.data), n, (uint16_t)0x7c00);
+        bad = anyNonFinite(static_cast<const uint16_t *>(in.data), n, (uint16_t)kF16Exponent);
         break;
       case DType::BF16:
-        bad = anyNonFinite(static_cast<const uint16_t *>(in.data), n, (uint16_t)0x7f80);
+        bad = anyNonFinite(static_cast<const uint16_t *>(in.data), n, (uint16_t)kBF16Exponent);
         break;
       default:
         return nodeError(*node_, std::string("cannot check ") + dtypeName(in.dtype).data() +

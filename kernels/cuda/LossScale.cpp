@@ -1,7 +1,8 @@
 //===- LossScale.cpp - Dynamic loss scaling on CUDA -----------------------===//
 //
 // The CUDA twins of kernels/cpu/LossScale.cpp: CheckFinite (f32, f16, bf16
-// operands; the check is zeroed, then each operand's test may mark it) and
+// operands; the check is zeroed, then each launch's test of up to 32
+// operands may mark it) and
 // LossScaleStep (the rule on the device's replica of the three variables;
 // the decision stays on the device for the Apply* kernels to read).
 //
@@ -35,12 +36,19 @@ protected:
     cudaStream_t s = streamOf(ctx);
     float *check = ctx.outputs[0].as<float>();
     GRAPHC_CUDA_TRY(cudaMemsetAsync(check, 0, sizeof(float), s));
-    for (const TensorView &in : ctx.inputs) {
-      int bytes = in.dtype == DType::F32 ? 4 : 2;
-      uint32_t exponent = in.dtype == DType::F32   ? 0x7f800000u
-                          : in.dtype == DType::F16 ? 0x7c00u
-                                                   : 0x7f80u;
-      GRAPHC_CUDA_TRY(launchCheckFinite(in.data, in.numElements(), bytes, exponent, check, s));
+    // A launch per kCheckTensors tensors (inception_v3 has 284 gradients).
+    CheckList list;
+    for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+      const TensorView &in = ctx.inputs[i];
+      list.tensors[list.count++] = {in.data, in.numElements(),
+                                    in.dtype == DType::F32   ? kF32Exponent
+                                    : in.dtype == DType::F16 ? kF16Exponent
+                                                             : kBF16Exponent,
+                                    in.dtype == DType::F32 ? 4 : 2};
+      if (list.count == kCheckTensors || i + 1 == ctx.inputs.size()) {
+        GRAPHC_CUDA_TRY(launchCheckFinite(list, check, s));
+        list.count = 0;
+      }
     }
     return llvm::Error::success();
   }

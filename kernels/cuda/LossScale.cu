@@ -10,13 +10,21 @@ namespace graphc {
 namespace cuda {
 namespace {
 
-template <typename Bits>
-__global__ void checkFiniteKernel(const Bits *data, int64_t n, Bits exponent, float *check) {
-  for (int64_t i = gridStart(); i < n; i += gridStride())
-    if ((data[i] & exponent) == exponent) {
-      *check = __int_as_float(0x7f800000);
-      return;
-    }
+template <typename Bits> __device__ bool anyNonFinite(const CheckTensor &t) {
+  const Bits *data = static_cast<const Bits *>(t.data);
+  const Bits exponent = (Bits)t.exponent;
+  for (int64_t i = gridStart(); i < t.n; i += gridStride())
+    if ((data[i] & exponent) == exponent)
+      return true;
+  return false;
+}
+
+/// Row y of the grid checks tensor y of the list.
+__global__ void checkFiniteKernel(CheckList list, float *check) {
+  const CheckTensor &t = list.tensors[blockIdx.y];
+  bool bad = t.bytes == 4 ? anyNonFinite<uint32_t>(t) : anyNonFinite<uint16_t>(t);
+  if (bad)
+    *check = __int_as_float(0x7f800000);
 }
 
 __global__ void lossScaleStepKernel(const float *check, float interval, float *scale, float *good,
@@ -26,17 +34,15 @@ __global__ void lossScaleStepKernel(const float *check, float interval, float *s
 
 } // namespace
 
-cudaError_t launchCheckFinite(const void *data, int64_t n, int bytes, uint32_t exponent,
-                              float *check, cudaStream_t stream) {
-  if (n <= 0)
+cudaError_t launchCheckFinite(const CheckList &list, float *check, cudaStream_t stream) {
+  int64_t largest = 0;
+  for (int i = 0; i < list.count; ++i)
+    largest = std::max(largest, list.tensors[i].n);
+  if (list.count <= 0 || largest <= 0)
     return cudaSuccess;
-  int blocks = (int)std::min<int64_t>((n + kThreads - 1) / kThreads, 1024);
-  if (bytes == 4)
-    checkFiniteKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint32_t *>(data), n,
-                                                       exponent, check);
-  else
-    checkFiniteKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t *>(data), n,
-                                                       (uint16_t)exponent, check);
+  // gridStart()/gridStride() span the x extent, so a row covers its tensor.
+  unsigned blocks = (unsigned)std::min<int64_t>((largest + kThreads - 1) / kThreads, 1024);
+  checkFiniteKernel<<<dim3(blocks, (unsigned)list.count), kThreads, 0, stream>>>(list, check);
   return launched();
 }
 
