@@ -847,16 +847,16 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     }
     trainSeconds += dt;
     result.losses.push_back(loss);
+    // The scale's state per step only for the metrics: reading it waits for
+    // the device, which the summary needs once, after the run.
     std::optional<double> scale;
     std::optional<uint64_t> skipped;
-    if (scaling) {
+    if (scaling && metrics) {
       auto s = lossScaleState(executor);
       if (!s)
         return withContext(s.takeError(), "step " + llvm::Twine(step + 1));
       scale = s->first;
       skipped = s->second;
-      result.lossScales.push_back(s->first);
-      result.skippedSteps = (int64_t)(s->second - skippedBefore);
     }
     double ips = (double)(batch * accumulate) / dt;
     progress.update(step + 1, epoch, loss, ips, async ? staleness : std::nullopt);
@@ -904,11 +904,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                         (long long)totalSteps);
   out << llvm::format(": loss %.4f -> %.4f, %.1f images/s, %.3f s/step\n", result.firstLoss,
                       result.lastLoss, result.imagesPerSecond, done ? trainSeconds / done : 0.0);
-  if (scaling && done > 0)
+  if (scaling && done > 0) {
+    auto s = lossScaleState(executor);
+    if (!s)
+      return withContext(s.takeError(), "after step " + llvm::Twine(end));
+    result.lossScale = s->first;
+    result.skippedSteps = (int64_t)(s->second - skippedBefore);
     out << llvm::format("loss scale: %.9g -> %.9g; %lld of %lld steps skipped (gradients not "
                         "finite: no update)\n",
-                        scaleBefore, result.lossScales.back(), (long long)result.skippedSteps,
+                        scaleBefore, result.lossScale, (long long)result.skippedSteps,
                         (long long)done);
+  }
   if (done > 1) {
     double n = (double)(done - 1);
     out << llvm::format("step time (mean after the first): compute %.3f s, communication inside "

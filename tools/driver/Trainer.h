@@ -135,9 +135,9 @@ struct TrainResult {
   /// The steps after the first, together (0 for a run of one step).
   double steadySeconds = 0;
   std::vector<double> losses;
-  /// Dynamic loss scaling (empty without): the scale after each step, and
-  /// the steps of this run whose gradients were not finite (no update).
-  std::vector<double> lossScales;
+  /// Dynamic loss scaling (0 without): the scale after the run, and the
+  /// steps of this run whose gradients were not finite (no update).
+  double lossScale = 0;
   int64_t skippedSteps = 0;
   std::vector<EpochResult> epochs;
   std::string lastCheckpoint;
