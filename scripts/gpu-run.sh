@@ -17,15 +17,20 @@
 #                     the bundle leaves out (fixtures.tsv; once per unpacked bundle)
 #   sanitizer         compute-sanitizer memcheck on a short inception_v3 training run (1
 #                     tower, and 2 logical towers for the own all-reduce), racecheck on our
-#                     own kernels; skipped when compute-sanitizer is not installed
+#                     own kernels, after memcheck of the fp16 twin tests and an fp16 step
+#                     (sanitizer=fp16: those two only); skipped without compute-sanitizer
 #   bench             bench/gpu_bench.py (graphc 1 and 4 towers, CUDA graph, PyTorch eager
 #                     and torch.compile); GRAPHC_BENCH_ARGS passes options on
+#   train             fp16 end to end through graphrun (train.txt): small_cnn_nobn from a loss
+#                     scale that overflows f16, on GPU 0 and on an emulated GPU (a CPU device)
+#                     with the same data and seed, step by step side by side; then
+#                     inception_v3 on GPU 0 in fp32 and in fp16
 #   mpi               tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers under the machine's own
 #                     mpirun (Open MPI is not in the bundle; skipped without one): worker
 #                     processes of 1 GPU each summing with NCCL across processes against one
 #                     process with as many GPUs (needs 2 GPUs; 3 for unlike workers), and a
 #                     stalled rank (mpi.txt)
-#   all               env tests sanitizer bench mpi
+#   all               env tests sanitizer train bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
 set -u
@@ -194,13 +199,23 @@ run_sanitizer() {
   bench="$here/build/bin/gpu_train_bench"
   short="--model inception_v3 --batch 4 --image-size 299 --steps 1 --warmup 1"
   : >"$results/sanitizer.txt"
-  for towers in 1 2; do
-    log=$logs/memcheck-$towers.log
-    # shellcheck disable=SC2086
-    timeout 900 "$sanitizer" --tool memcheck --leak-check no --error-exitcode 3 \
-      "$bench" $short --towers "$towers" --physical-gpus 1 >"$log" 2>&1
-    echo "memcheck, $towers tower(s): exit $? $(grep -a 'ERROR SUMMARY' "$log" | tail -1)" \
+  memcheck() { # name, command...
+    log=$logs/memcheck-$1.log
+    shift
+    timeout 900 "$sanitizer" --tool memcheck --leak-check no --error-exitcode 3 "$@" >"$log" 2>&1
+    echo "memcheck, $(basename "$log" .log): exit $? $(grep -a 'ERROR SUMMARY' "$log" | tail -1)" \
       >>"$results/sanitizer.txt"
+  }
+  # The fp16 pieces first: the twin tests of the f16 layers, checks and gated updates, and an
+  # fp16 training step.
+  memcheck fp16-kernels "$here/build/bin/kernels_cuda_tests" \
+    --gtest_filter='CudaF16.*:CudaLossScale.*:CudaTraining.UpdatesRead*'
+  # shellcheck disable=SC2086
+  memcheck fp16-1-tower "$bench" $short --towers 1 --physical-gpus 1 --precision fp16
+  [ "$1" = fp16 ] && { cat "$results/sanitizer.txt"; return 0; }
+  for towers in 1 2; do
+    # shellcheck disable=SC2086
+    memcheck "fp32-$towers-towers" "$bench" $short --towers "$towers" --physical-gpus 1
   done
   log=$logs/racecheck.log
   # Our own kernels only (their names carry the graphc namespace); cuDNN and cuBLAS are
@@ -226,6 +241,44 @@ run_sanitizer() {
 run_bench() {
   "$py" "$here/src/bench/gpu_bench.py" --bench "$here/build/bin/gpu_train_bench" \
     --out "$results/bench.json" "$@" 2>&1 | tee "$results/bench.txt"
+}
+
+run_train() {
+  graphrun=$here/build/bin/graphrun
+  small="--model small_cnn_nobn --steps 40 --batch 32 --no-eval --gpus 1 --precision fp16"
+  {
+    for where in gpu emulated; do
+      flag=""
+      [ "$where" = emulated ] && flag=--emulate
+      echo "--- small_cnn_nobn, fp16 from 2^24, on the $where GPU"
+      # shellcheck disable=SC2086
+      timeout 300 "$graphrun" train --no-progress $small --loss-scale 16777216 $flag \
+        --metrics "$logs/fp16-$where.csv" 2>&1
+      echo "exit $?"
+    done
+    echo "--- step by step: loss and scale on the GPU, then on the emulated GPU"
+    "$py" - "$logs/fp16-gpu.csv" "$logs/fp16-emulated.csv" <<'PY'
+import csv, sys
+rows = [[r for r in csv.DictReader(open(f)) if r["kind"] == "step"] for f in sys.argv[1:]]
+worst = 0.0
+for g, e in zip(*rows):
+    gl, el = float(g["loss"]), float(e["loss"])
+    worst = max(worst, abs(gl - el) / max(abs(el), 1e-12))
+    print("step %3s  loss %.6f %.6f  scale %10g %10g  skipped %s %s" % (
+        g["step"], gl, el, float(g["loss_scale"]), float(e["loss_scale"]),
+        g["skipped_steps"], e["skipped_steps"]))
+same = all(g["loss_scale"] == e["loss_scale"] for g, e in zip(*rows))
+print("steps %d and %d; largest relative loss difference %.3g; scales %s" % (
+    len(rows[0]), len(rows[1]), worst, "identical" if same else "DIFFER"))
+PY
+    for precision in fp32 fp16; do
+      echo "--- inception_v3 on GPU 0, $precision"
+      timeout 300 "$graphrun" train --no-progress --model inception_v3 --gpus 1 --batch 64 \
+        --steps 20 --no-eval --precision "$precision" --metrics "$logs/inception-$precision.csv" 2>&1
+      echo "exit $?"
+    done
+  } >"$results/train.txt"
+  cat "$results/train.txt"
 }
 
 # Worker processes under mpirun with NCCL across them: the machine's mpirun, since the bundle
@@ -259,12 +312,14 @@ for mode in "$@"; do
   env) run_env ;;
   tests) run_env >/dev/null; run_tests "" ;;
   tests=*) run_env >/dev/null; run_tests "${mode#tests=}" ;;
-  sanitizer) run_sanitizer ;;
+  sanitizer) run_sanitizer all ;;
+  sanitizer=fp16) run_sanitizer fp16 ;;
   # shellcheck disable=SC2086
   bench) run_bench ${GRAPHC_BENCH_ARGS:-} ;;
+  train) run_train ;;
   mpi) run_mpi ;;
-  all) run_env; run_tests ""; run_sanitizer; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
-  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|bench|mpi|all]..." >&2; exit 2 ;;
+  all) run_env; run_tests ""; run_sanitizer all; run_train; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|bench|mpi|all]..." >&2; exit 2 ;;
   esac
 done
 pack_logs

@@ -388,6 +388,26 @@ Attrs takenBy(Op op, Attrs a) {
   return a;
 }
 
+Attrs ConvCase::attrs() const {
+  Attrs a;
+  a.set("pads", pads);
+  a.set("strides", strides);
+  a.set("dilations", dilations);
+  a.set("group", group);
+  a.set("ceil_mode", int64_t(ceil));
+  return a;
+}
+
+std::vector<ConvCase> convCases() {
+  return {{{2, 3, 9, 7}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false},
+          {{1, 4, 17, 13}, {6, 2, 3, 5}, {2, 0, 1, 3}, {2, 3}, {1, 1}, 2, false},
+          {{3, 8, 11, 11}, {8, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}, 8, false},
+          {{2, 5, 10, 10}, {7, 5, 1, 1}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, true},
+          {{4, 16, 35, 35}, {32, 16, 3, 3}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, false},
+          {{1, 3, 6, 6}, {2, 3, 3, 3}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, true},
+          {{0, 3, 8, 8}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false}};
+}
+
 std::vector<PoolCase> poolCases() {
   struct Window {
     Ints kernel, strides, pads, dilations;

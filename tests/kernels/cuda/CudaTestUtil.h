@@ -73,6 +73,17 @@ llvm::Error runGroupOnCuda(llvm::ArrayRef<const Node *> nodes,
                            llvm::ArrayRef<std::vector<Tensor>> inputs, TensorVariables &variables,
                            uint64_t step = 0);
 
+/// The convolutions the CUDA convolution tests run (odd shapes, asymmetric
+/// pads, groups, dilation, ceil mode, an empty batch).
+struct ConvCase {
+  Dims x, w;
+  Ints pads, strides, dilations;
+  int64_t group;
+  bool ceil;
+  Attrs attrs() const;
+};
+std::vector<ConvCase> convCases();
+
 /// The pooling windows the CUDA pooling tests run (odd, asymmetric pads,
 /// ceil mode, dilation): MaxPool with dilations, AveragePool without them and
 /// with and without counting the padding. `what` describes the case.

@@ -12,43 +12,17 @@
 namespace graphc {
 namespace {
 
-struct ConvCase {
-  Dims x, w;
-  Ints pads, strides, dilations;
-  int64_t group;
-  bool ceil;
-};
-
-const ConvCase kConvs[] = {
-    {{2, 3, 9, 7}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false},
-    {{1, 4, 17, 13}, {6, 2, 3, 5}, {2, 0, 1, 3}, {2, 3}, {1, 1}, 2, false},
-    {{3, 8, 11, 11}, {8, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}, 8, false},
-    {{2, 5, 10, 10}, {7, 5, 1, 1}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, true},
-    {{4, 16, 35, 35}, {32, 16, 3, 3}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, false},
-    {{1, 3, 6, 6}, {2, 3, 3, 3}, {0, 0, 0, 0}, {2, 2}, {1, 1}, 1, true},
-    {{0, 3, 8, 8}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false}};
-
-Attrs convAttrs(const ConvCase &k) {
-  Attrs a;
-  a.set("pads", k.pads);
-  a.set("strides", k.strides);
-  a.set("dilations", k.dilations);
-  a.set("group", k.group);
-  a.set("ceil_mode", int64_t(k.ceil));
-  return a;
-}
-
 TEST(CudaNN, ConvolutionForwardAndGradients) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(41);
-  for (const ConvCase &k : kConvs)
+  for (const ConvCase &k : convCases())
     for (bool bias : {false, true}) {
       OneNode c;
       TensorType xt(DType::F32, k.x), wt(DType::F32, k.w);
       std::vector<Value *> in{c.input("x", xt), c.input("w", wt)};
       if (bias)
         in.push_back(c.input("b", TensorType(DType::F32, {k.w[0]})));
-      Node *conv = c.node(Op::Conv, in, convAttrs(k), "conv");
+      Node *conv = c.node(Op::Conv, in, k.attrs(), "conv");
       ASSERT_TRUE(conv);
       std::vector<Tensor> values;
       values.push_back(randomTensor(xt, rng));
@@ -59,7 +33,7 @@ TEST(CudaNN, ConvolutionForwardAndGradients) {
       if (bias)
         continue;
       const TensorType &yt = conv->result()->type();
-      Attrs gd = convAttrs(k), gf = convAttrs(k);
+      Attrs gd = k.attrs(), gf = k.attrs();
       gd.set("input_shape", Ints(k.x.begin(), k.x.end()));
       gf.set("filter_shape", Ints(k.w.begin(), k.w.end()));
       Value *dy = c.input("dy", yt);

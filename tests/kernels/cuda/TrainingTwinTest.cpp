@@ -34,9 +34,10 @@ TEST(CudaTraining, DropoutMasksEqualTheCpuMasks) {
 }
 
 /// An update node for variable `name` of `shape` (slots name_s0, name_s1)
-/// with its gradient and lr inputs; fills `vars`.
+/// with its gradient and lr inputs, and with `decision`, LossScaleStep's
+/// decision; fills `vars`.
 Node *updateNode(OneNode &c, const UpdateCase &k, const std::string &name, Dims shape,
-                 TensorVariables &vars, std::mt19937 &rng) {
+                 TensorVariables &vars, std::mt19937 &rng, bool decision = false) {
   TensorType t(DType::F32, shape);
   Strings slots;
   for (int s = 0; s < k.slots; ++s) {
@@ -56,10 +57,11 @@ Node *updateNode(OneNode &c, const UpdateCase &k, const std::string &name, Dims 
   Attrs a = k.attrs;
   a.set("var", name);
   a.set("slots", slots);
-  return c.node(k.op,
-                {c.input((llvm::Twine(name) + "_g").str(), t),
-                 c.input((llvm::Twine(name) + "_lr").str(), TensorType(DType::F32, {}))},
-                a, (llvm::Twine(name) + "_update").str());
+  std::vector<Value *> in{c.input((llvm::Twine(name) + "_g").str(), t),
+                          c.input((llvm::Twine(name) + "_lr").str(), TensorType(DType::F32, {}))};
+  if (decision)
+    in.push_back(c.input((llvm::Twine(name) + "_decision").str(), TensorType(DType::F32, {3})));
+  return c.node(k.op, in, a, (llvm::Twine(name) + "_update").str());
 }
 
 TensorVariables copyOf(const TensorVariables &v) {
@@ -148,6 +150,52 @@ TEST(CudaTraining, FusedUpdatesEqualSeparateOnes) {
       EXPECT_TRUE(closeTo(gpu.tensors[e.first()], e.second))
           << opName(k.op).str() << " " << e.first().str();
   }
+}
+
+TEST(CudaTraining, UpdatesReadTheLossScaleDecision) {
+  // Under dynamic loss scaling: applied with the scale divided out (Adam's
+  // t counting the updates made: step 4, 2 skipped before), and skipped
+  // (nothing changes); each update alone and all of one rule fused.
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(55);
+  const Tensor decisions[] = {Tensor::fromFloats({3}, {1, 1.0f / 1024, 2}),
+                              Tensor::fromFloats({3}, {0, 1.0f / 2048, 3})};
+  for (const UpdateCase &k : updateCases())
+    for (const Tensor &decision : decisions) {
+      OneNode c;
+      TensorVariables vars;
+      std::vector<const Node *> nodes;
+      std::vector<std::vector<Tensor>> inputs;
+      for (int i = 0; i < 12; ++i) {
+        Dims shape{i == 11 ? (1 << 20) + 7 : 1 + (i * 53) % 400};
+        Node *n = updateNode(c, k, (llvm::Twine("w") + llvm::Twine(i)).str(), shape, vars, rng, true);
+        ASSERT_TRUE(n);
+        nodes.push_back(n);
+        inputs.push_back({randomTensor(n->operand(0)->type(), rng, -1024, 1024),
+                          Tensor::scalar(0.05f), decision});
+      }
+      TensorVariables cpu = copyOf(vars), alone = copyOf(vars), fused = copyOf(vars);
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        auto done = runNode(*nodes[i], inputs[i], &cpu, /*step=*/4);
+        ASSERT_TRUE((bool)done) << llvm::toString(done.takeError());
+        CudaRun run;
+        run.variables = &alone;
+        run.step = 4;
+        auto ran = runOnCuda(*nodes[i], inputs[i], run);
+        ASSERT_TRUE((bool)ran) << llvm::toString(ran.takeError());
+      }
+      llvm::Error e = runGroupOnCuda(nodes, inputs, fused, /*step=*/4);
+      ASSERT_FALSE((bool)e) << llvm::toString(std::move(e));
+      bool skipped = decision.at(0) == 0;
+      for (auto &v : cpu.tensors) {
+        std::string what = opName(k.op).str() + " " + v.first().str() + (skipped ? " skipped" : "");
+        if (skipped) {
+          EXPECT_TRUE(sameBits(v.second, vars.tensors[v.first()])) << what;
+        }
+        EXPECT_TRUE(closeTo(alone.tensors[v.first()], v.second)) << what;
+        EXPECT_TRUE(closeTo(fused.tensors[v.first()], v.second)) << what << " (fused)";
+      }
+    }
 }
 
 TEST(CudaTraining, UpdatesWithDifferentHyperParametersDoNotFuse) {
