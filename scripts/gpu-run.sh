@@ -74,6 +74,7 @@ mkdir -p "$logs"
 py=${GRAPHC_PYTHON:-python3}
 jobs=${GRAPHC_TEST_JOBS:-4}
 per_test_timeout=${GRAPHC_TEST_TIMEOUT:-900}
+sanitizer_timeout=${GRAPHC_SANITIZER_TIMEOUT:-900}
 
 mkdir -p /tmp/graphc-gpu
 ln -sfn "$here/src" /tmp/graphc-gpu/src
@@ -202,7 +203,7 @@ run_sanitizer() {
   memcheck() { # name, command...
     log=$logs/memcheck-$1.log
     shift
-    timeout 900 "$sanitizer" --tool memcheck --leak-check no --error-exitcode 3 "$@" >"$log" 2>&1
+    timeout "$sanitizer_timeout" "$sanitizer" --tool memcheck --leak-check no --error-exitcode 3 "$@" >"$log" 2>&1
     echo "memcheck, $(basename "$log" .log): exit $? $(grep -a 'ERROR SUMMARY' "$log" | tail -1)" \
       >>"$results/sanitizer.txt"
   }
@@ -231,7 +232,7 @@ run_sanitizer() {
   fi
   echo "racecheck kernel filter: ${filter:-none found, every kernel checked}" >>"$results/sanitizer.txt"
   # shellcheck disable=SC2086
-  timeout 900 "$sanitizer" --tool racecheck --racecheck-report all $filter \
+  timeout "$sanitizer_timeout" "$sanitizer" --tool racecheck --racecheck-report all $filter \
     --error-exitcode 3 "$bench" $short --towers 2 --physical-gpus 1 >"$log" 2>&1
   echo "racecheck (graphc kernels), 2 towers: exit $? $(grep -a -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$log" | tail -1)" \
     >>"$results/sanitizer.txt"
