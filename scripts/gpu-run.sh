@@ -38,14 +38,21 @@ here=$(cd "$(dirname "$0")" && pwd)
 results=${OUT:-$PWD/gpu-results}
 # One test binary: its log, its XML, one summary line.
 run_one() {
-  bin=$1 workdir=$2 envs=$3
+  bin=$1 workdir=$2 envs=$3 args=$4
+  [ "$envs" = - ] && envs=""
   name=$(basename "$bin")
   start=$(date +%s)
   (
     cd "$workdir" || exit 97
+    # A gtest binary writes its XML; another program (a fuzz replay) takes its arguments.
+    if [ "$args" = - ]; then
+      set -- --gtest_output="xml:$logs/$name.xml"
+    else
+      # shellcheck disable=SC2086
+      set -- $args
+    fi
     # shellcheck disable=SC2086
-    env $envs timeout "$per_test_timeout" "$bin" --gtest_output="xml:$logs/$name.xml" \
-      >"$logs/$name.log" 2>&1
+    env $envs timeout "$per_test_timeout" "$bin" "$@" >"$logs/$name.log" 2>&1
   )
   rc=$?
   secs=$(($(date +%s) - start))
@@ -69,7 +76,8 @@ mkdir -p "$results"
 # Logs stay outside the results folder (so that it holds a few files to bring back);
 # logs.tar.gz carries them.
 logs=${GRAPHC_LOG_DIR:-/tmp/graphc-gpu-logs}
-rm -rf "$logs"
+# Kept across calls (each mode overwrites its own logs), so that logs.tar.gz of a later call
+# still holds the test logs of an earlier one.
 mkdir -p "$logs"
 py=${GRAPHC_PYTHON:-python3}
 jobs=${GRAPHC_TEST_JOBS:-4}
@@ -105,6 +113,9 @@ if [ -n "$need" ] && { [ -z "$system_cxx" ] || ! grep -q -a "$need" "$system_cxx
   cxx_note="the machine's libstdc++ lacks $need: using the bundle's"
 fi
 export LD_LIBRARY_PATH=$libs${wheel_libs:+:$wheel_libs}
+# The Python the tests start (the ONNX checker test): this machine's, with its onnx package.
+GRAPHC_PYTHON=$(command -v "$py" || echo "$py")
+export GRAPHC_PYTHON
 export GRAPHC_CUDA_LIBRARY_PATH=$wheel_libs
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 
@@ -167,16 +178,17 @@ run_tests() {
   : >"$logs/summary.lines"
   regenerate_references
   # tests.tsv: binary <TAB> working directory <TAB> environment (space-separated K=V)
-  while IFS="$(printf '\t')" read -r bin workdir envs; do
+  # <TAB> arguments of a program that is not a gtest binary; "-" for an empty field
+  while IFS="$(printf '\t')" read -r bin workdir envs args; do
     case "$(basename "$bin")" in *"$filter"*) ;; *) continue ;; esac
-    printf '%s\t%s\t%s\n' "$bin" "$workdir" "$envs"
+    printf '%s\t%s\t%s\t%s\n' "$bin" "$workdir" "$envs" "$args"
   done <"$here/tests.tsv" >"$logs/selected.tsv"
   export logs per_test_timeout
   # Each job re-enters this script (xargs cannot call a function).
-  while IFS="$(printf '\t')" read -r bin workdir envs; do
-    printf '%s\0%s\0%s\0' "$bin" "$workdir" "$envs"
+  while IFS="$(printf '\t')" read -r bin workdir envs args; do
+    printf '%s\0%s\0%s\0%s\0' "$bin" "$workdir" "$envs" "$args"
   done <"$logs/selected.tsv" |
-    xargs -0 -n 3 -P "$jobs" bash "$here/run.sh" __one >>"$logs/summary.lines"
+    xargs -0 -n 4 -P "$jobs" bash "$here/run.sh" __one >>"$logs/summary.lines"
   {
     echo "graphc GPU bundle: test binaries ($(date -u))"
     sort "$logs/summary.lines"
