@@ -16,13 +16,21 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 namespace graphc {
 namespace cuda {
 
 struct ChannelShape {
   int64_t n = 0, c = 0, s = 1;
   GRAPHC_HD int64_t elements() const { return n * c * s; }
-  GRAPHC_HD int64_t channelOf(int64_t i) const { return (i / s) % c; }
+  /// 32-bit division where the tensor allows it: several times faster than
+  /// 64-bit on a GPU, and every element needs one.
+  GRAPHC_HD int64_t channelOf(int64_t i) const {
+    if (elements() <= INT32_MAX)
+      return (int64_t)(((uint32_t)i / (uint32_t)s) % (uint32_t)c);
+    return (i / s) % c;
+  }
 };
 
 cudaError_t launchBatchNormForward(const ChannelShape &shape, float eps, const float *x,

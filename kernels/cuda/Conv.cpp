@@ -308,7 +308,8 @@ private:
     const CudnnApi &api = libs().cudnn;
     // Tensor-core math: TF32 for f32 when allowed, always for f16.
     bool tf32 = backend().allowTF32() || half_;
-    std::string key = convCacheKey(geo_, dir_, tf32, backend().ordinal(), half_);
+    bool deterministic = backend().deterministic();
+    std::string key = convCacheKey(geo_, dir_, tf32, backend().ordinal(), half_, deterministic);
     if (auto cached = AlgoCache::instance().find(key)) {
       choice_ = *cached;
       return conv_.setMath(choice_.math);
@@ -346,7 +347,7 @@ private:
       break;
     }
     }
-    auto chosen = chooseConvAlgorithm(candidates, kConvWorkspaceLimit, tf32);
+    auto chosen = chooseConvAlgorithm(candidates, kConvWorkspaceLimit, tf32, deterministic);
     if (!chosen)
       return makeError("cuDNN offers no algorithm for this convolution within " +
                        llvm::Twine(kConvWorkspaceLimit >> 20) + " MiB of workspace" +

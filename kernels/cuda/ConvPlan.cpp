@@ -25,12 +25,13 @@ ConvLowering lowerConv(const ConvGeometry &g) {
 }
 
 std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidates,
-                                          size_t workspaceLimit, bool allowTF32) {
+                                          size_t workspaceLimit, bool allowTF32,
+                                          bool deterministic) {
   auto usable = [&](const AlgoCandidate &c) {
     return c.ok && c.memory <= workspaceLimit && (allowTF32 || !c.tensorOps);
   };
   for (const AlgoCandidate &c : candidates)
-    if (usable(c) && c.deterministic)
+    if (usable(c) && (c.deterministic || !deterministic))
       return &c - candidates.data();
   for (const AlgoCandidate &c : candidates)
     if (usable(c))
@@ -39,7 +40,7 @@ std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidat
 }
 
 std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal,
-                         bool half) {
+                         bool half, bool deterministic) {
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "dir" << (int)d << " x" << shapeToString(g.x) << " w" << shapeToString(g.w) << " y"
@@ -47,7 +48,8 @@ std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32,
   for (int i = 0; i < 2; ++i)
     os << " s" << g.strides[i] << " d" << g.dilations[i] << " p" << g.padBegin[i] << ","
        << g.padEnd[i];
-  os << (half ? " f16" : allowTF32 ? " tf32" : " fp32") << " gpu" << ordinal;
+  os << (half ? " f16" : allowTF32 ? " tf32" : " fp32") << (deterministic ? "" : " any-algo")
+     << " gpu" << ordinal;
   return os.str();
 }
 

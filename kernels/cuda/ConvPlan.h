@@ -9,8 +9,8 @@
 //    crop of the padded gradient) plus the smaller, symmetric pad;
 //  - chooseConvAlgorithm: the first candidate, in cuDNN's heuristic order
 //    (cudnnGet*_v7), that succeeded, fits the workspace limit, is
-//    deterministic (when any candidate is) and, in strict FP32, uses no
-//    tensor-core math;
+//    deterministic (when any candidate is, unless the backend allows
+//    otherwise) and, in strict FP32, uses no tensor-core math;
 //  - convCacheKey: the key of the process-wide choice cache (shapes,
 //    window, direction, math policy, device), so each shape is decided once.
 //
@@ -60,10 +60,11 @@ struct AlgoCandidate {
 
 /// The index of the chosen candidate, or none when nothing fits.
 std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidates,
-                                          size_t workspaceLimit, bool allowTF32);
+                                          size_t workspaceLimit, bool allowTF32,
+                                          bool deterministic = true);
 
 std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal,
-                         bool half = false);
+                         bool half = false, bool deterministic = true);
 
 } // namespace cuda
 } // namespace graphc

@@ -14,6 +14,8 @@ CudaBackendOptions cudaBackendOptionsFromEnv() {
   CudaBackendOptions o;
   if (const char *v = std::getenv("GRAPHC_CUDA_TF32"))
     o.allowTF32 = std::strcmp(v, "0") != 0;
+  if (const char *v = std::getenv("GRAPHC_CUDNN_DETERMINISTIC"))
+    o.deterministic = std::strcmp(v, "0") != 0;
   return o;
 }
 

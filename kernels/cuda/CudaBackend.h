@@ -43,10 +43,15 @@ struct CudaBackendOptions {
   /// TF32 tensor-core math for f32 convolutions and GEMMs (10-bit mantissa
   /// products, f32 accumulation). Off: strict FP32 everywhere.
   bool allowTF32 = true;
+  /// Only deterministic cuDNN convolution algorithms where the shape has one
+  /// (bitwise-repeatable steps). Off: cuDNN's first answer that fits, as
+  /// PyTorch's default (torch.backends.cudnn.deterministic = False) allows.
+  bool deterministic = true;
 };
 
 /// The defaults with the environment applied: GRAPHC_CUDA_TF32=0 turns TF32
-/// off (any other value, or none, keeps it on). The executor may override
+/// off, GRAPHC_CUDNN_DETERMINISTIC=0 allows non-deterministic convolution
+/// algorithms (any other value, or none, keeps the default). The executor may override
 /// the result from its own options before create().
 CudaBackendOptions cudaBackendOptionsFromEnv();
 
@@ -63,6 +68,7 @@ public:
 
   int ordinal() const { return ordinal_; }
   bool allowTF32() const { return options_.allowTF32; }
+  bool deterministic() const { return options_.deterministic; }
   const CudaLibraries &libraries() const { return *libs_; }
   cudnnContext *cudnn() const { return cudnn_; }
   cublasContext *cublas() const { return cublas_; }

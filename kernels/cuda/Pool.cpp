@@ -56,6 +56,16 @@ llvm::Expected<PoolParams> poolParams(const Node &n) {
       return nodeError(n, "output " + shapeToString(y) + " does not match input " +
                               shapeToString(x) + " under this window");
   }
+  // 32-bit arithmetic within a plane (PoolDevice.h).
+  const int64_t limit = int64_t(1) << 31;
+  for (const Dims *d : {&x, &y})
+    if ((*d)[2] * (*d)[3] >= limit)
+      return nodeError(n, "a plane of " + shapeToString(*d) +
+                              " has 2^31 elements or more, beyond this kernel");
+  for (int64_t v : {kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1],
+                    pads[0], pads[1], pads[2], pads[3]})
+    if (v >= limit / 4)
+      return nodeError(n, "window sizes, strides, dilations and pads must be below 2^29");
   p.planes = x[0] * x[1];
   p.h = x[2];
   p.w = x[3];

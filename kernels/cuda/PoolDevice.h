@@ -25,25 +25,28 @@ namespace graphc {
 namespace cuda {
 
 struct PoolParams {
-  int64_t planes = 0;     ///< N * C
-  int64_t h = 0, w = 0;   ///< input
-  int64_t oh = 0, ow = 0; ///< output
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
-  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t planes = 0; ///< N * C
+  // Within a plane 32-bit arithmetic: integer division and remainder are
+  // several times slower in 64 bits on a GPU, and a gradient element does a
+  // few of each. poolParams refuses planes of 2^31 elements or more.
+  int h = 0, w = 0;   ///< input
+  int oh = 0, ow = 0; ///< output
+  int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   bool max = true;
   bool includePad = false;
 };
 
-GRAPHC_HD int64_t poolMin(int64_t a, int64_t b) {
+GRAPHC_HD int poolMin(int a, int b) {
   return a < b ? a : b;
 }
-GRAPHC_HD int64_t poolMax(int64_t a, int64_t b) {
+GRAPHC_HD int poolMax(int a, int b) {
   return a > b ? a : b;
 }
 
 /// The divisor of average-pooling window (oh, ow).
-GRAPHC_HD int64_t poolDivisor(const PoolParams &p, int64_t oh, int64_t ow) {
-  int64_t hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
+GRAPHC_HD int poolDivisor(const PoolParams &p, int oh, int ow) {
+  int hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
   if (p.includePad)
     return (poolMin(hs + p.kh, p.h + p.padBottom) - hs) *
            (poolMin(ws + p.kw, p.w + p.padRight) - ws);
@@ -52,16 +55,16 @@ GRAPHC_HD int64_t poolDivisor(const PoolParams &p, int64_t oh, int64_t ow) {
 
 /// The flat (h * w + col) input position of window (oh, ow)'s maximum in
 /// plane `x`, or -1 when the window holds no input element.
-GRAPHC_HD int64_t poolArgMax(const PoolParams &p, const float *x, int64_t oh, int64_t ow) {
-  int64_t hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
-  int64_t best = -1;
+GRAPHC_HD int poolArgMax(const PoolParams &p, const float *x, int oh, int ow) {
+  int hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
+  int best = -1;
   float top = 0;
-  for (int64_t i = 0; i < p.kh; ++i) {
-    int64_t r = hs + i * p.dh;
+  for (int i = 0; i < p.kh; ++i) {
+    int r = hs + i * p.dh;
     if (r < 0 || r >= p.h)
       continue;
-    for (int64_t j = 0; j < p.kw; ++j) {
-      int64_t c = ws + j * p.dw;
+    for (int j = 0; j < p.kw; ++j) {
+      int c = ws + j * p.dw;
       if (c < 0 || c >= p.w)
         continue;
       float v = x[r * p.w + c];
@@ -76,32 +79,42 @@ GRAPHC_HD int64_t poolArgMax(const PoolParams &p, const float *x, int64_t oh, in
 
 /// Output element `e` (over planes * oh * ow).
 GRAPHC_HD float poolForwardAt(const PoolParams &p, const float *x, int64_t e) {
-  int64_t ow = e % p.ow, t = e / p.ow;
-  int64_t oh = t % p.oh, plane = t / p.oh;
+  int64_t plane = e / ((int64_t)p.oh * p.ow);
+  int at = (int)(e - plane * p.oh * p.ow);
+  int oh = at / p.ow, ow = at - oh * p.ow;
   const float *in = x + plane * p.h * p.w;
   if (p.max) {
-    int64_t at = poolArgMax(p, in, oh, ow);
-    return at < 0 ? -INFINITY : in[at];
+    int best = poolArgMax(p, in, oh, ow);
+    return best < 0 ? -INFINITY : in[best];
   }
-  int64_t hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
+  int hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
   float sum = 0;
-  for (int64_t r = poolMax(hs, 0); r < poolMin(hs + p.kh, p.h); ++r)
-    for (int64_t c = poolMax(ws, 0); c < poolMin(ws + p.kw, p.w); ++c)
+  for (int r = poolMax(hs, 0); r < poolMin(hs + p.kh, p.h); ++r)
+    for (int c = poolMax(ws, 0); c < poolMin(ws + p.kw, p.w); ++c)
       sum += in[r * p.w + c];
-  int64_t divisor = poolDivisor(p, oh, ow);
+  int divisor = poolDivisor(p, oh, ow);
   return divisor > 0 ? sum / (float)divisor : 0.0f;
 }
 
 /// Calls visit(o) for each window o along one axis that covers input
-/// position `pos`, in ascending order.
+/// position `pos`, in ascending order. Undilated windows are a range: o
+/// covers pos when o * stride <= pos + pad <= o * stride + k - 1.
 template <typename F>
-GRAPHC_HD void coveringWindows(int64_t pos, int64_t pad, int64_t k, int64_t stride,
-                               int64_t dilation, int64_t outSize, F visit) {
-  for (int64_t i = k - 1; i >= 0; --i) {
-    int64_t t = pos + pad - i * dilation;
-    if (t < 0 || t % stride != 0)
+GRAPHC_HD void coveringWindows(int pos, int pad, int k, int stride, int dilation, int outSize,
+                               F visit) {
+  int t = pos + pad;
+  if (dilation == 1) {
+    int first = t - k + 1 <= 0 ? 0 : (t - k + stride) / stride;
+    int last = poolMin(t / stride, outSize - 1);
+    for (int o = first; o <= last; ++o)
+      visit(o);
+    return;
+  }
+  for (int i = k - 1; i >= 0; --i) {
+    int u = t - i * dilation;
+    if (u < 0 || u % stride != 0)
       continue;
-    int64_t o = t / stride;
+    int o = u / stride;
     if (o < outSize)
       visit(o);
   }
@@ -110,18 +123,19 @@ GRAPHC_HD void coveringWindows(int64_t pos, int64_t pad, int64_t k, int64_t stri
 /// Input element `e` (over planes * h * w) of the gradient: the sum of the
 /// output gradients of the windows that cover it.
 GRAPHC_HD float poolBackwardAt(const PoolParams &p, const float *x, const float *dy, int64_t e) {
-  int64_t col = e % p.w, t = e / p.w;
-  int64_t row = t % p.h, plane = t / p.h;
+  int64_t plane = e / ((int64_t)p.h * p.w);
+  int at = (int)(e - plane * p.h * p.w);
+  int row = at / p.w, col = at - row * p.w;
   const float *in = x ? x + plane * p.h * p.w : nullptr;
   const float *g = dy + plane * p.oh * p.ow;
   float sum = 0;
-  coveringWindows(row, p.padTop, p.kh, p.sh, p.dh, p.oh, [&](int64_t oh) {
-    coveringWindows(col, p.padLeft, p.kw, p.sw, p.dw, p.ow, [&](int64_t ow) {
+  coveringWindows(row, p.padTop, p.kh, p.sh, p.dh, p.oh, [&](int oh) {
+    coveringWindows(col, p.padLeft, p.kw, p.sw, p.dw, p.ow, [&](int ow) {
       if (p.max) {
-        if (poolArgMax(p, in, oh, ow) == row * p.w + col)
+        if (poolArgMax(p, in, oh, ow) == at)
           sum += g[oh * p.ow + ow];
       } else {
-        int64_t divisor = poolDivisor(p, oh, ow);
+        int divisor = poolDivisor(p, oh, ow);
         if (divisor > 0)
           sum += g[oh * p.ow + ow] / (float)divisor;
       }

@@ -185,6 +185,10 @@ TEST(ConvPlan, AlgorithmChoicePrefersDeterministicFittingCandidates) {
   EXPECT_EQ(chooseConvAlgorithm(c, size_t(2) << 30, false), std::optional<size_t>(0));
   EXPECT_EQ(chooseConvAlgorithm({c[2]}, size_t(1) << 30, true), std::nullopt);
   EXPECT_EQ(chooseConvAlgorithm({}, size_t(1) << 30, true), std::nullopt);
+  // Non-deterministic algorithms allowed (GRAPHC_CUDNN_DETERMINISTIC=0): the
+  // first that fits, in cuDNN's order.
+  EXPECT_EQ(chooseConvAlgorithm(c, size_t(256) << 20, true, false), std::optional<size_t>(1));
+  EXPECT_EQ(chooseConvAlgorithm(c, size_t(2) << 30, true, false), std::optional<size_t>(0));
 }
 
 TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
@@ -203,7 +207,9 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   keys.insert(convCacheKey(*ga, ConvDirection::BackwardFilter, true, 0));
   keys.insert(convCacheKey(*ga, ConvDirection::Forward, false, 0));
   keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 1));
-  EXPECT_EQ(keys.size(), 6u);
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 0, /*half=*/true));
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 0, false, /*deterministic=*/false));
+  EXPECT_EQ(keys.size(), 8u);
 }
 
 TEST(SoftmaxPlan, TheAxisBecomesCudnnChannels) {
