@@ -408,6 +408,23 @@ std::vector<ConvCase> convCases() {
           {{0, 3, 8, 8}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false}};
 }
 
+ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias) {
+  ConvNodes n;
+  n.in = {c.input("x", TensorType(dtype, k.x)), c.input("w", TensorType(dtype, k.w))};
+  if (bias)
+    n.in.push_back(c.input("b", TensorType(dtype, {k.w[0]})));
+  n.conv = c.node(Op::Conv, n.in, k.attrs(), "conv");
+  if (!n.conv || bias)
+    return n;
+  Attrs gd = k.attrs(), gf = k.attrs();
+  gd.set("input_shape", Ints(k.x.begin(), k.x.end()));
+  gf.set("filter_shape", Ints(k.w.begin(), k.w.end()));
+  Value *dy = c.input("dy", n.conv->result()->type());
+  n.data = c.node(Op::ConvGradData, {dy, n.in[1]}, gd, "grad_data");
+  n.filter = c.node(Op::ConvGradFilter, {n.in[0], dy}, gf, "grad_filter");
+  return n;
+}
+
 std::vector<PoolCase> poolCases() {
   struct Window {
     Ints kernel, strides, pads, dilations;

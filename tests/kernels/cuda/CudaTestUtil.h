@@ -84,6 +84,16 @@ struct ConvCase {
 };
 std::vector<ConvCase> convCases();
 
+/// A ConvCase's nodes over inputs of `dtype`: inputs x, w (and b with
+/// `bias`), the convolution, and without a bias its gradients over a fresh
+/// input dy (data: {dy, w}; filter: {x, dy}). A node that fails to build is
+/// null (and the test failed).
+struct ConvNodes {
+  std::vector<Value *> in;
+  Node *conv = nullptr, *data = nullptr, *filter = nullptr;
+};
+ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias);
+
 /// The pooling windows the CUDA pooling tests run (odd, asymmetric pads,
 /// ceil mode, dilation): MaxPool with dilations, AveragePool without them and
 /// with and without counting the padding. `what` describes the case.

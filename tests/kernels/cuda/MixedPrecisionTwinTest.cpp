@@ -72,32 +72,20 @@ TEST(CudaF16, ConvolutionsAndTheirGradients) {
   cases.push_back({{4, 32, 17, 17}, {48, 32, 7, 1}, {3, 0, 3, 0}, {1, 1}, {1, 1}, 1, false});
   for (const ConvCase &k : cases)
     for (bool bias : {false, true}) {
-      OneNode &c = t.graph();
-      TensorType xt(DType::F16, k.x), wt(DType::F16, k.w);
-      std::vector<Value *> in{c.input("x", xt), c.input("w", wt)};
-      if (bias)
-        in.push_back(c.input("b", TensorType(DType::F16, {k.w[0]})));
-      Node *conv = c.node(Op::Conv, in, k.attrs(), "conv");
-      ASSERT_TRUE(conv);
+      ConvNodes n = convNodes(t.graph(), k, DType::F16, bias);
+      ASSERT_TRUE(n.conv);
       std::vector<Tensor> values;
-      for (Value *v : in)
+      for (Value *v : n.in)
         values.push_back(randomTensor(v->type(), rng));
       const std::string what = "x " + shapeToString(k.x) + " w " + shapeToString(k.w);
-      t.add(conv, values, kF16Tol, what);
+      t.add(n.conv, values, kF16Tol, what);
       ASSERT_EQ(t.lastCpu()[0].type().dtype, DType::F16);
       if (bias)
         continue;
-      const TensorType &yt = conv->result()->type();
-      Attrs gd = k.attrs(), gf = k.attrs();
-      gd.set("input_shape", Ints(k.x.begin(), k.x.end()));
-      gf.set("filter_shape", Ints(k.w.begin(), k.w.end()));
-      Value *dy = c.input("dy", yt);
-      Node *data = c.node(Op::ConvGradData, {dy, in[1]}, gd, "grad_data");
-      Node *filter = c.node(Op::ConvGradFilter, {in[0], dy}, gf, "grad_filter");
-      ASSERT_TRUE(data && filter);
-      Tensor dyv = randomTensor(yt, rng);
-      t.add(data, {dyv, values[1]}, kF16Tol, what);
-      t.add(filter, {values[0], dyv}, kF16Tol, what);
+      ASSERT_TRUE(n.data && n.filter);
+      Tensor dy = randomTensor(n.conv->result()->type(), rng);
+      t.add(n.data, {dy, values[1]}, kF16Tol, what);
+      t.add(n.filter, {values[0], dy}, kF16Tol, what);
     }
   t.compareOnGpu();
 }

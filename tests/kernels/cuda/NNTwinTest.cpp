@@ -18,31 +18,18 @@ TEST(CudaNN, ConvolutionForwardAndGradients) {
   for (const ConvCase &k : convCases())
     for (bool bias : {false, true}) {
       OneNode c;
-      TensorType xt(DType::F32, k.x), wt(DType::F32, k.w);
-      std::vector<Value *> in{c.input("x", xt), c.input("w", wt)};
-      if (bias)
-        in.push_back(c.input("b", TensorType(DType::F32, {k.w[0]})));
-      Node *conv = c.node(Op::Conv, in, k.attrs(), "conv");
-      ASSERT_TRUE(conv);
+      ConvNodes n = convNodes(c, k, DType::F32, bias);
+      ASSERT_TRUE(n.conv);
       std::vector<Tensor> values;
-      values.push_back(randomTensor(xt, rng));
-      values.push_back(randomTensor(wt, rng));
-      if (bias)
-        values.push_back(randomTensor(in[2]->type(), rng));
-      expectTwins(*conv, values);
+      for (Value *v : n.in)
+        values.push_back(randomTensor(v->type(), rng));
+      expectTwins(*n.conv, values);
       if (bias)
         continue;
-      const TensorType &yt = conv->result()->type();
-      Attrs gd = k.attrs(), gf = k.attrs();
-      gd.set("input_shape", Ints(k.x.begin(), k.x.end()));
-      gf.set("filter_shape", Ints(k.w.begin(), k.w.end()));
-      Value *dy = c.input("dy", yt);
-      Node *data = c.node(Op::ConvGradData, {dy, in[1]}, gd, "grad_data");
-      Node *filter = c.node(Op::ConvGradFilter, {in[0], dy}, gf, "grad_filter");
-      ASSERT_TRUE(data && filter);
-      Tensor dyv = randomTensor(yt, rng);
-      expectTwins(*data, {dyv, values[1]});
-      expectTwins(*filter, {values[0], dyv});
+      ASSERT_TRUE(n.data && n.filter);
+      Tensor dy = randomTensor(n.conv->result()->type(), rng);
+      expectTwins(*n.data, {dy, values[1]});
+      expectTwins(*n.filter, {values[0], dy});
     }
 }
 
