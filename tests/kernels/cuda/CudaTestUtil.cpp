@@ -425,6 +425,24 @@ ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias) {
   return n;
 }
 
+BatchNormCase batchNormCase(OneNode &c, const Dims &shape, DType dtype, std::mt19937 &rng) {
+  TensorType xt(dtype, shape), ct(DType::F32, {shape[1]});
+  Value *x = c.input("x", xt), *scale = c.input("scale", ct), *bias = c.input("bias", ct);
+  Value *mean = c.input("mean", ct), *var = c.input("var", ct), *dy = c.input("dy", xt);
+  Attrs a;
+  a.set("epsilon", 1e-3);
+  BatchNormCase k;
+  k.infer = c.node(Op::BatchNorm, {x, scale, bias, mean, var}, a, "bn");
+  k.train = c.node(Op::BatchNormTrain, {x, scale, bias}, a, "bn_train");
+  k.grad = c.node(Op::BatchNormTrainGrad, {x, scale, mean, var, dy}, a, "bn_grad");
+  k.x = randomTensor(xt, rng, -2, 3);
+  k.scale = randomTensor(ct, rng, 0.5, 2);
+  k.bias = randomTensor(ct, rng);
+  k.mean = randomTensor(ct, rng);
+  k.var = randomTensor(ct, rng, 0.1, 2);
+  return k;
+}
+
 std::vector<PoolCase> poolCases() {
   struct Window {
     Ints kernel, strides, pads, dilations;

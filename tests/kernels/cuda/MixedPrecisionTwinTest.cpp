@@ -94,25 +94,15 @@ TEST(CudaF16, BatchNormsPoolsAndReductions) {
   std::mt19937 rng(62);
   Twins t;
   for (Dims shape : {Dims{8, 5, 6, 7}, Dims{32, 64, 17, 17}, Dims{0, 3, 4, 4}}) {
-    OneNode &c = t.graph();
-    TensorType xt(DType::F16, shape), ct(DType::F32, {shape[1]});
-    Value *x = c.input("x", xt), *scale = c.input("scale", ct), *bias = c.input("bias", ct);
-    Value *mean = c.input("mean", ct), *var = c.input("var", ct), *dy = c.input("dy", xt);
-    Attrs a;
-    a.set("epsilon", 1e-3);
-    Node *infer = c.node(Op::BatchNorm, {x, scale, bias, mean, var}, a, "bn");
-    Node *train = c.node(Op::BatchNormTrain, {x, scale, bias}, a, "bn_train");
-    Node *grad = c.node(Op::BatchNormTrainGrad, {x, scale, mean, var, dy}, a, "bn_grad");
-    ASSERT_TRUE(infer && train && grad);
-    Tensor xv = randomTensor(xt, rng, -2, 3), sv = randomTensor(ct, rng, 0.5, 2);
-    Tensor bv = randomTensor(ct, rng), mv = randomTensor(ct, rng), vv = randomTensor(ct, rng, 0.1, 2);
-    t.add(infer, {xv, sv, bv, mv, vv}, kF16Tol);
-    t.add(train, {xv, sv, bv}, kF16Tol);
+    BatchNormCase k = batchNormCase(t.graph(), shape, DType::F16, rng);
+    ASSERT_TRUE(k.infer && k.train && k.grad);
+    t.add(k.infer, {k.x, k.scale, k.bias, k.mean, k.var}, kF16Tol);
+    t.add(k.train, {k.x, k.scale, k.bias}, kF16Tol);
     std::vector<Tensor> stats = t.lastCpu();
     ASSERT_EQ(stats.size(), 3u);
     EXPECT_EQ(stats[0].type().dtype, DType::F16);
     EXPECT_EQ(stats[1].type().dtype, DType::F32); // statistics stay f32
-    t.add(grad, {xv, sv, stats[1], stats[2], randomTensor(xt, rng)}, kF16Tol);
+    t.add(k.grad, {k.x, k.scale, stats[1], stats[2], randomTensor(k.x.type(), rng)}, kF16Tol);
   }
   for (const PoolCase &pc : poolCases()) {
     OneNode &c = t.graph();

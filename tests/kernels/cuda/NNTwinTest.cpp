@@ -74,24 +74,15 @@ TEST(CudaNN, BatchNormInferenceTrainingAndGradient) {
   for (Dims shape : {Dims{8, 5, 6, 7}, Dims{16, 3}, Dims{2, 1, 9, 9}, Dims{1, 4, 3, 2, 2},
                      Dims{32, 64, 17, 17}, Dims{0, 3, 4, 4}}) {
     OneNode c;
-    TensorType xt(DType::F32, shape), ct(DType::F32, {shape[1]});
-    Value *x = c.input("x", xt), *scale = c.input("scale", ct), *bias = c.input("bias", ct);
-    Value *mean = c.input("mean", ct), *var = c.input("var", ct), *dy = c.input("dy", xt);
-    Attrs a;
-    a.set("epsilon", 1e-3);
-    Node *infer = c.node(Op::BatchNorm, {x, scale, bias, mean, var}, a, "bn");
-    Node *train = c.node(Op::BatchNormTrain, {x, scale, bias}, a, "bn_train");
-    Node *grad = c.node(Op::BatchNormTrainGrad, {x, scale, mean, var, dy}, a, "bn_grad");
-    ASSERT_TRUE(infer && train && grad);
-    Tensor xv = randomTensor(xt, rng, -2, 3), sv = randomTensor(ct, rng, 0.5, 2);
-    Tensor bv = randomTensor(ct, rng), mv = randomTensor(ct, rng),
-           vv = randomTensor(ct, rng, 0.1, 2);
-    expectTwins(*infer, {xv, sv, bv, mv, vv});
-    expectTwins(*train, {xv, sv, bv});
+    BatchNormCase k = batchNormCase(c, shape, DType::F32, rng);
+    ASSERT_TRUE(k.infer && k.train && k.grad);
+    expectTwins(*k.infer, {k.x, k.scale, k.bias, k.mean, k.var});
+    expectTwins(*k.train, {k.x, k.scale, k.bias});
     // The gradient at the batch's own statistics, as training uses it.
-    auto stats = runNode(*train, {xv, sv, bv});
+    auto stats = runNode(*k.train, {k.x, k.scale, k.bias});
     ASSERT_TRUE((bool)stats);
-    expectTwins(*grad, {xv, sv, (*stats)[1], (*stats)[2], randomTensor(xt, rng)});
+    expectTwins(*k.grad,
+                {k.x, k.scale, (*stats)[1], (*stats)[2], randomTensor(k.x.type(), rng)});
   }
 }
 
