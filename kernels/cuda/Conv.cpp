@@ -132,7 +132,8 @@ public:
     low_ = lowerConv(geo_);
     half_ = operandType(0).dtype == DType::F16;
     for (unsigned i = 0; i < node().numOperands(); ++i)
-      if (operandType(i).dtype != operandType(0).dtype || resultType().dtype != operandType(0).dtype)
+      if (operandType(i).dtype != operandType(0).dtype ||
+          resultType().dtype != operandType(0).dtype)
         return makeError("cuDNN convolutions take one dtype; operand " + llvm::Twine(i) + " is " +
                          dtypeName(operandType(i).dtype) + ", the result " +
                          dtypeName(resultType().dtype));
@@ -201,10 +202,9 @@ protected:
                                   choice_.workspace, &zero, yDesc_.get(), ctx.outputs[0].data));
       }
       if (bias_)
-        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, half_ ? ElemType::F16 : ElemType::F32,
-                                     ElemParams(), biasIndex_,
-                                     elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data,
-                                     ctx.inputs[2].data, s));
+        GRAPHC_CUDA_TRY(launchBinary(
+            BinaryOp::Add, half_ ? ElemType::F16 : ElemType::F32, ElemParams(), biasIndex_,
+            elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data, ctx.inputs[2].data, s));
       return llvm::Error::success();
     }
     case ConvDirection::BackwardData: {
@@ -219,8 +219,8 @@ protected:
                                   choice_.workspace, &zero, xDesc_.get(), dx));
       }
       if (padded)
-        GRAPHC_CUDA_TRY(
-            launchStridedCopy(elemSize(), cropOut_, elements(geo_.x), ctx.outputs[0].data, padded, s));
+        GRAPHC_CUDA_TRY(launchStridedCopy(elemSize(), cropOut_, elements(geo_.x),
+                                          ctx.outputs[0].data, padded, s));
       return llvm::Error::success();
     }
     case ConvDirection::BackwardFilter: {

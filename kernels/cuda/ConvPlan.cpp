@@ -48,8 +48,10 @@ std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32,
   for (int i = 0; i < 2; ++i)
     os << " s" << g.strides[i] << " d" << g.dilations[i] << " p" << g.padBegin[i] << ","
        << g.padEnd[i];
-  os << (half ? " f16" : allowTF32 ? " tf32" : " fp32") << (deterministic ? "" : " any-algo")
-     << " gpu" << ordinal;
+  os << (half        ? " f16"
+         : allowTF32 ? " tf32"
+                     : " fp32")
+     << (deterministic ? "" : " any-algo") << " gpu" << ordinal;
   return os.str();
 }
 

@@ -102,16 +102,22 @@ public:
     return llvm::Error::success();
   }
 
+  /// MaxPoolGrad's argmax of every window (PoolDevice.h).
+  size_t scratchBytes() const override {
+    return node().op() == Op::MaxPoolGrad ? size_t(p_.planes * p_.oh * p_.ow) * sizeof(int) : 0;
+  }
+
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {
     float *out = ctx.outputs[0].as<float>();
     auto in = [&](unsigned i) { return ctx.inputs[i].as<const float>(); };
     switch (node().op()) {
     case Op::MaxPoolGrad:
-      GRAPHC_CUDA_TRY(launchPoolBackward(p_, in(0), in(1), out, streamOf(ctx)));
+      GRAPHC_CUDA_TRY(launchPoolBackward(p_, in(0), in(1), static_cast<int *>(ctx.scratch), out,
+                                         streamOf(ctx)));
       break;
     case Op::AveragePoolGrad:
-      GRAPHC_CUDA_TRY(launchPoolBackward(p_, nullptr, in(0), out, streamOf(ctx)));
+      GRAPHC_CUDA_TRY(launchPoolBackward(p_, nullptr, in(0), nullptr, out, streamOf(ctx)));
       break;
     default:
       GRAPHC_CUDA_TRY(launchPoolForward(p_, in(0), out, streamOf(ctx)));

@@ -12,10 +12,15 @@ __global__ void forwardKernel(PoolParams p, int64_t n, const float *x, float *y)
     y[e] = poolForwardAt(p, x, e);
 }
 
-__global__ void backwardKernel(PoolParams p, int64_t n, const float *x, const float *dy,
+__global__ void argMaxKernel(PoolParams p, int64_t n, const float *x, int *argmax) {
+  for (int64_t e = gridStart(); e < n; e += gridStride())
+    argmax[e] = poolArgMaxAt(p, x, e);
+}
+
+__global__ void backwardKernel(PoolParams p, int64_t n, const int *argmax, const float *dy,
                                float *dx) {
   for (int64_t e = gridStart(); e < n; e += gridStride())
-    dx[e] = poolBackwardAt(p, x, dy, e);
+    dx[e] = poolBackwardAt(p, argmax, dy, e);
 }
 
 } // namespace
@@ -29,13 +34,22 @@ cudaError_t launchPoolForward(const PoolParams &p, const float *x, float *y, cud
   return launched();
 }
 
-cudaError_t launchPoolBackward(const PoolParams &p, const float *x, const float *dy, float *dx,
-                               cudaStream_t stream) {
+cudaError_t launchPoolBackward(const PoolParams &p, const float *x, const float *dy, int *argmax,
+                               float *dx, cudaStream_t stream) {
+  if (x) {
+    int64_t outputs = p.planes * p.oh * p.ow;
+    LaunchSize l = launchFor(outputs);
+    if (l.blocks) {
+      argMaxKernel<<<l.blocks, l.threads, 0, stream>>>(p, outputs, x, argmax);
+      if (cudaError_t e = launched(); e != cudaSuccess)
+        return e;
+    }
+  }
   int64_t n = p.planes * p.h * p.w;
   LaunchSize l = launchFor(n);
   if (!l.blocks)
     return cudaSuccess;
-  backwardKernel<<<l.blocks, l.threads, 0, stream>>>(p, n, x, dy, dx);
+  backwardKernel<<<l.blocks, l.threads, 0, stream>>>(p, n, argmax, dy, dx);
   return launched();
 }
 

@@ -10,7 +10,10 @@
 //    count_include_pad=0: divide by the part inside the input.
 // Gradients are gathers, not scatters: each input element sums over the
 // windows that cover it, in window order, so they are deterministic without
-// atomics (MaxPoolGrad recomputes each covering window's argmax).
+// atomics. MaxPoolGrad runs in two passes: each window's argmax into
+// scratch (as the forward pass finds its maximum), then the gather compares
+// those with the element's own position; recomputing every covering
+// window's argmax per input element did k² loads per window instead of one.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -77,12 +80,30 @@ GRAPHC_HD int poolArgMax(const PoolParams &p, const float *x, int oh, int ow) {
   return best;
 }
 
-/// Output element `e` (over planes * oh * ow).
-GRAPHC_HD float poolForwardAt(const PoolParams &p, const float *x, int64_t e) {
+/// Output element `e` (over planes * oh * ow): its plane and position in it.
+struct PoolOutputAt {
+  int64_t plane;
+  int oh, ow;
+};
+GRAPHC_HD PoolOutputAt poolOutputAt(const PoolParams &p, int64_t e) {
   int64_t plane = e / ((int64_t)p.oh * p.ow);
   int at = (int)(e - plane * p.oh * p.ow);
-  int oh = at / p.ow, ow = at - oh * p.ow;
-  const float *in = x + plane * p.h * p.w;
+  int oh = at / p.ow;
+  return {plane, oh, at - oh * p.ow};
+}
+
+/// MaxPoolGrad's first pass: output element `e`'s window maximum, as a
+/// position in its input plane (-1: the window holds no input element).
+GRAPHC_HD int poolArgMaxAt(const PoolParams &p, const float *x, int64_t e) {
+  PoolOutputAt o = poolOutputAt(p, e);
+  return poolArgMax(p, x + o.plane * p.h * p.w, o.oh, o.ow);
+}
+
+/// Output element `e` (over planes * oh * ow).
+GRAPHC_HD float poolForwardAt(const PoolParams &p, const float *x, int64_t e) {
+  PoolOutputAt o = poolOutputAt(p, e);
+  int oh = o.oh, ow = o.ow;
+  const float *in = x + o.plane * p.h * p.w;
   if (p.max) {
     int best = poolArgMax(p, in, oh, ow);
     return best < 0 ? -INFINITY : in[best];
@@ -121,18 +142,19 @@ GRAPHC_HD void coveringWindows(int pos, int pad, int k, int stride, int dilation
 }
 
 /// Input element `e` (over planes * h * w) of the gradient: the sum of the
-/// output gradients of the windows that cover it.
-GRAPHC_HD float poolBackwardAt(const PoolParams &p, const float *x, const float *dy, int64_t e) {
+/// output gradients of the windows that cover it; for max pooling those
+/// whose maximum it is (`argmax`: poolArgMaxAt of every output element).
+GRAPHC_HD float poolBackwardAt(const PoolParams &p, const int *argmax, const float *dy, int64_t e) {
   int64_t plane = e / ((int64_t)p.h * p.w);
   int at = (int)(e - plane * p.h * p.w);
   int row = at / p.w, col = at - row * p.w;
-  const float *in = x ? x + plane * p.h * p.w : nullptr;
+  const int *best = argmax ? argmax + plane * p.oh * p.ow : nullptr;
   const float *g = dy + plane * p.oh * p.ow;
   float sum = 0;
   coveringWindows(row, p.padTop, p.kh, p.sh, p.dh, p.oh, [&](int oh) {
     coveringWindows(col, p.padLeft, p.kw, p.sw, p.dw, p.ow, [&](int ow) {
       if (p.max) {
-        if (poolArgMax(p, in, oh, ow) == at)
+        if (best[oh * p.ow + ow] == at)
           sum += g[oh * p.ow + ow];
       } else {
         int divisor = poolDivisor(p, oh, ow);
@@ -145,9 +167,10 @@ GRAPHC_HD float poolBackwardAt(const PoolParams &p, const float *x, const float 
 }
 
 cudaError_t launchPoolForward(const PoolParams &p, const float *x, float *y, cudaStream_t stream);
-/// dx for MaxPoolGrad (x given) or AveragePoolGrad (x null).
-cudaError_t launchPoolBackward(const PoolParams &p, const float *x, const float *dy, float *dx,
-                               cudaStream_t stream);
+/// dx for MaxPoolGrad (x given; `argmax`: planes * oh * ow ints of scratch)
+/// or AveragePoolGrad (x and argmax null).
+cudaError_t launchPoolBackward(const PoolParams &p, const float *x, const float *dy, int *argmax,
+                               float *dx, cudaStream_t stream);
 
 } // namespace cuda
 } // namespace graphc

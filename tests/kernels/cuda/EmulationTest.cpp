@@ -21,6 +21,7 @@
 #include "kernels/cuda/OptimizerDevice.h"
 #include "kernels/cuda/ReduceHost.h"
 
+#include <cmath>
 #include <limits>
 
 namespace graphc {
@@ -329,50 +330,61 @@ TEST(Emulation, GatherAndItsGradientMatchBitForBit) {
 //===-- Pooling ------------------------------------------------------------===//
 
 TEST(Emulation, PoolingAndItsGradientsMatch) {
+  // Also on values with many ties (multiples of 1/2 in [-1, 1]): the first
+  // maximum in window order takes the gradient, as on the CPU.
   std::mt19937 rng(7);
-  for (const PoolCase &pc : poolCases()) {
-    Op op = pc.op;
-    const Attrs &a = pc.attrs;
-    const std::string &what = pc.what;
-    OneNode c;
-    TensorType xt(DType::F32, {2, 3, 9, 8});
-    Value *xv = c.input("x", xt);
-    Node *n = c.node(op, {xv}, a, "pool");
-    ASSERT_TRUE(n);
-    Tensor x = randomTensor(xt, rng);
-    std::vector<Tensor> want = cpuRun(*n, {x});
-    auto p = poolParams(*n);
-    ASSERT_TRUE((bool)p) << llvm::toString(p.takeError());
-    Tensor got(n->result()->type());
-    for (int64_t e = 0; e < got.numElements(); ++e)
-      got.data<float>()[e] = poolForwardAt(*p, x.data<float>(), e);
-    if (op == Op::MaxPool)
-      EXPECT_TRUE(sameBits(got, want[0])) << what;
-    else
-      EXPECT_TRUE(closeTo(got, want[0], 1e-6)) << what;
+  for (const PoolCase &pc : poolCases())
+    for (bool ties : {false, true}) {
+      Op op = pc.op;
+      const Attrs &a = pc.attrs;
+      const std::string what = pc.what + (ties ? " with ties" : "");
+      OneNode c;
+      TensorType xt(DType::F32, {2, 3, 9, 8});
+      Value *xv = c.input("x", xt);
+      Node *n = c.node(op, {xv}, a, "pool");
+      ASSERT_TRUE(n);
+      Tensor x = randomTensor(xt, rng);
+      if (ties)
+        for (int64_t i = 0; i < x.numElements(); ++i)
+          x.set(i, std::round(x.at(i) * 2) / 2);
+      std::vector<Tensor> want = cpuRun(*n, {x});
+      auto p = poolParams(*n);
+      ASSERT_TRUE((bool)p) << llvm::toString(p.takeError());
+      Tensor got(n->result()->type());
+      for (int64_t e = 0; e < got.numElements(); ++e)
+        got.data<float>()[e] = poolForwardAt(*p, x.data<float>(), e);
+      if (op == Op::MaxPool)
+        EXPECT_TRUE(sameBits(got, want[0])) << what;
+      else
+        EXPECT_TRUE(closeTo(got, want[0], 1e-6)) << what;
 
-    Tensor dy = randomTensor(n->result()->type(), rng);
-    Node *g;
-    std::vector<Tensor> wantDx;
-    if (op == Op::MaxPool) {
-      g = c.node(Op::MaxPoolGrad, {xv, c.input("dy", n->result()->type())}, a, "grad");
-      ASSERT_TRUE(g);
-      wantDx = cpuRun(*g, {x, dy});
-    } else {
-      Attrs ga = a;
-      ga.set("input_shape", Ints(xt.shape.begin(), xt.shape.end()));
-      g = c.node(Op::AveragePoolGrad, {c.input("dy", n->result()->type())}, ga, "grad");
-      ASSERT_TRUE(g);
-      wantDx = cpuRun(*g, {dy});
+      Tensor dy = randomTensor(n->result()->type(), rng);
+      Node *g;
+      std::vector<Tensor> wantDx;
+      if (op == Op::MaxPool) {
+        g = c.node(Op::MaxPoolGrad, {xv, c.input("dy", n->result()->type())}, a, "grad");
+        ASSERT_TRUE(g);
+        wantDx = cpuRun(*g, {x, dy});
+      } else {
+        Attrs ga = a;
+        ga.set("input_shape", Ints(xt.shape.begin(), xt.shape.end()));
+        g = c.node(Op::AveragePoolGrad, {c.input("dy", n->result()->type())}, ga, "grad");
+        ASSERT_TRUE(g);
+        wantDx = cpuRun(*g, {dy});
+      }
+      auto gp = poolParams(*g);
+      ASSERT_TRUE((bool)gp) << llvm::toString(gp.takeError());
+      // MaxPoolGrad's two passes: every window's argmax, then the gather.
+      std::vector<int> argmax;
+      if (op == Op::MaxPool)
+        for (int64_t e = 0; e < gp->planes * gp->oh * gp->ow; ++e)
+          argmax.push_back(poolArgMaxAt(*gp, x.data<float>(), e));
+      Tensor dx(xt);
+      for (int64_t e = 0; e < dx.numElements(); ++e)
+        dx.data<float>()[e] =
+            poolBackwardAt(*gp, argmax.empty() ? nullptr : argmax.data(), dy.data<float>(), e);
+      EXPECT_TRUE(closeTo(dx, wantDx[0], 1e-6)) << what << " gradient";
     }
-    auto gp = poolParams(*g);
-    ASSERT_TRUE((bool)gp) << llvm::toString(gp.takeError());
-    Tensor dx(xt);
-    for (int64_t e = 0; e < dx.numElements(); ++e)
-      dx.data<float>()[e] =
-          poolBackwardAt(*gp, op == Op::MaxPool ? x.data<float>() : nullptr, dy.data<float>(), e);
-    EXPECT_TRUE(closeTo(dx, wantDx[0], 1e-6)) << what << " gradient";
-  }
 }
 
 //===-- Reductions and batch norm ------------------------------------------===//

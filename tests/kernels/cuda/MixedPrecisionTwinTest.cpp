@@ -128,7 +128,8 @@ TEST(CudaF16, BatchNormsPoolsAndReductions) {
   }
   {
     OneNode &c = t.graph();
-    Node *n = c.node(Op::GlobalAveragePool, {c.input("x", TensorType(DType::F16, {16, 2048, 8, 8}))});
+    Node *n =
+        c.node(Op::GlobalAveragePool, {c.input("x", TensorType(DType::F16, {16, 2048, 8, 8}))});
     ASSERT_TRUE(n);
     t.add(n, {randomTensor(n->operand(0)->type(), rng)}, kF16Tol);
   }

@@ -81,8 +81,7 @@ TEST(CudaNN, BatchNormInferenceTrainingAndGradient) {
     // The gradient at the batch's own statistics, as training uses it.
     auto stats = runNode(*k.train, {k.x, k.scale, k.bias});
     ASSERT_TRUE((bool)stats);
-    expectTwins(*k.grad,
-                {k.x, k.scale, (*stats)[1], (*stats)[2], randomTensor(k.x.type(), rng)});
+    expectTwins(*k.grad, {k.x, k.scale, (*stats)[1], (*stats)[2], randomTensor(k.x.type(), rng)});
   }
 }
 

@@ -398,10 +398,10 @@ TEST(TensorLists, LaunchParametersStayUnderFourKilobytes) {
 /// The CPU's bf16 convolutions, batch norms and pools (--precision bf16)
 /// have no CUDA twin yet: graphrun refuses a bf16 plan on GPU devices.
 bool cpuOnlyBf16(Op op, DType t) {
-  static const Op ops[] = {Op::Conv,          Op::ConvGradData,       Op::ConvGradFilter,
-                           Op::BatchNorm,     Op::BatchNormTrain,     Op::BatchNormTrainGrad,
-                           Op::MaxPool,       Op::AveragePool,        Op::GlobalAveragePool,
-                           Op::MaxPoolGrad,   Op::AveragePoolGrad};
+  static const Op ops[] = {Op::Conv,        Op::ConvGradData,   Op::ConvGradFilter,
+                           Op::BatchNorm,   Op::BatchNormTrain, Op::BatchNormTrainGrad,
+                           Op::MaxPool,     Op::AveragePool,    Op::GlobalAveragePool,
+                           Op::MaxPoolGrad, Op::AveragePoolGrad};
   return t == DType::BF16 && llvm::is_contained(ops, op);
 }
 

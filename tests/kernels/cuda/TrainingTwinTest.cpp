@@ -168,7 +168,8 @@ TEST(CudaTraining, UpdatesReadTheLossScaleDecision) {
       std::vector<std::vector<Tensor>> inputs;
       for (int i = 0; i < 12; ++i) {
         Dims shape{i == 11 ? (1 << 20) + 7 : 1 + (i * 53) % 400};
-        Node *n = updateNode(c, k, (llvm::Twine("w") + llvm::Twine(i)).str(), shape, vars, rng, true);
+        Node *n =
+            updateNode(c, k, (llvm::Twine("w") + llvm::Twine(i)).str(), shape, vars, rng, true);
         ASSERT_TRUE(n);
         nodes.push_back(n);
         inputs.push_back({randomTensor(n->operand(0)->type(), rng, -1024, 1024),
