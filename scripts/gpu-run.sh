@@ -26,12 +26,15 @@
 #                     the GPU hidden, since --emulate on a GPU machine folds onto the GPU)
 #                     with the same data and seed, step by step side by side; then
 #                     inception_v3 on GPU 0 in fp32 and in fp16
+#   profile           graphrun train --profile of inception_v3 (batch 128, --params gpu:0, 6
+#                     steps) in fp32 and fp16, with deterministic cuDNN algorithms and with
+#                     any (GRAPHC_CUDNN_DETERMINISTIC=0): per-op tables in profile.txt
 #   mpi               tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers under the machine's own
 #                     mpirun (Open MPI is not in the bundle; skipped without one): worker
 #                     processes of 1 GPU each summing with NCCL across processes against one
 #                     process with as many GPUs (needs 2 GPUs; 3 for unlike workers), and a
 #                     stalled rank (mpi.txt)
-#   all               env tests sanitizer train bench mpi
+#   all               env tests sanitizer train profile bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
 set -u
@@ -297,6 +300,24 @@ PY
   cat "$results/train.txt"
 }
 
+run_profile() {
+  : >"$results/profile.txt"
+  for any in 1 0; do
+    for precision in fp32 fp16; do
+      table=$logs/profile-$precision-$any.txt
+      GRAPHC_CUDNN_DETERMINISTIC=$any timeout 300 "$here/build/bin/graphrun" train --no-progress \
+        --model inception_v3 --gpus 1 --params gpu:0 --batch 128 --steps 6 --no-eval \
+        --precision "$precision" --profile "$table" >"$logs/profile-run-$precision-$any.txt" 2>&1
+      {
+        echo "--- $precision, GRAPHC_CUDNN_DETERMINISTIC=$any: exit $?"
+        grep -a -E '^trained|^loss scale' "$logs/profile-run-$precision-$any.txt"
+        sed -n '1,20p' "$table" 2>/dev/null
+      } >>"$results/profile.txt"
+    done
+  done
+  cat "$results/profile.txt"
+}
+
 # Worker processes under mpirun with NCCL across them: the machine's mpirun, since the bundle
 # carries Open MPI's library (the binaries link it) but not its launcher and plug-ins.
 run_mpi() {
@@ -333,9 +354,10 @@ for mode in "$@"; do
   # shellcheck disable=SC2086
   bench) run_bench ${GRAPHC_BENCH_ARGS:-} ;;
   train) run_train ;;
+  profile) run_profile ;;
   mpi) run_mpi ;;
-  all) run_env; run_tests ""; run_sanitizer all; run_train; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
-  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|bench|mpi|all]..." >&2; exit 2 ;;
+  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|bench|mpi|all]..." >&2; exit 2 ;;
   esac
 done
 pack_logs
