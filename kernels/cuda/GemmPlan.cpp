@@ -44,7 +44,7 @@ llvm::Expected<GemmPlan> planMatMul(const Node &n) {
     if (x != y && x != 1 && y != 1)
       return nodeError(n, "batch dimensions " + shapeToString(batchA) + " and " +
                               shapeToString(batchB) + " do not broadcast");
-    batchC[i] = std::max(x, y);
+    batchC[i] = x == 1 ? y : x; // numpy's rule: 1 stretches, so 0 against 1 is 0
   }
   p.batch = plain::product(batchC, 0, batchC.size());
   // Batch strides in matrices, then in elements.

@@ -263,6 +263,11 @@ TEST(GemmPlan, MatMulForms) {
   EXPECT_EQ(p.batch, 6);
   EXPECT_EQ(p.strideA, 35);
   EXPECT_EQ(p.strideB, 21);
+  // An empty batch stays empty against a broadcast one (not max(0, 1)).
+  p = matmulPlan({0, 5, 7}, {7, 2});
+  EXPECT_EQ(p.m * p.n * p.batch, 0);
+  p = matmulPlan({5, 7}, {1, 0, 7, 2});
+  EXPECT_EQ(p.m * p.n * p.batch, 0);
   // Crossed broadcasting needs pointer arrays; the index gives each batch
   // its matrices.
   p = matmulPlan({2, 1, 5, 7}, {1, 3, 7, 3});

@@ -49,6 +49,9 @@ TEST(DnnlEmpty, EmptyBatchGivesZeros) {
   expectFilled(Op::BatchNormTrainGrad, {x, c, c, c, x}, none);
   expectFilled(Op::MatMul, {f32({0, 4}), f32({4, 3})}, none);
   expectFilled(Op::MatMul, {f32({2, 0}), f32({0, 3})}, none);
+  // An empty batch against a broadcast one stays empty (0 against 1 is 0).
+  expectFilled(Op::MatMul, {f32({0, 5, 7}), f32({7, 2})}, none);
+  expectFilled(Op::MatMul, {f32({5, 7}), f32({1, 0, 7, 2})}, none);
 }
 
 TEST(DnnlEmpty, GemmWithEmptyInnerDimensionIsBetaC) {
