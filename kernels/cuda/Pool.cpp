@@ -17,6 +17,9 @@
 namespace graphc {
 namespace cuda {
 
+/// Positions and plane sizes the 32-bit kernels can index.
+constexpr int64_t kPlaneLimit = int64_t(1) << 31;
+
 llvm::Expected<PoolParams> poolParams(const Node &n) {
   Dims x, y;
   switch (n.op()) {
@@ -55,32 +58,34 @@ llvm::Expected<PoolParams> poolParams(const Node &n) {
     if (y[2 + i] != floorOut && y[2 + i] != floorOut + 1)
       return nodeError(n, "output " + shapeToString(y) + " does not match input " +
                               shapeToString(x) + " under this window");
+    // 32-bit arithmetic within a plane (PoolDevice.h): every position a
+    // window reaches, padding included, stays below 2^31.
+    if (x[2 + i] + pads[i] + pads[i + 2] + extent + strides[i] >= kPlaneLimit ||
+        y[2 + i] * strides[i] >= kPlaneLimit)
+      return nodeError(n, "input " + shapeToString(x) +
+                              " with this window reaches 2^31 "
+                              "positions along an axis, beyond this kernel");
   }
-  // 32-bit arithmetic within a plane (PoolDevice.h).
-  const int64_t limit = int64_t(1) << 31;
   for (const Dims *d : {&x, &y})
-    if ((*d)[2] * (*d)[3] >= limit)
+    if ((*d)[2] * (*d)[3] >= kPlaneLimit)
       return nodeError(n, "a plane of " + shapeToString(*d) +
                               " has 2^31 elements or more, beyond this kernel");
-  for (int64_t v : {kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1],
-                    pads[0], pads[1], pads[2], pads[3]})
-    if (v >= limit / 4)
-      return nodeError(n, "window sizes, strides, dilations and pads must be below 2^29");
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
   p.planes = x[0] * x[1];
-  p.h = x[2];
-  p.w = x[3];
-  p.oh = y[2];
-  p.ow = y[3];
-  p.kh = kernel[0];
-  p.kw = kernel[1];
-  p.sh = strides[0];
-  p.sw = strides[1];
-  p.dh = dilations[0];
-  p.dw = dilations[1];
-  p.padTop = pads[0];
-  p.padLeft = pads[1];
-  p.padBottom = pads[2];
-  p.padRight = pads[3];
+  p.h = i32(x[2]);
+  p.w = i32(x[3]);
+  p.oh = i32(y[2]);
+  p.ow = i32(y[3]);
+  p.kh = i32(kernel[0]);
+  p.kw = i32(kernel[1]);
+  p.sh = i32(strides[0]);
+  p.sw = i32(strides[1]);
+  p.dh = i32(dilations[0]);
+  p.dw = i32(dilations[1]);
+  p.padTop = i32(pads[0]);
+  p.padLeft = i32(pads[1]);
+  p.padBottom = i32(pads[2]);
+  p.padRight = i32(pads[3]);
   return p;
 }
 

@@ -312,6 +312,28 @@ TEST(GemmPlan, GemmTransposesKeepStoredLeadingDimensions) {
 
 //===-- Reductions ---------------------------------------------------------===//
 
+TEST(PoolPlan, PlanesBeyond32BitIndicesAreRefused) {
+  // The pooling kernels index within a plane in 32 bits.
+  Attrs a;
+  a.set("kernel_shape", Ints{3, 3});
+  a.set("strides", Ints{2, 2});
+  auto planOf = [&](Dims x) {
+    OneNode c;
+    Node *n = c.node(Op::MaxPool, {c.input("x", TensorType(DType::F32, x))}, a);
+    EXPECT_TRUE(n);
+    return poolParams(*n);
+  };
+  auto ok = planOf({2, 3, 46000, 46000});
+  ASSERT_TRUE((bool)ok) << llvm::toString(ok.takeError());
+  EXPECT_EQ(ok->h, 46000);
+  EXPECT_EQ(ok->oh, 22999);
+  for (Dims x : {Dims{1, 1, 46341, 46341}, Dims{1, 1, 3, int64_t(1) << 31}}) {
+    auto refused = planOf(x);
+    ASSERT_FALSE((bool)refused) << shapeToString(x);
+    EXPECT_NE(llvm::toString(refused.takeError()).find("beyond this kernel"), std::string::npos);
+  }
+}
+
 TEST(ReducePlan, GeometryMergesRunsAndDropsUnitAxes) {
   ReductionGeometry g = reductionGeometry({2, 3, 1, 4, 5}, {false, true, true, true, false});
   EXPECT_EQ(g.keptDims, (Dims{2, 5}));
