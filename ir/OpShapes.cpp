@@ -243,6 +243,14 @@ llvm::Expected<Dims> windowOutput(const Ctx &c, llvm::ArrayRef<int64_t> in, int6
   return out;
 }
 
+// A fused activation (passes/InferenceFusion.h): relu is the one there is.
+llvm::Error checkActivation(const Ctx &c, llvm::StringRef op) {
+  if (c.attrs().has("activation") && c.attrs().getString("activation") != "relu")
+    return c.fail("activation '" + c.attrs().getString("activation") + "' is not one " + op +
+                  " fuses (relu)");
+  return llvm::Error::success();
+}
+
 // Conv: x [N,C,H,W], w [O,C/group,kh,kw], optional b [O]; strides, pads
 // [top,left,bottom,right], dilations, group; activation (fused relu); sum
 // (fused residual add: the last operand, of the output's type, is added
@@ -270,10 +278,8 @@ Result inferConv(const Ctx &c) {
   if (operands == 3)
     if (auto e = sameOrF32(c, 0, 2))
       return e;
-  // A fused activation (passes/InferenceFusion.h): relu is the one there is.
-  if (c.attrs().has("activation") && c.attrs().getString("activation") != "relu")
-    return c.fail("activation '" + c.attrs().getString("activation") +
-                  "' is not one a Conv fuses (relu)");
+  if (auto e = checkActivation(c, "a Conv"))
+    return e;
   auto w = readWindow(c, Ints(c[1].shape.begin() + 2, c[1].shape.end()));
   if (!w)
     return w.takeError();
@@ -330,6 +336,8 @@ llvm::Error checkChannelVectors(const Ctx &c, unsigned first, unsigned last) {
 // BatchNorm (inference): x, scale, bias, mean, var; epsilon.
 Result inferBatchNorm(const Ctx &c) {
   if (auto e = checkChannelVectors(c, 1, 4))
+    return e;
+  if (auto e = checkActivation(c, "a BatchNorm"))
     return e;
   return one(c[0]);
 }
@@ -582,6 +590,8 @@ Result inferReduce(const Ctx &c) {
 // (biased); epsilon.
 Result inferBatchNormTrain(const Ctx &c) {
   if (auto e = checkChannelVectors(c, 1, 2))
+    return e;
+  if (auto e = checkActivation(c, "a BatchNormTrain"))
     return e;
   TensorType stat(c[1].dtype, {c[0].shape[1]});
   return Types{c[0], stat, stat};

@@ -10,7 +10,10 @@
 
 namespace graphc {
 
-unsigned fuseConvRelu(Module &m) {
+/// Makes each Relu whose operand is result 0 of a node of `into`, read by
+/// that Relu alone and no graph output, the node's activation; the number
+/// fused.
+static unsigned fuseReluInto(Module &m, llvm::ArrayRef<Op> into) {
   unsigned fused = 0;
   for (Graph *g : m.graphs()) {
     llvm::SmallVector<Node *, 64> relus;
@@ -18,21 +21,29 @@ unsigned fuseConvRelu(Module &m) {
       if (n->op() != Op::Relu)
         continue;
       Value *x = n->operand(0);
-      Node *conv = x->producer();
-      if (conv->op() != Op::Conv || conv->attrs().has("activation") || x->users().size() != 1 ||
-          llvm::is_contained(g->outputs(), x))
+      Node *p = x->producer();
+      if (!llvm::is_contained(into, p->op()) || x != p->result(0) || p->attrs().has("activation") ||
+          x->users().size() != 1 || llvm::is_contained(g->outputs(), x))
         continue;
       relus.push_back(n);
     }
     for (Node *relu : relus) {
-      Node *conv = relu->operand(0)->producer();
-      conv->attrs().set("activation", std::string("relu"));
-      relu->result()->replaceAllUsesWith(conv->result());
+      Node *p = relu->operand(0)->producer();
+      p->attrs().set("activation", std::string("relu"));
+      relu->result()->replaceAllUsesWith(p->result(0));
       g->erase(relu);
       ++fused;
     }
   }
   return fused;
+}
+
+unsigned fuseConvRelu(Module &m) {
+  return fuseReluInto(m, {Op::Conv});
+}
+
+unsigned fuseBatchNormRelu(Module &m) {
+  return fuseReluInto(m, {Op::BatchNorm, Op::BatchNormTrain});
 }
 
 /// The Conv operand of `add` that can take the other as its fused addend:

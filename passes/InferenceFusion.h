@@ -1,4 +1,4 @@
-//===- InferenceFusion.h - Fusions for inference on CPU devices --*- C++ -*-===//
+//===- InferenceFusion.h - Fusions of ops into one library call --*- C++ -*-===//
 //
 // `graphrun infer` compiles a forward graph that never differentiates, so
 // ops that follow one another can run as one library call:
@@ -18,9 +18,19 @@
 //    computes; the Pad and its copy of the activation go. (PyTorch exports
 //    avg_pool2d(padding=1) this way; inception_v3 has nine.)
 //
-// Training graphs are not fused: autodiff needs each op's own result, and
-// the gradient rules know no fused op. Only the CPU Conv kernel reads the
-// attribute; the CUDA kernels refuse a Conv that carries it.
+//  - fuse-bn-relu: a BatchNorm or BatchNormTrain whose normalized result
+//    only a Relu reads computes the Relu itself (activation = "relu"); the
+//    Relu goes. The one fusion training graphs get, as the pass fuse-bn-relu
+//    after autodiff: the backward pass reads the ReLU's output (ReluGrad's
+//    mask) and the batch norm's input and statistics, never the normalized
+//    value before the ReLU, so nothing it needs disappears, and the values
+//    are the same bits. The CPU kernels (oneDNN's fused ReLU) and the CUDA
+//    ones read the attribute.
+//
+// Other training-graph fusions are not done: autodiff needs each op's own
+// result, and the gradient rules know no fused op. Only the CPU Conv kernel
+// reads a Conv's attributes; the CUDA kernels refuse a Conv that carries
+// them.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -33,6 +43,8 @@ namespace graphc {
 unsigned fuseConvAdd(Module &m);
 /// Fuses Conv -> Relu pairs in every graph of `m`; the number fused.
 unsigned fuseConvRelu(Module &m);
+/// Fuses BatchNorm / BatchNormTrain -> Relu pairs; the number fused.
+unsigned fuseBatchNormRelu(Module &m);
 /// Folds zero Pads into the AveragePools they feed; the number folded.
 unsigned fusePadIntoAveragePool(Module &m);
 

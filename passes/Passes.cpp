@@ -5,6 +5,7 @@
 #include "passes/AddOptimizer.h"
 #include "passes/AggregateGradients.h"
 #include "passes/BasicPasses.h"
+#include "passes/InferenceFusion.h"
 #include "passes/InsertTransfers.h"
 #include "passes/LossScaling.h"
 #include "passes/MixedPrecision.h"
@@ -19,7 +20,8 @@ namespace graphc {
 const char *const kDefaultInferencePipeline = "bind-batch,verify";
 const char *const kDefaultTrainingPipeline =
     "bind-batch,training-mode,add-loss,mixed-precision,autodiff,add-optimizer,replicate-towers,"
-    "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,loss-scaling,dce,verify";
+    "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,loss-scaling,fuse-bn-relu,"
+    "dce,verify";
 const char *const kPlacementPipeline = "place-devices,insert-transfers,verify";
 
 /// A pass that reads nothing but the module.
@@ -74,6 +76,10 @@ void registerBuiltinPasses(PassRegistry &r) {
                   "dynamic loss scaling (--loss-scale; fp16): scaled loss gradient, checked "
                   "updates",
                   addLossScaling, lossScaleOptions);
+  addFunctionPass(
+      r, "fuse-bn-relu",
+      "a batch norm read only by a ReLU computes the ReLU itself (after autodiff)",
+      +[](Module &m) -> llvm::Expected<bool> { return fuseBatchNormRelu(m) > 0; });
   addFunctionPass(r, "place-devices",
                   "assign every node a device (the placer in CompileOptions::placer)", placeDevices,
                   placerOptions);

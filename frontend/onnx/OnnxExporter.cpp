@@ -219,6 +219,11 @@ llvm::Error Exporter::exportNode(const Node &n) {
     addInts(p, "strides", a.getInts("strides", Ints(kernel.size(), 1)));
     addInts(p, "pads", a.getInts("pads", Ints(2 * kernel.size(), 0)));
   };
+  // A fusion's attributes (passes/InferenceFusion.h) have no ONNX form here;
+  // dropping them would write a model without its ReLUs or residual adds.
+  if (a.has("activation") || a.has("sum"))
+    return cannot(n, "it carries a fused activation or addend (a compiled graph); export the "
+                     "model before it is compiled");
   switch (n.op()) {
   case Op::Input: {
     std::string name = fresh(n.result()->name());

@@ -2,6 +2,7 @@
 //
 // BatchNorm (x, scale, bias, mean, var) -> y, the inference form;
 // BatchNormTrain (x, scale, bias) -> (y, batch mean, biased batch variance);
+// both with an optional fused ReLU on y (activation = "relu");
 // BatchNormTrainGrad (x, scale, mean, var, dy) -> (dx, dscale, dbias), the
 // full training gradient (dx accounts for the batch statistics depending on
 // x). All take epsilon (default 1e-5) and x of rank 2 to 5 ([N, C, ...]).
@@ -63,6 +64,10 @@ public:
     // Training computes the batch statistics itself (batchStatistics, in
     // double); the primitive normalizes with them in both modes.
     flags f = flags::use_scale | flags::use_shift | flags::use_global_stats;
+    // A fused ReLU (passes/InferenceFusion.h): inference-kind primitives
+    // apply it without a workspace.
+    if (node().attrs().getString("activation") == "relu")
+      f = f | flags::fuse_norm_relu;
     auto kind = dnnl::prop_kind::forward_inference;
     auto kinds = layoutsFor(operandType(0));
     for (int l = 0; l < 2; ++l)

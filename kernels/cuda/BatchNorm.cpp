@@ -36,6 +36,7 @@ public:
     for (size_t d = 2; d < x.rank(); ++d)
       shape_.s *= x.shape[d];
     eps_ = (float)node().attrs().getFloat("epsilon", 1e-5);
+    relu_ = node().attrs().getString("activation") == "relu";
     ReductionGeometry g = reductionGeometry({shape_.n, shape_.c, shape_.s}, {true, false, true});
     if (!g.toIndices(stats_.kept, stats_.reduced))
       return makeError("cannot index the statistics");
@@ -62,8 +63,8 @@ protected:
     auto out = [&](unsigned i) { return ctx.outputs[i].as<float>(); };
     switch (node().op()) {
     case Op::BatchNorm:
-      GRAPHC_CUDA_TRY(
-          launchBatchNormForward(shape_, eps_, in(0), in(1), in(2), in(3), in(4), out(0), s));
+      GRAPHC_CUDA_TRY(launchBatchNormForward(shape_, eps_, relu_, in(0), in(1), in(2), in(3), in(4),
+                                             out(0), s));
       return llvm::Error::success();
     case Op::BatchNormTrain: {
       float *mean = out(1), *var = out(2);
@@ -72,7 +73,7 @@ protected:
       if (auto e = reduce(ReduceTerm::SquaredDeviation, in(0), nullptr, mean, var, ctx))
         return e;
       GRAPHC_CUDA_TRY(
-          launchBatchNormForward(shape_, eps_, in(0), in(1), in(2), mean, var, out(0), s));
+          launchBatchNormForward(shape_, eps_, relu_, in(0), in(1), in(2), mean, var, out(0), s));
       return llvm::Error::success();
     }
     default: {
@@ -108,6 +109,7 @@ private:
 
   ChannelShape shape_;
   float eps_ = 1e-5f;
+  bool relu_ = false; ///< activation = "relu": the fused ReLU
   ReduceArgs stats_;
   ReducePlan plan_;
 };

@@ -7,14 +7,12 @@ namespace graphc {
 namespace cuda {
 namespace {
 
-__global__ void forwardKernel(ChannelShape shape, float eps, const float *x, const float *scale,
-                              const float *bias, const float *mean, const float *var, float *y) {
+__global__ void forwardKernel(ChannelShape shape, float eps, bool relu, const float *x,
+                              const float *scale, const float *bias, const float *mean,
+                              const float *var, float *y) {
   int64_t n = shape.elements();
-  for (int64_t i = gridStart(); i < n; i += gridStride()) {
-    int64_t c = shape.channelOf(i);
-    float factor = scale[c] / sqrtf(var[c] + eps);
-    y[i] = factor * (x[i] - mean[c]) + bias[c];
-  }
+  for (int64_t i = gridStart(); i < n; i += gridStride())
+    y[i] = batchNormForwardAt(shape, eps, relu, x, scale, bias, mean, var, i);
 }
 
 __global__ void scaleGradKernel(int64_t channels, float eps, const float *var, float *dscale) {
@@ -37,13 +35,13 @@ __global__ void backwardKernel(ChannelShape shape, float eps, const float *x, co
 
 } // namespace
 
-cudaError_t launchBatchNormForward(const ChannelShape &shape, float eps, const float *x,
+cudaError_t launchBatchNormForward(const ChannelShape &shape, float eps, bool relu, const float *x,
                                    const float *scale, const float *bias, const float *mean,
                                    const float *var, float *y, cudaStream_t stream) {
   LaunchSize l = launchFor(shape.elements());
   if (!l.blocks)
     return cudaSuccess;
-  forwardKernel<<<l.blocks, l.threads, 0, stream>>>(shape, eps, x, scale, bias, mean, var, y);
+  forwardKernel<<<l.blocks, l.threads, 0, stream>>>(shape, eps, relu, x, scale, bias, mean, var, y);
   return launched();
 }
 

@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace graphc {
@@ -33,7 +34,18 @@ struct ChannelShape {
   }
 };
 
-cudaError_t launchBatchNormForward(const ChannelShape &shape, float eps, const float *x,
+/// Element i of the forward pass; `relu`: the fused ReLU (activation =
+/// "relu", passes/InferenceFusion.h), as the Relu kernel computes it.
+GRAPHC_HD float batchNormForwardAt(const ChannelShape &shape, float eps, bool relu, const float *x,
+                                   const float *scale, const float *bias, const float *mean,
+                                   const float *var, int64_t i) {
+  int64_t c = shape.channelOf(i);
+  float factor = scale[c] / sqrtf(var[c] + eps);
+  float y = factor * (x[i] - mean[c]) + bias[c];
+  return relu && y < 0 ? 0.0f : y;
+}
+
+cudaError_t launchBatchNormForward(const ChannelShape &shape, float eps, bool relu, const float *x,
                                    const float *scale, const float *bias, const float *mean,
                                    const float *var, float *y, cudaStream_t stream);
 /// dscale[c] *= 1 / sqrt(var[c] + eps) (dscale holds sum(dy * (x - mean)) on entry).

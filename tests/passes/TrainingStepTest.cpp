@@ -80,8 +80,8 @@ TEST(TrainingStep, DefaultPipelineIsTheContract) {
   EXPECT_STREQ(kDefaultTrainingPipeline,
                "bind-batch,training-mode,add-loss,mixed-precision,autodiff,add-optimizer,"
                "replicate-towers,"
-               "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,loss-scaling,dce,"
-               "verify");
+               "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,loss-scaling,"
+               "fuse-bn-relu,dce,verify");
 }
 
 TEST(TrainingStep, MovingAveragesFollowTheBatchStatistics) {

@@ -200,13 +200,14 @@ struct SingleDeviceRun {
   double loss = 0;
 };
 
-/// Builds `model`, compiles it for one device at `batch` and trains `steps`
-/// steps at `lr` on one random batch (10 classes, seed 42; executor seed 7,
+/// Builds `model`, compiles it for one device at `batch` (with `pipeline`)
+/// and trains `steps` steps at `lr` on one random batch (10 classes, seed 42; executor seed 7,
 /// 2 threads): the towers' reference. A failure is a test failure and an
 /// empty result.
 inline SingleDeviceRun trainSingleDevice(llvm::StringRef model, models::ModelOptions mo,
                                          int64_t batch, int steps, float lr,
-                                         Precision precision = Precision::FP32) {
+                                         Precision precision = Precision::FP32,
+                                         llvm::StringRef pipeline = kSingleDevicePipeline) {
   SingleDeviceRun result;
   auto m = buildOrFail(model, mo);
   if (!m)
@@ -214,7 +215,7 @@ inline SingleDeviceRun trainSingleDevice(llvm::StringRef model, models::ModelOpt
   CompileOptions o;
   o.batch = batch;
   o.precision = precision;
-  if (auto e = runPipeline(*m, kSingleDevicePipeline, o)) {
+  if (auto e = runPipeline(*m, pipeline, o)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     return result;
   }

@@ -243,6 +243,7 @@ llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, 
       return e;
   fuseConvAdd(*m);
   fuseConvRelu(*m);
+  fuseBatchNormRelu(*m);
   fusePadIntoAveragePool(*m);
   if (auto e = verify(*m))
     return e;

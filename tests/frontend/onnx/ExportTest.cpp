@@ -121,6 +121,27 @@ TEST(OnnxExport, TrainingOnlyOpsAreRefused) {
   EXPECT_NE(err.find("cannot export node 'block/bn' (BatchNormTrain)"), std::string::npos) << err;
 }
 
+TEST(OnnxExport, FusedActivationsAreRefusedNotDropped) {
+  // A compiled graph's BatchNorm + ReLU (passes/InferenceFusion.h): written
+  // as a plain BatchNormalization, the model would lose its ReLU.
+  Module m("fused");
+  Builder b(m.main());
+  TensorType c(DType::F32, {4});
+  Attrs a;
+  a.set("activation", std::string("relu"));
+  Node *bn = b.createNode(Op::BatchNorm,
+                          {b.input("x", TensorType(DType::F32, {2, 4, 3, 3})), b.input("s", c),
+                           b.input("b", c), b.input("m", c), b.input("v", c)},
+                          a, "block/bn");
+  m.main().addOutput(bn->result(0));
+  auto bytes = exportOnnxBytes(m);
+  ASSERT_FALSE(bool(bytes));
+  std::string err = llvm::toString(bytes.takeError());
+  EXPECT_NE(err.find("cannot export node 'block/bn' (BatchNorm): it carries a fused activation"),
+            std::string::npos)
+      << err;
+}
+
 TEST(OnnxExport, ElidedVariablesAreRefused) {
   auto m = builtModule();
   m->findVariable("stem.conv.weight")->init = {"elided", {}};

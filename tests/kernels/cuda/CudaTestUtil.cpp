@@ -434,6 +434,9 @@ BatchNormCase batchNormCase(OneNode &c, const Dims &shape, DType dtype, std::mt1
   BatchNormCase k;
   k.infer = c.node(Op::BatchNorm, {x, scale, bias, mean, var}, a, "bn");
   k.train = c.node(Op::BatchNormTrain, {x, scale, bias}, a, "bn_train");
+  Attrs relu = a;
+  relu.set("activation", std::string("relu"));
+  k.trainRelu = c.node(Op::BatchNormTrain, {x, scale, bias}, relu, "bn_train_relu");
   k.grad = c.node(Op::BatchNormTrainGrad, {x, scale, mean, var, dy}, a, "bn_grad");
   k.x = randomTensor(xt, rng, -2, 3);
   k.scale = randomTensor(ct, rng, 0.5, 2);

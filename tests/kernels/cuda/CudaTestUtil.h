@@ -95,11 +95,12 @@ struct ConvNodes {
 ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias);
 
 /// Batch norm over x of `shape` and `dtype` (the per-channel operands f32):
-/// inference {x, scale, bias, mean, var}, training {x, scale, bias} and the
-/// gradient {x, scale, mean, var, dy}, with random values for x, scale,
-/// bias, mean and var. A node that fails to build is null.
+/// inference {x, scale, bias, mean, var}, training {x, scale, bias} (also
+/// with the fused ReLU, activation = "relu") and the gradient {x, scale,
+/// mean, var, dy}, with random values for x, scale, bias, mean and var. A
+/// node that fails to build is null.
 struct BatchNormCase {
-  Node *infer = nullptr, *train = nullptr, *grad = nullptr;
+  Node *infer = nullptr, *train = nullptr, *trainRelu = nullptr, *grad = nullptr;
   Tensor x, scale, bias, mean, var;
 };
 BatchNormCase batchNormCase(OneNode &c, const Dims &shape, DType dtype, std::mt19937 &rng);

@@ -477,15 +477,22 @@ TEST(Emulation, BatchNormStatisticsAndGradientsMatch) {
     args.term = ReduceTerm::SquaredDeviation;
     args.mean = mean.data<float>();
     emulateReduce(plan, args, var.data<float>());
-    for (int64_t i = 0; i < xv.numElements(); ++i) {
-      int64_t ch = cs.channelOf(i);
-      float factor = sv.data<float>()[ch] / std::sqrt(var.data<float>()[ch] + 1e-3f);
-      y.data<float>()[i] =
-          factor * (xv.data<float>()[i] - mean.data<float>()[ch]) + bv.data<float>()[ch];
-    }
     EXPECT_TRUE(closeTo(mean, want[1], 1e-6)) << shapeToString(shape);
     EXPECT_TRUE(closeTo(var, want[2], 1e-6)) << shapeToString(shape);
-    EXPECT_TRUE(closeTo(y, want[0], 1e-5)) << shapeToString(shape);
+    // The normalization, and with the fused ReLU against the CPU's.
+    Attrs fused = a;
+    fused.set("activation", std::string("relu"));
+    Node *withRelu = b.node(Op::BatchNormTrain, {x, scale, bias}, fused, "bn_relu");
+    ASSERT_TRUE(withRelu);
+    std::vector<Tensor> wantRelu = cpuRun(*withRelu, {xv, sv, bv});
+    for (bool relu : {false, true}) {
+      for (int64_t i = 0; i < xv.numElements(); ++i)
+        y.data<float>()[i] =
+            batchNormForwardAt(cs, 1e-3f, relu, xv.data<float>(), sv.data<float>(),
+                               bv.data<float>(), mean.data<float>(), var.data<float>(), i);
+      EXPECT_TRUE(closeTo(y, relu ? wantRelu[0] : want[0], 1e-5))
+          << shapeToString(shape) << (relu ? " relu" : "");
+    }
 
     Node *grad = b.node(Op::BatchNormTrainGrad,
                         {x, scale, b.input("mean", ct), b.input("var", ct), b.input("dy", xt)}, a,

@@ -95,8 +95,9 @@ TEST(CudaF16, BatchNormsPoolsAndReductions) {
   Twins t;
   for (Dims shape : {Dims{8, 5, 6, 7}, Dims{32, 64, 17, 17}, Dims{0, 3, 4, 4}}) {
     BatchNormCase k = batchNormCase(t.graph(), shape, DType::F16, rng);
-    ASSERT_TRUE(k.infer && k.train && k.grad);
+    ASSERT_TRUE(k.infer && k.train && k.trainRelu && k.grad);
     t.add(k.infer, {k.x, k.scale, k.bias, k.mean, k.var}, kF16Tol);
+    t.add(k.trainRelu, {k.x, k.scale, k.bias}, kF16Tol);
     t.add(k.train, {k.x, k.scale, k.bias}, kF16Tol);
     std::vector<Tensor> stats = t.lastCpu();
     ASSERT_EQ(stats.size(), 3u);

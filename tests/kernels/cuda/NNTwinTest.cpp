@@ -75,9 +75,10 @@ TEST(CudaNN, BatchNormInferenceTrainingAndGradient) {
                      Dims{32, 64, 17, 17}, Dims{0, 3, 4, 4}}) {
     OneNode c;
     BatchNormCase k = batchNormCase(c, shape, DType::F32, rng);
-    ASSERT_TRUE(k.infer && k.train && k.grad);
+    ASSERT_TRUE(k.infer && k.train && k.trainRelu && k.grad);
     expectTwins(*k.infer, {k.x, k.scale, k.bias, k.mean, k.var});
     expectTwins(*k.train, {k.x, k.scale, k.bias});
+    expectTwins(*k.trainRelu, {k.x, k.scale, k.bias});
     // The gradient at the batch's own statistics, as training uses it.
     auto stats = runNode(*k.train, {k.x, k.scale, k.bias});
     ASSERT_TRUE((bool)stats);
