@@ -219,7 +219,8 @@ run_sanitizer() {
   memcheck() { # name, command...
     log=$logs/memcheck-$1.log
     shift
-    timeout "$sanitizer_timeout" "$sanitizer" --tool memcheck --leak-check no --error-exitcode 3 "$@" >"$log" 2>&1
+    timeout "$sanitizer_timeout" "$sanitizer" --tool memcheck --leak-check no \
+      --error-exitcode 3 "$@" >"$log" 2>&1
     echo "memcheck, $(basename "$log" .log): exit $? $(grep -a 'ERROR SUMMARY' "$log" | tail -1)" \
       >>"$results/sanitizer.txt"
   }
@@ -267,12 +268,12 @@ run_train() {
     for where in gpu emulated; do
       # --emulate alone would fold the plan onto this machine's GPU: with no GPU visible it
       # runs the plan's GPU as a CPU device (f16 layers through f32 kernels).
-      hide=""
-      [ "$where" = emulated ] && hide="CUDA_VISIBLE_DEVICES= --emulate"
+      visible=${CUDA_VISIBLE_DEVICES-0} flag=""
+      [ "$where" = emulated ] && visible="" flag=--emulate
       echo "--- small_cnn_nobn, fp16 from 2^24, on the $where GPU"
       # shellcheck disable=SC2086
-      env ${hide%% *} timeout 300 "$graphrun" train --no-progress $small --loss-scale 16777216 \
-        ${hide#* } --metrics "$logs/fp16-$where.csv" 2>&1
+      CUDA_VISIBLE_DEVICES=$visible timeout 300 "$graphrun" train --no-progress $small \
+        --loss-scale 16777216 $flag --metrics "$logs/fp16-$where.csv" 2>&1
       echo "exit $?"
     done
     echo "--- step by step: loss and scale on the GPU, then on the emulated GPU (a CPU device)"
