@@ -6,6 +6,7 @@
 // blocked (nChw16c) layout, and prints GFLOP/s from the best of several runs.
 //
 //   conv_bench [--batch N] [--threads T] [--min-seconds S] [--clock wall|cpu]
+//              [--algorithm auto|direct|winograd] [--only SUBSTRING]
 //
 // FLOPs count 2 * N * O * OH * OW * (C / group) * kh * kw per direction.
 // --clock cpu divides the process's CPU time by the thread count instead of
@@ -44,6 +45,9 @@ const Shape kShapes[] = {
     {"Mixed_5b/branch3x3dbl_3", 96, 35, 96, 3, 3, 1, 1, 1},
     {"Mixed_6a/branch3x3", 288, 35, 384, 3, 3, 2, 0, 0},
     {"Mixed_6b/branch7x7_2", 128, 17, 128, 1, 7, 1, 0, 3},
+    {"Mixed_6b/branch7x7_3", 128, 17, 192, 7, 1, 1, 3, 0},
+    {"Mixed_6c/branch7x7dbl_2", 160, 17, 160, 7, 1, 1, 3, 0},
+    {"Mixed_6e/branch7x7_2", 192, 17, 192, 1, 7, 1, 0, 3},
     {"Mixed_7b/branch1x1", 1280, 8, 320, 1, 1, 1, 0, 0},
     {"Mixed_7b/branch3x3_2a", 384, 8, 384, 1, 3, 1, 0, 1},
     // The probe oneDNN was measured with when the toolchain was chosen (N=32), for calibration.
@@ -55,6 +59,8 @@ struct Options {
   int threads = 0;
   double minSeconds = 0.3;
   bool cpuClock = false;
+  ConvAlgorithm algorithm = ConvAlgorithm::Auto;
+  const char *only = "";
 };
 
 /// Seconds on the chosen clock: wall, or process CPU time per thread.
@@ -85,6 +91,7 @@ double timeNode(const Node &n, bool blocked, const Options &opt) {
   KernelEnv env;
   env.threads = cpuThreads();
   env.backend = &CpuBackend::instance();
+  env.convAlgorithm = opt.algorithm;
   auto k = KernelRegistry::global().create(n, env);
   if (!k) {
     std::fprintf(stderr, "%s\n", llvm::toString(k.takeError()).c_str());
@@ -154,7 +161,16 @@ bool parse(int argc, char **argv, Options &opt) {
       opt.cpuClock = true;
     else if (!std::strcmp(argv[i], "--clock") && !std::strcmp(argv[i + 1], "wall"))
       opt.cpuClock = false;
-    else
+    else if (!std::strcmp(argv[i], "--only"))
+      opt.only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--algorithm")) {
+      auto a = parseConvAlgorithm(argv[i + 1]);
+      if (!a) {
+        llvm::consumeError(a.takeError());
+        return false;
+      }
+      opt.algorithm = *a;
+    } else
       return false;
   }
   return argc % 2 == 1 && opt.batch > 0;
@@ -166,18 +182,22 @@ int main(int argc, char **argv) {
   Options opt;
   if (!parse(argc, argv, opt)) {
     std::fprintf(stderr, "usage: conv_bench [--batch N] [--threads T] [--min-seconds S] "
-                         "[--clock wall|cpu]\n");
+                         "[--clock wall|cpu] [--algorithm auto|direct|winograd] "
+                         "[--only SUBSTRING]\n");
     return 2;
   }
   if (opt.threads > 0)
     setCpuThreads(opt.threads);
-  std::printf("batch %lld, %d threads, %s clock; GFLOP/s (best run), plain | blocked "
-              "activations\n",
-              (long long)opt.batch, cpuThreads(), opt.cpuClock ? "cpu-time" : "wall");
+  std::printf("batch %lld, %d threads, %s clock, --conv-algorithm %s; GFLOP/s (best run; "
+              "Winograd's are effective rates), plain | blocked activations\n",
+              (long long)opt.batch, cpuThreads(), opt.cpuClock ? "cpu-time" : "wall",
+              convAlgorithmName(opt.algorithm).str().c_str());
   std::printf("%-26s %-22s %8s  %15s  %15s  %15s\n", "layer", "x -> y", "GFLOP", "forward",
               "backward-data", "backward-filter");
   bool ok = true;
   for (const Shape &s : kShapes) {
+    if (!std::strstr(s.name, opt.only))
+      continue;
     Module m;
     Builder b(m.main());
     TensorType xt(DType::F32, {s.batch ? s.batch : opt.batch, s.c, s.hw, s.hw});

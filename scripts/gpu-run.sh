@@ -26,9 +26,10 @@
 #                     the GPU hidden, since --emulate on a GPU machine folds onto the GPU)
 #                     with the same data and seed, step by step side by side; then
 #                     inception_v3 on GPU 0 in fp32 and in fp16
-#   profile           graphrun train --profile of inception_v3 (batch 128, --params gpu:0, 6
-#                     steps) in fp32 and fp16, with deterministic cuDNN algorithms and with
-#                     any (GRAPHC_CUDNN_DETERMINISTIC=0): per-op tables in profile.txt
+#   profile           graphrun train --profile of inception_v3 (batch 128, --params gpu:0, 5
+#                     steps) in fp32 and fp16, with deterministic cuDNN algorithms, with
+#                     any (GRAPHC_CUDNN_DETERMINISTIC=0) and with any ranked by timing
+#                     (GRAPHC_CUDNN_BENCHMARK=1): per-op tables in profile.txt
 #   mpi               tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers under the machine's own
 #                     mpirun (Open MPI is not in the bundle; skipped without one): worker
 #                     processes of 1 GPU each summing with NCCL across processes against one
@@ -303,15 +304,21 @@ PY
 
 run_profile() {
   : >"$results/profile.txt"
-  for any in 1 0; do
+  # deterministic heuristics (the default), any algorithm by heuristics, any algorithm by
+  # cudnnFind timings (PyTorch's cudnn.benchmark).
+  for choice in det any find; do
+    det=1 find=0
+    [ "$choice" != det ] && det=0
+    [ "$choice" = find ] && find=1
     for precision in fp32 fp16; do
-      table=$logs/profile-$precision-$any.txt
-      GRAPHC_CUDNN_DETERMINISTIC=$any timeout 300 "$here/build/bin/graphrun" train --no-progress \
-        --model inception_v3 --gpus 1 --params gpu:0 --batch 128 --steps 6 --no-eval \
-        --precision "$precision" --profile "$table" >"$logs/profile-run-$precision-$any.txt" 2>&1
+      table=$logs/profile-$precision-$choice.txt
+      GRAPHC_CUDNN_DETERMINISTIC=$det GRAPHC_CUDNN_BENCHMARK=$find timeout 300 \
+        "$here/build/bin/graphrun" train --no-progress --model inception_v3 --gpus 1 \
+        --params gpu:0 --batch 128 --steps 5 --no-eval --precision "$precision" \
+        --profile "$table" >"$logs/profile-run-$precision-$choice.txt" 2>&1
       {
-        echo "--- $precision, GRAPHC_CUDNN_DETERMINISTIC=$any: exit $?"
-        grep -a -E '^trained|^loss scale' "$logs/profile-run-$precision-$any.txt"
+        echo "--- $precision, GRAPHC_CUDNN_DETERMINISTIC=$det GRAPHC_CUDNN_BENCHMARK=$find: exit $?"
+        grep -a -E '^trained|^loss scale' "$logs/profile-run-$precision-$choice.txt"
         sed -n '1,20p' "$table" 2>/dev/null
       } >>"$results/profile.txt"
     done

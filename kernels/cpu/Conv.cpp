@@ -25,12 +25,15 @@
 // resnet18's, at the cost of a scratchpad of 7-310 MB each and rounding
 // within the reference tests' 1e-4). convAlgorithms() says where Auto takes it;
 // a kernel whose Winograd primitive oneDNN refuses (another CPU, a shape its
-// implementation does not take) computes directly.
+// implementation does not take) computes directly. The 1xK and Kx1 windows
+// oneDNN has no Winograd for go to our own F(4, K) (ConvWinograd1d.h) where
+// it takes them, before any of this.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
 #include "kernels/ConvGeometry.h"
+#include "kernels/cpu/ConvWinograd1d.h"
 #include "kernels/cpu/DnnlKernel.h"
 
 namespace graphc {
@@ -370,13 +373,22 @@ private:
   dnnl::convolution_backward_weights prim_;
 };
 
+/// The 1-D Winograd's kernel where it takes the node, else oneDNN's.
+template <typename KernelT> KernelFactory convFactory() {
+  return [](const Node &n, const KernelEnv &env) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (winograd1dTakes(n, env.convAlgorithm))
+      return makeWinograd1dKernel(n, env);
+    return dnnlFactory<KernelT>()(n, env);
+  };
+}
+
 } // namespace
 
 void registerCpuConvKernels(KernelRegistry &r) {
   auto types = {DType::F32, DType::BF16};
-  r.add(Op::Conv, DeviceKind::CPU, types, dnnlFactory<ConvKernel>());
-  r.add(Op::ConvGradData, DeviceKind::CPU, types, dnnlFactory<ConvGradDataKernel>());
-  r.add(Op::ConvGradFilter, DeviceKind::CPU, types, dnnlFactory<ConvGradFilterKernel>());
+  r.add(Op::Conv, DeviceKind::CPU, types, convFactory<ConvKernel>());
+  r.add(Op::ConvGradData, DeviceKind::CPU, types, convFactory<ConvGradDataKernel>());
+  r.add(Op::ConvGradFilter, DeviceKind::CPU, types, convFactory<ConvGradFilterKernel>());
 }
 
 } // namespace graphc

@@ -69,7 +69,10 @@ void PrimitiveLog::note(const dnnl::primitive &p) {
   dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
   dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
-  PrimitiveInfo info{dnnl_prim_kind2str(kind), impl ? impl : "?"};
+  note(PrimitiveInfo{dnnl_prim_kind2str(kind), impl ? impl : "?"});
+}
+
+void PrimitiveLog::note(PrimitiveInfo info) {
   for (const PrimitiveInfo &e : entries_)
     if (e.kind == info.kind && e.implementation == info.implementation)
       return;

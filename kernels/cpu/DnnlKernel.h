@@ -81,6 +81,8 @@ private:
 class PrimitiveLog {
 public:
   void note(const dnnl::primitive &p);
+  /// A computation of our own (not a oneDNN primitive), each once.
+  void note(PrimitiveInfo info);
   const std::vector<PrimitiveInfo> &entries() const { return entries_; }
   void countReorder(size_t bytes) {
     ++reorders_.reorders;
@@ -208,6 +210,10 @@ protected:
   void allowBlockedResult(unsigned i, const dnnl::memory::desc &chosen);
   /// A primitive attribute with a user-managed scratchpad.
   static dnnl::primitive_attr userScratchpad();
+  /// Records a computation of the kernel's own in primitivesRun().
+  void noteOwnPrimitive(PrimitiveInfo info) { log_.note(std::move(info)); }
+  /// The device's thread budget the kernel runs under.
+  int threads() const { return threads_; }
 
   /// May throw dnnl::error; errors a user's graph causes come back as values.
   virtual llvm::Error build() = 0;

@@ -304,12 +304,61 @@ private:
     return llvm::Error::success();
   }
 
+  /// cuDNN's ranked answers for this shape and direction: its heuristics
+  /// (Get*_v7), or with `measure` its timings (Find*, run under the handle's
+  /// lock on the default stream).
+  llvm::Error askCudnn(bool measure, std::vector<AlgoCandidate> &candidates,
+                       std::vector<cudnnMathType_t> &maths) {
+    const CudnnApi &api = libs().cudnn;
+    cudnnHandle_t h = backend().cudnn();
+    std::unique_lock<std::mutex> lock(backend().handleMutex(), std::defer_lock);
+    if (measure) {
+      lock.lock();
+      GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(h, nullptr));
+    }
+    int count = 0;
+    switch (dir_) {
+    case ConvDirection::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      auto ask = measure ? api.cudnnFindConvolutionForwardAlgorithm
+                         : api.cudnnGetConvolutionForwardAlgorithm_v7;
+      GRAPHC_CUDNN_TRY(api, ask(h, xDesc_.get(), wDesc_.get(), conv_.get(), yDesc_.get(),
+                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+      takeAnswers(perf, count, candidates, maths);
+      break;
+    }
+    case ConvDirection::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      auto ask = measure ? api.cudnnFindConvolutionBackwardDataAlgorithm
+                         : api.cudnnGetConvolutionBackwardDataAlgorithm_v7;
+      GRAPHC_CUDNN_TRY(api, ask(h, wDesc_.get(), yDesc_.get(), conv_.get(), xDesc_.get(),
+                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+      takeAnswers(perf, count, candidates, maths);
+      break;
+    }
+    case ConvDirection::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      auto ask = measure ? api.cudnnFindConvolutionBackwardFilterAlgorithm
+                         : api.cudnnGetConvolutionBackwardFilterAlgorithm_v7;
+      GRAPHC_CUDNN_TRY(api, ask(h, xDesc_.get(), yDesc_.get(), conv_.get(), wDesc_.get(),
+                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+      takeAnswers(perf, count, candidates, maths);
+      break;
+    }
+    }
+    return llvm::Error::success();
+  }
+
   llvm::Error chooseAlgorithm() {
     const CudnnApi &api = libs().cudnn;
     // Tensor-core math: TF32 for f32 when allowed, always for f16.
-    bool tf32 = backend().allowTF32() || half_;
-    bool deterministic = backend().deterministic();
-    std::string key = convCacheKey(geo_, dir_, tf32, backend().ordinal(), half_, deterministic);
+    ConvChoicePolicy policy;
+    policy.half = half_;
+    policy.allowTF32 = backend().allowTF32() || half_;
+    policy.deterministic = backend().deterministic();
+    policy.measured = backend().measureAlgorithms();
+    const bool tf32 = policy.allowTF32, deterministic = policy.deterministic;
+    std::string key = convCacheKey(geo_, dir_, policy, backend().ordinal());
     if (auto cached = AlgoCache::instance().find(key)) {
       choice_ = *cached;
       return conv_.setMath(choice_.math);
@@ -319,34 +368,18 @@ private:
       return e;
     std::vector<AlgoCandidate> candidates;
     std::vector<cudnnMathType_t> maths;
-    int count = 0;
     cudnnHandle_t h = backend().cudnn();
-    switch (dir_) {
-    case ConvDirection::Forward: {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionForwardAlgorithm_v7(
-                                h, xDesc_.get(), wDesc_.get(), conv_.get(), yDesc_.get(),
-                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-      takeAnswers(perf, count, candidates, maths);
-      break;
-    }
-    case ConvDirection::BackwardData: {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                                h, wDesc_.get(), yDesc_.get(), conv_.get(), xDesc_.get(),
-                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-      takeAnswers(perf, count, candidates, maths);
-      break;
-    }
-    case ConvDirection::BackwardFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                                h, xDesc_.get(), yDesc_.get(), conv_.get(), wDesc_.get(),
-                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-      takeAnswers(perf, count, candidates, maths);
-      break;
-    }
-    }
+    // Find runs every algorithm on buffers it allocates; where it cannot
+    // (device memory short), the heuristics answer instead.
+    if (policy.measured)
+      if (auto e = askCudnn(/*measure=*/true, candidates, maths)) {
+        llvm::consumeError(std::move(e));
+        candidates.clear();
+        maths.clear();
+      }
+    if (candidates.empty())
+      if (auto e = askCudnn(/*measure=*/false, candidates, maths))
+        return e;
     auto chosen = chooseConvAlgorithm(candidates, kConvWorkspaceLimit, tf32, deterministic);
     if (!chosen)
       return makeError("cuDNN offers no algorithm for this convolution within " +

@@ -39,8 +39,8 @@ std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidat
   return std::nullopt;
 }
 
-std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal,
-                         bool half, bool deterministic) {
+std::string convCacheKey(const ConvGeometry &g, ConvDirection d, const ConvChoicePolicy &policy,
+                         int ordinal) {
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "dir" << (int)d << " x" << shapeToString(g.x) << " w" << shapeToString(g.w) << " y"
@@ -48,10 +48,11 @@ std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32,
   for (int i = 0; i < 2; ++i)
     os << " s" << g.strides[i] << " d" << g.dilations[i] << " p" << g.padBegin[i] << ","
        << g.padEnd[i];
-  os << (half        ? " f16"
-         : allowTF32 ? " tf32"
-                     : " fp32")
-     << (deterministic ? "" : " any-algo") << " gpu" << ordinal;
+  os << (policy.half        ? " f16"
+         : policy.allowTF32 ? " tf32"
+                            : " fp32")
+     << (policy.deterministic ? "" : " any-algo") << (policy.measured ? " measured" : "")
+     << " gpu" << ordinal;
   return os.str();
 }
 

@@ -12,14 +12,16 @@
 //    deterministic (when any candidate is, unless the backend allows
 //    otherwise) and, in strict FP32, uses no tensor-core math;
 //  - convCacheKey: the key of the process-wide choice cache (shapes,
-//    window, direction, math policy, device), so each shape is decided once.
+//    window, direction, choice policy, device), so each shape is decided once.
 //
-// Why heuristics rather than cudnnFind*: Find runs every algorithm at bind
-// time, on buffers of its own (the arena does not exist yet), for every
-// distinct shape and direction, and picks by measured time, so two runs of
-// the same model may choose differently and lose bitwise reproducibility.
+// Why heuristics rather than cudnnFind* by default: Find runs every algorithm
+// at bind time, on buffers of its own (the arena does not exist yet), for
+// every distinct shape and direction, and ranks by measured time, so two runs
+// of the same model may choose differently and lose bitwise reproducibility.
 // Get*_v7 needs no memory, runs nothing and answers the same for the same
-// shapes on the same GPU and library.
+// shapes on the same GPU and library. GRAPHC_CUDNN_BENCHMARK=1 asks Find
+// instead (PyTorch's torch.backends.cudnn.benchmark), for speed; its ranked
+// answers go through the same chooseConvAlgorithm.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -63,8 +65,17 @@ std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidat
                                           size_t workspaceLimit, bool allowTF32,
                                           bool deterministic = true);
 
-std::string convCacheKey(const ConvGeometry &g, ConvDirection d, bool allowTF32, int ordinal,
-                         bool half = false, bool deterministic = true);
+/// How a shape's algorithm is chosen: what goes into the cache key besides
+/// the shape and the device.
+struct ConvChoicePolicy {
+  bool allowTF32 = true;     ///< tensor-core math for f32 (always for f16)
+  bool half = false;         ///< f16 data
+  bool deterministic = true; ///< deterministic algorithms where there is one
+  bool measured = false;     ///< ranked by cudnnFind* (timed) instead of heuristics
+};
+
+std::string convCacheKey(const ConvGeometry &g, ConvDirection d, const ConvChoicePolicy &policy,
+                         int ordinal);
 
 } // namespace cuda
 } // namespace graphc

@@ -16,6 +16,8 @@ CudaBackendOptions cudaBackendOptionsFromEnv() {
     o.allowTF32 = std::strcmp(v, "0") != 0;
   if (const char *v = std::getenv("GRAPHC_CUDNN_DETERMINISTIC"))
     o.deterministic = std::strcmp(v, "0") != 0;
+  if (const char *v = std::getenv("GRAPHC_CUDNN_BENCHMARK"))
+    o.measureAlgorithms = std::strcmp(v, "1") == 0;
   return o;
 }
 

@@ -47,11 +47,17 @@ struct CudaBackendOptions {
   /// (bitwise-repeatable steps). Off: cuDNN's first answer that fits, as
   /// PyTorch's default (torch.backends.cudnn.deterministic = False) allows.
   bool deterministic = true;
+  /// Rank convolution algorithms by cudnnFind* (each timed once per shape at
+  /// bind time) instead of cuDNN's heuristics, as PyTorch's
+  /// torch.backends.cudnn.benchmark = True: faster choices, not repeatable
+  /// from run to run.
+  bool measureAlgorithms = false;
 };
 
 /// The defaults with the environment applied: GRAPHC_CUDA_TF32=0 turns TF32
 /// off, GRAPHC_CUDNN_DETERMINISTIC=0 allows non-deterministic convolution
-/// algorithms (any other value, or none, keeps the default). The executor may override
+/// algorithms, GRAPHC_CUDNN_BENCHMARK=1 measures them (any other value, or
+/// none, keeps the default). The executor may override
 /// the result from its own options before create().
 CudaBackendOptions cudaBackendOptionsFromEnv();
 
@@ -69,6 +75,7 @@ public:
   int ordinal() const { return ordinal_; }
   bool allowTF32() const { return options_.allowTF32; }
   bool deterministic() const { return options_.deterministic; }
+  bool measureAlgorithms() const { return options_.measureAlgorithms; }
   const CudaLibraries &libraries() const { return *libs_; }
   cudnnContext *cudnn() const { return cudnn_; }
   cublasContext *cublas() const { return cublas_; }

@@ -56,6 +56,9 @@ struct CudnnApi {
   GRAPHC_FN(cudnnGetConvolutionForwardAlgorithm_v7);
   GRAPHC_FN(cudnnGetConvolutionBackwardDataAlgorithm_v7);
   GRAPHC_FN(cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+  GRAPHC_FN(cudnnFindConvolutionForwardAlgorithm);
+  GRAPHC_FN(cudnnFindConvolutionBackwardDataAlgorithm);
+  GRAPHC_FN(cudnnFindConvolutionBackwardFilterAlgorithm);
   GRAPHC_FN(cudnnGetConvolutionForwardWorkspaceSize);
   GRAPHC_FN(cudnnGetConvolutionBackwardDataWorkspaceSize);
   GRAPHC_FN(cudnnGetConvolutionBackwardFilterWorkspaceSize);

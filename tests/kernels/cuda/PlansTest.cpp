@@ -198,18 +198,24 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   Node *s = convNode(c, {2, 3, 9, 7}, {4, 3, 3, 3}, {1, 1, 1, 1}, {2, 2});
   auto ga = convGeometry(*a), gb = convGeometry(*b), gs = convGeometry(*s);
   ASSERT_TRUE(ga && gb && gs);
+  ConvChoicePolicy tf32, fp32, half, any, measured;
+  fp32.allowTF32 = false;
+  half.half = true;
+  any.deterministic = false;
+  measured.measured = true;
   std::set<std::string> keys;
-  EXPECT_EQ(convCacheKey(*ga, ConvDirection::Forward, true, 0),
-            convCacheKey(*gb, ConvDirection::Forward, true, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 0));
-  keys.insert(convCacheKey(*gs, ConvDirection::Forward, true, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::BackwardData, true, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::BackwardFilter, true, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, false, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 1));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 0, /*half=*/true));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, true, 0, false, /*deterministic=*/false));
-  EXPECT_EQ(keys.size(), 8u);
+  EXPECT_EQ(convCacheKey(*ga, ConvDirection::Forward, tf32, 0),
+            convCacheKey(*gb, ConvDirection::Forward, tf32, 0));
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, tf32, 0));
+  keys.insert(convCacheKey(*gs, ConvDirection::Forward, tf32, 0));
+  keys.insert(convCacheKey(*ga, ConvDirection::BackwardData, tf32, 0));
+  keys.insert(convCacheKey(*ga, ConvDirection::BackwardFilter, tf32, 0));
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, fp32, 0));
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, tf32, 1));
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, half, 0));
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, any, 0));
+  keys.insert(convCacheKey(*ga, ConvDirection::Forward, measured, 0));
+  EXPECT_EQ(keys.size(), 9u);
 }
 
 TEST(SoftmaxPlan, TheAxisBecomesCudnnChannels) {

@@ -5,13 +5,17 @@
 // kernel's primitivesRun(); and Winograd's results against the direct ones on
 // an inception_v3-sized case. Its accuracy against PyTorch is
 // DnnlReference.ConvWinograd's. On a CPU without oneDNN's Winograd (AVX2)
-// every choice computes directly, which the first test checks there.
+// every 3x3 computes directly, which the first test checks there; the 1xK
+// and Kx1 windows take our own Winograd (kernels/cpu/Winograd1d.h) on AVX2
+// and AVX-512 alike.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tests/kernels/dnnl/DnnlTestUtil.h"
 
+#include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/Winograd1d.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -66,11 +70,26 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
   auto oneChannel = convNodes(f32({8, 1, 60, 60}), f32({32, 1, 3, 3}), {1, 1, 1, 1});
   auto strided = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 3, 3}), {1, 1, 1, 1}, {2, 2});
   auto window1x7 = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 1, 7}), {0, 3, 0, 3});
-  for (ConvNodes *c : {&resnetBlock, &small7x7, &tiny, &oneChannel, &strided, &window1x7})
+  auto window3x1 = convNodes(f32({8, 64, 8, 8}), f32({64, 64, 3, 1}), {1, 0, 1, 0});
+  auto window1x5 = convNodes(f32({8, 64, 9, 9}), f32({64, 64, 1, 5}), {0, 2, 0, 2});
+  auto valid1x7 = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 1, 7}), {0, 0, 0, 0});
+  for (ConvNodes *c : {&resnetBlock, &small7x7, &tiny, &oneChannel, &strided, &window1x7,
+                       &window3x1, &window1x5, &valid1x7})
     EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Direct), "ddd");
+  // The 1xK and Kx1 windows: our own F(4, K) on AVX2 and AVX-512 alike; the
+  // 5-tap ones (unmeasured) only when asked; "valid" padding never.
+  if (wino1d::kernelsFor(channelBlock())) {
+    for (ConvNodes *c : {&window1x7, &window3x1}) {
+      EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Auto), "www");
+      EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "www");
+    }
+    EXPECT_EQ(algorithmsRun(window1x5, ConvAlgorithm::Auto), "ddd");
+    EXPECT_EQ(algorithmsRun(window1x5, ConvAlgorithm::Winograd), "www");
+    EXPECT_EQ(algorithmsRun(valid1x7, ConvAlgorithm::Winograd), "ddd");
+  }
   if (!cpuHasWinograd()) {
     EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Winograd), "ddd");
-    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU: every choice is direct";
+    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU: every 3x3 is direct";
   }
   EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Auto), "www");
   // The filter gradient of a 7x7 output stays direct under auto.
@@ -79,8 +98,8 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
   // Under 10^8 multiply-adds: direct unless asked.
   EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Auto), "ddd");
   EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Winograd), "www");
-  // Shapes Winograd does not take, even when asked.
-  for (ConvNodes *c : {&oneChannel, &strided, &window1x7})
+  // Shapes oneDNN's Winograd does not take, even when asked.
+  for (ConvNodes *c : {&oneChannel, &strided})
     EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "ddd");
 }
 

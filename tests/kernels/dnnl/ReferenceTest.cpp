@@ -16,7 +16,9 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Npy.h"
+#include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/Winograd1d.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -103,8 +105,10 @@ const std::vector<Case> &allCases() {
 }
 
 /// Runs every case whose op is in `ops`; prints the worst error per op.
-/// Returns how many of them ran a Winograd convolution.
-int checkFamily(std::initializer_list<Op> ops, ConvAlgorithm algorithm = ConvAlgorithm::Auto) {
+/// Returns how many of them ran an implementation whose name contains
+/// `marker` (a Winograd convolution: oneDNN's or our own 1-D one).
+int checkFamily(std::initializer_list<Op> ops, ConvAlgorithm algorithm = ConvAlgorithm::Auto,
+                llvm::StringRef marker = "wino") {
   int winograd = 0;
   const std::vector<Case> &cases = allCases();
   EXPECT_FALSE(cases.empty()) << "no reference cases";
@@ -125,8 +129,8 @@ int checkFamily(std::initializer_list<Op> ops, ConvAlgorithm algorithm = ConvAlg
         return winograd;
       std::vector<PrimitiveInfo> ran;
       std::vector<Tensor> got = runOnce(*node->node, c.inputs, algorithm, ran);
-      winograd += llvm::any_of(ran, [](const PrimitiveInfo &p) {
-        return llvm::StringRef(p.implementation).contains("wino");
+      winograd += llvm::any_of(ran, [&](const PrimitiveInfo &p) {
+        return llvm::StringRef(p.implementation).contains(marker);
       });
       EXPECT_EQ(got.size(), c.outputs.size());
       if (got.size() != c.outputs.size())
@@ -150,7 +154,23 @@ int checkFamily(std::initializer_list<Op> ops, ConvAlgorithm algorithm = ConvAlg
 }
 
 TEST(DnnlReference, Conv) {
-  checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter});
+  int ours = checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter}, ConvAlgorithm::Auto,
+                         "graphc_wino1d");
+  // conv_1x7, conv_7x1_17, conv_1x7_17, conv_1x7_short, conv_3x1_8x8 and
+  // conv_1x3_8x8 by our 1-D Winograd, three directions each.
+  if (wino1d::kernelsFor(channelBlock())) {
+    EXPECT_EQ(ours, 18);
+  }
+}
+
+// The 1xK / Kx1 cases by our own F(4, K) where asked, conv_1x5 too; on AVX2
+// and AVX-512 alike.
+TEST(DnnlReference, ConvWinograd1d) {
+  int ours = checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter},
+                         ConvAlgorithm::Winograd, "graphc_wino1d");
+  if (!wino1d::kernelsFor(channelBlock()))
+    GTEST_SKIP() << "no vector code for the 1-D Winograd on this CPU; the cases ran directly";
+  EXPECT_EQ(ours, 21);
 }
 
 // Every case with Winograd wherever oneDNN has it (f32 3x3 stride-1

@@ -193,6 +193,15 @@ conv_case("conv_wino_odd", randn(3, 32, 13, 11), randn(48, 32, 3, 3), randn(48),
 conv_case("conv_wino_valid", randn(2, 16, 10, 9), randn(16, 16, 3, 3))
 conv_case("conv_wino_8x8", randn(4, 64, 8, 8), randn(32, 64, 3, 3), pads=(1, 1, 1, 1))
 conv_case("conv_wino_batch1", randn(1, 48, 7, 7), randn(64, 48, 3, 3), randn(64), pads=(1, 1, 1, 1))
+# The 1-D Winograd's shapes (1xK / Kx1, "same" padding, whole channel blocks): inception_v3's
+# 17-long lines (a partial last tile) along each axis, lines shorter than the window, 1x3 and
+# 3x1 on 8x8, 1x5 (taken only under --conv-algorithm winograd).
+conv_case("conv_7x1_17", randn(2, 32, 17, 5), randn(48, 32, 7, 1), pads=(3, 0, 3, 0))
+conv_case("conv_1x7_17", randn(2, 48, 3, 17), randn(32, 48, 1, 7), randn(32), pads=(0, 3, 0, 3))
+conv_case("conv_1x7_short", randn(1, 16, 4, 3), randn(16, 16, 1, 7), randn(16), pads=(0, 3, 0, 3))
+conv_case("conv_3x1_8x8", randn(2, 32, 8, 8), randn(16, 32, 3, 1), pads=(1, 0, 1, 0))
+conv_case("conv_1x3_8x8", randn(2, 16, 8, 8), randn(32, 16, 1, 3), pads=(0, 1, 0, 1))
+conv_case("conv_1x5", randn(2, 16, 6, 11), randn(16, 16, 1, 5), pads=(0, 2, 0, 2))
 
 # Pooling: ceil_mode, pads (symmetric and not), dilation, both count_include_pad.
 pool_case("maxpool_3x3s2", "max", distinct(2, 3, 9, 9), (3, 3), (2, 2))

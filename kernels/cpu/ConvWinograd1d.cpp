@@ -1,0 +1,131 @@
+//===- ConvWinograd1d.cpp - Convolution kernels by the 1-D Winograd --------===//
+
+#include "kernels/cpu/ConvWinograd1d.h"
+
+#include "ir/Diagnostics.h"
+#include "kernels/ConvGeometry.h"
+#include "kernels/cpu/BlockedLayout.h"
+#include "kernels/cpu/DnnlKernel.h"
+#include "kernels/cpu/Winograd1d.h"
+
+namespace graphc {
+namespace {
+
+using wino1d::Pass;
+
+/// The forward shape of a node's convolution, when the 1-D Winograd takes it.
+std::optional<wino1d::Shape> shapeOfNode(const Node &n) {
+  for (const Value *v : n.operands())
+    if (v->type().dtype != DType::F32)
+      return std::nullopt;
+  if (n.result()->type().dtype != DType::F32 || n.attrs().has("activation") ||
+      n.attrs().has("sum"))
+    return std::nullopt;
+  auto g = convGeometry(n);
+  if (!g) {
+    llvm::consumeError(g.takeError());
+    return std::nullopt;
+  }
+  int64_t pads[4] = {g->padBegin[0], g->padBegin[1], g->padEnd[0], g->padEnd[1]};
+  return wino1d::shapeOf(g->x.data(), g->w.data(), g->strides, g->dilations, pads, g->group,
+                         channelBlock());
+}
+
+Pass passOf(Op op) {
+  switch (op) {
+  case Op::ConvGradData:
+    return Pass::Data;
+  case Op::ConvGradFilter:
+    return Pass::Filter;
+  default:
+    return Pass::Forward;
+  }
+}
+
+class Winograd1dKernel : public DnnlKernel {
+public:
+  using DnnlKernel::DnnlKernel;
+
+protected:
+  llvm::Error build() override {
+    auto s = shapeOfNode(node());
+    if (!s)
+      return makeError("the 1-D Winograd convolution does not take this node");
+    pass_ = passOf(node().op());
+    plan_.emplace(*s, threads());
+    // The blocked operands and result: x (or dy), and dy for the filter
+    // gradient; y or dx. The weights, the bias and dw stay plain.
+    unsigned blockedOperands = pass_ == Pass::Filter ? 2 : 1;
+    for (unsigned i = 0; i < blockedOperands; ++i) {
+      want_.push_back(dnnlDesc(operandType(i), Layout::Blocked));
+      allowBlockedOperand(i, want_.back());
+    }
+    if (pass_ != Pass::Filter) {
+      result_ = dnnlDesc(resultType(0), Layout::Blocked);
+      allowBlockedResult(0, result_);
+    }
+    bias_ = pass_ == Pass::Forward && convHasBias(node());
+    implementation_ = "graphc_wino1d_f4x" + std::to_string(s->taps) + ":" + plan_->kernels().name;
+    return llvm::Error::success();
+  }
+
+  size_t scratchFor(const Layouts &ls) const override {
+    size_t bytes = roundScratch(plan_->scratchBytes(pass_));
+    for (unsigned i = 0; i < want_.size(); ++i)
+      bytes += Staging::bytes(layoutDesc(operandType(i), ls.in[i]), want_[i]);
+    if (pass_ != Pass::Filter)
+      bytes += Staging::bytes(layoutDesc(resultType(0), ls.out[0]), result_);
+    return bytes;
+  }
+
+  void execute(KernelContext &ctx, Staging &s) override {
+    const wino1d::Plan &plan = *plan_;
+    auto in = [&](unsigned i) {
+      return static_cast<const float *>(s.read(ctx.inputs[i], want_[i]).get_data_handle());
+    };
+    const float *a = in(0);
+    const float *b = pass_ == Pass::Filter ? in(1) : static_cast<const float *>(ctx.inputs[1].data);
+    size_t bytes = plan.scratchBytes(pass_);
+    void *scratch =
+        s.temp(dnnl::memory::desc({(dnnl::memory::dim)bytes}, dnnl::memory::data_type::u8,
+                                  dnnl::memory::format_tag::a))
+            .get_data_handle();
+    if (pass_ == Pass::Filter) {
+      plan.backwardFilter(a, b, static_cast<float *>(ctx.outputs[0].data), scratch);
+    } else {
+      auto *out = static_cast<float *>(s.write(ctx.outputs[0], result_).get_data_handle());
+      if (pass_ == Pass::Forward)
+        plan.forward(a, b, bias_ ? static_cast<const float *>(ctx.inputs[2].data) : nullptr, out,
+                     scratch);
+      else
+        plan.backwardData(a, b, out, scratch);
+    }
+    noteOwnPrimitive({"convolution", implementation_});
+  }
+
+private:
+  Pass pass_ = Pass::Forward;
+  std::optional<wino1d::Plan> plan_;
+  llvm::SmallVector<dnnl::memory::desc, 2> want_;
+  dnnl::memory::desc result_;
+  bool bias_ = false;
+  std::string implementation_; ///< what primitivesRun() names it
+};
+
+} // namespace
+
+bool winograd1dTakes(const Node &n, ConvAlgorithm choice) {
+  if (choice == ConvAlgorithm::Direct)
+    return false;
+  auto s = shapeOfNode(n);
+  if (!s)
+    return false;
+  return choice == ConvAlgorithm::Winograd || s->taps != 5;
+}
+
+llvm::Expected<std::unique_ptr<Kernel>> makeWinograd1dKernel(const Node &n,
+                                                             const KernelEnv &env) {
+  return dnnlFactory<Winograd1dKernel>()(n, env);
+}
+
+} // namespace graphc

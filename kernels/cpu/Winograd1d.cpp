@@ -1,0 +1,327 @@
+//===- Winograd1d.cpp - 1-D Winograd convolutions: tables, plans, passes ---===//
+
+#include "kernels/cpu/Winograd1d.h"
+
+#include "kernels/cpu/TargetClones.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <omp.h>
+
+namespace graphc {
+namespace wino1d {
+namespace {
+
+/// The finite points, in the order the smaller transforms take them.
+constexpr double kPoints[] = {0, 1, -1, 2, -2, 0.5, -0.5, 0.75, -0.75};
+
+/// Tiles per job: enough for each transformed weight loaded into registers
+/// to serve many tiles, few enough for a job's tiles to stay in cache.
+constexpr int64_t kTilesPerJob = 48;
+
+/// Ascending coefficients of prod (x - p) over `points` except `skip`.
+std::vector<double> polynomial(const double *points, int n, int skip) {
+  std::vector<double> c{1.0};
+  for (int l = 0; l < n; ++l) {
+    if (l == skip)
+      continue;
+    std::vector<double> next(c.size() + 1, 0.0);
+    for (size_t i = 0; i < c.size(); ++i) {
+      next[i + 1] += c[i];
+      next[i] -= points[l] * c[i];
+    }
+    c = std::move(next);
+  }
+  return c;
+}
+
+/// Toom-Cook F(m, r) at kPoints and infinity.
+Tables makeTables(int m, int r) {
+  Tables t{};
+  t.m = m;
+  t.r = r;
+  t.alpha = m + r - 1;
+  const int a = t.alpha, n = a - 1;
+  for (int k = 0; k < n; ++k) {
+    double p = kPoints[k], f = 1;
+    for (int l = 0; l < n; ++l)
+      if (l != k)
+        f *= p - kPoints[l];
+    double power = 1;
+    for (int i = 0; i < std::max(m, r); ++i, power *= p) {
+      if (i < m)
+        t.AT[i * a + k] = (float)power;
+      if (i < r)
+        t.G[k * r + i] = (float)(power / f);
+    }
+    std::vector<double> c = polynomial(kPoints, n, k);
+    for (size_t l = 0; l < c.size(); ++l)
+      t.BT[k * a + l] = (float)c[l];
+  }
+  t.AT[(m - 1) * a + n] = 1;
+  t.G[n * r + r - 1] = 1;
+  std::vector<double> c = polynomial(kPoints, n, -1);
+  for (size_t l = 0; l < c.size(); ++l)
+    t.BT[n * a + l] = (float)c[l];
+  return t;
+}
+
+/// u[o] = sum_j g[j] rows[j * n + o], j < r.
+GRAPHC_TARGET_CLONES void combineRows(float *u, const float *rows, const float *g, int r,
+                                      int64_t n) {
+  for (int64_t o = 0; o < n; ++o)
+    u[o] = 0;
+  for (int j = 0; j < r; ++j) {
+    const float gj = g[j], *row = rows + j * n;
+    if (gj != 0)
+      for (int64_t o = 0; o < n; ++o)
+        u[o] += gj * row[o];
+  }
+}
+
+GRAPHC_TARGET_CLONES void addRow(float *acc, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] += x[i];
+}
+
+/// Calls f(thread, begin, end) on disjoint ranges covering [0, n), on at most
+/// `threads` threads (each thread's buffers are the plan's, so never more),
+/// numbered from 0.
+template <typename F> void parallel(int64_t n, int threads, F &&f) {
+  int64_t count = std::min<int64_t>({(int64_t)threads, (int64_t)omp_get_max_threads(), n});
+  if (count <= 1 || omp_in_parallel()) {
+    f(int64_t(0), int64_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads((int)count)
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+    if (begin < end)
+      f(t, begin, end);
+  }
+}
+
+/// Floats rounded up to a whole number of 64-byte lines.
+int64_t lines64(int64_t floats) {
+  return (floats + 15) / 16 * 16;
+}
+
+} // namespace
+
+const Tables *tablesFor(int r) {
+  static const Tables f3 = makeTables(4, 3), f5 = makeTables(4, 5), f7 = makeTables(4, 7);
+  switch (r) {
+  case 3:
+    return &f3;
+  case 5:
+    return &f5;
+  case 7:
+    return &f7;
+  default:
+    return nullptr;
+  }
+}
+
+const IsaKernels *kernelsFor(int block) {
+#if defined(__x86_64__)
+  if (block == 16 && __builtin_cpu_supports("avx512f"))
+    return &avx512Kernels();
+  if (block == 8 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return &avx2Kernels();
+#else
+  (void)block;
+#endif
+  return nullptr;
+}
+
+std::optional<Shape> shapeOf(const int64_t x[4], const int64_t w[4], const int64_t strides[2],
+                             const int64_t dilations[2], const int64_t pads[4], int64_t group,
+                             int block) {
+  if (group != 1 || strides[0] != 1 || strides[1] != 1 || dilations[0] != 1 ||
+      dilations[1] != 1 || w[1] != x[1] || block <= 0 || !kernelsFor(block))
+    return std::nullopt;
+  Shape s;
+  s.alongW = w[2] == 1;
+  s.taps = (int)(s.alongW ? w[3] : w[2]);
+  if ((s.alongW ? w[2] : w[3]) != 1 || !tablesFor(s.taps))
+    return std::nullopt;
+  const int64_t half = (s.taps - 1) / 2;
+  const int axis = s.alongW ? 1 : 0, across = 1 - axis;
+  if (pads[axis] != half || pads[axis + 2] != half || pads[across] != 0 || pads[across + 2] != 0)
+    return std::nullopt;
+  s.batch = x[0];
+  s.cin = x[1];
+  s.cout = w[0];
+  s.height = x[2];
+  s.width = x[3];
+  s.block = block;
+  if (s.cin % block || s.cout % block || s.batch < 1 || s.height < 1 || s.width < 1)
+    return std::nullopt;
+  return s;
+}
+
+Plan::Plan(const Shape &s, int threads)
+    : shape_(s), tables_(tablesFor(s.taps)), isa_(kernelsFor(s.block)),
+      threads_(std::max(threads, 1)) {
+  lines_ = s.alongW ? s.height : s.width;
+  length_ = s.alongW ? s.width : s.height;
+  perLine_ = (length_ + tables_->m - 1) / tables_->m;
+  linesPerJob_ = std::clamp<int64_t>(kTilesPerJob / perLine_, 1, lines_);
+}
+
+Job Plan::job(int64_t index) const {
+  Job j;
+  j.tables = tables_;
+  j.image = index / jobsPerImage();
+  j.line0 = index % jobsPerImage() * linesPerJob_;
+  j.line1 = std::min(lines_, j.line0 + linesPerJob_);
+  j.perLine = perLine_;
+  j.tiles = (j.line1 - j.line0) * perLine_;
+  j.length = length_;
+  j.pad = (shape_.taps - 1) / 2;
+  return j;
+}
+
+Walk Plan::walk(int64_t channels) const {
+  const int64_t B = shape_.block, H = shape_.height, W = shape_.width;
+  Walk w;
+  w.image = channels * H * W;
+  w.block = H * W * B;
+  w.line = shape_.alongW ? W * B : B;
+  w.pos = shape_.alongW ? B : W * B;
+  return w;
+}
+
+// Scratch, in floats: [U: alpha x cin x cout, forward and data only], then
+// per thread: two tile buffers of alpha x (a job's tiles) x max(cin, cout),
+// a staging area of (alpha + r) x max(cin, cout) and, for the filter
+// gradient, the thread's accumulator of alpha x cin x cout.
+namespace {
+struct Sizes {
+  int64_t weights, tiles, stage, accumulator, perThread;
+};
+Sizes sizesOf(const Shape &s, const Tables &t, int64_t maxTiles, Pass p) {
+  const int64_t channels = std::max(s.cin, s.cout), product = t.alpha * s.cin * s.cout;
+  Sizes z;
+  z.weights = p == Pass::Filter ? 0 : lines64(product);
+  z.tiles = lines64(t.alpha * maxTiles * channels);
+  z.stage = lines64((t.alpha + t.r) * channels);
+  z.accumulator = p == Pass::Filter ? lines64(product) : 0;
+  z.perThread = 2 * z.tiles + z.stage + z.accumulator;
+  return z;
+}
+} // namespace
+
+size_t Plan::scratchBytes(Pass p) const {
+  Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, p);
+  return (size_t)(z.weights + threads_ * z.perThread) * sizeof(float);
+}
+
+void Plan::correlate(const float *in, int64_t cin, float *out, int64_t cout, const float *U,
+                     const float *bias, float *buffers) const {
+  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Forward);
+  const int a = tables_->alpha;
+  const Walk inWalk = walk(cin), outWalk = walk(cout);
+  parallel(shape_.batch * jobsPerImage(), threads_, [&](int64_t thread, int64_t begin, int64_t end) {
+    float *V = buffers + thread * z.perThread, *M = V + z.tiles;
+    for (int64_t i = begin; i < end; ++i) {
+      Job j = job(i);
+      isa_->inputTransform(j, in, inWalk, cin, V);
+      for (int k = 0; k < a; ++k)
+        isa_->gemm(j.tiles, cin, cout, V + k * j.tiles * cin, cin, U + k * cin * cout, cout,
+                   M + k * j.tiles * cout, cout);
+      isa_->outputTransform(j, M, cout, bias, out, outWalk);
+    }
+  });
+}
+
+void Plan::forward(const float *x, const float *w, const float *bias, float *y,
+                   void *scratch) const {
+  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Forward);
+  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps;
+  float *U = static_cast<float *>(scratch), *buffers = U + z.weights;
+  // U[k][c][o] = sum_j G[k][j] w[o][c][j], one input channel per step.
+  parallel(cin, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
+    float *stage = buffers + thread * z.perThread + 2 * z.tiles;
+    for (int64_t c = begin; c < end; ++c) {
+      for (int64_t o = 0; o < cout; ++o)
+        for (int64_t j = 0; j < r; ++j)
+          stage[j * cout + o] = w[(o * cin + c) * r + j];
+      for (int k = 0; k < tables_->alpha; ++k)
+        combineRows(U + (k * cin + c) * cout, stage, tables_->G + k * r, (int)r, cout);
+    }
+  });
+  correlate(x, cin, y, cout, U, bias, buffers);
+}
+
+void Plan::backwardData(const float *dy, const float *w, float *dx, void *scratch) const {
+  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Data);
+  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps;
+  float *U = static_cast<float *>(scratch), *buffers = U + z.weights;
+  // The window flipped, channels swapped: U[k][o][c] = sum_j G[k][j] w[o][c][r-1-j].
+  parallel(cout, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
+    float *stage = buffers + thread * z.perThread + 2 * z.tiles;
+    for (int64_t o = begin; o < end; ++o) {
+      for (int64_t c = 0; c < cin; ++c)
+        for (int64_t j = 0; j < r; ++j)
+          stage[j * cin + c] = w[(o * cin + c) * r + (r - 1 - j)];
+      for (int k = 0; k < tables_->alpha; ++k)
+        combineRows(U + (k * cout + o) * cin, stage, tables_->G + k * r, (int)r, cin);
+    }
+  });
+  correlate(dy, cout, dx, cin, U, nullptr, buffers);
+}
+
+void Plan::backwardFilter(const float *x, const float *dy, float *dw, void *scratch) const {
+  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Filter);
+  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps;
+  const int a = tables_->alpha;
+  float *buffers = static_cast<float *>(scratch);
+  auto accumulator = [&](int64_t thread) {
+    return buffers + thread * z.perThread + 2 * z.tiles + z.stage;
+  };
+  parallel(threads_, threads_, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      std::memset(accumulator(t), 0, a * cin * cout * sizeof(float));
+  });
+  const Walk xWalk = walk(cin), dyWalk = walk(cout);
+  // Each thread's tiles: dU[k] += (BT x)[k]^T (A dy)[k].
+  parallel(shape_.batch * jobsPerImage(), threads_, [&](int64_t thread, int64_t begin, int64_t end) {
+    float *V = buffers + thread * z.perThread, *E = V + z.tiles, *dU = accumulator(thread);
+    for (int64_t i = begin; i < end; ++i) {
+      Job j = job(i);
+      isa_->inputTransform(j, x, xWalk, cin, V);
+      isa_->gradientTransform(j, dy, dyWalk, cout, E);
+      for (int k = 0; k < a; ++k)
+        isa_->gemmTransposedAccumulate(cin, j.tiles, cout, V + k * j.tiles * cin, cin,
+                                       E + k * j.tiles * cout, cout, dU + k * cin * cout, cout);
+    }
+  });
+  // dw[o][c][j] = sum_k G[k][j] (sum over threads of dU[k][c][o]), in thread order.
+  parallel(cin, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
+    float *sum = buffers + thread * z.perThread + 2 * z.tiles, *taps = sum + a * cout;
+    float column[kMaxAlpha];
+    for (int64_t c = begin; c < end; ++c) {
+      for (int k = 0; k < a; ++k) {
+        float *s = sum + k * cout;
+        std::memcpy(s, accumulator(0) + (k * cin + c) * cout, cout * sizeof(float));
+        for (int t = 1; t < threads_; ++t)
+          addRow(s, accumulator(t) + (k * cin + c) * cout, cout);
+      }
+      for (int64_t j = 0; j < r; ++j) {
+        for (int k = 0; k < a; ++k)
+          column[k] = tables_->G[k * r + j];
+        combineRows(taps + j * cout, sum, column, a, cout);
+      }
+      for (int64_t o = 0; o < cout; ++o)
+        for (int64_t j = 0; j < r; ++j)
+          dw[(o * cin + c) * r + j] = taps[j * cout + o];
+    }
+  });
+}
+
+} // namespace wino1d
+} // namespace graphc

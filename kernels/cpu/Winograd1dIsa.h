@@ -1,0 +1,83 @@
+//===- Winograd1dIsa.h - The vector code of the 1-D Winograd, per ISA -*- C++ -*-===//
+//
+// What kernels/cpu/Winograd1d.cpp asks of the code compiled for one ISA
+// (Winograd1dAvx512.cpp with -mavx512f, Winograd1dAvx2.cpp with -mavx2
+// -mfma): the tile transforms and the products of one block of tiles, on
+// channel-blocked tensors (nChw<B>c, B = 16 or 8 floats: one vector).
+//
+// Plain structs and function pointers only: a header with inline functions
+// or templates, compiled into a file with -mavx512f, could leave a copy of
+// them that the linker picks for the whole program, and that copy would
+// fault on an AVX2-only CPU.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace graphc {
+namespace wino1d {
+
+/// The largest number of points (alpha = m + r - 1) a transform has.
+inline constexpr int kMaxAlpha = 12;
+
+/// F(m, r): m outputs of an r-tap correlation from alpha = m + r - 1 inputs,
+/// y = AT [(G g) . (BT d)]; row-major f32, computed in double.
+struct Tables {
+  int m = 0, r = 0, alpha = 0;
+  float AT[kMaxAlpha * kMaxAlpha]; ///< m x alpha
+  float G[kMaxAlpha * kMaxAlpha];  ///< alpha x r
+  float BT[kMaxAlpha * kMaxAlpha]; ///< alpha x alpha
+};
+
+/// Where position `pos` of line `line` of channel block `block` of image
+/// `image` is in a channel-blocked tensor: the sum of each index times its
+/// stride, in floats.
+struct Walk {
+  int64_t image = 0, block = 0, line = 0, pos = 0;
+};
+
+/// A block of tiles: lines [line0, line1) of one image, every tile of each
+/// line; tiles are numbered line by line (tiles = (line1 - line0) * perLine).
+struct Job {
+  const Tables *tables = nullptr;
+  int64_t image = 0, line0 = 0, line1 = 0;
+  int64_t perLine = 0; ///< tiles per line: ceil(length / m)
+  int64_t tiles = 0;
+  int64_t length = 0; ///< positions per line (input and output)
+  int64_t pad = 0;    ///< zero positions before the first (r - 1) / 2
+};
+
+/// The vector code for one ISA; matrices are row-major with the leading
+/// dimensions given, every channel count a multiple of `block`. (No member
+/// initializers: the ISA files build it by aggregate initialization, so they
+/// define no constructor of it.)
+struct IsaKernels {
+  int block; ///< floats per vector: the channel block it takes
+  const char *name;
+  /// V[k][t][c] = sum_i BT[k][i] src(tile t, position t.start - pad + i, c).
+  void (*inputTransform)(const Job &j, const float *src, const Walk &w, int64_t channels,
+                         float *V);
+  /// dst(tile t, position t.start + i, c) = bias[c] + sum_k AT[i][k] M[k][t][c],
+  /// positions past the line's end left alone; bias may be null.
+  void (*outputTransform)(const Job &j, const float *M, int64_t channels, const float *bias,
+                          float *dst, const Walk &w);
+  /// E[k][t][c] = sum_i AT[i][k] dy(tile t, position t.start + i, c), zero
+  /// past the line's end (the filter gradient's transform of dy).
+  void (*gradientTransform)(const Job &j, const float *dy, const Walk &w, int64_t channels,
+                            float *E);
+  /// C = A B: A rows x depth (lda), B depth x cols (ldb), C rows x cols (ldc).
+  void (*gemm)(int64_t rows, int64_t depth, int64_t cols, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float *C, int64_t ldc);
+  /// C += A^T B: A depth x rows (lda), B depth x cols (ldb), C rows x cols (ldc).
+  void (*gemmTransposedAccumulate)(int64_t rows, int64_t depth, int64_t cols, const float *A,
+                                   int64_t lda, const float *B, int64_t ldb, float *C,
+                                   int64_t ldc);
+};
+
+/// The AVX-512 (16 floats) and AVX2 + FMA (8 floats) kernels.
+const IsaKernels &avx512Kernels();
+const IsaKernels &avx2Kernels();
+
+} // namespace wino1d
+} // namespace graphc

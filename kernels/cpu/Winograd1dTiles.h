@@ -1,0 +1,221 @@
+//===- Winograd1dTiles.h - 1-D Winograd tile code over one vector type -*- C++ -*-===//
+//
+// The bodies of IsaKernels (Winograd1dIsa.h), written once over a vector
+// type I (I::V, I::B floats, load/store/set1/fma/zero) and included only by
+// Winograd1dAvx512.cpp and Winograd1dAvx2.cpp, each compiled for its ISA.
+// Everything here has internal linkage (an unnamed namespace per including
+// file), so no copy compiled for one ISA can stand in for the other's.
+//
+// The products are register-blocked: R rows by NV vectors of accumulators
+// (I::R, I::NV), one broadcast of A and NV loads of B per step of the
+// depth; the edges take smaller blocks of the same code.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kernels/cpu/Winograd1dIsa.h"
+
+namespace graphc {
+namespace wino1d {
+namespace {
+
+template <class I, int R, int NV>
+void gemmBlock(int64_t depth, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+               int64_t ldc) {
+  typename I::V acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = I::zero();
+  for (int64_t k = 0; k < depth; ++k) {
+    typename I::V bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      bv[v] = I::load(b + k * ldb + v * I::B);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      typename I::V av = I::set1(a[r * lda + k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] = I::fma(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      I::store(c + r * ldc + v * I::B, acc[r][v]);
+}
+
+template <class I, int R, int NV>
+void gemmTransposedBlock(int64_t depth, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float *c, int64_t ldc) {
+  typename I::V acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = I::load(c + r * ldc + v * I::B);
+  for (int64_t k = 0; k < depth; ++k) {
+    typename I::V bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      bv[v] = I::load(b + k * ldb + v * I::B);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      typename I::V av = I::set1(a[k * lda + r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] = I::fma(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      I::store(c + r * ldc + v * I::B, acc[r][v]);
+}
+
+using BlockFn = void (*)(int64_t, const float *, int64_t, const float *, int64_t, float *,
+                         int64_t);
+
+/// The block functions of `Block` for every rows <= I::R and vectors <= I::NV.
+template <class I, template <class, int, int> class Block> struct BlockTable {
+  BlockFn fn[I::R + 1][I::NV + 1] = {};
+  template <int R, int NV> void fill() {
+    fn[R][NV] = &Block<I, R, NV>::run;
+    if constexpr (NV > 1)
+      fill<R, NV - 1>();
+    else if constexpr (R > 1)
+      fill<R - 1, I::NV>();
+  }
+  BlockTable() { fill<I::R, I::NV>(); }
+};
+
+template <class I, int R, int NV> struct Plain {
+  static void run(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                  int64_t ldc) {
+    gemmBlock<I, R, NV>(d, a, lda, b, ldb, c, ldc);
+  }
+};
+template <class I, int R, int NV> struct Transposed {
+  static void run(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                  int64_t ldc) {
+    gemmTransposedBlock<I, R, NV>(d, a, lda, b, ldb, c, ldc);
+  }
+};
+
+/// Covers rows x cols with blocks; `rowStep` is how far one row moves A
+/// (lda for C = A B, 1 for C += A^T B).
+template <class I, template <class, int, int> class Block>
+void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t lda,
+             int64_t rowStep, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  static const BlockTable<I, Block> table;
+  const int64_t vectors = cols / I::B;
+  for (int64_t v0 = 0; v0 < vectors; v0 += I::NV) {
+    int nv = (int)(vectors - v0 < I::NV ? vectors - v0 : I::NV);
+    for (int64_t r0 = 0; r0 < rows; r0 += I::R) {
+      int nr = (int)(rows - r0 < I::R ? rows - r0 : I::R);
+      table.fn[nr][nv](depth, a + r0 * rowStep, lda, b + v0 * I::B, ldb,
+                       c + r0 * ldc + v0 * I::B, ldc);
+    }
+  }
+}
+
+template <class I>
+void gemm(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t lda, const float *b,
+          int64_t ldb, float *c, int64_t ldc) {
+  blocked<I, Plain>(rows, depth, cols, a, lda, lda, b, ldb, c, ldc);
+}
+
+template <class I>
+void gemmTransposedAccumulate(int64_t rows, int64_t depth, int64_t cols, const float *a,
+                              int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  blocked<I, Transposed>(rows, depth, cols, a, lda, 1, b, ldb, c, ldc);
+}
+
+/// The tile's first position and its line's address, for each tile of a job.
+template <typename F> void forEachTile(const Job &j, F &&f) {
+  int64_t t = 0;
+  for (int64_t line = j.line0; line < j.line1; ++line)
+    for (int64_t tile = 0; tile < j.perLine; ++tile, ++t)
+      f(t, line, tile * j.tables->m);
+}
+
+template <class I>
+void inputTransform(const Job &j, const float *src, const Walk &w, int64_t channels, float *V) {
+  const Tables &tb = *j.tables;
+  const int a = tb.alpha;
+  forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
+    for (int64_t cb = 0; cb < channels / I::B; ++cb) {
+      const float *row = src + j.image * w.image + cb * w.block + line * w.line;
+      typename I::V d[kMaxAlpha];
+      for (int i = 0; i < a; ++i) {
+        int64_t q = start - j.pad + i;
+        d[i] = q >= 0 && q < j.length ? I::load(row + q * w.pos) : I::zero();
+      }
+      for (int k = 0; k < a; ++k) {
+        typename I::V acc = I::zero();
+        for (int i = 0; i < a; ++i)
+          if (float x = tb.BT[k * a + i]; x != 0)
+            acc = I::fma(I::set1(x), d[i], acc);
+        I::store(V + (k * j.tiles + t) * channels + cb * I::B, acc);
+      }
+    }
+  });
+}
+
+template <class I>
+void outputTransform(const Job &j, const float *M, int64_t channels, const float *bias,
+                     float *dst, const Walk &w) {
+  const Tables &tb = *j.tables;
+  const int a = tb.alpha;
+  forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
+    for (int64_t cb = 0; cb < channels / I::B; ++cb) {
+      float *row = dst + j.image * w.image + cb * w.block + line * w.line;
+      typename I::V mk[kMaxAlpha];
+      for (int k = 0; k < a; ++k)
+        mk[k] = I::load(M + (k * j.tiles + t) * channels + cb * I::B);
+      for (int i = 0; i < tb.m && start + i < j.length; ++i) {
+        typename I::V acc = bias ? I::load(bias + cb * I::B) : I::zero();
+        for (int k = 0; k < a; ++k)
+          if (float x = tb.AT[i * a + k]; x != 0)
+            acc = I::fma(I::set1(x), mk[k], acc);
+        I::store(row + (start + i) * w.pos, acc);
+      }
+    }
+  });
+}
+
+template <class I>
+void gradientTransform(const Job &j, const float *dy, const Walk &w, int64_t channels, float *E) {
+  const Tables &tb = *j.tables;
+  const int a = tb.alpha;
+  forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
+    for (int64_t cb = 0; cb < channels / I::B; ++cb) {
+      const float *row = dy + j.image * w.image + cb * w.block + line * w.line;
+      typename I::V g[kMaxAlpha];
+      for (int i = 0; i < tb.m; ++i)
+        g[i] = start + i < j.length ? I::load(row + (start + i) * w.pos) : I::zero();
+      for (int k = 0; k < a; ++k) {
+        typename I::V acc = I::zero();
+        for (int i = 0; i < tb.m; ++i)
+          if (float x = tb.AT[i * a + k]; x != 0)
+            acc = I::fma(I::set1(x), g[i], acc);
+        I::store(E + (k * j.tiles + t) * channels + cb * I::B, acc);
+      }
+    }
+  });
+}
+
+/// The IsaKernels of vector type I.
+template <class I> IsaKernels kernelsOf(const char *name) {
+  return IsaKernels{I::B,           name,     &inputTransform<I>,
+                    &outputTransform<I>, &gradientTransform<I>, &gemm<I>,
+                    &gemmTransposedAccumulate<I>};
+}
+
+} // namespace
+} // namespace wino1d
+} // namespace graphc

@@ -1,0 +1,209 @@
+//===- Winograd1dTest.cpp - The 1-D Winograd against plain loops -----------===//
+//
+// kernels/cpu/Winograd1d.h on its own: the F(4, r) tables reproduce the
+// correlation exactly (in double), and the three passes on channel-blocked
+// tensors agree with direct loops computed in double, for every ISA this CPU
+// has (an AVX-512 CPU runs the AVX2 code too, on 8-channel blocks), on
+// lengths that leave partial tiles, lines shorter than the window, one
+// image, several jobs per image and more threads than jobs. Its agreement
+// with PyTorch is DnnlReference.Conv's (the conv_1x7 / conv_7x1 cases).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/cpu/Winograd1d.h"
+
+#include "kernels/cpu/DnnlKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace graphc;
+using namespace graphc::wino1d;
+
+namespace {
+
+TEST(Winograd1dTables, ReproduceTheCorrelation) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int r : {3, 5, 7}) {
+    const Tables *t = tablesFor(r);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->m, 4);
+    EXPECT_EQ(t->alpha, r + 3);
+    const int a = t->alpha;
+    std::vector<double> d(a), g(r), U(a), V(a);
+    for (double &x : d)
+      x = u(rng);
+    for (double &x : g)
+      x = u(rng);
+    for (int k = 0; k < a; ++k) {
+      U[k] = V[k] = 0;
+      for (int j = 0; j < r; ++j)
+        U[k] += t->G[k * r + j] * g[j];
+      for (int i = 0; i < a; ++i)
+        V[k] += t->BT[k * a + i] * d[i];
+    }
+    for (int i = 0; i < t->m; ++i) {
+      double y = 0, want = 0;
+      for (int k = 0; k < a; ++k)
+        y += t->AT[i * a + k] * U[k] * V[k];
+      for (int j = 0; j < r; ++j)
+        want += g[j] * d[i + j];
+      // The tables are f32: exact up to their rounding.
+      EXPECT_NEAR(y, want, 1e-5) << "F(4, " << r << ") output " << i;
+    }
+  }
+  EXPECT_EQ(tablesFor(1), nullptr);
+  EXPECT_EQ(tablesFor(9), nullptr);
+}
+
+/// A [N, C, H, W] tensor in nChw<B>c, and its element (n, c, h, w).
+struct Blocked {
+  int64_t N, C, H, W, B;
+  std::vector<float> data;
+  Blocked(int64_t n, int64_t c, int64_t h, int64_t w, int64_t b)
+      : N(n), C(c), H(h), W(w), B(b), data(n * c * h * w) {}
+  float &at(int64_t n, int64_t c, int64_t h, int64_t w) {
+    return data[(((n * (C / B) + c / B) * H + h) * W + w) * B + c % B];
+  }
+};
+
+struct Case {
+  int64_t n, cin, cout, h, w;
+  int taps;
+  bool alongW;
+  int threads;
+};
+
+/// Normalized worst difference: max |got - want| over mean |want|.
+double normalized(const std::vector<double> &want, const std::vector<float> &got) {
+  double worst = 0, mean = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::fabs(got[i] - want[i]));
+    mean += std::fabs(want[i]);
+  }
+  return worst / std::max(mean / want.size(), 1e-30);
+}
+
+void checkCase(const Case &c, int block) {
+  SCOPED_TRACE(testing::Message() << "block " << block << ", [" << c.n << "," << c.cin << ","
+                                  << c.h << "," << c.w << "] to " << c.cout << ", "
+                                  << (c.alongW ? "1x" : "") << c.taps << (c.alongW ? "" : "x1")
+                                  << ", " << c.threads << " threads");
+  const int64_t r = c.taps, half = (r - 1) / 2;
+  int64_t x4[4] = {c.n, c.cin, c.h, c.w};
+  int64_t w4[4] = {c.cout, c.cin, c.alongW ? 1 : r, c.alongW ? r : 1};
+  int64_t ones[2] = {1, 1};
+  int64_t pads[4] = {c.alongW ? 0 : half, c.alongW ? half : 0, c.alongW ? 0 : half,
+                     c.alongW ? half : 0};
+  auto shape = shapeOf(x4, w4, ones, ones, pads, 1, block);
+  ASSERT_TRUE(shape.has_value());
+  Plan plan(*shape, c.threads);
+
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  Blocked x(c.n, c.cin, c.h, c.w, block), dy(c.n, c.cout, c.h, c.w, block);
+  for (float &v : x.data)
+    v = normal(rng);
+  for (float &v : dy.data)
+    v = normal(rng);
+  std::vector<float> w(c.cout * c.cin * r), bias(c.cout);
+  for (float &v : w)
+    v = normal(rng) * 0.1f;
+  for (float &v : bias)
+    v = normal(rng);
+
+  // Direct loops in double: y, dx, dw.
+  Blocked yRef(c.n, c.cout, c.h, c.w, block), dxRef(c.n, c.cin, c.h, c.w, block);
+  std::vector<double> yWant(yRef.data.size()), dxWant(dxRef.data.size()), dwWant(w.size(), 0);
+  auto index = [&](Blocked &t, int64_t n, int64_t ch, int64_t h, int64_t ww) {
+    return &t.at(n, ch, h, ww) - t.data.data();
+  };
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t o = 0; o < c.cout; ++o)
+      for (int64_t h = 0; h < c.h; ++h)
+        for (int64_t ww = 0; ww < c.w; ++ww) {
+          double y = bias[o];
+          for (int64_t ci = 0; ci < c.cin; ++ci)
+            for (int64_t j = 0; j < r; ++j) {
+              int64_t hh = c.alongW ? h : h + j - half, wi = c.alongW ? ww + j - half : ww;
+              if (hh < 0 || hh >= c.h || wi < 0 || wi >= c.w)
+                continue;
+              double wv = w[(o * c.cin + ci) * r + j];
+              y += wv * x.at(n, ci, hh, wi);
+              dxWant[index(dxRef, n, ci, hh, wi)] += wv * dy.at(n, o, h, ww);
+              dwWant[(o * c.cin + ci) * r + j] += (double)x.at(n, ci, hh, wi) * dy.at(n, o, h, ww);
+            }
+          yWant[index(yRef, n, o, h, ww)] = y;
+        }
+
+  std::vector<float> yGot(yRef.data.size()), dxGot(dxRef.data.size()), dwGot(w.size());
+  for (Pass p : {Pass::Forward, Pass::Data, Pass::Filter}) {
+    // Scratch full of garbage: nothing may be read before it is written.
+    std::vector<float> scratch(plan.scratchBytes(p) / sizeof(float) + 16,
+                               std::numeric_limits<float>::quiet_NaN());
+    if (p == Pass::Forward)
+      plan.forward(x.data.data(), w.data(), bias.data(), yGot.data(), scratch.data());
+    else if (p == Pass::Data)
+      plan.backwardData(dy.data.data(), w.data(), dxGot.data(), scratch.data());
+    else
+      plan.backwardFilter(x.data.data(), dy.data.data(), dwGot.data(), scratch.data());
+  }
+  double errors[3] = {normalized(yWant, yGot), normalized(dxWant, dxGot),
+                      normalized(dwWant, dwGot)};
+  EXPECT_LT(errors[0], 1e-4) << "forward";
+  EXPECT_LT(errors[1], 1e-4) << "data gradient";
+  EXPECT_LT(errors[2], 1e-4) << "filter gradient";
+  std::printf("[ wino1d  ] block %2d, %s%d%s, %2lld -> %2lld channels, %lldx%lld: normalized "
+              "error %.1e forward, %.1e data, %.1e filter\n",
+              block, c.alongW ? "1x" : "", c.taps, c.alongW ? "" : "x1", (long long)c.cin,
+              (long long)c.cout, (long long)c.h, (long long)c.w, errors[0], errors[1], errors[2]);
+}
+
+TEST(Winograd1d, ThreePassesAgreeWithDirectLoops) {
+  const Case cases[] = {
+      {2, 16, 32, 5, 17, 7, true, 2},  // inception_v3's 17-long lines: a partial last tile
+      {2, 32, 16, 17, 3, 7, false, 2}, // 7x1 along the height
+      {1, 16, 16, 3, 2, 7, true, 1},   // a line shorter than the window
+      {3, 48, 16, 1, 1, 7, false, 3},  // one position per line, more threads than work
+      {2, 16, 48, 8, 8, 3, true, 2},   // 1x3 on whole tiles
+      {1, 32, 32, 9, 6, 3, false, 2},  // 3x1
+      {2, 16, 16, 4, 11, 5, true, 2},  // 1x5
+      {1, 16, 16, 60, 9, 7, true, 2},  // many lines: several jobs per image
+  };
+  int ran = 0;
+  for (int block : {8, 16}) {
+    if (!kernelsFor(block))
+      continue;
+    ++ran;
+    for (const Case &c : cases)
+      checkCase(c, block);
+  }
+  if (!ran)
+    GTEST_SKIP() << "this CPU has neither AVX2 with FMA nor AVX-512";
+}
+
+TEST(Winograd1d, ShapesItDoesNotTake) {
+  int block = kernelsFor(16) ? 16 : kernelsFor(8) ? 8 : 0;
+  if (!block)
+    GTEST_SKIP() << "no vector code for this CPU";
+  int64_t x[4] = {2, 32, 17, 17}, ones[2] = {1, 1}, twos[2] = {2, 2};
+  int64_t w17[4] = {32, 32, 1, 7}, w33[4] = {32, 32, 3, 3}, w19[4] = {32, 32, 1, 9};
+  int64_t same[4] = {0, 3, 0, 3}, valid[4] = {0, 0, 0, 0}, lopsided[4] = {0, 3, 0, 2};
+  EXPECT_TRUE(shapeOf(x, w17, ones, ones, same, 1, block).has_value());
+  EXPECT_FALSE(shapeOf(x, w17, twos, ones, same, 1, block)) << "stride 2";
+  EXPECT_FALSE(shapeOf(x, w17, ones, twos, same, 1, block)) << "dilation 2";
+  EXPECT_FALSE(shapeOf(x, w17, ones, ones, valid, 1, block)) << "no padding";
+  EXPECT_FALSE(shapeOf(x, w17, ones, ones, lopsided, 1, block)) << "uneven padding";
+  EXPECT_FALSE(shapeOf(x, w17, ones, ones, same, 2, block)) << "groups";
+  EXPECT_FALSE(shapeOf(x, w33, ones, ones, same, 1, block)) << "a 3x3 window";
+  EXPECT_FALSE(shapeOf(x, w19, ones, ones, same, 1, block)) << "9 taps";
+  int64_t x12[4] = {2, 12, 17, 17}, w12[4] = {32, 12, 1, 7};
+  EXPECT_FALSE(shapeOf(x12, w12, ones, ones, same, 1, block)) << "a partial channel block";
+  EXPECT_FALSE(shapeOf(x, w17, ones, ones, same, 1, 4)) << "no vector code for 4-float blocks";
+}
+
+} // namespace
