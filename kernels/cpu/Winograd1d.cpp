@@ -21,6 +21,9 @@ constexpr double kPoints[] = {0, 1, -1, 2, -2, 0.5, -0.5, 0.75, -0.75};
 /// to serve many tiles, few enough for a job's tiles to stay in cache.
 constexpr int64_t kTilesPerJob = 48;
 
+/// Input channels whose weights the forward pass stages at once.
+constexpr int64_t kStageChannels = 16;
+
 /// Ascending coefficients of prod (x - p) over `points` except `skip`.
 std::vector<double> polynomial(const double *points, int n, int skip) {
   std::vector<double> c{1.0};
@@ -197,7 +200,7 @@ Walk Plan::walk(int64_t channels) const {
 
 // Scratch, in floats: [U: alpha x cin x cout, forward and data only], then
 // per thread: two tile buffers of alpha x (a job's tiles) x max(cin, cout),
-// a staging area of (alpha + r) x max(cin, cout) and, for the filter
+// a staging area of max(kStageChannels x r, alpha + r) x max(cin, cout) and, for the filter
 // gradient, the thread's accumulator of alpha x cin x cout.
 namespace {
 struct Sizes {
@@ -208,7 +211,7 @@ Sizes sizesOf(const Shape &s, const Tables &t, int64_t maxTiles, Pass p) {
   Sizes z;
   z.weights = p == Pass::Filter ? 0 : lines64(product);
   z.tiles = lines64(t.alpha * maxTiles * channels);
-  z.stage = lines64((t.alpha + t.r) * channels);
+  z.stage = lines64(std::max<int64_t>(kStageChannels * t.r, t.alpha + t.r) * channels);
   z.accumulator = p == Pass::Filter ? lines64(product) : 0;
   z.perThread = 2 * z.tiles + z.stage + z.accumulator;
   return z;
@@ -243,15 +246,22 @@ void Plan::forward(const float *x, const float *w, const float *bias, float *y,
   const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Forward);
   const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps;
   float *U = static_cast<float *>(scratch), *buffers = U + z.weights;
-  // U[k][c][o] = sum_j G[k][j] w[o][c][j], one input channel per step.
+  // U[k][c][o] = sum_j G[k][j] w[o][c][j], for kStageChannels input channels
+  // at a time: their taps of every output channel, read in runs, staged as
+  // rows [c][j][o], then combined row by row.
   parallel(cin, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *stage = buffers + thread * z.perThread + 2 * z.tiles;
-    for (int64_t c = begin; c < end; ++c) {
-      for (int64_t o = 0; o < cout; ++o)
-        for (int64_t j = 0; j < r; ++j)
-          stage[j * cout + o] = w[(o * cin + c) * r + j];
-      for (int k = 0; k < tables_->alpha; ++k)
-        combineRows(U + (k * cin + c) * cout, stage, tables_->G + k * r, (int)r, cout);
+    for (int64_t c0 = begin; c0 < end; c0 += kStageChannels) {
+      const int64_t n = std::min(kStageChannels, end - c0);
+      for (int64_t o = 0; o < cout; ++o) {
+        const float *from = w + (o * cin + c0) * r;
+        for (int64_t i = 0; i < n * r; ++i)
+          stage[i * cout + o] = from[i];
+      }
+      for (int64_t c = 0; c < n; ++c)
+        for (int k = 0; k < tables_->alpha; ++k)
+          combineRows(U + (k * cin + c0 + c) * cout, stage + c * r * cout, tables_->G + k * r,
+                      (int)r, cout);
     }
   });
   correlate(x, cin, y, cout, U, bias, buffers);

@@ -25,6 +25,7 @@ struct Avx2 {
   static V load(const float *p) { return _mm256_loadu_ps(p); }
   static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
   static V set1(float x) { return _mm256_set1_ps(x); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 };
 

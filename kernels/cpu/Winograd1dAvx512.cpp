@@ -24,6 +24,7 @@ struct Avx512 {
   static V load(const float *p) { return _mm512_loadu_ps(p); }
   static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
   static V set1(float x) { return _mm512_set1_ps(x); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 };
 

@@ -143,70 +143,133 @@ template <typename F> void forEachTile(const Job &j, F &&f) {
       f(t, line, tile * j.tables->m);
 }
 
-template <class I>
-void inputTransform(const Job &j, const float *src, const Walk &w, int64_t channels, float *V) {
-  const Tables &tb = *j.tables;
-  const int a = tb.alpha;
+// The transforms take the number of points A as a template argument, so their
+// loops unroll, the tile's vectors stay in registers and every coefficient
+// is one FMA with a broadcast operand; inputTransform<I> and the others pick A.
+
+template <class I, int A>
+void inputTransformA(const Job &j, const float *src, const Walk &w, int64_t channels, float *V) {
+  const float *BT = j.tables->BT;
   forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
+    // The tile's positions inside the line: all but near the ends.
+    const bool inside = start - j.pad >= 0 && start - j.pad + A <= j.length;
     for (int64_t cb = 0; cb < channels / I::B; ++cb) {
       const float *row = src + j.image * w.image + cb * w.block + line * w.line;
-      typename I::V d[kMaxAlpha];
-      for (int i = 0; i < a; ++i) {
+      typename I::V d[A];
+#pragma GCC unroll 12
+      for (int i = 0; i < A; ++i) {
         int64_t q = start - j.pad + i;
-        d[i] = q >= 0 && q < j.length ? I::load(row + q * w.pos) : I::zero();
+        d[i] = inside || (q >= 0 && q < j.length) ? I::load(row + q * w.pos) : I::zero();
       }
-      for (int k = 0; k < a; ++k) {
-        typename I::V acc = I::zero();
-        for (int i = 0; i < a; ++i)
-          if (float x = tb.BT[k * a + i]; x != 0)
-            acc = I::fma(I::set1(x), d[i], acc);
-        I::store(V + (k * j.tiles + t) * channels + cb * I::B, acc);
+      float *out = V + t * channels + cb * I::B;
+#pragma GCC unroll 12
+      for (int k = 0; k < A; ++k) {
+        typename I::V acc = I::mul(I::set1(BT[k * A]), d[0]);
+#pragma GCC unroll 12
+        for (int i = 1; i < A; ++i)
+          acc = I::fma(I::set1(BT[k * A + i]), d[i], acc);
+        I::store(out + k * j.tiles * channels, acc);
       }
     }
   });
 }
 
-template <class I>
-void outputTransform(const Job &j, const float *M, int64_t channels, const float *bias,
-                     float *dst, const Walk &w) {
-  const Tables &tb = *j.tables;
-  const int a = tb.alpha;
+template <class I, int A>
+void outputTransformA(const Job &j, const float *M, int64_t channels, const float *bias,
+                      float *dst, const Walk &w) {
+  const float *AT = j.tables->AT;
+  const int m = j.tables->m;
   forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
+    const int outputs = (int)(j.length - start < m ? j.length - start : m);
     for (int64_t cb = 0; cb < channels / I::B; ++cb) {
       float *row = dst + j.image * w.image + cb * w.block + line * w.line;
-      typename I::V mk[kMaxAlpha];
-      for (int k = 0; k < a; ++k)
-        mk[k] = I::load(M + (k * j.tiles + t) * channels + cb * I::B);
-      for (int i = 0; i < tb.m && start + i < j.length; ++i) {
-        typename I::V acc = bias ? I::load(bias + cb * I::B) : I::zero();
-        for (int k = 0; k < a; ++k)
-          if (float x = tb.AT[i * a + k]; x != 0)
-            acc = I::fma(I::set1(x), mk[k], acc);
+      const float *in = M + t * channels + cb * I::B;
+      typename I::V mk[A];
+#pragma GCC unroll 12
+      for (int k = 0; k < A; ++k)
+        mk[k] = I::load(in + k * j.tiles * channels);
+      typename I::V b = bias ? I::load(bias + cb * I::B) : I::zero();
+      for (int i = 0; i < outputs; ++i) {
+        typename I::V acc = b;
+#pragma GCC unroll 12
+        for (int k = 0; k < A; ++k)
+          acc = I::fma(I::set1(AT[i * A + k]), mk[k], acc);
         I::store(row + (start + i) * w.pos, acc);
       }
     }
   });
 }
 
-template <class I>
-void gradientTransform(const Job &j, const float *dy, const Walk &w, int64_t channels, float *E) {
-  const Tables &tb = *j.tables;
-  const int a = tb.alpha;
+template <class I, int A>
+void gradientTransformA(const Job &j, const float *dy, const Walk &w, int64_t channels,
+                        float *E) {
+  const float *AT = j.tables->AT;
+  constexpr int m = 4;
   forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
     for (int64_t cb = 0; cb < channels / I::B; ++cb) {
       const float *row = dy + j.image * w.image + cb * w.block + line * w.line;
-      typename I::V g[kMaxAlpha];
-      for (int i = 0; i < tb.m; ++i)
+      typename I::V g[m];
+#pragma GCC unroll 4
+      for (int i = 0; i < m; ++i)
         g[i] = start + i < j.length ? I::load(row + (start + i) * w.pos) : I::zero();
-      for (int k = 0; k < a; ++k) {
-        typename I::V acc = I::zero();
-        for (int i = 0; i < tb.m; ++i)
-          if (float x = tb.AT[i * a + k]; x != 0)
-            acc = I::fma(I::set1(x), g[i], acc);
-        I::store(E + (k * j.tiles + t) * channels + cb * I::B, acc);
+      float *out = E + t * channels + cb * I::B;
+#pragma GCC unroll 12
+      for (int k = 0; k < A; ++k) {
+        typename I::V acc = I::mul(I::set1(AT[k]), g[0]);
+#pragma GCC unroll 4
+        for (int i = 1; i < m; ++i)
+          acc = I::fma(I::set1(AT[i * A + k]), g[i], acc);
+        I::store(out + k * j.tiles * channels, acc);
       }
     }
   });
+}
+
+/// Calls F<A>::run for the job's number of points (F(4, 3), F(4, 5), F(4, 7)).
+template <template <int> class F, typename... Args> void byPoints(const Job &j, Args... args) {
+  switch (j.tables->alpha) {
+  case 6:
+    return F<6>::run(j, args...);
+  case 8:
+    return F<8>::run(j, args...);
+  default:
+    return F<10>::run(j, args...);
+  }
+}
+
+template <class I> struct Transforms {
+  template <int A> struct In {
+    static void run(const Job &j, const float *src, const Walk *w, int64_t c, float *V) {
+      inputTransformA<I, A>(j, src, *w, c, V);
+    }
+  };
+  template <int A> struct Out {
+    static void run(const Job &j, const float *M, int64_t c, const float *bias, float *dst,
+                    const Walk *w) {
+      outputTransformA<I, A>(j, M, c, bias, dst, *w);
+    }
+  };
+  template <int A> struct Gradient {
+    static void run(const Job &j, const float *dy, const Walk *w, int64_t c, float *E) {
+      gradientTransformA<I, A>(j, dy, *w, c, E);
+    }
+  };
+};
+
+template <class I>
+void inputTransform(const Job &j, const float *src, const Walk &w, int64_t channels, float *V) {
+  byPoints<Transforms<I>::template In>(j, src, &w, channels, V);
+}
+
+template <class I>
+void outputTransform(const Job &j, const float *M, int64_t channels, const float *bias,
+                     float *dst, const Walk &w) {
+  byPoints<Transforms<I>::template Out>(j, M, channels, bias, dst, &w);
+}
+
+template <class I>
+void gradientTransform(const Job &j, const float *dy, const Walk &w, int64_t channels, float *E) {
+  byPoints<Transforms<I>::template Gradient>(j, dy, &w, channels, E);
 }
 
 /// The IsaKernels of vector type I.
