@@ -36,7 +36,7 @@ struct Shape {
   int64_t batch = 0; ///< 0: the --batch option
 };
 
-// Input channels and size as they reach each layer in inception_v3 (299x299).
+// Input channels and size as they reach each layer in inception_v3 (299x299), then resnet18's.
 const Shape kShapes[] = {
     {"Conv2d_1a_3x3", 3, 299, 32, 3, 3, 2, 0, 0},
     {"Conv2d_2b_3x3", 32, 147, 64, 3, 3, 1, 1, 1},
@@ -50,6 +50,11 @@ const Shape kShapes[] = {
     {"Mixed_6e/branch7x7_2", 192, 17, 192, 1, 7, 1, 0, 3},
     {"Mixed_7b/branch1x1", 1280, 8, 320, 1, 1, 1, 0, 0},
     {"Mixed_7b/branch3x3_2a", 384, 8, 384, 1, 3, 1, 0, 1},
+    // resnet18's 3x3 stride-1 convolutions (224x224 input).
+    {"resnet18/layer1", 64, 56, 64, 3, 3, 1, 1, 1},
+    {"resnet18/layer2", 128, 28, 128, 3, 3, 1, 1, 1},
+    {"resnet18/layer3", 256, 14, 256, 3, 3, 1, 1, 1},
+    {"resnet18/layer4", 512, 7, 512, 3, 3, 1, 1, 1},
     // The probe oneDNN was measured with when the toolchain was chosen (N=32), for calibration.
     {"probe_N32", 64, 35, 64, 3, 3, 1, 1, 1, 32},
 };

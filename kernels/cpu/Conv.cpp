@@ -373,10 +373,47 @@ private:
   dnnl::convolution_backward_weights prim_;
 };
 
+/// Whether oneDNN implements Winograd on this CPU (AVX-512 only in 2.6):
+/// asked once, with a convolution it takes where it has one.
+bool libraryHasWinograd() {
+  static const bool has = [] {
+    DnnlConvGeometry g;
+    g.x = {1, 16, 8, 8};
+    g.w = {16, 16, 3, 3};
+    g.y = {1, 16, 8, 8};
+    g.strides = {1, 1};
+    g.dilates = {0, 0};
+    g.padL = g.padR = {1, 1};
+    try {
+      forwardPd(g, false, dnnl::primitive_attr(), false, dnnl::algorithm::convolution_winograd,
+                g.any(g.x), g.any(g.y));
+      return true;
+    } catch (const dnnl::error &) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+/// Whether oneDNN's Winograd would compute node `n` under `choice`.
+bool libraryWinogradTakes(const Node &n, ConvAlgorithm choice) {
+  if (choice == ConvAlgorithm::Direct || !libraryHasWinograd())
+    return false;
+  auto g = readGeometry(n, DType::F32);
+  if (!g) {
+    llvm::consumeError(g.takeError());
+    return false;
+  }
+  Direction d = n.op() == Op::ConvGradData     ? Direction::Data
+                : n.op() == Op::ConvGradFilter ? Direction::Filter
+                                               : Direction::Forward;
+  return convAlgorithms(choice, *g, d).front() == dnnl::algorithm::convolution_winograd;
+}
+
 /// The 1-D Winograd's kernel where it takes the node, else oneDNN's.
 template <typename KernelT> KernelFactory convFactory() {
   return [](const Node &n, const KernelEnv &env) -> llvm::Expected<std::unique_ptr<Kernel>> {
-    if (winograd1dTakes(n, env.convAlgorithm))
+    if (winograd1dTakes(n, env.convAlgorithm, libraryWinogradTakes(n, env.convAlgorithm)))
       return makeWinograd1dKernel(n, env);
     return dnnlFactory<KernelT>()(n, env);
   };

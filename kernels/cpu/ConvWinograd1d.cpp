@@ -13,6 +13,10 @@ namespace {
 
 using wino1d::Pass;
 
+/// The transformed weights' bytes above which auto leaves a square window to
+/// oneDNN's direct convolution.
+constexpr double kAutoWeightBytes = 2 << 20;
+
 /// The forward shape of a node's convolution, when the 1-D Winograd takes it.
 std::optional<wino1d::Shape> shapeOfNode(const Node &n) {
   for (const Value *v : n.operands())
@@ -114,13 +118,23 @@ private:
 
 } // namespace
 
-bool winograd1dTakes(const Node &n, ConvAlgorithm choice) {
-  if (choice == ConvAlgorithm::Direct)
+bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd) {
+  if (choice == ConvAlgorithm::Direct || libraryWinograd)
     return false;
   auto s = shapeOfNode(n);
   if (!s)
     return false;
-  return choice == ConvAlgorithm::Winograd || s->taps != 5;
+  if (choice == ConvAlgorithm::Winograd)
+    return true;
+  if (s->fold == 1)
+    return s->taps != 5;
+  // A square window: where the work is worth a transform and the transformed
+  // weights stay near the caches (larger ones, resnet18's 256 and 512
+  // channels, ran slower than direct).
+  double work = (double)s->batch * s->cout * s->outHeight * s->outWidth * s->cin * s->fold *
+                s->taps;
+  double weights = 4.0 * (s->taps + 3) * s->fold * s->cin * s->cout;
+  return s->fold == s->taps && s->taps <= 5 && work >= 1e8 && weights <= kAutoWeightBytes;
 }
 
 llvm::Expected<std::unique_ptr<Kernel>> makeWinograd1dKernel(const Node &n,

@@ -14,13 +14,16 @@
 namespace graphc {
 
 /// Whether the 1-D Winograd computes node `n` (a Conv, ConvGradData or
-/// ConvGradFilter) under --conv-algorithm `choice` on this CPU: never under
-/// direct; under winograd every shape it can take (f32, one group, stride 1,
-/// no dilation, 1 x K or K x 1 with K = 3, 5 or 7 and "same" padding, whole
-/// channel blocks, no fused activation or addend, AVX2 or AVX-512); under
-/// auto the 3- and 7-tap ones (measured faster: inception_v3's; the 5-tap
-/// ones, which no model here has, were not measured).
-bool winograd1dTakes(const Node &n, ConvAlgorithm choice);
+/// ConvGradFilter) under --conv-algorithm `choice` on this CPU, where
+/// `libraryWinograd` says whether oneDNN's own Winograd would take it: never
+/// under direct, nor where oneDNN's does; under winograd every shape it can
+/// take (f32, one group, stride 1, no dilation, a window 3, 5 or 7 wide, or
+/// K x 1, padding below the window, whole channel blocks, no fused
+/// activation or addend, AVX2 or AVX-512); under auto those measured faster
+/// than direct (docs/cpu-kernels.md): 1x3, 1x7, 3x1, 7x1, and 3x3 and 5x5
+/// windows of at least 10^8 multiply-adds whose transformed weights take at
+/// most 2 MB.
+bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd);
 
 /// The kernel for a node winograd1dTakes() accepted.
 llvm::Expected<std::unique_ptr<Kernel>> makeWinograd1dKernel(const Node &n, const KernelEnv &env);

@@ -21,8 +21,9 @@ constexpr double kPoints[] = {0, 1, -1, 2, -2, 0.5, -0.5, 0.75, -0.75};
 /// to serve many tiles, few enough for a job's tiles to stay in cache.
 constexpr int64_t kTilesPerJob = 48;
 
-/// Input channels whose weights the forward pass stages at once.
-constexpr int64_t kStageChannels = 16;
+/// Rows of weights (a channel's window lines times taps) the weight transforms
+/// stage at once.
+constexpr int64_t kStageRows = 112;
 
 /// Ascending coefficients of prod (x - p) over `points` except `skip`.
 std::vector<double> polynomial(const double *points, int n, int skip) {
@@ -147,21 +148,34 @@ std::optional<Shape> shapeOf(const int64_t x[4], const int64_t w[4], const int64
       dilations[1] != 1 || w[1] != x[1] || block <= 0 || !kernelsFor(block))
     return std::nullopt;
   Shape s;
-  s.alongW = w[2] == 1;
+  // Along the width where the window is 3, 5 or 7 wide (and any height up to
+  // 7 folds), else along the height of a K x 1 window.
+  s.alongW = tablesFor((int)w[3]) != nullptr;
+  if (!s.alongW && (w[3] != 1 || !tablesFor((int)w[2])))
+    return std::nullopt;
   s.taps = (int)(s.alongW ? w[3] : w[2]);
-  if ((s.alongW ? w[2] : w[3]) != 1 || !tablesFor(s.taps))
+  s.fold = (int)(s.alongW ? w[2] : 1);
+  if (s.fold < 1 || s.fold > 7)
     return std::nullopt;
-  const int64_t half = (s.taps - 1) / 2;
   const int axis = s.alongW ? 1 : 0, across = 1 - axis;
-  if (pads[axis] != half || pads[axis + 2] != half || pads[across] != 0 || pads[across + 2] != 0)
-    return std::nullopt;
+  // Padding below the window (each output sees an input, and the data
+  // gradient's mirrored padding is not negative).
+  for (int side : {0, 2})
+    if (pads[axis + side] < 0 || pads[axis + side] >= s.taps || pads[across + side] < 0 ||
+        pads[across + side] >= s.fold)
+      return std::nullopt;
   s.batch = x[0];
   s.cin = x[1];
   s.cout = w[0];
   s.height = x[2];
   s.width = x[3];
+  s.outHeight = x[2] + pads[0] + pads[2] - w[2] + 1;
+  s.outWidth = x[3] + pads[1] + pads[3] - w[3] + 1;
+  s.pad = pads[axis];
+  s.padAcross = pads[across];
   s.block = block;
-  if (s.cin % block || s.cout % block || s.batch < 1 || s.height < 1 || s.width < 1)
+  if (s.cin % block || s.cout % block || s.batch < 1 || s.height < 1 || s.width < 1 ||
+      s.outHeight < 1 || s.outWidth < 1)
     return std::nullopt;
   return s;
 }
@@ -169,49 +183,80 @@ std::optional<Shape> shapeOf(const int64_t x[4], const int64_t w[4], const int64
 Plan::Plan(const Shape &s, int threads)
     : shape_(s), tables_(tablesFor(s.taps)), isa_(kernelsFor(s.block)),
       threads_(std::max(threads, 1)) {
-  lines_ = s.alongW ? s.height : s.width;
-  length_ = s.alongW ? s.width : s.height;
-  perLine_ = (length_ + tables_->m - 1) / tables_->m;
-  linesPerJob_ = std::clamp<int64_t>(kTilesPerJob / perLine_, 1, lines_);
+  for (Pass p : {Pass::Forward, Pass::Data}) {
+    Correlation c = correlation(p);
+    maxTiles_ = std::max(maxTiles_, c.linesPerJob * c.perLine);
+  }
 }
 
-Job Plan::job(int64_t index) const {
+Walk Plan::walk(int64_t channels, int64_t h, int64_t w) const {
+  const int64_t B = shape_.block;
+  Walk k;
+  k.image = channels * h * w;
+  k.block = h * w * B;
+  k.line = shape_.alongW ? w * B : B;
+  k.pos = shape_.alongW ? B : w * B;
+  k.lines = shape_.alongW ? h : w;
+  k.length = shape_.alongW ? w : h;
+  return k;
+}
+
+Plan::Correlation Plan::correlation(Pass p) const {
+  const Shape &s = shape_;
+  Correlation c;
+  if (p == Pass::Data) {
+    // dx = dy * (the window flipped, channels swapped), the padding mirrored.
+    c.cin = s.cout;
+    c.cout = s.cin;
+    c.in = walk(s.cout, s.outHeight, s.outWidth);
+    c.out = walk(s.cin, s.height, s.width);
+    c.pad = s.taps - 1 - s.pad;
+    c.padAcross = s.fold - 1 - s.padAcross;
+  } else {
+    c.cin = s.cin;
+    c.cout = s.cout;
+    c.in = walk(s.cin, s.height, s.width);
+    c.out = walk(s.cout, s.outHeight, s.outWidth);
+    c.pad = s.pad;
+    c.padAcross = s.padAcross;
+  }
+  const int64_t lines = s.batch * c.out.lines;
+  c.perLine = (c.out.length + tables_->m - 1) / tables_->m;
+  c.linesPerJob = std::clamp<int64_t>(kTilesPerJob / c.perLine, 1, lines);
+  c.jobs = (lines + c.linesPerJob - 1) / c.linesPerJob;
+  return c;
+}
+
+Job Plan::job(int64_t index, const Correlation &c) const {
   Job j;
   j.tables = tables_;
-  j.image = index / jobsPerImage();
-  j.line0 = index % jobsPerImage() * linesPerJob_;
-  j.line1 = std::min(lines_, j.line0 + linesPerJob_);
-  j.perLine = perLine_;
-  j.tiles = (j.line1 - j.line0) * perLine_;
-  j.length = length_;
-  j.pad = (shape_.taps - 1) / 2;
+  j.line0 = index * c.linesPerJob;
+  j.line1 = std::min(shape_.batch * c.out.lines, j.line0 + c.linesPerJob);
+  j.lines = c.out.lines;
+  j.perLine = c.perLine;
+  j.tiles = (j.line1 - j.line0) * c.perLine;
+  j.pad = c.pad;
+  j.padAcross = c.padAcross;
+  j.fold = shape_.fold;
   return j;
 }
 
-Walk Plan::walk(int64_t channels) const {
-  const int64_t B = shape_.block, H = shape_.height, W = shape_.width;
-  Walk w;
-  w.image = channels * H * W;
-  w.block = H * W * B;
-  w.line = shape_.alongW ? W * B : B;
-  w.pos = shape_.alongW ? B : W * B;
-  return w;
-}
-
-// Scratch, in floats: [U: alpha x cin x cout, forward and data only], then
-// per thread: two tile buffers of alpha x (a job's tiles) x max(cin, cout),
-// a staging area of max(kStageChannels x r, alpha + r) x max(cin, cout) and, for the filter
-// gradient, the thread's accumulator of alpha x cin x cout.
+// Scratch, in floats: [U: alpha x fold x cin x cout, forward and data only],
+// then per thread: two tile buffers of alpha x (a job's tiles) x fold x
+// max(cin, cout), a staging area of max(kStageRows, alpha + r) x max(cin, cout)
+// and, for the filter gradient, the thread's accumulator of alpha x fold x
+// cin x cout.
 namespace {
 struct Sizes {
   int64_t weights, tiles, stage, accumulator, perThread;
 };
 Sizes sizesOf(const Shape &s, const Tables &t, int64_t maxTiles, Pass p) {
-  const int64_t channels = std::max(s.cin, s.cout), product = t.alpha * s.cin * s.cout;
+  const int64_t channels = std::max(s.cin, s.cout),
+                product = t.alpha * s.fold * s.cin * s.cout;
   Sizes z;
   z.weights = p == Pass::Filter ? 0 : lines64(product);
-  z.tiles = lines64(t.alpha * maxTiles * channels);
-  z.stage = lines64(std::max<int64_t>(kStageChannels * t.r, t.alpha + t.r) * channels);
+  z.tiles = lines64(t.alpha * maxTiles * s.fold * channels);
+  z.stage = lines64(std::max<int64_t>(kStageRows, t.alpha + t.r) * channels);
   z.accumulator = p == Pass::Filter ? lines64(product) : 0;
   z.perThread = 2 * z.tiles + z.stage + z.accumulator;
   return z;
@@ -219,75 +264,83 @@ Sizes sizesOf(const Shape &s, const Tables &t, int64_t maxTiles, Pass p) {
 } // namespace
 
 size_t Plan::scratchBytes(Pass p) const {
-  Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, p);
+  Sizes z = sizesOf(shape_, *tables_, maxTiles_, p);
   return (size_t)(z.weights + threads_ * z.perThread) * sizeof(float);
 }
 
-void Plan::correlate(const float *in, int64_t cin, float *out, int64_t cout, const float *U,
+void Plan::correlate(const Correlation &c, const float *in, float *out, const float *U,
                      const float *bias, float *buffers) const {
-  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Forward);
+  const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward);
   const int a = tables_->alpha;
-  const Walk inWalk = walk(cin), outWalk = walk(cout);
-  parallel(shape_.batch * jobsPerImage(), threads_, [&](int64_t thread, int64_t begin, int64_t end) {
+  const int64_t depth = shape_.fold * c.cin;
+  parallel(c.jobs, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *V = buffers + thread * z.perThread, *M = V + z.tiles;
     for (int64_t i = begin; i < end; ++i) {
-      Job j = job(i);
-      isa_->inputTransform(j, in, inWalk, cin, V);
+      Job j = job(i, c);
+      isa_->inputTransform(j, in, c.in, c.cin, V);
       for (int k = 0; k < a; ++k)
-        isa_->gemm(j.tiles, cin, cout, V + k * j.tiles * cin, cin, U + k * cin * cout, cout,
-                   M + k * j.tiles * cout, cout);
-      isa_->outputTransform(j, M, cout, bias, out, outWalk);
+        isa_->gemm(j.tiles, depth, c.cout, V + k * j.tiles * depth, depth, U + k * depth * c.cout,
+                   c.cout, M + k * j.tiles * c.cout, c.cout);
+      isa_->outputTransform(j, M, c.cout, bias, out, c.out);
     }
   });
 }
 
 void Plan::forward(const float *x, const float *w, const float *bias, float *y,
                    void *scratch) const {
-  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Forward);
-  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps;
+  const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward);
+  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps, fold = shape_.fold;
+  const int64_t rowsPerChannel = fold * r, perStage = std::max<int64_t>(1, kStageRows / rowsPerChannel);
   float *U = static_cast<float *>(scratch), *buffers = U + z.weights;
-  // U[k][c][o] = sum_j G[k][j] w[o][c][j], for kStageChannels input channels
-  // at a time: their taps of every output channel, read in runs, staged as
-  // rows [c][j][o], then combined row by row.
+  // U[k][a][c][o] = sum_j G[k][j] w[o][c][a][j], for a few input channels at
+  // a time: their taps of every output channel, read in runs, staged as rows
+  // [c][a][j][o], then combined row by row.
   parallel(cin, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *stage = buffers + thread * z.perThread + 2 * z.tiles;
-    for (int64_t c0 = begin; c0 < end; c0 += kStageChannels) {
-      const int64_t n = std::min(kStageChannels, end - c0);
+    for (int64_t c0 = begin; c0 < end; c0 += perStage) {
+      const int64_t n = std::min(perStage, end - c0);
       for (int64_t o = 0; o < cout; ++o) {
-        const float *from = w + (o * cin + c0) * r;
-        for (int64_t i = 0; i < n * r; ++i)
+        const float *from = w + (o * cin + c0) * rowsPerChannel;
+        for (int64_t i = 0; i < n * rowsPerChannel; ++i)
           stage[i * cout + o] = from[i];
       }
       for (int64_t c = 0; c < n; ++c)
-        for (int k = 0; k < tables_->alpha; ++k)
-          combineRows(U + (k * cin + c0 + c) * cout, stage + c * r * cout, tables_->G + k * r,
-                      (int)r, cout);
+        for (int64_t f = 0; f < fold; ++f)
+          for (int k = 0; k < tables_->alpha; ++k)
+            combineRows(U + ((k * fold + f) * cin + c0 + c) * cout,
+                        stage + (c * fold + f) * r * cout, tables_->G + k * r, (int)r, cout);
     }
   });
-  correlate(x, cin, y, cout, U, bias, buffers);
+  correlate(correlation(Pass::Forward), x, y, U, bias, buffers);
 }
 
 void Plan::backwardData(const float *dy, const float *w, float *dx, void *scratch) const {
-  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Data);
-  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps;
+  const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Data);
+  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps, fold = shape_.fold;
   float *U = static_cast<float *>(scratch), *buffers = U + z.weights;
-  // The window flipped, channels swapped: U[k][o][c] = sum_j G[k][j] w[o][c][r-1-j].
+  // The window flipped, channels swapped:
+  // U[k][a][o][c] = sum_j G[k][j] w[o][c][fold-1-a][r-1-j].
   parallel(cout, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *stage = buffers + thread * z.perThread + 2 * z.tiles;
     for (int64_t o = begin; o < end; ++o) {
       for (int64_t c = 0; c < cin; ++c)
-        for (int64_t j = 0; j < r; ++j)
-          stage[j * cin + c] = w[(o * cin + c) * r + (r - 1 - j)];
-      for (int k = 0; k < tables_->alpha; ++k)
-        combineRows(U + (k * cout + o) * cin, stage, tables_->G + k * r, (int)r, cin);
+        for (int64_t f = 0; f < fold; ++f)
+          for (int64_t j = 0; j < r; ++j)
+            stage[(f * r + j) * cin + c] =
+                w[((o * cin + c) * fold + (fold - 1 - f)) * r + (r - 1 - j)];
+      for (int64_t f = 0; f < fold; ++f)
+        for (int k = 0; k < tables_->alpha; ++k)
+          combineRows(U + ((k * fold + f) * cout + o) * cin, stage + f * r * cin,
+                      tables_->G + k * r, (int)r, cin);
     }
   });
-  correlate(dy, cout, dx, cin, U, nullptr, buffers);
+  correlate(correlation(Pass::Data), dy, dx, U, nullptr, buffers);
 }
 
 void Plan::backwardFilter(const float *x, const float *dy, float *dw, void *scratch) const {
-  const Sizes z = sizesOf(shape_, *tables_, linesPerJob_ * perLine_, Pass::Filter);
-  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps;
+  const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Filter);
+  const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps, fold = shape_.fold;
+  const int64_t depth = fold * cin;
   const int a = tables_->alpha;
   float *buffers = static_cast<float *>(scratch);
   auto accumulator = [&](int64_t thread) {
@@ -295,41 +348,43 @@ void Plan::backwardFilter(const float *x, const float *dy, float *dw, void *scra
   };
   parallel(threads_, threads_, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t)
-      std::memset(accumulator(t), 0, a * cin * cout * sizeof(float));
+      std::memset(accumulator(t), 0, a * depth * cout * sizeof(float));
   });
-  const Walk xWalk = walk(cin), dyWalk = walk(cout);
+  const Correlation c = correlation(Pass::Forward);
   // Each thread's tiles: dU[k] += (BT x)[k]^T (A dy)[k].
-  parallel(shape_.batch * jobsPerImage(), threads_, [&](int64_t thread, int64_t begin, int64_t end) {
+  parallel(c.jobs, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *V = buffers + thread * z.perThread, *E = V + z.tiles, *dU = accumulator(thread);
     for (int64_t i = begin; i < end; ++i) {
-      Job j = job(i);
-      isa_->inputTransform(j, x, xWalk, cin, V);
-      isa_->gradientTransform(j, dy, dyWalk, cout, E);
+      Job j = job(i, c);
+      isa_->inputTransform(j, x, c.in, cin, V);
+      isa_->gradientTransform(j, dy, c.out, cout, E);
       for (int k = 0; k < a; ++k)
-        isa_->gemmTransposedAccumulate(cin, j.tiles, cout, V + k * j.tiles * cin, cin,
-                                       E + k * j.tiles * cout, cout, dU + k * cin * cout, cout);
+        isa_->gemmTransposedAccumulate(depth, j.tiles, cout, V + k * j.tiles * depth, depth,
+                                       E + k * j.tiles * cout, cout, dU + k * depth * cout, cout);
     }
   });
-  // dw[o][c][j] = sum_k G[k][j] (sum over threads of dU[k][c][o]), in thread order.
+  // dw[o][c][f][j] = sum_k G[k][j] (sum over threads of dU[k][f][c][o]), in thread order.
   parallel(cin, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *sum = buffers + thread * z.perThread + 2 * z.tiles, *taps = sum + a * cout;
     float column[kMaxAlpha];
-    for (int64_t c = begin; c < end; ++c) {
-      for (int k = 0; k < a; ++k) {
-        float *s = sum + k * cout;
-        std::memcpy(s, accumulator(0) + (k * cin + c) * cout, cout * sizeof(float));
-        for (int t = 1; t < threads_; ++t)
-          addRow(s, accumulator(t) + (k * cin + c) * cout, cout);
+    for (int64_t ci = begin; ci < end; ++ci)
+      for (int64_t f = 0; f < fold; ++f) {
+        const int64_t row = f * cin + ci;
+        for (int k = 0; k < a; ++k) {
+          float *s = sum + k * cout;
+          std::memcpy(s, accumulator(0) + (k * depth + row) * cout, cout * sizeof(float));
+          for (int t = 1; t < threads_; ++t)
+            addRow(s, accumulator(t) + (k * depth + row) * cout, cout);
+        }
+        for (int64_t j = 0; j < r; ++j) {
+          for (int k = 0; k < a; ++k)
+            column[k] = tables_->G[k * r + j];
+          combineRows(taps + j * cout, sum, column, a, cout);
+        }
+        for (int64_t o = 0; o < cout; ++o)
+          for (int64_t j = 0; j < r; ++j)
+            dw[((o * cin + ci) * fold + f) * r + j] = taps[j * cout + o];
       }
-      for (int64_t j = 0; j < r; ++j) {
-        for (int k = 0; k < a; ++k)
-          column[k] = tables_->G[k * r + j];
-        combineRows(taps + j * cout, sum, column, a, cout);
-      }
-      for (int64_t o = 0; o < cout; ++o)
-        for (int64_t j = 0; j < r; ++j)
-          dw[(o * cin + c) * r + j] = taps[j * cout + o];
-    }
   });
 }
 

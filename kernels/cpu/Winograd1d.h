@@ -1,21 +1,27 @@
-//===- Winograd1d.h - 1-D Winograd convolutions (1xK and Kx1) ---*- C++ -*-===//
+//===- Winograd1d.h - Convolutions by a 1-D Winograd transform --*- C++ -*-===//
 //
-// A convolution whose window is 1 x K or K x 1 (inception_v3's 1x7 and 7x1:
-// 29% of its training step), stride 1, no dilation, one group, "same"
-// padding along its axis (K - 1)/2 on each side and none across, f32 in the
-// channel-blocked layout, computed by Winograd's minimal filtering F(4, K)
-// along the axis: each line is cut into tiles of 4 outputs, each tile's
-// K + 3 inputs are transformed (BT), multiplied channel against channel
-// with the transformed weights (G), one product per point, and transformed
-// back (AT). F(4, 7) does 10 multiplications for 4 outputs where the direct
-// convolution does 28. The products of a block of tiles are register-blocked
-// GEMMs over the channels, the transforms fused around them so the
-// transformed tiles stay in cache (per thread: the block's inputs and
-// products, a few hundred KB).
+// Winograd's minimal filtering F(4, K) along one axis of a convolution whose
+// window is K wide along it (K = 3, 5, 7), stride 1, no dilation, one group,
+// f32 in the channel-blocked layout: each output line is cut into tiles of 4
+// outputs, each tile's K + 3 inputs are transformed (BT), multiplied channel
+// against channel with the transformed weights (G), one product per point,
+// and transformed back (AT). F(4, 7) does 10 multiplications for 4 outputs
+// where the direct convolution does 28; F(4, 3) 6 for 12.
 //
-//  - forward: y = x * w (+ bias);
-//  - data gradient: dx = dy * w', the same computation with w' the window
-//    flipped and the channels' roles swapped;
+// A window that is also F lines high (3x3, 5x5) is F one-line transforms:
+// the tile's F input lines are transformed separately and the products sum
+// over them as over the channels (a GEMM F times deeper), so a 3x3 does 18
+// multiplications for 4 outputs where direct does 36, a 5x5 40 for 100. The
+// 1xK and Kx1 windows (inception_v3's 1x7 and 7x1, 29% of its step) are the
+// case F = 1, along the width or the height.
+//
+// The products of a block of tiles are register-blocked GEMMs over the
+// channels, the transforms fused around them so the transformed tiles stay
+// in cache (per thread: the block's inputs and products).
+//
+//  - forward: y = x * w (+ bias), any padding below the window's size;
+//  - data gradient: dx = dy * w', the same computation with the window
+//    flipped, the channels' roles swapped and the padding mirrored;
 //  - filter gradient: dw = G^T [sum over tiles of (BT x) (A dy)^T], each
 //    thread summing its tiles' products into its own accumulator, summed at
 //    the end (a fixed order: the same bits for the same thread count).
@@ -46,10 +52,14 @@ const IsaKernels *kernelsFor(int block);
 /// One such convolution, as the forward pass sees it.
 struct Shape {
   int64_t batch = 0, cin = 0, cout = 0;
-  int64_t height = 0, width = 0;
-  int taps = 0;        ///< K
-  bool alongW = true;  ///< 1 x K (along the width) or K x 1
-  int block = 0;       ///< channels per block of the layout
+  int64_t height = 0, width = 0;       ///< the input's
+  int64_t outHeight = 0, outWidth = 0; ///< the output's
+  int taps = 0;        ///< K, along the transform's axis
+  int fold = 1;        ///< the window's size across it
+  bool alongW = true;  ///< the axis: the width (kw = K) or the height (kh = K, kw = 1)
+  int64_t pad = 0;       ///< zero positions before the first, along the axis
+  int64_t padAcross = 0; ///< zero lines before the first, across it
+  int block = 0;         ///< channels per block of the layout
 };
 
 /// The shape of a [N,C,H,W] x [O,C,kh,kw] convolution with these strides,
@@ -68,7 +78,7 @@ class Plan {
 public:
   Plan(const Shape &s, int threads);
 
-  /// Scratch bytes a pass takes (64-byte aligned by the caller).
+  /// Scratch bytes a pass takes.
   size_t scratchBytes(Pass p) const;
   /// y = x * w (+ bias, may be null).
   void forward(const float *x, const float *w, const float *bias, float *y, void *scratch) const;
@@ -82,21 +92,29 @@ public:
   const IsaKernels &kernels() const { return *isa_; }
 
 private:
-  /// The jobs of one image: blocks of whole lines.
-  int64_t jobsPerImage() const { return (lines_ + linesPerJob_ - 1) / linesPerJob_; }
-  Job job(int64_t index) const;
-  /// The walk of a tensor of `channels` channels along the axis.
-  Walk walk(int64_t channels) const;
-  /// The forward computation with `cin` channels in and `cout` out, U the
-  /// transformed weights [alpha][cin][cout].
-  void correlate(const float *in, int64_t cin, float *out, int64_t cout, const float *U,
+  /// One correlation (the forward pass's, or the data gradient's): channels
+  /// in and out, the walks of its input and output, its padding, its jobs.
+  struct Correlation {
+    int64_t cin = 0, cout = 0;
+    Walk in, out;
+    int64_t pad = 0, padAcross = 0;
+    int64_t perLine = 0;     ///< tiles per output line
+    int64_t linesPerJob = 1; ///< output lines (of the whole batch) per job
+    int64_t jobs = 0;
+  };
+  Correlation correlation(Pass p) const;
+  /// The walk of a [N, channels, h, w] tensor along the axis.
+  Walk walk(int64_t channels, int64_t h, int64_t w) const;
+  Job job(int64_t index, const Correlation &c) const;
+  /// The correlation `c`, U the transformed weights [alpha][fold * cin][cout].
+  void correlate(const Correlation &c, const float *in, float *out, const float *U,
                  const float *bias, float *buffers) const;
 
   Shape shape_;
   const Tables *tables_;
   const IsaKernels *isa_;
   int threads_;
-  int64_t lines_ = 0, length_ = 0, perLine_ = 0, linesPerJob_ = 1;
+  int64_t maxTiles_ = 0; ///< the most tiles a job of any pass has
 };
 
 } // namespace wino1d

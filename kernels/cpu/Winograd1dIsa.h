@@ -32,20 +32,28 @@ struct Tables {
 
 /// Where position `pos` of line `line` of channel block `block` of image
 /// `image` is in a channel-blocked tensor: the sum of each index times its
-/// stride, in floats.
+/// stride, in floats; `lines` and `length` are the tensor's sizes across and
+/// along the transform's axis.
 struct Walk {
   int64_t image = 0, block = 0, line = 0, pos = 0;
+  int64_t lines = 0, length = 0;
 };
 
-/// A block of tiles: lines [line0, line1) of one image, every tile of each
-/// line; tiles are numbered line by line (tiles = (line1 - line0) * perLine).
+/// A block of tiles: output lines [line0, line1) counted over the whole batch
+/// (image * lines + line), every tile of each; tiles are numbered line by line
+/// (tiles = (line1 - line0) * perLine). Output position q of line p reads input
+/// positions q - pad + i (i < alpha) of input lines p - padAcross + a (a <
+/// fold): a window `fold` lines high is `fold` one-line transforms, the
+/// products summed over them as over the channels.
 struct Job {
   const Tables *tables = nullptr;
-  int64_t image = 0, line0 = 0, line1 = 0;
-  int64_t perLine = 0; ///< tiles per line: ceil(length / m)
+  int64_t line0 = 0, line1 = 0;
+  int64_t lines = 0;   ///< output lines per image
+  int64_t perLine = 0; ///< tiles per line: ceil(output length / m)
   int64_t tiles = 0;
-  int64_t length = 0; ///< positions per line (input and output)
-  int64_t pad = 0;    ///< zero positions before the first (r - 1) / 2
+  int64_t pad = 0;       ///< input positions before the first, along the axis
+  int64_t padAcross = 0; ///< input lines before the first
+  int fold = 1;          ///< the window's size across the axis
 };
 
 /// The vector code for one ISA; matrices are row-major with the leading
@@ -55,7 +63,9 @@ struct Job {
 struct IsaKernels {
   int block; ///< floats per vector: the channel block it takes
   const char *name;
-  /// V[k][t][c] = sum_i BT[k][i] src(tile t, position t.start - pad + i, c).
+  /// V[k][t][a][c] = sum_i BT[k][i] src(line t.line - padAcross + a,
+  /// position t.start - pad + i, c), zero outside the tensor; rows of
+  /// fold * channels.
   void (*inputTransform)(const Job &j, const float *src, const Walk &w, int64_t channels,
                          float *V);
   /// dst(tile t, position t.start + i, c) = bias[c] + sum_k AT[i][k] M[k][t][c],

@@ -135,12 +135,13 @@ void gemmTransposedAccumulate(int64_t rows, int64_t depth, int64_t cols, const f
   blocked<I, Transposed>(rows, depth, cols, a, lda, 1, b, ldb, c, ldc);
 }
 
-/// The tile's first position and its line's address, for each tile of a job.
+/// f(t, image, line, start) for each tile t of a job: its image, output line
+/// and first output position.
 template <typename F> void forEachTile(const Job &j, F &&f) {
   int64_t t = 0;
-  for (int64_t line = j.line0; line < j.line1; ++line)
+  for (int64_t g = j.line0; g < j.line1; ++g)
     for (int64_t tile = 0; tile < j.perLine; ++tile, ++t)
-      f(t, line, tile * j.tables->m);
+      f(t, g / j.lines, g % j.lines, tile * j.tables->m);
 }
 
 // The transforms take the number of points A as a template argument, so their
@@ -150,25 +151,36 @@ template <typename F> void forEachTile(const Job &j, F &&f) {
 template <class I, int A>
 void inputTransformA(const Job &j, const float *src, const Walk &w, int64_t channels, float *V) {
   const float *BT = j.tables->BT;
-  forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
+  const int64_t depth = j.fold * channels;
+  forEachTile(j, [&](int64_t t, int64_t image, int64_t line, int64_t start) {
     // The tile's positions inside the line: all but near the ends.
-    const bool inside = start - j.pad >= 0 && start - j.pad + A <= j.length;
-    for (int64_t cb = 0; cb < channels / I::B; ++cb) {
-      const float *row = src + j.image * w.image + cb * w.block + line * w.line;
-      typename I::V d[A];
-#pragma GCC unroll 12
-      for (int i = 0; i < A; ++i) {
-        int64_t q = start - j.pad + i;
-        d[i] = inside || (q >= 0 && q < j.length) ? I::load(row + q * w.pos) : I::zero();
+    const int64_t first = start - j.pad;
+    const bool inside = first >= 0 && first + A <= w.length;
+    for (int a = 0; a < j.fold; ++a) {
+      const int64_t in = line - j.padAcross + a;
+      float *out = V + t * depth + a * channels;
+      if (in < 0 || in >= w.lines) {
+        for (int k = 0; k < A; ++k)
+          for (int64_t cb = 0; cb < channels / I::B; ++cb)
+            I::store(out + k * j.tiles * depth + cb * I::B, I::zero());
+        continue;
       }
-      float *out = V + t * channels + cb * I::B;
+      for (int64_t cb = 0; cb < channels / I::B; ++cb) {
+        const float *row = src + image * w.image + cb * w.block + in * w.line;
+        typename I::V d[A];
 #pragma GCC unroll 12
-      for (int k = 0; k < A; ++k) {
-        typename I::V acc = I::mul(I::set1(BT[k * A]), d[0]);
+        for (int i = 0; i < A; ++i) {
+          int64_t q = first + i;
+          d[i] = inside || (q >= 0 && q < w.length) ? I::load(row + q * w.pos) : I::zero();
+        }
 #pragma GCC unroll 12
-        for (int i = 1; i < A; ++i)
-          acc = I::fma(I::set1(BT[k * A + i]), d[i], acc);
-        I::store(out + k * j.tiles * channels, acc);
+        for (int k = 0; k < A; ++k) {
+          typename I::V acc = I::mul(I::set1(BT[k * A]), d[0]);
+#pragma GCC unroll 12
+          for (int i = 1; i < A; ++i)
+            acc = I::fma(I::set1(BT[k * A + i]), d[i], acc);
+          I::store(out + k * j.tiles * depth + cb * I::B, acc);
+        }
       }
     }
   });
@@ -179,10 +191,10 @@ void outputTransformA(const Job &j, const float *M, int64_t channels, const floa
                       float *dst, const Walk &w) {
   const float *AT = j.tables->AT;
   const int m = j.tables->m;
-  forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
-    const int outputs = (int)(j.length - start < m ? j.length - start : m);
+  forEachTile(j, [&](int64_t t, int64_t image, int64_t line, int64_t start) {
+    const int outputs = (int)(w.length - start < m ? w.length - start : m);
     for (int64_t cb = 0; cb < channels / I::B; ++cb) {
-      float *row = dst + j.image * w.image + cb * w.block + line * w.line;
+      float *row = dst + image * w.image + cb * w.block + line * w.line;
       const float *in = M + t * channels + cb * I::B;
       typename I::V mk[A];
 #pragma GCC unroll 12
@@ -205,13 +217,13 @@ void gradientTransformA(const Job &j, const float *dy, const Walk &w, int64_t ch
                         float *E) {
   const float *AT = j.tables->AT;
   constexpr int m = 4;
-  forEachTile(j, [&](int64_t t, int64_t line, int64_t start) {
+  forEachTile(j, [&](int64_t t, int64_t image, int64_t line, int64_t start) {
     for (int64_t cb = 0; cb < channels / I::B; ++cb) {
-      const float *row = dy + j.image * w.image + cb * w.block + line * w.line;
+      const float *row = dy + image * w.image + cb * w.block + line * w.line;
       typename I::V g[m];
 #pragma GCC unroll 4
       for (int i = 0; i < m; ++i)
-        g[i] = start + i < j.length ? I::load(row + (start + i) * w.pos) : I::zero();
+        g[i] = start + i < w.length ? I::load(row + (start + i) * w.pos) : I::zero();
       float *out = E + t * channels + cb * I::B;
 #pragma GCC unroll 12
       for (int k = 0; k < A; ++k) {

@@ -5,8 +5,8 @@
 // kernel's primitivesRun(); and Winograd's results against the direct ones on
 // an inception_v3-sized case. Its accuracy against PyTorch is
 // DnnlReference.ConvWinograd's. On a CPU without oneDNN's Winograd (AVX2)
-// every 3x3 computes directly, which the first test checks there; the 1xK
-// and Kx1 windows take our own Winograd (kernels/cpu/Winograd1d.h) on AVX2
+// our own Winograd (kernels/cpu/Winograd1d.h) takes the 3x3s instead, which
+// the first test checks there; it takes the 1xK, Kx1 and 5x5 windows on AVX2
 // and AVX-512 alike.
 //
 //===----------------------------------------------------------------------===//
@@ -73,24 +73,41 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
   auto window3x1 = convNodes(f32({8, 64, 8, 8}), f32({64, 64, 3, 1}), {1, 0, 1, 0});
   auto window1x5 = convNodes(f32({8, 64, 9, 9}), f32({64, 64, 1, 5}), {0, 2, 0, 2});
   auto valid1x7 = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 1, 7}), {0, 0, 0, 0});
+  auto window5x5 = convNodes(f32({8, 48, 35, 35}), f32({64, 48, 5, 5}), {2, 2, 2, 2});
   for (ConvNodes *c : {&resnetBlock, &small7x7, &tiny, &oneChannel, &strided, &window1x7,
-                       &window3x1, &window1x5, &valid1x7})
+                       &window3x1, &window1x5, &valid1x7, &window5x5})
     EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Direct), "ddd");
-  // The 1xK and Kx1 windows: our own F(4, K) on AVX2 and AVX-512 alike; the
-  // 5-tap ones (unmeasured) only when asked; "valid" padding never.
-  if (wino1d::kernelsFor(channelBlock())) {
-    for (ConvNodes *c : {&window1x7, &window3x1}) {
+  // Neither Winograd takes a strided or a one-channel convolution.
+  for (ConvNodes *c : {&oneChannel, &strided}) {
+    EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Auto), "ddd");
+    EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "ddd");
+  }
+  // Our own F(4, K) (kernels/cpu/Winograd1d.h), on AVX2 and AVX-512 alike:
+  // the 1xK and Kx1 windows; the 5-tap ones (unmeasured) only when asked; the
+  // 5x5 windows (oneDNN has no Winograd for them) where they are large enough.
+  const bool ours = wino1d::kernelsFor(channelBlock()) != nullptr;
+  if (ours) {
+    for (ConvNodes *c : {&window1x7, &window3x1, &window5x5}) {
       EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Auto), "www");
       EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "www");
     }
     EXPECT_EQ(algorithmsRun(window1x5, ConvAlgorithm::Auto), "ddd");
     EXPECT_EQ(algorithmsRun(window1x5, ConvAlgorithm::Winograd), "www");
-    EXPECT_EQ(algorithmsRun(valid1x7, ConvAlgorithm::Winograd), "ddd");
+    EXPECT_EQ(algorithmsRun(valid1x7, ConvAlgorithm::Winograd), "www");
   }
   if (!cpuHasWinograd()) {
-    EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Winograd), "ddd");
-    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU: every 3x3 is direct";
+    if (!ours)
+      GTEST_SKIP() << "no Winograd convolution on this CPU: every 3x3 is direct";
+    // Our own takes the 3x3s: under auto those with 10^8 multiply-adds or more
+    // whose transformed weights fit 2 MB (not 512 channels).
+    EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Auto), "www");
+    EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), "ddd");
+    EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Auto), "ddd");
+    for (ConvNodes *c : {&resnetBlock, &small7x7, &tiny})
+      EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "www");
+    return;
   }
+  // oneDNN's F(4x4, 3x3) takes the 3x3s where it has them.
   EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Auto), "www");
   // The filter gradient of a 7x7 output stays direct under auto.
   EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), "wwd");
@@ -98,9 +115,6 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
   // Under 10^8 multiply-adds: direct unless asked.
   EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Auto), "ddd");
   EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Winograd), "www");
-  // Shapes oneDNN's Winograd does not take, even when asked.
-  for (ConvNodes *c : {&oneChannel, &strided})
-    EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "ddd");
 }
 
 // inception_v3's Mixed_5b 3x3 (64 -> 96 channels at 35x35), batch 4: the

@@ -163,19 +163,21 @@ TEST(DnnlReference, Conv) {
   }
 }
 
-// The 1xK / Kx1 cases by our own F(4, K) where asked, conv_1x5 too; on AVX2
-// and AVX-512 alike.
+// The 1xK / Kx1 cases and conv_5x5 by our own F(4, K) where asked, conv_1x5
+// too, on AVX2 and AVX-512 alike: at least those 8 cases' three directions
+// (more where oneDNN has no Winograd and ours takes the 3x3 cases too).
 TEST(DnnlReference, ConvWinograd1d) {
   int ours = checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter},
                          ConvAlgorithm::Winograd, "graphc_wino1d");
   if (!wino1d::kernelsFor(channelBlock()))
     GTEST_SKIP() << "no vector code for the 1-D Winograd on this CPU; the cases ran directly";
-  EXPECT_EQ(ours, 21);
+  EXPECT_GE(ours, 24);
 }
 
 // Every case with Winograd wherever oneDNN has it (f32 3x3 stride-1
 // convolutions on AVX-512: odd sizes, partial tiles, no padding), at the same
-// tolerance. Elsewhere it computes directly and the test says so.
+// tolerance. Elsewhere our own Winograd takes the 3x3 cases where asked
+// (DnnlReference.ConvWinograd1d counts those) and this test says so.
 TEST(DnnlReference, ConvWinograd) {
   int winograd =
       checkFamily({Op::Conv, Op::ConvGradData, Op::ConvGradFilter}, ConvAlgorithm::Winograd);

@@ -3,10 +3,11 @@
 // kernels/cpu/Winograd1d.h on its own: the F(4, r) tables reproduce the
 // correlation exactly (in double), and the three passes on channel-blocked
 // tensors agree with direct loops computed in double, for every ISA this CPU
-// has (an AVX-512 CPU runs the AVX2 code too, on 8-channel blocks), on
+// has (an AVX-512 CPU runs the AVX2 code too, on 8-channel blocks), on 1xK,
+// Kx1 and folded KxK' windows with "same", "valid" and uneven padding,
 // lengths that leave partial tiles, lines shorter than the window, one
-// image, several jobs per image and more threads than jobs. Its agreement
-// with PyTorch is DnnlReference.Conv's (the conv_1x7 / conv_7x1 cases).
+// image, jobs spanning images and more threads than jobs. Its agreement
+// with PyTorch is DnnlReference.Conv's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,9 +73,8 @@ struct Blocked {
 };
 
 struct Case {
-  int64_t n, cin, cout, h, w;
-  int taps;
-  bool alongW;
+  int64_t n, cin, cout, h, w, kh, kw;
+  int64_t pads[4]; ///< begin h, begin w, end h, end w
   int threads;
 };
 
@@ -89,54 +89,53 @@ double normalized(const std::vector<double> &want, const std::vector<float> &got
 }
 
 void checkCase(const Case &c, int block) {
+  const int64_t oh = c.h + c.pads[0] + c.pads[2] - c.kh + 1,
+                ow = c.w + c.pads[1] + c.pads[3] - c.kw + 1;
   SCOPED_TRACE(testing::Message() << "block " << block << ", [" << c.n << "," << c.cin << ","
-                                  << c.h << "," << c.w << "] to " << c.cout << ", "
-                                  << (c.alongW ? "1x" : "") << c.taps << (c.alongW ? "" : "x1")
-                                  << ", " << c.threads << " threads");
-  const int64_t r = c.taps, half = (r - 1) / 2;
-  int64_t x4[4] = {c.n, c.cin, c.h, c.w};
-  int64_t w4[4] = {c.cout, c.cin, c.alongW ? 1 : r, c.alongW ? r : 1};
+                                  << c.h << "," << c.w << "] to " << c.cout << ", " << c.kh
+                                  << "x" << c.kw << " pads " << c.pads[0] << c.pads[1]
+                                  << c.pads[2] << c.pads[3] << ", " << c.threads << " threads");
+  int64_t x4[4] = {c.n, c.cin, c.h, c.w}, w4[4] = {c.cout, c.cin, c.kh, c.kw};
   int64_t ones[2] = {1, 1};
-  int64_t pads[4] = {c.alongW ? 0 : half, c.alongW ? half : 0, c.alongW ? 0 : half,
-                     c.alongW ? half : 0};
-  auto shape = shapeOf(x4, w4, ones, ones, pads, 1, block);
+  auto shape = shapeOf(x4, w4, ones, ones, c.pads, 1, block);
   ASSERT_TRUE(shape.has_value());
   Plan plan(*shape, c.threads);
 
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
-  Blocked x(c.n, c.cin, c.h, c.w, block), dy(c.n, c.cout, c.h, c.w, block);
+  Blocked x(c.n, c.cin, c.h, c.w, block), dy(c.n, c.cout, oh, ow, block);
   for (float &v : x.data)
     v = normal(rng);
   for (float &v : dy.data)
     v = normal(rng);
-  std::vector<float> w(c.cout * c.cin * r), bias(c.cout);
+  std::vector<float> w(c.cout * c.cin * c.kh * c.kw), bias(c.cout);
   for (float &v : w)
     v = normal(rng) * 0.1f;
   for (float &v : bias)
     v = normal(rng);
 
   // Direct loops in double: y, dx, dw.
-  Blocked yRef(c.n, c.cout, c.h, c.w, block), dxRef(c.n, c.cin, c.h, c.w, block);
+  Blocked yRef(c.n, c.cout, oh, ow, block), dxRef(c.n, c.cin, c.h, c.w, block);
   std::vector<double> yWant(yRef.data.size()), dxWant(dxRef.data.size()), dwWant(w.size(), 0);
   auto index = [&](Blocked &t, int64_t n, int64_t ch, int64_t h, int64_t ww) {
     return &t.at(n, ch, h, ww) - t.data.data();
   };
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t o = 0; o < c.cout; ++o)
-      for (int64_t h = 0; h < c.h; ++h)
-        for (int64_t ww = 0; ww < c.w; ++ww) {
+      for (int64_t h = 0; h < oh; ++h)
+        for (int64_t ww = 0; ww < ow; ++ww) {
           double y = bias[o];
           for (int64_t ci = 0; ci < c.cin; ++ci)
-            for (int64_t j = 0; j < r; ++j) {
-              int64_t hh = c.alongW ? h : h + j - half, wi = c.alongW ? ww + j - half : ww;
-              if (hh < 0 || hh >= c.h || wi < 0 || wi >= c.w)
-                continue;
-              double wv = w[(o * c.cin + ci) * r + j];
-              y += wv * x.at(n, ci, hh, wi);
-              dxWant[index(dxRef, n, ci, hh, wi)] += wv * dy.at(n, o, h, ww);
-              dwWant[(o * c.cin + ci) * r + j] += (double)x.at(n, ci, hh, wi) * dy.at(n, o, h, ww);
-            }
+            for (int64_t a = 0; a < c.kh; ++a)
+              for (int64_t b = 0; b < c.kw; ++b) {
+                int64_t hi = h - c.pads[0] + a, wi = ww - c.pads[1] + b;
+                if (hi < 0 || hi >= c.h || wi < 0 || wi >= c.w)
+                  continue;
+                int64_t wk = ((o * c.cin + ci) * c.kh + a) * c.kw + b;
+                y += (double)w[wk] * x.at(n, ci, hi, wi);
+                dxWant[index(dxRef, n, ci, hi, wi)] += (double)w[wk] * dy.at(n, o, h, ww);
+                dwWant[wk] += (double)x.at(n, ci, hi, wi) * dy.at(n, o, h, ww);
+              }
           yWant[index(yRef, n, o, h, ww)] = y;
         }
 
@@ -157,22 +156,27 @@ void checkCase(const Case &c, int block) {
   EXPECT_LT(errors[0], 1e-4) << "forward";
   EXPECT_LT(errors[1], 1e-4) << "data gradient";
   EXPECT_LT(errors[2], 1e-4) << "filter gradient";
-  std::printf("[ wino1d  ] block %2d, %s%d%s, %2lld -> %2lld channels, %lldx%lld: normalized "
+  std::printf("[ wino1d  ] block %2d, %lldx%lld, %2lld -> %2lld channels, %lldx%lld: normalized "
               "error %.1e forward, %.1e data, %.1e filter\n",
-              block, c.alongW ? "1x" : "", c.taps, c.alongW ? "" : "x1", (long long)c.cin,
-              (long long)c.cout, (long long)c.h, (long long)c.w, errors[0], errors[1], errors[2]);
+              block, (long long)c.kh, (long long)c.kw, (long long)c.cin, (long long)c.cout,
+              (long long)c.h, (long long)c.w, errors[0], errors[1], errors[2]);
 }
 
 TEST(Winograd1d, ThreePassesAgreeWithDirectLoops) {
   const Case cases[] = {
-      {2, 16, 32, 5, 17, 7, true, 2},  // inception_v3's 17-long lines: a partial last tile
-      {2, 32, 16, 17, 3, 7, false, 2}, // 7x1 along the height
-      {1, 16, 16, 3, 2, 7, true, 1},   // a line shorter than the window
-      {3, 48, 16, 1, 1, 7, false, 3},  // one position per line, more threads than work
-      {2, 16, 48, 8, 8, 3, true, 2},   // 1x3 on whole tiles
-      {1, 32, 32, 9, 6, 3, false, 2},  // 3x1
-      {2, 16, 16, 4, 11, 5, true, 2},  // 1x5
-      {1, 16, 16, 60, 9, 7, true, 2},  // many lines: several jobs per image
+      {2, 16, 32, 5, 17, 1, 7, {0, 3, 0, 3}, 2},  // inception_v3's 17-long lines: a partial tile
+      {2, 32, 16, 17, 3, 7, 1, {3, 0, 3, 0}, 2},  // 7x1 along the height
+      {1, 16, 16, 3, 2, 1, 7, {0, 3, 0, 3}, 1},   // a line shorter than the window
+      {3, 48, 16, 1, 1, 7, 1, {3, 0, 3, 0}, 3},   // one position per line, more threads than work
+      {2, 16, 48, 8, 8, 1, 3, {0, 1, 0, 1}, 2},   // 1x3 on whole tiles
+      {1, 32, 32, 9, 6, 3, 1, {1, 0, 1, 0}, 2},   // 3x1
+      {2, 16, 16, 4, 11, 1, 5, {0, 2, 0, 2}, 2},  // 1x5
+      {1, 16, 16, 60, 9, 1, 7, {0, 3, 0, 3}, 2},  // many lines: several jobs per image
+      {2, 16, 32, 9, 11, 3, 3, {1, 1, 1, 1}, 2},  // 3x3, "same": three lines folded
+      {2, 32, 16, 10, 9, 3, 3, {0, 0, 0, 0}, 2},  // 3x3, "valid" (inception_v3's stem)
+      {1, 16, 16, 7, 13, 5, 5, {2, 2, 2, 2}, 2},  // 5x5
+      {2, 16, 16, 6, 7, 3, 5, {0, 1, 2, 3}, 2},   // 3x5, uneven padding
+      {3, 16, 16, 2, 3, 3, 3, {1, 1, 1, 1}, 2},   // jobs spanning images
   };
   int ran = 0;
   for (int block : {8, 16}) {
@@ -191,19 +195,28 @@ TEST(Winograd1d, ShapesItDoesNotTake) {
   if (!block)
     GTEST_SKIP() << "no vector code for this CPU";
   int64_t x[4] = {2, 32, 17, 17}, ones[2] = {1, 1}, twos[2] = {2, 2};
-  int64_t w17[4] = {32, 32, 1, 7}, w33[4] = {32, 32, 3, 3}, w19[4] = {32, 32, 1, 9};
-  int64_t same[4] = {0, 3, 0, 3}, valid[4] = {0, 0, 0, 0}, lopsided[4] = {0, 3, 0, 2};
+  int64_t w17[4] = {32, 32, 1, 7}, w33[4] = {32, 32, 3, 3}, w19[4] = {32, 32, 1, 9},
+          w11[4] = {32, 32, 1, 1}, w91[4] = {32, 32, 9, 1}, w37[4] = {32, 32, 3, 7};
+  int64_t same[4] = {0, 3, 0, 3}, valid[4] = {0, 0, 0, 0}, lopsided[4] = {0, 3, 0, 2},
+          wide[4] = {0, 7, 0, 7}, tall[4] = {3, 3, 0, 3};
   EXPECT_TRUE(shapeOf(x, w17, ones, ones, same, 1, block).has_value());
+  EXPECT_TRUE(shapeOf(x, w17, ones, ones, valid, 1, block).has_value()) << "no padding";
+  EXPECT_TRUE(shapeOf(x, w17, ones, ones, lopsided, 1, block).has_value()) << "uneven padding";
+  EXPECT_TRUE(shapeOf(x, w33, ones, ones, valid, 1, block).has_value()) << "a 3x3 window";
+  EXPECT_TRUE(shapeOf(x, w37, ones, ones, valid, 1, block).has_value()) << "3x7";
   EXPECT_FALSE(shapeOf(x, w17, twos, ones, same, 1, block)) << "stride 2";
   EXPECT_FALSE(shapeOf(x, w17, ones, twos, same, 1, block)) << "dilation 2";
-  EXPECT_FALSE(shapeOf(x, w17, ones, ones, valid, 1, block)) << "no padding";
-  EXPECT_FALSE(shapeOf(x, w17, ones, ones, lopsided, 1, block)) << "uneven padding";
+  EXPECT_FALSE(shapeOf(x, w17, ones, ones, wide, 1, block)) << "padding as wide as the window";
+  EXPECT_FALSE(shapeOf(x, w17, ones, ones, tall, 1, block)) << "padding across a 1-line window";
   EXPECT_FALSE(shapeOf(x, w17, ones, ones, same, 2, block)) << "groups";
-  EXPECT_FALSE(shapeOf(x, w33, ones, ones, same, 1, block)) << "a 3x3 window";
-  EXPECT_FALSE(shapeOf(x, w19, ones, ones, same, 1, block)) << "9 taps";
+  EXPECT_FALSE(shapeOf(x, w19, ones, ones, valid, 1, block)) << "9 taps";
+  EXPECT_FALSE(shapeOf(x, w91, ones, ones, valid, 1, block)) << "9x1";
+  EXPECT_FALSE(shapeOf(x, w11, ones, ones, valid, 1, block)) << "1x1";
   int64_t x12[4] = {2, 12, 17, 17}, w12[4] = {32, 12, 1, 7};
   EXPECT_FALSE(shapeOf(x12, w12, ones, ones, same, 1, block)) << "a partial channel block";
   EXPECT_FALSE(shapeOf(x, w17, ones, ones, same, 1, 4)) << "no vector code for 4-float blocks";
+  int64_t x3[4] = {2, 32, 17, 3};
+  EXPECT_FALSE(shapeOf(x3, w17, ones, ones, valid, 1, block)) << "no output";
 }
 
 } // namespace

@@ -202,6 +202,9 @@ conv_case("conv_1x7_short", randn(1, 16, 4, 3), randn(16, 16, 1, 7), randn(16), 
 conv_case("conv_3x1_8x8", randn(2, 32, 8, 8), randn(16, 32, 3, 1), pads=(1, 0, 1, 0))
 conv_case("conv_1x3_8x8", randn(2, 16, 8, 8), randn(32, 16, 1, 3), pads=(0, 1, 0, 1))
 conv_case("conv_1x5", randn(2, 16, 6, 11), randn(16, 16, 1, 5), pads=(0, 2, 0, 2))
+# Square windows folded into it: 5x5 (oneDNN has no Winograd for it), uneven padding.
+conv_case("conv_5x5", randn(2, 16, 9, 10), randn(16, 16, 5, 5), randn(16), pads=(2, 2, 2, 2))
+conv_case("conv_3x5_uneven", randn(2, 16, 7, 9), randn(32, 16, 3, 5), pads=(0, 1, 2, 3))
 
 # Pooling: ceil_mode, pads (symmetric and not), dilation, both count_include_pad.
 pool_case("maxpool_3x3s2", "max", distinct(2, 3, 9, 9), (3, 3), (2, 2))
