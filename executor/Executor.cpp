@@ -13,6 +13,7 @@
 #include "ir/DeviceId.h"
 #include "ir/Initializers.h"
 #include "ir/MemoryLimit.h"
+#include "kernels/cpu/ConvWinograd1d.h"
 #include "kernels/cpu/CpuBackend.h"
 
 #include <set>
@@ -562,7 +563,7 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::create(const Module &m, Exec
   // fit: a second binding differs only in computing every convolution
   // directly, so where it fits, that was the reason.
   bool mayRetry = opts.convAlgorithm == ConvAlgorithm::Auto && memoryLimit() > 0 &&
-                  cpuHasWinograd();
+                  (cpuHasWinograd() || winograd1dAvailable());
   ExecutorOptions direct = mayRetry ? opts : ExecutorOptions();
   auto impl = std::make_unique<Impl>();
   impl->module = &m;

@@ -373,31 +373,9 @@ private:
   dnnl::convolution_backward_weights prim_;
 };
 
-/// Whether oneDNN implements Winograd on this CPU (AVX-512 only in 2.6):
-/// asked once, with a convolution it takes where it has one.
-bool libraryHasWinograd() {
-  static const bool has = [] {
-    DnnlConvGeometry g;
-    g.x = {1, 16, 8, 8};
-    g.w = {16, 16, 3, 3};
-    g.y = {1, 16, 8, 8};
-    g.strides = {1, 1};
-    g.dilates = {0, 0};
-    g.padL = g.padR = {1, 1};
-    try {
-      forwardPd(g, false, dnnl::primitive_attr(), false, dnnl::algorithm::convolution_winograd,
-                g.any(g.x), g.any(g.y));
-      return true;
-    } catch (const dnnl::error &) {
-      return false;
-    }
-  }();
-  return has;
-}
-
 /// Whether oneDNN's Winograd would compute node `n` under `choice`.
 bool libraryWinogradTakes(const Node &n, ConvAlgorithm choice) {
-  if (choice == ConvAlgorithm::Direct || !libraryHasWinograd())
+  if (choice == ConvAlgorithm::Direct || !cpuHasWinograd())
     return false;
   auto g = readGeometry(n, DType::F32);
   if (!g) {

@@ -118,6 +118,10 @@ private:
 
 } // namespace
 
+bool winograd1dAvailable() {
+  return wino1d::kernelsFor(channelBlock()) != nullptr;
+}
+
 bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd) {
   if (choice == ConvAlgorithm::Direct || libraryWinograd)
     return false;

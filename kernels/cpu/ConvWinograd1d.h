@@ -25,6 +25,10 @@ namespace graphc {
 /// most 2 MB.
 bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd);
 
+/// Whether this CPU has the vector code for it (AVX2 with FMA, or AVX-512, in
+/// the channel block oneDNN computes in here).
+bool winograd1dAvailable();
+
 /// The kernel for a node winograd1dTakes() accepted.
 llvm::Expected<std::unique_ptr<Kernel>> makeWinograd1dKernel(const Node &n, const KernelEnv &env);
 
