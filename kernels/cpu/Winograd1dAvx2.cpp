@@ -18,16 +18,7 @@ namespace wino1d {
 namespace {
 
 /// 8 floats; 6 x 2 accumulators of 16 registers.
-struct Avx2 {
-  using V = __m256;
-  static constexpr int B = 8, R = 6, NV = 2;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V load(const float *p) { return _mm256_loadu_ps(p); }
-  static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
-  static V set1(float x) { return _mm256_set1_ps(x); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-};
+GRAPHC_WINO_VECTOR(Avx2, __m256, _mm256, 8, 6, 2);
 
 } // namespace
 

@@ -17,16 +17,7 @@ namespace wino1d {
 namespace {
 
 /// 16 floats; 6 x 4 accumulators of 32 registers.
-struct Avx512 {
-  using V = __m512;
-  static constexpr int B = 16, R = 6, NV = 4;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const float *p) { return _mm512_loadu_ps(p); }
-  static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
-  static V set1(float x) { return _mm512_set1_ps(x); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-};
+GRAPHC_WINO_VECTOR(Avx512, __m512, _mm512, 16, 6, 4);
 
 } // namespace
 

@@ -19,7 +19,9 @@ namespace graphc {
 namespace wino1d {
 namespace {
 
-template <class I, int R, int NV>
+/// One R x NV-vector block of C = A B (Accumulate false: A is rows x depth)
+/// or C += A^T B (Accumulate true: A is depth x rows).
+template <class I, int R, int NV, bool Accumulate>
 void gemmBlock(int64_t depth, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
                int64_t ldc) {
   typename I::V acc[R][NV];
@@ -27,7 +29,7 @@ void gemmBlock(int64_t depth, const float *a, int64_t lda, const float *b, int64
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
-      acc[r][v] = I::zero();
+      acc[r][v] = Accumulate ? I::load(c + r * ldc + v * I::B) : I::zero();
   for (int64_t k = 0; k < depth; ++k) {
     typename I::V bv[NV];
 #pragma GCC unroll 4
@@ -35,36 +37,7 @@ void gemmBlock(int64_t depth, const float *a, int64_t lda, const float *b, int64
       bv[v] = I::load(b + k * ldb + v * I::B);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      typename I::V av = I::set1(a[r * lda + k]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        acc[r][v] = I::fma(av, bv[v], acc[r][v]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      I::store(c + r * ldc + v * I::B, acc[r][v]);
-}
-
-template <class I, int R, int NV>
-void gemmTransposedBlock(int64_t depth, const float *a, int64_t lda, const float *b, int64_t ldb,
-                         float *c, int64_t ldc) {
-  typename I::V acc[R][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      acc[r][v] = I::load(c + r * ldc + v * I::B);
-  for (int64_t k = 0; k < depth; ++k) {
-    typename I::V bv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      bv[v] = I::load(b + k * ldb + v * I::B);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      typename I::V av = I::set1(a[k * lda + r]);
+      typename I::V av = I::set1(Accumulate ? a[k * lda + r] : a[r * lda + k]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
         acc[r][v] = I::fma(av, bv[v], acc[r][v]);
@@ -80,11 +53,11 @@ void gemmTransposedBlock(int64_t depth, const float *a, int64_t lda, const float
 using BlockFn = void (*)(int64_t, const float *, int64_t, const float *, int64_t, float *,
                          int64_t);
 
-/// The block functions of `Block` for every rows <= I::R and vectors <= I::NV.
-template <class I, template <class, int, int> class Block> struct BlockTable {
+/// The block functions for every rows <= I::R and vectors <= I::NV.
+template <class I, bool Accumulate> struct BlockTable {
   BlockFn fn[I::R + 1][I::NV + 1] = {};
   template <int R, int NV> void fill() {
-    fn[R][NV] = &Block<I, R, NV>::run;
+    fn[R][NV] = &gemmBlock<I, R, NV, Accumulate>;
     if constexpr (NV > 1)
       fill<R, NV - 1>();
     else if constexpr (R > 1)
@@ -93,25 +66,12 @@ template <class I, template <class, int, int> class Block> struct BlockTable {
   BlockTable() { fill<I::R, I::NV>(); }
 };
 
-template <class I, int R, int NV> struct Plain {
-  static void run(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                  int64_t ldc) {
-    gemmBlock<I, R, NV>(d, a, lda, b, ldb, c, ldc);
-  }
-};
-template <class I, int R, int NV> struct Transposed {
-  static void run(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                  int64_t ldc) {
-    gemmTransposedBlock<I, R, NV>(d, a, lda, b, ldb, c, ldc);
-  }
-};
-
 /// Covers rows x cols with blocks; `rowStep` is how far one row moves A
 /// (lda for C = A B, 1 for C += A^T B).
-template <class I, template <class, int, int> class Block>
+template <class I, bool Accumulate>
 void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t lda,
              int64_t rowStep, const float *b, int64_t ldb, float *c, int64_t ldc) {
-  static const BlockTable<I, Block> table;
+  static const BlockTable<I, Accumulate> table;
   const int64_t vectors = cols / I::B;
   for (int64_t v0 = 0; v0 < vectors; v0 += I::NV) {
     int nv = (int)(vectors - v0 < I::NV ? vectors - v0 : I::NV);
@@ -126,13 +86,13 @@ void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t 
 template <class I>
 void gemm(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t lda, const float *b,
           int64_t ldb, float *c, int64_t ldc) {
-  blocked<I, Plain>(rows, depth, cols, a, lda, lda, b, ldb, c, ldc);
+  blocked<I, false>(rows, depth, cols, a, lda, lda, b, ldb, c, ldc);
 }
 
 template <class I>
 void gemmTransposedAccumulate(int64_t rows, int64_t depth, int64_t cols, const float *a,
                               int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
-  blocked<I, Transposed>(rows, depth, cols, a, lda, 1, b, ldb, c, ldc);
+  blocked<I, true>(rows, depth, cols, a, lda, 1, b, ldb, c, ldc);
 }
 
 /// f(t, image, line, start) for each tile t of a job: its image, output line
@@ -285,6 +245,21 @@ void gradientTransform(const Job &j, const float *dy, const Walk &w, int64_t cha
 }
 
 /// The IsaKernels of vector type I.
+/// A vector type's traits I: Floats floats per vector, Rows x Vectors
+/// accumulators per product block, the intrinsics of prefix Prefix
+/// (_mm512, _mm256).
+#define GRAPHC_WINO_VECTOR(Name, Vec, Prefix, Floats, Rows, Vectors)                               \
+  struct Name {                                                                                    \
+    using V = Vec;                                                                                 \
+    static constexpr int B = Floats, R = Rows, NV = Vectors;                                       \
+    static V zero() { return Prefix##_setzero_ps(); }                                              \
+    static V load(const float *p) { return Prefix##_loadu_ps(p); }                                 \
+    static void store(float *p, V v) { Prefix##_storeu_ps(p, v); }                                 \
+    static V set1(float x) { return Prefix##_set1_ps(x); }                                         \
+    static V mul(V a, V b) { return Prefix##_mul_ps(a, b); }                                       \
+    static V fma(V a, V b, V c) { return Prefix##_fmadd_ps(a, b, c); }                             \
+  }
+
 template <class I> IsaKernels kernelsOf(const char *name) {
   return IsaKernels{I::B,           name,     &inputTransform<I>,
                     &outputTransform<I>, &gradientTransform<I>, &gemm<I>,
