@@ -22,7 +22,7 @@ namespace graphc {
 /// activation or addend, AVX2 or AVX-512); under auto those measured faster
 /// than direct (docs/cpu-kernels.md): 1x3, 1x7, 3x1, 7x1, and 3x3 and 5x5
 /// windows of at least 10^8 multiply-adds whose transformed weights take at
-/// most 2 MB.
+/// most 6 MB.
 bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd);
 
 /// Whether this CPU has the vector code for it (AVX2 with FMA, or AVX-512, in

@@ -144,8 +144,8 @@ const IsaKernels *kernelsFor(int block) {
 std::optional<Shape> shapeOf(const int64_t x[4], const int64_t w[4], const int64_t strides[2],
                              const int64_t dilations[2], const int64_t pads[4], int64_t group,
                              int block) {
-  if (group != 1 || strides[0] != 1 || strides[1] != 1 || dilations[0] != 1 ||
-      dilations[1] != 1 || w[1] != x[1] || block <= 0 || !kernelsFor(block))
+  if (group != 1 || strides[0] != 1 || strides[1] != 1 || dilations[0] != 1 || dilations[1] != 1 ||
+      w[1] != x[1] || block <= 0 || !kernelsFor(block))
     return std::nullopt;
   Shape s;
   // Along the width where the window is 3, 5 or 7 wide (and any height up to
@@ -251,8 +251,7 @@ struct Sizes {
   int64_t weights, tiles, stage, accumulator, perThread;
 };
 Sizes sizesOf(const Shape &s, const Tables &t, int64_t maxTiles, Pass p) {
-  const int64_t channels = std::max(s.cin, s.cout),
-                product = t.alpha * s.fold * s.cin * s.cout;
+  const int64_t channels = std::max(s.cin, s.cout), product = t.alpha * s.fold * s.cin * s.cout;
   Sizes z;
   z.weights = p == Pass::Filter ? 0 : lines64(product);
   z.tiles = lines64(t.alpha * maxTiles * s.fold * channels);
@@ -290,7 +289,8 @@ void Plan::forward(const float *x, const float *w, const float *bias, float *y,
                    void *scratch) const {
   const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward);
   const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps, fold = shape_.fold;
-  const int64_t rowsPerChannel = fold * r, perStage = std::max<int64_t>(1, kStageRows / rowsPerChannel);
+  const int64_t rowsPerChannel = fold * r,
+                perStage = std::max<int64_t>(1, kStageRows / rowsPerChannel);
   float *U = static_cast<float *>(scratch), *buffers = U + z.weights;
   // U[k][a][c][o] = sum_j G[k][j] w[o][c][a][j], for a few input channels at
   // a time: their taps of every output channel, read in runs, staged as rows

@@ -54,9 +54,9 @@ struct Shape {
   int64_t batch = 0, cin = 0, cout = 0;
   int64_t height = 0, width = 0;       ///< the input's
   int64_t outHeight = 0, outWidth = 0; ///< the output's
-  int taps = 0;        ///< K, along the transform's axis
-  int fold = 1;        ///< the window's size across it
-  bool alongW = true;  ///< the axis: the width (kw = K) or the height (kh = K, kw = 1)
+  int taps = 0;                        ///< K, along the transform's axis
+  int fold = 1;                        ///< the window's size across it
+  bool alongW = true;    ///< the axis: the width (kw = K) or the height (kh = K, kw = 1)
   int64_t pad = 0;       ///< zero positions before the first, along the axis
   int64_t padAcross = 0; ///< zero lines before the first, across it
   int block = 0;         ///< channels per block of the layout

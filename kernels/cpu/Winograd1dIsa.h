@@ -66,8 +66,7 @@ struct IsaKernels {
   /// V[k][t][a][c] = sum_i BT[k][i] src(line t.line - padAcross + a,
   /// position t.start - pad + i, c), zero outside the tensor; rows of
   /// fold * channels.
-  void (*inputTransform)(const Job &j, const float *src, const Walk &w, int64_t channels,
-                         float *V);
+  void (*inputTransform)(const Job &j, const float *src, const Walk &w, int64_t channels, float *V);
   /// dst(tile t, position t.start + i, c) = bias[c] + sum_k AT[i][k] M[k][t][c],
   /// positions past the line's end left alone; bias may be null.
   void (*outputTransform)(const Job &j, const float *M, int64_t channels, const float *bias,
@@ -81,8 +80,7 @@ struct IsaKernels {
                const float *B, int64_t ldb, float *C, int64_t ldc);
   /// C += A^T B: A depth x rows (lda), B depth x cols (ldb), C rows x cols (ldc).
   void (*gemmTransposedAccumulate)(int64_t rows, int64_t depth, int64_t cols, const float *A,
-                                   int64_t lda, const float *B, int64_t ldb, float *C,
-                                   int64_t ldc);
+                                   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 };
 
 /// The AVX-512 (16 floats) and AVX2 + FMA (8 floats) kernels.

@@ -50,8 +50,7 @@ void gemmBlock(int64_t depth, const float *a, int64_t lda, const float *b, int64
       I::store(c + r * ldc + v * I::B, acc[r][v]);
 }
 
-using BlockFn = void (*)(int64_t, const float *, int64_t, const float *, int64_t, float *,
-                         int64_t);
+using BlockFn = void (*)(int64_t, const float *, int64_t, const float *, int64_t, float *, int64_t);
 
 /// The block functions for every rows <= I::R and vectors <= I::NV.
 template <class I, bool Accumulate> struct BlockTable {
@@ -77,8 +76,8 @@ void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t 
     int nv = (int)(vectors - v0 < I::NV ? vectors - v0 : I::NV);
     for (int64_t r0 = 0; r0 < rows; r0 += I::R) {
       int nr = (int)(rows - r0 < I::R ? rows - r0 : I::R);
-      table.fn[nr][nv](depth, a + r0 * rowStep, lda, b + v0 * I::B, ldb,
-                       c + r0 * ldc + v0 * I::B, ldc);
+      table.fn[nr][nv](depth, a + r0 * rowStep, lda, b + v0 * I::B, ldb, c + r0 * ldc + v0 * I::B,
+                       ldc);
     }
   }
 }
@@ -147,8 +146,8 @@ void inputTransformA(const Job &j, const float *src, const Walk &w, int64_t chan
 }
 
 template <class I, int A>
-void outputTransformA(const Job &j, const float *M, int64_t channels, const float *bias,
-                      float *dst, const Walk &w) {
+void outputTransformA(const Job &j, const float *M, int64_t channels, const float *bias, float *dst,
+                      const Walk &w) {
   const float *AT = j.tables->AT;
   const int m = j.tables->m;
   forEachTile(j, [&](int64_t t, int64_t image, int64_t line, int64_t start) {
@@ -173,8 +172,7 @@ void outputTransformA(const Job &j, const float *M, int64_t channels, const floa
 }
 
 template <class I, int A>
-void gradientTransformA(const Job &j, const float *dy, const Walk &w, int64_t channels,
-                        float *E) {
+void gradientTransformA(const Job &j, const float *dy, const Walk &w, int64_t channels, float *E) {
   const float *AT = j.tables->AT;
   constexpr int m = 4;
   forEachTile(j, [&](int64_t t, int64_t image, int64_t line, int64_t start) {
@@ -234,8 +232,8 @@ void inputTransform(const Job &j, const float *src, const Walk &w, int64_t chann
 }
 
 template <class I>
-void outputTransform(const Job &j, const float *M, int64_t channels, const float *bias,
-                     float *dst, const Walk &w) {
+void outputTransform(const Job &j, const float *M, int64_t channels, const float *bias, float *dst,
+                     const Walk &w) {
   byPoints<Transforms<I>::template Out>(j, M, channels, bias, dst, &w);
 }
 
@@ -261,8 +259,12 @@ void gradientTransform(const Job &j, const float *dy, const Walk &w, int64_t cha
   }
 
 template <class I> IsaKernels kernelsOf(const char *name) {
-  return IsaKernels{I::B,           name,     &inputTransform<I>,
-                    &outputTransform<I>, &gradientTransform<I>, &gemm<I>,
+  return IsaKernels{I::B,
+                    name,
+                    &inputTransform<I>,
+                    &outputTransform<I>,
+                    &gradientTransform<I>,
+                    &gemm<I>,
                     &gemmTransposedAccumulate<I>};
 }
 

@@ -99,7 +99,7 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
     if (!ours)
       GTEST_SKIP() << "no Winograd convolution on this CPU: every 3x3 is direct";
     // Our own takes the 3x3s: under auto those with 10^8 multiply-adds or more
-    // whose transformed weights fit 2 MB (not 512 channels).
+    // whose transformed weights fit 6 MB (not 512 channels).
     EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Auto), "www");
     EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), "ddd");
     EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Auto), "ddd");

@@ -91,10 +91,10 @@ double normalized(const std::vector<double> &want, const std::vector<float> &got
 void checkCase(const Case &c, int block) {
   const int64_t oh = c.h + c.pads[0] + c.pads[2] - c.kh + 1,
                 ow = c.w + c.pads[1] + c.pads[3] - c.kw + 1;
-  SCOPED_TRACE(testing::Message() << "block " << block << ", [" << c.n << "," << c.cin << ","
-                                  << c.h << "," << c.w << "] to " << c.cout << ", " << c.kh
-                                  << "x" << c.kw << " pads " << c.pads[0] << c.pads[1]
-                                  << c.pads[2] << c.pads[3] << ", " << c.threads << " threads");
+  SCOPED_TRACE(testing::Message() << "block " << block << ", [" << c.n << "," << c.cin << "," << c.h
+                                  << "," << c.w << "] to " << c.cout << ", " << c.kh << "x" << c.kw
+                                  << " pads " << c.pads[0] << c.pads[1] << c.pads[2] << c.pads[3]
+                                  << ", " << c.threads << " threads");
   int64_t x4[4] = {c.n, c.cin, c.h, c.w}, w4[4] = {c.cout, c.cin, c.kh, c.kw};
   int64_t ones[2] = {1, 1};
   auto shape = shapeOf(x4, w4, ones, ones, c.pads, 1, block);
@@ -164,19 +164,19 @@ void checkCase(const Case &c, int block) {
 
 TEST(Winograd1d, ThreePassesAgreeWithDirectLoops) {
   const Case cases[] = {
-      {2, 16, 32, 5, 17, 1, 7, {0, 3, 0, 3}, 2},  // inception_v3's 17-long lines: a partial tile
-      {2, 32, 16, 17, 3, 7, 1, {3, 0, 3, 0}, 2},  // 7x1 along the height
-      {1, 16, 16, 3, 2, 1, 7, {0, 3, 0, 3}, 1},   // a line shorter than the window
-      {3, 48, 16, 1, 1, 7, 1, {3, 0, 3, 0}, 3},   // one position per line, more threads than work
-      {2, 16, 48, 8, 8, 1, 3, {0, 1, 0, 1}, 2},   // 1x3 on whole tiles
-      {1, 32, 32, 9, 6, 3, 1, {1, 0, 1, 0}, 2},   // 3x1
-      {2, 16, 16, 4, 11, 1, 5, {0, 2, 0, 2}, 2},  // 1x5
-      {1, 16, 16, 60, 9, 1, 7, {0, 3, 0, 3}, 2},  // many lines: several jobs per image
-      {2, 16, 32, 9, 11, 3, 3, {1, 1, 1, 1}, 2},  // 3x3, "same": three lines folded
-      {2, 32, 16, 10, 9, 3, 3, {0, 0, 0, 0}, 2},  // 3x3, "valid" (inception_v3's stem)
-      {1, 16, 16, 7, 13, 5, 5, {2, 2, 2, 2}, 2},  // 5x5
-      {2, 16, 16, 6, 7, 3, 5, {0, 1, 2, 3}, 2},   // 3x5, uneven padding
-      {3, 16, 16, 2, 3, 3, 3, {1, 1, 1, 1}, 2},   // jobs spanning images
+      {2, 16, 32, 5, 17, 1, 7, {0, 3, 0, 3}, 2}, // inception_v3's 17-long lines: a partial tile
+      {2, 32, 16, 17, 3, 7, 1, {3, 0, 3, 0}, 2}, // 7x1 along the height
+      {1, 16, 16, 3, 2, 1, 7, {0, 3, 0, 3}, 1},  // a line shorter than the window
+      {3, 48, 16, 1, 1, 7, 1, {3, 0, 3, 0}, 3},  // one position per line, more threads than work
+      {2, 16, 48, 8, 8, 1, 3, {0, 1, 0, 1}, 2},  // 1x3 on whole tiles
+      {1, 32, 32, 9, 6, 3, 1, {1, 0, 1, 0}, 2},  // 3x1
+      {2, 16, 16, 4, 11, 1, 5, {0, 2, 0, 2}, 2}, // 1x5
+      {1, 16, 16, 60, 9, 1, 7, {0, 3, 0, 3}, 2}, // many lines: several jobs per image
+      {2, 16, 32, 9, 11, 3, 3, {1, 1, 1, 1}, 2}, // 3x3, "same": three lines folded
+      {2, 32, 16, 10, 9, 3, 3, {0, 0, 0, 0}, 2}, // 3x3, "valid" (inception_v3's stem)
+      {1, 16, 16, 7, 13, 5, 5, {2, 2, 2, 2}, 2}, // 5x5
+      {2, 16, 16, 6, 7, 3, 5, {0, 1, 2, 3}, 2},  // 3x5, uneven padding
+      {3, 16, 16, 2, 3, 3, 3, {1, 1, 1, 1}, 2},  // jobs spanning images
   };
   int ran = 0;
   for (int block : {8, 16}) {
