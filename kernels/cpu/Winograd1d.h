@@ -110,10 +110,18 @@ private:
   void correlate(const Correlation &c, const float *in, float *out, const float *U,
                  const float *bias, float *buffers) const;
 
+  /// The wide schedule's phases: the transforms split by lines, the
+  /// products by output columns (or rows of dU), one job of every tile.
+  void correlateWide(const Correlation &c, const float *in, float *out, const float *U,
+                     const float *bias, float *buffers) const;
+
   Shape shape_;
   const Tables *tables_;
   const IsaKernels *isa_;
   int threads_;
+  /// Large transformed weights: one job of all tiles, so that they stream
+  /// once per run instead of once per job (and one filter accumulator).
+  bool wide_ = false;
   int64_t maxTiles_ = 0; ///< the most tiles a job of any pass has
 };
 

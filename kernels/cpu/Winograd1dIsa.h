@@ -41,16 +41,17 @@ struct Walk {
 
 /// A block of tiles: output lines [line0, line1) counted over the whole batch
 /// (image * lines + line), every tile of each; tiles are numbered line by line
-/// (tiles = (line1 - line0) * perLine). Output position q of line p reads input
+/// from `first` in buffers of `tiles` rows per point. Output position q of line p reads input
 /// positions q - pad + i (i < alpha) of input lines p - padAcross + a (a <
 /// fold): a window `fold` lines high is `fold` one-line transforms, the
 /// products summed over them as over the channels.
 struct Job {
   const Tables *tables = nullptr;
   int64_t line0 = 0, line1 = 0;
-  int64_t lines = 0;   ///< output lines per image
-  int64_t perLine = 0; ///< tiles per line: ceil(output length / m)
-  int64_t tiles = 0;
+  int64_t lines = 0;     ///< output lines per image
+  int64_t perLine = 0;   ///< tiles per line: ceil(output length / m)
+  int64_t tiles = 0;     ///< rows of the tile buffers (a point's stride)
+  int64_t first = 0;     ///< the buffers' row of line0's first tile
   int64_t pad = 0;       ///< input positions before the first, along the axis
   int64_t padAcross = 0; ///< input lines before the first
   int fold = 1;          ///< the window's size across the axis

@@ -97,7 +97,7 @@ void gemmTransposedAccumulate(int64_t rows, int64_t depth, int64_t cols, const f
 /// f(t, image, line, start) for each tile t of a job: its image, output line
 /// and first output position.
 template <typename F> void forEachTile(const Job &j, F &&f) {
-  int64_t t = 0;
+  int64_t t = j.first;
   for (int64_t g = j.line0; g < j.line1; ++g)
     for (int64_t tile = 0; tile < j.perLine; ++tile, ++t)
       f(t, g / j.lines, g % j.lines, tile * j.tables->m);

@@ -6,7 +6,7 @@
 // has (an AVX-512 CPU runs the AVX2 code too, on 8-channel blocks), on 1xK,
 // Kx1 and folded KxK' windows with "same", "valid" and uneven padding,
 // lengths that leave partial tiles, lines shorter than the window, one
-// image, jobs spanning images and more threads than jobs. Its agreement
+// image, jobs spanning images, more threads than jobs and the wide schedule. Its agreement
 // with PyTorch is DnnlReference.Conv's.
 //
 //===----------------------------------------------------------------------===//
@@ -177,6 +177,10 @@ TEST(Winograd1d, ThreePassesAgreeWithDirectLoops) {
       {1, 16, 16, 7, 13, 5, 5, {2, 2, 2, 2}, 2}, // 5x5
       {2, 16, 16, 6, 7, 3, 5, {0, 1, 2, 3}, 2},  // 3x5, uneven padding
       {3, 16, 16, 2, 3, 3, 3, {1, 1, 1, 1}, 2},  // jobs spanning images
+      // Over 6 MB of transformed weights: the wide schedule (one job of every
+      // tile, products split by columns, one filter accumulator).
+      {2, 512, 512, 3, 3, 3, 3, {1, 1, 1, 1}, 2},
+      {2, 448, 448, 2, 9, 1, 7, {0, 3, 0, 3}, 3},
   };
   int ran = 0;
   for (int block : {8, 16}) {
