@@ -129,6 +129,7 @@ run_env() {
     echo "bundle: $here ($(cat "$here/VERSION" 2>/dev/null))"
     echo "date: $(date -u)"
     echo "host: $(uname -a)"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) threads;$(grep -m1 -o -w -E 'avx512f|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/^/ /')"
     echo "glibc: $(ldd --version 2>&1 | head -1)"
     echo "libstdc++: $cxx_note"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
