@@ -25,9 +25,9 @@
 // resnet18's, at the cost of a scratchpad of 7-310 MB each and rounding
 // within the reference tests' 1e-4). convAlgorithms() says where Auto takes it;
 // a kernel whose Winograd primitive oneDNN refuses (another CPU, a shape its
-// implementation does not take) computes directly. The 1xK and Kx1 windows
-// oneDNN has no Winograd for go to our own F(4, K) (ConvWinograd1d.h) where
-// it takes them, before any of this.
+// implementation does not take) computes directly. Where oneDNN's Winograd
+// would not take a node, our own F(4, K) (ConvWinograd1d.h: 1xK, Kx1 and
+// square windows folded into it) may, and then none of this runs.
 //
 //===----------------------------------------------------------------------===//
 
