@@ -50,6 +50,7 @@ const Shape kShapes[] = {
     {"Mixed_6e/branch7x7_2", 192, 17, 192, 1, 7, 1, 0, 3},
     {"Mixed_7b/branch1x1", 1280, 8, 320, 1, 1, 1, 0, 0},
     {"Mixed_7b/branch3x3_2a", 384, 8, 384, 1, 3, 1, 0, 1},
+    {"Mixed_7b/branch3x3dbl_2", 448, 8, 384, 3, 3, 1, 1, 1},
     // resnet18's 3x3 stride-1 convolutions (224x224 input).
     {"resnet18/layer1", 64, 56, 64, 3, 3, 1, 1, 1},
     {"resnet18/layer2", 128, 28, 128, 3, 3, 1, 1, 1},

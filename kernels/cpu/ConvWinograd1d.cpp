@@ -13,10 +13,13 @@ namespace {
 
 using wino1d::Pass;
 
-/// The transformed weights' bytes above which auto leaves a square window to
-/// oneDNN's direct convolution (AVX2, batch 16: resnet18's 256-channel 3x3
-/// ran 1.3x faster than direct with 4.5 MB, its 512-channel one 0.6x with 18).
-constexpr double kAutoWeightBytes = 6 << 20;
+/// Multiply-adds per byte of transformed weights below which auto leaves a
+/// square window to oneDNN's direct convolution: every call transforms the
+/// weights (about 0.13 ms per MB on two Zen 4 cores), which small batches
+/// do not repay. AVX2, batch 16: resnet18's 512-channel 3x3 on 7x7 (98 per
+/// byte, 18 MB) 1.2x faster than direct, break-even near batch 8 (49);
+/// inception_v3's 448 -> 384 on 8x8 (128 per byte) 1.3x.
+constexpr double kAutoWorkPerWeightByte = 64;
 
 /// The forward shape of a node's convolution, when the 1-D Winograd takes it.
 std::optional<wino1d::Shape> shapeOfNode(const Node &n) {
@@ -132,12 +135,13 @@ bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd) 
     return true;
   if (s->fold == 1)
     return s->taps != 5;
-  // A square window: where the work is worth a transform and the transformed
-  // weights stay near the caches.
+  // A square window: where the work is worth a transform and repays the
+  // weights'.
   double work =
       (double)s->batch * s->cout * s->outHeight * s->outWidth * s->cin * s->fold * s->taps;
   double weights = 4.0 * (s->taps + 3) * s->fold * s->cin * s->cout;
-  return s->fold == s->taps && s->taps <= 5 && work >= 1e8 && weights <= kAutoWeightBytes;
+  return s->fold == s->taps && s->taps <= 5 && work >= 1e8 &&
+         work >= kAutoWorkPerWeightByte * weights;
 }
 
 llvm::Expected<std::unique_ptr<Kernel>> makeWinograd1dKernel(const Node &n, const KernelEnv &env) {

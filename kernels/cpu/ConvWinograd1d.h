@@ -21,8 +21,8 @@ namespace graphc {
 /// K x 1, padding below the window, whole channel blocks, no fused
 /// activation or addend, AVX2 or AVX-512); under auto those measured faster
 /// than direct (docs/cpu-kernels.md): 1x3, 1x7, 3x1, 7x1, and 3x3 and 5x5
-/// windows of at least 10^8 multiply-adds whose transformed weights take at
-/// most 6 MB.
+/// windows of at least 10^8 multiply-adds and at least 64 per byte of
+/// transformed weights.
 bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd);
 
 /// Whether this CPU has the vector code for it (AVX2 with FMA, or AVX-512, in

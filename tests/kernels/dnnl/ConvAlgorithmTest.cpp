@@ -66,6 +66,7 @@ std::string algorithmsRun(ConvNodes &c, ConvAlgorithm algorithm) {
 TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
   auto resnetBlock = convNodes(f32({16, 64, 28, 28}), f32({64, 64, 3, 3}), {1, 1, 1, 1});
   auto small7x7 = convNodes(f32({16, 512, 7, 7}), f32({512, 512, 3, 3}), {1, 1, 1, 1});
+  auto fewImages7x7 = convNodes(f32({4, 512, 7, 7}), f32({512, 512, 3, 3}), {1, 1, 1, 1});
   auto tiny = convNodes(f32({4, 32, 14, 14}), f32({64, 32, 3, 3}), {1, 1, 1, 1});
   auto oneChannel = convNodes(f32({8, 1, 60, 60}), f32({32, 1, 3, 3}), {1, 1, 1, 1});
   auto strided = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 3, 3}), {1, 1, 1, 1}, {2, 2});
@@ -74,8 +75,8 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
   auto window1x5 = convNodes(f32({8, 64, 9, 9}), f32({64, 64, 1, 5}), {0, 2, 0, 2});
   auto valid1x7 = convNodes(f32({8, 64, 30, 30}), f32({64, 64, 1, 7}), {0, 0, 0, 0});
   auto window5x5 = convNodes(f32({8, 48, 35, 35}), f32({64, 48, 5, 5}), {2, 2, 2, 2});
-  for (ConvNodes *c : {&resnetBlock, &small7x7, &tiny, &oneChannel, &strided, &window1x7,
-                       &window3x1, &window1x5, &valid1x7, &window5x5})
+  for (ConvNodes *c : {&resnetBlock, &small7x7, &fewImages7x7, &tiny, &oneChannel, &strided,
+                       &window1x7, &window3x1, &window1x5, &valid1x7, &window5x5})
     EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Direct), "ddd");
   // Neither Winograd takes a strided or a one-channel convolution.
   for (ConvNodes *c : {&oneChannel, &strided}) {
@@ -99,18 +100,22 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
     if (!ours)
       GTEST_SKIP() << "no Winograd convolution on this CPU: every 3x3 is direct";
     // Our own takes the 3x3s: under auto those with 10^8 multiply-adds or more
-    // whose transformed weights fit 6 MB (not 512 channels).
+    // and 64 or more per byte of transformed weights (512 channels on 7x7: at
+    // batch 16, not at 4).
     EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Auto), "www");
-    EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), "ddd");
+    EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), "www");
+    EXPECT_EQ(algorithmsRun(fewImages7x7, ConvAlgorithm::Auto), "ddd");
     EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Auto), "ddd");
-    for (ConvNodes *c : {&resnetBlock, &small7x7, &tiny})
+    for (ConvNodes *c : {&resnetBlock, &small7x7, &fewImages7x7, &tiny})
       EXPECT_EQ(algorithmsRun(*c, ConvAlgorithm::Winograd), "www");
     return;
   }
   // oneDNN's F(4x4, 3x3) takes the 3x3s where it has them.
   EXPECT_EQ(algorithmsRun(resnetBlock, ConvAlgorithm::Auto), "www");
-  // The filter gradient of a 7x7 output stays direct under auto.
-  EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), "wwd");
+  // Not the filter gradient of a 7x7 output: ours takes that one under auto
+  // where it can (at batch 16), direct otherwise.
+  EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Auto), ours ? "www" : "wwd");
+  EXPECT_EQ(algorithmsRun(fewImages7x7, ConvAlgorithm::Auto), "wwd");
   EXPECT_EQ(algorithmsRun(small7x7, ConvAlgorithm::Winograd), "www");
   // Under 10^8 multiply-adds: direct unless asked.
   EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Auto), "ddd");
