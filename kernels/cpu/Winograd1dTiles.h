@@ -73,31 +73,37 @@ template <class I, bool Transposed, bool Load> struct BlockTable {
 /// so the slice stays there while every block of rows passes over it.
 constexpr int64_t kSliceBytes = 384 << 10;
 
-/// Covers rows x cols with blocks, in slices of the depth whose part of B
-/// fits in the level-2 cache; each block of R rows of A (one slice deep)
-/// stays in the level-1 cache while it meets every column. `accumulate`
-/// adds to C.
+/// Covers rows x cols with blocks. Where B fits in the level-2 cache, each
+/// R x NV block runs the whole depth, the blocks of rows of one column
+/// panel after another (the panel of B stays in cache); where it does not,
+/// in slices of the depth whose part of B does, each block of R rows of A
+/// (one slice deep, in the level-1 cache) meeting every column in turn.
+/// `accumulate` adds to C.
 template <class I, bool Transposed>
 void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t lda,
              const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate) {
   static const BlockTable<I, Transposed, false> fresh;
   static const BlockTable<I, Transposed, true> adding;
   const int64_t vectors = cols / I::B;
-  const int64_t slice =
-      std::max<int64_t>(16, std::min<int64_t>(depth, kSliceBytes / (cols * 4)));
+  const int64_t slice = std::max<int64_t>(16, kSliceBytes / (cols * 4));
   const int64_t rowStep = Transposed ? 1 : lda, depthStep = Transposed ? lda : 1;
-  for (int64_t d0 = 0; d0 < depth; d0 += slice) {
-    const int64_t kc = std::min(slice, depth - d0);
-    const BlockFn(*fn)[I::NV + 1] = accumulate || d0 > 0 ? adding.fn : fresh.fn;
-    for (int64_t r0 = 0; r0 < rows; r0 += I::R) {
-      const int nr = (int)(rows - r0 < I::R ? rows - r0 : I::R);
-      for (int64_t v0 = 0; v0 < vectors; v0 += I::NV) {
-        const int nv = (int)(vectors - v0 < I::NV ? vectors - v0 : I::NV);
-        fn[nr][nv](kc, a + r0 * rowStep + d0 * depthStep, lda, b + d0 * ldb + v0 * I::B,
-                         ldb, c + r0 * ldc + v0 * I::B, ldc);
-      }
-    }
+  auto run = [&](int64_t r0, int64_t v0, int64_t d0, int64_t kc, bool load) {
+    const int nr = (int)(rows - r0 < I::R ? rows - r0 : I::R);
+    const int nv = (int)(vectors - v0 < I::NV ? vectors - v0 : I::NV);
+    const BlockFn(*fn)[I::NV + 1] = load ? adding.fn : fresh.fn;
+    fn[nr][nv](kc, a + r0 * rowStep + d0 * depthStep, lda, b + d0 * ldb + v0 * I::B, ldb,
+               c + r0 * ldc + v0 * I::B, ldc);
+  };
+  if (depth <= slice) {
+    for (int64_t v0 = 0; v0 < vectors; v0 += I::NV)
+      for (int64_t r0 = 0; r0 < rows; r0 += I::R)
+        run(r0, v0, 0, depth, accumulate);
+    return;
   }
+  for (int64_t d0 = 0; d0 < depth; d0 += slice)
+    for (int64_t r0 = 0; r0 < rows; r0 += I::R)
+      for (int64_t v0 = 0; v0 < vectors; v0 += I::NV)
+        run(r0, v0, d0, std::min(slice, depth - d0), accumulate || d0 > 0);
 }
 
 template <class I>
