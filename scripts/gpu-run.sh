@@ -35,6 +35,9 @@
 #                     processes of 1 GPU each summing with NCCL across processes against one
 #                     process with as many GPUs (needs 2 GPUs; 3 for unlike workers), and a
 #                     stalled rank (mpi.txt)
+#   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
+#                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
+#                     bf16 in alternating pairs, and the kernels a bf16 and an fp32 step ran
 #   all               env tests sanitizer train profile bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
@@ -327,6 +330,34 @@ run_profile() {
   cat "$results/profile.txt"
 }
 
+# The machine's own CPU (the GPU hidden): inception_v3 and resnet18 training at batch 16 on
+# 2 threads, fp32 against bf16 in alternating pairs, then which oneDNN kernels the bf16
+# step ran (AMX where the CPU has it). GRAPHC_CPU_THREADS changes the thread count.
+run_cpu() {
+  graphrun=$here/build/bin/graphrun threads=${GRAPHC_CPU_THREADS:-2}
+  {
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) threads; flags:$(grep -m1 -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/^/ /')"
+    for model in inception_v3 resnet18; do
+      for round in 1 2; do
+        for precision in fp32 bf16; do
+          echo "--- $model, $precision, round $round: batch 16, $threads threads, 6 steps"
+          CUDA_VISIBLE_DEVICES="" timeout 240 "$graphrun" train --no-progress --model "$model" \
+            --batch 16 --steps 6 --threads "$threads" --no-eval --precision "$precision" \
+            --metrics "$logs/cpu-$model-$precision-$round.csv" 2>&1 | grep -a -E '^trained|^step time|refus|error'
+        done
+      done
+    done
+    for precision in bf16 fp32; do
+      echo "--- inception_v3 $precision --profile: the kernels it ran"
+      CUDA_VISIBLE_DEVICES="" timeout 240 "$graphrun" train --no-progress --model inception_v3 \
+        --batch 16 --steps 3 --threads "$threads" --no-eval --precision "$precision" \
+        --profile "$logs/cpu-profile-$precision.txt" >/dev/null 2>&1
+      sed -n '1,12p;/^library implementations/,$p' "$logs/cpu-profile-$precision.txt" 2>/dev/null
+    done
+  } >"$results/cpu.txt" 2>&1
+  cat "$results/cpu.txt"
+}
+
 # Worker processes under mpirun with NCCL across them: the machine's mpirun, since the bundle
 # carries Open MPI's library (the binaries link it) but not its launcher and plug-ins.
 run_mpi() {
@@ -365,8 +396,9 @@ for mode in "$@"; do
   train) run_train ;;
   profile) run_profile ;;
   mpi) run_mpi ;;
+  cpu) run_cpu ;;
   all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
-  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|bench|mpi|all]..." >&2; exit 2 ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|bench|mpi|cpu|all]..." >&2; exit 2 ;;
   esac
 done
 pack_logs
