@@ -37,7 +37,8 @@
 #                     stalled rank (mpi.txt)
 #   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
 #                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
-#                     bf16 in alternating pairs, and the kernels a bf16 and an fp32 step ran
+#                     bf16 (and bf16 kept off AMX) in alternating rounds, and where a bf16 and
+#                     an fp32 step go per oneDNN implementation
 #   all               env tests sanitizer train profile bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
@@ -331,28 +332,35 @@ run_profile() {
 }
 
 # The machine's own CPU (the GPU hidden): inception_v3 and resnet18 training at batch 16 on
-# 2 threads, fp32 against bf16 in alternating pairs, then which oneDNN kernels the bf16
-# step ran (AMX where the CPU has it). GRAPHC_CPU_THREADS changes the thread count.
+# 2 threads (GRAPHC_CPU_THREADS), fp32 against bf16 in alternating pairs, bf16 again with
+# oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16), then where a bf16 and an fp32
+# inception_v3 step go per oneDNN implementation (ONEDNN_VERBOSE: milliseconds and calls).
 run_cpu() {
   graphrun=$here/build/bin/graphrun threads=${GRAPHC_CPU_THREADS:-2}
+  train() { # model precision steps [env...]
+    local model=$1 precision=$2 steps=$3
+    shift 3
+    env CUDA_VISIBLE_DEVICES="" "$@" timeout 240 "$graphrun" train --no-progress --model "$model" \
+      --batch 16 --steps "$steps" --threads "$threads" --no-eval --precision "$precision"
+  }
   {
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) threads; flags:$(grep -m1 -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/^/ /')"
     for model in inception_v3 resnet18; do
       for round in 1 2; do
-        for precision in fp32 bf16; do
+        for precision in fp32 bf16 bf16-noamx; do
+          p=${precision%-noamx} cap=""
+          [ "$precision" = bf16-noamx ] && cap=ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
           echo "--- $model, $precision, round $round: batch 16, $threads threads, 6 steps"
-          CUDA_VISIBLE_DEVICES="" timeout 240 "$graphrun" train --no-progress --model "$model" \
-            --batch 16 --steps 6 --threads "$threads" --no-eval --precision "$precision" \
-            --metrics "$logs/cpu-$model-$precision-$round.csv" 2>&1 | grep -a -E '^trained|^step time|refus|error'
+          train "$model" "$p" 6 $cap 2>&1 | grep -a -E '^trained|^step time|refus|error'
         done
       done
     done
     for precision in bf16 fp32; do
-      echo "--- inception_v3 $precision --profile: the kernels it ran"
-      CUDA_VISIBLE_DEVICES="" timeout 240 "$graphrun" train --no-progress --model inception_v3 \
-        --batch 16 --steps 3 --threads "$threads" --no-eval --precision "$precision" \
-        --profile "$logs/cpu-profile-$precision.txt" >/dev/null 2>&1
-      sed -n '1,12p;/^library implementations/,$p' "$logs/cpu-profile-$precision.txt" 2>/dev/null
+      echo "--- inception_v3 $precision, 3 steps under ONEDNN_VERBOSE=1: ms per step by primitive, implementation and kind"
+      train inception_v3 "$precision" 3 ONEDNN_VERBOSE=1 2>/dev/null | awk -F, '
+        $1 == "onednn_verbose" && $2 == "exec" { key = $4 " " $5 " " $6; ms[key] += $NF; n[key]++ }
+        END { for (k in ms) printf "%10.1f ms %5d calls  %s\n", ms[k] / 3, n[k] / 3, k }' |
+        sort -rn | head -25
     done
   } >"$results/cpu.txt" 2>&1
   cat "$results/cpu.txt"
