@@ -164,37 +164,28 @@ dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, b
   return dnnl::convolution_forward::primitive_desc(desc, attr, CpuBackend::instance().engine());
 }
 
-/// The primitive descriptor `make(x, y)` builds with the activations (x the
-/// convolution's input, y its output, or their gradients) in the blocked
-/// layout where they can be blocked, an input with too few channels to block
-/// (the image) plain; where no implementation takes that, with oneDNN's
-/// choice. Left to itself oneDNN 2.6 may pick a layout nothing else here
-/// computes in, which costs a reorder of each activation around every
-/// convolution: channels-last for its brgemm convolutions at inference
-/// (inception_v3 at batch 16: 380 reorders, 1.5 GB, 12% of an inference),
-/// and the AMX gradients' own formats in bf16 on a Xeon with AMX
-/// (inception_v3: 560 reorders, 1.5 GB per training step).
-template <typename Make> auto blockedFirst(const DnnlConvGeometry &g, Make make) {
-  TensorType x(g.dataType, g.x), y(g.dataType, g.y);
-  if (blockable(y)) {
-    Layout in = blockable(x) ? Layout::Blocked : Layout::Plain;
-    try {
-      return make(dnnlDesc(x, in), dnnlDesc(y, Layout::Blocked));
-    } catch (const dnnl::error &) {
-      // No blocked implementation for this shape: let oneDNN choose.
-    }
-  }
-  return make(g.any(g.x), g.any(g.y));
-}
-
-/// The forward primitive, its activations blocked where they can be.
+/// The forward primitive, its output in the blocked layout when it can be
+/// blocked (and its input too, or plain when it cannot): left to itself oneDNN 2.6 may pick channels-last (its brgemm
+/// convolutions at inference), a layout nothing else here computes in, which
+/// costs a reorder of the input and of the output around every convolution
+/// (inception_v3 at batch 16: 380 reorders, 1.5 GB, 12% of an inference).
+/// Where no implementation takes the blocked layout, oneDNN's choice.
 dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, bool bias,
                                                     const dnnl::primitive_attr &attr,
                                                     ConvAlgorithm choice, bool inference = false) {
   return firstBuilt(convAlgorithms(choice, g, Direction::Forward), [&](dnnl::algorithm alg) {
-    return blockedFirst(g, [&](const dnnl::memory::desc &x, const dnnl::memory::desc &y) {
-      return forwardPd(g, bias, attr, inference, alg, x, y);
-    });
+    TensorType x(g.dataType, g.x), y(g.dataType, g.y);
+    if (blockable(y)) {
+      // An input with too few channels to block (the image) stays plain.
+      Layout in = blockable(x) ? Layout::Blocked : Layout::Plain;
+      try {
+        return forwardPd(g, bias, attr, inference, alg, dnnlDesc(x, in),
+                         dnnlDesc(y, Layout::Blocked));
+      } catch (const dnnl::error &) {
+        // No blocked implementation for this shape: let oneDNN choose.
+      }
+    }
+    return forwardPd(g, bias, attr, inference, alg, g.any(g.x), g.any(g.y));
   });
 }
 
@@ -305,12 +296,11 @@ public:
       return e;
     auto fwd = hint();
     pd_ = firstBuilt(algorithms(Direction::Data), [&](dnnl::algorithm alg) {
-      return blockedFirst(geo_, [&](const dnnl::memory::desc &dx, const dnnl::memory::desc &dy) {
-        dnnl::convolution_backward_data::desc desc(alg, dx, geo_.weightsAny(), dy, geo_.strides,
-                                                   geo_.dilates, geo_.padL, geo_.padR);
-        return dnnl::convolution_backward_data::primitive_desc(
-            desc, userScratchpad(), CpuBackend::instance().engine(), fwd);
-      });
+      dnnl::convolution_backward_data::desc desc(alg, geo_.any(geo_.x), geo_.weightsAny(),
+                                                 geo_.any(geo_.y), geo_.strides, geo_.dilates,
+                                                 geo_.padL, geo_.padR);
+      return dnnl::convolution_backward_data::primitive_desc(desc, userScratchpad(),
+                                                             CpuBackend::instance().engine(), fwd);
     });
     prim_ = dnnl::convolution_backward_data(pd_);
     allowBlockedOperand(0, pd_.diff_dst_desc());
@@ -351,12 +341,11 @@ public:
     // accumulates in f32 whatever the activations' type).
     auto dw = dnnl::memory::desc(geo_.weightDims(), geo_.weights, tag::any);
     pd_ = firstBuilt(algorithms(Direction::Filter), [&](dnnl::algorithm alg) {
-      return blockedFirst(geo_, [&](const dnnl::memory::desc &x, const dnnl::memory::desc &dy) {
-        dnnl::convolution_backward_weights::desc desc(alg, x, dw, dy, geo_.strides, geo_.dilates,
-                                                      geo_.padL, geo_.padR);
-        return dnnl::convolution_backward_weights::primitive_desc(
-            desc, userScratchpad(), CpuBackend::instance().engine(), fwd);
-      });
+      dnnl::convolution_backward_weights::desc desc(alg, geo_.any(geo_.x), dw, geo_.any(geo_.y),
+                                                    geo_.strides, geo_.dilates, geo_.padL,
+                                                    geo_.padR);
+      return dnnl::convolution_backward_weights::primitive_desc(
+          desc, userScratchpad(), CpuBackend::instance().engine(), fwd);
     });
     prim_ = dnnl::convolution_backward_weights(pd_);
     allowBlockedOperand(0, pd_.src_desc());
