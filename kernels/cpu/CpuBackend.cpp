@@ -127,6 +127,8 @@ bool effectiveIsaHas(dnnl::cpu_isa isa) {
 
 bool cpuHasBf16() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core_bf16); }
 
+bool cpuHasAmx() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core_amx); }
+
 bool cpuHasWinograd() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core); }
 
 void setCpuThreads(int threads) { omp_set_num_threads(threads > 0 ? threads : 1); }

@@ -40,6 +40,8 @@ dnnl::memory dnnlMemory(const TensorView &v);
 /// ONEDNN_MAX_CPU_ISA). Without them its bf16 kernels emulate or fall back to
 /// reference code, slower than f32.
 bool cpuHasBf16();
+/// Whether oneDNN may use AMX here (within ONEDNN_MAX_CPU_ISA).
+bool cpuHasAmx();
 /// Whether oneDNN has Winograd convolutions here (f32, AVX-512, within
 /// ONEDNN_MAX_CPU_ISA); --conv-algorithm computes directly without them.
 bool cpuHasWinograd();

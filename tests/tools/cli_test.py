@@ -316,6 +316,15 @@ class GraphrunTest(CliCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("precision  bf16 compute", p.stdout)
             self.assertIn("trained 3 steps", p.stdout)
+            # With AMX (oneDNN's, so not under a cap below it) a note says fp32 is likely faster.
+            amx_note = "--precision bf16 on a CPU with AMX"
+            cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+            if "amx_bf16" in flags and (cap == "ALL" or "AMX" in cap):
+                self.assertIn(amx_note, p.stdout)
+            else:
+                self.assertNotIn(amx_note, p.stdout)
+            fp32 = self.train("--model", "small_cnn", "--steps", "1", "--batch", "16", "--no-eval")
+            self.assertNotIn(amx_note, fp32.stdout)
         else:
             self.assertFailsClearly(p, "no bf16 instructions", "--precision fp32")
         # Below bf16 instructions (an AVX2 CPU), one line instead of a run several times slower.

@@ -120,4 +120,13 @@ llvm::Error checkPrecisionRuns(const Module &plan,
   return llvm::Error::success();
 }
 
+std::string precisionNote(const Module &plan) {
+  if (plan.meta().getString("precision", "fp32") != "bf16" || !cpuHasAmx())
+    return "";
+  return "--precision bf16 on a CPU with AMX: oneDNN 2.6's bf16 convolutions do not take the "
+         "blocked layouts graphrun keeps (the forward runs without AMX, the gradients reorder "
+         "around it), and on a Xeon with AMX a bf16 step took 1.7-2.2x as long as an fp32 one "
+         "(docs/performance.md): --precision fp32 is likely faster here";
+}
+
 } // namespace graphc

@@ -44,4 +44,9 @@ llvm::Error checkTrainOptions(const TrainOptions &opts);
 llvm::Error checkPrecisionRuns(const Module &plan,
                                const std::function<std::string(const std::string &)> &deviceMap);
 
+/// A note for a bf16 plan on a CPU with AMX, where oneDNN 2.6's bf16
+/// convolutions ran slower than our fp32 ones (docs/performance.md); empty
+/// otherwise.
+std::string precisionNote(const Module &plan);
+
 } // namespace graphc

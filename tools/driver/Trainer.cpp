@@ -536,6 +536,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   }
   if (auto e = checkPrecisionRuns(*compiled, exec.deviceMap))
     return e;
+  if (std::string n = precisionNote(*compiled); !n.empty())
+    notes.push_back(std::move(n));
   auto ex = Executor::create(*compiled, exec);
   if (!ex)
     return ex.takeError();
