@@ -3,6 +3,7 @@
 #include "kernels/cpu/ConvWinograd1d.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "kernels/ConvGeometry.h"
 #include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/DnnlKernel.h"
@@ -26,7 +27,10 @@ std::optional<wino1d::Shape> shapeOfNode(const Node &n) {
   for (const Value *v : n.operands())
     if (v->type().dtype != DType::F32)
       return std::nullopt;
-  if (n.result()->type().dtype != DType::F32 || n.attrs().has("activation") || n.attrs().has("sum"))
+  // Inference convolutions' fused ReLU and residual add (passes/InferenceFusion.h)
+  // happen in the output transform.
+  if (n.result()->type().dtype != DType::F32 ||
+      (n.attrs().has("activation") && n.attrs().getString("activation") != "relu"))
     return std::nullopt;
   auto g = convGeometry(n);
   if (!g) {
@@ -52,6 +56,7 @@ Pass passOf(Op op) {
 class Winograd1dKernel : public DnnlKernel {
 public:
   using DnnlKernel::DnnlKernel;
+  ~Winograd1dKernel() override { releaseHostBytes(keptBytes_); }
 
 protected:
   llvm::Error build() override {
@@ -72,6 +77,14 @@ protected:
       allowBlockedResult(0, result_);
     }
     bias_ = pass_ == Pass::Forward && convHasBias(node());
+    if (pass_ == Pass::Forward) {
+      sum_ = node().attrs().getInt("sum", 0) != 0;
+      post_ = (sum_ ? wino1d::kAddTo : 0) |
+              (node().attrs().getString("activation") == "relu" ? wino1d::kRelu : 0);
+      if (sum_)
+        allowBlockedOperand(addend(), result_);
+      stableWeights_ = KeptOperand::isStable(node(), 1);
+    }
     implementation_ = "graphc_wino1d_f4x" + std::to_string(s->taps) + ":" + plan_->kernels().name;
     return llvm::Error::success();
   }
@@ -100,18 +113,51 @@ protected:
     if (pass_ == Pass::Filter) {
       plan.backwardFilter(a, b, static_cast<float *>(ctx.outputs[0].data), scratch);
     } else {
-      auto *out = static_cast<float *>(s.write(ctx.outputs[0], result_).get_data_handle());
-      if (pass_ == Pass::Forward)
+      dnnl::memory dst = s.write(ctx.outputs[0], result_);
+      auto *out = static_cast<float *>(dst.get_data_handle());
+      if (pass_ == Pass::Forward) {
+        // The residual add adds to what the output holds: a copy of the addend.
+        if (sum_)
+          s.reorderInto(ctx.inputs[addend()].data, viewDesc(ctx.inputs[addend()]), dst);
         plan.forward(a, b, bias_ ? static_cast<const float *>(ctx.inputs[2].data) : nullptr, out,
-                     scratch);
-      else
+                     scratch, post_, keptWeights(b, ctx.variablesVersion, scratch));
+      } else {
         plan.backwardData(a, b, out, scratch);
+      }
     }
     noteOwnPrimitive({"convolution", implementation_});
   }
 
 private:
+  unsigned addend() const { return node().numOperands() - 1; }
+
+  /// The transformed weights kept between runs while no step changes them
+  /// (version 0: they may change; transform them in the run's scratch).
+  const float *keptWeights(const float *w, uint64_t version, void *scratch) {
+    if (!stableWeights_ || version == 0)
+      return nullptr;
+    if (kept_.empty()) {
+      int64_t bytes = plan_->weightFloats() * (int64_t)sizeof(float);
+      if (auto e = reserveHostBytes(bytes, "transformed weights kept by a Winograd convolution"))
+        throw std::runtime_error(llvm::toString(std::move(e)));
+      keptBytes_ = bytes;
+      kept_.resize(plan_->weightFloats());
+    }
+    if (version != keptVersion_ || w != keptFrom_) {
+      plan_->transformWeights(w, kept_.data(), scratch);
+      keptVersion_ = version;
+      keptFrom_ = w;
+    }
+    return kept_.data();
+  }
+
   Pass pass_ = Pass::Forward;
+  int post_ = 0;
+  bool sum_ = false, stableWeights_ = false;
+  std::vector<float> kept_;
+  int64_t keptBytes_ = 0;
+  uint64_t keptVersion_ = 0;
+  const float *keptFrom_ = nullptr;
   std::optional<wino1d::Plan> plan_;
   llvm::SmallVector<dnnl::memory::desc, 2> want_;
   dnnl::memory::desc result_;

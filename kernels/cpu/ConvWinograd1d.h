@@ -18,8 +18,10 @@ namespace graphc {
 /// `libraryWinograd` says whether oneDNN's own Winograd would take it: never
 /// under direct, nor where oneDNN's does; under winograd every shape it can
 /// take (f32, one group, stride 1, no dilation, a window 3, 5 or 7 wide, or
-/// K x 1, padding below the window, whole channel blocks, no fused
-/// activation or addend, AVX2 or AVX-512); under auto those measured faster
+/// K x 1, padding below the window, whole channel blocks, AVX2 or AVX-512;
+/// an inference convolution's fused ReLU and residual add are applied in its
+/// output transform, and its transformed weights kept while no step changes
+/// them); under auto those measured faster
 /// than direct (docs/cpu-kernels.md): 1x3, 1x7, 3x1, 7x1, and 3x3 and 5x5
 /// windows of at least 10^8 multiply-adds and at least 64 per byte of
 /// transformed weights.

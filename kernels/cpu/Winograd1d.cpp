@@ -301,9 +301,9 @@ size_t Plan::scratchBytes(Pass p) const {
 }
 
 void Plan::correlate(const Correlation &c, const float *in, float *out, const float *U,
-                     const float *bias, float *buffers) const {
+                     const float *bias, float *buffers, int post) const {
   if (wide_)
-    return correlateWide(c, in, out, U, bias, buffers);
+    return correlateWide(c, in, out, U, bias, buffers, post);
   const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward, wide_);
   const Areas areas{z, buffers, wide_};
   const int a = tables_->alpha;
@@ -316,7 +316,7 @@ void Plan::correlate(const Correlation &c, const float *in, float *out, const fl
       for (int k = 0; k < a; ++k)
         isa_->gemm(j.tiles, depth, c.cout, V + k * j.tiles * depth, depth, U + k * depth * c.cout,
                    c.cout, M + k * j.tiles * c.cout, c.cout);
-      isa_->outputTransform(j, M, c.cout, bias, out, c.out);
+      isa_->outputTransform(j, M, c.cout, bias, out, c.out, post);
     }
   });
 }
@@ -331,7 +331,7 @@ static Job linesOf(const Job &all, int64_t begin, int64_t end) {
 }
 
 void Plan::correlateWide(const Correlation &c, const float *in, float *out, const float *U,
-                         const float *bias, float *buffers) const {
+                         const float *bias, float *buffers, int post) const {
   const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward, wide_);
   const int a = tables_->alpha, B = shape_.block;
   const int64_t depth = shape_.fold * c.cin;
@@ -347,17 +347,24 @@ void Plan::correlateWide(const Correlation &c, const float *in, float *out, cons
                  c.cout);
   });
   parallel(all.line1, threads_, [&](int64_t, int64_t begin, int64_t end) {
-    isa_->outputTransform(linesOf(all, begin, end), M, c.cout, bias, out, c.out);
+    isa_->outputTransform(linesOf(all, begin, end), M, c.cout, bias, out, c.out, post);
   });
 }
 
-void Plan::forward(const float *x, const float *w, const float *bias, float *y,
-                   void *scratch) const {
+int64_t Plan::weightFloats() const {
+  return tables_->alpha * shape_.fold * shape_.cin * shape_.cout;
+}
+
+void Plan::transformWeights(const float *w, float *U, void *scratch) const {
+  const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward, wide_);
+  transformWeightsWith(w, U, static_cast<float *>(scratch) + z.weights);
+}
+
+void Plan::transformWeightsWith(const float *w, float *U, float *buffers) const {
   const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward, wide_);
   const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps, fold = shape_.fold;
   const int64_t rowsPerChannel = fold * r,
                 perStage = std::max<int64_t>(1, kStageRows / rowsPerChannel), ld = cout + kStagePad;
-  float *U = static_cast<float *>(scratch), *buffers = U + z.weights;
   const Areas areas{z, buffers, wide_};
   // U[k][a][c][o] = sum_j G[k][j] w[o][c][a][j], for a few input channels at
   // a time: their taps of every output channel, read in runs, staged as rows
@@ -378,7 +385,17 @@ void Plan::forward(const float *x, const float *w, const float *bias, float *y,
                         stage + (c * fold + f) * r * ld, ld, tables_->G + k * r, (int)r, cout);
     }
   });
-  correlate(correlation(Pass::Forward), x, y, U, bias, buffers);
+}
+
+void Plan::forward(const float *x, const float *w, const float *bias, float *y, void *scratch,
+                   int post, const float *U) const {
+  const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward, wide_);
+  float *own = static_cast<float *>(scratch), *buffers = own + z.weights;
+  if (!U) {
+    transformWeightsWith(w, own, buffers);
+    U = own;
+  }
+  correlate(correlation(Pass::Forward), x, y, U, bias, buffers, post);
 }
 
 void Plan::backwardData(const float *dy, const float *w, float *dx, void *scratch) const {
@@ -402,7 +419,7 @@ void Plan::backwardData(const float *dy, const float *w, float *dx, void *scratc
                       tables_->G + k * r, (int)r, cin);
     }
   });
-  correlate(correlation(Pass::Data), dy, dx, U, nullptr, buffers);
+  correlate(correlation(Pass::Data), dy, dx, U, nullptr, buffers, 0);
 }
 
 void Plan::backwardFilter(const float *x, const float *dy, float *dw, void *scratch) const {

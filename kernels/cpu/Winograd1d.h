@@ -80,8 +80,17 @@ public:
 
   /// Scratch bytes a pass takes.
   size_t scratchBytes(Pass p) const;
-  /// y = x * w (+ bias, may be null).
-  void forward(const float *x, const float *w, const float *bias, float *y, void *scratch) const;
+  /// Floats of the forward pass's transformed weights U.
+  int64_t weightFloats() const;
+  /// U from w (weightFloats() floats), staged through `scratch` (the
+  /// forward's): what forward() computes first, for a caller that keeps U
+  /// while the weights do not change (inference).
+  void transformWeights(const float *w, float *U, void *scratch) const;
+  /// y = x * w (+ bias, may be null), then `post` (PostOp bits: kAddTo adds
+  /// what y held, kRelu clamps at 0); with `U` from transformWeights, w is
+  /// not read.
+  void forward(const float *x, const float *w, const float *bias, float *y, void *scratch,
+               int post = 0, const float *U = nullptr) const;
   /// dx from dy and w.
   void backwardData(const float *dy, const float *w, float *dx, void *scratch) const;
   /// dw from x and dy.
@@ -106,14 +115,17 @@ private:
   /// The walk of a [N, channels, h, w] tensor along the axis.
   Walk walk(int64_t channels, int64_t h, int64_t w) const;
   Job job(int64_t index, const Correlation &c) const;
-  /// The correlation `c`, U the transformed weights [alpha][fold * cin][cout].
+  /// The correlation `c`, U the transformed weights [alpha][fold * cin][cout],
+  /// `post` the output transform's PostOp bits.
   void correlate(const Correlation &c, const float *in, float *out, const float *U,
-                 const float *bias, float *buffers) const;
+                 const float *bias, float *buffers, int post) const;
 
   /// The wide schedule's phases: the transforms split by lines, the
   /// products by output columns (or rows of dU), one job of every tile.
   void correlateWide(const Correlation &c, const float *in, float *out, const float *U,
-                     const float *bias, float *buffers) const;
+                     const float *bias, float *buffers, int post) const;
+  /// U from w, `buffers` the scratch after the forward's weights.
+  void transformWeightsWith(const float *w, float *U, float *buffers) const;
 
   Shape shape_;
   const Tables *tables_;

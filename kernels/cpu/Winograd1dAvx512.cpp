@@ -12,6 +12,10 @@
 
 #include <immintrin.h>
 
+// GCC 12's _mm512_max_ps hands its builtin an undefined vector that the full
+// mask then ignores; -Wmaybe-uninitialized reports it where it is inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace graphc {
 namespace wino1d {
 namespace {

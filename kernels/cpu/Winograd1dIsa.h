@@ -21,6 +21,10 @@ namespace wino1d {
 /// The largest number of points (alpha = m + r - 1) a transform has.
 inline constexpr int kMaxAlpha = 12;
 
+/// What the forward output transform does after the bias (bits; oneDNN's
+/// sum and ReLU post-ops, in that order).
+enum PostOp : int { kAddTo = 1, kRelu = 2 };
+
 /// F(m, r): m outputs of an r-tap correlation from alpha = m + r - 1 inputs,
 /// y = AT [(G g) . (BT d)]; row-major f32, computed in double.
 struct Tables {
@@ -69,9 +73,10 @@ struct IsaKernels {
   /// fold * channels.
   void (*inputTransform)(const Job &j, const float *src, const Walk &w, int64_t channels, float *V);
   /// dst(tile t, position t.start + i, c) = bias[c] + sum_k AT[i][k] M[k][t][c],
-  /// positions past the line's end left alone; bias may be null.
+  /// positions past the line's end left alone; bias may be null. `post`
+  /// (PostOp bits): kAddTo adds what dst held, then kRelu clamps at 0.
   void (*outputTransform)(const Job &j, const float *M, int64_t channels, const float *bias,
-                          float *dst, const Walk &w);
+                          float *dst, const Walk &w, int post);
   /// E[k][t][c] = sum_i AT[i][k] dy(tile t, position t.start + i, c), zero
   /// past the line's end (the filter gradient's transform of dy).
   void (*gradientTransform)(const Job &j, const float *dy, const Walk &w, int64_t channels,

@@ -171,7 +171,7 @@ void inputTransformA(const Job &j, const float *src, const Walk &w, int64_t chan
 
 template <class I, int A>
 void outputTransformA(const Job &j, const float *M, int64_t channels, const float *bias, float *dst,
-                      const Walk &w) {
+                      const Walk &w, int post) {
   const float *AT = j.tables->AT;
   const int m = j.tables->m;
   forEachTile(j, [&](int64_t t, int64_t image, int64_t line, int64_t start) {
@@ -189,6 +189,12 @@ void outputTransformA(const Job &j, const float *M, int64_t channels, const floa
 #pragma GCC unroll 12
         for (int k = 0; k < A; ++k)
           acc = I::fma(I::set1(AT[i * A + k]), mk[k], acc);
+        if (post & kAddTo)
+          acc = I::add(acc, I::load(row + (start + i) * w.pos));
+        // max(0, acc) returns its second operand for a NaN, which passes on
+        // as through oneDNN's ReLU.
+        if (post & kRelu)
+          acc = I::max(I::zero(), acc);
         I::store(row + (start + i) * w.pos, acc);
       }
     }
@@ -239,8 +245,8 @@ template <class I> struct Transforms {
   };
   template <int A> struct Out {
     static void run(const Job &j, const float *M, int64_t c, const float *bias, float *dst,
-                    const Walk *w) {
-      outputTransformA<I, A>(j, M, c, bias, dst, *w);
+                    const Walk *w, int post) {
+      outputTransformA<I, A>(j, M, c, bias, dst, *w, post);
     }
   };
   template <int A> struct Gradient {
@@ -257,8 +263,8 @@ void inputTransform(const Job &j, const float *src, const Walk &w, int64_t chann
 
 template <class I>
 void outputTransform(const Job &j, const float *M, int64_t channels, const float *bias, float *dst,
-                     const Walk &w) {
-  byPoints<Transforms<I>::template Out>(j, M, channels, bias, dst, &w);
+                     const Walk &w, int post) {
+  byPoints<Transforms<I>::template Out>(j, M, channels, bias, dst, &w, post);
 }
 
 template <class I>
@@ -279,6 +285,8 @@ void gradientTransform(const Job &j, const float *dy, const Walk &w, int64_t cha
     static void store(float *p, V v) { Prefix##_storeu_ps(p, v); }                                 \
     static V set1(float x) { return Prefix##_set1_ps(x); }                                         \
     static V mul(V a, V b) { return Prefix##_mul_ps(a, b); }                                       \
+    static V add(V a, V b) { return Prefix##_add_ps(a, b); }                                       \
+    static V max(V a, V b) { return Prefix##_max_ps(a, b); }                                       \
     static V fma(V a, V b, V c) { return Prefix##_fmadd_ps(a, b, c); }                             \
   }
 

@@ -122,6 +122,52 @@ TEST(ConvAlgorithm, AutoTakesWinogradWhereItPays) {
   EXPECT_EQ(algorithmsRun(tiny, ConvAlgorithm::Winograd), "www");
 }
 
+// Inference convolutions carry their ReLU and residual add (the sum
+// attribute: the last operand added before the ReLU) fused in
+// (passes/InferenceFusion.h): ours applies them in its output transform,
+// against oneDNN's post-ops in the direct convolution.
+TEST(ConvAlgorithm, OursTakesFusedReluAndResidualAdd) {
+  if (!wino1d::kernelsFor(channelBlock()))
+    GTEST_SKIP() << "no vector code for our Winograd on this CPU";
+  std::mt19937 rng(11);
+  TensorType x = f32({2, 32, 17, 17}), w = f32({32, 32, 1, 7}), b = f32({32});
+  Tensor tx = randomTensor(x, rng), tw = randomTensor(w, rng), tb = randomTensor(b, rng);
+  Attrs base = convAttrs({1, 1}, {0, 3, 0, 3}, {1, 1}, 1);
+  Tensor addend = randomTensor(x, rng); // the output's shape: 'same' padding
+  for (int variant = 0; variant < 4; ++variant) {
+    bool relu = variant & 1, sum = variant & 2;
+    SCOPED_TRACE(std::string(relu ? "relu" : "") + (sum ? " sum" : ""));
+    Attrs a = base;
+    if (relu)
+      a.set("activation", std::string("relu"));
+    std::vector<TensorType> types{x, w, b};
+    std::vector<Tensor> inputs{tx, tw, tb};
+    if (sum) {
+      a.set("sum", (int64_t)1);
+      types.push_back(x);
+      inputs.push_back(addend);
+    }
+    auto node = mustMakeNode(Op::Conv, types, a);
+    std::vector<PrimitiveInfo> ran;
+    auto direct = runOnce(*node->node, inputs, ConvAlgorithm::Direct);
+    auto ours = runOnce(*node->node, inputs, ConvAlgorithm::Auto, ran);
+    // (With the addend copied into the output by a reorder beside it.)
+    EXPECT_TRUE(llvm::any_of(ran, [](const PrimitiveInfo &p) {
+      return llvm::StringRef(p.implementation).startswith("graphc_wino1d");
+    }));
+    ASSERT_EQ(direct.size(), 1u);
+    ASSERT_EQ(ours.size(), 1u);
+    double worst = 0;
+    EXPECT_TRUE(near(ours[0], direct[0], 1e-4, &worst)) << worst;
+    if (relu) {
+      int64_t negative = 0;
+      for (int64_t i = 0; i < ours[0].numElements(); ++i)
+        negative += ours[0].at(i) < 0;
+      EXPECT_EQ(negative, 0);
+    }
+  }
+}
+
 // inception_v3's Mixed_5b 3x3 (64 -> 96 channels at 35x35), batch 4: the
 // three directions by Winograd against the direct ones, at the reference
 // tests' tolerance.

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -79,11 +80,12 @@ struct Case {
 };
 
 /// Normalized worst difference: max |got - want| over mean |want|.
-double normalized(const std::vector<double> &want, const std::vector<float> &got) {
+double normalized(const std::vector<double> &want, const std::vector<float> &got,
+                  const std::vector<double> *scale = nullptr) {
   double worst = 0, mean = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     worst = std::max(worst, std::fabs(got[i] - want[i]));
-    mean += std::fabs(want[i]);
+    mean += std::fabs(scale ? (*scale)[i] : want[i]);
   }
   return worst / std::max(mean / want.size(), 1e-30);
 }
@@ -151,6 +153,27 @@ void checkCase(const Case &c, int block) {
     else
       plan.backwardFilter(x.data.data(), dy.data.data(), dwGot.data(), scratch.data());
   }
+  // The inference form: the transformed weights kept (transformWeights, then
+  // a forward that never reads w), the output holding an addend it adds to
+  // (kAddTo), then clamped at 0 (kRelu).
+  // (Errors against the mean magnitude before the ReLU: zeros would halve it.)
+  std::vector<double> postWant(yWant.size()), preRelu(yWant.size());
+  std::vector<float> postGot(yWant.size());
+  for (size_t i = 0; i < yWant.size(); ++i) {
+    postGot[i] = normal(rng);
+    preRelu[i] = yWant[i] + postGot[i];
+    postWant[i] = std::max(0.0, preRelu[i]);
+  }
+  {
+    std::vector<float> scratch(plan.scratchBytes(Pass::Forward) / sizeof(float),
+                               std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> U(plan.weightFloats(), std::numeric_limits<float>::quiet_NaN());
+    plan.transformWeights(w.data(), U.data(), scratch.data());
+    plan.forward(x.data.data(), nullptr, bias.data(), postGot.data(), scratch.data(),
+                 kAddTo | kRelu, U.data());
+  }
+  EXPECT_LT(normalized(postWant, postGot, &preRelu), 1e-4) << "forward, weights kept, add and ReLU";
+  EXPECT_EQ(std::count_if(postGot.begin(), postGot.end(), [](float v) { return !(v >= 0); }), 0);
   double errors[3] = {normalized(yWant, yGot), normalized(dxWant, dxGot),
                       normalized(dwWant, dwGot)};
   EXPECT_LT(errors[0], 1e-4) << "forward";
