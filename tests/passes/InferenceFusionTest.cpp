@@ -2,7 +2,8 @@
 //
 // A fused Conv -> Relu, and a Conv with its residual Add fused, compute what
 // the ops compute apart, on CPU devices, and weights kept between runs
-// (KeptOperand) follow a variable written between runs.
+// (KeptOperand, and our Winograd's transformed weights) follow a variable
+// written between runs.
 
 #include "PassTestUtil.h"
 
@@ -20,11 +21,12 @@ using passtest::addVariable;
 
 namespace {
 
-Value *conv(Builder &b, Value *x, const std::string &name, int64_t in, int64_t out) {
-  Value *w = addVariable(b, name + ".weight", {out, in, 3, 3}, VarKind::Param,
+Value *conv(Builder &b, Value *x, const std::string &name, int64_t in, int64_t out,
+            int64_t kh = 3, int64_t kw = 3) {
+  Value *w = addVariable(b, name + ".weight", {out, in, kh, kw}, VarKind::Param,
                          {"kaiming_uniform", {2.236}});
   Attrs a;
-  a.set("pads", Ints{1, 1, 1, 1});
+  a.set("pads", Ints{kh / 2, kw / 2, kh / 2, kw / 2});
   return b.create(Op::Conv, {x, w}, a, name);
 }
 
@@ -121,6 +123,38 @@ TEST(InferenceFusion, FusedMatchesUnfusedAndFollowsWrittenWeights) {
   auto got = (*b)->run(feeds);
   ASSERT_TRUE((bool)want && (bool)got);
   expectNear(*want, *got);
+}
+
+// 1x7 convolutions, which our own Winograd computes (kernels/cpu/Winograd1d.h)
+// with the fused ReLU and addend in its output transform and its transformed
+// weights kept between runs: the same as unfused, and following a write.
+TEST(InferenceFusion, WinogradConvolutionsFuseAndFollowWrittenWeights) {
+  auto plain = std::make_unique<Module>("wino");
+  Builder b(plain->main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 32, 9, 17}));
+  Value *r = b.create(Op::Relu, {conv(b, x, "c1", 32, 32, 1, 7)}, {}, "r1");
+  Value *y = b.create(Op::Relu, {b.create(Op::Add, {conv(b, r, "c2", 32, 32, 1, 7), r}, {}, "a2")},
+                      {}, "r2");
+  plain->main().addOutput(y);
+  plain->meta().set("batch", (int64_t)2);
+  auto fused = cloneModule(*plain);
+  EXPECT_EQ(fuseConvAdd(*fused), 1u);
+  EXPECT_EQ(fuseConvRelu(*fused), 2u);
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = randomTensor(TensorType(DType::F32, {2, 32, 9, 17}), 5);
+  auto ex = Executor::create(*fused, {});
+  ASSERT_TRUE((bool)ex) << llvm::toString(ex.takeError());
+  for (unsigned round = 0; round < 2; ++round) {
+    auto got = (*ex)->run(feeds);
+    ASSERT_TRUE((bool)got) << llvm::toString(got.takeError());
+    expectNear(*got, outputsOf(*plain, feeds));
+  }
+  Tensor w = randomTensor(TensorType(DType::F32, {32, 32, 1, 7}), 9);
+  ASSERT_FALSE((*ex)->writeVariable("c2.weight", w));
+  plain->findVariable("c2.weight")->data = w;
+  auto got = (*ex)->run(feeds);
+  ASSERT_TRUE((bool)got) << llvm::toString(got.takeError());
+  expectNear(*got, outputsOf(*plain, feeds));
 }
 
 /// Two residual blocks: r = relu(c1(x)); y = relu(c2(r) + r), then
