@@ -15,8 +15,6 @@
 
 #include "kernels/cpu/Winograd1dIsa.h"
 
-#include <algorithm>
-
 namespace graphc {
 namespace wino1d {
 namespace {
@@ -85,7 +83,9 @@ void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t 
   static const BlockTable<I, Transposed, false> fresh;
   static const BlockTable<I, Transposed, true> adding;
   const int64_t vectors = cols / I::B;
-  const int64_t slice = std::max<int64_t>(16, kSliceBytes / (cols * 4));
+  // (Ternaries rather than std::min and std::max: no out-of-line template of
+  // the standard library may be compiled into this file, Winograd1dIsa.h.)
+  const int64_t slice = kSliceBytes / (cols * 4) > 16 ? kSliceBytes / (cols * 4) : 16;
   const int64_t rowStep = Transposed ? 1 : lda, depthStep = Transposed ? lda : 1;
   auto run = [&](int64_t r0, int64_t v0, int64_t d0, int64_t kc, bool load) {
     const int nr = (int)(rows - r0 < I::R ? rows - r0 : I::R);
@@ -103,7 +103,7 @@ void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t 
   for (int64_t d0 = 0; d0 < depth; d0 += slice)
     for (int64_t r0 = 0; r0 < rows; r0 += I::R)
       for (int64_t v0 = 0; v0 < vectors; v0 += I::NV)
-        run(r0, v0, d0, std::min(slice, depth - d0), accumulate || d0 > 0);
+        run(r0, v0, d0, depth - d0 < slice ? depth - d0 : slice, accumulate || d0 > 0);
 }
 
 template <class I>
