@@ -85,7 +85,7 @@ Tables makeTables(int m, int r) {
   return t;
 }
 
-/// u[o] = sum_j g[j] rows[j * n + o], j < r.
+/// u[o] = sum_j g[j] rows[j * ld + o], j < r, o < n.
 GRAPHC_TARGET_CLONES void combineRows(float *u, const float *rows, int64_t ld, const float *g,
                                       int r, int64_t n) {
   for (int64_t o = 0; o < n; ++o)
@@ -381,8 +381,8 @@ void Plan::transformWeightsWith(const float *w, float *U, float *buffers) const 
       for (int64_t c = 0; c < n; ++c)
         for (int64_t f = 0; f < fold; ++f)
           for (int k = 0; k < tables_->alpha; ++k)
-            combineRows(U + ((k * fold + f) * cin + c0 + c) * cout,
-                        stage + (c * fold + f) * r * ld, ld, tables_->G + k * r, (int)r, cout);
+            combineRows(U + ((k * fold + f) * cin + c0 + c) * cout, stage + (c * fold + f) * r * ld,
+                        ld, tables_->G + k * r, (int)r, cout);
     }
   });
 }

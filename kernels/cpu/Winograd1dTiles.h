@@ -78,8 +78,8 @@ constexpr int64_t kSliceBytes = 384 << 10;
 /// (one slice deep, in the level-1 cache) meeting every column in turn.
 /// `accumulate` adds to C.
 template <class I, bool Transposed>
-void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t lda,
-             const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate) {
+void blocked(int64_t rows, int64_t depth, int64_t cols, const float *a, int64_t lda, const float *b,
+             int64_t ldb, float *c, int64_t ldc, bool accumulate) {
   static const BlockTable<I, Transposed, false> fresh;
   static const BlockTable<I, Transposed, true> adding;
   const int64_t vectors = cols / I::B;

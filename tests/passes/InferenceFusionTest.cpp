@@ -21,8 +21,8 @@ using passtest::addVariable;
 
 namespace {
 
-Value *conv(Builder &b, Value *x, const std::string &name, int64_t in, int64_t out,
-            int64_t kh = 3, int64_t kw = 3) {
+Value *conv(Builder &b, Value *x, const std::string &name, int64_t in, int64_t out, int64_t kh = 3,
+            int64_t kw = 3) {
   Value *w = addVariable(b, name + ".weight", {out, in, kh, kw}, VarKind::Param,
                          {"kaiming_uniform", {2.236}});
   Attrs a;
