@@ -3,7 +3,6 @@
 #include "kernels/cpu/ConvWinograd1d.h"
 
 #include "ir/Diagnostics.h"
-#include "ir/MemoryLimit.h"
 #include "kernels/ConvGeometry.h"
 #include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/DnnlKernel.h"
@@ -56,7 +55,6 @@ Pass passOf(Op op) {
 class Winograd1dKernel : public DnnlKernel {
 public:
   using DnnlKernel::DnnlKernel;
-  ~Winograd1dKernel() override { releaseHostBytes(keptBytes_); }
 
 protected:
   llvm::Error build() override {
@@ -136,28 +134,23 @@ private:
   const float *keptWeights(const float *w, uint64_t version, void *scratch) {
     if (!stableWeights_ || version == 0)
       return nullptr;
-    if (kept_.empty()) {
-      int64_t bytes = plan_->weightFloats() * (int64_t)sizeof(float);
-      if (auto e = reserveHostBytes(bytes, "transformed weights kept by a Winograd convolution"))
-        throw std::runtime_error(llvm::toString(std::move(e)));
-      keptBytes_ = bytes;
-      kept_.resize(plan_->weightFloats());
-    }
-    if (version != keptVersion_ || w != keptFrom_) {
-      plan_->transformWeights(w, kept_.data(), scratch);
-      keptVersion_ = version;
-      keptFrom_ = w;
-    }
-    return kept_.data();
+    dnnl::memory::desc bytes({plan_->weightFloats()}, dnnl::memory::data_type::f32,
+                             dnnl::memory::format_tag::a);
+    auto U = kept_.keep(
+        w, bytes, version,
+        [&](dnnl::memory &to) {
+          plan_->transformWeights(w, static_cast<float *>(to.get_data_handle()), scratch);
+        },
+        "transformed weights kept by a Winograd convolution");
+    if (!U)
+      throw std::runtime_error(llvm::toString(U.takeError()));
+    return static_cast<const float *>(U->get_data_handle());
   }
 
   Pass pass_ = Pass::Forward;
   int post_ = 0;
   bool sum_ = false, stableWeights_ = false;
-  std::vector<float> kept_;
-  int64_t keptBytes_ = 0;
-  uint64_t keptVersion_ = 0;
-  const float *keptFrom_ = nullptr;
+  KeptOperand kept_;
   std::optional<wino1d::Plan> plan_;
   llvm::SmallVector<dnnl::memory::desc, 2> want_;
   dnnl::memory::desc result_;

@@ -121,15 +121,24 @@ llvm::Expected<dnnl::memory> KeptOperand::get(Staging &s, void *data,
                                               const dnnl::memory::desc &want, uint64_t version) {
   if (version == 0 || have == want)
     return s.read(data, have, want);
+  return keep(
+      data, want, version, [&](dnnl::memory &to) { s.reorderInto(data, have, to); },
+      "weights kept in the layout a primitive wants");
+}
+
+llvm::Expected<dnnl::memory> KeptOperand::keep(const void *data, const dnnl::memory::desc &want,
+                                               uint64_t version,
+                                               llvm::function_ref<void(dnnl::memory &)> fill,
+                                               const char *what) {
   if (!kept_) {
     int64_t bytes = (int64_t)want.get_size();
-    if (auto e = reserveHostBytes(bytes, "weights kept in the layout a primitive wants"))
+    if (auto e = reserveHostBytes(bytes, what))
       return e;
     bytes_ = bytes;
-    kept_ = dnnl::memory(want, s.engine());
+    kept_ = dnnl::memory(want, CpuBackend::instance().engine());
   }
   if (version != version_ || data != from_) {
-    s.reorderInto(data, have, kept_);
+    fill(kept_);
     version_ = version;
     from_ = data;
   }

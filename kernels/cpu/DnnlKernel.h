@@ -170,6 +170,12 @@ public:
   /// moved), or, with version 0, a copy staged for this run.
   llvm::Expected<dnnl::memory> get(Staging &s, void *data, const dnnl::memory::desc &have,
                                    const dnnl::memory::desc &want, uint64_t version);
+  /// The kept buffer of `want`, which `fill` computes from `data` when
+  /// `version` or `data` moved (a version above 0; `what` names it where
+  /// --memory-limit refuses it).
+  llvm::Expected<dnnl::memory> keep(const void *data, const dnnl::memory::desc &want,
+                                    uint64_t version, llvm::function_ref<void(dnnl::memory &)> fill,
+                                    const char *what);
 
 private:
   dnnl::memory kept_;
