@@ -31,6 +31,30 @@ def run(*args, ok=True, timeout=600):
     return p
 
 
+def resnet18_training_gflop(batch, size):
+    """GFLOP of one training step's convolutions and matrix products in torchvision's
+    resnet18: each layer's forward, data gradient and filter gradient, less the data
+    gradient of the first convolution (the input needs none); 2 FLOP per multiply-add."""
+    import torch
+    import torchvision
+    macs = []
+
+    def count(module, inputs, out):
+        if isinstance(module, torch.nn.Conv2d):
+            k = module.kernel_size[0] * module.kernel_size[1] * module.in_channels // module.groups
+            macs.append(out.numel() * k)
+        else:
+            macs.append(out.numel() * module.in_features)
+
+    model = torchvision.models.resnet18()
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+            module.register_forward_hook(count)
+    with torch.no_grad():
+        model(torch.zeros(batch, 3, size, size))
+    return 2e-9 * (3 * sum(macs) - macs[0])
+
+
 def winograd_here():
     """Whether oneDNN 2.6 has Winograd convolutions here: AVX-512, not capped below it."""
     with open("/proc/cpuinfo") as f:
@@ -300,9 +324,17 @@ class GraphrunTest(CliCase):
             # The updates ran as one multi-tensor launch, and the implementations are named.
             self.assertRegex(text, r"fused update: 62 Apply\w+ nodes in one launch on cpu:0")
             self.assertRegex(text, r"\n  Conv +convolution \S+")
-            # The per-op rows add up to the total.
-            rows = re.findall(r"^  \w+ +[\d.]+ +[\d.]+% +\d+ +([\d.]+)$", text, re.M)
-            self.assertAlmostEqual(sum(map(float, rows)), per_step[layouts], delta=0.1 * len(rows) + 0.05)
+            # The per-op rows add up to the total; contractions carry their GFLOP/s.
+            rows = re.findall(r"^  (\w+) +[\d.]+ +[\d.]+% +\d+ +([\d.]+)( +[\d.]+)?$", text, re.M)
+            self.assertAlmostEqual(sum(float(r[1]) for r in rows), per_step[layouts], delta=0.1 * len(rows) + 0.05)
+            rated = {r[0] for r in rows if r[2]}
+            self.assertEqual(rated, {"Conv", "ConvGradData", "ConvGradFilter", "Gemm"}, text)
+            # The arithmetic counted is torchvision's resnet18: forward, data and filter
+            # gradients of every convolution and matrix product, but no data gradient of the input.
+            m = re.search(r"contractions \(convolutions, matrix products\): ([\d.]+) GFLOP per step at "
+                          r"([\d.]+) GFLOP/s", text)
+            self.assertIsNotNone(m, text)
+            self.assertAlmostEqual(float(m.group(1)), resnet18_training_gflop(4, 32), delta=1e-3)
         # Keeping activations in the convolutions' own layout never needs more copies.
         self.assertLessEqual(per_step["blocked"], per_step["plain"])
 

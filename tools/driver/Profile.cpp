@@ -1,6 +1,7 @@
 #include "tools/driver/Profile.h"
 
 #include "ir/Archive.h"
+#include "ir/Cost.h"
 
 #include "llvm/Support/Format.h"
 
@@ -14,15 +15,25 @@ void printProfile(const Executor &ex, llvm::raw_ostream &os) {
     double seconds = 0;
     int64_t nodes = 0;
     ReorderCount reorders;
+    int64_t macs = 0; ///< per step: multiply-accumulates of contractions
   };
   std::map<std::string, OpRow> byOp;
   double total = 0;
   int64_t runs = 1;
   ReorderCount reorders;
+  double contractionSeconds = 0;
+  int64_t contractionMacs = 0;
   for (const NodeProfile &p : nodes) {
     OpRow &row = byOp[opName(p.node->op()).str()];
     row.seconds += p.seconds;
     ++row.nodes;
+    // The executor's graph has its towers' batch in every shape.
+    const int64_t macs = nodeCost(*p.node).macs;
+    row.macs += macs;
+    if (macs) {
+      contractionMacs += macs;
+      contractionSeconds += p.seconds;
+    }
     row.reorders.reorders += p.reorders.reorders;
     row.reorders.bytes += p.reorders.bytes;
     reorders.reorders += p.reorders.reorders;
@@ -41,11 +52,24 @@ void printProfile(const Executor &ex, llvm::raw_ostream &os) {
                      "inside kernels: %.1f reorders, %.1f MB per step\n",
                      (long long)runs, total / runs, reorders.reorders / steps,
                      reorders.bytes / steps / 1e6);
-  os << "  op                            ms/step   share  nodes  reorders/step\n";
-  for (auto &[op, v] : ops)
-    os << llvm::format("  %-26s %10.2f %6.1f%% %6lld %14.1f\n", op.c_str(), 1e3 * v.seconds / runs,
+  // GFLOP/s: 2 per multiply-accumulate of the op's definition (a Winograd
+  // convolution does fewer, so it can exceed the CPU's peak).
+  auto gflops = [&](int64_t macs, double seconds) {
+    return seconds > 0 ? 2.0 * (double)macs * steps / seconds / 1e9 : 0.0;
+  };
+  if (contractionMacs)
+    os << llvm::format("contractions (convolutions, matrix products): %.4g GFLOP per step at "
+                       "%.1f GFLOP/s\n",
+                       2e-9 * (double)contractionMacs, gflops(contractionMacs, contractionSeconds));
+  os << "  op                            ms/step   share  nodes  reorders/step  GFLOP/s\n";
+  for (auto &[op, v] : ops) {
+    os << llvm::format("  %-26s %10.2f %6.1f%% %6lld %14.1f", op.c_str(), 1e3 * v.seconds / runs,
                        total ? 100 * v.seconds / total : 0.0, (long long)v.nodes,
                        v.reorders.reorders / steps);
+    if (v.macs)
+      os << llvm::format(" %8.1f", gflops(v.macs, v.seconds));
+    os << "\n";
+  }
   llvm::sort(nodes, [](const NodeProfile &a, const NodeProfile &b) {
     return a.seconds != b.seconds ? a.seconds > b.seconds : a.node->name() < b.node->name();
   });
