@@ -34,47 +34,32 @@ namespace {
 constexpr int kChains = 12;
 constexpr long kRounds = 1 << 20;
 
-// Each kernel runs kRounds rounds of kChains multiply-adds and returns a
-// value that depends on all of them, so none is optimized away.
+// Each kernel runs kRounds rounds of kChains multiply-adds and returns the
+// sum of the chains' first lanes, so none is optimized away.
 
-__attribute__((target("avx2,fma"))) float fmaAvx2() {
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i)
-    acc[i] = _mm256_set1_ps(1e-3f * (float)i);
-  const __m256 a = _mm256_set1_ps(0.9999f), b = _mm256_set1_ps(1e-4f);
-  for (long n = 0; n < kRounds; ++n)
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i)
-      acc[i] = _mm256_fmadd_ps(a, acc[i], b);
-  for (int i = 1; i < kChains; ++i)
-    acc[0] = _mm256_add_ps(acc[0], acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, acc[0]);
-  return out[0];
-}
-
-/// The sum of the chains' first lanes (GCC 12 warns of an uninitialized
-/// variable inside _mm512_reduce_add_ps).
-__attribute__((target("avx512f"))) float sum512(const __m512 *acc) {
-  float out[16], sum = 0;
-  for (int i = 0; i < kChains; ++i) {
-    _mm512_storeu_ps(out, acc[i]);
-    sum += out[0];
+/// A kernel of f32 FMAs: the vector type Vec of Lanes floats, its intrinsics'
+/// prefix (_mm256, _mm512), compiled for Target alone. (A macro: each must be
+/// its own function with its own target, so no wider instruction reaches the
+/// narrower one.)
+#define GRAPHC_FMA_CHAINS(Name, Target, Vec, Prefix, Lanes)                                        \
+  __attribute__((target(Target))) float Name() {                                                   \
+    Vec acc[kChains];                                                                              \
+    for (int i = 0; i < kChains; ++i)                                                              \
+      acc[i] = Prefix##_set1_ps(1e-3f * (float)i);                                                 \
+    const Vec a = Prefix##_set1_ps(0.9999f), b = Prefix##_set1_ps(1e-4f);                          \
+    for (long n = 0; n < kRounds; ++n)                                                             \
+      _Pragma("GCC unroll 12") for (int i = 0; i < kChains; ++i) acc[i] =                          \
+          Prefix##_fmadd_ps(a, acc[i], b);                                                         \
+    float out[Lanes], sum = 0;                                                                     \
+    for (int i = 0; i < kChains; ++i) {                                                            \
+      Prefix##_storeu_ps(out, acc[i]);                                                             \
+      sum += out[0];                                                                               \
+    }                                                                                              \
+    return sum;                                                                                    \
   }
-  return sum;
-}
 
-__attribute__((target("avx512f"))) float fmaAvx512() {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i)
-    acc[i] = _mm512_set1_ps(1e-3f * (float)i);
-  const __m512 a = _mm512_set1_ps(0.9999f), b = _mm512_set1_ps(1e-4f);
-  for (long n = 0; n < kRounds; ++n)
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i)
-      acc[i] = _mm512_fmadd_ps(a, acc[i], b);
-  return sum512(acc);
-}
+GRAPHC_FMA_CHAINS(fmaAvx2, "avx2,fma", __m256, _mm256, 8)
+GRAPHC_FMA_CHAINS(fmaAvx512, "avx512f", __m512, _mm512, 16)
 
 __attribute__((target("avx512f,avx512bf16"))) float dotBf16() {
   __m512 acc[kChains];
@@ -87,7 +72,12 @@ __attribute__((target("avx512f,avx512bf16"))) float dotBf16() {
 #pragma GCC unroll 12
     for (int i = 0; i < kChains; ++i)
       acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-  return sum512(acc);
+  float out[16], sum = 0;
+  for (int i = 0; i < kChains; ++i) {
+    _mm512_storeu_ps(out, acc[i]);
+    sum += out[0];
+  }
+  return sum;
 }
 
 struct Unit {
