@@ -37,8 +37,10 @@
 #                     stalled rank (mpi.txt)
 #   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
 #                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
-#                     bf16 (and bf16 kept off AMX) in alternating rounds, and where a bf16 and
-#                     an fp32 step go per oneDNN implementation
+#                     bf16 (and bf16 kept off AMX) in alternating rounds, the vector units'
+#                     peak, oneDNN's convolutions by activation format (blocked against
+#                     channels-last: does AMX need it?), and where a bf16 and an fp32 step go
+#                     per oneDNN implementation (about 10 minutes on 2 threads)
 #   all               env tests sanitizer train profile bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
@@ -355,6 +357,11 @@ run_cpu() {
         done
       done
     done
+    echo "--- the vector units' peak (bench/cpu_peak), $threads threads"
+    timeout 60 "$here/build/bin/cpu_peak" --threads "$threads" --seconds 0.5 2>&1
+    echo "--- oneDNN's convolutions by activation format (bench/conv_formats): blocked, channels-last, its choice"
+    env CUDA_VISIBLE_DEVICES="" timeout 400 "$here/build/bin/conv_formats" --threads "$threads" \
+      --min-seconds 0.1 --dtype both 2>&1
     for precision in bf16 fp32; do
       echo "--- inception_v3 $precision, 3 steps under ONEDNN_VERBOSE=1: ms per step by primitive, implementation and kind"
       train inception_v3 "$precision" 3 ONEDNN_VERBOSE=1 2>/dev/null | awk -F, '
