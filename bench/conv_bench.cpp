@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bench/ConvShapes.h"
+#include "bench/ConvBenchCommon.h"
 #include "ir/Builder.h"
 #include "kernels/cpu/CpuBackend.h"
 
@@ -28,18 +28,34 @@
 #include <random>
 
 using namespace graphc;
-using graphc::bench::kShapes;
-using graphc::bench::Shape;
+using namespace graphc::bench;
 
 namespace {
 
-struct Options {
-  int64_t batch = 16;
-  int threads = 0;
-  double minSeconds = 0.3;
+struct Options : CommonOptions {
+  static constexpr const char *usage =
+      "conv_bench [--batch N] [--threads T] [--min-seconds S] [--clock wall|cpu] "
+      "[--algorithm auto|direct|winograd] [--only SUBSTRING]";
   bool cpuClock = false;
   ConvAlgorithm algorithm = ConvAlgorithm::Auto;
-  const char *only = "";
+
+  /// This program's own options.
+  bool take(const char *flag, const char *value) {
+    if (!std::strcmp(flag, "--clock") && !std::strcmp(value, "cpu"))
+      cpuClock = true;
+    else if (!std::strcmp(flag, "--clock") && !std::strcmp(value, "wall"))
+      cpuClock = false;
+    else if (!std::strcmp(flag, "--algorithm")) {
+      auto a = parseConvAlgorithm(value);
+      if (!a) {
+        llvm::consumeError(a.takeError());
+        return false;
+      }
+      algorithm = *a;
+    } else
+      return false;
+    return true;
+  }
 };
 
 /// Seconds on the chosen clock: wall, or process CPU time per thread.
@@ -112,61 +128,23 @@ double timeNode(const Node &n, bool blocked, const Options &opt) {
   ctx.outputs = out;
   ctx.scratch = scratch.raw();
   ctx.stream = &stream;
-  double best = 1e30, total = 0;
-  for (int rep = 0; rep < 3 || total < opt.minSeconds; ++rep) {
-    double start = now(opt);
-    if (auto e = (*k)->run(ctx)) {
-      std::fprintf(stderr, "%s\n", llvm::toString(std::move(e)).c_str());
-      return -1;
-    }
-    double s = now(opt) - start;
-    if (rep > 0) { // the first run warms caches and page tables
-      best = std::min(best, s);
-      total += s;
-    }
-  }
-  return best;
-}
-
-bool parse(int argc, char **argv, Options &opt) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--batch"))
-      opt.batch = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads"))
-      opt.threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--min-seconds"))
-      opt.minSeconds = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--clock") && !std::strcmp(argv[i + 1], "cpu"))
-      opt.cpuClock = true;
-    else if (!std::strcmp(argv[i], "--clock") && !std::strcmp(argv[i + 1], "wall"))
-      opt.cpuClock = false;
-    else if (!std::strcmp(argv[i], "--only"))
-      opt.only = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--algorithm")) {
-      auto a = parseConvAlgorithm(argv[i + 1]);
-      if (!a) {
-        llvm::consumeError(a.takeError());
-        return false;
-      }
-      opt.algorithm = *a;
-    } else
-      return false;
-  }
-  return argc % 2 == 1 && opt.batch > 0;
+  return bestSeconds(
+      [&] {
+        if (auto e = (*k)->run(ctx)) {
+          std::fprintf(stderr, "%s\n", llvm::toString(std::move(e)).c_str());
+          return false;
+        }
+        return true;
+      },
+      [&] { return now(opt); }, opt.minSeconds);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   Options opt;
-  if (!parse(argc, argv, opt)) {
-    std::fprintf(stderr, "usage: conv_bench [--batch N] [--threads T] [--min-seconds S] "
-                         "[--clock wall|cpu] [--algorithm auto|direct|winograd] "
-                         "[--only SUBSTRING]\n");
+  if (!parseOptions(argc, argv, opt))
     return 2;
-  }
-  if (opt.threads > 0)
-    setCpuThreads(opt.threads);
   std::printf("batch %lld, %d threads, %s clock, --conv-algorithm %s; GFLOP/s (best run; "
               "Winograd's are effective rates), plain | blocked activations\n",
               (long long)opt.batch, cpuThreads(), opt.cpuClock ? "cpu-time" : "wall",

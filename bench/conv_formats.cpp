@@ -18,11 +18,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bench/ConvShapes.h"
+#include "bench/ConvBenchCommon.h"
 #include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/CpuBackend.h"
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -32,8 +31,7 @@
 #include <unordered_map>
 
 using namespace graphc;
-using graphc::bench::kShapes;
-using graphc::bench::Shape;
+using namespace graphc::bench;
 
 namespace {
 
@@ -41,12 +39,20 @@ using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-struct Options {
-  int64_t batch = 16;
-  int threads = 0;
-  double minSeconds = 0.3;
-  const char *only = "";
+struct Options : CommonOptions {
+  static constexpr const char *usage = "conv_formats [--batch N] [--threads T] [--min-seconds S] "
+                                       "[--only SUBSTRING] [--dtype f32|bf16|both]";
   bool f32 = true, bf16 = true;
+
+  /// This program's own option, --dtype.
+  bool take(const char *flag, const char *value) {
+    const bool onlyF32 = !std::strcmp(value, "f32"), onlyBf16 = !std::strcmp(value, "bf16");
+    if (std::strcmp(flag, "--dtype") || !(onlyF32 || onlyBf16 || !std::strcmp(value, "both")))
+      return false;
+    f32 = !onlyBf16;
+    bf16 = !onlyF32;
+    return true;
+  }
 };
 
 struct Format {
@@ -71,21 +77,16 @@ dnnl::memory filled(const dnnl::memory::desc &md) {
 Timed timeRuns(const dnnl::primitive &p, const std::unordered_map<int, dnnl::memory> &args,
                std::string impl, const Options &opt) {
   dnnl::stream s(CpuBackend::instance().engine());
-  Timed t;
-  t.impl = std::move(impl);
-  double best = 1e30, total = 0;
-  for (int rep = 0; rep < 3 || total < opt.minSeconds; ++rep) {
-    auto start = std::chrono::steady_clock::now();
+  auto wall = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  auto run = [&] {
     p.execute(s, args);
     s.wait();
-    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (rep > 0) { // the first run warms caches and page tables
-      best = std::min(best, sec);
-      total += sec;
-    }
-  }
-  t.seconds = best;
-  return t;
+    return true;
+  };
+  return {bestSeconds(run, wall, opt.minSeconds), std::move(impl)};
 }
 
 /// The three passes of shape `s` with activations of type `type` in format
@@ -137,38 +138,12 @@ std::array<Timed, 3> timeShape(const Shape &s, dt type, const Format &f, const O
   return out;
 }
 
-bool parse(int argc, char **argv, Options &opt) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *v = argv[i + 1];
-    if (!std::strcmp(argv[i], "--batch"))
-      opt.batch = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--threads"))
-      opt.threads = std::atoi(v);
-    else if (!std::strcmp(argv[i], "--min-seconds"))
-      opt.minSeconds = std::atof(v);
-    else if (!std::strcmp(argv[i], "--only"))
-      opt.only = v;
-    else if (!std::strcmp(argv[i], "--dtype") &&
-             (!std::strcmp(v, "f32") || !std::strcmp(v, "bf16") || !std::strcmp(v, "both"))) {
-      opt.f32 = std::strcmp(v, "bf16") != 0;
-      opt.bf16 = std::strcmp(v, "f32") != 0;
-    } else
-      return false;
-  }
-  return argc % 2 == 1 && opt.batch > 0;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
   Options opt;
-  if (!parse(argc, argv, opt)) {
-    std::fprintf(stderr, "usage: conv_formats [--batch N] [--threads T] [--min-seconds S] "
-                         "[--only SUBSTRING] [--dtype f32|bf16|both]\n");
+  if (!parseOptions(argc, argv, opt))
     return 2;
-  }
-  if (opt.threads > 0)
-    setCpuThreads(opt.threads);
   if (opt.bf16 && !cpuHasBf16()) {
     std::printf("bf16: no bf16 instructions here (or capped by ONEDNN_MAX_CPU_ISA); not timed\n");
     opt.bf16 = false;
