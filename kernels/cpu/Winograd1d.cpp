@@ -201,6 +201,12 @@ Plan::Plan(const Shape &s, int threads)
       (((s.alongW ? s.outWidth : s.outHeight) + tables_->m - 1) / tables_->m);
   wide_ = 4.0 * tables_->alpha * s.fold * s.cin * s.cout > kWideWeightBytes &&
           forwardTiles <= kWideTiles;
+  // Panels as wide as a register block, or the widest number of vectors
+  // below that dividing both passes' columns (cout forward, cin for the data
+  // gradient).
+  if (wide_)
+    for (panel_ = isa_->panel; s.cout % panel_ || s.cin % panel_;)
+      panel_ -= s.block;
   for (Pass p : {Pass::Forward, Pass::Data}) {
     Correlation c = correlation(p);
     maxTiles_ = std::max(maxTiles_, c.linesPerJob * c.perLine);
@@ -333,18 +339,19 @@ static Job linesOf(const Job &all, int64_t begin, int64_t end) {
 void Plan::correlateWide(const Correlation &c, const float *in, float *out, const float *U,
                          const float *bias, float *buffers, int post) const {
   const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward, wide_);
-  const int a = tables_->alpha, B = shape_.block;
+  const int a = tables_->alpha;
   const int64_t depth = shape_.fold * c.cin;
   const Job all = job(0, c);
   float *V = buffers, *M = V + z.tiles;
   parallel(all.line1, threads_, [&](int64_t, int64_t begin, int64_t end) {
     isa_->inputTransform(linesOf(all, begin, end), in, c.in, c.cin, V);
   });
-  parallel(c.cout / B, threads_, [&](int64_t, int64_t begin, int64_t end) {
-    for (int k = 0; k < a; ++k)
-      isa_->gemm(all.tiles, depth, (end - begin) * B, V + k * all.tiles * depth, depth,
-                 U + k * depth * c.cout + begin * B, c.cout, M + k * all.tiles * c.cout + begin * B,
-                 c.cout);
+  const int64_t P = panel_;
+  parallel(c.cout / P, threads_, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t q = begin; q < end; ++q)
+      for (int k = 0; k < a; ++k)
+        isa_->gemm(all.tiles, depth, P, V + k * all.tiles * depth, depth,
+                   U + (k * c.cout + q * P) * depth, P, M + k * all.tiles * c.cout + q * P, c.cout);
   });
   parallel(all.line1, threads_, [&](int64_t, int64_t begin, int64_t end) {
     isa_->outputTransform(linesOf(all, begin, end), M, c.cout, bias, out, c.out, post);
@@ -360,6 +367,14 @@ void Plan::transformWeights(const float *w, float *U, void *scratch) const {
   transformWeightsWith(w, U, static_cast<float *>(scratch) + z.weights);
 }
 
+void Plan::storeRow(float *U, int k, int64_t d, int64_t depth, int64_t cols,
+                    const float *row) const {
+  const int64_t P = panel_ ? panel_ : cols;
+  float *point = U + k * depth * cols;
+  for (int64_t q = 0; q < cols / P; ++q)
+    std::copy(row + q * P, row + (q + 1) * P, point + (q * depth + d) * P);
+}
+
 void Plan::transformWeightsWith(const float *w, float *U, float *buffers) const {
   const Sizes z = sizesOf(shape_, *tables_, maxTiles_, Pass::Forward, wide_);
   const int64_t cin = shape_.cin, cout = shape_.cout, r = shape_.taps, fold = shape_.fold;
@@ -371,6 +386,7 @@ void Plan::transformWeightsWith(const float *w, float *U, float *buffers) const 
   // [c][a][j][o], then combined row by row.
   parallel(cin, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *stage = areas.stage(thread);
+    std::vector<float> row(panel_ ? cout : 0);
     for (int64_t c0 = begin; c0 < end; c0 += perStage) {
       const int64_t n = std::min(perStage, end - c0);
       for (int64_t o = 0; o < cout; ++o) {
@@ -380,9 +396,13 @@ void Plan::transformWeightsWith(const float *w, float *U, float *buffers) const 
       }
       for (int64_t c = 0; c < n; ++c)
         for (int64_t f = 0; f < fold; ++f)
-          for (int k = 0; k < tables_->alpha; ++k)
-            combineRows(U + ((k * fold + f) * cin + c0 + c) * cout, stage + (c * fold + f) * r * ld,
-                        ld, tables_->G + k * r, (int)r, cout);
+          for (int k = 0; k < tables_->alpha; ++k) {
+            const int64_t d = f * cin + c0 + c;
+            float *to = panel_ ? row.data() : U + (k * fold * cin + d) * cout;
+            combineRows(to, stage + (c * fold + f) * r * ld, ld, tables_->G + k * r, (int)r, cout);
+            if (panel_)
+              storeRow(U, k, d, fold * cin, cout, to);
+          }
     }
   });
 }
@@ -407,6 +427,7 @@ void Plan::backwardData(const float *dy, const float *w, float *dx, void *scratc
   // U[k][a][o][c] = sum_j G[k][j] w[o][c][fold-1-a][r-1-j].
   parallel(cout, threads_, [&](int64_t thread, int64_t begin, int64_t end) {
     float *stage = areas.stage(thread);
+    std::vector<float> row(panel_ ? cin : 0);
     for (int64_t o = begin; o < end; ++o) {
       for (int64_t c = 0; c < cin; ++c)
         for (int64_t f = 0; f < fold; ++f)
@@ -414,9 +435,13 @@ void Plan::backwardData(const float *dy, const float *w, float *dx, void *scratc
             stage[(f * r + j) * cin + c] =
                 w[((o * cin + c) * fold + (fold - 1 - f)) * r + (r - 1 - j)];
       for (int64_t f = 0; f < fold; ++f)
-        for (int k = 0; k < tables_->alpha; ++k)
-          combineRows(U + ((k * fold + f) * cout + o) * cin, stage + f * r * cin, cin,
-                      tables_->G + k * r, (int)r, cin);
+        for (int k = 0; k < tables_->alpha; ++k) {
+          const int64_t d = f * cout + o;
+          float *to = panel_ ? row.data() : U + (k * fold * cout + d) * cin;
+          combineRows(to, stage + f * r * cin, cin, tables_->G + k * r, (int)r, cin);
+          if (panel_)
+            storeRow(U, k, d, fold * cout, cin, to);
+        }
     }
   });
   correlate(correlation(Pass::Data), dy, dx, U, nullptr, buffers, 0);

@@ -126,6 +126,9 @@ private:
                      const float *bias, float *buffers, int post) const;
   /// U from w, `buffers` the scratch after the forward's weights.
   void transformWeightsWith(const float *w, float *U, float *buffers) const;
+  /// Stores `row`, row d of point k of transformed weights `depth` rows deep
+  /// and `cols` wide, into U: whole rows, or in the wide schedule's panels.
+  void storeRow(float *U, int k, int64_t d, int64_t depth, int64_t cols, const float *row) const;
 
   Shape shape_;
   const Tables *tables_;
@@ -134,6 +137,12 @@ private:
   /// Large transformed weights: one job of all tiles, so that they stream
   /// once per run instead of once per job (and one filter accumulator).
   bool wide_ = false;
+  /// Wide plans keep transformed weights in panels of this many columns, each
+  /// [depth][panel] (U[k][q][d][panel]), so that a thread's products read
+  /// them in order instead of a row's slice every few KB, which the
+  /// hardware's prefetchers do not follow across pages; 0: rows of all
+  /// columns (U[k][d][cols]).
+  int64_t panel_ = 0;
   int64_t maxTiles_ = 0; ///< the most tiles a job of any pass has
 };
 

@@ -67,6 +67,7 @@ struct Job {
 /// define no constructor of it.)
 struct IsaKernels {
   int block; ///< floats per vector: the channel block it takes
+  int panel; ///< columns of B one register block of the products covers
   const char *name;
   /// V[k][t][a][c] = sum_i BT[k][i] src(line t.line - padAcross + a,
   /// position t.start - pad + i, c), zero outside the tensor; rows of

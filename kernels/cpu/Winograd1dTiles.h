@@ -292,6 +292,7 @@ void gradientTransform(const Job &j, const float *dy, const Walk &w, int64_t cha
 
 template <class I> IsaKernels kernelsOf(const char *name) {
   return IsaKernels{I::B,
+                    I::B * I::NV,
                     name,
                     &inputTransform<I>,
                     &outputTransform<I>,

@@ -200,10 +200,13 @@ TEST(Winograd1d, ThreePassesAgreeWithDirectLoops) {
       {1, 16, 16, 7, 13, 5, 5, {2, 2, 2, 2}, 2}, // 5x5
       {2, 16, 16, 6, 7, 3, 5, {0, 1, 2, 3}, 2},  // 3x5, uneven padding
       {3, 16, 16, 2, 3, 3, 3, {1, 1, 1, 1}, 2},  // jobs spanning images
-      // Over 6 MB of transformed weights: the wide schedule (one job of every
-      // tile, products split by columns, one filter accumulator).
+      // Over 1 MB of transformed weights and few tiles: the wide schedule (one
+      // job of every tile, the weights in panels of columns, products split
+      // by panels, one filter accumulator).
       {2, 512, 512, 3, 3, 3, 3, {1, 1, 1, 1}, 2},
       {2, 448, 448, 2, 9, 1, 7, {0, 3, 0, 3}, 3},
+      {1, 160, 96, 3, 5, 3, 3, {1, 1, 1, 1}, 2}, // panels of 32 on AVX-512 (not 64)
+      {1, 208, 80, 3, 4, 3, 3, {1, 1, 1, 1}, 3}, // panels of one vector on AVX-512
   };
   int ran = 0;
   for (int block : {8, 16}) {
