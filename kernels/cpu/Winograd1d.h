@@ -115,7 +115,8 @@ private:
   /// The walk of a [N, channels, h, w] tensor along the axis.
   Walk walk(int64_t channels, int64_t h, int64_t w) const;
   Job job(int64_t index, const Correlation &c) const;
-  /// The correlation `c`, U the transformed weights [alpha][fold * cin][cout],
+  /// The correlation `c`, U the transformed weights [alpha][fold * cin][cout]
+  /// (in panels, panel_, for a wide plan),
   /// `post` the output transform's PostOp bits.
   void correlate(const Correlation &c, const float *in, float *out, const float *U,
                  const float *bias, float *buffers, int post) const;
