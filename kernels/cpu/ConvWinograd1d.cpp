@@ -39,7 +39,8 @@ bool weightsStable(const Node &n) {
   const std::string var = w->attrs().getString("var");
   for (const Graph *g : n.graph().module().graphs())
     for (const Node *u : g->nodes())
-      if (isVariableUpdate(u->op()) && (!u->attrs().has("var") || u->attrs().getString("var") == var))
+      if (isVariableUpdate(u->op()) &&
+          (!u->attrs().has("var") || u->attrs().getString("var") == var))
         return false;
   return true;
 }
