@@ -29,8 +29,9 @@ constexpr double kAutoWorkPerWeightByte = 64;
 constexpr double kAutoWorkPerKeptWeightByte = 16;
 
 /// Whether the weights (operand 1) stay the same while the module runs: a
-/// constant, or a variable no node of any of its graphs writes.
-bool weightsStable(const Node &n) {
+/// constant, or a variable no node of any of its graphs writes. (Stricter
+/// than KeptOperand::isStable, which leaves updates to the run's version.)
+bool weightsNeverWritten(const Node &n) {
   const Node *w = n.operand(1)->producer();
   if (w->op() == Op::Constant)
     return true;
@@ -203,9 +204,13 @@ bool winograd1dTakes(const Node &n, ConvAlgorithm choice, bool libraryWinograd) 
   double work =
       (double)s->batch * s->cout * s->outHeight * s->outWidth * s->cin * s->fold * s->taps;
   double weights = 4.0 * (s->taps + 3) * s->fold * s->cin * s->cout;
-  const bool kept = n.op() == Op::Conv && weightsStable(n);
-  return s->fold == s->taps && s->taps <= 5 && work >= 1e8 &&
-         work >= (kept ? kAutoWorkPerKeptWeightByte : kAutoWorkPerWeightByte) * weights;
+  if (s->fold != s->taps || s->taps > 5 || work < 1e8)
+    return false;
+  // The module is scanned for writers of the weights only where the lower
+  // bar decides.
+  return work >= kAutoWorkPerWeightByte * weights ||
+         (work >= kAutoWorkPerKeptWeightByte * weights && n.op() == Op::Conv &&
+          weightsNeverWritten(n));
 }
 
 llvm::Expected<std::unique_ptr<Kernel>> makeWinograd1dKernel(const Node &n, const KernelEnv &env) {
