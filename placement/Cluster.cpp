@@ -93,8 +93,10 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
     if (!(l.bandwidth > 0) || !std::isfinite(l.bandwidth))
       return makeError(where + ": bandwidth must be positive, got " + std::to_string(l.bandwidth));
   }
-  if (!(cpuPeakFlops > 0) || !(gpuPeakFlops > 0))
-    return makeError("peak FLOP/s of each device kind must be positive");
+  for (auto [kind, peak] : {std::pair{"cpu", cpuPeakFlops}, {"gpu", gpuPeakFlops}})
+    if (!(peak > 0) || !std::isfinite(peak))
+      return makeError(llvm::Twine("peak FLOP/s of ") + kind + " devices must be positive and finite, got " +
+                       shortNumber(peak));
   c.links_ = std::move(links);
   c.cpuPeak_ = cpuPeakFlops;
   c.gpuPeak_ = gpuPeakFlops;

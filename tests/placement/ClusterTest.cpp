@@ -196,6 +196,14 @@ TEST(Cluster, FileErrorsNameWhatIsWrong) {
             "link 1 ('gpu:0' - 'cpu:0') repeats link 0");
   EXPECT_EQ(parseError(links(R"({"endpoints": ["cpu:0", "gpu:0"], "bandwidth": -1})")),
             "link 0 ('cpu:0' - 'gpu:0'): bandwidth must be positive, got -1.000000");
+  // 1e999 reads as infinity, which clusterToJson could not write back as JSON.
+  auto peaks = [&](const std::string &body) {
+    return "{\"devices\": [" + host + "], \"peak_flops\": {" + body + "}}";
+  };
+  EXPECT_EQ(parseError(peaks(R"("cpu": 1e999)")),
+            "peak FLOP/s of cpu devices must be positive and finite, got inf");
+  EXPECT_EQ(parseError(peaks(R"("gpu": 0)")),
+            "peak FLOP/s of gpu devices must be positive and finite, got 0");
 
   EXPECT_EQ(parseError("{\"devices\": ["), parseError("{\"devices\": [")); // stable
   EXPECT_EQ(parseError("{\"devices\": [").rfind("cluster file is not valid JSON: ", 0), 0u);
