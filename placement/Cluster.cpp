@@ -95,8 +95,8 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
   }
   for (auto [kind, peak] : {std::pair{"cpu", cpuPeakFlops}, {"gpu", gpuPeakFlops}})
     if (!(peak > 0) || !std::isfinite(peak))
-      return makeError(llvm::Twine("peak FLOP/s of ") + kind + " devices must be positive and finite, got " +
-                       shortNumber(peak));
+      return makeError(llvm::Twine("peak FLOP/s of ") + kind +
+                       " devices must be positive and finite, got " + shortNumber(peak));
   c.links_ = std::move(links);
   c.cpuPeak_ = cpuPeakFlops;
   c.gpuPeak_ = gpuPeakFlops;
