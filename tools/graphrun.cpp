@@ -8,6 +8,7 @@
 //   graphrun infer  MODEL --input x.npy -o y.npy [--batch-size-from-input]
 //   graphrun export --checkpoint CKPT -o model.onnx
 //   graphrun calibrate --cluster FILE [--emulate] [-o FILE]
+//   graphrun cpu
 //
 // Every subcommand is a few calls into the libraries (tools/driver); errors
 // print one line and exit 1. `train` stopped by SIGINT or SIGTERM writes a
@@ -23,6 +24,7 @@
 #include "ir/Archive.h"
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
+#include "kernels/cpu/CpuIsa.h"
 #include "passes/AccumulateGradients.h"
 #include "tools/driver/Calibrate.h"
 #include "tools/driver/Inference.h"
@@ -200,15 +202,18 @@ int main(int argc, char **argv) {
           "where variables live: cpu | gpu:K | spread | mirrored | auto (by predicted step)")
       ->capture_default_str();
   train
-      ->add_option("--precision", modes.precision,
-                   "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
-                   "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
-                   "loss scaling; GPUs, or --emulate)")
+      ->add_option(
+          "--precision", modes.precision,
+          "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
+          "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
+          "loss scaling; GPUs, or --emulate)")
       ->capture_default_str();
-  train->add_option("--loss-scale", modes.lossScale,
-                 "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
-  train->add_option("--loss-scale-interval", modes.lossScaleInterval,
-                 "finite steps before the loss scale doubles")
+  train->add_option(
+      "--loss-scale", modes.lossScale,
+      "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
+  train
+      ->add_option("--loss-scale-interval", modes.lossScaleInterval,
+                   "finite steps before the loss scale doubles")
       ->capture_default_str();
   train->add_option("--bn", modes.bn, "BatchNorm across towers: local | sync | frozen")
       ->capture_default_str();
@@ -288,6 +293,10 @@ int main(int argc, char **argv) {
   exp->add_option("--checkpoint", exportCkpt, "checkpoint file or directory")->required();
   exp->add_option("-o,--output", exportOut, "ONNX file")->required();
 
+  auto *cpu = app.add_subcommand(
+      "cpu", "the CPU and the instruction sets our code and oneDNN run at (GRAPHC_CPU_ISA caps "
+             "both: avx512, avx2 or default)");
+
   CalibrateRequest cal;
   std::optional<int64_t> calThreads;
   auto *calibrate = app.add_subcommand(
@@ -305,6 +314,12 @@ int main(int argc, char **argv) {
       ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
+  if (auto e = checkCpuIsaSetting())
+    return fail(std::move(e));
+  if (*cpu) {
+    llvm::outs() << describeCpuIsa() << "\n";
+    return 0;
+  }
   if (memoryLimit)
     if (auto e = applyMemoryLimitFlag(*memoryLimit))
       return fail(std::move(e));

@@ -23,13 +23,15 @@ struct Sums {
 };
 
 /// An element as a double (bf16 widens exactly).
-inline double wide(float x) { return x; }
-inline double wide(BFloat x) { return plain::toFloat(x); }
+inline double wide(float x) {
+  return x;
+}
+inline double wide(BFloat x) {
+  return plain::toFloat(x);
+}
 
 /// Adds a contiguous run of one channel.
-template <typename T>
-GRAPHC_TARGET_CLONES void
-addRun(const T *x, int64_t n, Sums &s) {
+template <typename T> GRAPHC_ALWAYS_INLINE void addRunLoop(const T *x, int64_t n, Sums &s) {
   double sum = 0, squares = 0;
 #pragma omp simd reduction(+ : sum, squares)
   for (int64_t i = 0; i < n; ++i) {
@@ -43,8 +45,8 @@ addRun(const T *x, int64_t n, Sums &s) {
 
 /// Adds `rows` rows of `block` interleaved channels (nChw<B>c), lane by lane.
 template <typename T>
-GRAPHC_TARGET_CLONES void
-addBlockedRows(const T *x, int64_t rows, int64_t block, double *sum, double *squares) {
+GRAPHC_ALWAYS_INLINE void addBlockedRowsLoop(const T *x, int64_t rows, int64_t block, double *sum,
+                                             double *squares) {
   for (int64_t r = 0; r < rows; ++r, x += block)
 #pragma omp simd
     for (int64_t b = 0; b < block; ++b) {
@@ -52,6 +54,24 @@ addBlockedRows(const T *x, int64_t rows, int64_t block, double *sum, double *squ
       sum[b] += v;
       squares[b] += v * v;
     }
+}
+
+// The loops above for each element type, per ISA (kernels/cpu/TargetClones.h).
+GRAPHC_ISA_CLONES(void, addRun, (const float *x, int64_t n, Sums &s), (x, n, s)) {
+  addRunLoop(x, n, s);
+}
+GRAPHC_ISA_CLONES(void, addRun, (const BFloat *x, int64_t n, Sums &s), (x, n, s)) {
+  addRunLoop(x, n, s);
+}
+GRAPHC_ISA_CLONES(void, addBlockedRows,
+                  (const float *x, int64_t rows, int64_t block, double *sum, double *squares),
+                  (x, rows, block, sum, squares)) {
+  addBlockedRowsLoop(x, rows, block, sum, squares);
+}
+GRAPHC_ISA_CLONES(void, addBlockedRows,
+                  (const BFloat *x, int64_t rows, int64_t block, double *sum, double *squares),
+                  (x, rows, block, sum, squares)) {
+  addBlockedRowsLoop(x, rows, block, sum, squares);
 }
 
 void finish(const Sums &s, int64_t count, float *mean, float *var) {

@@ -1,10 +1,14 @@
 #include "kernels/cpu/CpuBackend.h"
 #include "kernels/cpu/BlockedLayout.h"
+#include "kernels/cpu/CpuIsa.h"
 
 #include <algorithm>
 #include <omp.h>
 
 namespace graphc {
+
+// The ISA cap must reach oneDNN before its first primitive.
+CpuBackend::CpuBackend() : engine_((applyCpuIsaCap(), dnnl::engine::kind::cpu), 0) {}
 
 CpuBackend &CpuBackend::instance() {
   static CpuBackend backend;
@@ -80,8 +84,8 @@ int channelBlock() {
 
 bool blockable(const TensorType &t) {
   int block = channelBlock();
-  return block > 0 && (t.dtype == DType::F32 || t.dtype == DType::BF16) && t.rank() == 4 && t.isStatic() &&
-         t.shape[1] % block == 0;
+  return block > 0 && (t.dtype == DType::F32 || t.dtype == DType::BF16) && t.rank() == 4 &&
+         t.isStatic() && t.shape[1] % block == 0;
 }
 
 static dnnl::memory::format_tag plainTag(size_t rank) {
@@ -120,19 +124,30 @@ dnnl::memory dnnlMemory(const TensorView &v) {
 
 namespace {
 bool effectiveIsaHas(dnnl::cpu_isa isa) {
+  applyCpuIsaCap();
   auto want = static_cast<unsigned>(isa);
   return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & want) == want;
 }
 } // namespace
 
-bool cpuHasBf16() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core_bf16); }
+bool cpuHasBf16() {
+  return effectiveIsaHas(dnnl::cpu_isa::avx512_core_bf16);
+}
 
-bool cpuHasAmx() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core_amx); }
+bool cpuHasAmx() {
+  return effectiveIsaHas(dnnl::cpu_isa::avx512_core_amx);
+}
 
-bool cpuHasWinograd() { return effectiveIsaHas(dnnl::cpu_isa::avx512_core); }
+bool cpuHasWinograd() {
+  return effectiveIsaHas(dnnl::cpu_isa::avx512_core);
+}
 
-void setCpuThreads(int threads) { omp_set_num_threads(threads > 0 ? threads : 1); }
+void setCpuThreads(int threads) {
+  omp_set_num_threads(threads > 0 ? threads : 1);
+}
 
-int cpuThreads() { return omp_get_max_threads(); }
+int cpuThreads() {
+  return omp_get_max_threads();
+}
 
 } // namespace graphc

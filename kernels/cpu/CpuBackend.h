@@ -20,7 +20,7 @@ public:
   const dnnl::engine &engine() const { return engine_; }
 
 private:
-  CpuBackend() : engine_(dnnl::engine::kind::cpu, 0) {}
+  CpuBackend();
   dnnl::engine engine_;
 };
 
@@ -37,13 +37,13 @@ dnnl::memory::desc dnnlDesc(const TensorType &t, Layout layout = Layout::Plain);
 dnnl::memory dnnlMemory(const TensorView &v);
 
 /// Whether oneDNN may use bf16 instructions here (AVX512_BF16 or AMX, within
-/// ONEDNN_MAX_CPU_ISA). Without them its bf16 kernels emulate or fall back to
+/// the cap of kernels/cpu/CpuIsa.h). Without them its bf16 kernels emulate or fall back to
 /// reference code, slower than f32.
 bool cpuHasBf16();
-/// Whether oneDNN may use AMX here (within ONEDNN_MAX_CPU_ISA).
+/// Whether oneDNN may use AMX here (within the cap).
 bool cpuHasAmx();
-/// Whether oneDNN has Winograd convolutions here (f32, AVX-512, within
-/// ONEDNN_MAX_CPU_ISA); --conv-algorithm computes directly without them.
+/// Whether oneDNN has Winograd convolutions here (f32, AVX-512, within the
+/// cap); --conv-algorithm computes directly without them.
 bool cpuHasWinograd();
 
 /// Sets the calling thread's OpenMP budget (oneDNN and our own loops).

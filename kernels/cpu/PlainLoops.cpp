@@ -155,22 +155,22 @@ void stridedCopy(void *out, const void *in, const LoopNest &nest, size_t elemSiz
   }
 }
 
-GRAPHC_TARGET_CLONES void bf16ToFloats(float *to, const BFloat *from, int64_t n) {
+GRAPHC_ISA_CLONES(void, bf16ToFloats, (float *to, const BFloat *from, int64_t n), (to, from, n)) {
   for (int64_t i = 0; i < n; ++i)
     to[i] = bf16BitsToFloat(from[i].bits);
 }
 
-GRAPHC_TARGET_CLONES void floatsToBf16(BFloat *to, const float *from, int64_t n) {
+GRAPHC_ISA_CLONES(void, floatsToBf16, (BFloat * to, const float *from, int64_t n), (to, from, n)) {
   for (int64_t i = 0; i < n; ++i)
     to[i].bits = floatToBf16Bits(from[i]);
 }
 
-GRAPHC_TARGET_CLONES void addBf16(float *acc, const BFloat *from, int64_t n) {
+GRAPHC_ISA_CLONES(void, addBf16, (float *acc, const BFloat *from, int64_t n), (acc, from, n)) {
   for (int64_t i = 0; i < n; ++i)
     acc[i] += bf16BitsToFloat(from[i].bits);
 }
 
-GRAPHC_TARGET_CLONES void reluBf16(BFloat *o, const BFloat *x, int64_t n) {
+GRAPHC_ISA_CLONES(void, reluBf16, (BFloat * o, const BFloat *x, int64_t n), (o, x, n)) {
   // x < 0: sign set, not -0 (0x8000), not NaN (above -inf's 0xff80).
   for (int64_t i = 0; i < n; ++i) {
     uint16_t b = x[i].bits;
@@ -179,7 +179,8 @@ GRAPHC_TARGET_CLONES void reluBf16(BFloat *o, const BFloat *x, int64_t n) {
   }
 }
 
-GRAPHC_TARGET_CLONES void reluGradBf16(BFloat *o, const BFloat *y, const BFloat *dy, int64_t n) {
+GRAPHC_ISA_CLONES(void, reluGradBf16, (BFloat * o, const BFloat *y, const BFloat *dy, int64_t n),
+                  (o, y, dy, n)) {
   // y > 0: as a signed 16-bit integer, 0 < y <= +inf's bits.
   for (int64_t i = 0; i < n; ++i) {
     int16_t b = (int16_t)y[i].bits;

@@ -86,8 +86,9 @@ Tables makeTables(int m, int r) {
 }
 
 /// u[o] = sum_j g[j] rows[j * ld + o], j < r, o < n.
-GRAPHC_TARGET_CLONES void combineRows(float *u, const float *rows, int64_t ld, const float *g,
-                                      int r, int64_t n) {
+GRAPHC_ISA_CLONES(void, combineRows,
+                  (float *u, const float *rows, int64_t ld, const float *g, int r, int64_t n),
+                  (u, rows, ld, g, r, n)) {
   for (int64_t o = 0; o < n; ++o)
     u[o] = 0;
   for (int j = 0; j < r; ++j) {
@@ -98,7 +99,7 @@ GRAPHC_TARGET_CLONES void combineRows(float *u, const float *rows, int64_t ld, c
   }
 }
 
-GRAPHC_TARGET_CLONES void addRow(float *acc, const float *x, int64_t n) {
+GRAPHC_ISA_CLONES(void, addRow, (float *acc, const float *x, int64_t n), (acc, x, n)) {
   for (int64_t i = 0; i < n; ++i)
     acc[i] += x[i];
 }
@@ -144,9 +145,9 @@ const Tables *tablesFor(int r) {
 
 const IsaKernels *kernelsFor(int block) {
 #if defined(__x86_64__)
-  if (block == 16 && __builtin_cpu_supports("avx512f"))
+  if (block == 16 && cpuIsa() >= CpuIsa::Avx512)
     return &avx512Kernels();
-  if (block == 8 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (block == 8 && cpuIsa() >= CpuIsa::Avx2)
     return &avx2Kernels();
 #else
   (void)block;

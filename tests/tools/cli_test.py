@@ -55,12 +55,16 @@ def resnet18_training_gflop(batch, size):
     return 2e-9 * (3 * sum(macs) - macs[0])
 
 
+def dnnl_isa():
+    """oneDNN's instruction set here, as `graphrun cpu` names it: the CPU's within
+    GRAPHC_CPU_ISA and ONEDNN_MAX_CPU_ISA (e.g. avx512_core_bf16, avx2, sse41)."""
+    line = run(GRAPHRUN, "cpu").stdout
+    return re.search(r"oneDNN (\S+)", line).group(1)
+
+
 def winograd_here():
     """Whether oneDNN 2.6 has Winograd convolutions here: AVX-512, not capped below it."""
-    with open("/proc/cpuinfo") as f:
-        avx512 = " avx512f " in f.read().replace("\n", " ")
-    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
-    return avx512 and (cap in ("", "ALL") or cap.startswith("AVX512"))
+    return dnnl_isa().startswith("avx512")
 
 
 class CliCase(unittest.TestCase):
@@ -338,10 +342,42 @@ class GraphrunTest(CliCase):
         # Keeping activations in the convolutions' own layout never needs more copies.
         self.assertLessEqual(per_step["blocked"], per_step["plain"])
 
+    def test_one_switch_caps_our_code_and_onednn(self):
+        # GRAPHC_CPU_ISA caps our own vector code and oneDNN alike, ONEDNN_MAX_CPU_ISA caps both
+        # too, the lower of the two wins, and the run plan and the profile say what ran.
+        levels = ["default", "avx2", "avx512"]
+        bare = {k: v for k, v in os.environ.items() if k not in ("GRAPHC_CPU_ISA", "ONEDNN_MAX_CPU_ISA")}
+
+        def cpu(**caps):
+            p = subprocess.run([GRAPHRUN, "cpu"], capture_output=True, text=True, env=dict(bare, **caps))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return re.search(r"our code (\w+), oneDNN (\S+)", p.stdout).groups()
+
+        machine, _ = cpu()
+        for cap in levels:
+            want = levels[min(levels.index(machine), levels.index(cap))]
+            ours, theirs = cpu(GRAPHC_CPU_ISA=cap)
+            self.assertEqual(ours, want, cap)
+            if want != "avx512":
+                self.assertFalse(theirs.startswith("avx512"), (cap, theirs))
+            if want == "default":
+                self.assertFalse(theirs.startswith("avx2"), (cap, theirs))
+        self.assertEqual(cpu(ONEDNN_MAX_CPU_ISA="AVX2")[0], levels[min(levels.index(machine), 1)])
+        self.assertEqual(cpu(ONEDNN_MAX_CPU_ISA="SSE41", GRAPHC_CPU_ISA="avx512")[0], "default")
+        bad = subprocess.run([GRAPHRUN, "cpu"], capture_output=True, text=True, env=dict(bare, GRAPHC_CPU_ISA="sse2"))
+        self.assertFailsClearly(bad, "GRAPHC_CPU_ISA=sse2: unknown instruction set; known: avx512, avx2, default")
+        prof = self.path("profile.txt")
+        p = subprocess.run([GRAPHRUN, "train", "--no-progress", "--threads", "2", "--model", "small_cnn", "--steps",
+                            "2", "--no-eval", "--profile", prof], capture_output=True, text=True,
+                           env=dict(bare, GRAPHC_CPU_ISA="default"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"\n  cpu        .*: our code default, oneDNN \S+ \(capped by GRAPHC_CPU_ISA=default")
+        with open(prof) as f:
+            self.assertRegex(f.read(), r"^cpu: .*: our code default")
+
     def test_precision_bf16_runs_where_the_cpu_has_bf16_and_is_refused_elsewhere(self):
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-        has_bf16 = "avx512_bf16" in flags or "amx_bf16" in flags
+        isa = dnnl_isa()
+        has_bf16 = "bf16" in isa or "amx" in isa
         args = ("--model", "small_cnn", "--steps", "3", "--batch", "16", "--no-eval", "--precision", "bf16")
         p = self.train(*args, ok=False)
         if has_bf16:
@@ -350,8 +386,7 @@ class GraphrunTest(CliCase):
             self.assertIn("trained 3 steps", p.stdout)
             # With AMX (oneDNN's, so not under a cap below it) a note says fp32 is likely faster.
             amx_note = "--precision bf16 on a CPU with AMX"
-            cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-            if "amx_bf16" in flags and (cap == "ALL" or "AMX" in cap):
+            if "amx" in isa:
                 self.assertIn(amx_note, p.stdout)
             else:
                 self.assertNotIn(amx_note, p.stdout)

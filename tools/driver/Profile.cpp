@@ -2,6 +2,7 @@
 
 #include "ir/Archive.h"
 #include "ir/Cost.h"
+#include "kernels/cpu/CpuIsa.h"
 
 #include "llvm/Support/Format.h"
 
@@ -48,6 +49,7 @@ void printProfile(const Executor &ex, llvm::raw_ostream &os) {
   });
   // Every step runs the same kernels: the reorders per step are their mean.
   const double steps = (double)runs;
+  os << "cpu: " << describeCpuIsa() << "\n";
   os << llvm::format("per-op time over %lld profiled steps (%.3f s per step); layout copies "
                      "inside kernels: %.1f reorders, %.1f MB per step\n",
                      (long long)runs, total / runs, reorders.reorders / steps,
@@ -117,8 +119,8 @@ void printTimeBreakdown(const TraceRecorder &trace, llvm::raw_ostream &os) {
   std::string slowestDevice;
   for (const TimeBreakdown &r : rows) {
     os << llvm::format("               %-8s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n",
-                       r.device.c_str(), r.stepUs / 1e3, r.computeUs / 1e3,
-                       r.communicationUs / 1e3, r.inputUs / 1e3, r.waitUs / 1e3, r.idleUs / 1e3);
+                       r.device.c_str(), r.stepUs / 1e3, r.computeUs / 1e3, r.communicationUs / 1e3,
+                       r.inputUs / 1e3, r.waitUs / 1e3, r.idleUs / 1e3);
     if (r.computeUs > slowest) {
       slowest = r.computeUs;
       slowestDevice = r.device;

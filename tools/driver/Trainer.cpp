@@ -9,6 +9,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
+#include "kernels/cpu/CpuIsa.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/LossScaling.h"
 #include "passes/PsPart.h"
@@ -185,9 +186,9 @@ llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions
   exec.deviceMap = cpuOf;
   for (auto &[gpu, speed] : *speeds)
     exec.relativeSpeed[cpuOf(gpu)] = speed;
-  std::string devices = gpus.size() == 1 ? "GPU runs as CPU device cpu:1"
-                                          : "GPUs run as CPU devices cpu:1..cpu:" +
-                                                std::to_string(gpus.size());
+  std::string devices = gpus.size() == 1
+                            ? "GPU runs as CPU device cpu:1"
+                            : "GPUs run as CPU devices cpu:1..cpu:" + std::to_string(gpus.size());
   return "no GPU here: the plan's " + std::to_string(gpus.size()) + " " + devices +
          " sharing this machine's cores" +
          (slower.empty() ? "" : "; emulated relative speeds (the fastest GPU is 1): " + slower);
@@ -584,6 +585,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   out << "graphrun train: model " << forward.name() << " (" << summary.nodes << " forward nodes, "
       << compiled->main().numNodes() << " in the training graph)\n";
   out << "  devices    " << llvm::join(executor.deviceDescriptions(), ", ") << "\n";
+  out << "  cpu        " << describeCpuIsa() << "\n";
   if (!emulation.empty())
     out << "  emulation  " << emulation << "\n";
   if (std::string params = describeParamsChoice(*compiled, false); !params.empty())
