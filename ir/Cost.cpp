@@ -11,6 +11,8 @@
 
 #include "llvm/Support/ErrorHandling.h"
 
+#include <algorithm>
+
 namespace graphc {
 namespace {
 
@@ -266,6 +268,54 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
   }
   }
   llvm_unreachable("unknown op");
+}
+
+int64_t longestSum(const Graph &g, int64_t batch) {
+  int64_t k = 1;
+  auto elems = [&](const Value *v) { return std::max<int64_t>(1, v->type().numElements(batch)); };
+  for (const Node *n : g.nodes()) {
+    // Per-channel sums over N·H·W of computed values: batch statistics, bias and filter
+    // gradients (nothing sums a model's input or weights over their own N·H·W).
+    const bool source = n->op() == Op::Input || n->op() == Op::Variable || n->op() == Op::Constant;
+    for (const auto &r : n->results())
+      if (!source && r->type().rank() == 4 && r->type().shape[1] > 0)
+        k = std::max(k, elems(r.get()) / r->type().shape[1]);
+    if (int64_t macs = nodeCost(*n, batch).macs) {
+      const TensorType &out = n->result()->type();
+      k = std::max(k, macs / elems(n->result()));
+      // A product's weight gradient sums over its rows, its data gradient over its columns.
+      if ((n->op() == Op::MatMul || n->op() == Op::Gemm) && out.rank() >= 1 && out.shape.back() > 0)
+        k = std::max({k, out.shape.back(), elems(n->result()) / out.shape.back()});
+      // A convolution's data gradient sums over output channels per group times the window.
+      if (n->op() == Op::Conv) {
+        const TensorType &w = n->operand(1)->type();
+        int64_t taps = w.numElements() / std::max<int64_t>(1, w.shape[0] * w.shape[1]);
+        k = std::max(k, w.shape[0] / std::max<int64_t>(1, n->attrs().getInt("group", 1)) * taps);
+      }
+    }
+    switch (n->op()) {
+    case Op::ReduceSum:
+    case Op::ReduceMean:
+    case Op::GlobalAveragePool:
+      k = std::max(k, elems(n->operand(0)) / elems(n->result()));
+      break;
+    case Op::SoftmaxCrossEntropy: { // the mean over rows of each row's log-sum over classes
+      const TensorType &logits = n->operand(0)->type();
+      int64_t classes = std::max<int64_t>(1, logits.shape.back());
+      k = std::max({k, classes, elems(n->operand(0)) / classes});
+      break;
+    }
+    case Op::AddN:
+      k = std::max<int64_t>(k, n->numOperands());
+      break;
+    case Op::AllReduce:
+      k = std::max<int64_t>(k, n->attrs().getInt("nranks", 1));
+      break;
+    default:
+      break;
+    }
+  }
+  return k;
 }
 
 } // namespace graphc

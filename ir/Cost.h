@@ -45,4 +45,16 @@ struct NodeCost {
 /// must be inferred (a verified module).
 NodeCost nodeCost(const Node &n, int64_t batch = 1);
 
+/// K, the number of terms of the longest sum a training step of `g` takes
+/// (a forward graph counts its gradients' sums too): contraction lengths
+/// (a convolution's window times its input channels per group, and its data
+/// gradient's window times output channels; a product's inner dimension, and
+/// its gradients' rows and columns), per-channel sums over N·H·W of 4-D values
+/// (batch statistics, bias and filter gradients), reductions, and the operands
+/// of AddN and AllReduce. Float32 rounding bounds the error of such a sum by
+/// about K·u of its terms' magnitude (u = 2^-24, Higham's γ_K): how far two runs
+/// that group the sums otherwise (towers, workers, vector widths, Winograd)
+/// may drift apart per step.
+int64_t longestSum(const Graph &g, int64_t batch = 1);
+
 } // namespace graphc

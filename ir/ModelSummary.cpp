@@ -13,6 +13,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace graphc {
@@ -145,6 +146,7 @@ ModelSummary summarize(const Module &m, int64_t batch) {
           s.activationBytes += r->type().bytes(s.batch);
     }
     s.peakLiveBytes = std::max(s.peakLiveBytes, peakLiveBytes(*g, s.batch));
+    s.longestSum = std::max(s.longestSum, longestSum(*g, s.batch));
   }
 
   llvm::sort(s.ops, [](const OpSummary &a, const OpSummary &b) {
@@ -185,6 +187,11 @@ void printSummary(const Module &m, int64_t batch, llvm::raw_ostream &os) {
   line("bytes written", bytesText(s.total.bytesWritten), "");
   line("activations", bytesText(s.activationBytes), "every result, one buffer each");
   line("peak live", bytesText(s.peakLiveBytes), "in graph order, freed after last use");
+  line("longest sum", grouped(s.longestSum),
+       llvm::formatv("terms in a training step; float32 K·u = {0:e1}: runs that group it "
+                     "otherwise (devices, workers, CPUs) may differ by this much relative",
+                     std::ldexp((double)s.longestSum, -24))
+           .str());
 
   os << "\n  " << llvm::left_justify("op", 24) << llvm::right_justify("count", 7)
      << llvm::right_justify("MACs", 14) << llvm::right_justify("share", 9)
@@ -225,6 +232,7 @@ void printSummaryJson(const Module &m, int64_t batch, llvm::raw_ostream &os) {
     j.attribute("bytes_written", s.total.bytesWritten);
     j.attribute("activation_bytes", s.activationBytes);
     j.attribute("peak_live_bytes", s.peakLiveBytes);
+    j.attribute("longest_sum", s.longestSum);
     j.attributeArray("ops", [&] {
       for (const OpSummary &row : s.ops)
         j.object([&] {

@@ -51,6 +51,7 @@ struct ModelSummary {
   NodeCost total;
   int64_t activationBytes = 0;
   int64_t peakLiveBytes = 0;
+  int64_t longestSum = 1; ///< of a training step (Cost.h), over every graph
   std::vector<OpSummary> ops;
 };
 

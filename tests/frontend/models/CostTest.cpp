@@ -149,3 +149,21 @@ TEST(Cost, CollectivesAndSums) {
   EXPECT_EQ(nodeCost(*ar, 2).bytesRead, 64 * 2);
   EXPECT_EQ(nodeCost(*ar, 2).bytesWritten, 64 * 2);
 }
+
+// The longest sum of a training step, worked out by hand: a convolution of
+// 4 input channels in 2 groups (18 taps each) into 6 channels on 8x8, batch 5;
+// its filter gradient sums over 5·8·8 = 320 positions, its data gradient over
+// 6/2·9 = 27, the forward over 18; then a product of 384 inputs into 10.
+TEST(Cost, LongestSumOfATrainingStep) {
+  Module m;
+  Builder b(m.main());
+  Value *x = b.input("x", f32({kBatchDim, 4, 8, 8}));
+  Attrs conv = attrs({{"group", int64_t(2)}, {"pads", Ints{1, 1, 1, 1}}});
+  Node *y = b.createNode(Op::Conv, {x, var(b, "w", {6, 2, 3, 3})}, conv, "conv");
+  EXPECT_EQ(longestSum(m.main(), 5), 5 * 8 * 8) << "the filter gradient; never the input's N·H·W";
+  EXPECT_EQ(longestSum(m.main(), 1), 64);
+  Value *f = b.create(Op::Flatten, {y->result()}, attrs({{"axis", int64_t(1)}}), "flat");
+  b.createNode(Op::Gemm, {f, var(b, "fc", {10, 384})}, attrs({{"transB", int64_t(1)}}), "fc");
+  EXPECT_EQ(longestSum(m.main(), 1), 384) << "the product's inner dimension";
+  EXPECT_EQ(longestSum(m.main(), 500), 500 * 64) << "its weight gradient's rows are fewer";
+}
