@@ -62,3 +62,12 @@ def assert_within(test, want, got, rel, what):
             worst, where = err, name
     report(what, worst, rel)
     test.assertLessEqual(worst, rel, "%s: %s is %.3g off, over the bound %.3g" % (what, where, worst, rel))
+
+
+def assert_same_bits(test, want, got, what):
+    """Every tensor of `want` is in `got` with the same bits: for runs that group every sum alike."""
+    test.assertEqual(sorted(want), sorted(got), what)
+    for name in want:
+        a, b = np.asarray(want[name]), np.asarray(got[name])
+        test.assertTrue(a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(),
+                        "%s: %s differs (expected the same bits: the sums are grouped alike)" % (what, name))

@@ -40,7 +40,8 @@ TEST(ConvAlgorithmUnderMemoryLimit, AutoGivesUpWinogradOnlyWhereItsScratchDoesNo
   co.batch = 4;
   ASSERT_FALSE(bool(runPipeline(*m, kSingleDevicePipeline, co)));
   assignRequested(*m);
-  int64_t direct = bytesHeld(*m, ConvAlgorithm::Direct), winograd = bytesHeld(*m, ConvAlgorithm::Auto);
+  int64_t direct = bytesHeld(*m, ConvAlgorithm::Direct),
+          winograd = bytesHeld(*m, ConvAlgorithm::Auto);
   ASSERT_GT(direct, 0);
   ASSERT_GT(winograd, direct + (16 << 20)) << "Winograd's scratch should need more memory";
   struct Case {

@@ -42,8 +42,7 @@ TEST_P(TowerGolden, MatchesExpected) {
                 });
 }
 
-INSTANTIATE_TEST_SUITE_P(Passes, TowerGolden, testing::ValuesIn(goldenInputs()),
-                         golden::testName);
+INSTANTIATE_TEST_SUITE_P(Passes, TowerGolden, testing::ValuesIn(goldenInputs()), golden::testName);
 
 TEST(TowerGolden, EveryPassHasGoldens) {
   std::set<std::string> passes;

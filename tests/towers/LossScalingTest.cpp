@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/LossScaling.h"
 #include "ir/Builder.h"
 #include "kernels/KernelRunner.h"
 #include "kernels/LossScaleRule.h"
-#include "passes/LossScaling.h"
 #include "tests/towers/TowerTestUtil.h"
 
 #include <cmath>
@@ -181,8 +181,8 @@ struct ScaledRun {
   std::map<std::string, Tensor> afterFirst;
 };
 
-ScaledRun trainScaled(llvm::StringRef model, models::ModelOptions mo, CompileOptions o,
-                      int steps, float lr) {
+ScaledRun trainScaled(llvm::StringRef model, models::ModelOptions mo, CompileOptions o, int steps,
+                      float lr) {
   ScaledRun r;
   auto m = buildOrFail(model, mo);
   if (!m)
@@ -231,7 +231,8 @@ TEST(LossScaling, APowerOfTwoTrainsExactlyAsWithout) {
   models::ModelOptions mo;
   mo.dropout = 0;
   for (auto [model, towers, params] : {std::tuple{"small_cnn_nobn", 1, "cpu"},
-                                      {"small_cnn", 2, "mirrored"}, {"mlp", 2, "spread"}}) {
+                                       {"small_cnn", 2, "mirrored"},
+                                       {"mlp", 2, "spread"}}) {
     SCOPED_TRACE(model);
     mo = {};
     if (llvm::StringRef(model) != "mlp")
@@ -247,7 +248,9 @@ TEST(LossScaling, APowerOfTwoTrainsExactlyAsWithout) {
     ScaledRun scaled = trainScaled(model, mo, o, 5, 0.01f);
     EXPECT_EQ(scaled.scales, (std::vector<double>{4096, 8192, 8192, 16384, 16384}));
     EXPECT_EQ(scaled.skipped, 0);
-    expectSameVariables(scaled.variables, plain.variables, 1e-6, model);
+    // Scaling by a power of two commutes with every rounding (nothing here
+    // overflows or falls below f32's normal range), so the sums round alike.
+    expectSameBits(scaled.variables, plain.variables, model);
   }
 }
 
@@ -284,10 +287,13 @@ TEST(LossScaling, Fp16OverflowSkipsUpdatesThenTrainsLikeF32) {
   for (auto &[name, want] : reference.variables) {
     SCOPED_TRACE(name);
     EXPECT_EQ(fp16.variables.at(name).type().dtype, DType::F32); // master weights
-    EXPECT_TRUE(closeTo(fp16.afterFirst.at(name), initial.variables.at(name), 0));
+    EXPECT_TRUE(sumbound::sameBits(fp16.afterFirst.at(name), initial.variables.at(name)));
     // f16 activations and gradients: the first step's gradients are 2-4%
     // (relative L2) from f32's on the layers below the f32 classifier, where
-    // bf16's are 7-11% (MixedPrecisionTest); weights stay closer.
+    // bf16's are 7-11% (MixedPrecisionTest); weights stay closer. This
+    // compares two precisions, not two groupings of one computation: the bar
+    // is the measured deviation with room, not a rounding bound (a gradient's
+    // cancellation multiplies its 2·7·u_f16 = 6.8e-3 by up to ~5).
     bool slot = llvm::StringRef(name).endswith(".momentum");
     EXPECT_LT(relativeL2(fp16.variables.at(name), want), slot ? 0.25 : 3e-2);
   }

@@ -178,7 +178,6 @@ TEST(MixedPrecision, RefusesModelsThatAreNotF32) {
   EXPECT_NE(llvm::toString(r.takeError()).find("starts from an f32 model"), std::string::npos);
 }
 
-
 TEST(MixedPrecision, SmallCnnTrainsInBf16AsInF32) {
   if (!cpuHasBf16())
     GTEST_SKIP() << "no bf16 instructions here (graphrun refuses --precision bf16)";

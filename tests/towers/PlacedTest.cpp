@@ -70,7 +70,9 @@ TEST_P(Placed, TrainsLikeOneDevice) {
     ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
     *out = variables(*ex);
   }
-  expectSameVariables(got, want, 1e-5, c.model + " placed");
+  // The towers group the step's sums otherwise: the rounding bound of its
+  // longest sum (tests/common/SumBound.h).
+  expectWithinBound(got, want, stepBound(c.model, small(c.model), c.batch), c.model + " placed");
 }
 
 INSTANTIATE_TEST_SUITE_P(Towers, Placed,

@@ -10,8 +10,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "SumBound.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
+#include "ir/Cost.h"
 #include "ir/Diagnostics.h"
 #include "ir/Random.h"
 #include "passes/Pass.h"
@@ -137,30 +139,6 @@ inline std::map<std::string, Tensor> variables(const Executor &ex) {
   return out;
 }
 
-/// |a - b| <= rtol · max|b| elementwise (relative to the tensor's scale, so
-/// entries near zero do not demand absolute agreement beyond float rounding).
-inline testing::AssertionResult closeTo(const Tensor &a, const Tensor &b, double rtol) {
-  if (a.type() != b.type())
-    return testing::AssertionFailure() << toString(a.type()) << " vs " << toString(b.type());
-  double scale = 0;
-  for (int64_t i = 0; i < b.numElements(); ++i)
-    scale = std::max(scale, std::abs(b.at(i)));
-  double worst = 0;
-  int64_t where = 0;
-  for (int64_t i = 0; i < b.numElements(); ++i) {
-    double d = std::abs(a.at(i) - b.at(i));
-    if (d > worst) {
-      worst = d;
-      where = i;
-    }
-  }
-  if (worst <= rtol * std::max(scale, 1e-12))
-    return testing::AssertionSuccess();
-  return testing::AssertionFailure()
-         << "element " << where << ": " << a.at(where) << " vs " << b.at(where) << " (max |b| "
-         << scale << ", rtol " << rtol << ")";
-}
-
 /// |a - b| / |b| over the whole tensor (relative L2 distance).
 inline double relativeL2(const Tensor &a, const Tensor &b) {
   double d = 0, n = 0;
@@ -171,17 +149,37 @@ inline double relativeL2(const Tensor &a, const Tensor &b) {
   return std::sqrt(d / std::max(n, 1e-30));
 }
 
-inline void expectSameVariables(const std::map<std::string, Tensor> &got,
-                                const std::map<std::string, Tensor> &want, double rtol,
-                                const std::string &what) {
+/// Every variable of `want` is in `got`, within `rel` of its largest value
+/// (a bound of tests/common/SumBound.h: the runs group their sums otherwise);
+/// prints the worst ratio to the bound under `what`.
+inline void expectWithinBound(const std::map<std::string, Tensor> &got,
+                              const std::map<std::string, Tensor> &want, double rel,
+                              const std::string &what) {
   EXPECT_EQ(got.size(), want.size()) << what;
+  double worst = 0;
   for (const auto &[name, value] : want) {
     auto it = got.find(name);
     if (it == got.end()) {
       ADD_FAILURE() << what << ": variable '" << name << "' missing";
       continue;
     }
-    EXPECT_TRUE(closeTo(it->second, value, rtol)) << what << ": variable '" << name << "'";
+    worst = std::max(worst, sumbound::relativeError(it->second, value));
+    EXPECT_TRUE(sumbound::within(it->second, value, rel)) << what << ": variable '" << name << "'";
+  }
+  sumbound::report(what, worst, rel);
+}
+
+/// Every variable of `want` is in `got` with the same bits (the runs group
+/// every sum alike).
+inline void expectSameBits(const std::map<std::string, Tensor> &got,
+                           const std::map<std::string, Tensor> &want, const std::string &what) {
+  EXPECT_EQ(got.size(), want.size()) << what;
+  for (const auto &[name, value] : want) {
+    auto it = got.find(name);
+    if (it == got.end())
+      ADD_FAILURE() << what << ": variable '" << name << "' missing";
+    else
+      EXPECT_TRUE(sumbound::sameBits(it->second, value)) << what << ": variable '" << name << "'";
   }
 }
 
@@ -192,6 +190,15 @@ inline std::unique_ptr<Module> buildOrFail(llvm::StringRef name, models::ModelOp
     return nullptr;
   }
   return std::move(*m);
+}
+
+/// How far a run that groups the training step's sums otherwise (towers,
+/// micro-batches, workers, another vector width) may drift from the
+/// single-device graph: K·u of the longest sum of `model`'s step at `batch`
+/// (ir/Cost.h, tests/common/SumBound.h).
+inline double stepBound(llvm::StringRef model, models::ModelOptions mo, int64_t batch) {
+  auto m = buildOrFail(model, mo);
+  return m ? sumbound::bound(longestSum(m->main(), batch)) : 0;
 }
 
 /// A run of the single-device graph: its variables and last loss.

@@ -6,7 +6,10 @@
 // with PyTorch, one model pass per slice (written by a ctest fixture into the
 // build directory); here graphc's towers run on emulated devices from the
 // same initial state and batch and must end with the same parameters,
-// momentum buffers and running statistics.
+// momentum buffers and running statistics, within the rounding bound of the
+// step's longest sum (tests/common/SumBound.h): PyTorch and oneDNN both round,
+// each in its own order, so twice K·u (K = 8·8·8 = 512 at the largest batch,
+// 6.1e-5; it was 2e-5 when set on one CPU's orders).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,9 +25,8 @@ using namespace graphc::towertest;
 
 namespace {
 
-constexpr int kSteps = 3;      // local_bn_reference.py STEPS
-constexpr float kLr = 0.02f;   // LR (momentum 0.9 is graphc's default)
-constexpr double kRtol = 2e-5; // oneDNN and PyTorch convolutions round differently
+constexpr int kSteps = 3;    // local_bn_reference.py STEPS
+constexpr float kLr = 0.02f; // LR (momentum 0.9 is graphc's default)
 
 std::string caseDir(llvm::StringRef name) {
   return (llvm::Twine(TOWERS_REFERENCE_DIR) + "/" + name).str();
@@ -97,7 +99,8 @@ TEST_P(LocalBatchNorm, TowersMatchPyTorchSliceBySlice) {
   }
   auto out = train(*ex, {*x, *labels}, kSteps, kLr);
   ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
-  expectSameVariables(variables(*ex), *want, kRtol, p.name + ", params " + p.params);
+  expectWithinBound(variables(*ex), *want, 2 * stepBound("small_cnn", mo, o.batch),
+                    p.name + ", params " + p.params);
 }
 
 std::vector<Param> params() {
