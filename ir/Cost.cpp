@@ -270,49 +270,72 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
   llvm_unreachable("unknown op");
 }
 
+int64_t sumLength(const Node &n, int64_t batch) {
+  auto elems = [&](const Value *v) { return std::max<int64_t>(1, v->type().numElements(batch)); };
+  auto lastDim = [](const Value *v) { return std::max<int64_t>(1, v->type().shape.back()); };
+  if (int64_t macs = nodeCost(n, batch).macs)
+    return macs / elems(n.result());
+  switch (n.op()) {
+  case Op::BatchNormTrain: // statistics over N·H·W per channel
+  case Op::BatchNormTrainGrad: {
+    const TensorType &x = n.operand(0)->type();
+    return x.rank() >= 2 && x.shape[1] > 0 ? elems(n.operand(0)) / x.shape[1] : 1;
+  }
+  case Op::ReduceSum:
+  case Op::ReduceMean:
+  case Op::GlobalAveragePool:
+    return elems(n.operand(0)) / elems(n.result());
+  case Op::GatherGrad: // the rows that gather each table row, at most all of them
+    return elems(n.operand(0)) / lastDim(n.operand(0));
+  case Op::AveragePool:
+  case Op::AveragePoolGrad:
+  case Op::MaxPoolGrad: { // overlapping windows add up to a window of contributions
+    int64_t k = 1;
+    for (int64_t d : n.attrs().getInts("kernel_shape"))
+      k *= d;
+    return k;
+  }
+  case Op::Softmax:
+  case Op::LogSoftmax:
+  case Op::SoftmaxGrad:
+  case Op::LogSoftmaxGrad:
+  case Op::SoftmaxCrossEntropyGrad:
+    return lastDim(n.operand(0));
+  case Op::SoftmaxCrossEntropy: // each row's log-sum over classes, the mean over rows
+    return std::max(lastDim(n.operand(0)), elems(n.operand(0)) / lastDim(n.operand(0)));
+  case Op::AddN:
+    return n.numOperands();
+  case Op::AllReduce:
+    return std::max<int64_t>(1, n.attrs().getInt("nranks", 1));
+  default:
+    return 1;
+  }
+}
+
 int64_t longestSum(const Graph &g, int64_t batch) {
   int64_t k = 1;
   auto elems = [&](const Value *v) { return std::max<int64_t>(1, v->type().numElements(batch)); };
   for (const Node *n : g.nodes()) {
-    // Per-channel sums over N·H·W of computed values: batch statistics, bias and filter
-    // gradients (nothing sums a model's input or weights over their own N·H·W).
+    k = std::max(k, sumLength(*n, batch));
+    // The gradients a forward graph implies: per-channel sums over N·H·W of
+    // computed values (batch statistics, bias and filter gradients; nothing
+    // sums a model's input or weights over their own N·H·W), a product's
+    // weight gradient over its rows and data gradient over its columns, a
+    // convolution's data gradient over output channels per group times the
+    // window.
     const bool source = n->op() == Op::Input || n->op() == Op::Variable || n->op() == Op::Constant;
     for (const auto &r : n->results())
       if (!source && r->type().rank() == 4 && r->type().shape[1] > 0)
         k = std::max(k, elems(r.get()) / r->type().shape[1]);
-    if (int64_t macs = nodeCost(*n, batch).macs) {
+    if (n->op() == Op::MatMul || n->op() == Op::Gemm) {
       const TensorType &out = n->result()->type();
-      k = std::max(k, macs / elems(n->result()));
-      // A product's weight gradient sums over its rows, its data gradient over its columns.
-      if ((n->op() == Op::MatMul || n->op() == Op::Gemm) && out.rank() >= 1 && out.shape.back() > 0)
+      if (out.rank() >= 1 && out.shape.back() > 0)
         k = std::max({k, out.shape.back(), elems(n->result()) / out.shape.back()});
-      // A convolution's data gradient sums over output channels per group times the window.
-      if (n->op() == Op::Conv) {
-        const TensorType &w = n->operand(1)->type();
-        int64_t taps = w.numElements() / std::max<int64_t>(1, w.shape[0] * w.shape[1]);
-        k = std::max(k, w.shape[0] / std::max<int64_t>(1, n->attrs().getInt("group", 1)) * taps);
-      }
     }
-    switch (n->op()) {
-    case Op::ReduceSum:
-    case Op::ReduceMean:
-    case Op::GlobalAveragePool:
-      k = std::max(k, elems(n->operand(0)) / elems(n->result()));
-      break;
-    case Op::SoftmaxCrossEntropy: { // the mean over rows of each row's log-sum over classes
-      const TensorType &logits = n->operand(0)->type();
-      int64_t classes = std::max<int64_t>(1, logits.shape.back());
-      k = std::max({k, classes, elems(n->operand(0)) / classes});
-      break;
-    }
-    case Op::AddN:
-      k = std::max<int64_t>(k, n->numOperands());
-      break;
-    case Op::AllReduce:
-      k = std::max<int64_t>(k, n->attrs().getInt("nranks", 1));
-      break;
-    default:
-      break;
+    if (n->op() == Op::Conv) {
+      const TensorType &w = n->operand(1)->type();
+      int64_t taps = w.numElements() / std::max<int64_t>(1, w.shape[0] * w.shape[1]);
+      k = std::max(k, w.shape[0] / std::max<int64_t>(1, n->attrs().getInt("group", 1)) * taps);
     }
   }
   return k;

@@ -45,6 +45,12 @@ struct NodeCost {
 /// must be inferred (a verified module).
 NodeCost nodeCost(const Node &n, int64_t batch = 1);
 
+/// The terms one result element of `n` sums (1 for ops that sum nothing): a
+/// contraction's length (MACs per result element), a reduction's or batch
+/// statistic's count, an average pool's window, a softmax's axis, AddN's
+/// operands, AllReduce's ranks.
+int64_t sumLength(const Node &n, int64_t batch = 1);
+
 /// K, the number of terms of the longest sum a training step of `g` takes
 /// (a forward graph counts its gradients' sums too): contraction lengths
 /// (a convolution's window times its input channels per group, and its data

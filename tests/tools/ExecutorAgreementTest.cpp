@@ -7,13 +7,16 @@
 // above what rounding in another order does and far below what a wrong
 // reorder or index does, on a network whose gradient is smooth (towerBlock).
 
+#include "SumBound.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
 #include "frontend/models/NetBuilder.h"
+#include "ir/Cost.h"
 #include "ir/Random.h"
 #include "kernels/KernelRunner.h"
 #include "tools/driver/Compile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 
@@ -44,9 +47,10 @@ Distance distance(const Tensor &a, const Tensor &b) {
   return d;
 }
 
-/// Equal (plain layouts), or within K·u of the evaluator in norm (blocked).
+/// Equal (plain layouts), or within K·u of the evaluator in norm (blocked);
+/// `worst` keeps the largest relative distance seen.
 ::testing::AssertionResult agrees(const Tensor &got, const Tensor &want, double relative,
-                                  bool exact) {
+                                  bool exact, double &worst) {
   if (got.numElements() != want.numElements())
     return ::testing::AssertionFailure()
            << got.numElements() << " elements, expected " << want.numElements();
@@ -54,21 +58,11 @@ Distance distance(const Tensor &a, const Tensor &b) {
     return got == want ? ::testing::AssertionSuccess()
                        : ::testing::AssertionFailure() << "differs from the evaluator";
   Distance d = distance(got, want);
+  worst = std::max(worst, d.scale > 0 ? d.diff / d.scale : d.diff);
   if (d.diff <= relative * d.scale)
     return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "distance " << d.diff << " from the evaluator exceeds "
                                        << relative << " of the norm " << d.scale;
-}
-
-/// The longest sum a training step of `g` takes over one channel (batch
-/// statistics, bias and filter gradients): N·H·W of its largest activation.
-int64_t longestReduction(const Graph &g) {
-  int64_t k = 1;
-  for (const Node *n : g.nodes())
-    for (const auto &r : n->results())
-      if (r->type().rank() == 4 && r->type().isStatic() && r->type().shape[1] > 0)
-        k = std::max(k, r->type().numElements() / r->type().shape[1]);
-  return k;
 }
 
 /// A small Inception-style network with every layer whose blocked kernel the
@@ -125,7 +119,7 @@ void agree(const char *model, int64_t batch, const char *optimizer, bool blocked
   // magnitudes, taken of the result's norm: the blocked kernels sum in other
   // orders than the plain ones (measured: 1e-5 of the norm with AVX-512 and
   // AVX2), and a wrong reorder or index is off by the values' own size.
-  double relative = longestReduction((*m)->main()) * std::ldexp(1.0, -24);
+  double relative = sumbound::bound(longestSum((*m)->main())), worst = 0;
   for (uint64_t step = 0; step < 3; ++step) {
     llvm::StringMap<Tensor> feeds;
     for (Node *in : (*m)->main().inputs()) {
@@ -139,23 +133,36 @@ void agree(const char *model, int64_t batch, const char *optimizer, bool blocked
     ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
     auto want = runGraph((*m)->main(), feeds, ref, step, 3);
     ASSERT_TRUE(bool(want)) << llvm::toString(want.takeError());
-    ASSERT_EQ(got->size(), want->size()) << "the executor and the evaluator return "
-                                         << got->size() << " and " << want->size() << " outputs";
+    ASSERT_EQ(got->size(), want->size()) << "the executor and the evaluator return " << got->size()
+                                         << " and " << want->size() << " outputs";
     for (size_t o = 0; o < got->size(); ++o)
-      EXPECT_TRUE(agrees((*got)[o], (*want)[o], relative, !blocked))
+      EXPECT_TRUE(agrees((*got)[o], (*want)[o], relative, !blocked, worst))
           << model << " step " << step << " output " << o;
     for (auto &entry : ref.tensors) {
       Tensor mine = *(*ex)->readVariable(entry.getKey());
-      EXPECT_TRUE(agrees(mine, entry.getValue(), relative, !blocked))
+      EXPECT_TRUE(agrees(mine, entry.getValue(), relative, !blocked, worst))
           << model << " step " << step << " variable " << entry.getKey().str();
     }
   }
+  if (blocked)
+    sumbound::report(std::string(model) + ", blocked layouts against the evaluator (norm)", worst,
+                     relative);
 }
 
 } // namespace
 
-TEST(ExecutorAgreement, MlpMomentum) { agree("mlp", 8, "momentum", false); }
-TEST(ExecutorAgreement, SmallCnnWithBatchNormAdam) { agree("small_cnn", 6, "adam", false); }
-TEST(ExecutorAgreement, SmallCnnNoBnRmsprop) { agree("small_cnn_nobn", 5, "rmsprop", false); }
-TEST(ExecutorAgreement, TowerBlockPlainLayouts) { agree("tower_block", 8, "adam", false); }
-TEST(ExecutorAgreement, TowerBlockBlockedLayouts) { agree("tower_block", 16, "momentum", true); }
+TEST(ExecutorAgreement, MlpMomentum) {
+  agree("mlp", 8, "momentum", false);
+}
+TEST(ExecutorAgreement, SmallCnnWithBatchNormAdam) {
+  agree("small_cnn", 6, "adam", false);
+}
+TEST(ExecutorAgreement, SmallCnnNoBnRmsprop) {
+  agree("small_cnn_nobn", 5, "rmsprop", false);
+}
+TEST(ExecutorAgreement, TowerBlockPlainLayouts) {
+  agree("tower_block", 8, "adam", false);
+}
+TEST(ExecutorAgreement, TowerBlockBlockedLayouts) {
+  agree("tower_block", 16, "momentum", true);
+}

@@ -2,12 +2,18 @@
 
 #include "tests/kernels/dnnl/DnnlTestUtil.h"
 
+#include "SumBound.h"
 #include "ir/Builder.h"
+#include "ir/Cost.h"
 #include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/Winograd1d.h"
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 namespace graphc::test {
 
@@ -45,8 +51,7 @@ template <typename Fn> void forEachBlocked(llvm::ArrayRef<int64_t> s, Fn fn) {
     for (int64_t c = 0; c < C; ++c)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t w = 0; w < W; ++w)
-          fn(((n * C + c) * H + h) * W + w,
-             (((n * (C / B) + c / B) * H + h) * W + w) * B + c % B);
+          fn(((n * C + c) * H + h) * W + w, (((n * (C / B) + c / B) * H + h) * W + w) * B + c % B);
 }
 
 void fillNaN(void *data, size_t bytes) {
@@ -74,9 +79,13 @@ static Tensor reblock(const Tensor &from, bool toBlocked) {
   return out;
 }
 
-Tensor toBlocked(const Tensor &plain) { return reblock(plain, true); }
+Tensor toBlocked(const Tensor &plain) {
+  return reblock(plain, true);
+}
 
-Tensor fromBlocked(const Tensor &blocked) { return reblock(blocked, false); }
+Tensor fromBlocked(const Tensor &blocked) {
+  return reblock(blocked, false);
+}
 
 llvm::Expected<std::unique_ptr<KernelHarness>>
 KernelHarness::create(const Node &n,
@@ -164,8 +173,7 @@ std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs, ConvAl
   return std::move(*out);
 }
 
-std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs,
-                            ConvAlgorithm algorithm) {
+std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs, ConvAlgorithm algorithm) {
   std::vector<PrimitiveInfo> ran;
   return runOnce(n, inputs, algorithm, ran);
 }
@@ -201,6 +209,57 @@ testing::AssertionResult near(const Tensor &got, const Tensor &want, double rtol
          << bad << " of " << n << " elements off by more than " << rtol << " x (|expected| + rms "
          << rms << "); worst at flat index " << worstAt << ": got " << got.at(worstAt)
          << ", expected " << want.at(worstAt) << " (normalized error " << worstErr << ")";
+}
+
+namespace {
+
+/// The infinity norm (largest row sum) and 1-norm (largest column sum) of an
+/// n x m row-major matrix.
+std::pair<double, double> norms(const float *a, int n, int m) {
+  double rows = 0, cols = 0;
+  for (int i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int j = 0; j < m; ++j)
+      sum += std::abs(a[i * m + j]);
+    rows = std::max(rows, sum);
+  }
+  for (int j = 0; j < m; ++j) {
+    double sum = 0;
+    for (int i = 0; i < n; ++i)
+      sum += std::abs(a[i * m + j]);
+    cols = std::max(cols, sum);
+  }
+  return {rows, cols};
+}
+
+} // namespace
+
+double winogradGrowth(int taps, bool twoD) {
+  const wino1d::Tables *t = wino1d::tablesFor(taps);
+  if (!t)
+    return 0;
+  double growth = 1;
+  for (auto [a, n, m] : {std::tuple{t->AT, t->m, t->alpha}, std::tuple{t->G, t->alpha, t->r},
+                         std::tuple{t->BT, t->alpha, t->alpha}}) {
+    auto [inf, one] = norms(a, n, m);
+    growth *= twoD ? inf * one : std::max(inf, one);
+  }
+  return growth;
+}
+
+double kernelBound(const Node &n, llvm::ArrayRef<PrimitiveInfo> ran, int sides) {
+  // The elementwise work around a sum rounds too: a batch norm's subtract,
+  // scale and shift after its statistics, a bias, a mean's division.
+  constexpr double kElementwiseRoundings = 4;
+  double growth = 0;
+  for (const PrimitiveInfo &p : ran) {
+    llvm::StringRef impl = p.implementation;
+    if (impl.consume_front("graphc_wino1d_f4x"))
+      growth = std::max(growth, winogradGrowth(impl.front() - '0', false));
+    else if (impl.contains("wino"))
+      growth = std::max(growth, winogradGrowth(3, true));
+  }
+  return (sides * ((double)sumLength(n) + kElementwiseRoundings) + growth) * sumbound::kF32;
 }
 
 Tensor randomTensor(const TensorType &t, std::mt19937 &rng) {

@@ -65,6 +65,27 @@ std::vector<Tensor> runOnce(const Node &n, llvm::ArrayRef<Tensor> inputs, ConvAl
 testing::AssertionResult near(const Tensor &got, const Tensor &want, double rtol,
                               double *worst = nullptr);
 
+/// The growth of a Winograd F(4, r)'s transforms: how many times u its
+/// transforms' roundings can reach an output (Barabasz et al., "Error
+/// analysis and improving the accuracy of Winograd convolution for deep
+/// neural networks", 2020), from our tables. Along one axis ‖Aᵀ‖·‖G‖·‖Bᵀ‖,
+/// each norm the larger of the infinity and 1-norms, since the gradients
+/// apply the transposes (507 for F(4, 3), about 9,200 for F(4, 7)); in two
+/// dimensions (F(4x4, 3x3), each transform applied on both sides) the product
+/// of infinity norm times 1-norm of each (about 76,000 for F(4, 3)'s points,
+/// the usual ones).
+double winogradGrowth(int taps, bool twoD);
+
+/// How far `n`'s results may be from a reference whose sums are grouped
+/// otherwise: (sides · (K + 4) + growth) · u of their scale, K = sumLength(n)
+/// (ir/Cost.h) and 4 roundings of the elementwise work around the sum (a
+/// batch norm's normalization, a bias), u = 2^-24, sides 1 against a
+/// reference that does not round
+/// (float64), 2 against one that rounds in its own order; growth that of the
+/// Winograd the kernel ran (`ran`: ours F(4, r), or oneDNN's F(4x4, 3x3)),
+/// 0 for a direct computation.
+double kernelBound(const Node &n, llvm::ArrayRef<PrimitiveInfo> ran, int sides);
+
 /// Normal(0, 1) values.
 Tensor randomTensor(const TensorType &t, std::mt19937 &rng);
 /// sum(a * b) in double.

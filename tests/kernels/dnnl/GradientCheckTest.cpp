@@ -58,7 +58,6 @@ void checkGradient(KernelHarness &forward, const std::vector<Tensor> &inputs, un
   }
 }
 
-
 TEST(DnnlGradientCheck, ConvGradDataAndFilter) {
   std::mt19937 rng(1);
   struct Config {

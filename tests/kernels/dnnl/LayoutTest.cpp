@@ -10,8 +10,11 @@
 
 #include "tests/kernels/dnnl/DnnlTestUtil.h"
 
+#include "SumBound.h"
 #include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/CpuIsa.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace graphc;
@@ -31,6 +34,8 @@ std::string describe(const LayoutPair &p) {
 
 TEST(DnnlLayout, BlockedViewsMatchPlain) {
   std::mt19937 rng(5);
+  double worst = 0; // of the bound
+  std::string worstCase;
   for (const Case &c : blockedCases()) {
     SCOPED_TRACE(c.name);
     auto node = mustMakeNode(c.op, c.inputs, c.attrs);
@@ -55,10 +60,21 @@ TEST(DnnlLayout, BlockedViewsMatchPlain) {
       ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
       auto out = (*h)->run(in);
       ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
-      for (size_t i = 0; i < plain.size(); ++i)
-        EXPECT_TRUE(near((*out)[i], plain[i], 1e-5)) << "result " << i;
+      // Two oneDNN implementations, each summing in its own order: twice
+      // the sums' K·u (kernelBound).
+      const double bound = kernelBound(*node->node, {}, 2);
+      for (size_t i = 0; i < plain.size(); ++i) {
+        double err = 0;
+        EXPECT_TRUE(near((*out)[i], plain[i], bound, &err)) << "result " << i;
+        if (err / bound > worst) {
+          worst = err / bound;
+          worstCase = std::string(c.name) + ", " + describe(layouts);
+        }
+      }
     }
   }
+  sumbound::report("blocked layouts against plain, share of the bound (" + worstCase + ")", worst,
+                   1);
 }
 
 std::unique_ptr<Kernel> kernelFor(const Node &n) {
@@ -76,8 +92,10 @@ TEST(DnnlLayout, TheBlockIsTheOneTheConvolutionsChoose) {
   // On any x86 CPU oneDNN has channel-blocked convolutions for (AVX2 and up).
   int block = channelBlock();
   ASSERT_TRUE(block == 8 || block == 16) << block;
-  // Convolutions of the shapes we train (all three directions) compute in
-  // exactly that layout, so they ask for it.
+  // Convolutions of the shapes we train compute in exactly that layout, so
+  // they ask for it: all three directions from AVX2 up, the forward alone
+  // below (oneDNN's SSE4.1 gradients are plain GEMMs).
+  const bool gradients = cpuIsa() >= CpuIsa::Avx2;
   for (int64_t c : {32, 64, 192}) {
     SCOPED_TRACE(c);
     Attrs pads = attrs({{"pads", Ints{1, 1, 1, 1}}});
@@ -87,14 +105,18 @@ TEST(DnnlLayout, TheBlockIsTheOneTheConvolutionsChoose) {
     EXPECT_EQ(k->preferredOperandLayout(0), Layout::Blocked);
     EXPECT_EQ(k->preferredResultLayout(0), Layout::Blocked);
     EXPECT_EQ(k->preferredOperandLayout(1), std::nullopt) << "weights stay plain";
-    auto data = mustMakeNode(Op::ConvGradData, {f32({4, c, 17, 17}), f32({c, c, 3, 3})},
-                             attrs({{"pads", Ints{1, 1, 1, 1}}, {"input_shape", Ints{4, c, 17, 17}}}));
+    auto data =
+        mustMakeNode(Op::ConvGradData, {f32({4, c, 17, 17}), f32({c, c, 3, 3})},
+                     attrs({{"pads", Ints{1, 1, 1, 1}}, {"input_shape", Ints{4, c, 17, 17}}}));
     k = kernelFor(*data->node);
     ASSERT_TRUE(k);
+    if (!gradients)
+      continue;
     EXPECT_EQ(k->preferredOperandLayout(0), Layout::Blocked);
     EXPECT_EQ(k->preferredResultLayout(0), Layout::Blocked);
-    auto filter = mustMakeNode(Op::ConvGradFilter, {f32({4, c, 17, 17}), f32({4, c, 17, 17})},
-                               attrs({{"pads", Ints{1, 1, 1, 1}}, {"filter_shape", Ints{c, c, 3, 3}}}));
+    auto filter =
+        mustMakeNode(Op::ConvGradFilter, {f32({4, c, 17, 17}), f32({4, c, 17, 17})},
+                     attrs({{"pads", Ints{1, 1, 1, 1}}, {"filter_shape", Ints{c, c, 3, 3}}}));
     k = kernelFor(*filter->node);
     ASSERT_TRUE(k);
     EXPECT_EQ(k->preferredOperandLayout(0), Layout::Blocked);
@@ -113,7 +135,8 @@ TEST(DnnlLayout, OnlyActivationsWithWholeChannelBlocksMayBeBlocked) {
   EXPECT_TRUE(k->producesLayout(0, Layout::Blocked)) << "16 channels";
 
   // 24 channels are whole blocks of 8, not of 16.
-  auto pool = mustMakeNode(Op::MaxPool, {f32({2, 24, 6, 6})}, attrs({{"kernel_shape", Ints{2, 2}}}));
+  auto pool =
+      mustMakeNode(Op::MaxPool, {f32({2, 24, 6, 6})}, attrs({{"kernel_shape", Ints{2, 2}}}));
   k = kernelFor(*pool->node);
   ASSERT_TRUE(k);
   EXPECT_EQ(k->acceptsLayout(0, Layout::Blocked), 24 % block == 0) << "block " << block;
