@@ -355,8 +355,9 @@ double relativeError(const Tensor &got, const Tensor &want) {
   return ::testing::AssertionSuccess();
 }
 
-void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, double tol, uint64_t step,
-                 uint64_t seed) {
+void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, std::optional<double> given,
+                 uint64_t step, uint64_t seed) {
+  const double tol = given ? *given : 2 * sumbound::bound(sumLength(n) + 4);
   auto cpu = runNode(n, inputs, nullptr, step, seed);
   ASSERT_TRUE((bool)cpu) << llvm::toString(cpu.takeError());
   for (bool inPlace : {false, true}) {

@@ -11,13 +11,16 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "SumBound.h"
 #include "ir/Builder.h"
+#include "ir/Cost.h"
 #include "kernels/KernelRunner.h"
 #include "kernels/cuda/CudaBackend.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <random>
 
 namespace graphc {
@@ -143,9 +146,11 @@ double relativeError(const Tensor &got, const Tensor &want);
 ::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want);
 
 /// Runs `n` on the CPU and on the GPU over `inputs` and compares every
-/// result (tol < 0: bit for bit); also with the result written in place
-/// when the kernel allows it.
-void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, double tol = 1e-5, uint64_t step = 0,
-                 uint64_t seed = 0);
+/// result (tol < 0: bit for bit; none given: both sides' rounding of the
+/// node's sums, twice (K + 4)·u with K = sumLength(n), as each sums in its
+/// own order, tests/common/SumBound.h); also with the result written in
+/// place when the kernel allows it.
+void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs,
+                 std::optional<double> tol = std::nullopt, uint64_t step = 0, uint64_t seed = 0);
 
 } // namespace graphc

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tests/kernels/dnnl/DnnlTestUtil.h"
 #include "SumBound.h"
+#include "tests/kernels/dnnl/DnnlTestUtil.h"
 
 #include "kernels/cpu/CpuBackend.h"
 
