@@ -1,6 +1,6 @@
 #include "executor/Trace.h"
 
-#include "ir/Archive.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -94,7 +94,7 @@ llvm::Error TraceRecorder::writeChromeTraceFile(llvm::StringRef path) const {
   std::string text;
   llvm::raw_string_ostream os(text);
   writeChromeTrace(os);
-  return writeFileAtomically(path, os.str());
+  return writeOutputFile(path, os.str());
 }
 
 std::vector<TimeBreakdown> TraceRecorder::summarize() const {

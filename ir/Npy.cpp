@@ -1,10 +1,10 @@
 #include "ir/Npy.h"
 
-#include "ir/Archive.h"
+#include "ir/OutputFile.h"
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace graphc {
 
@@ -112,9 +112,9 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
 }
 
 llvm::Expected<Tensor> readNpy(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buf = readInputFile(path);
   if (!buf)
-    return makeError("cannot read '" + path + "': " + buf.getError().message());
+    return buf.takeError();
   return parseNpy((*buf)->getBuffer(), path);
 }
 
@@ -147,7 +147,7 @@ llvm::Error writeNpy(llvm::StringRef path, const Tensor &t) {
   auto bytes = encodeNpy(t);
   if (!bytes)
     return bytes.takeError();
-  return writeFileAtomically(path, *bytes);
+  return writeOutputFile(path, *bytes);
 }
 
 } // namespace graphc

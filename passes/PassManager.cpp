@@ -1,6 +1,7 @@
 #include "passes/Pass.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 
@@ -76,16 +77,15 @@ void PassManager::dumpAfter(const Pass &p, unsigned index, const Module &m) {
   char number[16];
   snprintf(number, sizeof(number), "%04u", index);
   std::string stem = (number + llvm::Twine(".after_") + p.name()).str();
+  // A dump that cannot be written is a warning: it never fails a compile.
   auto write = [&](llvm::StringRef ext, auto &&emit) {
     llvm::SmallString<256> path(dump_.dumpDir);
     llvm::sys::path::append(path, stem + ext);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec) {
-      llvm::errs() << "warning: cannot write dump '" << path << "': " << ec.message() << "\n";
-      return;
-    }
+    std::string text;
+    llvm::raw_string_ostream os(text);
     emit(os);
+    if (auto e = writeOutputFile(path, os.str()))
+      llvm::errs() << "warning: dump not written: " << llvm::toString(std::move(e)) << "\n";
   };
   write(".gir", [&](llvm::raw_ostream &os) { graphc::print(m, os); });
   if (dump_.dumpDot && dot_)

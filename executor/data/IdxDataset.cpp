@@ -8,6 +8,7 @@
 #include "executor/data/IdxDataset.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 #include "ir/MemoryLimit.h"
 #include "ir/Type.h"
 
@@ -19,6 +20,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <unistd.h>
 
 namespace graphc {
 
@@ -71,11 +73,16 @@ std::string streamProblem(GzFile &file) {
 } // namespace
 
 llvm::Expected<IdxArray> readIdxFile(llvm::StringRef path, unsigned rank) {
+  auto in = openInput(path);
+  if (!in)
+    return in.takeError();
   GzFile file;
-  std::string pathZ = path.str();
-  file.f = gzopen(pathZ.c_str(), "rb");
-  if (!file.f)
+  int fd = in->release();
+  file.f = gzdopen(fd, "rb"); // owns fd from here
+  if (!file.f) {
+    ::close(fd);
     return makeError(path + ": cannot open");
+  }
   gzbuffer(file.f, 1 << 18);
 
   uint8_t header[4 + 4 * 4] = {};

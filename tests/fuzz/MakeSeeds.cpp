@@ -16,6 +16,7 @@
 #include "frontend/models/Models.h"
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
+#include "ir/OutputFile.h"
 #include "ir/Npy.h"
 #include "ir/Printer.h"
 #include "placement/Cluster.h"
@@ -61,7 +62,7 @@ std::string seedPath(llvm::StringRef target, llvm::StringRef name) {
 }
 
 void write(llvm::StringRef target, llvm::StringRef name, llvm::StringRef bytes) {
-  if (auto e = writeFileAtomically(seedPath(target, name), bytes))
+  if (auto e = writeOutputFile(seedPath(target, name), bytes))
     fail(llvm::toString(std::move(e)));
 }
 

@@ -1,6 +1,6 @@
 #include "tools/driver/Calibrate.h"
 
-#include "ir/Archive.h"
+#include "ir/OutputFile.h"
 #include "ir/DeviceId.h"
 #include "executor/Device.h"
 #include "ir/Diagnostics.h"
@@ -221,7 +221,7 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
     }
   }
   std::string out = req.output.empty() ? req.clusterFile : req.output;
-  if (auto e = writeFileAtomically(out, clusterToJson(*cluster) + "\n"))
+  if (auto e = writeOutputFile(out, clusterToJson(*cluster) + "\n"))
     return e;
   log << "wrote " << out << "\n";
   return cluster;
