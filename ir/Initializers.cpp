@@ -40,6 +40,13 @@ int arity(llvm::StringRef fn) {
       .Default(-1);
 }
 
+/// "6.7e-14%", "95%".
+std::string percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2g%%", 100 * share);
+  return buf;
+}
+
 /// The normal distribution's mass in [lo, hi].
 double normalMass(double mean, double std, double lo, double hi) {
   auto cdf = [&](double x) { return 0.5 * std::erfc((mean - x) / (std * std::sqrt(2.0))); };
@@ -79,8 +86,8 @@ llvm::Error checkInitializerArgs(const Initializer &init) {
     double kept = a[1] == 0 ? (a[0] >= a[2] && a[0] <= a[3] ? 1.0 : 0.0)
                             : normalMass(a[0], a[1], a[2], a[3]);
     if (!(kept >= kMinTruncatedMass))
-      return bad("[lo, hi] keeps " + formatDouble(100 * kept) +
-                 "% of the draws; at least 1% must fall inside");
+      return bad("[lo, hi] keeps " + percent(kept) + " of the draws; at least " +
+                 percent(kMinTruncatedMass) + " must fall inside");
   }
   return llvm::Error::success();
 }
