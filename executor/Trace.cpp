@@ -135,8 +135,8 @@ std::vector<TimeBreakdown> TraceRecorder::summarize() const {
     avg.inputUs /= steps;
     avg.waitUs /= steps;
     avg.stepUs = stepTotal / steps;
-    avg.idleUs = std::max(0.0, avg.stepUs - avg.computeUs - avg.communicationUs - avg.inputUs -
-                                   avg.waitUs);
+    avg.idleUs =
+        std::max(0.0, avg.stepUs - avg.computeUs - avg.communicationUs - avg.inputUs - avg.waitUs);
     out.push_back(avg);
   }
   return out;

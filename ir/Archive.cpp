@@ -10,7 +10,6 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CRC.h"
 
-
 namespace graphc {
 
 namespace {

@@ -40,6 +40,14 @@ int arity(llvm::StringRef fn) {
       .Default(-1);
 }
 
+/// "uniform(-0.0625, 0.0625)".
+std::string describeCall(const Initializer &init) {
+  std::string call = init.fn + "(";
+  for (size_t i = 0; i < init.args.size(); ++i)
+    call += (i ? ", " : "") + formatDouble(init.args[i]);
+  return call + ")";
+}
+
 /// "6.7e-14%", "95%".
 std::string percent(double share) {
   char buf[32];
@@ -63,10 +71,7 @@ llvm::Error checkInitializerArgs(const Initializer &init) {
     return makeError("initializer " + init.fn + " takes " + llvm::Twine(n) + " arguments, not " +
                      llvm::Twine(init.args.size()));
   const std::vector<double> &a = init.args;
-  std::string call = init.fn + "(";
-  for (size_t i = 0; i < a.size(); ++i)
-    call += (i ? ", " : "") + formatDouble(a[i]);
-  call += ")";
+  std::string call = describeCall(init);
   // A NaN or infinite parameter gives a model that computes nothing but NaN.
   for (double x : a)
     if (!std::isfinite(x))
@@ -83,8 +88,8 @@ llvm::Error checkInitializerArgs(const Initializer &init) {
     // distribution (almost) never reaches would draw forever.
     if (a[2] > a[3])
       return bad("the lower bound must not exceed the upper");
-    double kept = a[1] == 0 ? (a[0] >= a[2] && a[0] <= a[3] ? 1.0 : 0.0)
-                            : normalMass(a[0], a[1], a[2], a[3]);
+    double kept =
+        a[1] == 0 ? (a[0] >= a[2] && a[0] <= a[3] ? 1.0 : 0.0) : normalMass(a[0], a[1], a[2], a[3]);
     if (!(kept >= kMinTruncatedMass))
       return bad("[lo, hi] keeps " + percent(kept) + " of the draws; at least " +
                  percent(kMinTruncatedMass) + " must fall inside");
@@ -112,9 +117,15 @@ llvm::Expected<Tensor> initialValue(const Variable &v, uint64_t seed) {
   const std::string &fn = v.init.fn;
   const std::vector<double> &a = v.init.args;
   Fans f = fans(v.type);
+  // Finite arguments can still overflow the dtype (constant(1e39) in f32,
+  // uniform(-1e308, 1e308)): such a variable is refused like a NaN one.
+  const bool floating = isFloat(v.type.dtype);
+  bool finite = true;
   auto fill = [&](auto draw) {
-    for (int64_t i = 0; i < t.numElements(); ++i)
+    for (int64_t i = 0; i < t.numElements(); ++i) {
       t.set(i, draw());
+      finite = finite && (!floating || std::isfinite(t.at(i)));
+    }
   };
   if (fn == "zeros") {
     // Already zero.
@@ -143,6 +154,9 @@ llvm::Expected<Tensor> initialValue(const Variable &v, uint64_t seed) {
     double bound = a[0] * std::sqrt(6.0 / (f.in + f.out));
     fill([&] { return bound * (2 * rng.uniform() - 1); });
   }
+  if (!finite)
+    return makeError("variable '" + printable(v.name) + "': initializer " + describeCall(v.init) +
+                     " gives values that are not finite in " + dtypeName(v.type.dtype));
   return t;
 }
 

@@ -56,7 +56,8 @@ llvm::Error systemError(llvm::StringRef shown) {
 } // namespace
 
 InputFile::InputFile(InputFile &&o) noexcept
-    : path_(std::move(o.path_)), shown_(std::move(o.shown_)), fd_(o.fd_), size_(o.size_), directory_(o.directory_) {
+    : path_(std::move(o.path_)), shown_(std::move(o.shown_)), fd_(o.fd_), size_(o.size_),
+      directory_(o.directory_) {
   o.fd_ = -1;
 }
 
@@ -86,7 +87,7 @@ int InputFile::release() {
 }
 
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> InputFile::read(uint64_t offset,
-                                                                     uint64_t length) const {
+                                                                    uint64_t length) const {
   assert(fd_ >= 0 && "reading a released input");
   if (directory_)
     return makeError("cannot read " + shown_ + ": it is a directory, not a regular file");
@@ -95,10 +96,10 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> InputFile::read(uint64_t off
                      llvm::Twine(offset + length) + " lie past its end (" + llvm::Twine(size_) +
                      " bytes)");
   if (int64_t limit = memoryLimit(); limit > 0 && length > (uint64_t)limit)
-    return makeError("cannot read " + shown_ + ": " +
-                     (length == size_ ? llvm::Twine("it is ") : llvm::Twine("the part to read is ")) +
-                     bytesText((int64_t)length) + ", more than the --memory-limit of " +
-                     bytesText(limit));
+    return makeError(
+        "cannot read " + shown_ + ": " +
+        (length == size_ ? llvm::Twine("it is ") : llvm::Twine("the part to read is ")) +
+        bytesText((int64_t)length) + ", more than the --memory-limit of " + bytesText(limit));
   if (length == 0)
     return llvm::MemoryBuffer::getMemBuffer("", path_, /*RequiresNullTerminator=*/false);
   auto buf = llvm::MemoryBuffer::getOpenFileSlice(fd_, path_, length, (int64_t)offset);
@@ -132,7 +133,8 @@ llvm::Expected<InputFile> openInput(llvm::StringRef path, InputKind kind, llvm::
     return refused(shown, kind, st.st_mode);
   }
   bool directory = S_ISDIR(st.st_mode);
-  return InputFile(std::move(p), std::move(shown), fd, directory ? 0 : (uint64_t)st.st_size, directory);
+  return InputFile(std::move(p), std::move(shown), fd, directory ? 0 : (uint64_t)st.st_size,
+                   directory);
 }
 
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readInputFile(llvm::StringRef path,

@@ -1,8 +1,8 @@
 #include "ir/Npy.h"
 
-#include "ir/OutputFile.h"
 #include "ir/Diagnostics.h"
 #include "ir/InputFile.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -60,7 +60,9 @@ static llvm::StringRef headerField(llvm::StringRef header, llvm::StringRef key) 
 }
 
 llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
-  auto bad = [&](const llvm::Twine &why) { return makeError("'" + name + "' is not a usable .npy file: " + why); };
+  auto bad = [&](const llvm::Twine &why) {
+    return makeError("'" + name + "' is not a usable .npy file: " + why);
+  };
   if (!bytes.startswith(llvm::StringRef(kMagic, 6)) || bytes.size() < 10)
     return bad("missing the NumPy magic");
   unsigned major = (unsigned char)bytes[6];
@@ -128,8 +130,8 @@ llvm::Expected<std::string> encodeNpy(const Tensor &t) {
   if (t.shape().size() > 1)
     shape.pop_back();
   shape += ")";
-  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " +
-                       shape + ", }";
+  std::string header =
+      "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');

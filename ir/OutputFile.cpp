@@ -142,9 +142,13 @@ llvm::Error writeReplacing(llvm::StringRef shown, const std::string &path,
 
 } // namespace
 
-void setWritePauseForTesting(std::chrono::milliseconds pause) { writePauseMs = pause.count(); }
+void setWritePauseForTesting(std::chrono::milliseconds pause) {
+  writePauseMs = pause.count();
+}
 
-void ignoreFileSizeSignal() { ::signal(SIGXFSZ, SIG_IGN); }
+void ignoreFileSizeSignal() {
+  ::signal(SIGXFSZ, SIG_IGN);
+}
 
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef bytes) {
   return writeOutputFile(path, llvm::ArrayRef<llvm::StringRef>(bytes));

@@ -442,7 +442,8 @@ llvm::Error Parser::variable(Module &m) {
     }
     if (v.init.fn != "elided")
       if (auto e = checkInitializerArgs(v.init))
-        return errorAt(initAt, "variable '" + printable(v.name) + "': " + llvm::toString(std::move(e)));
+        return errorAt(initAt,
+                       "variable '" + printable(v.name) + "': " + llvm::toString(std::move(e)));
   }
   if (consume('@')) {
     do {
@@ -536,7 +537,10 @@ llvm::Error Parser::node(Graph &g) {
       auto s = quoted();
       if (!s)
         return s.takeError();
-      (w == "name" ? nodeName : w == "requested" ? requested : w == "device" ? assigned : reason) = *s;
+      (w == "name"        ? nodeName
+       : w == "requested" ? requested
+       : w == "device"    ? assigned
+                          : reason) = *s;
     } else if (w == "tower") {
       pos_ += w.size();
       auto t = integer();
@@ -559,7 +563,8 @@ llvm::Error Parser::node(Graph &g) {
   }
   if (g.findNode(nodeName))
     return errorAt(start, "node '" + printable(nodeName) + "' is defined twice");
-  Node *n = g.createNodeWithResultNames(*op, operands, types, resultNames, std::move(attrs), nodeName);
+  Node *n =
+      g.createNodeWithResultNames(*op, operands, types, resultNames, std::move(attrs), nodeName);
   n->setTower(tower);
   n->setRequestedDevice(requested);
   n->setAssignedDevice(assigned);
@@ -661,7 +666,8 @@ llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<Module>> parseModule(llvm::StringRef text, llvm::StringRef filename) {
+llvm::Expected<std::unique_ptr<Module>> parseModule(llvm::StringRef text,
+                                                    llvm::StringRef filename) {
   auto m = Parser(text, filename).parse();
   if (!m)
     return oneLine(m.takeError());

@@ -101,8 +101,8 @@ void PassManager::printTimings(llvm::ArrayRef<Timing> timings) const {
         "pass\n  does not run again on a module verified since its last change)\n"
      << "  pass                       run ms  verify ms   share      nodes\n";
   for (const Timing &t : timings)
-    os << llvm::format("  %-22s %10.2f %10.2f %6.1f%% %10zu\n", t.pass.c_str(),
-                       1e3 * t.runSeconds, 1e3 * t.verifySeconds,
+    os << llvm::format("  %-22s %10.2f %10.2f %6.1f%% %10zu\n", t.pass.c_str(), 1e3 * t.runSeconds,
+                       1e3 * t.verifySeconds,
                        total > 0 ? 100 * (t.runSeconds + t.verifySeconds) / total : 0.0,
                        t.nodesAfter);
   os << llvm::format("  total                  %10.2f\n", 1e3 * total);

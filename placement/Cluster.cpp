@@ -238,7 +238,7 @@ llvm::Expected<KindCalibration> parseCalibration(const JsonFields &parent, llvm:
     return e;
   JsonFields f(*o, "calibration." + kind.str());
   if (auto e = f.unknownKeys({"launch_seconds", "conv_flops", "gemm_flops", "memory_bytes",
-                               "measured", "threads", "cores"}))
+                              "measured", "threads", "cores"}))
     return e;
   KindCalibration k;
   for (auto [key, field] :

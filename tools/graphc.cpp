@@ -18,10 +18,10 @@
 
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
-#include "ir/OutputFile.h"
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
 #include "ir/ModelSummary.h"
+#include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "passes/AccumulateGradients.h"
@@ -44,6 +44,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
 
 using namespace graphc;
 
@@ -117,8 +118,9 @@ int runScalingTable(ModelArgs &args, const std::string &gpus, const std::string 
       return fail(makeError("--gpus '" + gpus + "': give GPU counts such as 1,2,4,8"));
     scaling.gpus.push_back(n);
   }
-  if (!(networkGbps > 0))
-    return fail(makeError("--network-gbps must be positive"));
+  if (!(networkGbps > 0) || !std::isfinite(networkGbps))
+    return fail(makeError("--network-gbps " + numberText(networkGbps) +
+                          ": must be a positive number of Gb/s"));
   scaling.sim.networkBandwidth = networkGbps * 1e9 / 8;
   if (auto e = checkAtLeast("--batch-per-gpu", scaling.batchPerGpu, 1, "the images per GPU"))
     return fail(std::move(e));
@@ -238,15 +240,18 @@ int run(int argc, char **argv) {
       ->capture_default_str();
   place->add_option("--bn", modes.bn, "local | sync | frozen")->capture_default_str();
   place
-      ->add_option("--precision", modes.precision,
-                   "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
-                   "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
-                   "loss scaling; GPUs, or --emulate)")
+      ->add_option(
+          "--precision", modes.precision,
+          "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
+          "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
+          "loss scaling; GPUs, or --emulate)")
       ->capture_default_str();
-  place->add_option("--loss-scale", modes.lossScale,
-                 "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
-  place->add_option("--loss-scale-interval", modes.lossScaleInterval,
-                 "finite steps before the loss scale doubles")
+  place->add_option(
+      "--loss-scale", modes.lossScale,
+      "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
+  place
+      ->add_option("--loss-scale-interval", modes.lossScaleInterval,
+                   "finite steps before the loss scale doubles")
       ->capture_default_str();
   place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
   place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");

@@ -20,9 +20,9 @@
 
 #include "executor/Workers.h"
 #include "frontend/onnx/OnnxExporter.h"
-#include "ir/OutputFile.h"
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
+#include "ir/OutputFile.h"
 #include "passes/AccumulateGradients.h"
 #include "tools/driver/Calibrate.h"
 #include "tools/driver/CommandLine.h"
@@ -140,8 +140,8 @@ int run(int argc, char **argv) {
                     "dropout ratio of a built-in model that has dropout (default: its own)");
   train->add_option("--data", t.data, "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
       ->capture_default_str();
-  train->add_option("--synthetic-samples", t.synthetic.samples, "size of the synthetic data set")
-      ->capture_default_str();
+  train->add_option("--synthetic-samples", t.synthetic.samples,
+                    "size of the synthetic data set (default: 4096)");
   train->add_option("--synthetic-classes", t.synthetic.classes,
                     "synthetic labels use this many of the model's classes (0: all; default: "
                     "10, or all when the model has fewer)");
@@ -197,15 +197,18 @@ int run(int argc, char **argv) {
           "where variables live: cpu | gpu:K | spread | mirrored | auto (by predicted step)")
       ->capture_default_str();
   train
-      ->add_option("--precision", modes.precision,
-                   "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
-                   "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
-                   "loss scaling; GPUs, or --emulate)")
+      ->add_option(
+          "--precision", modes.precision,
+          "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
+          "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
+          "loss scaling; GPUs, or --emulate)")
       ->capture_default_str();
-  train->add_option("--loss-scale", modes.lossScale,
-                 "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
-  train->add_option("--loss-scale-interval", modes.lossScaleInterval,
-                 "finite steps before the loss scale doubles")
+  train->add_option(
+      "--loss-scale", modes.lossScale,
+      "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
+  train
+      ->add_option("--loss-scale-interval", modes.lossScaleInterval,
+                   "finite steps before the loss scale doubles")
       ->capture_default_str();
   train->add_option("--bn", modes.bn, "BatchNorm across towers: local | sync | frozen")
       ->capture_default_str();
@@ -262,8 +265,8 @@ int run(int argc, char **argv) {
   std::optional<uint64_t> evalSeed;
   eval->add_option("--seed", evalSeed,
                    "seed of the synthetic data (default: the checkpoint's training seed)");
-  eval->add_option("--synthetic-samples", evalSynthetic.samples, "size of the synthetic data set")
-      ->capture_default_str();
+  eval->add_option("--synthetic-samples", evalSynthetic.samples,
+                   "size of the synthetic data set (default: 4096)");
   eval->add_option("--synthetic-classes", evalSynthetic.classes,
                    "synthetic labels use this many of the model's classes (0: all; default: "
                    "10, or all when the model has fewer)");

@@ -116,8 +116,8 @@ llvm::Expected<IdxArray> readIdxFile(llvm::StringRef path, unsigned rank) {
     if (total > (uint64_t)1 << 36)
       return makeError(path + ": the header declares more than 2^36 elements");
   }
-  if (auto e = checkDeclaredBytes((int64_t)total, path + ": the header's " +
-                                                      shapeToString(a.dims) + " bytes"))
+  if (auto e = checkDeclaredBytes((int64_t)total,
+                                  path + ": the header's " + shapeToString(a.dims) + " bytes"))
     return e;
 
   // Grow as data arrives (see the file comment), in steps doubling from 64 KiB

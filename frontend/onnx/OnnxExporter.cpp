@@ -15,9 +15,9 @@
 #include "frontend/onnx/OnnxExporter.h"
 #include "frontend/onnx/OnnxTensor.h"
 
-#include "ir/OutputFile.h"
 #include "ir/Diagnostics.h"
 #include "ir/Initializers.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"

@@ -1,7 +1,7 @@
 #include "tools/driver/Profile.h"
 
-#include "ir/OutputFile.h"
 #include "ir/Cost.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/Support/Format.h"
 
@@ -117,8 +117,8 @@ void printTimeBreakdown(const TraceRecorder &trace, llvm::raw_ostream &os) {
   std::string slowestDevice;
   for (const TimeBreakdown &r : rows) {
     os << llvm::format("               %-8s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n",
-                       r.device.c_str(), r.stepUs / 1e3, r.computeUs / 1e3,
-                       r.communicationUs / 1e3, r.inputUs / 1e3, r.waitUs / 1e3, r.idleUs / 1e3);
+                       r.device.c_str(), r.stepUs / 1e3, r.computeUs / 1e3, r.communicationUs / 1e3,
+                       r.inputUs / 1e3, r.waitUs / 1e3, r.idleUs / 1e3);
     if (r.computeUs > slowest) {
       slowest = r.computeUs;
       slowestDevice = r.device;

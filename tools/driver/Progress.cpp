@@ -4,7 +4,6 @@
 
 #include "llvm/Support/Format.h"
 
-
 namespace graphc {
 
 ProgressLine::ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled, int64_t from)
@@ -30,9 +29,9 @@ void ProgressLine::update(int64_t done, int64_t epoch, double loss, double image
   bar.resize(width, '.');
   if (tty_)
     os_ << "\r";
-  os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs",
-                      bar.c_str(), (long long)done, (long long)total_, (long long)epoch, loss,
-                      imagesPerSecond, eta);
+  os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs", bar.c_str(),
+                      (long long)done, (long long)total_, (long long)epoch, loss, imagesPerSecond,
+                      eta);
   if (staleness)
     os_ << "  staleness " << *staleness;
   if (tty_) {
@@ -114,6 +113,8 @@ llvm::Error MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, do
   return withContext(out_->write(os.str()), "metrics");
 }
 
-llvm::Error MetricsWriter::close() { return withContext(out_->close(), "metrics"); }
+llvm::Error MetricsWriter::close() {
+  return withContext(out_->close(), "metrics");
+}
 
 } // namespace graphc

@@ -58,17 +58,19 @@ struct ModelFlags {
 /// checked as it is built.
 llvm::Error applyModelFlags(const ModelFlags &flags, ModelSpec &spec);
 
-/// The placement flags: --gpus from 0 to 1023, --workers at least 1, --ps
-/// and --towers not negative.
+/// The placement flags: --gpus not negative (its upper bound, 1023, is the
+/// default cluster's: clusterFor), --workers at least 1, --ps and --towers
+/// not negative.
 llvm::Error checkPlacementFlags(const PlacementRequest &place);
 
 /// --bucket-mb: a positive, finite number of megabytes.
 llvm::Error checkBucketMb(double mb);
 
 /// The synthetic data set against the model it feeds: --synthetic-samples at
-/// least 1, and the set it stands for (samples times `sampleBytes`) within
-/// the --memory-limit or the 1 TiB a tensor may take; --synthetic-classes 0
-/// (every class) or from 1 to the model's `modelClasses`.
+/// least 1, and the set it asks for (samples times `sampleBytes`) within the
+/// --memory-limit or the 1 TiB a tensor may take; --synthetic-classes 0
+/// (every class) or from 1 to the model's `modelClasses`. Unset flags take
+/// their defaults, which always fit.
 llvm::Error checkSyntheticData(const SyntheticData &data, int64_t modelClasses,
                                int64_t sampleBytes);
 

@@ -86,7 +86,7 @@ llvm::Expected<std::shared_ptr<const Dataset>> openFor(const Module &forward, ll
   const TensorType &t = (*in)->result()->type();
   DatasetOptions o;
   o.split = split;
-  o.samples = synthetic.samples;
+  o.samples = synthetic.samples.value_or(kDefaultSyntheticSamples);
   int64_t wanted = synthetic.classes.value_or(std::min(kDefaultSyntheticClasses, *classes));
   o.classes = wanted > 0 ? wanted : *classes;
   o.seed = seed;
@@ -190,9 +190,9 @@ llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions
   exec.deviceMap = cpuOf;
   for (auto &[gpu, speed] : *speeds)
     exec.relativeSpeed[cpuOf(gpu)] = speed;
-  std::string devices = gpus.size() == 1 ? "GPU runs as CPU device cpu:1"
-                                          : "GPUs run as CPU devices cpu:1..cpu:" +
-                                                std::to_string(gpus.size());
+  std::string devices = gpus.size() == 1
+                            ? "GPU runs as CPU device cpu:1"
+                            : "GPUs run as CPU devices cpu:1..cpu:" + std::to_string(gpus.size());
   return "no GPU here: the plan's " + std::to_string(gpus.size()) + " " + devices +
          " sharing this machine's cores" +
          (slower.empty() ? "" : "; emulated relative speeds (the fastest GPU is 1): " + slower);
@@ -222,8 +222,9 @@ namespace {
 std::string dataIdentity(const TrainOptions &opts) {
   if (opts.data != "synthetic")
     return opts.data;
-  return "synthetic (" + std::to_string(opts.synthetic.samples) + " samples, " +
-         std::to_string(opts.synthetic.classes.value_or(kDefaultSyntheticClasses)) + " classes)";
+  return "synthetic (" + std::to_string(opts.synthetic.samples.value_or(kDefaultSyntheticSamples)) +
+         " samples, " + std::to_string(opts.synthetic.classes.value_or(kDefaultSyntheticClasses)) +
+         " classes)";
 }
 
 /// What every rank of a multi-worker run must hold alike: the plan's text

@@ -60,9 +60,10 @@
 
 namespace graphc {
 
-/// Classes of the synthetic labels when --synthetic-classes is not given
-/// (fewer when the model has fewer).
-inline constexpr int64_t kDefaultSyntheticClasses = 10;
+/// The synthetic set's size when --synthetic-samples is not given, and the
+/// classes of its labels when --synthetic-classes is not (fewer when the model
+/// has fewer).
+inline constexpr int64_t kDefaultSyntheticSamples = 4096, kDefaultSyntheticClasses = 10;
 
 /// The synthetic data set's size. Its labels use the first `classes` of the
 /// model's classes (0: all of them; unset: kDefaultSyntheticClasses or the
@@ -71,8 +72,7 @@ inline constexpr int64_t kDefaultSyntheticClasses = 10;
 /// than once and the loss cannot fall. tools/driver/RunChecks.h holds both to
 /// the model.
 struct SyntheticData {
-  int64_t samples = 4096;
-  std::optional<int64_t> classes;
+  std::optional<int64_t> samples, classes;
 };
 
 struct TrainOptions {
