@@ -9,21 +9,27 @@ namespace {
 /// CLI11's type names of signed and unsigned whole-number options.
 constexpr llvm::StringLiteral kSigned = "INT", kUnsigned = "UINT";
 
+/// Checks a whole number and writes it back without leading zeros, which
+/// CLI11's conversion (strtoll, base 0) would read as octal.
 CLI::Validator wholeNumber(bool isUnsigned) {
   auto check = [isUnsigned](std::string &text) -> std::string {
     llvm::StringRef s(text);
     bool bad;
+    std::string normal;
     if (isUnsigned) {
       uint64_t v;
       bad = s.startswith("-") || s.getAsInteger(10, v);
+      normal = bad ? "" : std::to_string(v);
     } else {
       int64_t v;
       bad = s.getAsInteger(10, v);
+      normal = bad ? "" : std::to_string(v);
     }
-    if (!bad)
-      return "";
-    return "'" + text + "' is not a whole number from " +
-           (isUnsigned ? "0 to 18446744073709551615" : "-2^63 to 2^63-1");
+    if (bad)
+      return "'" + text + "' is not a whole number from " +
+             (isUnsigned ? "0 to 18446744073709551615" : "-2^63 to 2^63-1");
+    text = normal;
+    return "";
   };
   // No description: the help shows the type name alone, as before.
   return CLI::Validator(check, "");
@@ -37,7 +43,7 @@ void checkWholeNumbers(CLI::App &app) {
       continue; // a flag
     std::string type = o->get_type_name();
     if (type == kSigned || type == kUnsigned)
-      o->check(wholeNumber(type == kUnsigned));
+      o->transform(wholeNumber(type == kUnsigned));
   }
   for (CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
     checkWholeNumbers(*sub);
