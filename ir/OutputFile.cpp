@@ -33,11 +33,17 @@ struct Target {
   bool inPlace = false;
 };
 
+/// Names that stand for an open descriptor (/dev/stdout, /dev/fd/3,
+/// /proc/self/fd/1) or a kernel file: renaming into them would detach the
+/// descriptor from the file, or fail.
+bool isDescriptorName(llvm::StringRef path) {
+  return path.startswith("/proc/") || path.startswith("/dev/fd/") || path == "/dev/stdin" ||
+         path == "/dev/stdout" || path == "/dev/stderr";
+}
+
 llvm::Expected<Target> targetOf(llvm::StringRef path) {
   Target t{path.str(), false};
-  // Names of devices and of open descriptors (/dev/stdout, /proc/self/fd/1)
-  // are never renamed into, whatever they lead to.
-  if (path.startswith("/dev/") || path.startswith("/proc/")) {
+  if (isDescriptorName(path)) {
     t.inPlace = true;
     return t;
   }

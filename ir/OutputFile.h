@@ -13,9 +13,10 @@
 //    there survives a failed write or a kill. A symbolic link to a regular
 //    file is followed, so the file it names is replaced and the link stays.
 //  - A target that is not a regular file (a device such as /dev/full or
-//    /dev/null, a FIFO, a terminal) or that stands for an open descriptor
-//    (anything under /dev/ or /proc/, such as /dev/stdout) cannot be renamed
-//    into: it is written in place, every write and the close still checked.
+//    /dev/null, a FIFO, a terminal) or whose name stands for an open
+//    descriptor (/dev/stdout, /dev/fd/N, anything under /proc/) cannot be
+//    renamed into: it is written in place (appended to), every write and the
+//    close still checked.
 //  - A stream of records (OutputStream: --metrics, a record per step) is
 //    written a record at a time, each write checked; on a regular file a
 //    record that a full disk cuts short is cut off again, so the file always

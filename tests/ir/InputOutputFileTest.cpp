@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <fstream>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -245,4 +246,16 @@ TEST_F(FilesTest, ALinkIsFollowedAndKept) {
   struct stat st;
   ASSERT_EQ(::lstat(path("link.gir").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
+TEST_F(FilesTest, ADescriptorNameIsWrittenInPlace) {
+  // /dev/fd/N names this process's descriptor N: a file opened here, as a
+  // shell's `> out.txt` opens the standard output.
+  std::string out = path("out.txt");
+  int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  std::string name = "/dev/fd/" + std::to_string(fd);
+  EXPECT_EQ(message(writeOutputFile(name, "through the descriptor")), "success");
+  ::close(fd);
+  EXPECT_EQ(read("out.txt"), "through the descriptor");
 }

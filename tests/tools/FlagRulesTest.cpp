@@ -83,7 +83,8 @@ TEST(FlagRules, ModelFlagsAreCountsForBuiltInModels) {
   ModelSpec file;
   file.path = "m.onnx";
   EXPECT_EQ(message(applyModelFlags(flags, file)),
-            "--num-classes applies to a built-in model (--model NAME); 'm.onnx' is what it is");
+            "--num-classes applies to a built-in model (--model NAME), not to 'm.onnx', which "
+            "has its own");
 }
 
 TEST(FlagRules, PlacementCounts) {

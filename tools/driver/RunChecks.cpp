@@ -45,7 +45,7 @@ llvm::Error applyModelFlags(const ModelFlags &flags, ModelSpec &spec) {
                                         : nullptr;
   if (given && spec.name.empty())
     return makeError(llvm::Twine(given) + " applies to a built-in model (--model NAME)" +
-                     (spec.path.empty() ? "" : "; '" + spec.path + "' is what it is"));
+                     (spec.path.empty() ? "" : ", not to '" + spec.path + "', which has its own"));
   spec.options.numClasses = flags.numClasses.value_or(0);
   spec.options.imageSize = flags.imageSize.value_or(0);
   spec.options.dropout = flags.dropout.value_or(-1);
