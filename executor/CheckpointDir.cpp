@@ -10,10 +10,11 @@
 #include "executor/Checkpoint.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <csignal>
@@ -76,9 +77,9 @@ llvm::Expected<std::optional<std::string>> readLatest(llvm::StringRef dir) {
   std::string latest = join(dir, kLatest);
   if (!llvm::sys::fs::exists(latest))
     return std::nullopt;
-  auto buf = llvm::MemoryBuffer::getFile(latest);
+  auto buf = readInputFile(latest);
   if (!buf)
-    return makeError("cannot read '" + latest + "': " + buf.getError().message());
+    return buf.takeError();
   llvm::StringRef name = (*buf)->getBuffer();
   name.consume_back("\n");
   bool plain = !name.empty() && name != "." && name != ".." &&
@@ -126,7 +127,7 @@ llvm::Error checkWritableDir(llvm::StringRef dir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return makeError("cannot create checkpoint directory '" + dir + "': " + ec.message());
   std::string probe = join(dir, ".write-test." + std::to_string(::getpid()));
-  if (auto e = writeFileAtomically(probe, "ok"))
+  if (auto e = writeOutputFile(probe, "ok"))
     return makeError("checkpoint directory '" + dir +
                      "' is not writable: " + llvm::toString(std::move(e)));
   llvm::sys::fs::remove(probe);
@@ -157,7 +158,7 @@ saveStepFile(llvm::StringRef dir, const CheckpointInfo &info, unsigned keep,
   };
   if (auto e = write(path))
     return failed(std::move(e));
-  if (auto e = writeFileAtomically(join(dir, kLatest), name + "\n"))
+  if (auto e = writeOutputFile(join(dir, kLatest), name + "\n"))
     return failed(std::move(e));
   // Keep this one and the newest keep-1 before it. Newer step files are from
   // a future that resuming passed over (damaged): they go too.
@@ -192,11 +193,13 @@ llvm::Expected<std::string> saveCheckpointInDir(llvm::StringRef dir, const Modul
 }
 
 llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef pathOrDir) {
-  if (!llvm::sys::fs::is_directory(pathOrDir)) {
-    if (!llvm::sys::fs::exists(pathOrDir))
-      return makeError("no checkpoint at '" + pathOrDir + "'");
+  if (!llvm::sys::fs::exists(pathOrDir))
+    return makeError("no checkpoint at '" + pathOrDir + "'");
+  auto isDir = isInputDirectory(pathOrDir);
+  if (!isDir)
+    return isDir.takeError();
+  if (!*isDir)
     return pathOrDir.str();
-  }
   auto latest = readLatest(pathOrDir);
   if (!latest)
     return latest.takeError();

@@ -1,6 +1,6 @@
 #include "executor/Trace.h"
 
-#include "ir/Archive.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -94,7 +94,7 @@ llvm::Error TraceRecorder::writeChromeTraceFile(llvm::StringRef path) const {
   std::string text;
   llvm::raw_string_ostream os(text);
   writeChromeTrace(os);
-  return writeFileAtomically(path, os.str());
+  return writeOutputFile(path, os.str());
 }
 
 std::vector<TimeBreakdown> TraceRecorder::summarize() const {
@@ -135,8 +135,8 @@ std::vector<TimeBreakdown> TraceRecorder::summarize() const {
     avg.inputUs /= steps;
     avg.waitUs /= steps;
     avg.stepUs = stepTotal / steps;
-    avg.idleUs = std::max(0.0, avg.stepUs - avg.computeUs - avg.communicationUs - avg.inputUs -
-                                   avg.waitUs);
+    avg.idleUs =
+        std::max(0.0, avg.stepUs - avg.computeUs - avg.communicationUs - avg.inputUs - avg.waitUs);
     out.push_back(avg);
   }
   return out;

@@ -1,20 +1,14 @@
 #include "ir/Archive.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
+#include "ir/OutputFile.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CRC.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-
-#include <atomic>
-#include <fcntl.h>
-#include <thread>
-#include <unistd.h>
 
 namespace graphc {
 
@@ -25,8 +19,6 @@ constexpr llvm::StringLiteral kEnd = "GRPHCEND";
 /// Magic, header size, header checksum, end marker.
 constexpr size_t kFixedBytes = 8 + 8 + 4 + 8;
 constexpr unsigned kMaxRank = 8;
-
-std::atomic<int64_t> writePauseMs{0};
 
 uint32_t crc(llvm::StringRef bytes) {
   return llvm::crc32(
@@ -209,9 +201,9 @@ llvm::Expected<Parsed> parseHeader(llvm::StringRef data, llvm::StringRef path,
 }
 
 llvm::Expected<Archive> read(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buf = readInputFile(path);
   if (!buf)
-    return makeError("cannot read '" + path + "': " + buf.getError().message());
+    return buf.takeError();
   llvm::StringRef data = (*buf)->getBuffer();
   auto p = parseHeader(data, path);
   if (!p)
@@ -259,69 +251,6 @@ llvm::Expected<Archive> read(llvm::StringRef path) {
 
 } // namespace
 
-void setWritePauseForTesting(std::chrono::milliseconds pause) {
-  writePauseMs = pause.count();
-}
-
-llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes) {
-  return writeFileAtomically(path, llvm::ArrayRef<llvm::StringRef>(bytes));
-}
-
-llvm::Error writeFileAtomically(llvm::StringRef path, llvm::ArrayRef<llvm::StringRef> pieces) {
-  std::string tmp = (path + ".tmp." + llvm::Twine(::getpid())).str();
-  auto failed = [&](int fd) {
-    std::string why = std::strerror(errno);
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmp.c_str());
-    return makeError("cannot write '" + path + "': " + why);
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return makeError("cannot write '" + path + "': " + std::strerror(errno));
-  size_t total = 0, written = 0;
-  for (llvm::StringRef piece : pieces)
-    total += piece.size();
-  const size_t half = total / 2;
-  bool paused = writePauseMs == 0;
-  for (llvm::StringRef piece : pieces) {
-    size_t done = 0;
-    while (done < piece.size()) {
-      if (!paused && written >= half) {
-        paused = true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(writePauseMs.load()));
-      }
-      size_t n = piece.size() - done;
-      if (!paused)
-        n = std::min(n, half - written);
-      ssize_t w = ::write(fd, piece.data() + done, n);
-      if (w < 0) {
-        if (errno == EINTR)
-          continue;
-        return failed(fd);
-      }
-      done += (size_t)w;
-      written += (size_t)w;
-    }
-  }
-  if (::fsync(fd) != 0)
-    return failed(fd);
-  if (::close(fd) != 0)
-    return failed(-1);
-  if (::rename(tmp.c_str(), path.str().c_str()) != 0)
-    return failed(-1);
-  llvm::SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
-  if (dir.empty())
-    dir = ".";
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return llvm::Error::success();
-}
-
 llvm::Error writeArchive(llvm::StringRef path, const Archive &a) {
   // The header in three pieces, so that the text (most of a module file) is
   // written from where it is rather than copied: magic and sizes, the text,
@@ -355,12 +284,21 @@ llvm::Error writeArchive(llvm::StringRef path, const Archive &a) {
   for (const NamedTensor &t : a.tensors)
     pieces.emplace_back(static_cast<const char *>(t.tensor.raw()), t.tensor.bytes());
   pieces.push_back(kEnd);
-  return writeFileAtomically(path, pieces);
+  return writeOutputFile(path, pieces);
 }
 
 bool isArchiveFile(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFileSlice(path, 8, 0);
-  return buf && (*buf)->getBuffer().startswith(kMagicPrefix);
+  auto in = openInput(path);
+  if (!in) {
+    llvm::consumeError(in.takeError()); // the reader that follows names the problem
+    return false;
+  }
+  auto buf = in->read(0, std::min<uint64_t>(in->size(), kMagicPrefix.size()));
+  if (!buf) {
+    llvm::consumeError(buf.takeError());
+    return false;
+  }
+  return (*buf)->getBuffer().startswith(kMagicPrefix);
 }
 
 llvm::Expected<Archive> readArchive(llvm::StringRef path) {
@@ -398,9 +336,9 @@ std::string withValidChecksums(llvm::StringRef bytes) {
 }
 
 llvm::Expected<ArchiveHeader> readArchiveHeader(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buf = readInputFile(path);
   if (!buf)
-    return makeError("cannot read '" + path + "': " + buf.getError().message());
+    return buf.takeError();
   auto p = parseHeader((*buf)->getBuffer(), path);
   if (!p)
     return p.takeError();

@@ -21,9 +21,11 @@
 // first tensor it cuts. Files of another format version are refused saying
 // which version they are (version 1 had one checksum over the whole file).
 //
-// Writing is crash-safe: a temporary file beside the target, fsync, rename,
-// fsync of the directory; a reader never sees half a file, and the old file
-// survives a failed write (a full disk, a size limit) or a kill.
+// Writing is crash-safe (ir/OutputFile.h): a temporary file beside the
+// target, fsync, rename, fsync of the directory; a reader never sees half a
+// file, and the old file survives a failed write (a full disk, a size limit)
+// or a kill. Reading goes through ir/InputFile.h: a device or FIFO is refused
+// before a byte is read.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -32,7 +34,6 @@
 
 #include "llvm/Support/Error.h"
 
-#include <chrono>
 #include <memory>
 
 namespace graphc {
@@ -66,16 +67,6 @@ llvm::Expected<ArchiveHeader> readArchiveHeader(llvm::StringRef path);
 std::string withValidChecksums(llvm::StringRef bytes);
 /// True if the file starts with the archive magic (of any format version).
 bool isArchiveFile(llvm::StringRef path);
-
-/// Writes bytes to `path` crash-safely (temporary file, fsync, rename).
-llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes);
-/// The same, for bytes given in pieces (written in order, never joined).
-llvm::Error writeFileAtomically(llvm::StringRef path, llvm::ArrayRef<llvm::StringRef> pieces);
-
-/// Tests only (the crash-safety test, through graphrun's environment): every
-/// atomic write pauses this long half-way through its temporary file, so a
-/// kill can land inside a write.
-void setWritePauseForTesting(std::chrono::milliseconds pause);
 
 /// A module with its variables' data (the placed module file).
 llvm::Error writeModuleFile(llvm::StringRef path, const Module &m);

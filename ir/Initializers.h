@@ -22,7 +22,19 @@ namespace graphc {
 /// The variable's data if attached, else its initializer drawn with `seed`.
 llvm::Expected<Tensor> initialValue(const Variable &v, uint64_t seed);
 
-/// Checks that an initializer names a known function with the right arity.
+/// trunc_normal must keep at least this share of its draws (it redraws).
+inline constexpr double kMinTruncatedMass = 0.01;
+
+/// Checks an initializer: a known function with the right arity, finite
+/// arguments (a NaN or infinite one gives a model that computes only NaN),
+/// and each function's own rules: standard deviations not negative, bounds in
+/// order, kaiming_normal's mode 0 or 1, and a trunc_normal interval that keeps
+/// at least 1% of the draws. The error names the call ("initializer
+/// constant(nan): ...").
+llvm::Error checkInitializerArgs(const Initializer &init);
+
+/// checkInitializerArgs for a variable without data, naming it; elided data
+/// (a text dump without weights) is refused here, where values are needed.
 llvm::Error checkInitializer(const Variable &v);
 
 } // namespace graphc

@@ -1,10 +1,10 @@
 #include "ir/Npy.h"
 
-#include "ir/Archive.h"
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace graphc {
 
@@ -60,7 +60,9 @@ static llvm::StringRef headerField(llvm::StringRef header, llvm::StringRef key) 
 }
 
 llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
-  auto bad = [&](const llvm::Twine &why) { return makeError("'" + name + "' is not a usable .npy file: " + why); };
+  auto bad = [&](const llvm::Twine &why) {
+    return makeError("'" + name + "' is not a usable .npy file: " + why);
+  };
   if (!bytes.startswith(llvm::StringRef(kMagic, 6)) || bytes.size() < 10)
     return bad("missing the NumPy magic");
   unsigned major = (unsigned char)bytes[6];
@@ -112,9 +114,9 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
 }
 
 llvm::Expected<Tensor> readNpy(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buf = readInputFile(path);
   if (!buf)
-    return makeError("cannot read '" + path + "': " + buf.getError().message());
+    return buf.takeError();
   return parseNpy((*buf)->getBuffer(), path);
 }
 
@@ -128,8 +130,8 @@ llvm::Expected<std::string> encodeNpy(const Tensor &t) {
   if (t.shape().size() > 1)
     shape.pop_back();
   shape += ")";
-  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " +
-                       shape + ", }";
+  std::string header =
+      "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
@@ -147,7 +149,7 @@ llvm::Error writeNpy(llvm::StringRef path, const Tensor &t) {
   auto bytes = encodeNpy(t);
   if (!bytes)
     return bytes.takeError();
-  return writeFileAtomically(path, *bytes);
+  return writeOutputFile(path, *bytes);
 }
 
 } // namespace graphc

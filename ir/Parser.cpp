@@ -1,11 +1,12 @@
 #include "ir/Parser.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Initializers.h"
+#include "ir/InputFile.h"
 #include "ir/OpAttrs.h"
 #include "ir/ShapeInference.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 
@@ -417,6 +418,7 @@ llvm::Error Parser::variable(Module &m) {
     return errorAt(kindAt, "expected param, state or slot, found '" + kind + "'");
   v.kind = *k;
   pos_ += kind.size();
+  size_t initAt = (skipSpace(), pos_);
   auto fn = name("an initializer");
   if (!fn)
     return fn.takeError();
@@ -438,6 +440,10 @@ llvm::Error Parser::variable(Module &m) {
       if (auto e = expect(')'))
         return e;
     }
+    if (v.init.fn != "elided")
+      if (auto e = checkInitializerArgs(v.init))
+        return errorAt(initAt,
+                       "variable '" + printable(v.name) + "': " + llvm::toString(std::move(e)));
   }
   if (consume('@')) {
     do {
@@ -531,7 +537,10 @@ llvm::Error Parser::node(Graph &g) {
       auto s = quoted();
       if (!s)
         return s.takeError();
-      (w == "name" ? nodeName : w == "requested" ? requested : w == "device" ? assigned : reason) = *s;
+      (w == "name"        ? nodeName
+       : w == "requested" ? requested
+       : w == "device"    ? assigned
+                          : reason) = *s;
     } else if (w == "tower") {
       pos_ += w.size();
       auto t = integer();
@@ -554,7 +563,8 @@ llvm::Error Parser::node(Graph &g) {
   }
   if (g.findNode(nodeName))
     return errorAt(start, "node '" + printable(nodeName) + "' is defined twice");
-  Node *n = g.createNodeWithResultNames(*op, operands, types, resultNames, std::move(attrs), nodeName);
+  Node *n =
+      g.createNodeWithResultNames(*op, operands, types, resultNames, std::move(attrs), nodeName);
   n->setTower(tower);
   n->setRequestedDevice(requested);
   n->setAssignedDevice(assigned);
@@ -656,7 +666,8 @@ llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<Module>> parseModule(llvm::StringRef text, llvm::StringRef filename) {
+llvm::Expected<std::unique_ptr<Module>> parseModule(llvm::StringRef text,
+                                                    llvm::StringRef filename) {
   auto m = Parser(text, filename).parse();
   if (!m)
     return oneLine(m.takeError());
@@ -664,9 +675,9 @@ llvm::Expected<std::unique_ptr<Module>> parseModule(llvm::StringRef text, llvm::
 }
 
 llvm::Expected<std::unique_ptr<Module>> parseModuleFile(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path);
+  auto buf = readInputFile(path);
   if (!buf)
-    return makeError("cannot read '" + path + "': " + buf.getError().message());
+    return buf.takeError();
   return parseModule((*buf)->getBuffer(), path);
 }
 

@@ -1,6 +1,7 @@
 #include "ir/Verifier.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Initializers.h"
 #include "ir/OpAttrs.h"
 #include "ir/ShapeInference.h"
 
@@ -141,6 +142,10 @@ llvm::Error verify(const Module &m) {
     if (!v.data.empty() && v.data.type() != v.type)
       return makeError("variable '" + printable(v.name) + "' is " + toString(v.type) +
                        " but its data is " + toString(v.data.type()));
+    // Elided data is a dump's, fine to inspect; the executor refuses it.
+    if (v.data.empty() && v.init.fn != "elided")
+      if (auto e = checkInitializer(v))
+        return e;
   }
   for (const Graph *g : m.graphs())
     if (auto e = verifyGraph(*g))

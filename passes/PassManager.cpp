@@ -1,6 +1,7 @@
 #include "passes/Pass.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 
@@ -76,16 +77,15 @@ void PassManager::dumpAfter(const Pass &p, unsigned index, const Module &m) {
   char number[16];
   snprintf(number, sizeof(number), "%04u", index);
   std::string stem = (number + llvm::Twine(".after_") + p.name()).str();
+  // A dump that cannot be written is a warning: it never fails a compile.
   auto write = [&](llvm::StringRef ext, auto &&emit) {
     llvm::SmallString<256> path(dump_.dumpDir);
     llvm::sys::path::append(path, stem + ext);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec) {
-      llvm::errs() << "warning: cannot write dump '" << path << "': " << ec.message() << "\n";
-      return;
-    }
+    std::string text;
+    llvm::raw_string_ostream os(text);
     emit(os);
+    if (auto e = writeOutputFile(path, os.str()))
+      llvm::errs() << "warning: dump not written: " << llvm::toString(std::move(e)) << "\n";
   };
   write(".gir", [&](llvm::raw_ostream &os) { graphc::print(m, os); });
   if (dump_.dumpDot && dot_)
@@ -101,8 +101,8 @@ void PassManager::printTimings(llvm::ArrayRef<Timing> timings) const {
         "pass\n  does not run again on a module verified since its last change)\n"
      << "  pass                       run ms  verify ms   share      nodes\n";
   for (const Timing &t : timings)
-    os << llvm::format("  %-22s %10.2f %10.2f %6.1f%% %10zu\n", t.pass.c_str(),
-                       1e3 * t.runSeconds, 1e3 * t.verifySeconds,
+    os << llvm::format("  %-22s %10.2f %10.2f %6.1f%% %10zu\n", t.pass.c_str(), 1e3 * t.runSeconds,
+                       1e3 * t.verifySeconds,
                        total > 0 ? 100 * (t.runSeconds + t.verifySeconds) / total : 0.0,
                        t.nodesAfter);
   os << llvm::format("  total                  %10.2f\n", 1e3 * total);

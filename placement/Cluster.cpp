@@ -3,12 +3,12 @@
 #include "placement/Cluster.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 #include "placement/JsonFields.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -238,7 +238,7 @@ llvm::Expected<KindCalibration> parseCalibration(const JsonFields &parent, llvm:
     return e;
   JsonFields f(*o, "calibration." + kind.str());
   if (auto e = f.unknownKeys({"launch_seconds", "conv_flops", "gemm_flops", "memory_bytes",
-                               "measured", "threads", "cores"}))
+                              "measured", "threads", "cores"}))
     return e;
   KindCalibration k;
   for (auto [key, field] :
@@ -353,9 +353,9 @@ llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text) {
 }
 
 llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+  auto buffer = readInputFile(path, "cluster file");
   if (!buffer)
-    return makeError("cannot read cluster file '" + path + "': " + buffer.getError().message());
+    return buffer.takeError();
   auto c = parseClusterJson((*buffer)->getBuffer());
   if (!c)
     return withContext(c.takeError(), path);

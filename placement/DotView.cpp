@@ -5,13 +5,14 @@
 #include "placement/ViewTree.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
 namespace graphc {
@@ -190,27 +191,26 @@ llvm::Expected<std::string> renderSvg(llvm::StringRef dot, unsigned timeoutSecon
       if (!path->empty())
         llvm::sys::fs::remove(*path);
   });
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(in, ec);
-    if (ec)
-      return makeError("cannot write '" + in + "': " + ec.message());
-    os << dot;
-  }
+  if (auto e = writeOutputFile(in, dot))
+    return e;
   std::string message;
   llvm::SmallVector<llvm::StringRef, 6> args{*program, "-Tsvg", in, "-o", out};
   llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::None, llvm::StringRef(err)};
   int rc =
       llvm::sys::ExecuteAndWait(*program, args, llvm::None, redirects, timeoutSeconds, 0, &message);
   if (rc != 0) {
-    auto stderrText = llvm::MemoryBuffer::getFile(err);
-    std::string detail = stderrText ? (*stderrText)->getBuffer().trim().str() : message;
+    auto stderrText = readInputFile(err);
+    std::string detail = message;
+    if (stderrText)
+      detail = (*stderrText)->getBuffer().trim().str();
+    else
+      llvm::consumeError(stderrText.takeError());
     return makeError("Graphviz 'dot' failed (exit " + llvm::Twine(rc) + ")" +
                      (detail.empty() ? "" : ": " + detail));
   }
-  auto buffer = llvm::MemoryBuffer::getFile(out);
+  auto buffer = readInputFile(out, "the SVG of 'dot'");
   if (!buffer)
-    return makeError("cannot read the SVG 'dot' wrote: " + buffer.getError().message());
+    return buffer.takeError();
   return (*buffer)->getBuffer().str();
 }
 

@@ -1,12 +1,12 @@
 #include "placement/Tasks.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 #include "placement/Cluster.h"
 #include "placement/JsonFields.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -122,19 +122,28 @@ std::string TaskCluster::describe(unsigned rank) const {
 
 namespace {
 
-/// "node1:2222" -> "node1"; a name without a numeric port stays whole.
-std::string hostOf(llvm::StringRef address) {
-  auto [host, port] = address.rsplit(':');
-  if (!port.empty() && !host.empty() && llvm::all_of(port, llvm::isDigit))
-    return host.str();
-  return address.str();
+/// "node1:2222" -> "node1", "[::1]:2222" -> "[::1]"; a host without a port
+/// stays whole. A port is a whole number from 0 to 65535: "node1:NaN" is
+/// refused rather than read as a host named so.
+llvm::Expected<std::string> hostOf(llvm::StringRef address, const std::string &where) {
+  size_t colon = address.rfind(':');
+  if (colon == llvm::StringRef::npos || (address.startswith("[") && address.endswith("]")))
+    return address.str();
+  llvm::StringRef host = address.take_front(colon), port = address.drop_front(colon + 1);
+  unsigned number = 0;
+  if (host.empty() || port.empty() || !llvm::all_of(port, llvm::isDigit) ||
+      port.getAsInteger(10, number) || number > 65535)
+    return makeError(where + ": address '" + printable(address) +
+                     "' must be \"host:port\" with a port from 0 to 65535");
+  return host.str();
 }
 
 llvm::Expected<Task> parseEntry(const llvm::json::Value &v, TaskRole role, unsigned index,
                                 const std::string &where, unsigned defaultGpus) {
   Task t{role, index, "", isTraining(role) ? defaultGpus : 0};
   if (auto address = v.getAsString()) {
-    t.host = hostOf(*address);
+    if (auto e = into(hostOf(*address, where), t.host))
+      return e;
     return t;
   }
   const llvm::json::Object *o = v.getAsObject();
@@ -254,10 +263,9 @@ llvm::Expected<TaskCluster> parseTasksJson(llvm::StringRef text, unsigned defaul
 }
 
 llvm::Expected<TaskCluster> loadTasksFile(llvm::StringRef path, unsigned defaultGpus) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+  auto buffer = readInputFile(path, "the cluster of tasks");
   if (!buffer)
-    return makeError("cannot read the cluster of tasks '" + path +
-                     "': " + buffer.getError().message());
+    return buffer.takeError();
   auto c = parseTasksJson((*buffer)->getBuffer(), defaultGpus);
   if (!c)
     return withContext(c.takeError(), path);

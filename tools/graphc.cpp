@@ -21,17 +21,20 @@
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
 #include "ir/ModelSummary.h"
+#include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "passes/AccumulateGradients.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
+#include "tools/driver/CommandLine.h"
 #include "tools/driver/Compile.h"
 #include "tools/driver/CompileModelParallel.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/ParamsAuto.h"
+#include "tools/driver/RunChecks.h"
 #include "tools/driver/ScalingTable.h"
 #include "tools/driver/Simulate.h"
 
@@ -40,9 +43,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <CLI/CLI.hpp>
-
 #include <chrono>
+#include <cmath>
 
 using namespace graphc;
 
@@ -55,8 +57,9 @@ int fail(llvm::Error e) {
 
 struct ModelArgs {
   std::string path, name;
-  int64_t batch = 0, numClasses = 0, imageSize = 0;
-  bool aux = false;
+  std::optional<int64_t> batchFlag;
+  int64_t batch = 0; ///< --batch once checked; 0: the model's own
+  ModelFlags flags;
   uint64_t seed = 0;
 
   void add(CLI::App *cmd) {
@@ -64,20 +67,29 @@ struct ModelArgs {
     cmd->add_option("--model", name,
                     "a built-in model (inception_v3, resnet18, resnet50, "
                     "small_cnn, small_cnn_nobn, mlp)");
-    cmd->add_option("--batch", batch, "bind the batch dimension");
-    cmd->add_option("--num-classes", numClasses, "classes of a built-in model");
-    cmd->add_option("--image-size", imageSize, "input side of a built-in model");
-    cmd->add_flag("--aux-logits", aux, "inception_v3's auxiliary head");
+    cmd->add_option("--batch", batchFlag, "bind the batch dimension");
+    cmd->add_option("--num-classes", flags.numClasses, "classes of a built-in model");
+    cmd->add_option("--image-size", flags.imageSize, "input side of a built-in model");
+    cmd->add_flag("--aux-logits", flags.auxLogits, "inception_v3's auxiliary head");
     cmd->add_option("--seed", seed, "seed of initial values");
   }
 
-  llvm::Expected<std::unique_ptr<Module>> load(bool bind = true) const {
+  /// The flags' rules (tools/driver/RunChecks.h); `batch` set from --batch.
+  llvm::Error check() {
+    if (auto e = checkAtLeast("--batch", batchFlag, 1, "the batch"))
+      return e;
+    batch = batchFlag.value_or(0);
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<std::unique_ptr<Module>> load(bool bind = true) {
+    if (auto e = check())
+      return e;
     ModelSpec spec;
     spec.path = path;
     spec.name = name;
-    spec.options.numClasses = numClasses;
-    spec.options.imageSize = imageSize;
-    spec.options.auxLogits = aux;
+    if (auto e = applyModelFlags(flags, spec))
+      return e;
     spec.seed = seed;
     auto m = loadModel(spec);
     if (!m)
@@ -94,11 +106,11 @@ llvm::Error writeText(const std::string &path, const std::string &text) {
     llvm::outs() << text;
     return llvm::Error::success();
   }
-  return writeFileAtomically(path, text);
+  return writeOutputFile(path, text);
 }
 
 /// graphc simulate --gpus LIST: the model's predicted data-parallel scaling.
-int runScalingTable(const ModelArgs &args, const std::string &gpus, const std::string &params,
+int runScalingTable(ModelArgs &args, const std::string &gpus, const std::string &params,
                     double networkGbps, bool workersOfGiven, ScalingRequest scaling) {
   for (llvm::StringRef item : llvm::split(gpus, ',')) {
     unsigned n = 0;
@@ -106,11 +118,14 @@ int runScalingTable(const ModelArgs &args, const std::string &gpus, const std::s
       return fail(makeError("--gpus '" + gpus + "': give GPU counts such as 1,2,4,8"));
     scaling.gpus.push_back(n);
   }
-  if (!(networkGbps > 0))
-    return fail(makeError("--network-gbps must be positive"));
+  if (!(networkGbps > 0) || !std::isfinite(networkGbps))
+    return fail(makeError("--network-gbps " + numberText(networkGbps) +
+                          ": must be a positive number of Gb/s"));
   scaling.sim.networkBandwidth = networkGbps * 1e9 / 8;
-  if (scaling.batchPerGpu < 1)
-    return fail(makeError("--batch-per-gpu must be at least 1"));
+  if (auto e = checkAtLeast("--batch-per-gpu", scaling.batchPerGpu, 1, "the images per GPU"))
+    return fail(std::move(e));
+  if (auto e = checkAtLeast("--workers-of", scaling.workersOf, 1, "the GPUs per worker"))
+    return fail(std::move(e));
   if (!scaling.clusterFile.empty()) {
     auto worker = loadClusterFile(scaling.clusterFile);
     if (!worker)
@@ -147,9 +162,7 @@ int runScalingTable(const ModelArgs &args, const std::string &gpus, const std::s
   return 0;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
   CLI::App app{"graphc: compile a single-device model for training on many devices"};
   app.require_subcommand(1);
   // Given before or after the subcommand (fallthrough), for every subcommand.
@@ -227,15 +240,18 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   place->add_option("--bn", modes.bn, "local | sync | frozen")->capture_default_str();
   place
-      ->add_option("--precision", modes.precision,
-                   "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
-                   "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
-                   "loss scaling; GPUs, or --emulate)")
+      ->add_option(
+          "--precision", modes.precision,
+          "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
+          "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
+          "loss scaling; GPUs, or --emulate)")
       ->capture_default_str();
-  place->add_option("--loss-scale", modes.lossScale,
-                 "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
-  place->add_option("--loss-scale-interval", modes.lossScaleInterval,
-                 "finite steps before the loss scale doubles")
+  place->add_option(
+      "--loss-scale", modes.lossScale,
+      "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
+  place
+      ->add_option("--loss-scale-interval", modes.lossScaleInterval,
+                   "finite steps before the loss scale doubles")
       ->capture_default_str();
   place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
   place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
@@ -299,7 +315,8 @@ int main(int argc, char **argv) {
 
   auto *passes = app.add_subcommand("passes", "list the registered passes");
 
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = parseCommandLine(app, argc, argv, "graphc"))
+    return *status;
   if (memoryLimit)
     if (auto e = applyMemoryLimitFlag(*memoryLimit))
       return fail(std::move(e));
@@ -359,6 +376,10 @@ int main(int argc, char **argv) {
     auto since = [](Clock::time_point t) {
       return std::chrono::duration<double>(Clock::now() - t).count();
     };
+    if (auto e = checkPlacementFlags(placement))
+      return fail(std::move(e));
+    if (auto e = checkBucketMb(bucketMb))
+      return fail(std::move(e));
     auto start = Clock::now();
     auto m = placeArgs.load(false);
     if (!m)
@@ -486,7 +507,7 @@ int main(int argc, char **argv) {
           llvm::createStringError(llvm::inconvertibleErrorCode(),
                                   "graphc view writes .html, .svg or .dot, not '" + viewOut + "'"));
     }
-    if (auto e = writeFileAtomically(viewOut, text))
+    if (auto e = writeOutputFile(viewOut, text))
       return fail(std::move(e));
     llvm::outs() << "wrote " << viewOut << "\n";
     return 0;
@@ -527,4 +548,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ignoreFileSizeSignal();
+  return finishOutput(run(argc, argv), "graphc");
 }

@@ -21,12 +21,13 @@
 
 #include "executor/Workers.h"
 #include "frontend/onnx/OnnxExporter.h"
-#include "ir/Archive.h"
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
+#include "ir/OutputFile.h"
 #include "kernels/cpu/CpuIsa.h"
 #include "passes/AccumulateGradients.h"
 #include "tools/driver/Calibrate.h"
+#include "tools/driver/CommandLine.h"
 #include "tools/driver/Inference.h"
 #include "tools/driver/Interrupt.h"
 #include "tools/driver/RunChecks.h"
@@ -35,8 +36,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <CLI/CLI.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -117,9 +116,7 @@ void pauseWritesIfTesting() {
     setWritePauseForTesting(std::chrono::milliseconds(pause));
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
   CLI::App app{"graphrun: train and run graphc models"};
   app.require_subcommand(1);
   // Given before or after the subcommand (fallthrough), for every subcommand.
@@ -137,19 +134,19 @@ int main(int argc, char **argv) {
   train->add_option("--model", t.model.name,
                     "a built-in model (inception_v3, resnet18, "
                     "resnet50, small_cnn, small_cnn_nobn, mlp)");
-  train->add_option("--num-classes", t.model.options.numClasses, "classes of a built-in model");
-  train->add_option("--image-size", t.model.options.imageSize, "input side of a built-in model");
-  train->add_flag("--aux-logits", t.model.options.auxLogits, "inception_v3's auxiliary head");
-  train->add_option("--dropout", t.model.options.dropout,
+  ModelFlags modelFlags;
+  train->add_option("--num-classes", modelFlags.numClasses, "classes of a built-in model");
+  train->add_option("--image-size", modelFlags.imageSize, "input side of a built-in model");
+  train->add_flag("--aux-logits", modelFlags.auxLogits, "inception_v3's auxiliary head");
+  train->add_option("--dropout", modelFlags.dropout,
                     "dropout ratio of a built-in model that has dropout (default: its own)");
   train->add_option("--data", t.data, "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
       ->capture_default_str();
-  train->add_option("--synthetic-samples", t.synthetic.samples, "size of the synthetic data set")
-      ->capture_default_str();
-  train
-      ->add_option("--synthetic-classes", t.synthetic.classes,
-                   "synthetic labels use this many of the model's classes (0: all)")
-      ->capture_default_str();
+  train->add_option("--synthetic-samples", t.synthetic.samples,
+                    "size of the synthetic data set (default: 4096)");
+  train->add_option("--synthetic-classes", t.synthetic.classes,
+                    "synthetic labels use this many of the model's classes (0: all; default: "
+                    "10, or all when the model has fewer)");
   train->add_option("--batch", co.batch, "global batch")->capture_default_str();
   std::string accumulate = "1";
   train
@@ -270,11 +267,11 @@ int main(int argc, char **argv) {
   std::optional<uint64_t> evalSeed;
   eval->add_option("--seed", evalSeed,
                    "seed of the synthetic data (default: the checkpoint's training seed)");
-  eval->add_option("--synthetic-samples", evalSynthetic.samples, "size of the synthetic data set")
-      ->capture_default_str();
+  eval->add_option("--synthetic-samples", evalSynthetic.samples,
+                   "size of the synthetic data set (default: 4096)");
   eval->add_option("--synthetic-classes", evalSynthetic.classes,
-                   "synthetic labels use this many of the model's classes (0: all)")
-      ->capture_default_str();
+                   "synthetic labels use this many of the model's classes (0: all; default: "
+                   "10, or all when the model has fewer)");
 
   InferOptions inf;
   auto *infer = app.add_subcommand("infer", "run a model on a NumPy input, write .npy outputs");
@@ -313,7 +310,8 @@ int main(int argc, char **argv) {
   calibrate->add_option("--per-device", cal.perDevice, "its images per device")
       ->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = parseCommandLine(app, argc, argv, "graphrun"))
+    return *status;
   if (auto e = checkCpuIsaSetting())
     return fail(std::move(e));
   if (*cpu) {
@@ -329,8 +327,10 @@ int main(int argc, char **argv) {
     t.progress = !noProgress;
     if (auto e = trainCpu.apply(t.executor))
       return fail(std::move(e));
-    if (!(bucketMb > 0) || !std::isfinite(bucketMb))
-      return fail(makeError("--bucket-mb " + numberText(bucketMb) + ": must be a positive number"));
+    if (auto e = applyModelFlags(modelFlags, t.model))
+      return fail(std::move(e));
+    if (auto e = checkBucketMb(bucketMb))
+      return fail(std::move(e));
     co.bucketBytes = (int64_t)(bucketMb * 1e6);
     t.placement.searchBuckets = train->count("--bucket-mb") == 0;
     if (auto e = parseTowerModes(modes, co))
@@ -348,9 +348,8 @@ int main(int argc, char **argv) {
     t.evaluate = !noEval;
     co.seed = t.executor.seed;
     t.model.seed = t.executor.seed;
-    if (t.placement.workers < 1)
-      return fail(
-          makeError("--workers " + llvm::Twine(t.placement.workers) + ": must be at least 1"));
+    if (auto e = checkPlacementFlags(t.placement))
+      return fail(std::move(e));
     if (auto e = readTasks(tasksFile, t.placement))
       return fail(std::move(e));
     if (!(collectiveTimeout > 0) || !(collectiveTimeout <= 1e6))
@@ -388,9 +387,8 @@ int main(int argc, char **argv) {
   if (*eval) {
     if (auto e = evalCpu.apply(evalExec))
       return fail(std::move(e));
-    if (evalBatch <= 0)
-      return fail(
-          makeError("--batch " + llvm::Twine(evalBatch) + ": the batch must be at least 1"));
+    if (auto e = checkAtLeast("--batch", evalBatch, 1, "the batch"))
+      return fail(std::move(e));
     auto model = loadModel({evalCkpt, "", {}, 0});
     if (!model)
       return fail(model.takeError());
@@ -416,11 +414,13 @@ int main(int argc, char **argv) {
     if (!threads)
       return fail(threads.takeError());
     cal.threads = *threads;
-    if (cal.imageSize < 1 || cal.perDevice < 1)
-      return fail(makeError("--image-size and --per-device must be at least 1"));
-    if (cal.steps < 2)
-      return fail(makeError("--steps " + llvm::Twine(cal.steps) +
-                            ": at least 2 (the first step is not measured)"));
+    if (auto e = checkAtLeast("--image-size", cal.imageSize, 1, "the image side"))
+      return fail(std::move(e));
+    if (auto e = checkAtLeast("--per-device", cal.perDevice, 1, "the images per device"))
+      return fail(std::move(e));
+    if (auto e = checkAtLeast("--steps", cal.steps, 2,
+                              "the calibration steps (the first is not measured)"))
+      return fail(std::move(e));
     if (auto c = calibrateCluster(cal, llvm::outs()); !c)
       return fail(c.takeError());
     return 0;
@@ -435,4 +435,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ignoreFileSizeSignal();
+  return finishOutput(run(argc, argv), "graphrun");
 }

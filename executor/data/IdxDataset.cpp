@@ -8,6 +8,7 @@
 #include "executor/data/IdxDataset.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 #include "ir/MemoryLimit.h"
 #include "ir/Type.h"
 
@@ -19,6 +20,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <unistd.h>
 
 namespace graphc {
 
@@ -71,11 +73,16 @@ std::string streamProblem(GzFile &file) {
 } // namespace
 
 llvm::Expected<IdxArray> readIdxFile(llvm::StringRef path, unsigned rank) {
+  auto in = openInput(path);
+  if (!in)
+    return in.takeError();
   GzFile file;
-  std::string pathZ = path.str();
-  file.f = gzopen(pathZ.c_str(), "rb");
-  if (!file.f)
+  int fd = in->release();
+  file.f = gzdopen(fd, "rb"); // owns fd from here
+  if (!file.f) {
+    ::close(fd);
     return makeError(path + ": cannot open");
+  }
   gzbuffer(file.f, 1 << 18);
 
   uint8_t header[4 + 4 * 4] = {};
@@ -109,8 +116,8 @@ llvm::Expected<IdxArray> readIdxFile(llvm::StringRef path, unsigned rank) {
     if (total > (uint64_t)1 << 36)
       return makeError(path + ": the header declares more than 2^36 elements");
   }
-  if (auto e = checkDeclaredBytes((int64_t)total, path + ": the header's " +
-                                                      shapeToString(a.dims) + " bytes"))
+  if (auto e = checkDeclaredBytes((int64_t)total,
+                                  path + ": the header's " + shapeToString(a.dims) + " bytes"))
     return e;
 
   // Grow as data arrives (see the file comment), in steps doubling from 64 KiB

@@ -10,9 +10,9 @@
 #include "executor/data/ImageDecode.h"
 #include "executor/data/Resize.h"
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -112,11 +112,10 @@ llvm::Error ImageFolderDataset::load(int64_t index, float *pixels, int64_t &labe
   assert(index >= 0 && index < size());
   const File &file = files_[index];
   label = file.label;
-  auto buffer = llvm::MemoryBuffer::getFile(file.path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  auto buffer = readInputFile(file.path);
   // Paths are quoted on one line: a file name may hold any byte but '/'.
   if (!buffer)
-    return makeError(printable(file.path, 4096) + ": cannot read: " + buffer.getError().message());
+    return oneLine(buffer.takeError());
   llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
                                 (*buffer)->getBufferSize());
   auto image = decodeImage(bytes);

@@ -10,12 +10,12 @@
 
 #include "ir/Archive.h"
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 #include "ir/Parser.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace graphc {
 namespace {
@@ -46,9 +46,9 @@ bool looksLikeOnnx(llvm::StringRef s) {
 
 llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
                                                       const ImportOptions &opts) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buf = readInputFile(path);
   if (!buf)
-    return makeError("cannot read '" + path + "': " + buf.getError().message());
+    return buf.takeError();
   llvm::StringRef bytes = (*buf)->getBuffer();
   if (bytes.empty())
     return makeError("'" + path +

@@ -15,9 +15,9 @@
 #include "frontend/onnx/OnnxExporter.h"
 #include "frontend/onnx/OnnxTensor.h"
 
-#include "ir/Archive.h"
 #include "ir/Diagnostics.h"
 #include "ir/Initializers.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -458,7 +458,7 @@ llvm::Error exportOnnxFile(const Module &m, llvm::StringRef path, uint64_t seed)
   auto bytes = exportOnnxBytes(m, seed);
   if (!bytes)
     return bytes.takeError();
-  return writeFileAtomically(path, *bytes);
+  return writeOutputFile(path, *bytes);
 }
 
 } // namespace graphc

@@ -21,7 +21,7 @@ namespace graphc {
 /// The serialized ModelProto.
 llvm::Expected<std::string> exportOnnxBytes(const Module &m, uint64_t seed = 0);
 
-/// Writes the model crash-safely (ir/Archive.h writeFileAtomically).
+/// Writes the model crash-safely (ir/OutputFile.h).
 llvm::Error exportOnnxFile(const Module &m, llvm::StringRef path, uint64_t seed = 0);
 
 } // namespace graphc

@@ -14,9 +14,9 @@
 #include "frontend/onnx/OnnxTensor.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 #include "ir/Verifier.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <climits>
@@ -93,6 +93,10 @@ llvm::Error Importer::checkModel() {
   if (opset_ < kMinOpset || opset_ > kMaxOpset)
     return makeError(source_ + " uses opset " + llvm::Twine(opset_) + "; graphc imports opsets " +
                      llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset));
+  // Nothing to train, evaluate or infer: every command would fail later,
+  // each in its own way (onnx.checker refuses it too).
+  if (model_.graph().output_size() == 0)
+    return makeError(source_ + ": the graph has no outputs; a model computes at least one");
   return llvm::Error::success();
 }
 
@@ -617,9 +621,9 @@ importOnnxBytes(llvm::StringRef bytes, const ImportOptions &opts, llvm::StringRe
 
 llvm::Expected<std::unique_ptr<Module>> importOnnxFile(llvm::StringRef path,
                                                        const ImportOptions &opts) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buf = readInputFile(path);
   if (!buf)
-    return makeError("cannot read '" + path + "': " + buf.getError().message());
+    return buf.takeError();
   llvm::StringRef dir = llvm::sys::path::parent_path(path);
   std::string source = "'";
   source += path;

@@ -8,9 +8,8 @@
 #include "frontend/onnx/OnnxTensor.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <bit>
@@ -129,19 +128,16 @@ readExternal(const TensorProto &t, llvm::StringRef what, llvm::StringRef baseDir
                      "' must be a relative path inside the model's directory");
   llvm::SmallString<256> path(baseDir);
   llvm::sys::path::append(path, location);
-  uint64_t fileSize = 0;
-  if (llvm::sys::fs::file_size(path.str(), fileSize))
-    return makeError(what + ": cannot open external data file '" + path.str() + "'");
+  auto in = openInput(path.str(), InputKind::File, (what + ": external data file").str());
+  if (!in)
+    return in.takeError();
+  const uint64_t fileSize = in->size();
   if (!hasLength)
     length = fileSize > offset ? fileSize - offset : 0;
   if (offset > fileSize || length > fileSize - offset)
     return makeError(what + ": external data file '" + path.str() + "' is shorter than offset " +
                      llvm::Twine(offset) + " + length " + llvm::Twine(length));
-  auto buf = llvm::MemoryBuffer::getFileSlice(path.str(), length, offset);
-  if (!buf)
-    return makeError(what + ": cannot read external data file '" + path.str() +
-                     "': " + buf.getError().message());
-  return std::move(*buf);
+  return in->read(offset, length);
 }
 
 llvm::Expected<Tensor> fromOnnxTensor(const TensorProto &t, llvm::StringRef what,

@@ -5,10 +5,10 @@
 // (forward, compiled for training, placed on two GPUs), their ONNX exports,
 // module files, checkpoints of a short training run, cluster files (of devices
 // and of tasks, TF_CONFIG among them), .npy tensors of every NumPy dtype, IDX
-// files (plain and gzip) and PNG and JPEG images. Nothing is committed: the seeds follow the formats as they change.
-// Models are built small (narrow MLP, small images, ONNX initializers over 64
-// elements written without data, as graph-only models are) so that the
-// fuzzer's inputs stay small and its executions fast.
+// files (plain and gzip) and PNG and JPEG images. Nothing is committed: the seeds follow the
+// formats as they change. Models are built small (narrow MLP, small images, ONNX initializers over
+// 64 elements written without data, as graph-only models are) so that the fuzzer's inputs stay
+// small and its executions fast.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
 #include "ir/Npy.h"
+#include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "placement/Cluster.h"
 #include "placement/Tasks.h"
@@ -61,7 +62,7 @@ std::string seedPath(llvm::StringRef target, llvm::StringRef name) {
 }
 
 void write(llvm::StringRef target, llvm::StringRef name, llvm::StringRef bytes) {
-  if (auto e = writeFileAtomically(seedPath(target, name), bytes))
+  if (auto e = writeOutputFile(seedPath(target, name), bytes))
     fail(llvm::toString(std::move(e)));
 }
 
@@ -82,8 +83,11 @@ std::vector<SmallModel> smallModels() {
   rgb.imageSize = 75; // inception_v3's smallest input
   models::ModelOptions resnet;
   resnet.imageSize = 32;
-  return {{"mlp", mlp},           {"small_cnn", grey}, {"small_cnn_nobn", grey},
-          {"resnet18", resnet},   {"inception_v3", rgb}};
+  return {{"mlp", mlp},
+          {"small_cnn", grey},
+          {"small_cnn_nobn", grey},
+          {"resnet18", resnet},
+          {"inception_v3", rgb}};
 }
 
 /// ONNX bytes with every initializer over 64 elements stripped of its data.
@@ -251,8 +255,8 @@ void imageSeeds() {
     write("image", name, out);
   }
   tjhandle tj = tjInitCompress();
-  for (auto [format, samp, name] : {std::tuple{TJPF_RGB, TJSAMP_420, "rgb.jpg"},
-                                    {TJPF_GRAY, TJSAMP_GRAY, "grey.jpg"}}) {
+  for (auto [format, samp, name] :
+       {std::tuple{TJPF_RGB, TJSAMP_420, "rgb.jpg"}, {TJPF_GRAY, TJSAMP_GRAY, "grey.jpg"}}) {
     std::vector<uint8_t> pixels(size_t(w) * h * tjPixelSize[format]);
     for (size_t i = 0; i < pixels.size(); ++i)
       pixels[i] = uint8_t(i * 37);

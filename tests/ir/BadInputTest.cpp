@@ -9,6 +9,7 @@
 #include "ir/Archive.h"
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
+#include "ir/Initializers.h"
 #include "ir/Npy.h"
 #include "ir/OpAttrs.h"
 #include "ir/Parser.h"
@@ -17,6 +18,8 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 using namespace graphc;
 
@@ -308,4 +311,47 @@ TEST(BadInput, NpyShapeOverflowAndOddHeaderBytes) {
   std::string msg = llvm::toString(odd.takeError());
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   EXPECT_CONTAINS(msg, "unsupported dtype '<f4\\n\\x1B'");
+}
+
+// Issue 28: an initializer that can only give NaN (or never stops drawing) is
+// refused where it is read, naming the variable, the call and the place.
+TEST(BadInput, InitializersThatCannotGiveFiniteValues) {
+  struct Case {
+    const char *init, *expected;
+  } cases[] = {
+      {"constant(nan)", "t.gir:2:26: variable 'w': initializer constant(nan): its arguments must "
+                        "be finite numbers"},
+      {"uniform(nan, 1)", "initializer uniform(nan, 1.0): its arguments must be finite numbers"},
+      {"normal(0, inf)", "initializer normal(0.0, inf): its arguments must be finite numbers"},
+      {"normal(0, -1)", "the standard deviation must not be negative"},
+      {"uniform(1, -1)", "the lower bound must not exceed the upper"},
+      {"kaiming_normal(1.4, 2)", "the mode must be 0 (fan_in) or 1 (fan_out)"},
+      {"trunc_normal(0, 1, 40, 41)",
+       "[lo, hi] keeps 0% of the draws; at least 1% must fall inside"},
+      {"trunc_normal(0, 0, 1, 2)", "[lo, hi] keeps 0% of the draws"},
+      {"trunc_normal(0, 1, 2, -2)", "the lower bound must not exceed the upper"},
+      {"constant(1, 2)", "initializer constant takes 1 arguments, not 2"},
+  };
+  for (const Case &c : cases)
+    EXPECT_CONTAINS(parseError(mutated("var w : f32[4,8] param zeros",
+                                       std::string("var w : f32[4,8] param ") + c.init)),
+                    c.expected);
+  // Within the rules: a narrow but reachable interval, and a dump's elided data.
+  EXPECT_EQ(parseError(mutated("param zeros\n  var b", "param trunc_normal(0, 1, 1, 3)\n  var b")),
+            "parsed");
+  EXPECT_EQ(parseError(mutated("param zeros\n  var b", "param elided\n  var b")), "parsed");
+
+  // The verifier holds modules built in memory to the same rules.
+  auto m = parseModule(kValid, "t.gir");
+  ASSERT_TRUE(bool(m));
+  (*m)->findVariable("b")->init = Initializer{"constant", {std::nan("")}};
+  EXPECT_EQ(llvm::toString(verify(**m)),
+            "variable 'b': initializer constant(nan): its arguments must be finite numbers");
+  // Finite arguments whose values overflow the dtype are refused when drawn.
+  (*m)->findVariable("b")->init = Initializer{"constant", {1e39}};
+  EXPECT_FALSE(bool(verify(**m)));
+  auto value = initialValue(*(*m)->findVariable("b"), 0);
+  ASSERT_FALSE(bool(value));
+  EXPECT_EQ(llvm::toString(value.takeError()),
+            "variable 'b': initializer constant(1e+39) gives values that are not finite in f32");
 }

@@ -165,3 +165,18 @@ TEST(Tasks, FileErrorsStartWithThePath) {
                 .rfind("cannot read the cluster of tasks '/nonexistent/tasks.json': ", 0),
             0u);
 }
+
+// Issue 28: a TF_CONFIG address whose port is not a number ("NaN") was read
+// as a host named "node0:NaN".
+TEST(Tasks, AnAddressPortIsAWholeNumber) {
+  EXPECT_EQ(parseError(R"({"cluster": {"chief": ["node0:NaN"], "worker": ["node1:2222"]}})"),
+            "cluster.chief[0]: address 'node0:NaN' must be \"host:port\" with a port from 0 to "
+            "65535");
+  EXPECT_EQ(parseError(R"({"worker": ["node1:65536"]})"),
+            "worker[0]: address 'node1:65536' must be \"host:port\" with a port from 0 to 65535");
+  EXPECT_EQ(parseError(R"({"worker": [":2222"]})"),
+            "worker[0]: address ':2222' must be \"host:port\" with a port from 0 to 65535");
+  auto c = parseTasksJson(R"({"worker": ["node1:0", "[::1]", "[::1]:2222", "node2"]})", 0);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(ranks(*c), "worker0 node1 0, worker1 [::1] 0, worker2 [::1] 0, worker3 node2 0");
+}

@@ -1,9 +1,9 @@
 #include "tools/driver/Calibrate.h"
 
-#include "ir/Archive.h"
-#include "ir/DeviceId.h"
 #include "executor/Device.h"
+#include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
+#include "ir/OutputFile.h"
 #include "tools/driver/Trainer.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -151,8 +151,8 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
   // bandwidth as in a step); the simulator adds the rest of the sharing:
   // kernels take turns at the cores as the executor's core budget makes
   // them. Physical GPUs run data parallel, every GPU of the cluster at once.
-  const unsigned cores = req.threads > 0 ? (unsigned)req.threads
-                                         : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores =
+      req.threads > 0 ? (unsigned)req.threads : std::max(1u, std::thread::hardware_concurrency());
   double outsideKernels = 0; // the host's, per node: the emulated devices' too
   auto calibrateKind = [&](DeviceType kind, unsigned running, unsigned threads,
                            const std::string &measured, llvm::StringRef note) -> llvm::Error {
@@ -185,13 +185,12 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
     return e;
   if (gpus > 0 && req.emulate) {
     const unsigned each = std::max(1u, cores / gpus), atOnce = cores / each;
-    if (auto e = calibrateKind(DeviceType::GPU, atOnce, each,
-                               std::to_string(atOnce) + " emulated GPUs at once, " +
-                                   std::to_string(each) + " of " + std::to_string(cores) +
-                                   " threads each",
-                               "; each of " + std::to_string(gpus) + " emulated GPUs, " +
-                                   std::to_string(each) + " of " + std::to_string(cores) +
-                                   " threads"))
+    if (auto e = calibrateKind(
+            DeviceType::GPU, atOnce, each,
+            std::to_string(atOnce) + " emulated GPUs at once, " + std::to_string(each) + " of " +
+                std::to_string(cores) + " threads each",
+            "; each of " + std::to_string(gpus) + " emulated GPUs, " + std::to_string(each) +
+                " of " + std::to_string(cores) + " threads"))
       return e;
     auto copy = copyBandwidth(DeviceId::host(), DeviceId::host());
     if (!copy)
@@ -200,9 +199,9 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
       cluster->setLinkBandwidth(i, *copy);
     log << llvm::format("links %.2f GB/s (a copy in this machine's memory)\n", *copy / 1e9);
   } else if (gpus > 0) {
-    if (auto e = calibrateKind(DeviceType::GPU, gpus, 0,
-                               std::to_string(gpus) + " GPUs data parallel",
-                               "; " + std::to_string(gpus) + " GPUs at once"))
+    if (auto e =
+            calibrateKind(DeviceType::GPU, gpus, 0, std::to_string(gpus) + " GPUs data parallel",
+                          "; " + std::to_string(gpus) + " GPUs at once"))
       return e;
     // Each link both ways (the slower counts), physical GPU K standing for gpu:K.
     for (size_t i = 0; i < cluster->links().size(); ++i) {
@@ -221,7 +220,7 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
     }
   }
   std::string out = req.output.empty() ? req.clusterFile : req.output;
-  if (auto e = writeFileAtomically(out, clusterToJson(*cluster) + "\n"))
+  if (auto e = writeOutputFile(out, clusterToJson(*cluster) + "\n"))
     return e;
   log << "wrote " << out << "\n";
   return cluster;

@@ -38,7 +38,6 @@ const std::atomic<int> &installStopHandlers() {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  ::signal(SIGXFSZ, SIG_IGN);
   return stopSignal;
 }
 

@@ -4,9 +4,8 @@
 // records its number (the training loop finishes its step, writes a
 // checkpoint and stops; the tool then exits with 128 + the number, 130 or
 // 143, as a shell reports a process the signal ended) and says so on
-// stderr; a second one exits at once with the same code. SIGXFSZ is
-// ignored, so a file size limit fails the write with an error (EFBIG) that
-// names the file, like a full disk, instead of killing the process.
+// stderr; a second one exits at once with the same code. (SIGXFSZ is
+// ignored by both tools from the start: ir/OutputFile.h.)
 //
 //===----------------------------------------------------------------------===//
 #pragma once

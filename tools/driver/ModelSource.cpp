@@ -3,15 +3,17 @@
 #include "executor/Checkpoint.h"
 #include "frontend/onnx/ModelFile.h"
 #include "ir/Diagnostics.h"
-
-#include "llvm/Support/FileSystem.h"
+#include "ir/InputFile.h"
 
 namespace graphc {
 
 /// A directory, or an archive whose header is a checkpoint's. A damaged
 /// archive is an error here, named once, not a second guess at its kind.
 static llvm::Expected<bool> isCheckpoint(llvm::StringRef path) {
-  if (llvm::sys::fs::is_directory(path))
+  auto isDir = isInputDirectory(path);
+  if (!isDir)
+    return isDir.takeError();
+  if (*isDir)
     return true;
   if (!isArchiveFile(path))
     return false;

@@ -1,7 +1,7 @@
 #include "tools/driver/Profile.h"
 
-#include "ir/Archive.h"
 #include "ir/Cost.h"
+#include "ir/OutputFile.h"
 #include "kernels/cpu/CpuIsa.h"
 
 #include "llvm/Support/Format.h"
@@ -107,7 +107,7 @@ llvm::Error writeProfile(const Executor &ex, llvm::StringRef path) {
   std::string text;
   llvm::raw_string_ostream os(text);
   printProfile(ex, os);
-  return writeFileAtomically(path, os.str());
+  return writeOutputFile(path, os.str());
 }
 
 void printTimeBreakdown(const TraceRecorder &trace, llvm::raw_ostream &os) {

@@ -2,10 +2,7 @@
 
 #include "ir/Diagnostics.h"
 
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
-
-#include <unistd.h>
 
 namespace graphc {
 
@@ -32,9 +29,9 @@ void ProgressLine::update(int64_t done, int64_t epoch, double loss, double image
   bar.resize(width, '.');
   if (tty_)
     os_ << "\r";
-  os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs",
-                      bar.c_str(), (long long)done, (long long)total_, (long long)epoch, loss,
-                      imagesPerSecond, eta);
+  os_ << llvm::format("[%s] %lld/%lld  epoch %lld  loss %.4f  %.1f img/s  eta %.0fs", bar.c_str(),
+                      (long long)done, (long long)total_, (long long)epoch, loss, imagesPerSecond,
+                      eta);
   if (staleness)
     os_ << "  staleness " << *staleness;
   if (tty_) {
@@ -54,66 +51,70 @@ void ProgressLine::finish() {
 
 llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringRef path,
                                                                    bool append) {
-  std::error_code ec;
-  uint64_t size = 0;
-  bool fresh = !append || llvm::sys::fs::file_size(path, size) || size == 0;
-  auto os = std::make_unique<llvm::raw_fd_ostream>(
-      path, ec, append ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
-  if (ec)
-    return makeError("cannot write metrics file '" + path + "': " + ec.message());
+  auto out = OutputStream::open(path, append);
+  if (!out)
+    return withContext(out.takeError(), "metrics");
   bool csv = path.endswith(".csv");
-  if (csv && fresh)
-    *os << "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples,"
-           "staleness,compute,intra_worker,inter_worker,input_staging,loss_scale,"
-           "skipped_steps\n";
-  return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(os), csv));
+  if (csv && (*out)->startedEmpty())
+    if (auto e = (*out)->write(
+            "kind,step,epoch,loss,lr,seconds,images_per_sec,input_wait,accuracy,samples,"
+            "staleness,compute,intra_worker,inter_worker,input_staging,loss_scale,"
+            "skipped_steps\n"))
+      return withContext(std::move(e), "metrics");
+  return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(*out), csv));
 }
 
-void MetricsWriter::step(const StepRecord &r) {
+llvm::Error MetricsWriter::step(const StepRecord &r) {
+  std::string record;
+  llvm::raw_string_ostream os(record);
   std::string staleness = r.staleness ? std::to_string(*r.staleness) : "";
   const StepTimes &p = r.parts;
   if (csv_) {
-    *os_ << llvm::format("step,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,,,", (long long)r.step,
-                         (long long)r.epoch, r.loss, r.lr, r.seconds, r.imagesPerSecond,
-                         r.inputWait)
-         << staleness
-         << llvm::format(",%.6g,%.6g,%.6g,%.6g,", p.compute, p.intraWorker, p.interWorker,
-                         p.input);
+    os << llvm::format("step,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,,,", (long long)r.step,
+                       (long long)r.epoch, r.loss, r.lr, r.seconds, r.imagesPerSecond, r.inputWait)
+       << staleness
+       << llvm::format(",%.6g,%.6g,%.6g,%.6g,", p.compute, p.intraWorker, p.interWorker, p.input);
     if (r.lossScale)
-      *os_ << llvm::format("%.9g", *r.lossScale);
-    *os_ << ",";
+      os << llvm::format("%.9g", *r.lossScale);
+    os << ",";
     if (r.skippedSteps)
-      *os_ << *r.skippedSteps;
-    *os_ << "\n";
+      os << *r.skippedSteps;
+    os << "\n";
   } else {
-    *os_ << llvm::format("{\"kind\":\"step\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
-                         "\"lr\":%.6g,\"seconds\":%.6g,\"images_per_sec\":%.6g,"
-                         "\"input_wait\":%.6g,\"compute\":%.6g,\"intra_worker\":%.6g,"
-                         "\"inter_worker\":%.6g,\"input_staging\":%.6g",
-                         (long long)r.step, (long long)r.epoch, r.loss, r.lr, r.seconds,
-                         r.imagesPerSecond, r.inputWait, p.compute, p.intraWorker, p.interWorker,
-                         p.input);
+    os << llvm::format("{\"kind\":\"step\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
+                       "\"lr\":%.6g,\"seconds\":%.6g,\"images_per_sec\":%.6g,"
+                       "\"input_wait\":%.6g,\"compute\":%.6g,\"intra_worker\":%.6g,"
+                       "\"inter_worker\":%.6g,\"input_staging\":%.6g",
+                       (long long)r.step, (long long)r.epoch, r.loss, r.lr, r.seconds,
+                       r.imagesPerSecond, r.inputWait, p.compute, p.intraWorker, p.interWorker,
+                       p.input);
     if (r.staleness)
-      *os_ << ",\"staleness\":" << staleness;
+      os << ",\"staleness\":" << staleness;
     if (r.lossScale)
-      *os_ << llvm::format(",\"loss_scale\":%.9g", *r.lossScale);
+      os << llvm::format(",\"loss_scale\":%.9g", *r.lossScale);
     if (r.skippedSteps)
-      *os_ << ",\"skipped_steps\":" << *r.skippedSteps;
-    *os_ << "}\n";
+      os << ",\"skipped_steps\":" << *r.skippedSteps;
+    os << "}\n";
   }
-  os_->flush();
+  return withContext(out_->write(os.str()), "metrics");
 }
 
-void MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
-                         int64_t samples) {
+llvm::Error MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
+                                int64_t samples) {
+  std::string record;
+  llvm::raw_string_ostream os(record);
   if (csv_)
-    *os_ << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,,,,,,,\n", (long long)step,
-                         (long long)epoch, loss, accuracy, (long long)samples);
+    os << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,,,,,,,\n", (long long)step,
+                       (long long)epoch, loss, accuracy, (long long)samples);
   else
-    *os_ << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
-                         "\"accuracy\":%.6g,\"samples\":%lld}\n",
-                         (long long)step, (long long)epoch, loss, accuracy, (long long)samples);
-  os_->flush();
+    os << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
+                       "\"accuracy\":%.6g,\"samples\":%lld}\n",
+                       (long long)step, (long long)epoch, loss, accuracy, (long long)samples);
+  return withContext(out_->write(os.str()), "metrics");
+}
+
+llvm::Error MetricsWriter::close() {
+  return withContext(out_->close(), "metrics");
 }
 
 } // namespace graphc

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "executor/StepTimes.h"
+#include "ir/OutputFile.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,18 +58,22 @@ struct StepRecord {
   std::optional<uint64_t> skippedSteps;
 };
 
+/// Each record is written whole as it comes, through ir/OutputFile.h's
+/// OutputStream: a write that fails (a full disk, a file-size limit) is an
+/// error naming the file, and the file keeps its whole records only.
 class MetricsWriter {
 public:
   /// `append`: keep what the file holds (a resumed run).
   static llvm::Expected<std::unique_ptr<MetricsWriter>> open(llvm::StringRef path,
                                                              bool append = false);
-  void step(const StepRecord &r);
-  void eval(int64_t step, int64_t epoch, double accuracy, double loss, int64_t samples);
+  llvm::Error step(const StepRecord &r);
+  llvm::Error eval(int64_t step, int64_t epoch, double accuracy, double loss, int64_t samples);
+  /// Closes the file; the run's last word on whether its records are there.
+  llvm::Error close();
 
 private:
-  MetricsWriter(std::unique_ptr<llvm::raw_fd_ostream> os, bool csv)
-      : os_(std::move(os)), csv_(csv) {}
-  std::unique_ptr<llvm::raw_fd_ostream> os_;
+  MetricsWriter(std::unique_ptr<OutputStream> out, bool csv) : out_(std::move(out)), csv_(csv) {}
+  std::unique_ptr<OutputStream> out_;
   bool csv_;
 };
 

@@ -1,9 +1,11 @@
 #include "tools/driver/RunChecks.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "ir/Module.h"
 #include "kernels/cpu/CpuBackend.h"
 #include "passes/PsPart.h"
+#include "tools/driver/ModelSource.h"
 #include "tools/driver/Trainer.h"
 
 #include <cmath>
@@ -15,12 +17,80 @@ namespace {
 
 llvm::Error atLeastOne(llvm::StringRef flag, const std::optional<int64_t> &v,
                        llvm::StringRef meaning) {
-  if (!v || *v >= 1)
-    return llvm::Error::success();
-  return makeError(flag + " " + llvm::Twine(*v) + ": " + meaning + " must be at least 1");
+  return checkAtLeast(flag, v, 1, meaning);
 }
 
 } // namespace
+
+llvm::Error checkAtLeast(llvm::StringRef flag, std::optional<int64_t> value, int64_t least,
+                         llvm::StringRef meaning) {
+  if (!value || *value >= least)
+    return llvm::Error::success();
+  return makeError(flag + " " + llvm::Twine(*value) + ": " + meaning + " must be at least " +
+                   llvm::Twine(least));
+}
+
+llvm::Error applyModelFlags(const ModelFlags &flags, ModelSpec &spec) {
+  if (auto e = atLeastOne("--num-classes", flags.numClasses, "the number of classes"))
+    return e;
+  if (auto e = atLeastOne("--image-size", flags.imageSize, "the image side"))
+    return e;
+  if (flags.dropout && !(*flags.dropout >= 0 && *flags.dropout < 1))
+    return makeError("--dropout " + numberText(*flags.dropout) +
+                     ": the dropout ratio must be in [0, 1)");
+  const char *given = flags.numClasses  ? "--num-classes"
+                      : flags.imageSize ? "--image-size"
+                      : flags.dropout   ? "--dropout"
+                      : flags.auxLogits ? "--aux-logits"
+                                        : nullptr;
+  if (given && spec.name.empty())
+    return makeError(llvm::Twine(given) + " applies to a built-in model (--model NAME)" +
+                     (spec.path.empty() ? "" : ", not to '" + spec.path + "', which has its own"));
+  spec.options.numClasses = flags.numClasses.value_or(0);
+  spec.options.imageSize = flags.imageSize.value_or(0);
+  spec.options.dropout = flags.dropout.value_or(-1);
+  spec.options.auxLogits = flags.auxLogits;
+  return llvm::Error::success();
+}
+
+llvm::Error checkPlacementFlags(const PlacementRequest &place) {
+  if (place.gpus < 0)
+    return makeError("--gpus " + llvm::Twine(place.gpus) +
+                     ": the number of GPUs must be 0 or more (0: the host alone)");
+  if (auto e = atLeastOne("--workers", place.workers, "the number of worker processes"))
+    return e;
+  if (auto e = checkAtLeast("--ps", place.ps, 0, "the number of parameter-server tasks"))
+    return e;
+  if (place.towers)
+    return checkAtLeast("--towers", *place.towers, 0, "the number of towers");
+  return llvm::Error::success();
+}
+
+llvm::Error checkBucketMb(double mb) {
+  if (!(mb > 0) || !std::isfinite(mb))
+    return makeError("--bucket-mb " + numberText(mb) + ": must be a positive number");
+  return llvm::Error::success();
+}
+
+llvm::Error checkSyntheticData(const SyntheticData &data, int64_t modelClasses,
+                               int64_t sampleBytes) {
+  if (auto e = atLeastOne("--synthetic-samples", data.samples, "the number of samples"))
+    return e;
+  // The set is drawn sample by sample, but what it stands for must be a set
+  // this process could hold: the loader's order alone takes 8 bytes a sample.
+  int64_t perSample = std::max<int64_t>(sampleBytes, 8), bytes;
+  if (data.samples &&
+      (__builtin_mul_overflow(*data.samples, perSample, &bytes) || bytes > tensorByteLimit()))
+    return makeError("--synthetic-samples " + llvm::Twine(*data.samples) + ": a set of " +
+                     bytesText((int64_t)std::min<double>((double)*data.samples * (double)perSample,
+                                                         (double)INT64_MAX)) +
+                     " (" + bytesText(perSample) + " a sample) is more than " + tensorLimitText());
+  if (data.classes && (*data.classes < 0 || *data.classes > modelClasses))
+    return makeError("--synthetic-classes " + llvm::Twine(*data.classes) + ": the model has " +
+                     llvm::Twine(modelClasses) + " classes, so from 1 to " +
+                     llvm::Twine(modelClasses) + " (0: all of them)");
+  return llvm::Error::success();
+}
 
 std::string numberText(double v) {
   char buf[32];
@@ -80,8 +150,10 @@ llvm::Error checkTrainOptions(const TrainOptions &opts) {
   }
   if (auto e = checkPsAccumulation(co.accumulate, opts.placement.psAsync))
     return e;
-  if (opts.evalBatch < 0)
-    return makeError("--eval-batch " + llvm::Twine(opts.evalBatch) + ": must be at least 1");
+  if (auto e = atLeastOne("--eval-batch", opts.evalBatch, "the evaluation batch"))
+    return e;
+  if (auto e = checkPlacementFlags(opts.placement))
+    return e;
   return checkThreadCount("--loader-threads", opts.loaderThreads, /*least=*/0);
 }
 
@@ -95,12 +167,12 @@ llvm::Error checkPrecisionRuns(const Module &plan,
       for (const Node *n : g->nodes())
         if (n->op() == Op::Conv && n->result(0)->type().dtype == DType::F16 &&
             !llvm::StringRef(n->assignedDevice()).startswith("gpu"))
-          return makeError("--precision fp16 runs on GPUs: the plan puts '" + n->name() + "' on " +
-                           (n->assignedDevice().empty() ? std::string("the host")
-                                                        : n->assignedDevice()) +
-                           ", and CPUs here have no f16 arithmetic (use --precision bf16 on a "
-                           "CPU with bf16 instructions, or --gpus N --emulate to try an fp16 "
-                           "plan on CPU devices)");
+          return makeError(
+              "--precision fp16 runs on GPUs: the plan puts '" + n->name() + "' on " +
+              (n->assignedDevice().empty() ? std::string("the host") : n->assignedDevice()) +
+              ", and CPUs here have no f16 arithmetic (use --precision bf16 on a "
+              "CPU with bf16 instructions, or --gpus N --emulate to try an fp16 "
+              "plan on CPU devices)");
     return llvm::Error::success();
   }
   if (precision != "bf16")
@@ -110,7 +182,9 @@ llvm::Error checkPrecisionRuns(const Module &plan,
       std::string d = deviceMap ? deviceMap(n->assignedDevice()) : n->assignedDevice();
       if (llvm::StringRef(d).startswith("gpu"))
         return makeError("--precision bf16 runs on CPU devices only: the GPU kernels are f32 (the "
-                         "plan puts '" + n->name() + "' on " + d + "; train it with --emulate, or "
+                         "plan puts '" +
+                         n->name() + "' on " + d +
+                         "; train it with --emulate, or "
                          "compile it with --precision fp32)");
     }
   if (!cpuHasBf16())

@@ -87,8 +87,9 @@ llvm::Expected<std::shared_ptr<const Dataset>> openFor(const Module &forward, ll
   const TensorType &t = (*in)->result()->type();
   DatasetOptions o;
   o.split = split;
-  o.samples = synthetic.samples;
-  o.classes = synthetic.classes > 0 ? std::min(synthetic.classes, *classes) : *classes;
+  o.samples = synthetic.samples.value_or(kDefaultSyntheticSamples);
+  int64_t wanted = synthetic.classes.value_or(std::min(kDefaultSyntheticClasses, *classes));
+  o.classes = wanted > 0 ? wanted : *classes;
   o.seed = seed;
   if (t.rank() == 4)
     o.shape = {t.shape[1], t.shape[2], t.shape[3]};
@@ -97,6 +98,10 @@ llvm::Expected<std::shared_ptr<const Dataset>> openFor(const Module &forward, ll
   else
     return makeError("model input '" + (*in)->name() + "' is " + toString(t) +
                      "; graphrun feeds images [N, C, H, W] or flat samples [N, F]");
+  if (spec == "synthetic")
+    if (auto e = checkSyntheticData(synthetic, *classes,
+                                    o.shape.channels * o.shape.height * o.shape.width * 4))
+      return e;
   auto ds = openDataset(spec, o);
   if (!ds)
     return ds.takeError();
@@ -218,8 +223,9 @@ namespace {
 std::string dataIdentity(const TrainOptions &opts) {
   if (opts.data != "synthetic")
     return opts.data;
-  return "synthetic (" + std::to_string(opts.synthetic.samples) + " samples, " +
-         std::to_string(opts.synthetic.classes) + " classes)";
+  return "synthetic (" + std::to_string(opts.synthetic.samples.value_or(kDefaultSyntheticSamples)) +
+         " samples, " + std::to_string(opts.synthetic.classes.value_or(kDefaultSyntheticClasses)) +
+         " classes)";
 }
 
 /// What every rank of a multi-worker run must hold alike: the plan's text
@@ -573,7 +579,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     ExecutorOptions evalExec = opts.executor;
     evalExec.profile = false;
     evalExec.deviceMap = nullptr;
-    auto e = Evaluator::create(forward, opts.evalBatch ? opts.evalBatch : batch, evalExec);
+    auto e = Evaluator::create(forward, opts.evalBatch.value_or(batch), evalExec);
     if (!e)
       return e.takeError();
     evaluator = std::move(*e);
@@ -737,7 +743,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out.flush();
     result.epochs.push_back({epoch, r->accuracy(), r->loss});
     if (metrics)
-      metrics->eval(executor.step(), epoch, r->accuracy(), r->loss, r->samples);
+      return metrics->eval(executor.step(), epoch, r->accuracy(), r->loss, r->samples);
     return llvm::Error::success();
   };
   // Every rank stops after the same step, when any of them is signalled (one
@@ -865,8 +871,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     double ips = (double)(batch * accumulate) / dt;
     progress.update(step + 1, epoch, loss, ips, async ? staleness : std::nullopt);
     if (metrics)
-      metrics->step({step + 1, epoch, loss, lr, dt, ips, stepWait, parts,
-                     async ? staleness : std::nullopt, scale, skipped});
+      if (auto e = metrics->step({step + 1, epoch, loss, lr, dt, ips, stepWait, parts,
+                                  async ? staleness : std::nullopt, scale, skipped}))
+        return e;
     if (opts.checkpointEvery && (step + 1) % *opts.checkpointEvery == 0 && step + 1 != totalSteps)
       if (auto e = checkpoint())
         return e;
@@ -972,6 +979,9 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
                                 cost.bytesRead + cost.bytesWritten, p.seconds - seconds,
                                 p.runs - runs});
     }
+  if (metrics)
+    if (auto e = metrics->close())
+      return e;
   if (exec.profile && workers.chief()) {
     if (!opts.profilePath.empty())
       if (auto e = writeProfile(executor, opts.profilePath))

@@ -60,13 +60,19 @@
 
 namespace graphc {
 
+/// The synthetic set's size when --synthetic-samples is not given, and the
+/// classes of its labels when --synthetic-classes is not (fewer when the model
+/// has fewer).
+inline constexpr int64_t kDefaultSyntheticSamples = 4096, kDefaultSyntheticClasses = 10;
+
 /// The synthetic data set's size. Its labels use the first `classes` of the
-/// model's classes (0: all of them), so that a short run on a 1000-class model
+/// model's classes (0: all of them; unset: kDefaultSyntheticClasses or the
+/// model's, whichever is fewer), so that a short run on a 1000-class model
 /// shows learning: with every class in play, 50 steps of 16 see each class less
-/// than once and the loss cannot fall.
+/// than once and the loss cannot fall. tools/driver/RunChecks.h holds both to
+/// the model.
 struct SyntheticData {
-  int64_t samples = 4096;
-  int64_t classes = 10;
+  std::optional<int64_t> samples, classes;
 };
 
 struct TrainOptions {
@@ -95,7 +101,7 @@ struct TrainOptions {
   bool resume = false;
   std::string metricsPath; ///< .jsonl or .csv
   bool evaluate = true;    ///< test accuracy after each epoch when the data set has a test split
-  int64_t evalBatch = 0;   ///< 0: the training batch
+  std::optional<int64_t> evalBatch; ///< unset: the training batch
   ExecutorOptions executor;
   int64_t loaderThreads = 2;
   std::string tracePath;   ///< Chrome trace of the profiled steps

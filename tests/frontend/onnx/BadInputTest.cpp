@@ -286,4 +286,8 @@ TEST(OnnxBadInput, DeclaredTypesAndSizesMustHold) {
   m = original;
   m.mutable_graph()->mutable_node(0)->set_op_type("TopK\nInjected");
   expect(m, {"TopK\\nInjected"});
+  // Issue 28: a graph without outputs computes nothing any command can use.
+  m = original;
+  m.mutable_graph()->clear_output();
+  expect(m, {"the graph has no outputs; a model computes at least one"});
 }
