@@ -10,19 +10,6 @@
 
 namespace graphc {
 
-bool isViewOp(Op op) {
-  switch (op) {
-  case Op::Reshape:
-  case Op::Flatten:
-  case Op::Squeeze:
-  case Op::Unsqueeze:
-  case Op::Identity:
-    return true;
-  default:
-    return false;
-  }
-}
-
 llvm::SmallVector<const Node *, 8> Schedule::predecessors(const Node *n) const {
   llvm::SmallVector<const Node *, 8> preds;
   for (const Value *v : n->operands())
@@ -42,15 +29,13 @@ static void collectReaders(const Value *v, llvm::SmallVectorImpl<const Node *> &
   }
 }
 
-static bool isOptimizerUpdate(Op op) { return isVariableUpdate(op) && op != Op::Assign; }
-
 /// Rule 4: a device's optimizer updates of one op move to the position of its
 /// last one, together, so that the executor can run them as one multi-tensor
 /// launch (Kernel::runGroup). Nothing in a step depends on an update (it
 /// produces nothing, and readers of its variable come before it), so a later
 /// position is always valid; the gradients it reads live that much longer.
 static std::vector<const Node *> groupOptimizerUpdates(llvm::ArrayRef<const Node *> issued,
-                                                      const Schedule &s) {
+                                                       const Schedule &s) {
   // An update that another node waits for (a control dependency: a later
   // writer of a variable it reads) stays where it is.
   llvm::DenseSet<const Node *> awaited;

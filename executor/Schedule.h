@@ -29,14 +29,11 @@
 
 namespace graphc {
 
-/// True for ops whose result is a view of operand 0's bytes (no copy needed).
-bool isViewOp(Op op);
-
 struct Schedule {
-  std::vector<std::string> devices;                  ///< sorted
-  std::vector<std::vector<const Node *>> order;      ///< per device, issue order
-  llvm::DenseMap<const Node *, unsigned> deviceOf;   ///< index into devices
-  llvm::DenseMap<const Node *, unsigned> position;   ///< global issue position
+  std::vector<std::string> devices;                ///< sorted
+  std::vector<std::vector<const Node *>> order;    ///< per device, issue order
+  llvm::DenseMap<const Node *, unsigned> deviceOf; ///< index into devices
+  llvm::DenseMap<const Node *, unsigned> position; ///< global issue position
   /// Extra predecessors from rule 2 (a variable's readers before its writer).
   llvm::DenseMap<const Node *, llvm::SmallVector<const Node *, 4>> controlDeps;
 

@@ -4,14 +4,20 @@
 
 namespace graphc {
 
+using namespace optrait;
+
 static const OpInfo kOpTable[] = {
-#define GRAPHC_OP(Name, MinIn, MaxIn, NumOut) {#Name, MinIn, MaxIn, NumOut},
+#define GRAPHC_OP(Name, MinIn, MaxIn, NumOut, Traits) {#Name, MinIn, MaxIn, NumOut, Traits},
 #include "ir/Ops.def"
 };
 
-const OpInfo &opInfo(Op op) { return kOpTable[(unsigned)op]; }
+const OpInfo &opInfo(Op op) {
+  return kOpTable[(unsigned)op];
+}
 
-unsigned numOps() { return sizeof(kOpTable) / sizeof(kOpTable[0]); }
+unsigned numOps() {
+  return sizeof(kOpTable) / sizeof(kOpTable[0]);
+}
 
 std::optional<Op> parseOp(llvm::StringRef name) {
   static const llvm::StringMap<Op> byName = [] {
@@ -24,20 +30,6 @@ std::optional<Op> parseOp(llvm::StringRef name) {
   if (it == byName.end())
     return std::nullopt;
   return it->second;
-}
-
-bool isVariableUpdate(Op op) {
-  switch (op) {
-  case Op::Assign:
-  case Op::ApplySGD:
-  case Op::ApplyMomentum:
-  case Op::ApplyRMSProp:
-  case Op::ApplyAdam:
-  case Op::LossScaleStep:
-    return true;
-  default:
-    return false;
-  }
 }
 
 } // namespace graphc

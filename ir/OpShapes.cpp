@@ -68,7 +68,9 @@ struct Ctx {
   int64_t axis(int64_t a, size_t rank) const { return a < 0 ? a + (int64_t)rank : a; }
 };
 
-Types one(TensorType t) { return Types{std::move(t)}; }
+Types one(TensorType t) {
+  return Types{std::move(t)};
+}
 
 /// A float attribute (its default when absent) lies in [lo, hi], or in
 /// [lo, hi) when `openHigh`; the kind (a finite number) is checked already.
@@ -110,7 +112,9 @@ llvm::Error sameOrF32(const Ctx &c, unsigned i, unsigned j) {
 //===-- Structure ----------------------------------------------------------===//
 
 // Input: its result type is given when it is created.
-Result inferInput(const Ctx &c) { return one(c.n.result()->type()); }
+Result inferInput(const Ctx &c) {
+  return one(c.n.result()->type());
+}
 
 // Variable: var = module variable name.
 Result inferVariable(const Ctx &c) {
@@ -129,7 +133,9 @@ Result inferConstant(const Ctx &c) {
   return one(t->type());
 }
 
-Result inferSameAsFirst(const Ctx &c) { return one(c[0]); }
+Result inferSameAsFirst(const Ctx &c) {
+  return one(c[0]);
+}
 
 //===-- Elementwise --------------------------------------------------------===//
 
@@ -143,7 +149,9 @@ Result inferBinary(const Ctx &c) {
 }
 
 // Cast: to = dtype.
-Result inferCast(const Ctx &c) { return one(TensorType(c.attrs().getDType("to"), c[0].shape)); }
+Result inferCast(const Ctx &c) {
+  return one(TensorType(c.attrs().getDType("to"), c[0].shape));
+}
 
 // Softmax, LogSoftmax: axis (default -1).
 Result inferSoftmaxLike(const Ctx &c) {
@@ -169,7 +177,8 @@ Result inferMatMul(const Ctx &c) {
     b.push_back(1);
   if (a.back() != b[b.size() - 2])
     return c.fail("inner dimensions of " + c.from(0) + " and " + c.from(1) + " differ");
-  auto batch = broadcastShapes(llvm::ArrayRef<int64_t>(a).drop_back(2), llvm::ArrayRef<int64_t>(b).drop_back(2));
+  auto batch = broadcastShapes(llvm::ArrayRef<int64_t>(a).drop_back(2),
+                               llvm::ArrayRef<int64_t>(b).drop_back(2));
   if (!batch)
     return c.fail("batch dimensions of " + c.from(0) + " and " + c.from(1) + " do not broadcast");
   Dims out(*batch);
@@ -701,7 +710,8 @@ Result inferConvGradFilter(const Ctx &c) {
   if (auto e = checkForwardWindow(c, c[0].shape, *s, 1))
     return e;
   DType to = c.attrs().has("to") ? c.attrs().getDType("to") : c[0].dtype;
-  if (to != c[0].dtype && !(to == DType::F32 && (c[0].dtype == DType::BF16 || c[0].dtype == DType::F16)))
+  if (to != c[0].dtype &&
+      !(to == DType::F32 && (c[0].dtype == DType::BF16 || c[0].dtype == DType::F16)))
     return c.fail(llvm::Twine("to ") + dtypeName(to) + ": the gradient is " +
                   dtypeName(c[0].dtype) + " or, for 16-bit data, f32");
   return one(TensorType(to, *s));
@@ -927,7 +937,7 @@ llvm::Expected<llvm::SmallVector<TensorType, 2>> inferResultTypes(const Node &n)
     c.in.push_back(&v->type());
   auto types = [&]() -> Result {
     switch (n.op()) {
-#define GRAPHC_OP(Name, MinIn, MaxIn, NumOut)                                                      \
+#define GRAPHC_OP(Name, MinIn, MaxIn, NumOut, Traits)                                              \
   case Op::Name:                                                                                   \
     return infer##Name(c);
 #include "ir/Ops.def"

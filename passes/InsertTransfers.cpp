@@ -10,8 +10,7 @@
 namespace graphc {
 
 bool crossesDevicesByDesign(const Value &v, const Node &reader) {
-  return reader.op() == Op::Transfer || reader.op() == Op::AllReduce ||
-         v.producer()->op() == Op::AllReduce;
+  return isCommunication(reader.op()) || v.producer()->op() == Op::AllReduce;
 }
 
 static std::string nameSafe(llvm::StringRef s) {

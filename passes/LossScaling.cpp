@@ -19,11 +19,6 @@
 namespace graphc {
 namespace {
 
-bool isApply(Op op) {
-  return op == Op::ApplySGD || op == Op::ApplyMomentum || op == Op::ApplyRMSProp ||
-         op == Op::ApplyAdam;
-}
-
 /// One device's updates, in graph order.
 struct Group {
   std::string device;
@@ -33,8 +28,7 @@ struct Group {
 
 class Scaler {
 public:
-  Scaler(Module &m, Graph &main, const LossScaleOptions &opts)
-      : m_(m), main_(main), opts_(opts) {}
+  Scaler(Module &m, Graph &main, const LossScaleOptions &opts) : m_(m), main_(main), opts_(opts) {}
 
   llvm::Error run() {
     collectGroups();
@@ -64,7 +58,7 @@ private:
   void collectGroups() {
     llvm::StringMap<size_t> index;
     for (Node *n : main_.nodes()) {
-      if (!isApply(n->op()))
+      if (!isApplyRule(n->op()))
         continue;
       auto [it, added] = index.try_emplace(n->requestedDevice(), groups_.size());
       if (added)
@@ -80,9 +74,8 @@ private:
         devices.push_back(g.device);
     else if (!groups_[0].device.empty())
       devices.push_back(groups_[0].device);
-    for (auto [name, value] : {std::pair{kLossScaleVar, opts_.initial},
-                               {kGoodStepsVar, 0.0},
-                               {kSkippedStepsVar, 0.0}}) {
+    for (auto [name, value] :
+         {std::pair{kLossScaleVar, opts_.initial}, {kGoodStepsVar, 0.0}, {kSkippedStepsVar, 0.0}}) {
       Variable v;
       v.name = name.str();
       v.type = TensorType(DType::F32, {});
@@ -156,7 +149,8 @@ private:
       a.set("var", kLossScaleVar.str());
       a.set("slots", Strings{kGoodStepsVar.str(), kSkippedStepsVar.str()});
       a.set("growth_interval", opts_.growthInterval);
-      Node *s = b.createNode(Op::LossScaleStep, {check}, std::move(a), prefix(g) + "loss_scale/step");
+      Node *s =
+          b.createNode(Op::LossScaleStep, {check}, std::move(a), prefix(g) + "loss_scale/step");
       moves.push_back({s, check->producer()});
       return s->result(0);
     };

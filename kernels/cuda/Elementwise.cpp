@@ -85,13 +85,6 @@ UnaryOp unaryOpOf(Op op) {
   }
 }
 
-/// An activation gradient: both operands have the result's shape and dy
-/// (operand 1) is the one to overwrite.
-bool isGradient(Op op) {
-  return op == Op::ReluGrad || op == Op::LeakyReluGrad || op == Op::SigmoidGrad ||
-         op == Op::TanhGrad || op == Op::ClipGrad;
-}
-
 class BinaryKernel : public CudaKernel {
 public:
   using CudaKernel::CudaKernel;
@@ -108,7 +101,7 @@ public:
   }
 
   std::optional<unsigned> inPlaceOperand() const override {
-    unsigned first = isGradient(node().op()) ? 1 : 0;
+    unsigned first = isActivationGradient(node().op()) ? 1 : 0;
     if (sameShape_[first])
       return first;
     if (sameShape_[1 - first])

@@ -31,11 +31,6 @@ std::unique_ptr<Module> compiledFor(llvm::StringRef optimizer, int towers) {
   return m;
 }
 
-bool isUpdate(Op op) {
-  return op == Op::ApplySGD || op == Op::ApplyMomentum || op == Op::ApplyRMSProp ||
-         op == Op::ApplyAdam;
-}
-
 TEST(FusedUpdates, EveryRuleTrainsBitForBitAsOneLaunchPerNode) {
   for (const char *optimizer : {"sgd", "momentum", "rmsprop", "adam"}) {
     for (int towers : {1, 2}) {
@@ -47,11 +42,11 @@ TEST(FusedUpdates, EveryRuleTrainsBitForBitAsOneLaunchPerNode) {
       // Every update is in a group, of one device each.
       int updates = 0, grouped = 0;
       for (const Node *n : m->main().nodes())
-        updates += isUpdate(n->op());
+        updates += isApplyRule(n->op());
       for (const FusedGroup &g : fused->fusedGroups()) {
         grouped += (int)g.nodes.size();
         for (const Node *n : g.nodes) {
-          EXPECT_TRUE(isUpdate(n->op())) << n->name();
+          EXPECT_TRUE(isApplyRule(n->op())) << n->name();
           EXPECT_EQ(n->op(), g.nodes.front()->op()) << n->name();
           EXPECT_EQ(emulate(n->assignedDevice()), g.device) << n->name();
         }

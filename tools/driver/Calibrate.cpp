@@ -24,11 +24,6 @@ constexpr int64_t kTinyFlops = 1 << 14, kTinyBytes = 1 << 14;
 
 enum class OpClass { Conv, Gemm, Memory };
 
-/// Transfers and collectives: the simulator times them from the links.
-bool isCommunication(Op op) {
-  return op == Op::Transfer || op == Op::AllReduce;
-}
-
 OpClass classOf(Op op) {
   switch (op) {
   case Op::Conv:

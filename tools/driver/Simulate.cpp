@@ -20,7 +20,7 @@ namespace graphc {
 namespace {
 
 bool onCommStream(const Node &n) {
-  return n.op() == Op::Transfer || n.op() == Op::AllReduce;
+  return isCommunication(n.op());
 }
 
 class Simulator {
