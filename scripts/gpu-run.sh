@@ -27,9 +27,11 @@
 #                     with the same data and seed, step by step side by side; then
 #                     inception_v3 on GPU 0 in fp32 and in fp16
 #   profile           graphrun train --profile of inception_v3 (batch 128, --params gpu:0, 5
-#                     steps) in fp32 and fp16, with deterministic cuDNN algorithms, with
-#                     any (GRAPHC_CUDNN_DETERMINISTIC=0) and with any ranked by timing
-#                     (GRAPHC_CUDNN_BENCHMARK=1): per-op tables in profile.txt
+#                     steps) in fp32 and fp16: deterministic cuDNN algorithms from the
+#                     heuristics (GRAPHC_CUDNN_BENCHMARK=0), measured into a fresh choice file,
+#                     read back from it (same metrics expected), and any algorithm measured
+#                     (GRAPHC_CUDNN_DETERMINISTIC=0): per-op tables in profile.txt, the choice
+#                     file as cudnn-algorithms.txt
 #   mpi               tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers under the machine's own
 #                     mpirun (Open MPI is not in the bundle; skipped without one): worker
 #                     processes of 1 GPU each summing with NCCL across processes against one
@@ -311,25 +313,47 @@ PY
 
 run_profile() {
   : >"$results/profile.txt"
-  # deterministic heuristics (the default), any algorithm by heuristics, any algorithm by
-  # cudnnFind timings (PyTorch's cudnn.benchmark).
-  for choice in det any find; do
-    det=1 find=0
-    [ "$choice" != det ] && det=0
-    [ "$choice" = find ] && find=1
+  # heur: deterministic algorithms from cuDNN's heuristics (the default before 2026-11-29);
+  # find: measured by cudnnFind into a fresh choice file (the default now: f16 asked under
+  # tensor-op math, the workspace budget from free memory); file: the same again, every
+  # choice read back from that file (the bind time saved, the same losses bit for bit);
+  # any: non-deterministic algorithms allowed, measured.
+  for choice in heur find file any; do
+    det=1 find=1 cache=$logs/cudnn-algorithms.txt
+    [ "$choice" = heur ] && find=0
+    [ "$choice" = find ] && rm -f "$cache"
+    [ "$choice" = any ] && det=0 cache=$logs/cudnn-algorithms-any.txt
     for precision in fp32 fp16; do
       table=$logs/profile-$precision-$choice.txt
-      GRAPHC_CUDNN_DETERMINISTIC=$det GRAPHC_CUDNN_BENCHMARK=$find timeout 300 \
-        "$here/build/bin/graphrun" train --no-progress --model inception_v3 --gpus 1 \
-        --params gpu:0 --batch 128 --steps 5 --no-eval --precision "$precision" \
+      start=$(date +%s%N)
+      GRAPHC_CUDNN_DETERMINISTIC=$det GRAPHC_CUDNN_BENCHMARK=$find GRAPHC_CUDNN_CACHE=$cache \
+        timeout 300 "$here/build/bin/graphrun" train --no-progress --model inception_v3 \
+        --gpus 1 --params gpu:0 --batch 128 --steps 5 --no-eval --precision "$precision" \
+        --metrics "$logs/profile-$precision-$choice.csv" \
         --profile "$table" >"$logs/profile-run-$precision-$choice.txt" 2>&1
+      rc=$?
       {
-        echo "--- $precision, GRAPHC_CUDNN_DETERMINISTIC=$det GRAPHC_CUDNN_BENCHMARK=$find: exit $?"
-        grep -a -E '^trained|^loss scale' "$logs/profile-run-$precision-$choice.txt"
+        echo "--- $precision, $choice (GRAPHC_CUDNN_DETERMINISTIC=$det GRAPHC_CUDNN_BENCHMARK=$find):" \
+          "exit $rc, $((($(date +%s%N) - start) / 1000000)) ms in all," \
+          "$(grep -c . "$cache" 2>/dev/null || echo 0) lines in the choice file"
+        grep -a -E '^trained|^loss scale|^note' "$logs/profile-run-$precision-$choice.txt"
         sed -n '1,20p' "$table" 2>/dev/null
       } >>"$results/profile.txt"
     done
   done
+  for precision in fp32 fp16; do
+    # Steps and losses (columns 2 and 4); the rest are times.
+    cut -d, -f2,4 "$logs/profile-$precision-find.csv" >"$logs/losses-$precision-find.txt"
+    cut -d, -f2,4 "$logs/profile-$precision-file.csv" >"$logs/losses-$precision-file.txt"
+    if [ -s "$logs/losses-$precision-find.txt" ] &&
+      cmp -s "$logs/losses-$precision-find.txt" "$logs/losses-$precision-file.txt"; then
+      echo "--- $precision: the run from the choice file repeats the measured run's losses exactly"
+    else
+      echo "--- $precision: the run from the choice file DIFFERS from the measured run (or none ran)"
+      diff "$logs/losses-$precision-find.txt" "$logs/losses-$precision-file.txt" | head -5
+    fi
+  done >>"$results/profile.txt"
+  cp "$logs/cudnn-algorithms.txt" "$results/" 2>/dev/null
   cat "$results/profile.txt"
 }
 

@@ -8,24 +8,25 @@
 // its tensor cores allowed whatever the TF32 switch says, which is about f32).
 //
 // At creation (once per node): the descriptors, then the algorithm for this
-// shape from cuDNN's heuristics, chosen by chooseConvAlgorithm and kept in a
-// process-wide cache (ConvPlan.h says why heuristics and not Find), and the
-// scratch it needs: the algorithm's workspace plus, for asymmetric pads, the
-// padded x (or padded dx). The math type follows the backend's TF32 switch:
-// CUDNN_DEFAULT_MATH (TF32 allowed) or CUDNN_FMA_MATH (strict FP32).
+// shape, measured by cudnnFind (or from cuDNN's heuristics), chosen by
+// chooseConvAlgorithm within the device's workspace budget and kept for the
+// process and, when measured, in the choice file (ConvPlan.h,
+// ConvAlgorithmFile.h), and the scratch it needs: the algorithm's workspace
+// plus, for asymmetric pads, the padded x (or padded dx). cuDNN is asked under
+// convQueryMath's type: CUDNN_TENSOR_OP_MATH for f16, CUDNN_DEFAULT_MATH for
+// f32 with TF32 allowed, CUDNN_FMA_MATH for strict FP32.
 // A bias is added afterwards by our broadcast Add. A node with an empty
 // operand or result makes no cuDNN call; its results are zero-filled.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kernels/cpu/PlainLoops.h"
+#include "kernels/cuda/ConvAlgorithmFile.h"
 #include "kernels/cuda/ConvPlan.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"
 #include "kernels/cuda/ElementwiseDevice.h"
 #include "kernels/cuda/ShapeDevice.h"
-
-#include "llvm/ADT/StringMap.h"
 
 #include <mutex>
 
@@ -54,33 +55,17 @@ private:
   cudaError_t status_ = cudaSuccess;
 };
 
-struct AlgoChoice {
-  int algo = 0;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  size_t workspace = 0;
-};
-
-/// Chosen algorithms by convCacheKey, for the whole process.
-class AlgoCache {
-public:
-  static AlgoCache &instance() {
-    static AlgoCache cache;
-    return cache;
+cudnnMathType_t cudnnMath(ConvMath m) {
+  switch (m) {
+  case ConvMath::TensorOp:
+    return CUDNN_TENSOR_OP_MATH;
+  case ConvMath::Fma:
+    return CUDNN_FMA_MATH;
+  case ConvMath::Default:
+    break;
   }
-  std::optional<AlgoChoice> find(const std::string &key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = choices_.find(key);
-    return it == choices_.end() ? std::nullopt : std::optional<AlgoChoice>(it->second);
-  }
-  void add(const std::string &key, AlgoChoice c) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    choices_[key] = c;
-  }
-
-private:
-  std::mutex mutex_;
-  llvm::StringMap<AlgoChoice> choices_;
-};
+  return CUDNN_DEFAULT_MATH;
+}
 
 bool isTensorOp(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
@@ -350,71 +335,85 @@ private:
   }
 
   llvm::Error chooseAlgorithm() {
-    const CudnnApi &api = libs().cudnn;
     // Tensor-core math: TF32 for f32 when allowed, always for f16.
     ConvChoicePolicy policy;
     policy.half = half_;
     policy.allowTF32 = backend().allowTF32() || half_;
     policy.deterministic = backend().deterministic();
     policy.measured = backend().measureAlgorithms();
-    const bool tf32 = policy.allowTF32, deterministic = policy.deterministic;
-    std::string key = convCacheKey(geo_, dir_, policy, backend().ordinal());
-    if (auto cached = AlgoCache::instance().find(key)) {
-      choice_ = *cached;
-      return conv_.setMath(choice_.math);
-    }
+    const size_t budget = backend().convWorkspaceBudget();
+    ConvAlgorithmCache &cache = ConvAlgorithmCache::instance();
+    std::string key = convCacheKey(backend().deviceContext(), geo_, dir_, policy);
+    if (auto kept = cache.find(key); kept && kept->workspace <= budget)
+      return take(*kept);
     // Ask under the math type we will allow, so the answers respect it.
-    if (auto e = conv_.setMath(tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH))
+    if (auto e = conv_.setMath(cudnnMath(convQueryMath(policy))))
       return e;
     std::vector<AlgoCandidate> candidates;
     std::vector<cudnnMathType_t> maths;
-    cudnnHandle_t h = backend().cudnn();
     // Find runs every algorithm on buffers it allocates; where it cannot
-    // (device memory short), the heuristics answer instead.
-    if (policy.measured)
+    // (device memory short), the heuristics answer instead, and that answer
+    // is not kept in the file as a measured one.
+    bool measured = policy.measured;
+    if (measured)
       if (auto e = askCudnn(/*measure=*/true, candidates, maths)) {
         llvm::consumeError(std::move(e));
         candidates.clear();
         maths.clear();
+        measured = false;
       }
     if (candidates.empty())
       if (auto e = askCudnn(/*measure=*/false, candidates, maths))
         return e;
-    auto chosen = chooseConvAlgorithm(candidates, kConvWorkspaceLimit, tf32, deterministic);
+    const bool tf32 = policy.allowTF32;
+    auto chosen = chooseConvAlgorithm(candidates, budget, tf32, policy.deterministic);
     if (!chosen)
       return makeError("cuDNN offers no algorithm for this convolution within " +
-                       llvm::Twine(kConvWorkspaceLimit >> 20) + " MiB of workspace" +
+                       llvm::Twine(budget >> 20) + " MiB of workspace" +
                        (tf32 ? "" : " without tensor-core math"));
-    AlgoChoice c;
+    StoredAlgorithm c;
     c.algo = candidates[*chosen].algo;
     // Strict FP32 keeps FMA math whatever the answer said.
     c.math = tf32 ? maths[*chosen] : CUDNN_FMA_MATH;
-    if (auto e = conv_.setMath(c.math))
+    if (auto e = conv_.setMath((cudnnMathType_t)c.math))
       return e;
-    // The workspace for the final descriptor (the heuristic's figure may be
-    // for another math type).
+    auto bytes = workspaceSize(c.algo);
+    if (!bytes)
+      return bytes.takeError();
+    c.workspace = std::max<uint64_t>(*bytes, candidates[*chosen].memory);
+    return take(cache.add(key, c, /*persist=*/measured));
+  }
+
+  /// The workspace `algo` needs under the descriptor's math type now (the
+  /// answer's figure may be for another one).
+  llvm::Expected<size_t> workspaceSize(int algo) {
+    const CudnnApi &api = libs().cudnn;
+    cudnnHandle_t h = backend().cudnn();
     size_t bytes = 0;
     switch (dir_) {
     case ConvDirection::Forward:
       GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionForwardWorkspaceSize(
                                 h, xDesc_.get(), wDesc_.get(), conv_.get(), yDesc_.get(),
-                                (cudnnConvolutionFwdAlgo_t)c.algo, &bytes));
+                                (cudnnConvolutionFwdAlgo_t)algo, &bytes));
       break;
     case ConvDirection::BackwardData:
       GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardDataWorkspaceSize(
                                 h, wDesc_.get(), yDesc_.get(), conv_.get(), xDesc_.get(),
-                                (cudnnConvolutionBwdDataAlgo_t)c.algo, &bytes));
+                                (cudnnConvolutionBwdDataAlgo_t)algo, &bytes));
       break;
     case ConvDirection::BackwardFilter:
       GRAPHC_CUDNN_TRY(api, api.cudnnGetConvolutionBackwardFilterWorkspaceSize(
                                 h, xDesc_.get(), yDesc_.get(), conv_.get(), wDesc_.get(),
-                                (cudnnConvolutionBwdFilterAlgo_t)c.algo, &bytes));
+                                (cudnnConvolutionBwdFilterAlgo_t)algo, &bytes));
       break;
     }
-    c.workspace = std::max(bytes, candidates[*chosen].memory);
+    return bytes;
+  }
+
+  /// Runs `c` from now on: the kept choice, which may be another thread's.
+  llvm::Error take(const StoredAlgorithm &c) {
     choice_ = c;
-    AlgoCache::instance().add(key, c);
-    return llvm::Error::success();
+    return conv_.setMath((cudnnMathType_t)c.math);
   }
 
   ConvDirection dir_ = ConvDirection::Forward;
@@ -424,7 +423,7 @@ private:
   CudnnTensor xDesc_, yDesc_;
   CudnnFilter wDesc_;
   CudnnConvolution conv_;
-  AlgoChoice choice_;
+  StoredAlgorithm choice_;
   PadParams padIn_;
   StridedIndex<1> cropOut_;
   StridedIndex<2> biasIndex_;

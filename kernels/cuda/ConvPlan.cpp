@@ -39,20 +39,29 @@ std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidat
   return std::nullopt;
 }
 
-std::string convCacheKey(const ConvGeometry &g, ConvDirection d, const ConvChoicePolicy &policy,
-                         int ordinal) {
+size_t convWorkspaceBudget(size_t freeBytes) {
+  return std::clamp(freeBytes / 16, kMinConvWorkspace, kMaxConvWorkspace);
+}
+
+ConvMath convQueryMath(const ConvChoicePolicy &policy) {
+  if (policy.half)
+    return ConvMath::TensorOp;
+  return policy.allowTF32 ? ConvMath::Default : ConvMath::Fma;
+}
+
+std::string convCacheKey(llvm::StringRef device, const ConvGeometry &g, ConvDirection d,
+                         const ConvChoicePolicy &policy) {
   std::string key;
   llvm::raw_string_ostream os(key);
-  os << "dir" << (int)d << " x" << shapeToString(g.x) << " w" << shapeToString(g.w) << " y"
-     << shapeToString(g.y) << " g" << g.group;
+  os << device << " | dir" << (int)d << " x" << shapeToString(g.x) << " w" << shapeToString(g.w)
+     << " y" << shapeToString(g.y) << " g" << g.group;
   for (int i = 0; i < 2; ++i)
     os << " s" << g.strides[i] << " d" << g.dilations[i] << " p" << g.padBegin[i] << ","
        << g.padEnd[i];
   os << (policy.half        ? " f16"
          : policy.allowTF32 ? " tf32"
                             : " fp32")
-     << (policy.deterministic ? "" : " any-algo") << (policy.measured ? " measured" : "")
-     << " gpu" << ordinal;
+     << (policy.deterministic ? "" : " any-algo") << (policy.measured ? " measured" : "");
   return os.str();
 }
 

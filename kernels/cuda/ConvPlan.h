@@ -11,17 +11,23 @@
 //    (cudnnGet*_v7), that succeeded, fits the workspace limit, is
 //    deterministic (when any candidate is, unless the backend allows
 //    otherwise) and, in strict FP32, uses no tensor-core math;
-//  - convCacheKey: the key of the process-wide choice cache (shapes,
-//    window, direction, choice policy, device), so each shape is decided once.
+//  - convQueryMath: the math type set on the descriptor before cuDNN is
+//    asked, so its answers include the algorithms that type allows;
+//  - convWorkspaceBudget: the workspace an algorithm may take, from the
+//    device's free memory;
+//  - convCacheKey: the key of the choice cache (device context, shapes,
+//    window, direction, choice policy), so each shape is decided once per
+//    process, and a measured one once per machine (ConvAlgorithmFile.h).
 //
-// Why heuristics rather than cudnnFind* by default: Find runs every algorithm
-// at bind time, on buffers of its own (the arena does not exist yet), for
-// every distinct shape and direction, and ranks by measured time, so two runs
-// of the same model may choose differently and lose bitwise reproducibility.
-// Get*_v7 needs no memory, runs nothing and answers the same for the same
-// shapes on the same GPU and library. GRAPHC_CUDNN_BENCHMARK=1 asks Find
-// instead (PyTorch's torch.backends.cudnn.benchmark), for speed; its ranked
-// answers go through the same chooseConvAlgorithm.
+// Measured (cudnnFind*) by default: Find runs every algorithm at bind time,
+// on buffers of its own (the arena does not exist yet), for every distinct
+// shape and direction, and ranks by measured time, so two first runs may
+// choose differently; the choice file makes every later run on the machine
+// repeat the first one's choices (bitwise-repeatable steps given the file).
+// GRAPHC_CUDNN_BENCHMARK=0 asks the heuristics (Get*_v7) instead: no memory,
+// nothing run, the same answer for the same shapes on the same GPU and
+// library, without a file. Either way the ranked answers go through the same
+// chooseConvAlgorithm.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -39,8 +45,15 @@ namespace cuda {
 
 enum class ConvDirection : uint8_t { Forward, BackwardData, BackwardFilter };
 
-/// Workspace a convolution algorithm may use (from the device's scratch).
-inline constexpr size_t kConvWorkspaceLimit = size_t(256) << 20;
+/// The workspace a convolution algorithm may take (from the device's
+/// scratch, which is as large as the largest any kernel on the device takes):
+/// a sixteenth of the device memory free when the kernels are bound, at least
+/// kMinConvWorkspace and at most kMaxConvWorkspace (one workspace per
+/// device, so the upper bound is what the whole device pays at most; PyTorch
+/// lets Find try workspaces up to what it can allocate).
+inline constexpr size_t kMinConvWorkspace = size_t(64) << 20;
+inline constexpr size_t kMaxConvWorkspace = size_t(4) << 30;
+size_t convWorkspaceBudget(size_t freeBytes);
 
 struct ConvLowering {
   bool explicitPad = false; ///< x is padded (or dx cropped) through scratch
@@ -74,8 +87,18 @@ struct ConvChoicePolicy {
   bool measured = false;     ///< ranked by cudnnFind* (timed) instead of heuristics
 };
 
-std::string convCacheKey(const ConvGeometry &g, ConvDirection d, const ConvChoicePolicy &policy,
-                         int ordinal);
+/// cuDNN's math types, without its header.
+enum class ConvMath : uint8_t { Default, TensorOp, Fma };
+/// The math type to ask under. 16-bit data: TENSOR_OP, because under the
+/// default math type cuDNN's Get and Find need not offer its tensor-core
+/// algorithms for half precision (PyTorch sets TENSOR_OP for half too);
+/// f32 with TF32 allowed: DEFAULT (which permits TF32 tensor cores); strict
+/// f32: FMA.
+ConvMath convQueryMath(const ConvChoicePolicy &policy);
+
+/// `device`: deviceContextKey's text for the GPU (ConvAlgorithmFile.h).
+std::string convCacheKey(llvm::StringRef device, const ConvGeometry &g, ConvDirection d,
+                         const ConvChoicePolicy &policy);
 
 } // namespace cuda
 } // namespace graphc

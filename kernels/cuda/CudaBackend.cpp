@@ -3,7 +3,12 @@
 #include "kernels/cuda/CudaBackend.h"
 
 #include "ir/Diagnostics.h"
+#include "kernels/cuda/ConvAlgorithmFile.h"
+#include "kernels/cuda/ConvPlan.h"
 #include "kernels/cuda/CudaCheck.h"
+#include "kernels/cuda/CudaLibraries.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +22,7 @@ CudaBackendOptions cudaBackendOptionsFromEnv() {
   if (const char *v = std::getenv("GRAPHC_CUDNN_DETERMINISTIC"))
     o.deterministic = std::strcmp(v, "0") != 0;
   if (const char *v = std::getenv("GRAPHC_CUDNN_BENCHMARK"))
-    o.measureAlgorithms = std::strcmp(v, "1") == 0;
+    o.measureAlgorithms = std::strcmp(v, "0") != 0;
   return o;
 }
 
@@ -38,6 +43,15 @@ llvm::Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(int ordinal,
   GRAPHC_CUDA_TRY(cudaSetDevice(ordinal));
   GRAPHC_CUDA_TRY(
       cudaDeviceGetAttribute(&b->multiprocessors_, cudaDevAttrMultiProcessorCount, ordinal));
+  cudaDeviceProp prop;
+  GRAPHC_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+  int runtime = 0;
+  GRAPHC_CUDA_TRY(cudaRuntimeGetVersion(&runtime));
+  b->context_ =
+      cuda::deviceContextKey(prop.name, prop.major, prop.minor, b->libs_->cudnnVersion, runtime);
+  size_t freeBytes = 0, totalBytes = 0;
+  GRAPHC_CUDA_TRY(cudaMemGetInfo(&freeBytes, &totalBytes));
+  b->workspaceBudget_ = cuda::convWorkspaceBudget(freeBytes);
   const CudnnApi &dnn = b->libs_->cudnn;
   const CublasApi &blas = b->libs_->cublas;
   GRAPHC_CUDNN_TRY(dnn, dnn.cudnnCreate(&b->cudnn_));
@@ -54,6 +68,13 @@ llvm::Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(int ordinal,
 }
 
 CudaBackend::~CudaBackend() {
+  // Measured convolution choices go to the file once the kernels that made
+  // them are done with; a cache that cannot be written costs the next run a
+  // measurement, not this one its result.
+  if (auto e = cuda::ConvAlgorithmCache::instance().save())
+    llvm::errs() << "note: cuDNN algorithm choices not kept in '"
+                 << cuda::ConvAlgorithmCache::instance().path()
+                 << "': " << llvm::toString(std::move(e)) << "\n";
   // Teardown errors have nowhere to go; the device may already be gone.
   if (libs_ && cublas_)
     libs_->cublas.cublasDestroy_v2(cublas_);

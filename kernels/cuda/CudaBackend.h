@@ -47,18 +47,18 @@ struct CudaBackendOptions {
   /// (bitwise-repeatable steps). Off: cuDNN's first answer that fits, as
   /// PyTorch's default (torch.backends.cudnn.deterministic = False) allows.
   bool deterministic = true;
-  /// Rank convolution algorithms by cudnnFind* (each timed once per shape at
-  /// bind time) instead of cuDNN's heuristics, as PyTorch's
-  /// torch.backends.cudnn.benchmark = True: faster choices, not repeatable
-  /// from run to run.
-  bool measureAlgorithms = false;
+  /// Rank convolution algorithms by cudnnFind* (each timed once per shape,
+  /// device model and library versions, then kept in the choice file:
+  /// ConvAlgorithmFile.h) instead of cuDNN's heuristics, as PyTorch's
+  /// torch.backends.cudnn.benchmark = True, but repeatable given the file.
+  bool measureAlgorithms = true;
 };
 
 /// The defaults with the environment applied: GRAPHC_CUDA_TF32=0 turns TF32
 /// off, GRAPHC_CUDNN_DETERMINISTIC=0 allows non-deterministic convolution
-/// algorithms, GRAPHC_CUDNN_BENCHMARK=1 measures them (any other value, or
-/// none, keeps the default). The executor may override
-/// the result from its own options before create().
+/// algorithms, GRAPHC_CUDNN_BENCHMARK=0 takes cuDNN's heuristics instead of
+/// measuring (any other value, or none, keeps the default). The executor may
+/// override the result from its own options before create().
 CudaBackendOptions cudaBackendOptionsFromEnv();
 
 class CudaBackend {
@@ -76,6 +76,12 @@ public:
   bool allowTF32() const { return options_.allowTF32; }
   bool deterministic() const { return options_.deterministic; }
   bool measureAlgorithms() const { return options_.measureAlgorithms; }
+  /// The GPU model, compute capability and library versions that convolution
+  /// choices are kept under (deviceContextKey).
+  const std::string &deviceContext() const { return context_; }
+  /// The workspace a convolution algorithm may take on this device
+  /// (convWorkspaceBudget of the memory free at create()).
+  size_t convWorkspaceBudget() const { return workspaceBudget_; }
   const CudaLibraries &libraries() const { return *libs_; }
   cudnnContext *cudnn() const { return cudnn_; }
   cublasContext *cublas() const { return cublas_; }
@@ -106,6 +112,8 @@ private:
   cudnnContext *cudnn_ = nullptr;
   cublasContext *cublas_ = nullptr;
   int multiprocessors_ = 1;
+  std::string context_;
+  size_t workspaceBudget_ = 0;
   std::mutex handleMutex_;
   DeviceErrorWord *deviceWord_ = nullptr; ///< cudaMalloc'ed, zeroed
   std::mutex sitesMutex_;

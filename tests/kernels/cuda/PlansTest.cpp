@@ -9,6 +9,7 @@
 
 #include "CudaTestUtil.h"
 
+#include "kernels/cuda/ConvAlgorithmFile.h"
 #include "kernels/cuda/ConvPlan.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"
@@ -203,19 +204,23 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   half.half = true;
   any.deterministic = false;
   measured.measured = true;
+  const std::string h200 = deviceContextKey("NVIDIA H200", 9, 0, 91400, 13000);
+  const std::string h100 = deviceContextKey("NVIDIA H100", 9, 0, 91400, 13000);
+  const std::string newer = deviceContextKey("NVIDIA H200", 9, 0, 91500, 13000);
   std::set<std::string> keys;
-  EXPECT_EQ(convCacheKey(*ga, ConvDirection::Forward, tf32, 0),
-            convCacheKey(*gb, ConvDirection::Forward, tf32, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, tf32, 0));
-  keys.insert(convCacheKey(*gs, ConvDirection::Forward, tf32, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::BackwardData, tf32, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::BackwardFilter, tf32, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, fp32, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, tf32, 1));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, half, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, any, 0));
-  keys.insert(convCacheKey(*ga, ConvDirection::Forward, measured, 0));
-  EXPECT_EQ(keys.size(), 9u);
+  EXPECT_EQ(convCacheKey(h200, *ga, ConvDirection::Forward, tf32),
+            convCacheKey(h200, *gb, ConvDirection::Forward, tf32));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, tf32));
+  keys.insert(convCacheKey(h200, *gs, ConvDirection::Forward, tf32));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::BackwardData, tf32));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::BackwardFilter, tf32));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, fp32));
+  keys.insert(convCacheKey(h100, *ga, ConvDirection::Forward, tf32));
+  keys.insert(convCacheKey(newer, *ga, ConvDirection::Forward, tf32));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, half));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, any));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, measured));
+  EXPECT_EQ(keys.size(), 10u);
 }
 
 TEST(SoftmaxPlan, TheAxisBecomesCudnnChannels) {
