@@ -32,11 +32,15 @@
 #                     read back from it (same metrics expected), and any algorithm measured
 #                     (GRAPHC_CUDNN_DETERMINISTIC=0): per-op tables in profile.txt, the choice
 #                     file as cudnn-algorithms.txt
-#   mpi               tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers under the machine's own
-#                     mpirun (Open MPI is not in the bundle; skipped without one): worker
-#                     processes of 1 GPU each summing with NCCL across processes against one
-#                     process with as many GPUs (needs 2 GPUs; 3 for unlike workers), and a
-#                     stalled rank (mpi.txt)
+#   mpi               tests/mpi/mpi_test.py under the machine's mpirun, else the bundle's copy
+#                     of Open MPI (scripts/bundle-openmpi): Broadcast and GpuAcrossWorkers
+#                     (worker processes of 1 GPU each summing with NCCL against one process
+#                     with as many GPUs; needs 2 GPUs, 3 for unlike workers, and a stalled
+#                     rank), then GpuRanksSharingOneGpu twice, once per NCCL route for two
+#                     ranks on one GPU (NCCL_HOSTID per rank over loopback sockets, and
+#                     NCCL_MULTI_RANK_GPU_ENABLE=1): against one process folding 2 logical
+#                     GPUs onto it, against CPU devices, and a stalled rank (mpi.txt, with
+#                     NCCL's version and transport)
 #   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
 #                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
 #                     bf16 (and bf16 kept off AMX) in alternating rounds, the vector units'
@@ -131,6 +135,13 @@ GRAPHC_PYTHON=$(command -v "$py" || echo "$py")
 export GRAPHC_PYTHON
 export GRAPHC_CUDA_LIBRARY_PATH=$wheel_libs
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+# Open MPI's launcher: the machine's, else the bundle's copy (scripts/bundle-openmpi).
+mpi_note="the machine's mpirun"
+if ! command -v mpirun >/dev/null && [ -f "$here/ompi/env.sh" ]; then
+  # shellcheck disable=SC1091
+  . "$here/ompi/env.sh"
+  mpi_note="the bundle's mpirun"
+fi
 
 run_env() {
   {
@@ -402,19 +413,26 @@ run_cpu() {
 run_mpi() {
   mpirun_bin=$(command -v mpirun || true)
   if [ -z "$mpirun_bin" ]; then
-    echo "mpi: skipped: no mpirun on this machine" | tee "$results/mpi.txt"
+    echo "mpi: skipped: no mpirun on this machine and none in the bundle" | tee "$results/mpi.txt"
     return 0
   fi
-  start=$(date +%s)
-  (cd "$here/src" && GRAPHC_BIN="$here/build/bin" GRAPHC_MPIRUN="$mpirun_bin" \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout "$per_test_timeout" "$py" tests/mpi/mpi_test.py -v Broadcast GpuAcrossWorkers) \
-    >"$logs/mpi.log" 2>&1
-  rc=$?
-  {
-    echo "mpi: tests/mpi/mpi_test.py Broadcast GpuAcrossWorkers: exit $rc, $(($(date +%s) - start)) s ($("$mpirun_bin" --version 2>&1 | head -1))"
-    grep -a -E '\.\.\. (ok|FAIL|ERROR|skipped)|^(FAIL|ERROR):|^Ran |^OK|^FAILED' "$logs/mpi.log"
-  } >"$results/mpi.txt"
+  : >"$results/mpi.txt"
+  # Workers of their own GPUs (2 or more), then two ranks sharing GPU 0 by each NCCL route.
+  for route in - hostid multi-rank; do
+    classes="GpuRanksSharingOneGpu" log=$logs/mpi-$route.log label=" (route $route)"
+    [ "$route" = - ] && classes="Broadcast GpuAcrossWorkers" label=""
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    (cd "$here/src" && GRAPHC_BIN="$here/build/bin" GRAPHC_MPIRUN="$mpirun_bin" \
+      GRAPHC_NCCL_SHARED_ROUTE=${route#-} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      timeout "$per_test_timeout" "$py" tests/mpi/mpi_test.py -v $classes) >"$log" 2>&1
+    rc=$?
+    {
+      echo "mpi: tests/mpi/mpi_test.py $classes$label: exit $rc," \
+        "$(($(date +%s) - start)) s ($mpi_note: $("$mpirun_bin" --version 2>&1 | head -1))"
+      grep -a -E '\.\.\. (ok|FAIL|ERROR|skipped)|^(FAIL|ERROR):|^Ran |^OK|^FAILED|^\[ (nccl|bound)' "$log"
+    } >>"$results/mpi.txt"
+  done
   cat "$results/mpi.txt"
 }
 

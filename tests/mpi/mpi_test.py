@@ -784,6 +784,14 @@ class GpuAcrossWorkers(Case):
         if self.gpus < 2:
             self.skipTest("needs 2 GPUs, %d visible" % self.gpus)
 
+    # What the one-process reference adds to its command line (GpuRanksSharingOneGpu folds
+    # its logical GPUs onto the one physical GPU).
+    REFERENCE = ()
+
+    def rank_env(self):
+        """Shell lines that set rank $OMPI_COMM_WORLD_RANK's environment beyond its GPUs."""
+        return ""
+
     def on_gpus(self, sets):
         """A script that runs graphrun with rank r's GPUs the r-th of `sets`."""
         wrapper = self.path("on-gpus.sh")
@@ -791,12 +799,17 @@ class GpuAcrossWorkers(Case):
             f.write("#!/bin/sh\ni=0\nfor s in %s; do\n" % " ".join(sets))
             f.write('  [ "$i" = "$OMPI_COMM_WORLD_RANK" ] && CUDA_VISIBLE_DEVICES=$s && export CUDA_VISIBLE_DEVICES\n')
             f.write("  i=$((i + 1))\ndone\n")
+            f.write(self.rank_env())
             f.write('exec "%s" "$@"\n' % GRAPHRUN)
         os.chmod(wrapper, 0o755)
         return wrapper
 
     def mpirun_on(self, sets, *args):
         return mpirun(len(sets), self.on_gpus(sets), *args)
+
+    def two_ranks(self):
+        """Each of two ranks' CUDA_VISIBLE_DEVICES."""
+        return ["0", "1"]
 
     def test_mirrored_and_batch_norm_match_one_process(self):
         cnn = ["--model", "small_cnn", "--batch", "10", "--seed", "3", "--lr", "0.02", "--threads", "1",
@@ -805,9 +818,9 @@ class GpuAcrossWorkers(Case):
             with self.subTest(what):
                 ref = self.path("ref-%d" % len(model))
                 run(GRAPHRUN, "train", *model, "--steps", "5", "--gpus", "2", "--params", "mirrored",
-                    "--checkpoint", ref)
+                    *self.REFERENCE, "--checkpoint", ref)
                 ckpt = self.path("two-%d" % len(model))
-                self.mpirun_on(["0", "1"], "train", *model, "--steps", "5", "--workers", "2", "--gpus", "1",
+                self.mpirun_on(self.two_ranks(), "train", *model, "--steps", "5", "--workers", "2", "--gpus", "1",
                                "--params", "mirrored", "--checkpoint", ckpt)
                 rel = step_bound(*model[:4])  # NCCL's sum against one process's
                 self.assertSameParams(self.params(ref), self.params(ckpt), what + ", 2 workers x 1 GPU", rel)
@@ -827,7 +840,7 @@ class GpuAcrossWorkers(Case):
                               mlp_bound())
 
     def test_stalled_rank_fails_the_other_within_the_timeout(self):
-        args = [MPIRUN, "--oversubscribe", "-np", "2", self.on_gpus(["0", "1"]), "train", *MLP,
+        args = [MPIRUN, "--oversubscribe", "-np", "2", self.on_gpus(self.two_ranks()), "train", *MLP,
                 "--steps", "1000000", "--workers", "2", "--gpus", "1", "--params", "mirrored",
                 "--collective-timeout", "5"]
         err = open(self.path("err"), "w+")
@@ -865,6 +878,78 @@ class GpuAcrossWorkers(Case):
         # NCCL case alone is cuda_nccl_tests' silent worker.
         self.assertRegex(text, r"graphrun: error: rank 0 of 2: step \d+: (.*NCCL .*|agreeing which samples "
                                r"failed to load|agreeing whether to stop) did not complete within 5 s")
+
+
+
+class GpuRanksSharingOneGpu(GpuAcrossWorkers):
+    """NCCL across two worker processes that share one GPU, so that one lent GPU proves it.
+
+    NCCL refuses two ranks of one communicator on one GPU, but looks for duplicate GPUs only
+    among ranks of one host as NCCL_HOSTID names it. GRAPHC_NCCL_SHARED_ROUTE picks how it
+    is told otherwise:
+      hostid      (default) each rank its own NCCL_HOSTID: NCCL takes the ranks for two hosts
+                  and sums over sockets on the loopback interface (NCCL_SOCKET_IFNAME=lo);
+      multi-rank  NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL's own switch for ranks sharing a GPU
+                  (NCCL 2.30 and later).
+    The one-process reference folds its 2 logical GPUs onto the same GPU (--emulate) and sums
+    them with our own reduction kernel; a test against CPU devices checks the sums against
+    the CPU engine. A run that never reaches NCCL proves nothing, so each run's output must
+    name the NCCL all-reduce in its plan.
+    """
+
+    REFERENCE = ("--emulate",)
+    ROUTE = os.environ.get("GRAPHC_NCCL_SHARED_ROUTE", "hostid")
+
+    def setUp(self):
+        Case.setUp(self)
+        if visible_gpus() < 1:
+            self.skipTest("needs a GPU, none visible")
+        if self.ROUTE not in ("hostid", "multi-rank"):
+            self.fail("GRAPHC_NCCL_SHARED_ROUTE must be hostid or multi-rank, not %r" % self.ROUTE)
+
+    def two_ranks(self):
+        return ["0", "0"]
+
+    def rank_env(self):
+        # NCCL_DEBUG=INFO: NCCL says its version, that each communicator was made and by
+        # which transport its ranks talk; mpirun_on checks and reports it.
+        env = "NCCL_DEBUG=INFO; export NCCL_DEBUG\n"
+        if self.ROUTE == "multi-rank":
+            return env + "NCCL_MULTI_RANK_GPU_ENABLE=1; export NCCL_MULTI_RANK_GPU_ENABLE\n"
+        return env + ('NCCL_HOSTID=graphc-rank$OMPI_COMM_WORLD_RANK; NCCL_SOCKET_IFNAME=lo\n'
+                      "export NCCL_HOSTID NCCL_SOCKET_IFNAME\n")
+
+    def mpirun_on(self, sets, *args):
+        p = super().mpirun_on(sets, *args)
+        text = p.stdout + p.stderr
+        self.assertRegex(text, r"NCCL INFO .*Init COMPLETE", "no NCCL communicator was made")
+        said = [l for l in text.splitlines()
+                if re.search(r"NCCL version|Init COMPLETE|via (NET|P2P|SHM)|Using network", l)]
+        sys.stderr.write("\n[ nccl     ] route %s: %s\n" % (self.ROUTE, " | ".join(dict.fromkeys(
+            re.sub(r"^\S+:\d+:\d+ \[\d+\] ", "", l) for l in said))[:2000]))
+        return p
+
+    def test_unlike_workers_match_one_process(self):
+        self.skipTest("needs 3 GPUs: a chief of 2 and a worker of 1")
+
+    def test_sums_match_the_cpu_engine(self):
+        """Two ranks on the GPU summing with NCCL against one process on 2 CPU devices, both
+        in strict FP32: each side's K*u, so twice the step bound."""
+        ref = self.path("cpu")
+        env = dict(ENV, CUDA_VISIBLE_DEVICES="")
+        p = subprocess.run([GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "2", "--params", "mirrored",
+                            "--emulate", "--checkpoint", ref], capture_output=True, text=True, env=env,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        ckpt = self.path("nccl")
+        ENV["GRAPHC_CUDA_TF32"] = "0"
+        try:
+            out = self.mpirun_on(self.two_ranks(), "train", *MLP, "--steps", "5", "--workers", "2", "--gpus",
+                                 "1", "--params", "mirrored", "--checkpoint", ckpt)
+        finally:
+            del ENV["GRAPHC_CUDA_TF32"]
+        self.assertSameParams(self.params(ref), self.params(ckpt), "NCCL on one GPU against CPU devices",
+                              2 * mlp_bound())
 
 
 if __name__ == "__main__":
