@@ -19,18 +19,13 @@ namespace graphc {
 
 namespace {
 
-constexpr llvm::StringLiteral kStep = "checkpoint_step", kEpoch = "checkpoint_epoch",
-                              kEpochBatches = "checkpoint_epoch_batches",
-                              kEpochSamples = "checkpoint_epoch_samples", kSeed = "checkpoint_seed",
-                              kBatch = "checkpoint_batch", kData = "checkpoint_data";
-
-/// A header entry that must be there, with the right kind.
-llvm::Expected<int64_t> headerInt(const Attrs &meta, llvm::StringRef key, llvm::StringRef path) {
-  const Attribute *a = meta.find(key);
-  const int64_t *v = a ? std::get_if<int64_t>(a) : nullptr;
-  if (!v || *v < 0)
+/// A header entry that must be there (its kind and sign the header's parse
+/// checked: ir/OpAttrs.def).
+llvm::Expected<int64_t> headerInt(const std::optional<int64_t> &v, llvm::StringRef key,
+                                  llvm::StringRef path) {
+  if (!v)
     return makeError("'" + path + "' is not a checkpoint this graphc can resume: its header has " +
-                     (v ? "a negative " : "no integer ") + key);
+                     "no integer " + key);
   return *v;
 }
 
@@ -142,14 +137,15 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Module &forward,
   Archive a;
   // A header module (meta only) with the run's position, then the model.
   Module header(forward.name());
-  header.meta() = forward.meta();
-  header.meta().set(kStep, (int64_t)info.step);
-  header.meta().set(kEpoch, info.epoch);
-  header.meta().set(kEpochBatches, info.epochBatches);
-  header.meta().set(kEpochSamples, info.epochSamples);
-  header.meta().set(kSeed, (int64_t)info.seed);
-  header.meta().set(kBatch, info.batch);
-  header.meta().set(kData, info.data);
+  header.plan() = forward.plan();
+  CheckpointPosition &at = header.plan().checkpoint;
+  at.step = (int64_t)info.step;
+  at.epoch = info.epoch;
+  at.epochBatches = info.epochBatches;
+  at.epochSamples = info.epochSamples;
+  at.seed = (int64_t)info.seed;
+  at.batch = info.batch;
+  at.data = info.data;
   a.text = toText(header) + toText(forward);
   llvm::StringMap<const Tensor *> byName;
   for (const NamedTensor &t : tensors)
@@ -186,28 +182,28 @@ llvm::Expected<LoadedCheckpoint> loadCheckpointFile(llvm::StringRef pathRef) {
     return model.takeError();
   LoadedCheckpoint c;
   c.path = path;
-  const Attrs &meta = (*header)->meta();
-  for (auto [key, field] : {std::pair{kEpoch, &c.info.epoch},
-                            {kEpochBatches, &c.info.epochBatches},
-                            {kEpochSamples, &c.info.epochSamples},
-                            {kBatch, &c.info.batch}}) {
-    auto v = headerInt(meta, key, path);
+  const CheckpointPosition &at = (*header)->plan().checkpoint;
+  for (auto [key, value, field] :
+       {std::tuple{"checkpoint_epoch", &at.epoch, &c.info.epoch},
+        {"checkpoint_epoch_batches", &at.epochBatches, &c.info.epochBatches},
+        {"checkpoint_epoch_samples", &at.epochSamples, &c.info.epochSamples},
+        {"checkpoint_batch", &at.batch, &c.info.batch}}) {
+    auto v = headerInt(*value, key, path);
     if (!v)
       return v.takeError();
     *field = *v;
   }
-  auto step = headerInt(meta, kStep, path);
-  auto seed = step ? headerInt(meta, kSeed, path) : step.takeError();
+  auto step = headerInt(at.step, "checkpoint_step", path);
+  auto seed = step ? headerInt(at.seed, "checkpoint_seed", path) : step.takeError();
   if (!seed)
     return seed.takeError();
   c.info.step = (uint64_t)*step;
   c.info.seed = (uint64_t)*seed;
-  const Attribute *data = meta.find(kData);
-  if (!data || !std::get_if<std::string>(data))
+  if (!at.data)
     return makeError("'" + path +
                      "' is not a checkpoint this graphc can resume: its header has "
                      "no data set");
-  c.info.data = std::get<std::string>(*data);
+  c.info.data = *at.data;
 
   Fit fit(a->tensors, **model);
   if (!fit.ok())

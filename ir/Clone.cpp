@@ -29,7 +29,7 @@ std::vector<Value *> cloneGraphInto(const Graph &src, Graph &dst) {
 
 std::unique_ptr<Module> cloneModule(const Module &m, bool shareData) {
   auto c = std::make_unique<Module>(m.name());
-  c->meta() = m.meta();
+  c->plan() = m.plan();
   for (const Variable &v : m.variables()) {
     Variable copy = v;
     if (!shareData)

@@ -28,7 +28,7 @@ static bool sameNode(const Node &a, const Node &b) {
 bool structurallyEqual(const Module &a, const Module &b, std::string *why) {
   if (a.name() != b.name())
     return differ(why, "module names differ: " + a.name() + " vs " + b.name());
-  if (!(a.meta() == b.meta()))
+  if (!(a.plan() == b.plan()))
     return differ(why, "module meta differs");
   if (a.variables().size() != b.variables().size())
     return differ(why, "variable counts differ");

@@ -216,7 +216,8 @@ void Graph::moveAfter(Node *n, Node *anchor) {
   assert(from != nodes_.end());
   std::unique_ptr<Node> owned = std::move(*from);
   nodes_.erase(from);
-  auto at = llvm::find_if(nodes_, [&](const std::unique_ptr<Node> &p) { return p.get() == anchor; });
+  auto at =
+      llvm::find_if(nodes_, [&](const std::unique_ptr<Node> &p) { return p.get() == anchor; });
   assert(at != nodes_.end());
   nodes_.insert(at + 1, std::move(owned));
 }
@@ -354,12 +355,6 @@ std::optional<VarKind> parseVarKind(llvm::StringRef s) {
     if (varKindName(k) == s)
       return k;
   return std::nullopt;
-}
-
-std::optional<int64_t> Module::batch() const {
-  if (!meta_.has("batch"))
-    return std::nullopt;
-  return meta_.getInt("batch");
 }
 
 Variable &Module::addVariable(Variable v) {

@@ -17,6 +17,7 @@
 
 #include "ir/Attribute.h"
 #include "ir/Op.h"
+#include "ir/PlanInfo.h"
 #include "ir/Type.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -221,7 +222,7 @@ struct Variable {
   TensorType type;
   VarKind kind = VarKind::Param;
   Initializer init;
-  Tensor data;        ///< explicit value (imported weights, a checkpoint); may be empty
+  Tensor data; ///< explicit value (imported weights, a checkpoint); may be empty
   /// Where the storage lives once placed: one device, or one per replica
   /// (mirrored). Empty before placement.
   std::vector<std::string> devices;
@@ -245,12 +246,12 @@ public:
   const std::string &name() const { return name_; }
   void setName(std::string n) { name_ = std::move(n); }
 
-  /// Module-level facts: "batch" (bound batch size), "seed", "training",
-  /// "towers", "source", ... printed in the module header.
-  Attrs &meta() { return meta_; }
-  const Attrs &meta() const { return meta_; }
+  /// What the module says about the plan it is (the bound batch, towers,
+  /// workers, cluster, precision, ...), printed in the module header.
+  PlanInfo &plan() { return plan_; }
+  const PlanInfo &plan() const { return plan_; }
   /// The bound batch size, if bindBatch has run.
-  std::optional<int64_t> batch() const;
+  std::optional<int64_t> batch() const { return plan_.batch; }
 
   Variable &addVariable(Variable v);
   Variable *findVariable(llvm::StringRef name);
@@ -268,7 +269,7 @@ public:
 
 private:
   std::string name_;
-  Attrs meta_;
+  PlanInfo plan_;
   std::vector<Variable> variables_;
   llvm::StringMap<size_t> variableIndex_;
   std::vector<std::unique_ptr<Graph>> graphs_;

@@ -623,6 +623,7 @@ llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
   auto m = std::make_unique<Module>(*n);
   if (auto e = expect('{'))
     return e;
+  Attrs meta;
   for (;;) {
     size_t at = (skipSpace(), pos_);
     std::string w = peekWord();
@@ -638,7 +639,7 @@ llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
         auto v = attribute();
         if (!v)
           return v.takeError();
-        m->meta().set(*key, std::move(*v));
+        meta.set(*key, std::move(*v));
       } while (consume(','));
     } else if (w == "var") {
       pos_ += w.size();
@@ -659,8 +660,10 @@ llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
   }
   if (!atEnd())
     return error("unexpected text after the module");
-  if (auto e = checkModuleMeta(m->meta()))
-    return withContext(std::move(e), file_);
+  auto plan = PlanInfo::fromAttrs(meta);
+  if (!plan)
+    return withContext(plan.takeError(), file_);
+  m->plan() = std::move(*plan);
   return m;
 }
 

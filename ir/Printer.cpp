@@ -99,11 +99,13 @@ void printAttribute(const Attribute &a, llvm::raw_ostream &os) {
           os << ']';
         } else if constexpr (std::is_same_v<T, Floats>) {
           os << '[';
-          llvm::interleave(v, os, [&](double d) { os << formatDouble(d); }, ", ");
+          llvm::interleave(
+              v, os, [&](double d) { os << formatDouble(d); }, ", ");
           os << ']';
         } else if constexpr (std::is_same_v<T, Strings>) {
           os << '[';
-          llvm::interleave(v, os, [&](const std::string &s) { printString(s, os); }, ", ");
+          llvm::interleave(
+              v, os, [&](const std::string &s) { printString(s, os); }, ", ");
           os << ']';
         } else {
           static_assert(std::is_same_v<T, Tensor>);
@@ -140,7 +142,8 @@ static void printInitializer(const Variable &v, const PrintOptions &opts, llvm::
   os << v.init.fn;
   if (!v.init.args.empty()) {
     os << '(';
-    llvm::interleave(v.init.args, os, [&](double d) { os << formatDouble(d); }, ", ");
+    llvm::interleave(
+        v.init.args, os, [&](double d) { os << formatDouble(d); }, ", ");
     os << ')';
   }
 }
@@ -171,7 +174,8 @@ static void printNode(const Node &n, llvm::raw_ostream &os) {
   os << opName(n.op());
   if (n.numOperands()) {
     os << '(';
-    llvm::interleave(n.operands(), os, [&](const Value *v) { printValueRef(v, os); }, ", ");
+    llvm::interleave(
+        n.operands(), os, [&](const Value *v) { printValueRef(v, os); }, ", ");
     os << ')';
   }
   if (!n.attrs().empty()) {
@@ -189,8 +193,7 @@ static void printNode(const Node &n, llvm::raw_ostream &os) {
   if (n.numResults()) {
     os << " : ";
     llvm::interleave(
-        n.results(), os, [&](const std::unique_ptr<Value> &v) { os << toString(v->type()); },
-        ", ");
+        n.results(), os, [&](const std::unique_ptr<Value> &v) { os << toString(v->type()); }, ", ");
   }
   if (n.name() != defaultNodeName(n)) {
     os << " name ";
@@ -220,10 +223,10 @@ void print(const Module &m, llvm::raw_ostream &os, PrintOptions opts) {
   os << "module ";
   printIdent(m.name(), os);
   os << " {\n";
-  if (!m.meta().empty()) {
+  if (Attrs meta = m.plan().toAttrs(); !meta.empty()) {
     os << "  meta ";
     llvm::interleave(
-        m.meta().entries(), os,
+        meta.entries(), os,
         [&](const Attrs::Entry &e) {
           printIdent(e.first, os);
           os << " = ";
@@ -239,7 +242,8 @@ void print(const Module &m, llvm::raw_ostream &os, PrintOptions opts) {
     printInitializer(v, opts, os);
     if (!v.devices.empty()) {
       os << " @ ";
-      llvm::interleave(v.devices, os, [&](const std::string &d) { printString(d, os); }, ", ");
+      llvm::interleave(
+          v.devices, os, [&](const std::string &d) { printString(d, os); }, ", ");
     }
     os << '\n';
   }

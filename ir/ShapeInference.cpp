@@ -65,7 +65,7 @@ llvm::Error bindBatch(Module &m, int64_t batch) {
         n->attrs().set(name, s);
       }
     }
-  m.meta().set("batch", batch);
+  m.plan().batch = batch;
   return inferShapes(m);
 }
 

@@ -133,7 +133,7 @@ static llvm::Error verifyGraph(const Graph &g) {
 }
 
 llvm::Error verify(const Module &m) {
-  if (auto e = checkModuleMeta(m.meta()))
+  if (auto e = checkPlanInfo(m.plan()))
     return e;
   for (const Variable &v : m.variables()) {
     if (!v.type.isStatic())

@@ -37,7 +37,7 @@ llvm::Expected<unsigned> parseAccumulateSteps(llvm::StringRef text) {
 }
 
 llvm::Expected<unsigned> accumulationSteps(const Module &m) {
-  int64_t k = m.meta().getInt("accumulate", 1);
+  int64_t k = m.plan().accumulate.value_or(1);
   if (k < 1 || k > (1 << 20) || (k > 1) != (m.findGraph(kMicroGraph) != nullptr))
     return makeError("module '" + m.name() + "' is malformed: meta accumulate = " + llvm::Twine(k) +
                      (m.findGraph(kMicroGraph) ? " with" : " without") + " a graph '" +
@@ -333,10 +333,10 @@ llvm::Expected<bool> accumulateGradients(Module &m, const AccumulateOptions &opt
   Graph *main = m.findGraph("main");
   if (!main)
     return makeError("accumulate-gradients: the module has no graph 'main'");
-  if (m.findGraph(kMicroGraph) || m.meta().has("accumulate"))
+  if (m.findGraph(kMicroGraph) || m.plan().accumulate)
     return makeError("accumulate-gradients: the module already accumulates (graph '" + kMicroGraph +
                      "')");
-  const bool towers = m.meta().has("tower_batches");
+  const bool towers = m.plan().towerBatches.has_value();
   for (const Node *n : main->nodes())
     if (n->op() == Op::Input && n->tower() >= 0)
       return nodeError(*n, "accumulate-gradients: the towers read their own data inputs; run "
@@ -373,7 +373,7 @@ llvm::Expected<bool> accumulateGradients(Module &m, const AccumulateOptions &opt
   for (Graph *g : {main, &micro})
     if (!g->sortTopologically())
       return makeError("accumulate-gradients: graph '" + g->name() + "' has a cycle");
-  m.meta().set("accumulate", (int64_t)opts.steps);
+  m.plan().accumulate = (int64_t)opts.steps;
   return true;
 }
 

@@ -128,7 +128,7 @@ llvm::Expected<bool> addOptimizer(Module &m, const OptimizerOptions &opts) {
     if (!update)
       return withContext(update.takeError(), "add-optimizer");
   }
-  m.meta().set("optimizer", opts.optimizer);
+  m.plan().optimizer = opts.optimizer;
   return true;
 }
 

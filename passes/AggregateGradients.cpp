@@ -307,7 +307,7 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
   Graph *g = m.findGraph("main");
   if (!g)
     return makeError("aggregate-gradients: the module has no graph 'main'");
-  if (opts.towers == 0 && !m.meta().has("tower_batches"))
+  if (opts.towers == 0 && !m.plan().towerBatches)
     return false; // no towers asked for, none made
   auto sizes = towerBatches(m, "aggregate-gradients");
   if (!sizes)

@@ -2,7 +2,7 @@
 //
 // Each pass takes its own options struct (below, first): what it reads and
 // nothing else. CompileOptions is the compile's command line, typed: the
-// tools fill it (modes parsed once by passes/Modes.h, devices by
+// tools fill it (modes parsed once by ir/Modes.h, devices by
 // ir/DeviceId.h), and the pass registry hands each pass the part it reads
 // (towerOptions(o), aggregateOptions(o), ...). A knob several passes read
 // (the tower count, the BatchNorm mode) is set once here and copied into each
@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "passes/Modes.h"
+#include "ir/Modes.h"
 
 #include "llvm/Support/Error.h"
 
@@ -67,7 +67,7 @@ struct PrecisionOptions {
 
 /// loss-scaling.
 struct LossScaleOptions {
-  double initial = 0;           ///< the first scale; 0: no loss scaling
+  double initial = 0;            ///< the first scale; 0: no loss scaling
   int64_t growthInterval = 2000; ///< finite steps before the scale doubles
 };
 

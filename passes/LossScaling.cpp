@@ -49,8 +49,8 @@ public:
     scaleLossGradients();
     if (auto e = decide())
       return e;
-    m_.meta().set("loss_scale", opts_.initial);
-    m_.meta().set("loss_scale_interval", opts_.growthInterval);
+    m_.plan().lossScale = opts_.initial;
+    m_.plan().lossScaleInterval = opts_.growthInterval;
     return llvm::Error::success();
   }
 
@@ -213,7 +213,7 @@ llvm::Expected<bool> addLossScaling(Module &m, const LossScaleOptions &opts) {
   if (opts.growthInterval < 1)
     return makeError("loss-scaling: the growth interval must be at least 1 step, got " +
                      llvm::Twine(opts.growthInterval));
-  if (m.meta().has("loss_scale"))
+  if (m.plan().lossScale)
     return makeError("loss-scaling: module '" + m.name() + "' scales its loss already");
   Graph *main = m.findGraph("main");
   if (!main)

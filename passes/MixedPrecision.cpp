@@ -111,8 +111,7 @@ private:
     a.set("to", to);
     std::string name = v->name();
     std::replace(name.begin(), name.end(), ':', '_');
-    Node *node =
-        b.createNode(Op::Cast, {v}, std::move(a), name + "/to_" + dtypeName(to).str());
+    Node *node = b.createNode(Op::Cast, {v}, std::move(a), name + "/to_" + dtypeName(to).str());
     moves_.push_back({node, p});
     return c = node->result(0);
   }
@@ -135,8 +134,7 @@ llvm::Expected<bool> applyMixedPrecision(Module &m, const PrecisionOptions &opts
   // The model's own floats must be f32: the pass decides what is bf16.
   auto notF32 = [&](llvm::StringRef what, llvm::StringRef name, DType t) {
     return makeError("--precision " + modeName(opts.precision) + ": " + what + " '" + name +
-                     "' is " + dtypeName(t) +
-                     "; mixed precision starts from an f32 model");
+                     "' is " + dtypeName(t) + "; mixed precision starts from an f32 model");
   };
   for (const Variable &v : m.variables())
     if (isFloat(v.type.dtype) && v.type.dtype != DType::F32)
@@ -148,7 +146,7 @@ llvm::Expected<bool> applyMixedPrecision(Module &m, const PrecisionOptions &opts
   r.run();
   // A model with no convolution has nothing to compute in 16 bits: it stays f32.
   if (r.changed())
-    m.meta().set("precision", std::string(modeName(opts.precision)));
+    m.plan().precision = opts.precision;
   return r.changed();
 }
 

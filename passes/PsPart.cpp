@@ -22,9 +22,6 @@ namespace graphc {
 
 namespace {
 
-constexpr llvm::StringLiteral kPs = "ps", kAsync = "ps_async", kVariables = "ps_variables",
-                              kOwners = "ps_owners";
-
 /// The update of every updated variable, in graph order; errors for what a
 /// parameter server cannot hold.
 llvm::Expected<llvm::StringMap<Node *>> updatesOf(const Module &m) {
@@ -99,25 +96,22 @@ llvm::Error checkPsAccumulation(unsigned accumulate, bool async) {
 }
 
 unsigned planPsTasks(const Module &m) {
-  const Attribute *a = m.meta().find(kPs);
-  const int64_t *p = a ? std::get_if<int64_t>(a) : nullptr;
-  return p && *p > 0 ? (unsigned)std::min<int64_t>(*p, 1 << 20) : 0;
+  int64_t p = m.plan().ps.value_or(0);
+  return p > 0 ? (unsigned)std::min<int64_t>(p, 1 << 20) : 0;
 }
 
 bool planPsAsync(const Module &m) {
-  const Attribute *a = m.meta().find(kAsync);
-  const int64_t *v = a ? std::get_if<int64_t>(a) : nullptr;
-  return v && *v != 0;
+  return m.plan().psAsync.value_or(false);
 }
 
 llvm::Error shardOverPs(Module &plan, unsigned ps, bool async) {
   if (ps == 0)
     return makeError("a plan with parameter-server tasks needs at least one (--ps)");
-  if (auto e = checkPsAccumulation((unsigned)plan.meta().getInt("accumulate", 1), async))
+  if (auto e = checkPsAccumulation((unsigned)plan.plan().accumulate.value_or(1), async))
     return e;
   // Each task would decide on its own shard's gradients whether to skip the
   // step: the variables would part ways.
-  if (plan.meta().has("loss_scale"))
+  if (plan.plan().lossScale)
     return makeError("dynamic loss scaling (--loss-scale, --precision fp16) is not supported "
                      "with parameter-server tasks (--ps): every update must see every "
                      "gradient's check; use --params cpu or mirrored, or --loss-scale off");
@@ -147,13 +141,11 @@ llvm::Error shardOverPs(Module &plan, unsigned ps, bool async) {
     names.push_back(vars[i]->name);
     owners.push_back(owner[i]);
   }
-  plan.meta().set(kPs, (int64_t)ps);
-  plan.meta().set(kVariables, names);
-  plan.meta().set(kOwners, owners);
-  if (async)
-    plan.meta().set(kAsync, (int64_t)1);
-  else
-    plan.meta().erase(kAsync);
+  PlanInfo &info = plan.plan();
+  info.ps = (int64_t)ps;
+  info.psVariables = names;
+  info.psOwners = owners;
+  info.psAsync = async ? std::optional<bool>(true) : std::nullopt;
   return llvm::Error::success();
 }
 
@@ -165,10 +157,8 @@ llvm::Expected<PsShards> psShards(const Module &plan) {
   };
   if (s.tasks == 0)
     return bad("are missing: it has no ps tasks (meta `ps`)");
-  const Attribute *namesAttr = plan.meta().find(kVariables);
-  const Attribute *ownersAttr = plan.meta().find(kOwners);
-  const Strings *names = namesAttr ? std::get_if<Strings>(namesAttr) : nullptr;
-  const Ints *owners = ownersAttr ? std::get_if<Ints>(ownersAttr) : nullptr;
+  const std::optional<Strings> &names = plan.plan().psVariables;
+  const std::optional<Ints> &owners = plan.plan().psOwners;
   if (!names || !owners || names->size() != owners->size() || names->empty())
     return bad("are malformed (meta `ps_variables` and `ps_owners`: names and tasks, one each)");
   auto updates = updatesOf(plan);
@@ -302,7 +292,7 @@ llvm::Expected<std::vector<PsRoute>> selectPsTaskPart(Module &m, unsigned task) 
   dropUnusedVariables(m);
   for (Variable &v : m.variables())
     v.devices = {DeviceId::host().str()};
-  m.meta().set("ps_task", (int64_t)task);
+  m.plan().psTask = (int64_t)task;
   return routes;
 }
 

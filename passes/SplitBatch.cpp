@@ -151,7 +151,7 @@ llvm::Expected<BatchSplit> planBatchSplit(int64_t batch, const TowerOptions &opt
 
 llvm::Expected<bool> splitBatch(Module &m) {
   Graph *g = m.findGraph("main");
-  if (!g || !m.meta().has("tower_batches"))
+  if (!g || !m.plan().towerBatches)
     return false;
   auto sizes = towerBatches(m, "split-batch");
   if (!sizes)
@@ -206,7 +206,7 @@ llvm::Expected<bool> splitBatch(Module &m) {
 
 llvm::Expected<bool> concatOutputs(Module &m) {
   Graph *g = m.findGraph("main");
-  if (!g || !m.meta().has("tower_batches"))
+  if (!g || !m.plan().towerBatches)
     return false;
   auto sizes = towerBatches(m, "concat-outputs");
   if (!sizes)

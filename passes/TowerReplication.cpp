@@ -52,9 +52,9 @@ llvm::StringRef stripTowerPrefix(llvm::StringRef name, int *tower) {
 }
 
 llvm::Expected<std::vector<int64_t>> towerBatches(const Module &m, llvm::StringRef pass) {
-  if (!m.meta().has("tower_batches"))
+  if (!m.plan().towerBatches)
     return makeError(pass + ": the module has no towers; run replicate-towers first");
-  Ints sizes = m.meta().getInts("tower_batches");
+  const Ints &sizes = *m.plan().towerBatches;
   return std::vector<int64_t>(sizes.begin(), sizes.end());
 }
 
@@ -412,9 +412,9 @@ llvm::Expected<bool> replicateTowers(Module &m, const TowerOptions &opts) {
   std::optional<int64_t> batch = m.batch();
   if (!batch)
     return makeError("replicate-towers: the batch is not bound; run bind-batch with --batch first");
-  if (m.meta().has("towers") || llvm::any_of(g->nodes(), [](Node *n) { return n->tower() >= 0; }))
+  if (m.plan().towers || llvm::any_of(g->nodes(), [](Node *n) { return n->tower() >= 0; }))
     return makeError("replicate-towers: the module already has towers");
-  if (m.meta().has("accumulate"))
+  if (m.plan().accumulate)
     return makeError("replicate-towers: the module already accumulates gradients; "
                      "accumulate-gradients runs after replicate-towers");
   auto split = planBatchSplit(*batch, opts);
@@ -460,9 +460,9 @@ llvm::Expected<bool> replicateTowers(Module &m, const TowerOptions &opts) {
       return withContext(update.takeError(), "replicate-towers");
   }
 
-  m.meta().set("towers", (int64_t)split->sizes.size());
-  m.meta().set("tower_batches", Ints(split->sizes.begin(), split->sizes.end()));
-  m.meta().set("batch", split->global);
+  m.plan().towers = (int64_t)split->sizes.size();
+  m.plan().towerBatches = Ints(split->sizes.begin(), split->sizes.end());
+  m.plan().batch = split->global;
   return true;
 }
 

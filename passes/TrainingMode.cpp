@@ -131,8 +131,8 @@ llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opt
   bool changed = !batchNorms.empty() || !dropouts.empty();
   if (changed && !g->sortTopologically())
     return makeError("training-mode: the graph has a cycle");
-  if (m.meta().getInt("training") != 1) {
-    m.meta().set("training", int64_t(1));
+  if (m.plan().training != true) {
+    m.plan().training = true;
     changed = true;
   }
   return changed;

@@ -32,7 +32,7 @@
 namespace graphc {
 
 unsigned planWorkers(const Module &m) {
-  return (unsigned)std::max<int64_t>(1, m.meta().getInt("workers", 1));
+  return (unsigned)std::max<int64_t>(1, m.plan().workers.value_or(1));
 }
 
 namespace {
@@ -51,12 +51,12 @@ std::string listed(const Ints &v) {
 llvm::Expected<Plan> readPlan(const Module &m) {
   Plan p;
   p.workers = planWorkers(m);
-  p.towers = (unsigned)m.meta().getInt("towers", 0);
-  p.towerBatches = m.meta().getInts("tower_batches");
-  if (m.meta().has("worker"))
+  p.towers = (unsigned)m.plan().towers.value_or(0);
+  p.towerBatches = m.plan().towerBatches.value_or(Ints{});
+  if (m.plan().worker)
     return makeError("module '" + m.name() + "' is already worker " +
-                     llvm::Twine(m.meta().getInt("worker")) + "'s part of its plan");
-  Ints perWorker = m.meta().getInts("worker_towers");
+                     llvm::Twine(*m.plan().worker) + "'s part of its plan");
+  Ints perWorker = m.plan().workerTowers.value_or(Ints{});
   if (perWorker.empty() && p.towers % p.workers == 0)
     perWorker.assign(p.workers, p.towers / p.workers);
   const bool consistent =
@@ -92,12 +92,11 @@ int towerOf(const Value *v) {
 } // namespace
 
 llvm::Expected<WorkerSlice> workerSlice(const Module &m, unsigned worker) {
-  if (m.meta().has("worker")) {
-    if ((unsigned)m.meta().getInt("worker") != worker)
-      return makeError("module '" + m.name() + "' is worker " +
-                       llvm::Twine(m.meta().getInt("worker")) + "'s part, not worker " +
-                       llvm::Twine(worker) + "'s");
-    return WorkerSlice{m.meta().getInt("worker_offset"), m.meta().getInt("batch")};
+  if (const PlanInfo &p = m.plan(); p.worker) {
+    if ((unsigned)*p.worker != worker)
+      return makeError("module '" + m.name() + "' is worker " + llvm::Twine(*p.worker) +
+                       "'s part, not worker " + llvm::Twine(worker) + "'s");
+    return WorkerSlice{p.workerOffset.value_or(0), p.batch.value_or(0)};
   }
   auto p = readPlan(m);
   if (!p)
@@ -232,7 +231,7 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
   const unsigned W = plan->workers;
   const int lo = (int)plan->firstTower[worker], hi = (int)plan->firstTower[worker + 1];
   if (slice->count == 0)
-    return makeError("the global batch of " + llvm::Twine(m.meta().getInt("batch")) +
+    return makeError("the global batch of " + llvm::Twine(m.batch().value_or(0)) +
                      " gives worker " + llvm::Twine(worker) + " of " + llvm::Twine(W) +
                      " no sample (tower batches " + listed(plan->towerBatches) +
                      "); every worker needs at least one: raise --batch");
@@ -274,12 +273,13 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
   if (auto e = inferShapes(m))
     return e;
   Ints mine(plan->towerBatches.begin() + lo, plan->towerBatches.begin() + hi);
-  m.meta().set("global_batch", m.meta().getInt("batch"));
-  m.meta().set("batch", slice->count);
-  m.meta().set("worker", (int64_t)worker);
-  m.meta().set("worker_offset", slice->offset);
-  m.meta().set("towers", (int64_t)(hi - lo));
-  m.meta().set("tower_batches", mine);
+  PlanInfo &p = m.plan();
+  p.globalBatch = p.batch.value_or(0);
+  p.batch = slice->count;
+  p.worker = (int64_t)worker;
+  p.workerOffset = slice->offset;
+  p.towers = (int64_t)(hi - lo);
+  p.towerBatches = mine;
   return llvm::Error::success();
 }
 

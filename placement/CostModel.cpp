@@ -222,7 +222,7 @@ llvm::Expected<PlacementCost> estimatePlacementCost(const Module &m, const Clust
   Estimator e(c, batch);
   // A step is an update: main once, gradient accumulation's micro-steps
   // K − 1 times (passes/AccumulateGradients.h).
-  const int64_t microSteps = std::max<int64_t>(1, m.meta().getInt("accumulate", 1)) - 1;
+  const int64_t microSteps = std::max<int64_t>(1, m.plan().accumulate.value_or(1)) - 1;
   for (const Graph *g : m.graphs())
     if (auto err = e.addGraph(*g, g->name() == "main" ? 1 : microSteps))
       return err;

@@ -29,9 +29,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Cluster.h"
 #include "ir/Cost.h"
 #include "ir/Module.h"
-#include "placement/Cluster.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"

@@ -46,7 +46,8 @@ std::string metaText(const Module &m) {
   std::string s;
   llvm::raw_string_ostream os(s);
   bool first = true;
-  for (const auto &[name, value] : m.meta().entries()) {
+  const Attrs meta = m.plan().toAttrs();
+  for (const auto &[name, value] : meta.entries()) {
     if (shownApart(name))
       continue;
     os << (first ? "" : ", ") << name << " = ";
@@ -59,7 +60,9 @@ std::string metaText(const Module &m) {
 /// The cluster the plan was placed for, as its file spells it (devices with
 /// kind, memory and speed; links with bandwidth); null without one.
 llvm::json::Value clusterData(const Module &m) {
-  auto cluster = llvm::json::parse(m.meta().getString("cluster"));
+  if (!m.plan().cluster)
+    return nullptr;
+  auto cluster = llvm::json::parse(clusterToJson(*m.plan().cluster));
   if (!cluster) {
     llvm::consumeError(cluster.takeError());
     return nullptr;
@@ -71,19 +74,19 @@ llvm::json::Value clusterData(const Module &m) {
 /// (and why, under --params auto) and the towers' shares of the batch.
 llvm::json::Array decisionsData(const Module &m) {
   llvm::json::Array out;
-  std::string params = m.meta().getString("params");
-  if (!params.empty()) {
-    std::string why = m.meta().getString("params_why");
+  const PlanInfo &plan = m.plan();
+  if (plan.params) {
+    std::string params = modeName(*plan.params);
+    std::string why = plan.paramsWhy.value_or("");
     out.push_back(
         llvm::json::Array{"params", why.empty() ? params + " (--params " + params + ")" : why});
   }
-  Ints batches = m.meta().getInts("tower_batches");
+  Ints batches = plan.towerBatches.value_or(Ints{});
   if (batches.size() > 1) {
     std::string text;
     for (int64_t b : batches)
       text += (text.empty() ? "" : ", ") + std::to_string(b);
-    std::string split = m.meta().getString("split");
-    text += split.empty() ? " (even)" : " (--split " + split + ")";
+    text += plan.split ? " (--split " + modeName(*plan.split) + ")" : " (even)";
     out.push_back(llvm::json::Array{"tower batches", text});
   }
   return out;

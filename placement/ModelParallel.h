@@ -30,14 +30,14 @@
 // within 6.2% of expert placements). The result sets every node's requested
 // device (and, in the module's other graphs, that of the node of the same
 // name: gradient accumulation's micro-steps run where main runs); the placer
-// (Placer.h) then assigns them and insert-transfers adds the copies. The memory estimate is the scheduler's; the tools check the
-// result against the executor's memory plan.
+// (Placer.h) then assigns them and insert-transfers adds the copies. The memory estimate is the
+// scheduler's; the tools check the result against the executor's memory plan.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Cluster.h"
 #include "ir/Module.h"
-#include "placement/Cluster.h"
 #include "placement/CostModel.h"
 #include "placement/Placer.h"
 

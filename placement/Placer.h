@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Cluster.h"
 #include "ir/Module.h"
-#include "placement/Cluster.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

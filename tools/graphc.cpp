@@ -438,9 +438,9 @@ int run(int argc, char **argv) {
       llvm::errs() << llvm::format("read the model %.3f s, compile and place %.3f s, write the "
                                    "module %.3f s\n",
                                    readSeconds, compileSeconds, since(writeStart));
-    int64_t towers = (*c)->meta().getInt("towers", 0), batch = (*c)->batch().value_or(0);
+    int64_t towers = (*c)->plan().towers.value_or(0), batch = (*c)->batch().value_or(0);
     llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, ";
-    Ints workerTowers = (*c)->meta().getInts("worker_towers");
+    Ints workerTowers = (*c)->plan().workerTowers.value_or(Ints{});
     if (workerTowers.size() > 1 && llvm::is_splat(workerTowers))
       llvm::outs() << workerTowers.size() << " workers x " << workerTowers[0] << " towers";
     else if (workerTowers.size() > 1)
@@ -464,9 +464,8 @@ int run(int argc, char **argv) {
                    << kDefaultBatchPerTower << " per tower";
     if (po.precision != Precision::FP32)
       llvm::outs() << "; " << modeName(po.precision) << " compute";
-    if ((*c)->meta().has("loss_scale"))
-      llvm::outs() << llvm::format("; dynamic loss scale from %.9g",
-                                   (*c)->meta().getFloat("loss_scale"));
+    if (std::optional<double> scale = (*c)->plan().lossScale)
+      llvm::outs() << llvm::format("; dynamic loss scale from %.9g", *scale);
     llvm::outs() << ")\n";
     if (!split.empty())
       llvm::outs() << "split: " << split << "\n";
@@ -525,9 +524,9 @@ int run(int argc, char **argv) {
     if (!isPlaced(**loaded))
       return fail(makeError("the model is not a placed module: graphc simulate takes what graphc "
                             "place writes, or --gpus LIST for a scaling table"));
-    auto cluster = parseClusterJson((*loaded)->meta().getString("cluster"));
+    const std::optional<Cluster> &cluster = (*loaded)->plan().cluster;
     if (!cluster)
-      return fail(withContext(cluster.takeError(), "its cluster"));
+      return fail(makeError("the placed module records no cluster"));
     std::unique_ptr<Module> runnable = runnablePart(**loaded); // the result points into it
     auto sim = simulateStep(*runnable, *cluster);
     if (!sim)

@@ -114,7 +114,7 @@ llvm::Expected<std::unique_ptr<Module>> buildModel(llvm::StringRef name, const M
     return e;
 
   auto m = std::make_unique<Module>(name.str());
-  m->meta().set("source", std::string("models"));
+  m->plan().source = "models";
   NetBuilder nb(*m);
   entry->build(nb, o);
   if (auto e = nb.takeError())

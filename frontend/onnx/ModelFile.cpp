@@ -71,8 +71,8 @@ llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
   if (opts.batch > 0 && (*m)->batch() != opts.batch)
     if (auto e = bindBatch(**m, opts.batch))
       return withContext(std::move(e), "'" + path + "'");
-  if (opts.seed && !(*m)->meta().has("seed"))
-    (*m)->meta().set("seed", (int64_t)opts.seed);
+  if (opts.seed && !(*m)->plan().seed)
+    (*m)->plan().seed = (int64_t)opts.seed;
   return m;
 }
 

@@ -96,12 +96,12 @@ public:
     opset->set_domain("");
     opset->set_version(kExportOpset);
     // Integer facts (batch, seed, ...) come back through the importer.
-    for (const auto &[key, value] : m_.meta().entries())
-      if (const int64_t *i = std::get_if<int64_t>(&value)) {
-        auto *p = model_.add_metadata_props();
-        p->set_key("graphc." + key);
-        p->set_value(std::to_string(*i));
-      }
+    const Attrs facts = m_.plan().integerFacts();
+    for (const auto &[key, value] : facts.entries()) {
+      auto *p = model_.add_metadata_props();
+      p->set_key("graphc." + key);
+      p->set_value(std::to_string(std::get<int64_t>(value)));
+    }
     graph_ = model_.mutable_graph();
     graph_->set_name(m_.name());
 

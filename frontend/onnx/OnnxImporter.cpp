@@ -571,19 +571,24 @@ llvm::Expected<std::unique_ptr<Module>> Importer::run() {
   if (auto e = bindOutputs())
     return e;
 
-  module_->meta().set("source", std::string("onnx"));
   // Integer facts of a module graphc exported (OnnxExporter): batch, seed, ...
+  Attrs facts;
   for (const auto &p : model_.metadata_props()) {
     llvm::StringRef key(p.key());
     long long v = 0;
     if (key.consume_front("graphc.") && !key.empty() && key != "source" &&
         !llvm::StringRef(p.value()).getAsInteger(10, v))
-      module_->meta().set(key, (int64_t)v);
+      facts.set(key, (int64_t)v);
   }
+  auto plan = PlanInfo::fromAttrs(facts);
+  if (!plan)
+    return withContext(plan.takeError(), "the module imported from " + source_ + " is invalid");
+  module_->plan() = std::move(*plan);
+  module_->plan().source = "onnx";
   if (opts_.seed)
-    module_->meta().set("seed", (int64_t)opts_.seed);
+    module_->plan().seed = (int64_t)opts_.seed;
   if (opts_.batch > 0)
-    module_->meta().set("batch", opts_.batch);
+    module_->plan().batch = opts_.batch;
   if (auto e = verify(*module_))
     return withContext(std::move(e), "the module imported from " + source_ + " is invalid");
   return std::move(module_);

@@ -1,9 +1,9 @@
 //===- FuzzCluster.cpp - Cluster files ------------------------------------===//
 //
-// A cluster description (placement/Cluster.h) through parseClusterJson. A
+// A cluster description (ir/Cluster.h) through parseClusterJson. A
 // cluster it accepts must write out (clusterToJson) and read back.
 
-#include "placement/Cluster.h"
+#include "ir/Cluster.h"
 #include "tests/fuzz/FuzzSupport.h"
 
 using namespace graphc;

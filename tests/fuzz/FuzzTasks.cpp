@@ -1,10 +1,10 @@
 //===- FuzzTasks.cpp - Cluster files of tasks and TF_CONFIG ---------------===//
 //
-// A cluster of tasks (placement/Tasks.h: the cluster-file form or a
+// A cluster of tasks (ir/Tasks.h: the cluster-file form or a
 // TF_CONFIG) through parseTasksJson. An accepted cluster must write out
 // (tasksToJson) and read back to the same tasks.
 
-#include "placement/Tasks.h"
+#include "ir/Tasks.h"
 #include "tests/fuzz/FuzzSupport.h"
 
 using namespace graphc;

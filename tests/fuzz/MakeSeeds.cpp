@@ -16,11 +16,11 @@
 #include "frontend/models/Models.h"
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
+#include "ir/Cluster.h"
 #include "ir/Npy.h"
 #include "ir/OutputFile.h"
 #include "ir/Printer.h"
-#include "placement/Cluster.h"
-#include "placement/Tasks.h"
+#include "ir/Tasks.h"
 #include "tools/driver/Compile.h"
 #include "tools/driver/Trainer.h"
 

@@ -1,6 +1,6 @@
+#include "ir/Parser.h"
 #include "ir/Builder.h"
 #include "ir/Equivalence.h"
-#include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 
@@ -12,8 +12,8 @@ namespace {
 
 std::unique_ptr<Module> sample() {
   auto m = std::make_unique<Module>("sample");
-  m->meta().set("seed", int64_t(7));
-  m->meta().set("source", std::string("test \"quoted\""));
+  m->plan().seed = 7;
+  m->plan().source = "test \"quoted\"";
   Builder b(m->main());
   Value *x = b.input("x", TensorType(DType::F32, {kBatchDim, 4}));
   Variable w;
@@ -51,8 +51,8 @@ std::unique_ptr<Module> sample() {
     return a;
   }());
   // Lists of strings and floats: no op takes the latter, module meta may.
-  m->meta().set("labels", Strings{"a", "b c"});
-  m->meta().set("scales", Floats{0.1, 1e-30});
+  m->plan().other.set("labels", Strings{"a", "b c"});
+  m->plan().other.set("scales", Floats{0.1, 1e-30});
   m->main().addOutput(z);
   m->main().addOutput(s->result(0));
   return m;

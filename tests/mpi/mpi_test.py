@@ -259,7 +259,7 @@ class Equivalence(Case):
 
 
 class Tasks(Case):
-    """Clusters of tasks from a file or TF_CONFIG (placement/Tasks.h)."""
+    """Clusters of tasks from a file or TF_CONFIG (ir/Tasks.h)."""
 
     def write(self, name, obj):
         path = self.path(name)

@@ -23,7 +23,7 @@ std::unique_ptr<Module> heads(int64_t batch, bool aux) {
   if (aux)
     m->main().addOutput(b.create(Op::Gemm, {x, addVariable(b, "aux.weight", {2, 6})}, t, "aux"));
   if (batch != kBatchDim)
-    m->meta().set("batch", batch);
+    m->plan().batch = batch;
   return m;
 }
 
@@ -94,7 +94,7 @@ TEST(AddLoss, FirstOutputMustBeRank2Logits) {
   auto m = std::make_unique<Module>("rank3");
   Builder b(m->main());
   m->main().addOutput(b.input("x", TensorType(DType::F32, {4, 3, 2})));
-  m->meta().set("batch", int64_t(4));
+  m->plan().batch = int64_t(4);
   std::string msg = errorOf(*m);
   EXPECT_NE(msg.find("output 0 'x'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("f32[4,3,2]"), std::string::npos) << msg;
@@ -102,7 +102,7 @@ TEST(AddLoss, FirstOutputMustBeRank2Logits) {
   auto ints = std::make_unique<Module>("ints");
   Builder bi(ints->main());
   ints->main().addOutput(bi.input("x", TensorType(DType::I64, {4, 3})));
-  ints->meta().set("batch", int64_t(4));
+  ints->plan().batch = int64_t(4);
   EXPECT_NE(errorOf(*ints).find("floating-point logits"), std::string::npos);
 }
 

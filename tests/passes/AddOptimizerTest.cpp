@@ -72,7 +72,7 @@ TEST(AddOptimizer, MomentumMatchesTheKernelContract) {
   expectSlot(*m, "fc.bias.momentum", TensorType(DType::F32, {4}));
   EXPECT_FALSE(m->findVariable("fc.unused.momentum")); // no gradient, no update
   EXPECT_FALSE(m->main().findNode("update/fc.unused"));
-  EXPECT_EQ(m->meta().getString("optimizer"), "momentum");
+  EXPECT_EQ(m->plan().optimizer, "momentum");
 }
 
 TEST(AddOptimizer, SgdRmspropAdamAttributes) {

@@ -46,7 +46,7 @@ std::unique_ptr<Module> model() {
   Value *z = b.create(Op::Add, {r3, c3}, {}, "z");
   m->main().addOutput(y);
   m->main().addOutput(z);
-  m->meta().set("batch", (int64_t)2);
+  m->plan().batch = (int64_t)2;
   return m;
 }
 
@@ -150,7 +150,7 @@ TEST(InferenceFusion, WinogradConvolutionsFuseAndFollowWrittenWeights) {
   Value *y = b.create(Op::Relu, {b.create(Op::Add, {conv(b, r, "c2", 32, 32, 1, 7), r}, {}, "a2")},
                       {}, "r2");
   plain->main().addOutput(y);
-  plain->meta().set("batch", (int64_t)2);
+  plain->plan().batch = (int64_t)2;
   auto fused = cloneModule(*plain);
   EXPECT_EQ(fuseConvAdd(*fused), 1u);
   EXPECT_EQ(fuseConvRelu(*fused), 2u);
@@ -190,7 +190,7 @@ std::unique_ptr<Module> residualModel() {
   m->main().addOutput(w);
   m->main().addOutput(v);
   m->main().addOutput(c6);
-  m->meta().set("batch", (int64_t)2);
+  m->plan().batch = (int64_t)2;
   return m;
 }
 
@@ -235,7 +235,7 @@ std::unique_ptr<Module> padPoolModel(double value) {
   a.set("kernel_shape", Ints{3, 3});
   Value *y = b.create(Op::AveragePool, {b.create(Op::Pad, {x}, p, "pad")}, a, "pool");
   m->main().addOutput(y);
-  m->meta().set("batch", (int64_t)2);
+  m->plan().batch = (int64_t)2;
   return m;
 }
 

@@ -1,6 +1,6 @@
 //===- ModesTest.cpp - --params, --bn, --remainder, --split parsed once -----===//
 
-#include "passes/Modes.h"
+#include "ir/Modes.h"
 
 #include <gtest/gtest.h>
 

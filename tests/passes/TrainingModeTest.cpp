@@ -34,7 +34,7 @@ std::unique_ptr<Module> bnDropoutModel(int64_t batch, int64_t training) {
   y = b.create(Op::Dropout, {y}, d, "block/drop2");
   m->main().addOutput(y);
   if (batch != kBatchDim)
-    m->meta().set("batch", batch);
+    m->plan().batch = batch;
   return m;
 }
 
@@ -87,7 +87,7 @@ TEST(TrainingMode, BatchNormBecomesBatchNormTrainWithMovingAverages) {
   EXPECT_EQ(fresh->operand(0), bn->result(2));
   EXPECT_EQ(fresh->operand(1)->name(), "block/bn/var_weight");
   EXPECT_EQ(updateMean->operand(0)->producer()->operand(1)->producer()->operand(0), bn->result(1));
-  EXPECT_EQ(m->meta().getInt("training"), 1);
+  EXPECT_EQ(m->plan().training, true);
 }
 
 TEST(TrainingMode, DropoutBecomesDropoutTrainWithDistinctSeeds) {
@@ -133,7 +133,7 @@ TEST(TrainingMode, InferenceAndFrozenBatchNormStay) {
   for (Node *n : g.nodes())
     EXPECT_NE(n->op(), Op::Assign) << n->name();
   EXPECT_EQ(g.findNode("block/drop1")->op(), Op::DropoutTrain);
-  EXPECT_EQ(frozen->meta().getInt("training"), 1);
+  EXPECT_EQ(frozen->plan().training, true);
 }
 
 TEST(TrainingMode, SecondRunChangesNothing) {

@@ -1,6 +1,6 @@
 //===- ClusterTest.cpp - Default clusters, cluster files and their errors --===//
 
-#include "placement/Cluster.h"
+#include "ir/Cluster.h"
 #include "placement/CostModel.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -127,8 +127,9 @@ TEST(Cluster, CalibrationRoundTripsAndTimesKernels) {
   at = unpaired.find("\"cores\": 2");
   ASSERT_NE(at, std::string::npos);
   unpaired.replace(at, 10, "\"cores\": 0");
-  EXPECT_NE(parseError(unpaired).find("'threads' and 'cores' (emulated devices) must both be given"),
-            std::string::npos)
+  EXPECT_NE(
+      parseError(unpaired).find("'threads' and 'cores' (emulated devices) must both be given"),
+      std::string::npos)
       << parseError(unpaired);
 }
 

@@ -275,11 +275,11 @@ TEST(HtmlView, DataListsClustersNodesAndDevices) {
 TEST(HtmlView, DataShowsTheClusterAndThePlacersDecisions) {
   auto m = placedTowers();
   EXPECT_EQ(llvm::json::parse(htmlViewData(*m))->getAsObject()->getArray("decisions")->size(), 0u);
-  m->meta().set("cluster", clusterToJson(Cluster::defaultCluster(2)));
-  m->meta().set("params", std::string("cpu"));
-  m->meta().set("params_why", std::string("--params auto chose cpu: predicted step 1.00 ms"));
-  m->meta().set("tower_batches", Ints{5, 3});
-  m->meta().set("split", std::string("5,3"));
+  m->plan().cluster = Cluster::defaultCluster(2);
+  m->plan().params = ParamPlacement{ParamPlacement::Cpu};
+  m->plan().paramsWhy = std::string("--params auto chose cpu: predicted step 1.00 ms");
+  m->plan().towerBatches = Ints{5, 3};
+  m->plan().split = SplitSpec{SplitSpec::Weights, {5, 3}};
   auto data = llvm::json::parse(htmlViewData(*m));
   ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
   const llvm::json::Object &o = *data->getAsObject();

@@ -128,7 +128,7 @@ protected:
     Cluster cluster = Cluster::defaultCluster(4);
     ASSERT_EQ(errorText(Placer(cluster, anyKernelAnywhere).run(*module_)), "");
     ASSERT_TRUE(bool(insertTransfers(*module_)));
-    module_->meta().set("cluster", clusterToJson(cluster));
+    module_->plan().cluster = cluster;
     page_ = testFile(".html");
     std::error_code ec;
     llvm::raw_fd_ostream os(page_, ec);

@@ -1,6 +1,6 @@
 //===- TasksTest.cpp - Clusters of tasks: files, TF_CONFIG, ranks, errors --===//
 
-#include "placement/Tasks.h"
+#include "ir/Tasks.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"

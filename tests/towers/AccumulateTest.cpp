@@ -297,7 +297,7 @@ TEST(Accumulation, MicroStepsJoinNoTowers) {
   };
   EXPECT_GT(count(*plain, Op::AllReduce), 0);
   EXPECT_EQ(count(*accumulating, Op::AllReduce), count(*plain, Op::AllReduce));
-  EXPECT_EQ(accumulating->meta().getInt("accumulate"), 3);
+  EXPECT_EQ(accumulating->plan().accumulate, 3);
   // The cost model counts an update: the micro-steps twice, main once; the
   // all-reduce bytes of one step.
   Cluster cluster = Cluster::defaultCluster(2);
@@ -337,7 +337,7 @@ TEST(Accumulation, BadInput) {
   EXPECT_NE(msg.find("--accumulate 2"), std::string::npos) << msg;
   EXPECT_FALSE(bool(shardOverPs(*m, 1, /*async=*/false)));
   // A plan whose meta and graphs disagree.
-  m->meta().set("accumulate", int64_t(1));
+  m->plan().accumulate = 1;
   EXPECT_FALSE(bool(accumulationSteps(*m)));
   llvm::consumeError(accumulationSteps(*m).takeError());
 }

@@ -22,7 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TowerTestUtil.h"
-#include "placement/Cluster.h"
+#include "ir/Cluster.h"
 
 using namespace graphc;
 using namespace graphc::towertest;
@@ -161,7 +161,7 @@ TEST(Equivalence, SplitAutoOnAHalfSpeedGpuTrainsLikeOneDevice) {
   o.split = {SplitSpec::Weights, *speeds};
   llvm::Error err = compileTowers(*m, o);
   ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
-  EXPECT_EQ(m->meta().getInts("tower_batches"), (Ints{4, 4, 2}));
+  EXPECT_EQ(m->plan().towerBatches, (Ints{4, 4, 2}));
   ExecutorOptions eo;
   eo.threads = 2;
   eo.seed = 7;

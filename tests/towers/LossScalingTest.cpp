@@ -109,14 +109,14 @@ TEST(LossScaling, OneDevicePlan) {
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0]->operand(0)->producer()->op(), Op::CheckFinite);
   EXPECT_EQ(steps[0]->attrs().getInt("growth_interval"), 10);
-  EXPECT_EQ(m->meta().getFloat("loss_scale"), 1024);
+  EXPECT_EQ(m->plan().lossScale, 1024);
   EXPECT_EQ(m->findVariable(kLossScaleVar)->init.args, std::vector<double>{1024});
   // Without --loss-scale nothing changes.
   o.lossScale = 0;
   auto plain = compiled("small_cnn", o, false);
   ASSERT_TRUE(plain);
   EXPECT_FALSE(plain->findVariable(kLossScaleVar));
-  EXPECT_FALSE(plain->meta().has("loss_scale"));
+  EXPECT_FALSE(plain->plan().lossScale);
 }
 
 TEST(LossScaling, TowersDecideOncePerUpdateDevice) {

@@ -53,7 +53,7 @@ bool computesInBf16(Op op) {
 TEST(MixedPrecision, Bf16PlanComputesInBf16AndUpdatesF32Weights) {
   auto m = compiled("small_cnn", Precision::BF16, 2);
   ASSERT_TRUE(m);
-  EXPECT_EQ(m->meta().getString("precision"), "bf16");
+  EXPECT_EQ(m->plan().precision, Precision::BF16);
   for (const Variable &v : m->variables())
     EXPECT_EQ(v.type.dtype, DType::F32) << v.name;
   int casts = 0, low = 0;
@@ -128,7 +128,7 @@ TEST(MixedPrecision, Fp32AndModelsWithoutConvolutionsLeaveThePlanAsItWas) {
   for (auto [model, p] : {std::pair{"small_cnn", Precision::FP32}, {"mlp", Precision::BF16}}) {
     auto m = compiled(model, p);
     ASSERT_TRUE(m);
-    EXPECT_FALSE(m->meta().has("precision")) << model;
+    EXPECT_FALSE(m->plan().precision) << model;
     for (const Node *n : m->main().nodes())
       EXPECT_NE(n->op(), Op::Cast) << n->name();
   }
@@ -140,7 +140,7 @@ TEST(MixedPrecision, Fp16ConvolutionsReadF16Weights) {
   // through the Cast's gradient.
   auto m = compiled("small_cnn", Precision::FP16, 2);
   ASSERT_TRUE(m);
-  EXPECT_EQ(m->meta().getString("precision"), "fp16");
+  EXPECT_EQ(m->plan().precision, Precision::FP16);
   for (const Variable &v : m->variables())
     EXPECT_EQ(v.type.dtype, DType::F32) << v.name;
   int convs = 0;

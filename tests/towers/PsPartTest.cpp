@@ -51,7 +51,7 @@ std::unique_ptr<Module> plan(const std::string &model, int64_t batch, unsigned w
     return nullptr;
   }
   if (workers > 1)
-    m->meta().set("workers", (int64_t)workers);
+    m->plan().workers = (int64_t)workers;
   if (auto e = shardOverPs(*m, ps, async)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     return nullptr;
@@ -109,11 +109,11 @@ TEST(PsPart, RefusesWhatATaskCannotHold) {
   ASSERT_TRUE(cpu);
   EXPECT_NE(errorOf(shardOverPs(*cpu, 0, false)).find("at least one"), std::string::npos);
   // A plan whose shards were edited: a variable the step updates left out.
-  cpu->meta().set("ps_variables", Strings{"fc1.weight"});
-  cpu->meta().set("ps_owners", Ints{0});
+  cpu->plan().psVariables = Strings{"fc1.weight"};
+  cpu->plan().psOwners = Ints{0};
   auto s = psShards(*cpu);
   EXPECT_NE(errorOf(s).find("leave out 'fc1.bias', which the step updates"), std::string::npos);
-  cpu->meta().set("ps_owners", Ints{3});
+  cpu->plan().psOwners = Ints{3};
   auto t = psShards(*cpu);
   EXPECT_NE(errorOf(t).find("give 'fc1.weight' to task 3 of 1"), std::string::npos);
 }

@@ -41,8 +41,8 @@ TEST(Replicate, TowersAreNamedPlacedAndShareTheVariables) {
                               towersOf(3, 6));
   ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
   EXPECT_EQ(m->variables().size(), variablesBefore) << "one set of variables for every tower";
-  EXPECT_EQ(m->meta().getInt("towers"), 3);
-  EXPECT_EQ(m->meta().getInts("tower_batches"), (Ints{2, 2, 2}));
+  EXPECT_EQ(m->plan().towers, 3);
+  EXPECT_EQ(m->plan().towerBatches, (Ints{2, 2, 2}));
   std::map<std::string, int> reads;
   for (Node *n : m->main().nodes()) {
     if (n->op() == Op::Input && n->tower() < 0) {
@@ -149,7 +149,7 @@ TEST(Replicate, RefusesAModuleThatHasTowersAlready) {
 /// A forward graph x [4, 3] -> `body` -> output, batch bound to 4.
 std::unique_ptr<Module> forward(const std::function<Value *(Builder &, Value *)> &body) {
   auto m = std::make_unique<Module>("forward");
-  m->meta().set("batch", int64_t(4));
+  m->plan().batch = int64_t(4);
   Builder b(m->main());
   Value *x = b.input("x", TensorType(DType::F32, {4, 3}));
   m->main().addOutput(body(b, x));

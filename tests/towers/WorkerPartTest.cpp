@@ -99,8 +99,8 @@ std::unique_ptr<Module> plan(const std::string &model, int64_t batch, const Ints
     ADD_FAILURE() << llvm::toString(std::move(e));
     return nullptr;
   }
-  m->meta().set("workers", (int64_t)towers.size());
-  m->meta().set("worker_towers", towers);
+  m->plan().workers = (int64_t)towers.size();
+  m->plan().workerTowers = towers;
   return m;
 }
 
@@ -117,12 +117,12 @@ TEST(WorkerPart, KeepsTheWorkersTowersAndSumsAcrossWorkers) {
     llvm::Error err = selectWorkerPart(*m, 1);
     ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
     ASSERT_FALSE(bool(verify(*m)));
-    EXPECT_EQ(m->meta().getInt("worker"), 1);
-    EXPECT_EQ(m->meta().getInt("worker_offset"), 6);
-    EXPECT_EQ(m->meta().getInt("batch"), 4);
-    EXPECT_EQ(m->meta().getInt("global_batch"), 10);
-    EXPECT_EQ(m->meta().getInt("towers"), 2);
-    EXPECT_EQ(m->meta().getInts("tower_batches"), (Ints{2, 2}));
+    EXPECT_EQ(m->plan().worker, 1);
+    EXPECT_EQ(m->plan().workerOffset, 6);
+    EXPECT_EQ(m->plan().batch, 4);
+    EXPECT_EQ(m->plan().globalBatch, 10);
+    EXPECT_EQ(m->plan().towers, 2);
+    EXPECT_EQ(m->plan().towerBatches, (Ints{2, 2}));
     EXPECT_EQ(m->main().findInput("input")->result()->type().shape[0], 4);
     unsigned acrossWorkers = 0;
     for (const Node *n : m->main().nodes()) {
@@ -175,9 +175,9 @@ TEST(WorkerPart, WorkersWithDifferentTowerCounts) {
   EXPECT_EQ(first->count, 7);
   llvm::Error err = selectWorkerPart(*m, 1);
   ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
-  EXPECT_EQ(m->meta().getInt("worker_offset"), 7);
-  EXPECT_EQ(m->meta().getInt("batch"), 3);
-  EXPECT_EQ(m->meta().getInt("towers"), 1);
+  EXPECT_EQ(m->plan().workerOffset, 7);
+  EXPECT_EQ(m->plan().batch, 3);
+  EXPECT_EQ(m->plan().towers, 1);
   for (const Node *n : m->main().nodes()) {
     EXPECT_TRUE(n->tower() < 0 || n->tower() == 2) << n->name();
     EXPECT_TRUE(n->assignedDevice().empty() || n->assignedDevice() == "cpu:0" ||
@@ -187,7 +187,7 @@ TEST(WorkerPart, WorkersWithDifferentTowerCounts) {
   // Tower counts that do not add up to the plan's towers are refused.
   auto bad = plan("mlp", 10, {2, 1}, "cpu");
   ASSERT_TRUE(bad);
-  bad->meta().set("worker_towers", Ints{1, 1});
+  bad->plan().workerTowers = Ints{1, 1};
   err = selectWorkerPart(*bad, 0);
   ASSERT_TRUE(bool(err));
   EXPECT_NE(llvm::toString(std::move(err)).find("planned for 2 workers (towers 1, 1) but has 3"),
@@ -221,7 +221,7 @@ TEST_P(WorkersTrain, LikeTheWholePlanInOneProcess) {
   ASSERT_TRUE(whole);
   Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
   std::unique_ptr<Module> oneProcess = cloneModule(*whole);
-  oneProcess->meta().erase("workers");
+  oneProcess->plan().workers.reset();
   auto ex = makeExecutor(*oneProcess);
   ASSERT_TRUE(ex);
   auto out = train(*ex, b, 5, 0.02f);

@@ -32,7 +32,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "placement/Cluster.h"
+#include "ir/Cluster.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

@@ -110,21 +110,11 @@ std::vector<unsigned> PlacementRequest::workerGpus() const {
 void recordWorkers(Module &plan, const PlacementRequest &place,
                    llvm::ArrayRef<unsigned> towersPerWorker) {
   if (towersPerWorker.size() > 1) {
-    plan.meta().set("workers", (int64_t)towersPerWorker.size());
-    plan.meta().set("worker_towers", Ints(towersPerWorker.begin(), towersPerWorker.end()));
+    plan.plan().workers = (int64_t)towersPerWorker.size();
+    plan.plan().workerTowers = Ints(towersPerWorker.begin(), towersPerWorker.end());
   }
   if (place.tasks)
-    plan.meta().set("tasks", tasksToJson(*place.tasks));
-}
-
-llvm::Expected<std::optional<TaskCluster>> planTasks(const Module &plan) {
-  std::string json = plan.meta().getString("tasks");
-  if (json.empty())
-    return std::nullopt;
-  auto tasks = parseTasksJson(json, 0);
-  if (!tasks)
-    return withContext(tasks.takeError(), "module '" + plan.name() + "': its tasks");
-  return std::optional<TaskCluster>(std::move(*tasks));
+    plan.plan().tasks = *place.tasks;
 }
 
 static std::string joined(llvm::ArrayRef<unsigned> v) {
@@ -184,13 +174,14 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
   if (!m)
     return m.takeError();
   // The cluster travels with the plan, for `graphc inspect`.
-  (*m)->meta().set("cluster", clusterToJson(*cluster));
-  (*m)->meta().set("params", modeName(req.options.params));
+  PlanInfo &info = (*m)->plan();
+  info.cluster = *cluster;
+  info.params = req.options.params;
   if (!towerSpeeds.empty()) {
-    (*m)->meta().set("split", std::string("auto"));
-    (*m)->meta().set("split_speeds", Floats(towerSpeeds.begin(), towerSpeeds.end()));
+    info.split = SplitSpec{SplitSpec::Auto, {}};
+    info.splitSpeeds = Floats(towerSpeeds.begin(), towerSpeeds.end());
   } else if (req.options.split.kind == SplitSpec::Weights) {
-    (*m)->meta().set("split", modeName(req.options.split));
+    info.split = req.options.split;
   }
   recordWorkers(**m, place, workerGpus);
   if (auto e = addPsTasks(**m, place))
@@ -206,16 +197,16 @@ static std::string teraflops(double flops) {
 }
 
 std::string describeSplit(const Module &plan) {
-  Ints batches = plan.meta().getInts("tower_batches");
-  std::string split = plan.meta().getString("split");
-  if (batches.size() < 2 || split.empty())
+  Ints batches = plan.plan().towerBatches.value_or(Ints{});
+  const std::optional<SplitSpec> &split = plan.plan().split;
+  if (batches.size() < 2 || !split)
     return "";
   std::string text =
       "tower batches " +
       llvm::join(llvm::map_range(batches, [](int64_t b) { return std::to_string(b); }), ", ");
-  if (split != "auto")
-    return text + " (--split " + split + ")";
-  Floats speeds = plan.meta().getFloats("split_speeds");
+  if (split->kind != SplitSpec::Auto)
+    return text + " (--split " + modeName(*split) + ")";
+  Floats speeds = plan.plan().splitSpeeds.value_or(Floats{});
   std::vector<std::string> each;
   for (size_t t = 0; t < speeds.size(); ++t)
     each.push_back(towerDevice((int)t) + " " + teraflops(speeds[t]));
@@ -251,7 +242,7 @@ llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, 
 }
 
 bool isCompiledForTraining(const Module &m) {
-  return m.meta().getInt("training") != 0 && m.findGraph("forward") != nullptr;
+  return m.plan().training.value_or(false) && m.findGraph("forward") != nullptr;
 }
 
 bool isPlaced(const Module &m) {
@@ -272,9 +263,8 @@ llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled) {
   if (!fwd)
     return makeError("module '" + compiled.name() + "' keeps no forward graph");
   auto m = std::make_unique<Module>(compiled.name());
-  for (auto &[key, value] : compiled.meta().entries())
-    if (key == "seed" || key == "source")
-      m->meta().set(key, value);
+  m->plan().seed = compiled.plan().seed;
+  m->plan().source = compiled.plan().source;
   Graph &g = m->main();
   // Only the variables the forward graph reads, with their current values.
   for (const Node *n : fwd->nodes())

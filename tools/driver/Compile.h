@@ -13,9 +13,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Cluster.h"
+#include "ir/Tasks.h"
 #include "passes/Pass.h"
-#include "placement/Cluster.h"
-#include "placement/Tasks.h"
 
 #include <memory>
 #include <optional>
@@ -50,7 +50,7 @@ struct PlacementRequest {
   /// devices above; the towers of all workers are planned together
   /// (passes/WorkerPart.h) and meta `workers` records W.
   int workers = 1;
-  /// Or the tasks of a cluster file or TF_CONFIG (placement/Tasks.h): its
+  /// Or the tasks of a cluster file or TF_CONFIG (ir/Tasks.h): its
   /// chief and workers, each with its own GPUs (given a default by --gpus),
   /// and its ps tasks. The plan records them (meta `tasks`).
   std::optional<TaskCluster> tasks;
@@ -102,12 +102,10 @@ llvm::Error addPsTasks(Module &plan, const PlacementRequest &place);
 llvm::Expected<std::unique_ptr<Module>> compileInference(const Module &forward, int64_t batch);
 
 /// Records in a plan for several workers (or from a cluster of tasks) its
-/// workers, their towers and its tasks (meta `workers`, `worker_towers`,
-/// `tasks`); nothing for one worker without tasks.
+/// workers, their towers and its tasks (PlanInfo::workers, workerTowers,
+/// tasks); nothing for one worker without tasks.
 void recordWorkers(Module &plan, const PlacementRequest &place,
                    llvm::ArrayRef<unsigned> towersPerWorker);
-/// The tasks a plan records, if any.
-llvm::Expected<std::optional<TaskCluster>> planTasks(const Module &plan);
 
 /// True for a module the training pipeline already produced (a module file
 /// from `graphc compile` or `graphc place`).

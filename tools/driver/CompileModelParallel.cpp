@@ -32,8 +32,9 @@ std::string planJson(const ModelParallelPlan &p, const ModelParallelOptions &o, 
                                            {"memory_share", o.shareOf(d.device)}});
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(llvm::json::Object{
-      {"step_seconds", p.stepSeconds}, {"schedule_seconds", seconds}, {"devices", std::move(devices)}});
+  os << llvm::json::Value(llvm::json::Object{{"step_seconds", p.stepSeconds},
+                                             {"schedule_seconds", seconds},
+                                             {"devices", std::move(devices)}});
   return os.str();
 }
 
@@ -82,9 +83,9 @@ compileModelParallel(const Module &forward, CompileRequest req, const PlacementR
       llvm::consumeError(m.takeError());
       break;
     }
-    (*m)->meta().set("cluster", clusterToJson(*cluster));
-    (*m)->meta().set("strategy", std::string("model-parallel"));
-    (*m)->meta().set("model_parallel", *scheduled);
+    (*m)->plan().cluster = *cluster;
+    (*m)->plan().strategy = Strategy::ModelParallel;
+    (*m)->plan().modelParallel = *scheduled;
     auto needs = planMemoryNeeds(**m);
     if (!needs)
       return needs.takeError();
@@ -108,9 +109,9 @@ compileModelParallel(const Module &forward, CompileRequest req, const PlacementR
 }
 
 std::string describeModelParallel(const Module &plan) {
-  if (plan.meta().getString("strategy") != "model-parallel")
+  if (plan.plan().strategy != Strategy::ModelParallel)
     return "";
-  auto parsed = llvm::json::parse(plan.meta().getString("model_parallel"));
+  auto parsed = llvm::json::parse(plan.plan().modelParallel.value_or(""));
   if (!parsed || !parsed->getAsObject()) {
     llvm::consumeError(parsed.takeError());
     return "model-parallel";

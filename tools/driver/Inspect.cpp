@@ -76,13 +76,10 @@ llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs) {
 }
 
 llvm::Expected<std::vector<MemoryNeed>> planMemoryNeeds(const Module &compiled) {
-  std::string clusterJson = compiled.meta().getString("cluster");
-  if (clusterJson.empty())
+  if (!compiled.plan().cluster)
     return std::vector<MemoryNeed>{};
   std::unique_ptr<Module> placed = runnablePart(compiled);
-  auto cluster = parseClusterJson(clusterJson);
-  if (!cluster)
-    return cluster.takeError();
+  const Cluster *cluster = &*compiled.plan().cluster;
   auto cost = estimatePlacementCost(*placed, *cluster);
   if (!cost)
     return cost.takeError();
@@ -144,18 +141,16 @@ llvm::Expected<Cluster> workerCluster(const Cluster &whole, unsigned firstGpu, u
 
 llvm::Expected<std::vector<WorkerReport>> reportWorkers(const Module &plan, const Cluster &whole) {
   const unsigned workers = planWorkers(plan);
-  auto tasks = planTasks(plan);
-  if (!tasks)
-    return tasks.takeError();
-  Ints towers = plan.meta().getInts("worker_towers");
+  const std::optional<TaskCluster> &tasks = plan.plan().tasks;
+  Ints towers = plan.plan().workerTowers.value_or(Ints{});
   if (towers.empty())
-    towers.assign(workers, plan.meta().getInt("towers") / workers);
+    towers.assign(workers, plan.plan().towers.value_or(0) / workers);
   std::vector<WorkerReport> reports;
   unsigned firstGpu = 0;
   for (unsigned w = 0; w < workers; ++w) {
     WorkerReport r;
     r.rank = w;
-    r.task = *tasks   ? (*tasks)->describe(w)
+    r.task = tasks    ? tasks->describe(w)
              : w == 0 ? "worker 0 (the chief)"
                       : "worker " + std::to_string(w);
     r.towers = towers[w];
@@ -226,18 +221,15 @@ struct PsReport {
 };
 
 std::vector<PsReport> reportPsTasks(const Module &plan, const PsShards &shards) {
-  auto tasks = planTasks(plan);
+  const std::optional<TaskCluster> &tasks = plan.plan().tasks;
   const unsigned workers = planWorkers(plan);
   std::vector<PsReport> reports(shards.tasks);
   for (unsigned p = 0; p < shards.tasks; ++p) {
     reports[p].rank = workers + p;
-    reports[p].task = tasks && *tasks && workers + p < (*tasks)->tasks().size()
-                          ? (*tasks)->describe(workers + p)
-                          : "ps task " + std::to_string(p);
+    reports[p].task = tasks && workers + p < tasks->tasks().size() ? tasks->describe(workers + p)
+                                                                   : "ps task " + std::to_string(p);
     reports[p].bytes = shards.taskBytes[p];
   }
-  if (!tasks)
-    llvm::consumeError(tasks.takeError());
   for (const PsRoute &r : shards.variables) {
     reports[r.task].variables.push_back(&r);
     reports[r.task].exchangeBytes += r.type.bytes();
@@ -290,7 +282,7 @@ void printWorkersReport(const Module &plan, llvm::ArrayRef<WorkerReport> workers
   os << "plan for " << workers.size() << " worker" << (workers.size() == 1 ? "" : "s");
   if (ps)
     os << " and " << ps << " ps task" << (ps == 1 ? "" : "s");
-  os << " (mpirun -np " << workers.size() + ps << "), " << plan.meta().getInt("towers")
+  os << " (mpirun -np " << workers.size() + ps << "), " << plan.plan().towers.value_or(0)
      << " towers, global batch " << plan.batch().value_or(0)
      << "\n\nper worker, per step (between workers" << (ps ? " and to the ps tasks" : "")
      << ": sent, and as much received):\n";
@@ -341,20 +333,17 @@ llvm::json::Value workersReportJson(const Module &plan, llvm::ArrayRef<WorkerRep
                            {"to_ps_bytes", w.psBytes},
                            {"cost", costReportJson(w.cost, w.cluster, peakFrom(w.peak))}});
   return llvm::json::Object{{"workers", std::move(list)},
-                            {"towers", plan.meta().getInt("towers")},
+                            {"towers", plan.plan().towers.value_or(0)},
                             {"global_batch", plan.batch().value_or(0)}};
 }
 
 } // namespace
 
 llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool json) {
-  std::string clusterJson = placed.meta().getString("cluster");
-  if (clusterJson.empty())
+  if (!placed.plan().cluster)
     return makeError("module '" + placed.name() +
                      "' does not record its cluster; place it with graphc place");
-  auto cluster = parseClusterJson(clusterJson);
-  if (!cluster)
-    return cluster.takeError();
+  const Cluster *cluster = &*placed.plan().cluster;
   // Several workers: each as its rank runs it, on its own host and GPUs;
   // then the ps tasks and what each holds.
   if (planWorkers(placed) > 1 || planPsTasks(placed) > 0) {

@@ -52,8 +52,8 @@ llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec) {
       return m.takeError();
     out.forward = std::move(*m);
   }
-  if (spec.seed && !out.forward->meta().has("seed"))
-    out.forward->meta().set("seed", (int64_t)spec.seed);
+  if (spec.seed && !out.forward->plan().seed)
+    out.forward->plan().seed = (int64_t)spec.seed;
   return out;
 }
 

@@ -24,7 +24,7 @@ struct Candidate {
   ParamPlacement mode;
   int64_t bucketBytes = 0; ///< mirrored: the bucket cap; 0: another mode
   std::string refused;     ///< the compile's error
-  std::string unfit;   ///< the devices that do not fit
+  std::string unfit;       ///< the devices that do not fit
   double step = 0;
   std::string bottleneck; ///< "compute on gpu:0", "communication on cpu:0"
   int64_t traffic = 0;
@@ -66,9 +66,9 @@ ParamPlacement largestGpu(const Cluster &c) {
 /// executor's order, overlap of each bucket's all-reduce with the backward
 /// pass), bottleneck (the cost model's busiest device), traffic and memory.
 llvm::Error measure(const Module &plan, Candidate &c) {
-  auto cluster = parseClusterJson(plan.meta().getString("cluster"));
-  if (!cluster)
-    return cluster.takeError();
+  if (!plan.plan().cluster)
+    return makeError("module '" + plan.name() + "' does not record its cluster");
+  const Cluster *cluster = &*plan.plan().cluster;
   std::unique_ptr<Module> runnable = runnablePart(plan);
   auto cost = estimatePlacementCost(*runnable, *cluster);
   if (!cost)
@@ -204,21 +204,21 @@ compileParamsAuto(const Module &forward, const CompileRequest &req, const Placem
                      llvm::join(each, "; ") + "); lower --batch or give devices with more memory");
   }
   std::unique_ptr<Module> chosen = std::move(plans[*best]);
-  chosen->meta().set("params_why", why(all, all[*best]));
-  chosen->meta().set("params_chosen", nameOf(all[*best]));
+  chosen->plan().paramsWhy = why(all, all[*best]);
+  chosen->plan().paramsChosen = nameOf(all[*best]);
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::json::Value(candidatesJson(all));
-  chosen->meta().set("params_auto", os.str());
+  chosen->plan().paramsAuto = os.str();
   return chosen;
 }
 
 std::string describeParamsChoice(const Module &plan, bool table) {
-  std::string text = plan.meta().getString("params_why");
+  std::string text = plan.plan().paramsWhy.value_or("");
   if (text.empty() || !table)
     return text;
-  std::string chosen = plan.meta().getString("params_chosen");
-  auto rows = llvm::json::parse(plan.meta().getString("params_auto"));
+  std::string chosen = plan.plan().paramsChosen.value_or("");
+  auto rows = llvm::json::parse(plan.plan().paramsAuto.value_or(""));
   if (!rows || !rows->getAsArray()) {
     llvm::consumeError(rows.takeError());
     return text;

@@ -24,7 +24,7 @@ llvm::Expected<std::vector<double>> workerScales(const Module &plan, unsigned wo
   if (workers == 1)
     return std::vector<double>{1.0};
   std::vector<double> scales;
-  const double global = (double)plan.meta().getInt("batch");
+  const double global = (double)plan.batch().value_or(0);
   for (unsigned w = 0; w < workers; ++w) {
     auto s = workerSlice(plan, w);
     if (!s)

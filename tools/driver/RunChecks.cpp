@@ -159,8 +159,8 @@ llvm::Error checkTrainOptions(const TrainOptions &opts) {
 
 llvm::Error checkPrecisionRuns(const Module &plan,
                                const std::function<std::string(const std::string &)> &deviceMap) {
-  std::string precision = plan.meta().getString("precision", "fp32");
-  if (precision == "fp16") {
+  const Precision precision = plan.plan().precision.value_or(Precision::FP32);
+  if (precision == Precision::FP16) {
     // f16 layers are for GPUs; CPU devices compute them through their f32
     // kernels (slowly), which only an emulated GPU plan asks for.
     for (const auto &g : plan.graphs())
@@ -175,7 +175,7 @@ llvm::Error checkPrecisionRuns(const Module &plan,
               "plan on CPU devices)");
     return llvm::Error::success();
   }
-  if (precision != "bf16")
+  if (precision != Precision::BF16)
     return llvm::Error::success();
   for (const auto &g : plan.graphs())
     for (const Node *n : g->nodes()) {
@@ -195,7 +195,7 @@ llvm::Error checkPrecisionRuns(const Module &plan,
 }
 
 std::string precisionNote(const Module &plan) {
-  if (plan.meta().getString("precision", "fp32") != "bf16" || !cpuHasAmx())
+  if (plan.plan().precision != Precision::BF16 || !cpuHasAmx())
     return "";
   return "--precision bf16 on a CPU with AMX: oneDNN 2.6's bf16 convolutions do not take the "
          "blocked layouts graphrun keeps (the forward runs without AMX, the gradients reorder "

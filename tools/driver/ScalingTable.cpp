@@ -38,11 +38,11 @@ scalingTable(const Module &forward, const CompileRequest &req, const ScalingRequ
       if (!compiled)
         return withContext(compiled.takeError(), llvm::Twine(row.perWorker) + " GPUs");
       plan = runnablePart(**compiled);
-      plan->meta().set("cluster", (*compiled)->meta().getString("cluster"));
+      plan->plan().cluster = (*compiled)->plan().cluster;
     }
-    auto cluster = parseClusterJson(plan->meta().getString("cluster"));
-    if (!cluster)
-      return cluster.takeError();
+    if (!plan->plan().cluster)
+      return makeError("module '" + plan->name() + "' does not record its cluster");
+    const Cluster *cluster = &*plan->plan().cluster;
     SimOptions sim = scaling.sim;
     sim.workers = row.workers;
     auto r = simulateStep(*plan, *cluster, sim);

@@ -31,8 +31,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Cluster.h"
 #include "ir/Module.h"
-#include "placement/Cluster.h"
 #include "placement/CostModel.h"
 
 #include "llvm/Support/Error.h"

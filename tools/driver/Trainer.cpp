@@ -4,6 +4,7 @@
 #include "executor/Device.h"
 #include "executor/Workers.h"
 #include "executor/data/DataLoader.h"
+#include "ir/Cluster.h"
 #include "ir/Cost.h"
 #include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
@@ -14,7 +15,6 @@
 #include "passes/LossScaling.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
-#include "placement/Cluster.h"
 #include "tools/driver/CompileModelParallel.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Inspect.h"
@@ -135,12 +135,9 @@ LoaderOptions loaderFor(const Module &forward, const Dataset &ds, int64_t batch,
 llvm::Expected<std::map<std::string, double>> emulatedSpeeds(const Module &placed,
                                                              llvm::ArrayRef<std::string> gpus) {
   std::map<std::string, double> speeds;
-  std::string json = placed.meta().getString("cluster");
-  if (json.empty())
-    return speeds;
-  auto cluster = parseClusterJson(json);
+  const std::optional<Cluster> &cluster = placed.plan().cluster;
   if (!cluster)
-    return withContext(cluster.takeError(), "module '" + placed.name() + "': its cluster");
+    return speeds;
   double fastest = 0;
   for (const std::string &gpu : gpus)
     if (const ClusterDevice *d = cluster->find(gpu))
@@ -342,10 +339,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   }
   std::optional<TaskCluster> tasks = opts.placement.tasks;
   if (precompiled) {
-    auto recorded = planTasks(*precompiled);
-    if (!recorded)
-      return recorded.takeError();
-    tasks = std::move(*recorded);
+    tasks = precompiled->plan().tasks;
   }
   const unsigned plannedWorkers = precompiled ? planWorkers(*precompiled)
                                   : tasks     ? tasks->numWorkers()
@@ -370,18 +364,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     accumulate = *k;
   }
   if (precompiled && opts.compile.options.precision != Precision::FP32) {
-    std::string planned = precompiled->meta().getString("precision", "fp32");
-    if (planned != modeName(opts.compile.options.precision))
+    Precision planned = precompiled->plan().precision.value_or(Precision::FP32);
+    if (planned != opts.compile.options.precision)
       return makeError("'" + opts.model.path + "' is already compiled; --precision applies to " +
-                       "models (the plan computes in " + planned + ")");
+                       "models (the plan computes in " + modeName(planned) + ")");
   }
   if (precompiled && opts.lossScaleGiven &&
-      precompiled->meta().getFloat("loss_scale", 0) != opts.compile.options.lossScale) {
+      precompiled->plan().lossScale.value_or(0) != opts.compile.options.lossScale) {
     std::string planned = "does not scale its loss";
-    if (precompiled->meta().has("loss_scale")) {
+    if (std::optional<double> scale = precompiled->plan().lossScale) {
       planned.clear();
-      llvm::raw_string_ostream(planned)
-          << llvm::format("scales from %.9g", precompiled->meta().getFloat("loss_scale"));
+      llvm::raw_string_ostream(planned) << llvm::format("scales from %.9g", *scale);
     }
     return makeError("'" + opts.model.path + "' is already compiled; --loss-scale applies to " +
                      "models (the plan " + planned + ")");
@@ -483,8 +476,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   WorkerSlice part{0, batch};
   std::unique_ptr<PsWorker> ps;
   // The plan's towers, in all and per worker (the rank keeps only its own).
-  const int towersInAll = std::max<int>(1, compiled->meta().getInt("towers", 1));
-  Ints workerTowers = compiled->meta().getInts("worker_towers");
+  const int towersInAll = std::max<int>(1, compiled->plan().towers.value_or(1));
+  Ints workerTowers = compiled->plan().workerTowers.value_or(Ints{});
   if (workerTowers.empty())
     workerTowers.assign(plannedWorkers, towersInAll / plannedWorkers);
   if (several) {
@@ -638,18 +631,17 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     out << ", " << split;
   out << "; input '" << input->name() << "' " << toString(input->result()->type().bound(batch))
       << "\n";
-  if (std::string p = compiled->meta().getString("precision"); p == "bf16" || p == "fp16")
-    out << "  precision  " << p
+  if (Precision p = compiled->plan().precision.value_or(Precision::FP32); p != Precision::FP32)
+    out << "  precision  " << modeName(p)
         << " compute (convolutions, batch norms, activations, pooling), f32 master weights, "
            "updates and loss\n";
   else if (opts.compile.options.precision == Precision::BF16)
     out << "  precision  fp32: the model has no convolution, and --precision bf16 covers "
            "convolutions and what follows them\n";
-  if (compiled->meta().has("loss_scale"))
+  if (const PlanInfo &p = compiled->plan(); p.lossScale)
     out << llvm::format("  loss scale dynamic, from %.9g: x2 after %lld steps with finite "
                         "gradients, /2 and no update after one without\n",
-                        compiled->meta().getFloat("loss_scale"),
-                        (long long)compiled->meta().getInt("loss_scale_interval"));
+                        *p.lossScale, (long long)p.lossScaleInterval.value_or(0));
   if (accumulate > 1)
     out << "  accumulate " << accumulate << " micro-batches of " << batch << " per update ("
         << accumulate * batch << " samples, as one batch of " << accumulate * batch
@@ -691,7 +683,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   const TensorType &inputType = input->result()->type().bound(part.count);
   int64_t done = 0;
   double trainSeconds = 0, waitBefore = 0, firstStepSeconds = 0;
-  const bool scaling = compiled->meta().has("loss_scale");
+  const bool scaling = compiled->plan().lossScale.has_value();
   double scaleBefore = 0;
   uint64_t skippedBefore = 0;
   if (scaling) {

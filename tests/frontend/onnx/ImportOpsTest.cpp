@@ -206,7 +206,7 @@ TEST(OnnxGraphOnly, StrippedInitializersAreSeeded) {
   ImportOptions opts;
   opts.seed = 42;
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("stripped_weights_13.onnx"), opts));
-  EXPECT_EQ(m->meta().getInt("seed"), 42);
+  EXPECT_EQ(m->plan().seed, 42);
   const Variable *w = m->findVariable("fc.weight");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->init, (Initializer{"kaiming_uniform", {std::sqrt(5.0)}}));

@@ -41,9 +41,7 @@ CudaBackend *strictBackend();
 /// One node over fresh inputs, in a module of its own.
 class OneNode {
 public:
-  OneNode() : module_("cuda_test"), builder_(module_.main()) {
-    module_.meta().set("batch", int64_t(1));
-  }
+  OneNode() : module_("cuda_test"), builder_(module_.main()) { module_.plan().batch = 1; }
   Value *input(llvm::StringRef name, TensorType t) { return builder_.input(name, std::move(t)); }
   Value *variable(Variable v) { return builder_.newVariable(std::move(v)); }
   /// Creates the node; a shape error fails the test and returns null.

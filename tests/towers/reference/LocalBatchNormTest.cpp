@@ -87,7 +87,7 @@ TEST_P(LocalBatchNorm, TowersMatchPyTorchSliceBySlice) {
   o.params = cantFail(parseParamPlacement(p.params));
   llvm::Error err = compileTowers(*m, o);
   ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
-  Ints planned = m->meta().getInts("tower_batches");
+  Ints planned = m->plan().towerBatches.value_or(Ints{});
   for (int64_t t = 0; t < sizes->numElements(); ++t)
     ASSERT_EQ(planned[t], (int64_t)sizes->at(t)) << "tower " << t << " slices differently";
 

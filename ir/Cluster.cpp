@@ -1,10 +1,10 @@
 //===- Cluster.cpp - Default clusters, validation, JSON ---------------------===//
 
-#include "placement/Cluster.h"
+#include "ir/Cluster.h"
 
 #include "ir/Diagnostics.h"
 #include "ir/InputFile.h"
-#include "placement/JsonFields.h"
+#include "ir/JsonFields.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"

@@ -1,9 +1,9 @@
-#include "placement/Tasks.h"
+#include "ir/Tasks.h"
 
+#include "ir/Cluster.h"
 #include "ir/Diagnostics.h"
 #include "ir/InputFile.h"
-#include "placement/Cluster.h"
-#include "placement/JsonFields.h"
+#include "ir/JsonFields.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -1,4 +1,4 @@
-#include "placement/JsonFields.h"
+#include "ir/JsonFields.h"
 
 #include "ir/Diagnostics.h"
 

@@ -1,6 +1,6 @@
 //===- Modes.cpp - Parsing and naming the tower passes' modes ---------------===//
 
-#include "passes/Modes.h"
+#include "ir/Modes.h"
 
 #include "ir/Diagnostics.h"
 
