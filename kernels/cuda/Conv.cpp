@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/ConvPlan.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"

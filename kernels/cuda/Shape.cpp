@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/ShapeInference.h"
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/KernelPlans.h"
 

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"
 #include "kernels/cuda/KernelPlans.h"
