@@ -79,7 +79,7 @@ llvm::Expected<std::shared_ptr<DeviceEvent>> Device::copyInAsync(void *dst, cons
 
 llvm::Expected<std::unique_ptr<Device>> createDevice(const DeviceRequest &req) {
   std::optional<DeviceId> id = DeviceId::parse(req.name);
-  if (id && id->type == DeviceType::CPU)
+  if (id && id->kind == DeviceKind::CPU)
     return createCpuDevice(req);
   if (id && id->isGpu()) {
 #if GRAPHC_HAVE_CUDA

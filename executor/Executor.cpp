@@ -24,7 +24,7 @@ using namespace exec;
 
 static bool isCpu(llvm::StringRef device) {
   std::optional<DeviceId> id = DeviceId::parse(device);
-  return id && id->type == DeviceType::CPU;
+  return id && id->kind == DeviceKind::CPU;
 }
 
 llvm::Error Executor::Impl::bind() {
@@ -461,7 +461,7 @@ llvm::Error Executor::Impl::bindCollectives() {
       acrossWorkers.push_back(name);
     if (binding->across == AcrossWorkers::Nccl)
       gpuAcrossWorkers.insert(name);
-    if (binding->engine == DeviceKind::CUDA) {
+    if (binding->engine == DeviceKind::GPU) {
       std::vector<Device *> &byRank = gpuGroups[name];
       for (unsigned m : members) {
         const Node &n = *nodes[m]->node;

@@ -24,8 +24,6 @@ llvm::Error Kernel::runGroup(llvm::ArrayRef<Kernel *> group,
   return llvm::Error::success();
 }
 
-llvm::StringRef deviceKindName(DeviceKind k) { return k == DeviceKind::CPU ? "cpu" : "gpu"; }
-
 llvm::Expected<ConvAlgorithm> parseConvAlgorithm(llvm::StringRef s) {
   for (ConvAlgorithm a : {ConvAlgorithm::Auto, ConvAlgorithm::Direct, ConvAlgorithm::Winograd})
     if (s == convAlgorithmName(a))
@@ -53,7 +51,7 @@ DType kernelDType(const Node &n) {
   return DType::F32;
 }
 
-static constexpr unsigned kKinds = 2, kDTypes = 6;
+static constexpr unsigned kKinds = kNumDeviceKinds, kDTypes = 6;
 
 static size_t slot(Op op, DeviceKind kind, DType dtype) {
   return ((size_t)op * kKinds + (size_t)kind) * kDTypes + (size_t)dtype;
@@ -96,7 +94,7 @@ bool KernelRegistry::supports(const Node &n, DeviceKind kind) const {
 
 std::vector<DeviceKind> KernelRegistry::kindsFor(const Node &n) const {
   std::vector<DeviceKind> kinds;
-  for (DeviceKind k : {DeviceKind::CPU, DeviceKind::CUDA})
+  for (DeviceKind k : {DeviceKind::CPU, DeviceKind::GPU})
     if (supports(n, k))
       kinds.push_back(k);
   return kinds;

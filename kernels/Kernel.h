@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/DeviceId.h"
 #include "ir/Module.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -29,9 +30,6 @@
 #include <vector>
 
 namespace graphc {
-
-enum class DeviceKind : unsigned char { CPU, CUDA };
-llvm::StringRef deviceKindName(DeviceKind k);
 
 enum class Layout : unsigned char { Plain, Blocked };
 

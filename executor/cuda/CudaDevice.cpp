@@ -354,7 +354,7 @@ KernelEnv CudaDevice::kernelEnv() {
   if (llvm::Error e = makeCurrent())
     llvm::consumeError(std::move(e));
   KernelEnv env;
-  env.kind = DeviceKind::CUDA;
+  env.kind = DeviceKind::GPU;
   env.threads = 1;
   env.backend = backend_.get();
   return env;
@@ -570,7 +570,7 @@ llvm::Error CudaDevice::launch(Kernel &k, KernelContext &ctx) {
 llvm::Error CudaDevice::receive(void *dst, Device &from, const void *src, size_t bytes) {
   if (!bytes)
     return llvm::Error::success();
-  if (from.kind() != DeviceKind::CUDA) {
+  if (from.kind() != DeviceKind::GPU) {
     // Host bytes: stage them in page-locked memory so the copy is
     // asynchronous (the staging slot belongs to this destination).
     if (capturing_)

@@ -434,7 +434,7 @@ private:
 
 void registerCudaConvKernels(KernelRegistry &r) {
   for (Op op : {Op::Conv, Op::ConvGradData, Op::ConvGradFilter})
-    r.add(op, DeviceKind::CUDA, {DType::F32, DType::F16}, cudaFactory<ConvKernel>());
+    r.add(op, DeviceKind::GPU, {DType::F32, DType::F16}, cudaFactory<ConvKernel>());
 }
 
 } // namespace graphc
