@@ -8,10 +8,9 @@
 
 namespace graphc {
 
-void registerCpuKernels(KernelRegistry &r);
-#if GRAPHC_HAVE_CUDA
-void registerCudaKernels(KernelRegistry &r);
-#endif
+// register<Name>Kernels of every backend this build links (Backends.def).
+#define GRAPHC_BACKEND(Name) void register##Name##Kernels(KernelRegistry &r);
+#include "Backends.def"
 
 Kernel::~Kernel() = default;
 
@@ -60,10 +59,8 @@ static size_t slot(Op op, DeviceKind kind, DType dtype) {
 KernelRegistry &KernelRegistry::global() {
   static KernelRegistry *r = [] {
     auto *reg = new KernelRegistry();
-    registerCpuKernels(*reg);
-#if GRAPHC_HAVE_CUDA
-    registerCudaKernels(*reg);
-#endif
+#define GRAPHC_BACKEND(Name) register##Name##Kernels(*reg);
+#include "Backends.def"
     return reg;
   }();
   return *r;

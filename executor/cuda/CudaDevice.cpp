@@ -316,13 +316,6 @@ llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceReque
   return d;
 }
 
-llvm::Expected<std::unique_ptr<Device>> createCudaDevice(const DeviceRequest &req) {
-  auto d = CudaDevice::create(req);
-  if (!d)
-    return d.takeError();
-  return std::unique_ptr<Device>(std::move(*d));
-}
-
 CudaDevice::~CudaDevice() {
   cudaSetDevice(ordinal_);
   for (cudaStream_t s : streams_)

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/cuda/StepCapture.h"
+#include "executor/StepCapture.h"
 
 #include "ir/Module.h"
 

@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/StepCapture.h"
 #include "executor/cuda/CollectivePath.h"
 #include "executor/cuda/CudaStreams.h"
-#include "executor/cuda/StepCapture.h"
 #include "ir/Builder.h"
 
 #include <gtest/gtest.h>

@@ -131,9 +131,10 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
   if (!cluster)
     return cluster.takeError();
   unsigned gpus = cluster->numGpus();
-  if (gpus > 0 && !req.emulate && (unsigned)cudaDeviceCount() < gpus)
+  if (gpus > 0 && !req.emulate && (unsigned)visibleDeviceCount(DeviceKind::GPU) < gpus)
     return makeError("the cluster has " + llvm::Twine(gpus) + " GPUs and this machine " +
-                     llvm::Twine(cudaDeviceCount()) + " (" + llvm::join(visibleDevices(), ", ") +
+                     llvm::Twine(visibleDeviceCount(DeviceKind::GPU)) + " (" +
+                     llvm::join(visibleDevices(), ", ") +
                      "); --emulate measures the CPU devices that stand for them");
   std::string where = req.model + " " + std::to_string(req.imageSize) + "x" +
                       std::to_string(req.imageSize) + ", " + std::to_string(req.perDevice) +
