@@ -182,9 +182,8 @@ int main(int argc, char **argv) {
   o.optimizer = "momentum";
   o.momentum = 0.9;
   o.learningRate = 0.01;
-  o.placer = makePlacerFunction(Cluster::defaultCluster(a.towers), [](const Node &n, DeviceType t) {
-    return KernelRegistry::global().supports(n, t == DeviceType::GPU ? DeviceKind::CUDA
-                                                                     : DeviceKind::CPU);
+  o.placer = makePlacerFunction(Cluster::defaultCluster(a.towers), [](const Node &n, DeviceKind t) {
+    return KernelRegistry::global().supports(n, t);
   });
   auto compileStart = std::chrono::steady_clock::now();
   {

@@ -54,6 +54,21 @@ if(GRAPHC_ENABLE_CUDA)
   endif()
 endif()
 
+# The backends this build links, in registration order. The kernel and device
+# registries expand this list (Backends.def) into their registration calls, so
+# generic code names no backend (LLVM's Targets.def does the same).
+set(GRAPHC_BACKENDS Cpu)
+if(GRAPHC_HAVE_CUDA)
+  list(APPEND GRAPHC_BACKENDS Cuda)
+endif()
+set(GRAPHC_BACKEND_ENTRIES "")
+foreach(backend IN LISTS GRAPHC_BACKENDS)
+  string(APPEND GRAPHC_BACKEND_ENTRIES "GRAPHC_BACKEND(${backend})\n")
+endforeach()
+set(GRAPHC_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/Backends.def.in ${GRAPHC_GENERATED_DIR}/Backends.def
+  @ONLY)
+
 find_package(GTest REQUIRED)
 # Reference checks use Debian's python3-torch and python3-onnx, which live under /usr/bin/python3.
 if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)

@@ -27,7 +27,7 @@ llvm::Expected<GroupBinding> bindGroup(llvm::StringRef group, llvm::ArrayRef<Dev
                      "' spans host and GPU devices; insert transfers so that all members are "
                      "on one kind");
   GroupBinding b;
-  b.engine = anyGpu ? DeviceKind::CUDA : DeviceKind::CPU;
+  b.engine = anyGpu ? DeviceKind::GPU : DeviceKind::CPU;
   if (workers <= 1)
     return b;
   // The host path sums with the reducer, the GPU path builds its NCCL

@@ -8,13 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/DeviceRegistry.h"
 #include "executor/ExecutorImpl.h"
 #include "ir/Cost.h"
 #include "ir/DeviceId.h"
 #include "ir/Initializers.h"
 #include "ir/MemoryLimit.h"
-#include "kernels/cpu/ConvWinograd1d.h"
-#include "kernels/cpu/CpuBackend.h"
 
 #include <set>
 
@@ -24,7 +23,7 @@ using namespace exec;
 
 static bool isCpu(llvm::StringRef device) {
   std::optional<DeviceId> id = DeviceId::parse(device);
-  return id && id->type == DeviceType::CPU;
+  return id && id->kind == DeviceKind::CPU;
 }
 
 llvm::Error Executor::Impl::bind() {
@@ -461,7 +460,7 @@ llvm::Error Executor::Impl::bindCollectives() {
       acrossWorkers.push_back(name);
     if (binding->across == AcrossWorkers::Nccl)
       gpuAcrossWorkers.insert(name);
-    if (binding->engine == DeviceKind::CUDA) {
+    if (binding->engine == DeviceKind::GPU) {
       std::vector<Device *> &byRank = gpuGroups[name];
       for (unsigned m : members) {
         const Node &n = *nodes[m]->node;
@@ -493,9 +492,12 @@ llvm::Error Executor::Impl::bindCollectives() {
   }
   if (gpuGroups.empty())
     return llvm::Error::success();
-#if GRAPHC_HAVE_CUDA
+  const DeviceBackend *gpu = DeviceRegistry::global().find(DeviceKind::GPU);
+  if (!gpu)
+    return makeError("collective '" + gpuGroups.begin()->first +
+                     "' runs on GPUs, which need a gpu backend (not built)");
   auto engine =
-      createCudaCollectives(opts.waitTimeout, gpuGroups, gpuAcrossWorkers, opts.gpuAcrossWorkers);
+      gpu->createCollectives(opts.waitTimeout, gpuGroups, gpuAcrossWorkers, opts.gpuAcrossWorkers);
   if (!engine)
     return engine.takeError();
   for (auto &[name, members] : groups)
@@ -504,10 +506,6 @@ llvm::Error Executor::Impl::bindCollectives() {
         nodes[m]->collectives = engine->get();
   otherCollectives.push_back(std::move(*engine));
   return llvm::Error::success();
-#else
-  return makeError("collective '" + gpuGroups.begin()->first +
-                   "' runs on GPUs, which need the CUDA backend (not built)");
-#endif
 }
 
 void Executor::Impl::bindCapture() {
@@ -518,13 +516,15 @@ void Executor::Impl::bindCapture() {
     devs.push_back(d->device.get());
   }
   std::string why = stepCaptureRefusal(*programs[0].graph, kinds, opts.profile, opts.checkNumerics);
-#if GRAPHC_HAVE_CUDA
   if (why.empty()) {
-    capture = createCudaStepCapture(devs, opts.waitTimeout);
+    // Every device is of one kind (the refusal admits GPUs only).
+    const DeviceBackend *backend =
+        kinds.empty() ? nullptr : DeviceRegistry::global().find(kinds[0]);
+    if (backend)
+      capture = backend->createStepCapture(devs, opts.waitTimeout);
     if (!capture)
       why = "the devices are not CUDA devices of this process";
   }
-#endif
   graphNote = why.empty() ? "the second step is captured as a CUDA graph and replayed after"
                           : "CUDA graphs not used: " + why;
 }
@@ -563,7 +563,9 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::create(const Module &m, Exec
   // fit: a second binding differs only in computing every convolution
   // directly, so where it fits, that was the reason.
   bool mayRetry = opts.convAlgorithm == ConvAlgorithm::Auto && memoryLimit() > 0 &&
-                  (cpuHasWinograd() || winograd1dAvailable());
+                  llvm::any_of(DeviceRegistry::global().backends(), [](const DeviceBackend *b) {
+                    return b->autoConvolutionsMayUseWinograd();
+                  });
   ExecutorOptions direct = mayRetry ? opts : ExecutorOptions();
   auto impl = std::make_unique<Impl>();
   impl->module = &m;

@@ -15,7 +15,7 @@
 #include "executor/Device.h"
 #include "executor/MemoryPlan.h"
 #include "executor/Schedule.h"
-#include "executor/cuda/StepCapture.h"
+#include "executor/StepCapture.h"
 #include "ir/Diagnostics.h"
 
 #include "llvm/ADT/DenseMap.h"

@@ -26,11 +26,11 @@ static std::string shortNumber(double v) {
 Cluster Cluster::defaultCluster(int gpus) {
   assert(gpus >= 0 && (unsigned)gpus < kMaxDevices && "callers bound the GPU count");
   const std::string host = DeviceId::host().str();
-  std::vector<ClusterDevice> devices{{host, DeviceType::CPU, ClusterDefaults::kHostMemory, 1.0}};
+  std::vector<ClusterDevice> devices{{host, DeviceKind::CPU, ClusterDefaults::kHostMemory, 1.0}};
   std::vector<Link> links;
   for (int i = 0; i < gpus; ++i) {
     std::string name = DeviceId::gpu(i).str();
-    devices.push_back({name, DeviceType::GPU, ClusterDefaults::kGpuMemory, 1.0});
+    devices.push_back({name, DeviceKind::GPU, ClusterDefaults::kGpuMemory, 1.0});
     links.push_back({host, name, ClusterDefaults::kHostGpuBandwidth});
   }
   for (int i = 0; i < gpus; ++i)
@@ -52,9 +52,9 @@ llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std:
     ClusterDevice &d = devices[i];
     std::string where = "device '" + printable(d.name) + "'";
     std::optional<DeviceId> id = DeviceId::parse(d.name);
-    if (!id || id->type != d.type)
-      return makeError(where + ": a " + deviceTypeName(d.type) + " device must be named '" +
-                       deviceTypeName(d.type) + ":<index>'");
+    if (!id || id->kind != d.kind)
+      return makeError(where + ": a " + deviceKindName(d.kind) + " device must be named '" +
+                       deviceKindName(d.kind) + ":<index>'");
     d.id = *id;
     auto [it, inserted] = index.try_emplace(d.name, i);
     if (!inserted)
@@ -135,11 +135,11 @@ std::optional<unsigned> Cluster::indexOf(llvm::StringRef name) const {
 }
 
 unsigned Cluster::numGpus() const {
-  return llvm::count_if(devices_, [](const ClusterDevice &d) { return d.type == DeviceType::GPU; });
+  return llvm::count_if(devices_, [](const ClusterDevice &d) { return d.kind == DeviceKind::GPU; });
 }
 
 double Cluster::peakFlops(const ClusterDevice &d) const {
-  return kindPeakFlops(d.type) * d.relativeSpeed;
+  return kindPeakFlops(d.kind) * d.relativeSpeed;
 }
 
 std::optional<double> Cluster::bandwidth(llvm::StringRef a, llvm::StringRef b) const {
@@ -201,10 +201,10 @@ llvm::Expected<ClusterDevice> parseDevice(const llvm::json::Value &v, unsigned i
     return e;
   if (auto e = f.unknownKeys({"name", "kind", "memory_bytes", "relative_speed"}))
     return e;
-  auto type = parseDeviceType(kind);
-  if (!type)
+  std::optional<DeviceKind> parsed = parseDeviceKind(kind);
+  if (!parsed)
     return makeError(where + ": kind '" + printable(kind) + "' is not one of cpu, gpu");
-  d.type = *type;
+  d.kind = *parsed;
   if (!(memory >= 1 && memory < 9.2e18))
     return makeError(where + ": memory_bytes must be a positive byte count");
   d.memoryBytes = (int64_t)memory;
@@ -330,8 +330,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text) {
     JsonFields cf(*c, "calibration");
     if (auto e = cf.unknownKeys({"cpu", "gpu"}))
       return e;
-    for (DeviceType t : {DeviceType::CPU, DeviceType::GPU}) {
-      llvm::StringRef kind = deviceTypeName(t);
+    for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU}) {
+      llvm::StringRef kind = deviceKindName(t);
       if (!c->get(kind))
         continue;
       auto k = parseCalibration(cf, kind);
@@ -366,7 +366,7 @@ std::string clusterToJson(const Cluster &c) {
   llvm::json::Array devices, links;
   for (const ClusterDevice &d : c.devices())
     devices.push_back(llvm::json::Object{{"name", d.name},
-                                         {"kind", deviceTypeName(d.type)},
+                                         {"kind", deviceKindName(d.kind)},
                                          {"memory_bytes", d.memoryBytes},
                                          {"relative_speed", d.relativeSpeed}});
   for (const Link &l : c.links())
@@ -375,19 +375,19 @@ std::string clusterToJson(const Cluster &c) {
   llvm::json::Object root{
       {"devices", std::move(devices)},
       {"links", std::move(links)},
-      {"peak_flops", llvm::json::Object{{"cpu", c.kindPeakFlops(DeviceType::CPU)},
-                                        {"gpu", c.kindPeakFlops(DeviceType::GPU)}}}};
+      {"peak_flops", llvm::json::Object{{"cpu", c.kindPeakFlops(DeviceKind::CPU)},
+                                        {"gpu", c.kindPeakFlops(DeviceKind::GPU)}}}};
   llvm::json::Object calibration;
-  for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+  for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU})
     if (const KindCalibration &k = c.calibration(t); k.present())
-      calibration[deviceTypeName(t)] = llvm::json::Object{{"launch_seconds", k.launchSeconds},
+      calibration[deviceKindName(t)] = llvm::json::Object{{"launch_seconds", k.launchSeconds},
                                                           {"conv_flops", k.convFlops},
                                                           {"gemm_flops", k.gemmFlops},
                                                           {"memory_bytes", k.memoryBytes},
                                                           {"measured", k.measured}};
-  for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+  for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU})
     if (const KindCalibration &k = c.calibration(t); k.present() && k.emulated()) {
-      llvm::json::Object &o = *calibration[deviceTypeName(t)].getAsObject();
+      llvm::json::Object &o = *calibration[deviceKindName(t)].getAsObject();
       o["threads"] = k.threads;
       o["cores"] = k.cores;
     }

@@ -26,11 +26,11 @@ namespace graphc {
 
 struct ClusterDevice {
   std::string name; ///< "cpu:0", "gpu:3"
-  DeviceType type = DeviceType::CPU;
+  DeviceKind kind = DeviceKind::CPU;
   int64_t memoryBytes = 0;
   double relativeSpeed = 1.0; ///< multiplies the kind's peak FLOP/s
   /// The name parsed, filled by Cluster::create (which refuses a name that
-  /// does not parse or does not match `type`).
+  /// does not parse or does not match `kind`).
   DeviceId id;
 };
 
@@ -94,7 +94,7 @@ public:
 
   /// Peak FLOP/s of a device: its kind's peak times its relative speed.
   double peakFlops(const ClusterDevice &d) const;
-  double kindPeakFlops(DeviceType t) const { return t == DeviceType::GPU ? gpuPeak_ : cpuPeak_; }
+  double kindPeakFlops(DeviceKind t) const { return t == DeviceKind::GPU ? gpuPeak_ : cpuPeak_; }
   /// --split auto: the peak FLOP/s of the device each tower runs on (tower
   /// t on gpu:t, as the tower passes request), so that shares of the batch
   /// in proportion to them finish together. An error names a tower whose GPU
@@ -111,11 +111,11 @@ public:
   llvm::Error checkDevice(llvm::StringRef name, llvm::StringRef what = "device") const;
 
   /// Measured figures of a kind (not present: the peak and defaults apply).
-  const KindCalibration &calibration(DeviceType t) const {
-    return t == DeviceType::GPU ? gpuCal_ : cpuCal_;
+  const KindCalibration &calibration(DeviceKind t) const {
+    return t == DeviceKind::GPU ? gpuCal_ : cpuCal_;
   }
-  void setCalibration(DeviceType t, KindCalibration c) {
-    (t == DeviceType::GPU ? gpuCal_ : cpuCal_) = std::move(c);
+  void setCalibration(DeviceKind t, KindCalibration c) {
+    (t == DeviceKind::GPU ? gpuCal_ : cpuCal_) = std::move(c);
   }
   void setLinkBandwidth(size_t link, double bandwidth) { links_[link].bandwidth = bandwidth; }
 

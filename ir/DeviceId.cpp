@@ -4,29 +4,29 @@
 
 namespace graphc {
 
-llvm::StringRef deviceTypeName(DeviceType t) {
-  return t == DeviceType::GPU ? "gpu" : "cpu";
+llvm::StringRef deviceKindName(DeviceKind k) {
+  return k == DeviceKind::GPU ? "gpu" : "cpu";
 }
 
-std::optional<DeviceType> parseDeviceType(llvm::StringRef s) {
+std::optional<DeviceKind> parseDeviceKind(llvm::StringRef s) {
   if (s == "cpu")
-    return DeviceType::CPU;
+    return DeviceKind::CPU;
   if (s == "gpu")
-    return DeviceType::GPU;
+    return DeviceKind::GPU;
   return std::nullopt;
 }
 
 std::optional<DeviceId> DeviceId::parse(llvm::StringRef name) {
-  auto [kind, number] = name.split(':');
-  auto type = parseDeviceType(kind);
+  auto [prefix, number] = name.split(':');
+  std::optional<DeviceKind> kind = parseDeviceKind(prefix);
   unsigned index = 0;
-  if (!type || number.empty() || number.getAsInteger(10, index))
+  if (!kind || number.empty() || number.getAsInteger(10, index))
     return std::nullopt;
-  return DeviceId{*type, index};
+  return DeviceId{*kind, index};
 }
 
 std::string DeviceId::str() const {
-  return deviceTypeName(type).str() + ":" + std::to_string(index);
+  return deviceKindName(kind).str() + ":" + std::to_string(index);
 }
 
 std::optional<unsigned> gpuIndexOf(llvm::StringRef name) {

@@ -22,32 +22,35 @@
 
 namespace graphc {
 
-/// What can run on a device; "cpu" and "gpu" in device names and files.
-/// (Not the kernel registry's DeviceKind, which names backends.)
-enum class DeviceType : unsigned char { CPU, GPU };
-llvm::StringRef deviceTypeName(DeviceType t);
-std::optional<DeviceType> parseDeviceType(llvm::StringRef s);
+/// What a device is; "cpu" and "gpu" in device names and files. The kernel
+/// registry and the device registry are keyed by it: a kind names no backend
+/// (GPU devices are CUDA's today), so generic code that asks for a kind never
+/// names one either.
+enum class DeviceKind : unsigned char { CPU, GPU };
+inline constexpr unsigned kNumDeviceKinds = 2;
+llvm::StringRef deviceKindName(DeviceKind k);
+std::optional<DeviceKind> parseDeviceKind(llvm::StringRef s);
 
 struct DeviceId {
-  DeviceType type = DeviceType::CPU;
+  DeviceKind kind = DeviceKind::CPU;
   unsigned index = 0;
 
-  static constexpr DeviceId host() { return {DeviceType::CPU, 0}; }
-  static constexpr DeviceId cpu(unsigned k) { return {DeviceType::CPU, k}; }
-  static constexpr DeviceId gpu(unsigned k) { return {DeviceType::GPU, k}; }
+  static constexpr DeviceId host() { return {DeviceKind::CPU, 0}; }
+  static constexpr DeviceId cpu(unsigned k) { return {DeviceKind::CPU, k}; }
+  static constexpr DeviceId gpu(unsigned k) { return {DeviceKind::GPU, k}; }
   /// "cpu:N" or "gpu:N" (N decimal, no sign, no spaces); nothing else.
   static std::optional<DeviceId> parse(llvm::StringRef name);
 
-  bool isHost() const { return type == DeviceType::CPU && index == 0; }
-  bool isGpu() const { return type == DeviceType::GPU; }
+  bool isHost() const { return kind == DeviceKind::CPU && index == 0; }
+  bool isGpu() const { return kind == DeviceKind::GPU; }
   /// "gpu:3".
   std::string str() const;
 
-  friend bool operator==(DeviceId a, DeviceId b) { return a.type == b.type && a.index == b.index; }
+  friend bool operator==(DeviceId a, DeviceId b) { return a.kind == b.kind && a.index == b.index; }
   friend bool operator!=(DeviceId a, DeviceId b) { return !(a == b); }
   /// CPUs before GPUs, then by index.
   friend bool operator<(DeviceId a, DeviceId b) {
-    return std::tie(a.type, a.index) < std::tie(b.type, b.index);
+    return std::tie(a.kind, a.index) < std::tie(b.kind, b.index);
   }
 };
 

@@ -8,10 +8,9 @@
 
 namespace graphc {
 
-void registerCpuKernels(KernelRegistry &r);
-#if GRAPHC_HAVE_CUDA
-void registerCudaKernels(KernelRegistry &r);
-#endif
+// register<Name>Kernels of every backend this build links (Backends.def).
+#define GRAPHC_BACKEND(Name) void register##Name##Kernels(KernelRegistry &r);
+#include "Backends.def"
 
 Kernel::~Kernel() = default;
 
@@ -23,8 +22,6 @@ llvm::Error Kernel::runGroup(llvm::ArrayRef<Kernel *> group,
       return e;
   return llvm::Error::success();
 }
-
-llvm::StringRef deviceKindName(DeviceKind k) { return k == DeviceKind::CPU ? "cpu" : "gpu"; }
 
 llvm::Expected<ConvAlgorithm> parseConvAlgorithm(llvm::StringRef s) {
   for (ConvAlgorithm a : {ConvAlgorithm::Auto, ConvAlgorithm::Direct, ConvAlgorithm::Winograd})
@@ -53,7 +50,7 @@ DType kernelDType(const Node &n) {
   return DType::F32;
 }
 
-static constexpr unsigned kKinds = 2, kDTypes = 6;
+static constexpr unsigned kKinds = kNumDeviceKinds, kDTypes = 6;
 
 static size_t slot(Op op, DeviceKind kind, DType dtype) {
   return ((size_t)op * kKinds + (size_t)kind) * kDTypes + (size_t)dtype;
@@ -62,10 +59,8 @@ static size_t slot(Op op, DeviceKind kind, DType dtype) {
 KernelRegistry &KernelRegistry::global() {
   static KernelRegistry *r = [] {
     auto *reg = new KernelRegistry();
-    registerCpuKernels(*reg);
-#if GRAPHC_HAVE_CUDA
-    registerCudaKernels(*reg);
-#endif
+#define GRAPHC_BACKEND(Name) register##Name##Kernels(*reg);
+#include "Backends.def"
     return reg;
   }();
   return *r;
@@ -96,7 +91,7 @@ bool KernelRegistry::supports(const Node &n, DeviceKind kind) const {
 
 std::vector<DeviceKind> KernelRegistry::kindsFor(const Node &n) const {
   std::vector<DeviceKind> kinds;
-  for (DeviceKind k : {DeviceKind::CPU, DeviceKind::CUDA})
+  for (DeviceKind k : {DeviceKind::CPU, DeviceKind::GPU})
     if (supports(n, k))
       kinds.push_back(k);
   return kinds;

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/DeviceId.h"
 #include "ir/Module.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -29,9 +30,6 @@
 #include <vector>
 
 namespace graphc {
-
-enum class DeviceKind : unsigned char { CPU, CUDA };
-llvm::StringRef deviceKindName(DeviceKind k);
 
 enum class Layout : unsigned char { Plain, Blocked };
 
@@ -166,7 +164,8 @@ using KernelFactory =
 DType kernelDType(const Node &n);
 
 /// Kernels keyed by (op, device kind, dtype). Backends register theirs in one
-/// function each (registerCpuKernels, the CUDA module's entry point).
+/// function each, register<Name>Kernels, which global() calls for every
+/// backend the build links (Backends.def, cmake/Dependencies.cmake).
 class KernelRegistry {
 public:
   /// The registry with every built-in CPU kernel.

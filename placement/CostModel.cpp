@@ -30,7 +30,7 @@ double kernelSeconds(Op op, const NodeCost &cost, const Cluster &c, const Cluste
                      const KernelTimes &t) {
   if (cost.flops == 0 && cost.bytesRead + cost.bytesWritten == 0)
     return 0;
-  if (const KindCalibration &k = c.calibration(d.type); k.present()) {
+  if (const KindCalibration &k = c.calibration(d.kind); k.present()) {
     double work;
     switch (op) {
     case Op::Conv:
@@ -47,7 +47,7 @@ double kernelSeconds(Op op, const NodeCost &cost, const Cluster &c, const Cluste
     }
     return k.launchSeconds + work / d.relativeSpeed;
   }
-  bool gpu = d.type == DeviceType::GPU;
+  bool gpu = d.kind == DeviceKind::GPU;
   double bandwidth = (gpu ? t.gpuMemoryBandwidth : t.cpuMemoryBandwidth) * d.relativeSpeed;
   return std::max((double)cost.flops / c.peakFlops(d),
                   (double)(cost.bytesRead + cost.bytesWritten) / bandwidth) +

@@ -112,7 +112,7 @@ llvm::json::Value costReportJson(const PlacementCost &cost, const Cluster &c,
     const ClusterDevice *dev = c.find(d.device);
     devices.push_back(llvm::json::Object{
         {"device", d.device},
-        {"kind", dev ? deviceTypeName(dev->type) : llvm::StringRef("?")},
+        {"kind", dev ? deviceKindName(dev->kind) : llvm::StringRef("?")},
         {"memory_bytes", dev ? dev->memoryBytes : 0},
         {"nodes", d.nodes},
         {"flops", d.flops},

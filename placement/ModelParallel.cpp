@@ -130,7 +130,7 @@ private:
         if (input ? !dev.id.isHost() : dev.id.isHost())
           continue;
         if (llvm::all_of(groups_.members(grp), [&](const Node *n) {
-              return runsWithoutKernel(n->op()) || kernels_(*n, dev.type);
+              return runsWithoutKernel(n->op()) || kernels_(*n, dev.kind);
             }))
           groupDevices_[grp].push_back(d);
       }

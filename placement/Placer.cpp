@@ -22,7 +22,7 @@
 
 namespace graphc {
 
-bool anyKernelAnywhere(const Node &, DeviceType) {
+bool anyKernelAnywhere(const Node &, DeviceKind) {
   return true;
 }
 
@@ -42,15 +42,15 @@ bool runsWithoutKernel(Op op) {
 namespace {
 
 constexpr unsigned kAllKinds = 3;
-unsigned kindBit(DeviceType t) {
-  return t == DeviceType::GPU ? 2u : 1u;
+unsigned kindBit(DeviceKind t) {
+  return t == DeviceKind::GPU ? 2u : 1u;
 }
 
 std::string kindList(unsigned kinds) {
   std::vector<std::string> names;
-  for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+  for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU})
     if (kinds & kindBit(t))
-      names.push_back(deviceTypeName(t).str());
+      names.push_back(deviceKindName(t).str());
   return names.empty() ? "none" : llvm::join(names, ", ");
 }
 
@@ -169,7 +169,7 @@ private:
       if (runsWithoutKernel(n->op()))
         continue;
       unsigned mine = 0;
-      for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+      for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU})
         if (kernels_(*n, t))
           mine |= kindBit(t);
       if (mine == 0)
@@ -233,7 +233,7 @@ private:
   }
 
   bool canRun(const GroupPlan &p, const ClusterDevice &d) const {
-    return p.kinds & kindBit(d.type);
+    return p.kinds & kindBit(d.kind);
   }
 
   /// The host when it can run the group, else the first device that can.
@@ -253,7 +253,7 @@ private:
   std::string noKernel(const GroupPlan &p, const ClusterDevice &d) const {
     const Node &n = *p.limiting;
     bool alone = groups_.members(groups_.groupOf(&n)).size() == 1;
-    return "no " + deviceTypeName(d.type).str() + " kernel for " +
+    return "no " + deviceKindName(d.kind).str() + " kernel for " +
            (alone ? opName(n.op()).str() : quoted(n));
   }
 
@@ -275,7 +275,7 @@ private:
         return cannotAssign(*p.limiting,
                             "it is requested on '" + d.name + "'" +
                                 (p.requester == p.limiting ? "" : " (by " + p.requestedBy() + ")") +
-                                " but has no " + deviceTypeName(d.type) +
+                                " but has no " + deviceKindName(d.kind) +
                                 " kernel; devices that could run it: " +
                                 (could.empty() ? "none" : llvm::join(could, ", ")) +
                                 (opts_.softPlacement ? "" : " (soft placement is off)"));

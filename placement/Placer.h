@@ -21,10 +21,10 @@
 namespace graphc {
 
 /// Whether a node's op has a kernel on devices of a type.
-using KernelAvailability = std::function<bool(const Node &, DeviceType)>;
+using KernelAvailability = std::function<bool(const Node &, DeviceKind)>;
 
 /// Every kernel everywhere: for tests and for clusters without a registry.
-bool anyKernelAnywhere(const Node &, DeviceType);
+bool anyKernelAnywhere(const Node &, DeviceKind);
 
 /// Ops the executor runs itself (storage, copies and collectives), for which
 /// the placer never asks about kernels: Input, Variable, Constant, Transfer,

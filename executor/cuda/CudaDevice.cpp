@@ -316,13 +316,6 @@ llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceReque
   return d;
 }
 
-llvm::Expected<std::unique_ptr<Device>> createCudaDevice(const DeviceRequest &req) {
-  auto d = CudaDevice::create(req);
-  if (!d)
-    return d.takeError();
-  return std::unique_ptr<Device>(std::move(*d));
-}
-
 CudaDevice::~CudaDevice() {
   cudaSetDevice(ordinal_);
   for (cudaStream_t s : streams_)
@@ -354,7 +347,7 @@ KernelEnv CudaDevice::kernelEnv() {
   if (llvm::Error e = makeCurrent())
     llvm::consumeError(std::move(e));
   KernelEnv env;
-  env.kind = DeviceKind::CUDA;
+  env.kind = DeviceKind::GPU;
   env.threads = 1;
   env.backend = backend_.get();
   return env;
@@ -570,7 +563,7 @@ llvm::Error CudaDevice::launch(Kernel &k, KernelContext &ctx) {
 llvm::Error CudaDevice::receive(void *dst, Device &from, const void *src, size_t bytes) {
   if (!bytes)
     return llvm::Error::success();
-  if (from.kind() != DeviceKind::CUDA) {
+  if (from.kind() != DeviceKind::GPU) {
     // Host bytes: stage them in page-locked memory so the copy is
     // asynchronous (the staging slot belongs to this destination).
     if (capturing_)

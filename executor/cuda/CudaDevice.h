@@ -72,7 +72,7 @@ public:
   ~CudaDevice() override;
 
   const std::string &name() const override { return name_; }
-  DeviceKind kind() const override { return DeviceKind::CUDA; }
+  DeviceKind kind() const override { return DeviceKind::GPU; }
   std::string describe() const override;
   std::vector<std::string> traceStreams() const override { return cudaTraceStreams(); }
 

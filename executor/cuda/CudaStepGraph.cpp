@@ -16,9 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/cuda/CudaStepGraph.h"
 #include "executor/cuda/CudaCollectives.h"
 #include "executor/cuda/CudaDevice.h"
-#include "executor/cuda/StepCapture.h"
 
 #include "ir/Diagnostics.h"
 #include "kernels/cuda/CudaCheck.h"

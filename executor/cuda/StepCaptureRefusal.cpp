@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/cuda/StepCapture.h"
+#include "executor/StepCapture.h"
 
 #include "ir/Module.h"
 
@@ -16,7 +16,7 @@ std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds,
   return "this build has no CUDA backend";
 #endif
   for (DeviceKind k : kinds)
-    if (k != DeviceKind::CUDA)
+    if (k != DeviceKind::GPU)
       return "the step runs on a host device too (a graph holds GPU work only)";
   if (profile)
     return "profiling times every kernel from the host";

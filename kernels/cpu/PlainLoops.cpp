@@ -1,9 +1,8 @@
-//===- PlainLoops.cpp - Loop nests and strided copies ---------------------===//
+//===- PlainLoops.cpp - Strided copies and 16-bit conversions -------------===//
 //
-// The out-of-line half of PlainLoops.h: building and collapsing loop nests,
-// and the one strided copy that Transpose, Slice, Expand and friends share
-// (runs of memcpy where the source is contiguous, square tiles where it is
-// transposed).
+// The out-of-line half of PlainLoops.h: the one strided copy that Transpose,
+// Slice, Expand and friends share (runs of memcpy where the source is
+// contiguous, square tiles where it is transposed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,66 +11,6 @@
 
 namespace graphc {
 namespace plain {
-
-int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i)
-    p *= dims[i];
-  return p;
-}
-
-Dims contiguousStrides(llvm::ArrayRef<int64_t> shape) {
-  Dims s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
-void LoopNest::collapse() {
-  size_t ops = strides.size();
-  Dims newDims;
-  llvm::SmallVector<Dims, 3> newStrides(ops);
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == 1)
-      continue;
-    bool merges = !newDims.empty();
-    for (size_t k = 0; k < ops && merges; ++k)
-      merges = newStrides[k].back() == strides[k][d] * dims[d];
-    if (merges) {
-      newDims.back() *= dims[d];
-      for (size_t k = 0; k < ops; ++k)
-        newStrides[k].back() = strides[k][d];
-      continue;
-    }
-    newDims.push_back(dims[d]);
-    for (size_t k = 0; k < ops; ++k)
-      newStrides[k].push_back(strides[k][d]);
-  }
-  if (newDims.empty()) {
-    newDims.push_back(1);
-    for (size_t k = 0; k < ops; ++k)
-      newStrides[k].push_back(0);
-  }
-  dims = std::move(newDims);
-  strides = std::move(newStrides);
-}
-
-LoopNest broadcastNest(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<Dims> operands) {
-  LoopNest nest;
-  nest.dims.assign(out.begin(), out.end());
-  for (const Dims &shape : operands) {
-    assert(shape.size() <= out.size() && "operand has a higher rank than the output");
-    Dims own = contiguousStrides(shape);
-    Dims s(out.size(), 0);
-    size_t lead = out.size() - shape.size();
-    for (size_t d = 0; d < shape.size(); ++d)
-      s[lead + d] = shape[d] == 1 ? 0 : own[d];
-    nest.strides.push_back(std::move(s));
-    nest.base.push_back(0);
-  }
-  nest.collapse();
-  return nest;
-}
 
 /// Side of the square tiles a transposing copy moves at a time.
 constexpr int64_t kTile = 32;

@@ -9,44 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/ShapeInference.h"
 #include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/PlainLoops.h"
 
 namespace graphc {
-
-plain::LoopNest plain::stridedCopyNest(const Node &n) {
-  const TensorType &in = n.operand(0)->type(), &out = n.result()->type();
-  if (n.op() == Op::Expand)
-    return broadcastNest(out.shape, {Dims(in.shape)});
-  Dims inStrides = contiguousStrides(in.shape);
-  LoopNest nest;
-  nest.dims = out.shape;
-  nest.base.push_back(0);
-  Dims strides(out.rank(), 0);
-  if (n.op() == Op::Transpose) {
-    Ints perm = n.attrs().getInts("perm");
-    for (size_t d = 0; d < out.rank(); ++d)
-      strides[d] = inStrides[perm.empty() ? out.rank() - 1 - d : perm[d]];
-  } else { // Slice
-    const Attrs &a = n.attrs();
-    Ints starts = a.getInts("starts"), ends = a.getInts("ends");
-    Ints axes = a.getInts("axes"), steps = a.getInts("steps");
-    strides.assign(inStrides.begin(), inStrides.end());
-    for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t ax = axes.empty() ? (int64_t)i : axes[i];
-      if (ax < 0)
-        ax += (int64_t)in.rank();
-      SliceRange r = resolveSlice(in.shape[ax], starts[i], ends[i], steps.empty() ? 1 : steps[i]);
-      nest.base[0] += r.start * inStrides[ax];
-      strides[ax] = inStrides[ax] * r.step;
-    }
-  }
-  nest.strides.push_back(std::move(strides));
-  nest.collapse();
-  return nest;
-}
-
 namespace {
 
 using namespace plain;
@@ -137,7 +103,9 @@ public:
         blockable_(joinsWholeBlocks(types(n), joinAxis(n, n.result()->type().rank()))) {}
 
   bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
-  bool producesLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
+  bool producesLayout(unsigned, Layout l) const override {
+    return l == Layout::Plain || blockable_;
+  }
   bool layoutFollowsOperands() const override { return true; }
 
   llvm::Error run(KernelContext &ctx) override {
@@ -169,7 +137,9 @@ public:
         blockable_(joinsWholeBlocks(types(n), joinAxis(n, n.operand(0)->type().rank()))) {}
 
   bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
-  bool producesLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
+  bool producesLayout(unsigned, Layout l) const override {
+    return l == Layout::Plain || blockable_;
+  }
   bool layoutFollowsOperands() const override { return true; }
 
   llvm::Error run(KernelContext &ctx) override {

@@ -118,7 +118,7 @@ private:
 
 void registerCudaBatchNormKernels(KernelRegistry &r) {
   for (Op op : {Op::BatchNorm, Op::BatchNormTrain, Op::BatchNormTrainGrad})
-    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<BatchNormKernel>());
+    r.add(op, DeviceKind::GPU, DType::F32, cudaFactory<BatchNormKernel>());
 }
 
 } // namespace graphc

@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/ConvAlgorithmFile.h"
 #include "kernels/cuda/ConvPlan.h"
 #include "kernels/cuda/CudaKernel.h"
@@ -433,7 +433,7 @@ private:
 
 void registerCudaConvKernels(KernelRegistry &r) {
   for (Op op : {Op::Conv, Op::ConvGradData, Op::ConvGradFilter})
-    r.add(op, DeviceKind::CUDA, {DType::F32, DType::F16}, cudaFactory<ConvKernel>());
+    r.add(op, DeviceKind::GPU, {DType::F32, DType::F16}, cudaFactory<ConvKernel>());
 }
 
 } // namespace graphc

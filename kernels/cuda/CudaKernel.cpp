@@ -2,7 +2,7 @@
 
 #include "kernels/cuda/CudaKernel.h"
 
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 
 namespace graphc {
 

@@ -53,7 +53,7 @@ private:
 } // namespace
 
 void registerCudaDropoutKernels(KernelRegistry &r) {
-  r.add(Op::DropoutTrain, DeviceKind::CUDA, {DType::F32, DType::F16, DType::BF16},
+  r.add(Op::DropoutTrain, DeviceKind::GPU, {DType::F32, DType::F16, DType::BF16},
         cudaFactory<DropoutTrainKernel>());
 }
 

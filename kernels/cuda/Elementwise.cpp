@@ -271,7 +271,7 @@ protected:
 } // namespace
 
 void registerCudaElementwiseKernels(KernelRegistry &r) {
-  const auto gpu = DeviceKind::CUDA;
+  const auto gpu = DeviceKind::GPU;
   auto floats = {DType::F32, DType::F16, DType::BF16};
   auto numeric = {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32};
   auto all = {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool};
@@ -299,7 +299,7 @@ void registerCudaElementwiseKernels(KernelRegistry &r) {
 void registerCudaF16ViaF32Kernels(KernelRegistry &r) {
   // Our own batch norms, pooling and reductions are f32; convolutions have
   // cuDNN's f16 kernels (Conv.cpp).
-  registerF16ViaF32(r, DeviceKind::CUDA,
+  registerF16ViaF32(r, DeviceKind::GPU,
                     {Op::BatchNorm, Op::BatchNormTrain, Op::BatchNormTrainGrad, Op::MaxPool,
                      Op::AveragePool, Op::MaxPoolGrad, Op::AveragePoolGrad, Op::ReduceSum,
                      Op::ReduceMean, Op::GlobalAveragePool},

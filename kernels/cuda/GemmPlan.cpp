@@ -3,7 +3,7 @@
 #include "kernels/cuda/GemmPlan.h"
 
 #include "ir/Diagnostics.h"
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 
 #include <climits>
 

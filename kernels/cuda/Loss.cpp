@@ -62,7 +62,7 @@ private:
 
 void registerCudaLossKernels(KernelRegistry &r) {
   for (Op op : {Op::SoftmaxCrossEntropy, Op::SoftmaxCrossEntropyGrad})
-    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<CrossEntropyKernel>());
+    r.add(op, DeviceKind::GPU, DType::F32, cudaFactory<CrossEntropyKernel>());
 }
 
 } // namespace graphc

@@ -95,7 +95,7 @@ private:
 } // namespace
 
 void registerCudaLossScaleKernels(KernelRegistry &r) {
-  const auto gpu = DeviceKind::CUDA;
+  const auto gpu = DeviceKind::GPU;
   r.add(Op::CheckFinite, gpu, {DType::F32, DType::F16, DType::BF16},
         cudaFactory<CheckFiniteKernel>());
   r.add(Op::LossScaleStep, gpu, DType::F32, cudaFactory<LossScaleStepKernel>());

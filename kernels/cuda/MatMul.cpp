@@ -140,7 +140,7 @@ private:
 
 void registerCudaMatMulKernels(KernelRegistry &r) {
   for (Op op : {Op::MatMul, Op::Gemm})
-    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<GemmKernel>());
+    r.add(op, DeviceKind::GPU, DType::F32, cudaFactory<GemmKernel>());
 }
 
 } // namespace graphc

@@ -235,7 +235,7 @@ private:
 } // namespace
 
 void registerCudaOptimizerKernels(KernelRegistry &r) {
-  const auto gpu = DeviceKind::CUDA;
+  const auto gpu = DeviceKind::GPU;
   r.add(Op::Assign, gpu, {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool},
         cudaFactory<AssignKernel>());
   for (Op op : {Op::ApplySGD, Op::ApplyMomentum, Op::ApplyRMSProp, Op::ApplyAdam})

@@ -139,7 +139,7 @@ private:
 
 void registerCudaPoolKernels(KernelRegistry &r) {
   for (Op op : {Op::MaxPool, Op::AveragePool, Op::MaxPoolGrad, Op::AveragePoolGrad})
-    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<PoolKernel>());
+    r.add(op, DeviceKind::GPU, DType::F32, cudaFactory<PoolKernel>());
 }
 
 } // namespace graphc

@@ -120,7 +120,7 @@ private:
 
 void registerCudaReduceKernels(KernelRegistry &r) {
   for (Op op : {Op::ReduceSum, Op::ReduceMean, Op::GlobalAveragePool})
-    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<ReduceKernel>());
+    r.add(op, DeviceKind::GPU, DType::F32, cudaFactory<ReduceKernel>());
 }
 
 } // namespace graphc

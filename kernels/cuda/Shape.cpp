@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/ShapeInference.h"
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/KernelPlans.h"
 
@@ -248,7 +248,7 @@ private:
 } // namespace
 
 void registerCudaShapeKernels(KernelRegistry &r) {
-  const auto gpu = DeviceKind::CUDA;
+  const auto gpu = DeviceKind::GPU;
   auto all = {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool};
   for (Op op : {Op::Transpose, Op::Slice, Op::Expand})
     r.add(op, gpu, all, cudaFactory<StridedCopyKernel>());

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/cpu/PlainLoops.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"
 #include "kernels/cuda/KernelPlans.h"
@@ -79,7 +79,7 @@ private:
 
 void registerCudaSoftmaxKernels(KernelRegistry &r) {
   for (Op op : {Op::Softmax, Op::LogSoftmax, Op::SoftmaxGrad, Op::LogSoftmaxGrad})
-    r.add(op, DeviceKind::CUDA, DType::F32, cudaFactory<SoftmaxKernel>());
+    r.add(op, DeviceKind::GPU, DType::F32, cudaFactory<SoftmaxKernel>());
 }
 
 } // namespace graphc

@@ -10,7 +10,7 @@
 
 #include "executor/Collectives.h"
 #include "executor/cuda/CudaCollectives.h"
-#include "executor/cuda/StepCapture.h"
+#include "executor/cuda/CudaStepGraph.h"
 
 #include <cstring>
 #include <random>

@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/StepCapture.h"
 #include "executor/cuda/CollectivePath.h"
 #include "executor/cuda/CudaStreams.h"
-#include "executor/cuda/StepCapture.h"
 #include "ir/Builder.h"
 
 #include <gtest/gtest.h>
@@ -111,10 +111,10 @@ TEST(StepCapture, RefusalsNameTheReason) {
   Module m;
   Builder b(m.main());
   m.main().addOutput(b.create(Op::Relu, {b.input("x", TensorType(DType::F32, {4}))}));
-  std::vector<DeviceKind> gpus{DeviceKind::CUDA, DeviceKind::CUDA};
+  std::vector<DeviceKind> gpus{DeviceKind::GPU, DeviceKind::GPU};
 #if GRAPHC_HAVE_CUDA
   EXPECT_EQ(stepCaptureRefusal(m.main(), gpus, false, false), "");
-  EXPECT_NE(stepCaptureRefusal(m.main(), {DeviceKind::CUDA, DeviceKind::CPU}, false, false)
+  EXPECT_NE(stepCaptureRefusal(m.main(), {DeviceKind::GPU, DeviceKind::CPU}, false, false)
                 .find("host device"),
             std::string::npos);
   EXPECT_NE(stepCaptureRefusal(m.main(), gpus, true, false).find("profiling"), std::string::npos);
@@ -135,7 +135,7 @@ TEST(StepCapture, OpsThatUseTheStepOnTheHostAreRefused) {
   a.set("seed", (int64_t)1);
   Node *d = b.createNode(Op::DropoutTrain, {x}, a, "drop");
   m.main().addOutput(d->result(0));
-  std::string why = stepCaptureRefusal(m.main(), {DeviceKind::CUDA}, false, false);
+  std::string why = stepCaptureRefusal(m.main(), {DeviceKind::GPU}, false, false);
   EXPECT_NE(why.find("node '" + d->name() + "' (DropoutTrain) uses the step counter"),
             std::string::npos)
       << why;
@@ -155,7 +155,7 @@ TEST(StepCapture, CollectivesAcrossWorkersAreIssuedStepByStep) {
       a.set("workers", workers);
     Node *ar = b.createNode(Op::AllReduce, {x}, a, "ar");
     m.main().addOutput(ar->result(0));
-    std::string why = stepCaptureRefusal(m.main(), {DeviceKind::CUDA}, false, false);
+    std::string why = stepCaptureRefusal(m.main(), {DeviceKind::GPU}, false, false);
     if (workers == 1)
       EXPECT_EQ(why, "");
     else

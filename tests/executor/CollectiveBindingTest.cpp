@@ -49,7 +49,7 @@ std::string errorOf(llvm::Expected<GroupBinding> b) {
 } // namespace
 
 TEST(CollectiveBinding, InsideOneProcessNeitherMpiNorNccl) {
-  for (DeviceKind k : {DeviceKind::CPU, DeviceKind::CUDA}) {
+  for (DeviceKind k : {DeviceKind::CPU, DeviceKind::GPU}) {
     auto b = bindGroup("grads_0", {k, k}, 1, nullptr, nullptr);
     ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
     EXPECT_EQ(b->engine, k);
@@ -64,12 +64,12 @@ TEST(CollectiveBinding, HostGroupsAcrossWorkersUseMpiGpuGroupsNccl) {
   ASSERT_TRUE(bool(cpu)) << llvm::toString(cpu.takeError());
   EXPECT_EQ(cpu->engine, DeviceKind::CPU);
   EXPECT_EQ(cpu->across, AcrossWorkers::Mpi);
-  auto cuda = bindGroup("grads_0", {DeviceKind::CUDA, DeviceKind::CUDA}, 3, &host, &gpu);
+  auto cuda = bindGroup("grads_0", {DeviceKind::GPU, DeviceKind::GPU}, 3, &host, &gpu);
   ASSERT_TRUE(bool(cuda)) << llvm::toString(cuda.takeError());
-  EXPECT_EQ(cuda->engine, DeviceKind::CUDA);
+  EXPECT_EQ(cuda->engine, DeviceKind::GPU);
   EXPECT_EQ(cuda->across, AcrossWorkers::Nccl);
   // One GPU per worker (the sum of a worker's towers) is a group too.
-  auto one = bindGroup("workers/loss", {DeviceKind::CUDA}, 3, nullptr, &gpu);
+  auto one = bindGroup("workers/loss", {DeviceKind::GPU}, 3, nullptr, &gpu);
   ASSERT_TRUE(bool(one)) << llvm::toString(one.takeError());
   EXPECT_EQ(one->across, AcrossWorkers::Nccl);
 }
@@ -77,14 +77,14 @@ TEST(CollectiveBinding, HostGroupsAcrossWorkersUseMpiGpuGroupsNccl) {
 TEST(CollectiveBinding, WhatCannotBeSummedNamesTheGroup) {
   HostWorkers host(2);
   GpuWorkers gpu(2);
-  EXPECT_EQ(errorOf(bindGroup("bn_3", {DeviceKind::CPU, DeviceKind::CUDA}, 1, &host, &gpu)),
+  EXPECT_EQ(errorOf(bindGroup("bn_3", {DeviceKind::CPU, DeviceKind::GPU}, 1, &host, &gpu)),
             "collective 'bn_3' spans host and GPU devices; insert transfers so that all "
             "members are on one kind");
   // GPUs need the exchange, host devices the reducer.
-  EXPECT_EQ(errorOf(bindGroup("grads_0", {DeviceKind::CUDA}, 2, &host, nullptr)),
+  EXPECT_EQ(errorOf(bindGroup("grads_0", {DeviceKind::GPU}, 2, &host, nullptr)),
             "collective 'grads_0' spans 2 workers, but this process runs alone (start the "
             "plan's workers with mpirun)");
   EXPECT_NE(errorOf(bindGroup("grads_0", {DeviceKind::CPU}, 2, nullptr, &gpu)), "");
-  EXPECT_EQ(errorOf(bindGroup("grads_0", {DeviceKind::CUDA}, 3, &host, &gpu)),
+  EXPECT_EQ(errorOf(bindGroup("grads_0", {DeviceKind::GPU}, 3, &host, &gpu)),
             "collective 'grads_0' spans 3 workers, but this run has 2");
 }

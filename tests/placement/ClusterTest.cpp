@@ -42,7 +42,7 @@ TEST(Cluster, DefaultHasTheHostAndNGpusFullyLinked) {
   EXPECT_EQ(c.links().size(), 4u + 6u);
   const ClusterDevice *g3 = c.find("gpu:3");
   ASSERT_NE(g3, nullptr);
-  EXPECT_EQ(g3->type, DeviceType::GPU);
+  EXPECT_EQ(g3->kind, DeviceKind::GPU);
   EXPECT_EQ(g3->memoryBytes, 80LL << 30);
   EXPECT_EQ(c.peakFlops(*g3), 67e12);
   EXPECT_EQ(*c.bandwidth("gpu:1", "gpu:3"), 450e9);
@@ -68,7 +68,7 @@ TEST(Cluster, ParsesAFileAndPutsTheHostFirst) {
   EXPECT_EQ(c->devices()[1].name, "gpu:0");
   EXPECT_EQ(c->find("gpu:1")->relativeSpeed, 0.5);
   EXPECT_EQ(c->peakFlops(*c->find("gpu:1")), 10e12);
-  EXPECT_EQ(c->kindPeakFlops(DeviceType::CPU), ClusterDefaults::kCpuPeakFlops);
+  EXPECT_EQ(c->kindPeakFlops(DeviceKind::CPU), ClusterDefaults::kCpuPeakFlops);
   // No direct GPU link: the best path through the host, at its slower hop.
   EXPECT_EQ(*c->bandwidth("gpu:0", "gpu:1"), 16e9);
 }
@@ -89,12 +89,12 @@ TEST(Cluster, CalibrationRoundTripsAndTimesKernels) {
   k.gemmFlops = 1e10;
   k.memoryBytes = 4e9;
   k.measured = "a test";
-  a.setCalibration(DeviceType::GPU, k);
+  a.setCalibration(DeviceKind::GPU, k);
   auto b = parseClusterJson(clusterToJson(a));
   ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
-  EXPECT_EQ(b->calibration(DeviceType::GPU).convFlops, 2e10);
-  EXPECT_EQ(b->calibration(DeviceType::GPU).measured, "a test");
-  EXPECT_FALSE(b->calibration(DeviceType::CPU).present());
+  EXPECT_EQ(b->calibration(DeviceKind::GPU).convFlops, 2e10);
+  EXPECT_EQ(b->calibration(DeviceKind::GPU).measured, "a test");
+  EXPECT_FALSE(b->calibration(DeviceKind::CPU).present());
   // Calibrated kinds time kernels by their op class; the host keeps the peak formula.
   NodeCost cost;
   cost.flops = 4'000'000'000;
@@ -118,11 +118,11 @@ TEST(Cluster, CalibrationRoundTripsAndTimesKernels) {
   // Emulated devices' threads and cores round-trip, and come as a valid pair.
   k.threads = 1;
   k.cores = 2;
-  a.setCalibration(DeviceType::GPU, k);
+  a.setCalibration(DeviceKind::GPU, k);
   auto e = parseClusterJson(clusterToJson(a));
   ASSERT_TRUE(bool(e)) << llvm::toString(e.takeError());
-  EXPECT_TRUE(e->calibration(DeviceType::GPU).emulated());
-  EXPECT_EQ(e->calibration(DeviceType::GPU).cores, 2u);
+  EXPECT_TRUE(e->calibration(DeviceKind::GPU).emulated());
+  EXPECT_EQ(e->calibration(DeviceKind::GPU).cores, 2u);
   std::string unpaired = clusterToJson(a);
   at = unpaired.find("\"cores\": 2");
   ASSERT_NE(at, std::string::npos);
@@ -270,10 +270,10 @@ TEST(Cluster, NamesFromTheFileAreQuotedOnOneLine) {
 }
 
 TEST(Cluster, TowerSpeedsForSplitAuto) {
-  auto c = Cluster::create({{"cpu:0", DeviceType::CPU, 1 << 20, 1},
-                            {"gpu:0", DeviceType::GPU, 1 << 20, 1},
-                            {"gpu:1", DeviceType::GPU, 1 << 20, 0.5},
-                            {"gpu:3", DeviceType::GPU, 1 << 20, 2}},
+  auto c = Cluster::create({{"cpu:0", DeviceKind::CPU, 1 << 20, 1},
+                            {"gpu:0", DeviceKind::GPU, 1 << 20, 1},
+                            {"gpu:1", DeviceKind::GPU, 1 << 20, 0.5},
+                            {"gpu:3", DeviceKind::GPU, 1 << 20, 2}},
                            {}, 1e12, 10e12);
   ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
   EXPECT_EQ(c->find("gpu:1")->id, DeviceId::gpu(1));

@@ -161,9 +161,9 @@ TEST(CostModel, ErrorsNameTheNodeOrTheDevices) {
             "visible devices: cpu:0, gpu:0, gpu:1");
 
   auto unlinked = handGraph();
-  auto c = Cluster::create({{"cpu:0", DeviceType::CPU, 1 << 20, 1},
-                            {"gpu:0", DeviceType::GPU, 1 << 20, 1},
-                            {"gpu:1", DeviceType::GPU, 1 << 20, 1}},
+  auto c = Cluster::create({{"cpu:0", DeviceKind::CPU, 1 << 20, 1},
+                            {"gpu:0", DeviceKind::GPU, 1 << 20, 1},
+                            {"gpu:1", DeviceKind::GPU, 1 << 20, 1}},
                            {{"cpu:0", "gpu:0", 1e9}});
   ASSERT_TRUE(bool(c));
   auto none = estimatePlacementCost(*unlinked, *c);

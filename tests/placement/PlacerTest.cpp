@@ -23,7 +23,7 @@ llvm::Error place(Module &m, int gpus, KernelAvailability k = anyKernelAnywhere,
 
 /// Kernels everywhere except `op`, which has no GPU kernel.
 KernelAvailability noGpuKernelFor(Op op) {
-  return [op](const Node &n, DeviceType t) { return !(n.op() == op && t == DeviceType::GPU); };
+  return [op](const Node &n, DeviceKind t) { return !(n.op() == op && t == DeviceKind::GPU); };
 }
 
 std::string placementOf(const Module &m) {
@@ -184,7 +184,7 @@ TEST(Placer, GroupFallsBackTogetherAndNamesTheMemberWithoutKernel) {
 
 TEST(Placer, OpWithNoKernelAnywhereIsAnError) {
   auto m = buildTowerGraph({});
-  auto none = [](const Node &n, DeviceType) { return n.op() != Op::Relu; };
+  auto none = [](const Node &n, DeviceKind) { return n.op() != Op::Relu; };
   EXPECT_EQ(errorText(place(*m, 2, none)),
             "Cannot assign a device for operation 'tower_0/dense/Relu' (Relu): no device kind has "
             "a kernel for it (cpu, gpu: none); visible devices: cpu:0, gpu:0, gpu:1");
@@ -194,11 +194,11 @@ TEST(Placer, GroupThatNoKindCanRunIsAnError) {
   auto m = buildTowerGraph({});
   Node *relu = m->main().findNode("tower_0/dense/Relu");
   relu->attrs().set("colocate_with", std::string("tower_0/dense/MatMul"));
-  auto k = [](const Node &n, DeviceType t) {
+  auto k = [](const Node &n, DeviceKind t) {
     if (n.op() == Op::Relu)
-      return t == DeviceType::CPU;
+      return t == DeviceKind::CPU;
     if (n.op() == Op::MatMul)
-      return t == DeviceType::GPU;
+      return t == DeviceKind::GPU;
     return true;
   };
   EXPECT_EQ(errorText(place(*m, 2, k)),

@@ -22,9 +22,9 @@ constexpr double kPeak = 1e12, kLink = 1e9;
 
 /// A host and two GPUs of 1 TFLOP/s, 16 GiB, linked at 1 GB/s.
 Cluster twoGpus() {
-  std::vector<ClusterDevice> devices{{"cpu:0", DeviceType::CPU, 64LL << 30, 1.0},
-                                     {"gpu:0", DeviceType::GPU, 16LL << 30, 1.0},
-                                     {"gpu:1", DeviceType::GPU, 16LL << 30, 1.0}};
+  std::vector<ClusterDevice> devices{{"cpu:0", DeviceKind::CPU, 64LL << 30, 1.0},
+                                     {"gpu:0", DeviceKind::GPU, 16LL << 30, 1.0},
+                                     {"gpu:1", DeviceKind::GPU, 16LL << 30, 1.0}};
   std::vector<Link> links{
       {"cpu:0", "gpu:0", kLink}, {"cpu:0", "gpu:1", kLink}, {"gpu:0", "gpu:1", kLink}};
   auto c = Cluster::create(devices, links, kPeak, kPeak);
@@ -147,7 +147,7 @@ TEST(Simulate, EmulatedGpusTakeTurnsAtTheHostsCores) {
     k.memoryBytes = 1e12;
     k.threads = threads;
     k.cores = cores;
-    c.setCalibration(DeviceType::GPU, k);
+    c.setCalibration(DeviceKind::GPU, k);
     auto r = simulateStep(m, c, computeBound());
     EXPECT_TRUE(bool(r)) << llvm::toString(r.takeError());
     return r ? r->stepSeconds : 0.0;

@@ -147,10 +147,10 @@ TEST(Equivalence, SplitAutoOnAHalfSpeedGpuTrainsLikeOneDevice) {
   const int64_t batch = 10;
   const auto &want = reference("small_cnn", batch);
   ASSERT_FALSE(want.empty());
-  auto cluster = Cluster::create({{"cpu:0", DeviceType::CPU, 1LL << 40, 1},
-                                  {"gpu:0", DeviceType::GPU, 1LL << 36, 1},
-                                  {"gpu:1", DeviceType::GPU, 1LL << 36, 1},
-                                  {"gpu:2", DeviceType::GPU, 1LL << 36, 0.5}},
+  auto cluster = Cluster::create({{"cpu:0", DeviceKind::CPU, 1LL << 40, 1},
+                                  {"gpu:0", DeviceKind::GPU, 1LL << 36, 1},
+                                  {"gpu:1", DeviceKind::GPU, 1LL << 36, 1},
+                                  {"gpu:2", DeviceKind::GPU, 1LL << 36, 0.5}},
                                  {});
   ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
   auto speeds = cluster->towerSpeeds(3);

@@ -131,9 +131,10 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
   if (!cluster)
     return cluster.takeError();
   unsigned gpus = cluster->numGpus();
-  if (gpus > 0 && !req.emulate && (unsigned)cudaDeviceCount() < gpus)
+  if (gpus > 0 && !req.emulate && (unsigned)visibleDeviceCount(DeviceKind::GPU) < gpus)
     return makeError("the cluster has " + llvm::Twine(gpus) + " GPUs and this machine " +
-                     llvm::Twine(cudaDeviceCount()) + " (" + llvm::join(visibleDevices(), ", ") +
+                     llvm::Twine(visibleDeviceCount(DeviceKind::GPU)) + " (" +
+                     llvm::join(visibleDevices(), ", ") +
                      "); --emulate measures the CPU devices that stand for them");
   std::string where = req.model + " " + std::to_string(req.imageSize) + "x" +
                       std::to_string(req.imageSize) + ", " + std::to_string(req.perDevice) +
@@ -149,39 +150,39 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
   const unsigned cores =
       req.threads > 0 ? (unsigned)req.threads : std::max(1u, std::thread::hardware_concurrency());
   double outsideKernels = 0; // the host's, per node: the emulated devices' too
-  auto calibrateKind = [&](DeviceType kind, unsigned running, unsigned threads,
+  auto calibrateKind = [&](DeviceKind kind, unsigned running, unsigned threads,
                            const std::string &measured, llvm::StringRef note) -> llvm::Error {
     CalibrateRequest run = req;
     run.threads = (int)cores;
     auto timed = measure(run, running);
     if (!timed)
       return timed.takeError();
-    if (kind == DeviceType::CPU)
+    if (kind == DeviceKind::CPU)
       outsideKernels = timed->outsideKernels;
     KindCalibration k = fitCalibration(timed->kernels, measured + ": " + where, outsideKernels);
-    if (kind == DeviceType::CPU || req.emulate) {
+    if (kind == DeviceKind::CPU || req.emulate) {
       k.cores = cores;
       k.threads = threads;
     }
     if (!k.present())
-      return makeError("the calibration run for the " + deviceTypeName(kind) +
+      return makeError("the calibration run for the " + deviceKindName(kind) +
                        " devices left an op class without a measured rate");
     cluster->setCalibration(kind, k);
     log << llvm::format("%-4s launch %.1f us, convolutions %.1f GFLOP/s, matrix products %.1f "
                         "GFLOP/s, the rest %.2f GB/s",
-                        deviceTypeName(kind).str().c_str(), k.launchSeconds * 1e6,
+                        deviceKindName(kind).str().c_str(), k.launchSeconds * 1e6,
                         k.convFlops / 1e9, k.gemmFlops / 1e9, k.memoryBytes / 1e9)
         << note << "\n";
     return llvm::Error::success();
   };
-  if (auto e = calibrateKind(DeviceType::CPU, 0, cores,
+  if (auto e = calibrateKind(DeviceKind::CPU, 0, cores,
                              "the host alone, " + std::to_string(cores) + " threads",
                              "; the host, " + std::to_string(cores) + " threads"))
     return e;
   if (gpus > 0 && req.emulate) {
     const unsigned each = std::max(1u, cores / gpus), atOnce = cores / each;
     if (auto e = calibrateKind(
-            DeviceType::GPU, atOnce, each,
+            DeviceKind::GPU, atOnce, each,
             std::to_string(atOnce) + " emulated GPUs at once, " + std::to_string(each) + " of " +
                 std::to_string(cores) + " threads each",
             "; each of " + std::to_string(gpus) + " emulated GPUs, " + std::to_string(each) +
@@ -195,7 +196,7 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
     log << llvm::format("links %.2f GB/s (a copy in this machine's memory)\n", *copy / 1e9);
   } else if (gpus > 0) {
     if (auto e =
-            calibrateKind(DeviceType::GPU, gpus, 0, std::to_string(gpus) + " GPUs data parallel",
+            calibrateKind(DeviceKind::GPU, gpus, 0, std::to_string(gpus) + " GPUs data parallel",
                           "; " + std::to_string(gpus) + " GPUs at once"))
       return e;
     // Each link both ways (the slower counts), physical GPU K standing for gpu:K.

@@ -91,14 +91,13 @@ llvm::Expected<Cluster> clusterFor(const PlacementRequest &place) {
   return Cluster::defaultCluster(place.gpus);
 }
 
-/// Whether a node has a kernel for a device type. A build without the CUDA
-/// backend registers no GPU kernels; it plans as a CUDA build would, taking the
+/// Whether a node has a kernel for a device kind. A build without a GPU
+/// backend registers no GPU kernels; it plans as a GPU build would, taking the
 /// CPU kernels as the measure of what exists.
-bool kernelFor(const Node &n, DeviceType t) {
+bool kernelFor(const Node &n, DeviceKind kind) {
   static const bool haveGpuKernels =
-      KernelRegistry::global().find(Op::Conv, DeviceKind::CUDA, DType::F32) != nullptr;
-  DeviceKind kind = t == DeviceType::GPU && haveGpuKernels ? DeviceKind::CUDA : DeviceKind::CPU;
-  return KernelRegistry::global().supports(n, kind);
+      KernelRegistry::global().find(Op::Conv, DeviceKind::GPU, DType::F32) != nullptr;
+  return KernelRegistry::global().supports(n, haveGpuKernels ? kind : DeviceKind::CPU);
 }
 
 std::vector<unsigned> PlacementRequest::workerGpus() const {

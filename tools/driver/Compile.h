@@ -79,7 +79,7 @@ llvm::Expected<std::unique_ptr<Module>> compileTraining(const Module &forward,
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
 /// Whether the kernel registry runs `n` on devices of type `t` (a build
 /// without CUDA kernels plans as a CUDA build would, from the CPU's).
-bool kernelFor(const Node &n, DeviceType t);
+bool kernelFor(const Node &n, DeviceKind t);
 /// The global batch of a placed compile given no batch, for a model whose
 /// batch is symbolic: this many samples per tower.
 inline constexpr int64_t kDefaultBatchPerTower = 32;

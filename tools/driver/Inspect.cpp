@@ -135,8 +135,8 @@ llvm::Expected<Cluster> workerCluster(const Cluster &whole, unsigned firstGpu, u
     if (a && b)
       links.push_back({*a, *b, l.bandwidth});
   }
-  return Cluster::create(std::move(devices), std::move(links), whole.kindPeakFlops(DeviceType::CPU),
-                         whole.kindPeakFlops(DeviceType::GPU));
+  return Cluster::create(std::move(devices), std::move(links), whole.kindPeakFlops(DeviceKind::CPU),
+                         whole.kindPeakFlops(DeviceKind::GPU));
 }
 
 llvm::Expected<std::vector<WorkerReport>> reportWorkers(const Module &plan, const Cluster &whole) {

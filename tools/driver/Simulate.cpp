@@ -107,7 +107,7 @@ private:
     // Measured with the calibration's threads, run with the executor's; the
     // cores are held for the work at full speed (a slower emulated device
     // sleeps the rest without them).
-    const KindCalibration &k = c_.calibration(dev.type);
+    const KindCalibration &k = c_.calibration(dev.kind);
     double work = (seconds - k.launchSeconds) * k.threads / threads_[d];
     coreSeconds_[&n] = k.launchSeconds + work * dev.relativeSpeed;
     return k.launchSeconds + work;
@@ -124,9 +124,9 @@ private:
     threads_.assign(s_.devices.size(), 0);
     auto emulated = [&](llvm::StringRef d) {
       const ClusterDevice *dev = c_.find(d);
-      return dev && c_.calibration(dev->type).emulated();
+      return dev && c_.calibration(dev->kind).emulated();
     };
-    for (DeviceType t : {DeviceType::CPU, DeviceType::GPU})
+    for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU})
       if (c_.calibration(t).emulated())
         cores_ = std::max(cores_, c_.calibration(t).cores);
     if (cores_ == 0)

@@ -158,7 +158,7 @@ llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions
     if (gpuIndexOf(n->assignedDevice()) && !llvm::is_contained(gpus, n->assignedDevice()))
       gpus.push_back(n->assignedDevice());
   llvm::sort(gpus);
-  int physical = cudaDeviceCount();
+  int physical = visibleDeviceCount(DeviceKind::GPU);
   if (gpus.empty())
     return "";
   auto speeds = emulatedSpeeds(placed, gpus);

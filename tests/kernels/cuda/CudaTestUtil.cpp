@@ -133,7 +133,7 @@ llvm::Expected<std::vector<Tensor>> runOnCuda(const Node &n, llvm::ArrayRef<Tens
   if (auto e = check(cudaSetDevice(backend->ordinal()), "cudaSetDevice"))
     return e;
   KernelEnv env;
-  env.kind = DeviceKind::CUDA;
+  env.kind = DeviceKind::GPU;
   env.seed = run.seed;
   env.backend = backend;
   auto kernel = KernelRegistry::global().create(n, env);
@@ -232,7 +232,7 @@ llvm::Error runGroupOnCuda(llvm::ArrayRef<const Node *> nodes,
   if (auto e = check(cudaSetDevice(backend->ordinal()), "cudaSetDevice"))
     return e;
   KernelEnv env;
-  env.kind = DeviceKind::CUDA;
+  env.kind = DeviceKind::GPU;
   env.backend = backend;
   std::vector<std::unique_ptr<Kernel>> kernels;
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;

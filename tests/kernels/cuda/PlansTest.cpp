@@ -448,7 +448,7 @@ TEST(CudaRegistry, EveryCpuKernelHasACudaTwin) {
   std::vector<std::string> missing;
   for (unsigned o = 0; o < numOps(); ++o)
     for (DType t : kAllDTypes)
-      if (r.find((Op)o, DeviceKind::CPU, t) && !r.find((Op)o, DeviceKind::CUDA, t) &&
+      if (r.find((Op)o, DeviceKind::CPU, t) && !r.find((Op)o, DeviceKind::GPU, t) &&
           !cpuOnlyBf16((Op)o, t))
         missing.push_back(opName((Op)o).str() + ":" + dtypeName(t).str());
   EXPECT_TRUE(missing.empty()) << llvm::join(missing, ", ");

@@ -209,7 +209,7 @@ TEST(CudaTraining, UpdatesWithDifferentHyperParametersDoNotFuse) {
   Node *b = updateNode(c, cases[2], "b", {4}, vars, rng);
   ASSERT_TRUE(a && b);
   KernelEnv env;
-  env.kind = DeviceKind::CUDA;
+  env.kind = DeviceKind::GPU;
   env.backend = strictBackend();
   auto ka = KernelRegistry::global().create(*a, env), kb = KernelRegistry::global().create(*b, env);
   ASSERT_TRUE(ka && kb);

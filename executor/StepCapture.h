@@ -16,7 +16,9 @@
 // runs eagerly; the executor reports why (Executor::cudaGraphNote).
 //
 // The interface is CUDA-free so the executor includes it in every build; the
-// implementation (CudaStepGraph.cpp) exists only with the CUDA backend.
+// implementation (executor/cuda/CudaStepGraph.cpp) exists only with the CUDA
+// backend, which creates it for the executor (DeviceBackend::createStepCapture).
+// The refusal rules (executor/cuda/StepCaptureRefusal.cpp) build everywhere.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -25,17 +27,10 @@
 
 #include "llvm/Support/Error.h"
 
-#include <chrono>
-#include <map>
-#include <memory>
-#include <set>
 #include <string>
 
 namespace graphc {
 
-class CollectiveEngine;
-class CrossWorkerExchange;
-class Device;
 class Graph;
 
 class StepCapture {
@@ -56,17 +51,5 @@ public:
 /// Why the step of `g` over devices of `kinds` cannot be captured, or "".
 std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds, bool profile,
                                bool checkNumerics);
-
-#if GRAPHC_HAVE_CUDA
-/// The capture over the executor's devices (all CUDA devices).
-std::unique_ptr<StepCapture> createCudaStepCapture(llvm::ArrayRef<Device *> devices,
-                                                   std::chrono::milliseconds timeout);
-/// The collective engine for groups of CUDA devices (devices by rank); the
-/// groups named in `acrossWorkers` also span the other workers' GPUs, their
-/// NCCL communicators built through `exchange`.
-llvm::Expected<std::unique_ptr<CollectiveEngine>> createCudaCollectives(
-    std::chrono::milliseconds timeout, const std::map<std::string, std::vector<Device *>> &groups,
-    const std::set<std::string> &acrossWorkers = {}, CrossWorkerExchange *exchange = nullptr);
-#endif
 
 } // namespace graphc

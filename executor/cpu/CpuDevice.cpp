@@ -5,19 +5,26 @@
 // OpenMP team to that share. Its memory is host memory, so other host devices
 // read it directly; its events are complete once recorded.
 //
+// The CPU backend of the device registry: any cpu:N may be created (each a
+// share of this machine's cores), copies between them are memcpy, and
+// convolutions may compute by oneDNN's or our own Winograd.
+//
 //===----------------------------------------------------------------------===//
 
 #include "executor/CoreBudget.h"
-#include "executor/Device.h"
+#include "executor/DeviceRegistry.h"
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
+#include "kernels/cpu/ConvWinograd1d.h"
 #include "kernels/cpu/CpuBackend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace graphc {
 namespace {
@@ -55,8 +62,7 @@ public:
     auto *p = static_cast<unsigned char *>(std::aligned_alloc(64, rounded));
     if (!p) {
       releaseHostBytes((int64_t)rounded);
-      return makeError(name_ + ": out of host memory allocating " + llvm::Twine(bytes) +
-                       " bytes");
+      return makeError(name_ + ": out of host memory allocating " + llvm::Twine(bytes) + " bytes");
     }
     std::memset(p, 0, rounded);
     std::memcpy(p, &rounded, sizeof(rounded));
@@ -169,10 +175,41 @@ private:
   std::chrono::duration<double> owed_{0};
 };
 
+class CpuDevices : public DeviceBackend {
+public:
+  DeviceKind kind() const override { return DeviceKind::CPU; }
+  int visibleCount() const override { return 1; }
+  std::vector<std::string> describeVisible() const override { return {"cpu"}; }
+  llvm::Expected<std::unique_ptr<Device>> create(const DeviceRequest &req) const override {
+    return std::make_unique<CpuDevice>(req);
+  }
+  /// A memcpy in this machine's memory, whichever CPU devices are named.
+  llvm::Expected<double> copyBandwidth(const DeviceId &, const DeviceId &,
+                                       size_t bytes) const override {
+    std::vector<char> a(bytes, 1), b(bytes, 0);
+    double best = 0;
+    for (int i = 0; i < 6; ++i) { // the first touches the pages
+      auto t0 = Clock::now();
+      std::memcpy(b.data(), a.data(), bytes);
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (i > 0 && s > 0)
+        best = std::max(best, bytes / s);
+      a[i] = b[bytes - 1 - i]; // keep the copies observable
+    }
+    return best;
+  }
+  bool autoConvolutionsMayUseWinograd() const override {
+    return cpuHasWinograd() || winograd1dAvailable();
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+};
+
 } // namespace
 
-std::unique_ptr<Device> createCpuDevice(const DeviceRequest &req) {
-  return std::make_unique<CpuDevice>(req);
+void registerCpuDevices(DeviceRegistry &r) {
+  r.add(std::make_unique<CpuDevices>());
 }
 
 } // namespace graphc

@@ -1,0 +1,84 @@
+//===- DeviceRegistry.h - Device backends by kind ----------------*- C++ -*-===//
+//
+// Generic executor code reaches a backend only through this table, as it
+// reaches kernels through the KernelRegistry: each backend implements one
+// DeviceBackend for its device kind (executor/cpu/CpuDevice.cpp,
+// executor/cuda/CudaDevices.cpp) and registers it; createDevice, the device
+// listings, copy timing and the executor's backend-specific choices
+// (Winograd's retry, GPU collectives, step capture) ask the registry by kind.
+//
+// Registration survives static linking the way the kernels' does: global()
+// calls every linked backend's register<Name>Devices itself, from the list
+// the build generates (Backends.def, cmake/Dependencies.cmake), so generic
+// code names no backend and no object file depends on being pulled in by a
+// static initializer.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Device.h"
+#include "executor/StepCapture.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace graphc {
+
+class CollectiveEngine;
+class CrossWorkerExchange;
+
+/// What generic code needs from the backend of one device kind.
+class DeviceBackend {
+public:
+  virtual ~DeviceBackend() = default;
+  virtual DeviceKind kind() const = 0;
+
+  /// Devices of this kind usable now (0: none, e.g. GPUs without a driver).
+  virtual int visibleCount() const = 0;
+  /// This kind's entries of visibleDevices(): "cpu", "gpu:0 (NVIDIA H100, 79 GiB)", ...
+  virtual std::vector<std::string> describeVisible() const = 0;
+  /// The device a request names (a name of this kind).
+  virtual llvm::Expected<std::unique_ptr<Device>> create(const DeviceRequest &req) const = 0;
+  /// copyBandwidth() between `from` and `to`: one of them of this kind, the
+  /// other of this kind or the host.
+  virtual llvm::Expected<double> copyBandwidth(const DeviceId &from, const DeviceId &to,
+                                               size_t bytes) const = 0;
+
+  /// Whether --conv-algorithm auto may compute convolutions here by
+  /// Winograd, whose scratch a direct binding avoids (Executor::create retries
+  /// with direct convolutions under a memory limit). Default: no.
+  virtual bool autoConvolutionsMayUseWinograd() const { return false; }
+  /// The collective engine for groups of this kind's devices (devices by
+  /// rank); the groups named in `acrossWorkers` also span the other workers'
+  /// devices, connected through `exchange`. Default: an error.
+  virtual llvm::Expected<std::unique_ptr<CollectiveEngine>> createCollectives(
+      std::chrono::milliseconds timeout, const std::map<std::string, std::vector<Device *>> &groups,
+      const std::set<std::string> &acrossWorkers, CrossWorkerExchange *exchange) const;
+  /// A whole step over `devices` (all of this kind) captured as one graph,
+  /// or null where the backend cannot (default).
+  virtual std::unique_ptr<StepCapture> createStepCapture(llvm::ArrayRef<Device *> devices,
+                                                         std::chrono::milliseconds timeout) const {
+    return nullptr;
+  }
+};
+
+class DeviceRegistry {
+public:
+  /// The registry with every backend this build links.
+  static const DeviceRegistry &global();
+
+  void add(std::unique_ptr<DeviceBackend> backend);
+  /// The backend of a kind, or null where this build has none.
+  const DeviceBackend *find(DeviceKind kind) const;
+  /// Every registered backend, by kind.
+  std::vector<const DeviceBackend *> backends() const;
+
+private:
+  std::unique_ptr<DeviceBackend> byKind_[kNumDeviceKinds];
+};
+
+} // namespace graphc
