@@ -16,6 +16,7 @@
 #include "passes/WorkerPart.h"
 #include "placement/Cluster.h"
 #include "tools/driver/CompileModelParallel.h"
+#include "tools/driver/Emulation.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/LrSchedule.h"
@@ -24,6 +25,7 @@
 #include "tools/driver/Progress.h"
 #include "tools/driver/PsTask.h"
 #include "tools/driver/RunChecks.h"
+#include "tools/driver/TrainingData.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -66,167 +68,26 @@ std::string withCommas(int64_t v) {
   return out;
 }
 
-/// The logits width of a forward model (its first output).
-llvm::Expected<int64_t> numClasses(const Module &forward) {
-  const Graph *g = forward.findGraph("main");
-  if (!g || g->outputs().empty() || g->outputs()[0]->type().rank() != 2)
-    return makeError("model '" + forward.name() +
-                     "' must output logits [batch, classes] as its first output");
-  return g->outputs()[0]->type().shape[1];
-}
-
-llvm::Expected<std::shared_ptr<const Dataset>> openFor(const Module &forward, llvm::StringRef spec,
-                                                       Split split, const SyntheticData &synthetic,
-                                                       uint64_t seed) {
-  auto in = dataInput(forward);
-  if (!in)
-    return in.takeError();
-  auto classes = numClasses(forward);
-  if (!classes)
-    return classes.takeError();
-  const TensorType &t = (*in)->result()->type();
-  DatasetOptions o;
-  o.split = split;
-  o.samples = synthetic.samples.value_or(kDefaultSyntheticSamples);
-  int64_t wanted = synthetic.classes.value_or(std::min(kDefaultSyntheticClasses, *classes));
-  o.classes = wanted > 0 ? wanted : *classes;
-  o.seed = seed;
-  if (t.rank() == 4)
-    o.shape = {t.shape[1], t.shape[2], t.shape[3]};
-  else if (t.rank() == 2)
-    o.shape = {1, 1, t.shape[1]};
-  else
-    return makeError("model input '" + (*in)->name() + "' is " + toString(t) +
-                     "; graphrun feeds images [N, C, H, W] or flat samples [N, F]");
-  if (spec == "synthetic")
-    if (auto e = checkSyntheticData(synthetic, *classes,
-                                    o.shape.channels * o.shape.height * o.shape.width * 4))
-      return e;
-  auto ds = openDataset(spec, o);
-  if (!ds)
-    return ds.takeError();
-  if ((*ds)->numClasses() > *classes)
-    return makeError("data set '" + spec + "' has " + llvm::Twine((*ds)->numClasses()) +
-                     " classes but the model's logits have " + llvm::Twine(*classes) +
-                     " (labels would be out of range); pass --num-classes " +
-                     llvm::Twine((*ds)->numClasses()) + " to a built-in model");
-  return std::shared_ptr<const Dataset>(std::move(*ds));
-}
-
-LoaderOptions loaderFor(const Module &forward, const Dataset &ds, int64_t batch, bool train,
-                        uint64_t seed, int threads) {
-  const TensorType &t = (*dataInput(forward))->result()->type();
-  LoaderOptions lo;
-  lo.batch = batch;
-  lo.shuffle = train;
-  lo.dropLast = train;
-  lo.seed = seed;
-  lo.threads = threads;
-  if (t.rank() == 4)
-    lo.target = {t.shape[1], t.shape[2], t.shape[3]};
-  else
-    lo.target = ds.shape(); // a flat input takes the sample as it is
-  return lo;
-}
-
-/// The relative speeds of the plan's GPUs in the cluster it was placed for,
-/// scaled so that the fastest is 1 (emulation can slow a device, not speed
-/// one up); empty when they are all equal or the plan has no cluster.
-llvm::Expected<std::map<std::string, double>> emulatedSpeeds(const Module &placed,
-                                                             llvm::ArrayRef<std::string> gpus) {
-  std::map<std::string, double> speeds;
-  std::string json = placed.meta().getString("cluster");
-  if (json.empty())
-    return speeds;
-  auto cluster = parseClusterJson(json);
-  if (!cluster)
-    return withContext(cluster.takeError(), "module '" + placed.name() + "': its cluster");
-  double fastest = 0;
-  for (const std::string &gpu : gpus)
-    if (const ClusterDevice *d = cluster->find(gpu))
-      fastest = std::max(fastest, d->relativeSpeed);
-  for (const std::string &gpu : gpus)
-    if (const ClusterDevice *d = cluster->find(gpu); d && d->relativeSpeed < fastest)
-      speeds[gpu] = d->relativeSpeed / fastest;
-  return speeds;
-}
-
-/// --emulate: a plan's GPUs run as CPU devices cpu:1.. when this machine has
-/// no GPU, or as logical devices folded onto the GPUs it has; on CPU devices,
-/// GPUs slower than the plan's fastest in its cluster run at their relative
-/// speed. Returns the one line the run plan prints about it.
-llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions &exec) {
-  std::vector<std::string> gpus;
-  for (const Node *n : placed.findGraph("main")->nodes())
-    if (gpuIndexOf(n->assignedDevice()) && !llvm::is_contained(gpus, n->assignedDevice()))
-      gpus.push_back(n->assignedDevice());
-  llvm::sort(gpus);
-  int physical = cudaDeviceCount();
-  if (gpus.empty())
-    return "";
-  auto speeds = emulatedSpeeds(placed, gpus);
-  if (!speeds)
-    return speeds.takeError();
-  std::string slower;
-  for (auto &[gpu, speed] : *speeds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", speed);
-    slower += (slower.empty() ? "" : ", ") + gpu + " at " + text;
-  }
-  if (physical > 0) {
-    exec.physicalGpu = [physical](const std::string &name) {
-      return (int)(gpuIndexOf(name).value_or(0) % physical);
-    };
-    return "the plan's " + std::to_string(gpus.size()) + " GPUs run as logical devices on " +
-           std::to_string(physical) + " physical GPU" + (physical > 1 ? "s" : "") +
-           (slower.empty() ? ""
-                           : " (relative speeds are emulated on CPU devices only: " + slower +
-                                 " run at full speed)");
-  }
-  auto cpuOf = [](const std::string &d) {
-    if (std::optional<unsigned> k = gpuIndexOf(d))
-      return DeviceId::cpu(*k + 1).str();
-    return d;
-  };
-  exec.deviceMap = cpuOf;
-  for (auto &[gpu, speed] : *speeds)
-    exec.relativeSpeed[cpuOf(gpu)] = speed;
-  std::string devices = gpus.size() == 1
-                            ? "GPU runs as CPU device cpu:1"
-                            : "GPUs run as CPU devices cpu:1..cpu:" + std::to_string(gpus.size());
-  return "no GPU here: the plan's " + std::to_string(gpus.size()) + " " + devices +
-         " sharing this machine's cores" +
-         (slower.empty() ? "" : "; emulated relative speeds (the fastest GPU is 1): " + slower);
-}
-
 } // namespace
 
 llvm::Expected<EvalResult> runEvaluation(const Module &forward, llvm::StringRef data,
                                          bool testSplit, int64_t batch, const ExecutorOptions &exec,
                                          const SyntheticData &synthetic) {
-  auto ds = openFor(forward, data, testSplit ? Split::Test : Split::Train, synthetic, exec.seed);
+  auto ds =
+      openDatasetFor(forward, data, testSplit ? Split::Test : Split::Train, synthetic, exec.seed);
   if (!ds)
     return ds.takeError();
   auto eval = Evaluator::create(forward, batch, exec);
   if (!eval)
     return eval.takeError();
-  auto loader = DataLoader::create(*ds, loaderFor(forward, **ds, batch, false, exec.seed, 2));
+  auto loader =
+      DataLoader::create(*ds, loaderOptionsFor(forward, **ds, batch, false, exec.seed, 2));
   if (!loader)
     return loader.takeError();
   return (*eval)->run(**loader);
 }
 
 namespace {
-
-/// Names the data a run reads, as its checkpoints record it: the data order
-/// depends on it (the synthetic set's size and classes included).
-std::string dataIdentity(const TrainOptions &opts) {
-  if (opts.data != "synthetic")
-    return opts.data;
-  return "synthetic (" + std::to_string(opts.synthetic.samples.value_or(kDefaultSyntheticSamples)) +
-         " samples, " + std::to_string(opts.synthetic.classes.value_or(kDefaultSyntheticClasses)) +
-         " classes)";
-}
 
 /// What every rank of a multi-worker run must hold alike: the plan's text
 /// and its variables' values.
@@ -416,7 +277,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
       precompiled && precompiled->batch() ? *precompiled->batch() : opts.compile.options.batch;
   uint64_t seed = opts.executor.seed;
   const std::string dataId = dataIdentity(opts);
-  auto train = openFor(forward, opts.data, Split::Train, opts.synthetic, seed);
+  auto train = openDatasetFor(forward, opts.data, Split::Train, opts.synthetic, seed);
   if (!train)
     return train.takeError();
   if (!opts.checkpointDir.empty())
@@ -434,7 +295,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   const unsigned keep = opts.keepCheckpoints.value_or(kDefaultKeepCheckpoints);
   // Checks the data against the batch now; a rank of several workers loads
   // only its part of every batch, with a loader made once its part is known.
-  LoaderOptions loading = loaderFor(forward, **train, batch, true, seed, (int)opts.loaderThreads);
+  LoaderOptions loading =
+      loaderOptionsFor(forward, **train, batch, true, seed, (int)opts.loaderThreads);
   auto loader = DataLoader::create(*train, loading);
   if (!loader)
     return loader.takeError();
@@ -572,7 +434,7 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
   std::unique_ptr<Evaluator> evaluator;
   std::shared_ptr<const Dataset> test;
   if (opts.evaluate && llvm::StringRef(opts.data).startswith("fashion-mnist") && workers.chief()) {
-    auto t = openFor(forward, opts.data, Split::Test, opts.synthetic, seed);
+    auto t = openDatasetFor(forward, opts.data, Split::Test, opts.synthetic, seed);
     if (!t)
       return t.takeError();
     test = *t;
@@ -730,8 +592,8 @@ llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostr
     progress.finish();
     if (auto e = evaluator->copyFrom(executor))
       return e;
-    auto testLoader =
-        DataLoader::create(test, loaderFor(forward, *test, evaluator->batch(), false, seed, 2));
+    auto testLoader = DataLoader::create(
+        test, loaderOptionsFor(forward, *test, evaluator->batch(), false, seed, 2));
     if (!testLoader)
       return testLoader.takeError();
     auto r = evaluator->run(**testLoader);
