@@ -148,7 +148,7 @@ struct TrainCommand {
     w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
     t.stopRequested = &installStopHandlers();
     w.watchStop(t.stopRequested);
-    auto r = runTraining(t, llvm::outs());
+    auto r = runTraining(t, llvm::outs(), w);
     if (!r) {
       if (w.size() > 1)
         fail(makeError(w.whoAmI() + ": " + llvm::toString(r.takeError())));
