@@ -1,36 +1,36 @@
 //===- graphc.cpp - The compiler's command line ----------------------------===//
 //
-//   graphc inspect [MODEL | --model NAME] [--batch N] [--json]
-//   graphc print   [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
-//   graphc export  [MODEL | --model NAME] -o FILE.onnx
-//   graphc compile [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
-//   graphc place   [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE] [--ps P]
-//   [--ps-async]
-//                  --batch B [--params P] -o FILE
-//   [--explain] graphc view    PLACED -o FILE.html | .svg | .dot graphc passes
+//   graphc inspect  [MODEL | --model NAME] [--batch N] [--json]
+//   graphc print    [MODEL | --model NAME] [--batch N] [--weights] [-o FILE]
+//   graphc export   [MODEL | --model NAME] -o FILE.onnx
+//   graphc compile  [MODEL | --model NAME] --batch N [--pipeline a,b] [--dump-dir D] -o FILE
+//   graphc place    [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE]
+//                   [--ps P] [--ps-async] --batch B [--params P] -o FILE [--explain]
+//   graphc view     PLACED -o FILE.html | .svg | .dot
+//   graphc passes
 //   graphc simulate PLACED [--json]
 //   graphc simulate [MODEL | --model NAME] --gpus 1,2,...,1024 [--workers-of 8]
 //
-// Every subcommand is a few calls into the libraries; errors print one line
-// and exit non-zero.
+// Every subcommand is a struct: add() declares its flags (the ones graphrun
+// shares come from tools/driver/FlagGroups.h), run() makes a few calls into
+// the libraries; errors print one line and exit non-zero.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
 #include "ir/Diagnostics.h"
-#include "ir/MemoryLimit.h"
 #include "ir/ModelSummary.h"
 #include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
-#include "passes/AccumulateGradients.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
 #include "tools/driver/CommandLine.h"
 #include "tools/driver/Compile.h"
 #include "tools/driver/CompileModelParallel.h"
+#include "tools/driver/FlagGroups.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/ParamsAuto.h"
@@ -55,22 +55,16 @@ int fail(llvm::Error e) {
   return 1;
 }
 
+/// The model of a subcommand, with graphc's --batch and --seed.
 struct ModelArgs {
-  std::string path, name;
+  ModelSourceFlags source;
   std::optional<int64_t> batchFlag;
   int64_t batch = 0; ///< --batch once checked; 0: the model's own
-  ModelFlags flags;
   uint64_t seed = 0;
 
   void add(CLI::App *cmd) {
-    cmd->add_option("MODEL", path, "ONNX model, .gir text, graphc module file or checkpoint");
-    cmd->add_option("--model", name,
-                    "a built-in model (inception_v3, resnet18, resnet50, "
-                    "small_cnn, small_cnn_nobn, mlp)");
+    source.add(cmd);
     cmd->add_option("--batch", batchFlag, "bind the batch dimension");
-    cmd->add_option("--num-classes", flags.numClasses, "classes of a built-in model");
-    cmd->add_option("--image-size", flags.imageSize, "input side of a built-in model");
-    cmd->add_flag("--aux-logits", flags.auxLogits, "inception_v3's auxiliary head");
     cmd->add_option("--seed", seed, "seed of initial values");
   }
 
@@ -86,9 +80,7 @@ struct ModelArgs {
     if (auto e = check())
       return e;
     ModelSpec spec;
-    spec.path = path;
-    spec.name = name;
-    if (auto e = applyModelFlags(flags, spec))
+    if (auto e = source.applyTo(spec))
       return e;
     spec.seed = seed;
     auto m = loadModel(spec);
@@ -109,220 +101,19 @@ llvm::Error writeText(const std::string &path, const std::string &text) {
   return writeOutputFile(path, text);
 }
 
-/// graphc simulate --gpus LIST: the model's predicted data-parallel scaling.
-int runScalingTable(ModelArgs &args, const std::string &gpus, const std::string &params,
-                    double networkGbps, bool workersOfGiven, ScalingRequest scaling) {
-  for (llvm::StringRef item : llvm::split(gpus, ',')) {
-    unsigned n = 0;
-    if (item.trim().getAsInteger(10, n) || n == 0)
-      return fail(makeError("--gpus '" + gpus + "': give GPU counts such as 1,2,4,8"));
-    scaling.gpus.push_back(n);
-  }
-  if (!(networkGbps > 0) || !std::isfinite(networkGbps))
-    return fail(makeError("--network-gbps " + numberText(networkGbps) +
-                          ": must be a positive number of Gb/s"));
-  scaling.sim.networkBandwidth = networkGbps * 1e9 / 8;
-  if (auto e = checkAtLeast("--batch-per-gpu", scaling.batchPerGpu, 1, "the images per GPU"))
-    return fail(std::move(e));
-  if (auto e = checkAtLeast("--workers-of", scaling.workersOf, 1, "the GPUs per worker"))
-    return fail(std::move(e));
-  if (!scaling.clusterFile.empty()) {
-    auto worker = loadClusterFile(scaling.clusterFile);
-    if (!worker)
-      return fail(worker.takeError());
-    if (worker->numGpus() == 0)
-      return fail(makeError("--cluster " + scaling.clusterFile + ": a worker without GPUs"));
-    if (workersOfGiven && scaling.workersOf != worker->numGpus())
-      return fail(makeError("--workers-of " + llvm::Twine(scaling.workersOf) + " but --cluster " +
-                            scaling.clusterFile + " has " + llvm::Twine(worker->numGpus()) +
-                            " GPUs: a worker is the cluster's machine"));
-    scaling.workersOf = worker->numGpus();
-  }
-  auto m = args.load(false);
-  if (!m)
-    return fail(m.takeError());
-  std::unique_ptr<Module> forward = std::move(*m);
-  if (isCompiledForTraining(*forward)) {
-    auto f = forwardOf(*forward);
-    if (!f)
-      return fail(f.takeError());
-    forward = std::move(*f);
-  }
-  CompileRequest req;
-  TowerModeFlags modes;
-  modes.params = params;
-  if (auto e = parseTowerModes(modes, req.options))
-    return fail(std::move(e));
-  auto rows = scalingTable(*forward, req, scaling);
-  if (!rows)
-    return fail(rows.takeError());
-  llvm::outs() << "graphc simulate: " << forward->name() << " data-parallel, --params " << params
-               << ", default cluster figures (docs/placement.md)\n";
-  printScalingTable(*rows, scaling, llvm::outs());
-  return 0;
-}
-
-int run(int argc, char **argv) {
-  CLI::App app{"graphc: compile a single-device model for training on many devices"};
-  app.require_subcommand(1);
-  // Given before or after the subcommand (fallthrough), for every subcommand.
-  app.fallthrough();
-  std::optional<std::string> memoryLimit;
-  app.add_option("--memory-limit", memoryLimit,
-                 "refuse tensors and host allocations beyond SIZE (e.g. 8G) before allocating");
-
-  ModelArgs inspectArgs;
+struct InspectCommand {
+  ModelArgs args;
   bool json = false;
-  auto *inspect = app.add_subcommand("inspect", "parameters, MACs, activation bytes, per-op table");
-  inspectArgs.add(inspect);
-  inspect->add_flag("--json", json, "machine-readable output");
+  CLI::App *cmd = nullptr;
 
-  ModelArgs printArgs;
-  bool weights = false;
-  std::string printOut;
-  auto *print = app.add_subcommand("print", "the model in graphc's text IR");
-  printArgs.add(print);
-  print->add_flag("--weights", weights, "include variable data (lossless, large)");
-  print->add_option("-o,--output", printOut, "write to a file instead of stdout");
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand("inspect", "parameters, MACs, activation bytes, per-op table");
+    args.add(cmd);
+    cmd->add_flag("--json", json, "machine-readable output");
+  }
 
-  ModelArgs exportArgs;
-  std::string exportOut;
-  auto *exp = app.add_subcommand("export", "the forward graph and weights as ONNX (opset 17)");
-  exportArgs.add(exp);
-  exp->add_option("-o,--output", exportOut, "ONNX file to write")->required();
-
-  ModelArgs compileArgs;
-  CompileRequest req;
-  std::string compileOut;
-  auto *compile = app.add_subcommand("compile", "run the training pipeline, write a module file");
-  compileArgs.add(compile);
-  compile->add_option("--pipeline", req.pipeline, "comma-separated passes (default: training)");
-  compile->add_option("--optimizer", req.options.optimizer, "sgd | momentum | rmsprop | adam");
-  compile->add_option("--dump-dir", req.dump.dumpDir, "write NNNN.after_<pass>.gir per pass");
-  compile->add_flag("--print-ir-after-all", req.dump.printAfterAll, "print IR after every pass");
-  compile->add_option("--print-ir-after", req.dump.printAfter, "print IR after these passes");
-  compile->add_flag("--time-passes", req.dump.timePasses, "wall time of every pass");
-  compile->add_option("-o,--output", compileOut, "module file to write")->required();
-
-  ModelArgs placeArgs;
-  CompileRequest placeReq;
-  PlacementRequest placement;
-  std::string placeOut;
-  bool explain = false;
-  double bucketMb = 25;
-  auto *place = app.add_subcommand("place", "compile for several devices: towers, split/concat, "
-                                            "gradient aggregation, placement, transfers");
-  placeArgs.add(place);
-  CompileOptions &po = placeReq.options;
-  place->add_option("--gpus", placement.gpus, "GPUs of the default cluster (one tower each)");
-  place->add_option("--cluster", placement.clusterFile, "a cluster description (JSON)");
-  place
-      ->add_option("--workers", placement.workers,
-                   "worker processes (mpirun -np W), each with the GPUs of --gpus")
-      ->capture_default_str();
-  std::string tasksFile;
-  place->add_option("--tasks", tasksFile,
-                    "the run's tasks by role (chief, worker, ps) with each one's host and GPUs "
-                    "(a cluster file or a TF_CONFIG; tasks without GPUs get --gpus)");
-  place
-      ->add_option("--ps", placement.ps,
-                   "parameter-server tasks holding the variables, sharded by bytes (ranks W.."
-                   "W+P-1 of mpirun -np W+P)")
-      ->capture_default_str();
-  place->add_flag("--ps-async", placement.psAsync,
-                  "ps tasks apply each worker's update as it arrives");
-  place->add_option("--towers", placement.towers,
-                    "GPU towers (default: one per GPU; 0: the single-device graph)");
-  TowerModeFlags modes;
-  place
-      ->add_option("--params", modes.params,
-                   "cpu | gpu:K | spread | mirrored | auto (by predicted step under memory)")
-      ->capture_default_str();
-  place->add_option("--bn", modes.bn, "local | sync | frozen")->capture_default_str();
-  place
-      ->add_option(
-          "--precision", modes.precision,
-          "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
-          "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with dynamic "
-          "loss scaling; GPUs, or --emulate)")
-      ->capture_default_str();
-  place->add_option(
-      "--loss-scale", modes.lossScale,
-      "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
-  place
-      ->add_option("--loss-scale-interval", modes.lossScaleInterval,
-                   "finite steps before the loss scale doubles")
-      ->capture_default_str();
-  place->add_option("--remainder", modes.remainder, "error | drop | uneven")->capture_default_str();
-  place->add_option("--split", modes.split, "per-device batch weights, e.g. 4,4,2");
-  std::string strategy = "data-parallel";
-  place
-      ->add_option("--strategy", strategy,
-                   "data-parallel (a tower per device) | model-parallel (one replica spread over "
-                   "the devices by m-ETF under their memory)")
-      ->capture_default_str();
-  place->add_option("--bucket-mb", bucketMb, "all-reduce bucket cap (mirrored)")
-      ->capture_default_str();
-  std::string accumulate = "1";
-  place
-      ->add_option("--accumulate", accumulate,
-                   "K micro-batches of --batch per update: a graph 'micro' that only "
-                   "accumulates, aggregation once per update")
-      ->capture_default_str();
-  place->add_option("--optimizer", po.optimizer, "sgd | momentum | rmsprop | adam")
-      ->capture_default_str();
-  place->add_flag(
-      "--hard-placement", [&](int64_t) { placement.softPlacement = false; },
-      "a node pinned where its op has no kernel is an error, not moved to the host");
-  place->add_option("--dump-dir", placeReq.dump.dumpDir,
-                    "NNNN.after_<pass>.gir (and .dot) per pass");
-  place->add_flag("--dump-dot", placeReq.dump.dumpDot, "also write a .dot per pass");
-  place->add_flag("--print-ir-after-all", placeReq.dump.printAfterAll, "print IR after every pass");
-  place->add_option("--print-ir-after", placeReq.dump.printAfter, "print IR after these passes");
-  place->add_flag("--time-passes", placeReq.dump.timePasses,
-                  "wall time of every pass, and of reading the model and writing the module");
-  place->add_flag("--explain", explain, "for each node: requested device, assigned device, reason");
-  place->add_option("-o,--output", placeOut, "placed module file to write")->required();
-
-  std::string viewIn, viewOut;
-  auto *view = app.add_subcommand("view", "a placed module as an offline HTML page, SVG or DOT");
-  view->add_option("MODULE", viewIn, "a module or model file")->required();
-  view->add_option("-o,--output", viewOut, "FILE.html, FILE.svg or FILE.dot")->required();
-
-  ModelArgs simArgs;
-  bool simJson = false;
-  std::string simGpus, simParams = "mirrored";
-  ScalingRequest scaling;
-  double networkGbps = scaling.sim.networkBandwidth * 8 / 1e9;
-  auto *simulate = app.add_subcommand(
-      "simulate", "one step of a placed module, event by event: per-device busy and idle time, "
-                  "the predicted step and its critical path; with --gpus LIST, a scaling table");
-  simArgs.add(simulate);
-  simulate->add_flag("--json", simJson, "machine-readable output (a placed module)");
-  simulate->add_option(
-      "--gpus", simGpus,
-      "GPU counts for a predicted scaling table of the model, e.g. 1,2,4,8,64,1024");
-  simulate->add_option("--workers-of", scaling.workersOf, "GPUs per worker (machine)")
-      ->capture_default_str();
-  simulate->add_option("--batch-per-gpu", scaling.batchPerGpu, "images per GPU (weak scaling)")
-      ->capture_default_str();
-  simulate->add_option("--network-gbps", networkGbps, "network bandwidth per worker, Gb/s")
-      ->capture_default_str();
-  simulate->add_option("--params", simParams, "cpu | gpu:K | spread | mirrored")
-      ->capture_default_str();
-  simulate->add_option("--cluster", scaling.clusterFile,
-                       "with --gpus: one worker's machine (its GPUs are --workers-of)");
-
-  auto *passes = app.add_subcommand("passes", "list the registered passes");
-
-  if (auto status = parseCommandLine(app, argc, argv, "graphc"))
-    return *status;
-  if (memoryLimit)
-    if (auto e = applyMemoryLimitFlag(*memoryLimit))
-      return fail(std::move(e));
-
-  if (*inspect) {
-    auto m = inspectArgs.load(false);
+  int run() {
+    auto m = args.load(false);
     if (!m)
       return fail(m.takeError());
     if (isPlaced(**m)) {
@@ -330,90 +121,145 @@ int run(int argc, char **argv) {
         return fail(std::move(e));
       return 0;
     }
-    if (auto e = checkBatchFits(**m, inspectArgs.batch))
+    if (auto e = checkBatchFits(**m, args.batch))
       return fail(std::move(e));
     if (json)
-      printSummaryJson(**m, inspectArgs.batch, llvm::outs());
+      printSummaryJson(**m, args.batch, llvm::outs());
     else
-      printSummary(**m, inspectArgs.batch, llvm::outs());
+      printSummary(**m, args.batch, llvm::outs());
     return 0;
   }
-  if (*print) {
-    auto m = printArgs.load();
+};
+
+struct PrintCommand {
+  ModelArgs args;
+  bool weights = false;
+  std::string out;
+  CLI::App *cmd = nullptr;
+
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand("print", "the model in graphc's text IR");
+    args.add(cmd);
+    cmd->add_flag("--weights", weights, "include variable data (lossless, large)");
+    cmd->add_option("-o,--output", out, "write to a file instead of stdout");
+  }
+
+  int run() {
+    auto m = args.load();
     if (!m)
       return fail(m.takeError());
     PrintOptions po;
     po.weights = weights;
-    if (auto e = writeText(printOut, toText(**m, po)))
+    if (auto e = writeText(out, toText(**m, po)))
       return fail(std::move(e));
     return 0;
   }
-  if (*exp) {
-    auto m = exportArgs.load();
+};
+
+struct ExportCommand {
+  ModelArgs args;
+  std::string out;
+  CLI::App *cmd = nullptr;
+
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand("export", "the forward graph and weights as ONNX (opset 17)");
+    args.add(cmd);
+    cmd->add_option("-o,--output", out, "ONNX file to write")->required();
+  }
+
+  int run() {
+    auto m = args.load();
     if (!m)
       return fail(m.takeError());
-    if (auto e = exportOnnxFile(**m, exportOut, exportArgs.seed))
+    if (auto e = exportOnnxFile(**m, out, args.seed))
       return fail(std::move(e));
-    llvm::outs() << "wrote " << exportOut << "\n";
+    llvm::outs() << "wrote " << out << "\n";
     return 0;
   }
-  if (*compile) {
-    auto m = compileArgs.load(false);
+};
+
+struct CompileCommand {
+  ModelArgs args;
+  CompileRequest req;
+  std::string out;
+  CLI::App *cmd = nullptr;
+
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand("compile", "run the training pipeline, write a module file");
+    args.add(cmd);
+    cmd->add_option("--pipeline", req.pipeline, "comma-separated passes (default: training)");
+    addOptimizerFlag(cmd, req.options.optimizer);
+    addDumpFlags(cmd, req.dump, DumpFlagSet::Passes);
+    cmd->add_option("-o,--output", out, "module file to write")->required();
+  }
+
+  int run() {
+    auto m = args.load(false);
     if (!m)
       return fail(m.takeError());
-    req.options.batch = compileArgs.batch;
-    req.options.seed = compileArgs.seed;
+    req.options.batch = args.batch;
+    req.options.seed = args.seed;
     auto c = compileTraining(**m, req);
     if (!c)
       return fail(c.takeError());
-    if (auto e = writeModuleFile(compileOut, **c))
+    if (auto e = writeModuleFile(out, **c))
       return fail(std::move(e));
-    llvm::outs() << "wrote " << compileOut << " (" << (*c)->main().numNodes() << " nodes)\n";
+    llvm::outs() << "wrote " << out << " (" << (*c)->main().numNodes() << " nodes)\n";
     return 0;
   }
-  if (*place) {
+};
+
+struct PlaceCommand {
+  ModelArgs args;
+  CompileRequest req;
+  PlacementRequest placement;
+  PlacementFlags placementFlags;
+  TaskFlags taskFlags;
+  std::string out;
+  bool explain = false;
+  CLI::App *cmd = nullptr;
+
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand("place", "compile for several devices: towers, split/concat, "
+                                      "gradient aggregation, placement, transfers");
+    args.add(cmd);
+    placementFlags.add(cmd, placement);
+    taskFlags.add(cmd, placement, TasksFor::Placement);
+    cmd->add_option("--towers", placement.towers,
+                    "GPU towers (default: one per GPU; 0: the single-device graph)");
+    addOptimizerFlag(cmd, req.options.optimizer);
+    cmd->add_flag(
+        "--hard-placement", [this](int64_t) { placement.softPlacement = false; },
+        "a node pinned where its op has no kernel is an error, not moved to the host");
+    addDumpFlags(cmd, req.dump, DumpFlagSet::Placement);
+    cmd->add_flag("--explain", explain, "for each node: requested device, assigned device, reason");
+    cmd->add_option("-o,--output", out, "placed module file to write")->required();
+  }
+
+  int run() {
     using Clock = std::chrono::steady_clock;
     auto since = [](Clock::time_point t) {
       return std::chrono::duration<double>(Clock::now() - t).count();
     };
     if (auto e = checkPlacementFlags(placement))
       return fail(std::move(e));
-    if (auto e = checkBucketMb(bucketMb))
+    if (auto e = placementFlags.checkBucket())
       return fail(std::move(e));
     auto start = Clock::now();
-    auto m = placeArgs.load(false);
+    auto m = args.load(false);
     if (!m)
       return fail(m.takeError());
     double readSeconds = since(start);
-    po.batch = placeArgs.batch;
-    po.seed = placeArgs.seed;
-    po.bucketBytes = (int64_t)(bucketMb * 1e6);
-    placement.searchBuckets = place->count("--bucket-mb") == 0;
-    if (auto e = parseTowerModes(modes, po))
+    CompileOptions &po = req.options;
+    po.batch = args.batch;
+    po.seed = args.seed;
+    if (auto e = placementFlags.apply(po, placement))
       return fail(std::move(e));
-    auto parsedStrategy = parseStrategy(strategy);
-    if (!parsedStrategy)
-      return fail(withContext(parsedStrategy.takeError(), "--strategy"));
-    placement.strategy = *parsedStrategy;
-    auto steps = parseAccumulateSteps(accumulate);
-    if (!steps)
-      return fail(steps.takeError());
-    po.accumulate = *steps;
-    if (!tasksFile.empty()) {
-      if (placement.workers > 1)
-        return fail(makeError("--tasks and --workers both give the workers; use one"));
-      auto tasks = loadTasksFile(tasksFile, (unsigned)std::max(0, placement.gpus));
-      if (!tasks)
-        return fail(tasks.takeError());
-      if (!tasks->hasGpus())
-        return fail(makeError(tasksFile + ": no chief or worker task has GPUs to place towers on "
-                                          "(give them \"gpus\", or --gpus)"));
-      placement.tasks = std::move(*tasks);
-      placement.tasksSource = "--tasks " + tasksFile;
-    }
+    if (auto e = taskFlags.readTasks(placement))
+      return fail(std::move(e));
     bool defaultBatch = po.batch <= 0 && !(*m)->batch();
     auto compileStart = Clock::now();
-    auto c = compilePlaced(**m, placeReq, placement);
+    auto c = compilePlaced(**m, req, placement);
     if (!c)
       return fail(c.takeError());
     double compileSeconds = since(compileStart);
@@ -432,15 +278,29 @@ int run(int argc, char **argv) {
       printPlacementExplanation(*runnablePart(**c), llvm::outs());
     }
     auto writeStart = Clock::now();
-    if (auto e = writeModuleFile(placeOut, **c))
+    if (auto e = writeModuleFile(out, **c))
       return fail(std::move(e));
-    if (placeReq.dump.timePasses)
+    if (req.dump.timePasses)
       llvm::errs() << llvm::format("read the model %.3f s, compile and place %.3f s, write the "
                                    "module %.3f s\n",
                                    readSeconds, compileSeconds, since(writeStart));
-    int64_t towers = (*c)->plan().towers.value_or(0), batch = (*c)->batch().value_or(0);
-    llvm::outs() << "wrote " << placeOut << " (" << (*c)->main().numNodes() << " nodes, ";
-    Ints workerTowers = (*c)->plan().workerTowers.value_or(Ints{});
+    report(**c, split, params, defaultBatch);
+    // The process ends here: freeing the two modules, node by node, would
+    // take about as long as placing them (LLVM's tools bury theirs the same
+    // way; the memory stays reachable, so leak checkers keep quiet).
+    llvm::BuryPointer(std::move(*c));
+    llvm::BuryPointer(std::move(*m));
+    return 0;
+  }
+
+  /// What was written: the towers, workers and ps tasks, the batch and how
+  /// it is split, where the parameters went.
+  void report(Module &c, const std::string &split, const std::string &params,
+              bool defaultBatch) const {
+    const CompileOptions &po = req.options;
+    int64_t towers = c.plan().towers.value_or(0), batch = c.batch().value_or(0);
+    llvm::outs() << "wrote " << out << " (" << c.main().numNodes() << " nodes, ";
+    Ints workerTowers = c.plan().workerTowers.value_or(Ints{});
     if (workerTowers.size() > 1 && llvm::is_splat(workerTowers))
       llvm::outs() << workerTowers.size() << " workers x " << workerTowers[0] << " towers";
     else if (workerTowers.size() > 1)
@@ -464,7 +324,7 @@ int run(int argc, char **argv) {
                    << kDefaultBatchPerTower << " per tower";
     if (po.precision != Precision::FP32)
       llvm::outs() << "; " << modeName(po.precision) << " compute";
-    if (std::optional<double> scale = (*c)->plan().lossScale)
+    if (std::optional<double> scale = c.plan().lossScale)
       llvm::outs() << llvm::format("; dynamic loss scale from %.9g", *scale);
     llvm::outs() << ")\n";
     if (!split.empty())
@@ -474,51 +334,84 @@ int run(int argc, char **argv) {
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
                    << towers << " towers without samples (--remainder error refuses this)\n";
-    // The process ends here: freeing the two modules, node by node, would
-    // take about as long as placing them (LLVM's tools bury theirs the same
-    // way; the memory stays reachable, so leak checkers keep quiet).
-    llvm::BuryPointer(std::move(*c));
-    llvm::BuryPointer(std::move(*m));
-    return 0;
   }
-  if (*view) {
+};
+
+struct ViewCommand {
+  std::string in, out;
+  CLI::App *cmd = nullptr;
+
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand("view", "a placed module as an offline HTML page, SVG or DOT");
+    cmd->add_option("MODULE", in, "a module or model file")->required();
+    cmd->add_option("-o,--output", out, "FILE.html, FILE.svg or FILE.dot")->required();
+  }
+
+  int run() {
     ModelArgs viewArgs;
-    viewArgs.path = viewIn;
+    viewArgs.source.path = in;
     auto loaded = viewArgs.load(false);
     if (!loaded)
       return fail(loaded.takeError());
     std::unique_ptr<Module> shown = runnablePart(**loaded);
-    const std::unique_ptr<Module> *m = &shown;
-    llvm::StringRef ext = llvm::StringRef(viewOut).rsplit('.').second;
+    llvm::StringRef ext = llvm::StringRef(out).rsplit('.').second;
     std::string text;
     if (ext == "html") {
       llvm::raw_string_ostream os(text);
-      writeHtmlView(**m, os);
+      writeHtmlView(*shown, os);
     } else if (ext == "dot") {
-      text = toDot(**m);
+      text = toDot(*shown);
     } else if (ext == "svg") {
-      auto svg = renderSvg(toDot(**m));
+      auto svg = renderSvg(toDot(*shown));
       if (!svg)
         return fail(svg.takeError());
       text = std::move(*svg);
     } else {
       return fail(
           llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                  "graphc view writes .html, .svg or .dot, not '" + viewOut + "'"));
+                                  "graphc view writes .html, .svg or .dot, not '" + out + "'"));
     }
-    if (auto e = writeOutputFile(viewOut, text))
+    if (auto e = writeOutputFile(out, text))
       return fail(std::move(e));
-    llvm::outs() << "wrote " << viewOut << "\n";
+    llvm::outs() << "wrote " << out << "\n";
     return 0;
   }
-  if (*simulate) {
-    if (!simGpus.empty())
-      return runScalingTable(simArgs, simGpus, simParams, networkGbps,
-                             simulate->count("--workers-of") > 0, scaling);
+};
+
+struct SimulateCommand {
+  ModelArgs args;
+  bool json = false;
+  std::string gpus, params = "mirrored";
+  ScalingRequest scaling;
+  double networkGbps = scaling.sim.networkBandwidth * 8 / 1e9;
+  CLI::App *cmd = nullptr;
+
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand(
+        "simulate", "one step of a placed module, event by event: per-device busy and idle time, "
+                    "the predicted step and its critical path; with --gpus LIST, a scaling table");
+    args.add(cmd);
+    cmd->add_flag("--json", json, "machine-readable output (a placed module)");
+    cmd->add_option("--gpus", gpus,
+                    "GPU counts for a predicted scaling table of the model, e.g. 1,2,4,8,64,1024");
+    cmd->add_option("--workers-of", scaling.workersOf, "GPUs per worker (machine)")
+        ->capture_default_str();
+    cmd->add_option("--batch-per-gpu", scaling.batchPerGpu, "images per GPU (weak scaling)")
+        ->capture_default_str();
+    cmd->add_option("--network-gbps", networkGbps, "network bandwidth per worker, Gb/s")
+        ->capture_default_str();
+    cmd->add_option("--params", params, "cpu | gpu:K | spread | mirrored")->capture_default_str();
+    cmd->add_option("--cluster", scaling.clusterFile,
+                    "with --gpus: one worker's machine (its GPUs are --workers-of)");
+  }
+
+  int run() {
+    if (!gpus.empty())
+      return runScalingTable();
     if (!scaling.clusterFile.empty())
       return fail(makeError("--cluster goes with --gpus LIST (a scaling table's worker); a "
                             "placed plan simulates on the cluster it was placed for"));
-    auto loaded = simArgs.load(false);
+    auto loaded = args.load(false);
     if (!loaded)
       return fail(loaded.takeError());
     if (!isPlaced(**loaded))
@@ -531,21 +424,126 @@ int run(int argc, char **argv) {
     auto sim = simulateStep(*runnable, *cluster);
     if (!sim)
       return fail(sim.takeError());
-    if (simJson) {
+    if (json) {
       llvm::outs() << simulationJson(*sim) << "\n";
       return 0;
     }
-    llvm::outs() << "graphc simulate: " << simArgs.path << ", one step at batch "
+    llvm::outs() << "graphc simulate: " << args.source.path << ", one step at batch "
                  << (*loaded)->batch().value_or(1) << "\n";
     printSimulation(*sim, llvm::outs());
     return 0;
   }
-  if (*passes) {
-    for (auto &[name, summary] : PassRegistry::global().list())
-      llvm::outs() << llvm::format("  %-22s %s\n", name.c_str(), summary.c_str());
-    llvm::outs() << "default training pipeline: " << kDefaultTrainingPipeline << "\n";
+
+  /// --gpus LIST: the model's predicted data-parallel scaling.
+  int runScalingTable() {
+    if (auto e = checkScalingFlags())
+      return fail(std::move(e));
+    auto m = args.load(false);
+    if (!m)
+      return fail(m.takeError());
+    std::unique_ptr<Module> forward = std::move(*m);
+    if (isCompiledForTraining(*forward)) {
+      auto f = forwardOf(*forward);
+      if (!f)
+        return fail(f.takeError());
+      forward = std::move(*f);
+    }
+    CompileRequest req;
+    TowerModeFlags modes;
+    modes.params = params;
+    if (auto e = parseTowerModes(modes, req.options))
+      return fail(std::move(e));
+    auto rows = scalingTable(*forward, req, scaling);
+    if (!rows)
+      return fail(rows.takeError());
+    llvm::outs() << "graphc simulate: " << forward->name() << " data-parallel, --params " << params
+                 << ", default cluster figures (docs/placement.md)\n";
+    printScalingTable(*rows, scaling, llvm::outs());
     return 0;
   }
+
+  /// The scaling table's flags into `scaling`, its worker from --cluster.
+  llvm::Error checkScalingFlags() {
+    for (llvm::StringRef item : llvm::split(gpus, ',')) {
+      unsigned n = 0;
+      if (item.trim().getAsInteger(10, n) || n == 0)
+        return makeError("--gpus '" + gpus + "': give GPU counts such as 1,2,4,8");
+      scaling.gpus.push_back(n);
+    }
+    if (!(networkGbps > 0) || !std::isfinite(networkGbps))
+      return makeError("--network-gbps " + numberText(networkGbps) +
+                       ": must be a positive number of Gb/s");
+    scaling.sim.networkBandwidth = networkGbps * 1e9 / 8;
+    if (auto e = checkAtLeast("--batch-per-gpu", scaling.batchPerGpu, 1, "the images per GPU"))
+      return e;
+    if (auto e = checkAtLeast("--workers-of", scaling.workersOf, 1, "the GPUs per worker"))
+      return e;
+    if (scaling.clusterFile.empty())
+      return llvm::Error::success();
+    auto worker = loadClusterFile(scaling.clusterFile);
+    if (!worker)
+      return worker.takeError();
+    if (worker->numGpus() == 0)
+      return makeError("--cluster " + scaling.clusterFile + ": a worker without GPUs");
+    if (cmd->count("--workers-of") > 0 && scaling.workersOf != worker->numGpus())
+      return makeError("--workers-of " + llvm::Twine(scaling.workersOf) + " but --cluster " +
+                       scaling.clusterFile + " has " + llvm::Twine(worker->numGpus()) +
+                       " GPUs: a worker is the cluster's machine");
+    scaling.workersOf = worker->numGpus();
+    return llvm::Error::success();
+  }
+};
+
+int listPasses() {
+  for (auto &[name, summary] : PassRegistry::global().list())
+    llvm::outs() << llvm::format("  %-22s %s\n", name.c_str(), summary.c_str());
+  llvm::outs() << "default training pipeline: " << kDefaultTrainingPipeline << "\n";
+  return 0;
+}
+
+int run(int argc, char **argv) {
+  CLI::App app{"graphc: compile a single-device model for training on many devices"};
+  app.require_subcommand(1);
+  // Given before or after the subcommand (fallthrough), for every subcommand.
+  app.fallthrough();
+  MemoryLimitFlag memoryLimit;
+  memoryLimit.add(app);
+  InspectCommand inspect;
+  inspect.add(app);
+  PrintCommand print;
+  print.add(app);
+  ExportCommand exp;
+  exp.add(app);
+  CompileCommand compile;
+  compile.add(app);
+  PlaceCommand place;
+  place.add(app);
+  ViewCommand view;
+  view.add(app);
+  SimulateCommand simulate;
+  simulate.add(app);
+  CLI::App *passes = app.add_subcommand("passes", "list the registered passes");
+
+  if (auto status = parseCommandLine(app, argc, argv, "graphc"))
+    return *status;
+  if (auto e = memoryLimit.apply())
+    return fail(std::move(e));
+  if (*inspect.cmd)
+    return inspect.run();
+  if (*print.cmd)
+    return print.run();
+  if (*exp.cmd)
+    return exp.run();
+  if (*compile.cmd)
+    return compile.run();
+  if (*place.cmd)
+    return place.run();
+  if (*view.cmd)
+    return view.run();
+  if (*simulate.cmd)
+    return simulate.run();
+  if (*passes)
+    return listPasses();
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "tools/driver/Calibrate.h"
 
 #include "executor/Device.h"
+#include "executor/Workers.h"
 #include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "ir/OutputFile.h"
@@ -77,7 +78,8 @@ llvm::Expected<Measured> measure(const CalibrateRequest &req, unsigned gpus) {
   t.kernelTimes = true;
   std::string discard;
   llvm::raw_string_ostream out(discard);
-  auto r = runTraining(t, out);
+  // Calibration runs in this process alone.
+  auto r = runTraining(t, out, Workers::current());
   if (!r)
     return withContext(r.takeError(), "calibration run");
   Measured m;

@@ -1,6 +1,7 @@
 //===- Trainer.h - The training loop behind `graphrun train` -----*- C++ -*-===//
 //
-// runTraining does what `graphrun train` promises, in order:
+// runTraining does what `graphrun train` promises, in order (each step is a
+// phase of tools/driver/TrainingSession.h):
 //   1. load the forward model, open the data set, check that labels fit the
 //      logits and that the checkpoint directory is writable — all before any
 //      training step;
@@ -59,6 +60,8 @@
 #include <optional>
 
 namespace graphc {
+
+class Workers;
 
 /// The synthetic set's size when --synthetic-samples is not given, and the
 /// classes of its labels when --synthetic-classes is not (fewer when the model
@@ -155,7 +158,10 @@ struct TrainResult {
   std::vector<KernelTiming> kernels;
 };
 
-llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out);
+/// Trains in `workers`, the world of processes (executor/Workers.h) the tool
+/// started; only its chief writes to `out`.
+llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out,
+                                        Workers &workers);
 
 struct EvalResult {
   int64_t samples = 0, correct = 0;

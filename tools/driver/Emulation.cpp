@@ -1,0 +1,83 @@
+#include "tools/driver/Emulation.h"
+
+#include "executor/Device.h"
+#include "ir/Cluster.h"
+#include "ir/DeviceId.h"
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <map>
+
+namespace graphc {
+
+namespace {
+
+/// The relative speeds of the plan's GPUs in the cluster it was placed for,
+/// scaled so that the fastest is 1 (emulation can slow a device, not speed
+/// one up); empty when they are all equal or the plan has no cluster.
+llvm::Expected<std::map<std::string, double>> emulatedSpeeds(const Module &placed,
+                                                             llvm::ArrayRef<std::string> gpus) {
+  std::map<std::string, double> speeds;
+  const std::optional<Cluster> &cluster = placed.plan().cluster;
+  if (!cluster)
+    return speeds;
+  double fastest = 0;
+  for (const std::string &gpu : gpus)
+    if (const ClusterDevice *d = cluster->find(gpu))
+      fastest = std::max(fastest, d->relativeSpeed);
+  for (const std::string &gpu : gpus)
+    if (const ClusterDevice *d = cluster->find(gpu); d && d->relativeSpeed < fastest)
+      speeds[gpu] = d->relativeSpeed / fastest;
+  return speeds;
+}
+
+} // namespace
+
+/// On CPU devices, GPUs slower than the plan's fastest in its cluster run at
+/// their relative speed.
+llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions &exec) {
+  std::vector<std::string> gpus;
+  for (const Node *n : placed.findGraph("main")->nodes())
+    if (gpuIndexOf(n->assignedDevice()) && !llvm::is_contained(gpus, n->assignedDevice()))
+      gpus.push_back(n->assignedDevice());
+  llvm::sort(gpus);
+  int physical = visibleDeviceCount(DeviceKind::GPU);
+  if (gpus.empty())
+    return "";
+  auto speeds = emulatedSpeeds(placed, gpus);
+  if (!speeds)
+    return speeds.takeError();
+  std::string slower;
+  for (auto &[gpu, speed] : *speeds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", speed);
+    slower += (slower.empty() ? "" : ", ") + gpu + " at " + text;
+  }
+  if (physical > 0) {
+    exec.physicalGpu = [physical](const std::string &name) {
+      return (int)(gpuIndexOf(name).value_or(0) % physical);
+    };
+    return "the plan's " + std::to_string(gpus.size()) + " GPUs run as logical devices on " +
+           std::to_string(physical) + " physical GPU" + (physical > 1 ? "s" : "") +
+           (slower.empty() ? ""
+                           : " (relative speeds are emulated on CPU devices only: " + slower +
+                                 " run at full speed)");
+  }
+  auto cpuOf = [](const std::string &d) {
+    if (std::optional<unsigned> k = gpuIndexOf(d))
+      return DeviceId::cpu(*k + 1).str();
+    return d;
+  };
+  exec.deviceMap = cpuOf;
+  for (auto &[gpu, speed] : *speeds)
+    exec.relativeSpeed[cpuOf(gpu)] = speed;
+  std::string devices = gpus.size() == 1
+                            ? "GPU runs as CPU device cpu:1"
+                            : "GPUs run as CPU devices cpu:1..cpu:" + std::to_string(gpus.size());
+  return "no GPU here: the plan's " + std::to_string(gpus.size()) + " " + devices +
+         " sharing this machine's cores" +
+         (slower.empty() ? "" : "; emulated relative speeds (the fastest GPU is 1): " + slower);
+}
+
+} // namespace graphc

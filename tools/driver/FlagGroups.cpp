@@ -1,0 +1,226 @@
+#include "tools/driver/FlagGroups.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
+#include "kernels/Kernel.h"
+#include "passes/AccumulateGradients.h"
+#include "tools/driver/Trainer.h"
+
+#include <CLI/CLI.hpp>
+
+namespace graphc {
+
+void MemoryLimitFlag::add(CLI::App &app) {
+  app.add_option("--memory-limit", size,
+                 "refuse tensors and host allocations beyond SIZE (e.g. 8G) before allocating");
+}
+
+llvm::Error MemoryLimitFlag::apply() const {
+  return size ? applyMemoryLimitFlag(*size) : llvm::Error::success();
+}
+
+void ModelSourceFlags::add(CLI::App *cmd, bool dropout) {
+  cmd->add_option("MODEL", path, kModelFileHelp);
+  cmd->add_option("--model", name,
+                  "a built-in model (inception_v3, resnet18, resnet50, small_cnn, "
+                  "small_cnn_nobn, mlp)");
+  cmd->add_option("--num-classes", flags.numClasses, "classes of a built-in model");
+  cmd->add_option("--image-size", flags.imageSize, "input side of a built-in model");
+  cmd->add_flag("--aux-logits", flags.auxLogits, "inception_v3's auxiliary head");
+  if (dropout)
+    cmd->add_option("--dropout", flags.dropout,
+                    "dropout ratio of a built-in model that has dropout (default: its own)");
+}
+
+llvm::Error ModelSourceFlags::applyTo(ModelSpec &spec) const {
+  spec.path = path;
+  spec.name = name;
+  return applyModelFlags(flags, spec);
+}
+
+void PlacementFlags::add(CLI::App *cmd, PlacementRequest &place) {
+  cmd->add_option("--gpus", place.gpus, "GPUs of the default cluster (one tower each)");
+  cmd->add_option("--cluster", place.clusterFile, "compile for the devices of a cluster file");
+  cmd->add_option("--params", modes_.params,
+                  "where variables live: cpu | gpu:K | spread | mirrored | auto (by predicted "
+                  "step under memory)")
+      ->capture_default_str();
+  cmd->add_option("--bn", modes_.bn, "BatchNorm across towers: local | sync | frozen")
+      ->capture_default_str();
+  cmd->add_option("--precision", modes_.precision,
+                  "fp32 | bf16 (convolutions, batch norms, activations in bf16 with f32 master "
+                  "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with "
+                  "dynamic loss scaling; GPUs, or --emulate)")
+      ->capture_default_str();
+  lossScaleOption_ = cmd->add_option(
+      "--loss-scale", modes_.lossScale,
+      "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");
+  cmd->add_option("--loss-scale-interval", modes_.lossScaleInterval,
+                  "finite steps before the loss scale doubles")
+      ->capture_default_str();
+  cmd->add_option("--remainder", modes_.remainder,
+                  "a batch that does not divide by the towers: error | drop | uneven")
+      ->capture_default_str();
+  cmd->add_option("--split", modes_.split, "per-device batch weights, e.g. 4,4,2, or auto");
+  cmd->add_option("--strategy", strategy_,
+                  "data-parallel (a tower per device) | model-parallel (one replica spread "
+                  "over the devices by m-ETF under their memory)")
+      ->capture_default_str();
+  bucketOption_ =
+      cmd->add_option("--bucket-mb", bucketMb_, "all-reduce bucket cap in MB (mirrored)");
+  bucketOption_->capture_default_str();
+  cmd->add_option("--accumulate", accumulate_,
+                  "K micro-batches of --batch per update (gradient accumulation: one update on "
+                  "K x batch samples, gradients aggregated once per update; training steps and "
+                  "the lr schedule count updates)")
+      ->capture_default_str();
+}
+
+llvm::Error PlacementFlags::checkBucket() const {
+  return checkBucketMb(bucketMb_);
+}
+
+llvm::Error PlacementFlags::apply(CompileOptions &options, PlacementRequest &place) const {
+  options.bucketBytes = (int64_t)(bucketMb_ * 1e6);
+  place.searchBuckets = bucketOption_->count() == 0;
+  if (auto e = parseTowerModes(modes_, options))
+    return e;
+  auto strategy = parseStrategy(strategy_);
+  if (!strategy)
+    return withContext(strategy.takeError(), "--strategy");
+  place.strategy = *strategy;
+  auto steps = parseAccumulateSteps(accumulate_);
+  if (!steps)
+    return steps.takeError();
+  options.accumulate = *steps;
+  return llvm::Error::success();
+}
+
+bool PlacementFlags::lossScaleGiven() const {
+  return lossScaleOption_->count() > 0;
+}
+
+void TaskFlags::add(CLI::App *cmd, PlacementRequest &place, TasksFor use) {
+  use_ = use;
+  const bool training = use == TasksFor::Training;
+  workersOption_ = cmd->add_option("--workers", place.workers,
+                                   "worker processes (mpirun -np W), each with the GPUs of --gpus");
+  workersOption_->capture_default_str();
+  cmd->add_option("--tasks", file_,
+                  std::string("the run's tasks by role (chief, worker, ps) with each one's host "
+                              "and GPUs (a cluster file or a TF_CONFIG") +
+                      (training ? ", read from the environment when not given" : "") +
+                      "; tasks without GPUs get --gpus)");
+  cmd->add_option("--ps", place.ps,
+                  std::string("parameter-server tasks holding the variables, sharded by bytes "
+                              "(the last P ranks of mpirun -np W+P") +
+                      (training ? "; without --workers, the other ranks train" : "") + ")")
+      ->capture_default_str();
+  cmd->add_flag("--ps-async", place.psAsync,
+                "ps tasks apply each worker's update as it arrives (no step barrier); the chief "
+                "reports the staleness");
+}
+
+llvm::Error TaskFlags::readTasks(PlacementRequest &place) const {
+  const unsigned gpus = (unsigned)std::max(0, place.gpus);
+  if (!file_.empty()) {
+    if (place.workers > 1)
+      return makeError("--tasks and --workers both give the workers; use one");
+    auto tasks = loadTasksFile(file_, gpus);
+    if (!tasks)
+      return tasks.takeError();
+    if (use_ == TasksFor::Placement && !tasks->hasGpus())
+      return makeError(file_ + ": no chief or worker task has GPUs to place towers on (give "
+                               "them \"gpus\", or --gpus)");
+    place.tasks = std::move(*tasks);
+    place.tasksSource = "--tasks " + file_;
+    return llvm::Error::success();
+  }
+  if (use_ == TasksFor::Placement || place.workers > 1)
+    return llvm::Error::success();
+  auto tasks = tasksFromEnvironment(gpus);
+  if (!tasks)
+    return tasks.takeError();
+  if (*tasks) {
+    place.tasks = std::move(**tasks);
+    place.tasksSource = "TF_CONFIG";
+  }
+  return llvm::Error::success();
+}
+
+void TaskFlags::workersFromWorld(PlacementRequest &place, unsigned worldSize) const {
+  if (place.ps > 0 && workersOption_->count() == 0 && !place.tasks &&
+      worldSize > (unsigned)place.ps)
+    place.workers = (int)worldSize - place.ps;
+}
+
+void addOptimizerFlag(CLI::App *cmd, std::string &optimizer) {
+  cmd->add_option("--optimizer", optimizer, "sgd | momentum | rmsprop | adam")
+      ->capture_default_str();
+}
+
+void addDumpFlags(CLI::App *cmd, DumpOptions &dump, DumpFlagSet set) {
+  cmd->add_option("--dump-dir", dump.dumpDir,
+                  "write the IR after every pass, numbered: NNNN.after_<pass>.gir");
+  if (set == DumpFlagSet::DumpDir)
+    return;
+  if (set == DumpFlagSet::Placement)
+    cmd->add_flag("--dump-dot", dump.dumpDot, "also write a .dot per pass");
+  cmd->add_flag("--print-ir-after-all", dump.printAfterAll, "print IR after every pass");
+  cmd->add_option("--print-ir-after", dump.printAfter, "print IR after these passes");
+  cmd->add_flag("--time-passes", dump.timePasses,
+                set == DumpFlagSet::Placement
+                    ? "wall time of every pass, and of reading the model and writing the module"
+                    : "wall time of every pass");
+}
+
+void addTrainingFlags(CLI::App *cmd, TrainOptions &t) {
+  CompileOptions &co = t.compile.options;
+  cmd->add_option("--steps", t.steps, "the run's steps in all (a resumed run trains the rest)");
+  cmd->add_option("--epochs", t.epochs, "the run's epochs in all (instead of --steps)");
+  cmd->add_option("--more-steps", t.moreSteps, "this many steps past the checkpoint");
+  addOptimizerFlag(cmd, co.optimizer);
+  cmd->add_option("--lr", co.learningRate, "learning rate")->capture_default_str();
+  cmd->add_option("--lr-schedule", t.lrSchedule, "constant | cosine | step:EPOCHS:FACTOR")
+      ->capture_default_str();
+  cmd->add_option("--momentum", co.momentum, "momentum (momentum, rmsprop)")->capture_default_str();
+  cmd->add_flag("--nesterov", co.nesterov, "Nesterov momentum");
+  cmd->add_option("--weight-decay", co.weightDecay, "L2 weight decay")->capture_default_str();
+  cmd->add_flag("--scale-lr", t.scaleLrByTowers, "multiply --lr by the number of towers");
+}
+
+void addSyntheticDataFlags(CLI::App *cmd, SyntheticData &data) {
+  cmd->add_option("--synthetic-samples", data.samples,
+                  "size of the synthetic data set (default: 4096)");
+  cmd->add_option("--synthetic-classes", data.classes,
+                  "synthetic labels use this many of the model's classes (0: all; default: "
+                  "10, or all when the model has fewer)");
+}
+
+llvm::Expected<int> threadsFrom(const std::optional<int64_t> &given) {
+  if (auto e = checkThreadCount("--threads", given))
+    return e;
+  return given ? (int)*given : 0;
+}
+
+void CpuFlags::add(CLI::App *cmd, llvm::StringRef threadsHelp) {
+  cmd->add_option("--threads", threads, threadsHelp.str());
+  cmd->add_option("--conv-algorithm", convAlgorithm,
+                  "auto (Winograd for the 3x3 stride-1 convolutions where it pays, f32 on "
+                  "AVX-512) | direct | winograd (wherever the CPU has it)")
+      ->capture_default_str();
+}
+
+llvm::Error CpuFlags::apply(ExecutorOptions &exec) const {
+  auto n = threadsFrom(threads);
+  if (!n)
+    return n.takeError();
+  auto algorithm = parseConvAlgorithm(convAlgorithm);
+  if (!algorithm)
+    return withContext(algorithm.takeError(), "--conv-algorithm");
+  exec.threads = *n;
+  exec.convAlgorithm = *algorithm;
+  return llvm::Error::success();
+}
+
+} // namespace graphc

@@ -1,0 +1,149 @@
+//===- FlagGroups.h - The flags both tools share, declared once -*- C++ -*-===//
+//
+// A flag that means the same in `graphc` and `graphrun` is declared here, in
+// a group, with one help text; each subcommand adds the groups it takes and
+// then asks the group to check its values into the typed options (the rules
+// themselves are in tools/driver/RunChecks.h). The groups:
+//
+//   MemoryLimitFlag    --memory-limit (every subcommand of both tools)
+//   ModelSourceFlags   MODEL, --model and a built-in model's flags
+//   PlacementFlags     --gpus, --cluster, the tower modes, --strategy,
+//                      --bucket-mb, --accumulate
+//   TaskFlags          --workers, --tasks, --ps, --ps-async
+//   addOptimizerFlag   --optimizer
+//   addDumpFlags       --dump-dir and the pass manager's other dumps
+//   TrainingFlags      a run's length and its hyper-parameters (graphrun)
+//   SyntheticDataFlags --synthetic-samples, --synthetic-classes (graphrun)
+//   CpuFlags           --threads, --conv-algorithm (graphrun)
+//
+// A group checks its flags in steps the tools call in the order they always
+// have, so that a command line with two wrong flags names the same one.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/Executor.h"
+#include "tools/driver/Compile.h"
+#include "tools/driver/ModelSource.h"
+#include "tools/driver/RunChecks.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace CLI {
+class App;
+class Option;
+} // namespace CLI
+
+namespace graphc {
+
+struct TrainOptions;
+struct SyntheticData;
+
+/// The help of a MODEL argument: every file loadModel reads.
+inline constexpr const char *kModelFileHelp =
+    "ONNX model, .gir text, graphc module file or checkpoint";
+
+/// --memory-limit SIZE, given before or after the subcommand.
+struct MemoryLimitFlag {
+  std::optional<std::string> size;
+
+  void add(CLI::App &app);
+  /// Sets the limit when the flag was given.
+  llvm::Error apply() const;
+};
+
+/// The model a subcommand reads: a file (MODEL) or a built-in model (--model
+/// NAME, with --num-classes, --image-size, --aux-logits and, for training,
+/// --dropout).
+struct ModelSourceFlags {
+  std::string path, name;
+  ModelFlags flags;
+
+  void add(CLI::App *cmd, bool dropout = false);
+  /// Checks the built-in model's flags (applyModelFlags) into `spec`, with
+  /// the path and name.
+  llvm::Error applyTo(ModelSpec &spec) const;
+};
+
+/// The devices of a compile and how its towers use them: --gpus, --cluster,
+/// --params, --bn, --precision, --loss-scale, --loss-scale-interval,
+/// --remainder, --split, --strategy, --bucket-mb, --accumulate.
+class PlacementFlags {
+public:
+  /// --gpus and --cluster go to `place`; the others are kept here until
+  /// apply().
+  void add(CLI::App *cmd, PlacementRequest &place);
+  /// --bucket-mb (checkBucketMb).
+  llvm::Error checkBucket() const;
+  /// The bucket cap, the tower modes, the strategy and the micro-batches
+  /// into `options` and `place`; an error names the flag.
+  llvm::Error apply(CompileOptions &options, PlacementRequest &place) const;
+  /// --loss-scale was given (a compiled plan keeps its own).
+  bool lossScaleGiven() const;
+
+private:
+  TowerModeFlags modes_;
+  std::string strategy_ = "data-parallel", accumulate_ = "1";
+  double bucketMb_ = 25;
+  CLI::Option *bucketOption_ = nullptr, *lossScaleOption_ = nullptr;
+};
+
+/// What the tasks of a run are for: a plan to write (its chief and workers
+/// need GPUs to place towers on), or a run to train (TF_CONFIG gives them
+/// when neither --tasks nor --workers does).
+enum class TasksFor { Placement, Training };
+
+/// The processes of a run: --workers, --tasks, --ps, --ps-async.
+class TaskFlags {
+public:
+  void add(CLI::App *cmd, PlacementRequest &place, TasksFor use);
+  /// --tasks FILE into `place` (or TF_CONFIG, for training); each task
+  /// without "gpus" gets --gpus. --tasks with --workers is an error.
+  llvm::Error readTasks(PlacementRequest &place) const;
+  /// Training with ps tasks and no --workers (nor tasks): the ranks of
+  /// `worldSize` that are not ps tasks train.
+  void workersFromWorld(PlacementRequest &place, unsigned worldSize) const;
+
+private:
+  std::string file_;
+  TasksFor use_ = TasksFor::Training;
+  CLI::Option *workersOption_ = nullptr;
+};
+
+/// --optimizer.
+void addOptimizerFlag(CLI::App *cmd, std::string &optimizer);
+
+/// Which of the pass manager's dumps a subcommand offers.
+enum class DumpFlagSet {
+  DumpDir,   ///< --dump-dir alone
+  Passes,    ///< and --print-ir-after-all, --print-ir-after, --time-passes
+  Placement, ///< and --dump-dot; --time-passes also times reading and writing
+};
+void addDumpFlags(CLI::App *cmd, DumpOptions &dump, DumpFlagSet set);
+
+/// A training run's length and its hyper-parameters: --steps, --epochs,
+/// --more-steps, --optimizer, --lr, --lr-schedule, --momentum, --nesterov,
+/// --weight-decay, --scale-lr.
+void addTrainingFlags(CLI::App *cmd, TrainOptions &t);
+
+/// --synthetic-samples, --synthetic-classes.
+void addSyntheticDataFlags(CLI::App *cmd, SyntheticData &data);
+
+/// --threads: checked, then 0 (every core) when not given.
+llvm::Expected<int> threadsFrom(const std::optional<int64_t> &given);
+
+/// The CPU flags of the subcommands that run graphs: --threads,
+/// --conv-algorithm.
+struct CpuFlags {
+  std::optional<int64_t> threads;
+  std::string convAlgorithm = "auto";
+
+  void add(CLI::App *cmd, llvm::StringRef threadsHelp);
+  /// Checks the flags into `exec`.
+  llvm::Error apply(ExecutorOptions &exec) const;
+};
+
+} // namespace graphc
