@@ -123,6 +123,13 @@ void writeAll(const Owner &o, const Field<T, Owner> (&fields)[N], Put put) {
       put(f.key, *v);
 }
 
+template <typename T, typename Owner, size_t N, typename Get>
+void readAll(Owner &o, const Field<T, Owner> (&fields)[N], const Attrs &meta, Get get) {
+  for (const auto &f : fields)
+    if (meta.has(f.key))
+      o.*f.member = get(meta, f.key);
+}
+
 bool isKnown(llvm::StringRef key) {
   auto in = [&](const auto &fields) {
     for (const auto &f : fields)
@@ -168,33 +175,18 @@ llvm::Expected<PlanInfo> PlanInfo::fromAttrs(const Attrs &meta) {
   if (auto e = checkModuleMeta(meta))
     return e;
   PlanInfo p;
-  for (const auto &f : kInts)
-    if (meta.has(f.key))
-      p.*f.member = meta.getInt(f.key);
-  for (const auto &f : kCheckpointInts)
-    if (meta.has(f.key))
-      p.checkpoint.*f.member = meta.getInt(f.key);
-  for (const auto &f : kCheckpointStrings)
-    if (meta.has(f.key))
-      p.checkpoint.*f.member = meta.getString(f.key);
-  for (const auto &f : kBools)
-    if (meta.has(f.key))
-      p.*f.member = meta.getInt(f.key) != 0;
-  for (const auto &f : kFloats)
-    if (meta.has(f.key))
-      p.*f.member = meta.getFloat(f.key);
-  for (const auto &f : kStrings)
-    if (meta.has(f.key))
-      p.*f.member = meta.getString(f.key);
-  for (const auto &f : kIntLists)
-    if (meta.has(f.key))
-      p.*f.member = meta.getInts(f.key);
-  for (const auto &f : kFloatLists)
-    if (meta.has(f.key))
-      p.*f.member = meta.getFloats(f.key);
-  for (const auto &f : kStringLists)
-    if (meta.has(f.key))
-      p.*f.member = meta.getStrings(f.key);
+  // The kinds are checked, so each getter finds its own.
+  auto ints = [](const Attrs &a, llvm::StringRef k) { return a.getInt(k); };
+  auto strings = [](const Attrs &a, llvm::StringRef k) { return a.getString(k); };
+  readAll(p, kInts, meta, ints);
+  readAll(p.checkpoint, kCheckpointInts, meta, ints);
+  readAll(p.checkpoint, kCheckpointStrings, meta, strings);
+  readAll(p, kBools, meta, [](const Attrs &a, llvm::StringRef k) { return a.getInt(k) != 0; });
+  readAll(p, kFloats, meta, [](const Attrs &a, llvm::StringRef k) { return a.getFloat(k); });
+  readAll(p, kStrings, meta, strings);
+  readAll(p, kIntLists, meta, [](const Attrs &a, llvm::StringRef k) { return a.getInts(k); });
+  readAll(p, kFloatLists, meta, [](const Attrs &a, llvm::StringRef k) { return a.getFloats(k); });
+  readAll(p, kStringLists, meta, [](const Attrs &a, llvm::StringRef k) { return a.getStrings(k); });
   for (const TextField &f : kTexts)
     if (meta.has(f.key))
       if (auto e = f.read(p, meta.getString(f.key)))

@@ -381,7 +381,7 @@ private:
     if (!bytes)
       return bytes.takeError();
     c.workspace = std::max<uint64_t>(*bytes, candidates[*chosen].memory);
-    return take(cache.add(key, c, /*persist=*/measured));
+    return take(cache.add(key, c, /*persist=*/measured, budget));
   }
 
   /// The workspace `algo` needs under the descriptor's math type now (the

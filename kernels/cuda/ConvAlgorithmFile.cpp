@@ -138,13 +138,16 @@ std::optional<StoredAlgorithm> ConvAlgorithmCache::find(const std::string &key) 
 }
 
 StoredAlgorithm ConvAlgorithmCache::add(const std::string &key, StoredAlgorithm choice,
-                                        bool persist) {
+                                        bool persist, uint64_t budget) {
   std::lock_guard<std::mutex> lock(mutex_);
   loadLocked();
   auto [it, inserted] = choices_.try_emplace(key, choice);
-  if (inserted && persist && !path_.empty())
+  if (!inserted && it->second.workspace <= budget)
+    return it->second;
+  it->second = choice;
+  if (persist && !path_.empty())
     added_[key] = choice;
-  return it->second;
+  return choice;
 }
 
 llvm::Error ConvAlgorithmCache::save() {

@@ -78,10 +78,13 @@ public:
   explicit ConvAlgorithmCache(std::string path) : path_(std::move(path)) {}
 
   std::optional<StoredAlgorithm> find(const std::string &key);
-  /// Keeps `choice` for `key` unless another thread kept one first, and
-  /// returns the one kept, so that every caller runs the same algorithm.
-  /// `persist`: written to the file by save() (measured choices).
-  StoredAlgorithm add(const std::string &key, StoredAlgorithm choice, bool persist);
+  /// Keeps `choice` for `key` unless a choice kept first (by another thread,
+  /// or read from the file) fits in `budget` bytes of workspace, and returns
+  /// the one kept, so that every caller runs the same algorithm; a kept one
+  /// over the budget is replaced. `persist`: written to the file by save()
+  /// (measured choices).
+  StoredAlgorithm add(const std::string &key, StoredAlgorithm choice, bool persist,
+                      uint64_t budget = UINT64_MAX);
   /// Writes the persisted choices added since the last save, merged with the
   /// file's current contents. Nothing to write: success without touching it.
   llvm::Error save();

@@ -70,8 +70,10 @@ if os.geteuid() == 0:
     ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
-def run(*args, ok=True, timeout=300):
-    p = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=ENV)
+def run(*args, ok=True, timeout=300, env=None):
+    """`env`: variables to set beyond ENV's."""
+    p = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+                       env=dict(ENV, **(env or {})))
     if ok and p.returncode != 0:
         raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(map(str, args)), p.returncode, p.stdout, p.stderr))
     return p
@@ -804,8 +806,8 @@ class GpuAcrossWorkers(Case):
         os.chmod(wrapper, 0o755)
         return wrapper
 
-    def mpirun_on(self, sets, *args):
-        return mpirun(len(sets), self.on_gpus(sets), *args)
+    def mpirun_on(self, sets, *args, **kw):
+        return mpirun(len(sets), self.on_gpus(sets), *args, **kw)
 
     def two_ranks(self):
         """Each of two ranks' CUDA_VISIBLE_DEVICES."""
@@ -919,8 +921,8 @@ class GpuRanksSharingOneGpu(GpuAcrossWorkers):
         return env + ('NCCL_HOSTID=graphc-rank$OMPI_COMM_WORLD_RANK; NCCL_SOCKET_IFNAME=lo\n'
                       "export NCCL_HOSTID NCCL_SOCKET_IFNAME\n")
 
-    def mpirun_on(self, sets, *args):
-        p = super().mpirun_on(sets, *args)
+    def mpirun_on(self, sets, *args, **kw):
+        p = super().mpirun_on(sets, *args, **kw)
         text = p.stdout + p.stderr
         self.assertRegex(text, r"NCCL INFO .*Init COMPLETE", "no NCCL communicator was made")
         said = [l for l in text.splitlines()
@@ -936,18 +938,11 @@ class GpuRanksSharingOneGpu(GpuAcrossWorkers):
         """Two ranks on the GPU summing with NCCL against one process on 2 CPU devices, both
         in strict FP32: each side's K*u, so twice the step bound."""
         ref = self.path("cpu")
-        env = dict(ENV, CUDA_VISIBLE_DEVICES="")
-        p = subprocess.run([GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "2", "--params", "mirrored",
-                            "--emulate", "--checkpoint", ref], capture_output=True, text=True, env=env,
-                           timeout=300)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        run(GRAPHRUN, "train", *MLP, "--steps", "5", "--gpus", "2", "--params", "mirrored", "--emulate",
+            "--checkpoint", ref, env={"CUDA_VISIBLE_DEVICES": ""})
         ckpt = self.path("nccl")
-        ENV["GRAPHC_CUDA_TF32"] = "0"
-        try:
-            out = self.mpirun_on(self.two_ranks(), "train", *MLP, "--steps", "5", "--workers", "2", "--gpus",
-                                 "1", "--params", "mirrored", "--checkpoint", ckpt)
-        finally:
-            del ENV["GRAPHC_CUDA_TF32"]
+        self.mpirun_on(self.two_ranks(), "train", *MLP, "--steps", "5", "--workers", "2", "--gpus", "1",
+                       "--params", "mirrored", "--checkpoint", ckpt, env={"GRAPHC_CUDA_TF32": "0"})
         self.assertSameParams(self.params(ref), self.params(ckpt), "NCCL on one GPU against CPU devices",
                               2 * mlp_bound())
 

@@ -3,7 +3,6 @@
 #include "executor/Device.h"
 #include "ir/Cluster.h"
 #include "ir/DeviceId.h"
-#include "ir/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -16,8 +15,8 @@ namespace {
 /// The relative speeds of the plan's GPUs in the cluster it was placed for,
 /// scaled so that the fastest is 1 (emulation can slow a device, not speed
 /// one up); empty when they are all equal or the plan has no cluster.
-llvm::Expected<std::map<std::string, double>> emulatedSpeeds(const Module &placed,
-                                                             llvm::ArrayRef<std::string> gpus) {
+std::map<std::string, double> emulatedSpeeds(const Module &placed,
+                                             llvm::ArrayRef<std::string> gpus) {
   std::map<std::string, double> speeds;
   const std::optional<Cluster> &cluster = placed.plan().cluster;
   if (!cluster)
@@ -36,7 +35,7 @@ llvm::Expected<std::map<std::string, double>> emulatedSpeeds(const Module &place
 
 /// On CPU devices, GPUs slower than the plan's fastest in its cluster run at
 /// their relative speed.
-llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions &exec) {
+std::string emulateDevices(const Module &placed, ExecutorOptions &exec) {
   std::vector<std::string> gpus;
   for (const Node *n : placed.findGraph("main")->nodes())
     if (gpuIndexOf(n->assignedDevice()) && !llvm::is_contained(gpus, n->assignedDevice()))
@@ -45,11 +44,9 @@ llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions
   int physical = visibleDeviceCount(DeviceKind::GPU);
   if (gpus.empty())
     return "";
-  auto speeds = emulatedSpeeds(placed, gpus);
-  if (!speeds)
-    return speeds.takeError();
+  const std::map<std::string, double> speeds = emulatedSpeeds(placed, gpus);
   std::string slower;
-  for (auto &[gpu, speed] : *speeds) {
+  for (auto &[gpu, speed] : speeds) {
     char text[32];
     std::snprintf(text, sizeof text, "%g", speed);
     slower += (slower.empty() ? "" : ", ") + gpu + " at " + text;
@@ -70,7 +67,7 @@ llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions
     return d;
   };
   exec.deviceMap = cpuOf;
-  for (auto &[gpu, speed] : *speeds)
+  for (auto &[gpu, speed] : speeds)
     exec.relativeSpeed[cpuOf(gpu)] = speed;
   std::string devices = gpus.size() == 1
                             ? "GPU runs as CPU device cpu:1"

@@ -17,6 +17,6 @@ namespace graphc {
 
 /// Sets `exec` to run the plan's GPUs on this machine's devices. Returns the
 /// one line the run plan prints about it ("" for a plan without GPUs).
-llvm::Expected<std::string> emulateDevices(const Module &placed, ExecutorOptions &exec);
+std::string emulateDevices(const Module &placed, ExecutorOptions &exec);
 
 } // namespace graphc

@@ -320,10 +320,7 @@ llvm::Error TrainingSession::createExecutor() {
   exec_.profile =
       exec_.profile || !opts_.tracePath.empty() || !opts_.profilePath.empty() || opts_.kernelTimes;
   if (opts_.emulate && isPlaced(*compiled_)) {
-    auto line = emulateDevices(*compiled_, exec_);
-    if (!line)
-      return line.takeError();
-    emulation_ = std::move(*line);
+    emulation_ = emulateDevices(*compiled_, exec_);
   }
   if (auto e = checkPrecisionRuns(*compiled_, exec_.deviceMap))
     return e;

@@ -119,12 +119,17 @@ TEST(ConvAlgorithmFile, CacheReadsOnceKeepsTheFirstChoiceAndSavesOnlyMeasuredOne
     // A second thread's measurement of the same key gets the first one back.
     EXPECT_EQ(cache.add("a", {2, 0, 20}, true), (StoredAlgorithm{1, 0, 10}));
     EXPECT_EQ(cache.add("heuristic", {3, 0, 0}, /*persist=*/false), (StoredAlgorithm{3, 0, 0}));
+    // A kept choice over this caller's workspace budget gives way to its own.
+    EXPECT_EQ(cache.add("big", {4, 0, 1000}, true), (StoredAlgorithm{4, 0, 1000}));
+    EXPECT_EQ(cache.add("big", {5, 0, 100}, true, /*budget=*/500), (StoredAlgorithm{5, 0, 100}));
+    EXPECT_EQ(cache.add("big", {6, 0, 50}, true, /*budget=*/500), (StoredAlgorithm{5, 0, 100}));
     EXPECT_EQ(cache.find("heuristic"), (StoredAlgorithm{3, 0, 0}));
     ASSERT_FALSE((bool)cache.save()); // creates the directories
   }
   AlgorithmTable saved = parseAlgorithmTable(readAll(path));
-  EXPECT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved.size(), 2u);
   EXPECT_EQ(saved["a"], (StoredAlgorithm{1, 0, 10}));
+  EXPECT_EQ(saved["big"], (StoredAlgorithm{5, 0, 100}));
 
   // The next run reads the choice back.
   ConvAlgorithmCache next(path);
