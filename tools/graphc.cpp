@@ -158,22 +158,23 @@ struct PrintCommand {
 
 struct ExportCommand {
   ModelArgs args;
-  std::string out;
+  ExportFlags flags;
   CLI::App *cmd = nullptr;
 
   void add(CLI::App &app) {
-    cmd = app.add_subcommand("export", "the forward graph and weights as ONNX (opset 17)");
+    cmd = app.add_subcommand("export", "the forward graph and weights as ONNX (opset 17; "
+                                       "inference form, --training-graph to train elsewhere)");
     args.add(cmd);
-    cmd->add_option("-o,--output", out, "ONNX file to write")->required();
+    flags.add(cmd);
   }
 
   int run() {
     auto m = args.load();
     if (!m)
       return fail(m.takeError());
-    if (auto e = exportOnnxFile(**m, out, args.seed))
+    if (auto e = exportOnnxFile(**m, flags.output, args.seed, flags.form()))
       return fail(std::move(e));
-    llvm::outs() << "wrote " << out << "\n";
+    llvm::outs() << "wrote " << flags.output << "\n";
     return 0;
   }
 };

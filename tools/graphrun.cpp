@@ -236,22 +236,24 @@ struct InferCommand {
 };
 
 struct ExportCommand {
-  std::string checkpoint, out;
+  std::string checkpoint;
+  ExportFlags flags;
   CLI::App *cmd = nullptr;
 
   void add(CLI::App &app) {
-    cmd = app.add_subcommand("export", "a checkpoint's trained model as ONNX");
+    cmd = app.add_subcommand("export", "a checkpoint's trained model as ONNX, for onnxruntime "
+                                       "(inference form; --training-graph to train again)");
     cmd->add_option("--checkpoint", checkpoint, "checkpoint file or directory")->required();
-    cmd->add_option("-o,--output", out, "ONNX file")->required();
+    flags.add(cmd);
   }
 
   int run() {
     auto model = loadModel({checkpoint, "", {}, 0});
     if (!model)
       return fail(model.takeError());
-    if (auto e = exportOnnxFile(*model->forward, out))
+    if (auto e = exportOnnxFile(*model->forward, flags.output, 0, flags.form()))
       return fail(std::move(e));
-    llvm::outs() << "wrote " << out << "\n";
+    llvm::outs() << "wrote " << flags.output << "\n";
     return 0;
   }
 };

@@ -5,7 +5,9 @@
 // as inputs at opset 17 become Constant nodes, variables read by the graph
 // become initializers (in module order), the batch symbol N becomes the
 // dim_param "N", and integer module meta (a bound batch, a seed) is recorded
-// as metadata "graphc.<key>".
+// as metadata "graphc.<key>". The form (OnnxExporter.h) decides BatchNorm's
+// training_mode and whether Dropout is written at all; the model's doc_string
+// says which form it is.
 // Value names stay ours where they are free; an intermediate value whose name
 // an initializer or graph input already holds gets a fresh one (the importer
 // names values after nodes, so this does not change what comes back).
@@ -84,7 +86,7 @@ Tensor scalarOf(DType t, double v) {
 
 class Exporter {
 public:
-  Exporter(const Module &m, uint64_t seed) : m_(m), seed_(seed) {}
+  Exporter(const Module &m, uint64_t seed, ExportForm form) : m_(m), seed_(seed), form_(form) {}
 
   llvm::Expected<std::string> run() {
     const Graph *g = m_.findGraph("main");
@@ -92,6 +94,12 @@ public:
       return makeError("cannot export module '" + m_.name() + "': it has no graph 'main'");
     model_.set_ir_version(kExportIrVersion);
     model_.set_producer_name("graphc");
+    model_.set_doc_string(form_ == ExportForm::Inference
+                              ? "inference form: BatchNorm uses the running statistics, Dropout "
+                                "is removed (graphrun export --training-graph writes the "
+                                "training form)"
+                              : "training form: BatchNorm and Dropout in training mode, for "
+                                "training again (graphc import)");
     auto *opset = model_.add_opset_import();
     opset->set_domain("");
     opset->set_version(kExportOpset);
@@ -206,6 +214,7 @@ private:
 
   const Module &m_;
   uint64_t seed_;
+  ExportForm form_;
   onnx::ModelProto model_;
   onnx::GraphProto *graph_ = nullptr;
   llvm::DenseMap<const Value *, std::string> names_;
@@ -282,6 +291,10 @@ llvm::Error Exporter::exportNode(const Node &n) {
     addInt(node(n, "Cast"), "to", toOnnxDType(a.getDType("to")));
     return llvm::Error::success();
   case Op::Dropout: {
+    if (form_ == ExportForm::Inference) {
+      names_[n.result()] = names_.lookup(n.operand(0));
+      return llvm::Error::success();
+    }
     std::string ratio = constant(n, "ratio", scalarOf(DType::F32, a.getFloat("ratio", 0.5)));
     std::string training;
     if (a.getInt("training"))
@@ -333,8 +346,9 @@ llvm::Error Exporter::exportNode(const Node &n) {
     addFloat(p, "epsilon", a.getFloat("epsilon", 1e-5));
     addFloat(p, "momentum", a.getFloat("momentum", 0.9));
     // Training mode has three outputs in ONNX (shape inference insists); the
-    // running statistics are unused here, as the importer drops them.
-    if (a.getInt("training")) {
+    // running statistics are unused here, as the importer drops them. The
+    // inference form normalises with the running statistics (inputs 3, 4).
+    if (form_ == ExportForm::Training && a.getInt("training")) {
       addInt(p, "training_mode", 1);
       p.add_output(fresh(n.name() + "/running_mean"));
       p.add_output(fresh(n.name() + "/running_var"));
@@ -450,12 +464,12 @@ llvm::Error Exporter::exportNode(const Node &n) {
 
 } // namespace
 
-llvm::Expected<std::string> exportOnnxBytes(const Module &m, uint64_t seed) {
-  return Exporter(m, seed).run();
+llvm::Expected<std::string> exportOnnxBytes(const Module &m, uint64_t seed, ExportForm form) {
+  return Exporter(m, seed, form).run();
 }
 
-llvm::Error exportOnnxFile(const Module &m, llvm::StringRef path, uint64_t seed) {
-  auto bytes = exportOnnxBytes(m, seed);
+llvm::Error exportOnnxFile(const Module &m, llvm::StringRef path, uint64_t seed, ExportForm form) {
+  auto bytes = exportOnnxBytes(m, seed, form);
   if (!bytes)
     return bytes.takeError();
   return writeOutputFile(path, *bytes);

@@ -113,7 +113,8 @@ void modelSeeds() {
     std::string name = s.name;
     auto forward = check(models::buildModel(name, s.options), name);
     write("text_ir", name + ".gir", toText(*forward));
-    write("onnx", name + ".onnx", graphOnly(check(exportOnnxBytes(*forward), name + " export")));
+    write("onnx", name + ".onnx",
+          graphOnly(check(exportOnnxBytes(*forward, 0, ExportForm::Training), name + " export")));
     if (name == "inception_v3" || name == "resnet18")
       continue; // their training graphs are large; the small models cover the same ops
     CompileRequest req;

@@ -223,4 +223,11 @@ llvm::Error CpuFlags::apply(ExecutorOptions &exec) const {
   return llvm::Error::success();
 }
 
+void ExportFlags::add(CLI::App *cmd) {
+  cmd->add_option("-o,--output", output, "ONNX file to write")->required();
+  cmd->add_flag("--training-graph", trainingGraph,
+                "write the training form (BatchNorm and Dropout in training mode, to train "
+                "again) instead of the inference form a deployment runs");
+}
+
 } // namespace graphc

@@ -15,6 +15,7 @@
 //   TrainingFlags      a run's length and its hyper-parameters (graphrun)
 //   SyntheticDataFlags --synthetic-samples, --synthetic-classes (graphrun)
 //   CpuFlags           --threads, --conv-algorithm (graphrun)
+//   ExportFlags        -o and --training-graph (both tools' `export`)
 //
 // A group checks its flags in steps the tools call in the order they always
 // have, so that a command line with two wrong flags names the same one.
@@ -23,6 +24,7 @@
 #pragma once
 
 #include "executor/Executor.h"
+#include "frontend/onnx/OnnxExporter.h"
 #include "tools/driver/Compile.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"
@@ -144,6 +146,16 @@ struct CpuFlags {
   void add(CLI::App *cmd, llvm::StringRef threadsHelp);
   /// Checks the flags into `exec`.
   llvm::Error apply(ExecutorOptions &exec) const;
+};
+
+/// What an `export` writes: -o FILE and --training-graph (the inference form
+/// otherwise, frontend/onnx/OnnxExporter.h).
+struct ExportFlags {
+  std::string output;
+  bool trainingGraph = false;
+
+  void add(CLI::App *cmd);
+  ExportForm form() const { return trainingGraph ? ExportForm::Training : ExportForm::Inference; }
 };
 
 } // namespace graphc

@@ -1,6 +1,8 @@
 //===- ExportTest.cpp - Modules back to ONNX -------------------------------===//
 //
-// Exported models pass Debian's Python onnx.checker; modules built in our own
+// Exported models pass Debian's Python onnx.checker in both forms; the
+// inference form normalises with the running statistics and has no Dropout,
+// the training form comes back as the module it was; modules built in our own
 // IR export with their names and come back; training-only ops and variables
 // without values are errors naming them.
 //
@@ -18,6 +20,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <cmath>
 #include <cstdlib>
 
@@ -34,8 +38,11 @@ TEST(OnnxExport, PythonOnnxCheckerAcceptsExportedModels) {
         "allops_train_9.onnx", "opset18_forms.onnx", "graph_only_13.onnx",
         "stripped_weights_13.onnx"}) {
     ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(name)));
-    files.push_back(tempPath(name));
-    ASSERT_FALSE(bool(exportOnnxFile(*m, files.back(), 1)));
+    for (ExportForm form : {ExportForm::Inference, ExportForm::Training}) {
+      files.push_back(
+          tempPath((form == ExportForm::Training ? "train-" : "infer-") + std::string(name)));
+      ASSERT_FALSE(bool(exportOnnxFile(*m, files.back(), 1, form)));
+    }
   }
   // The build's Python, unless GRAPHC_PYTHON names another with the onnx package (the GPU
   // bundle's runner points it at the machine's).
@@ -99,6 +106,73 @@ TEST(OnnxExport, BuiltModulesKeepTheirNames) {
   const Node *clip = back->main().findNode("clip");
   EXPECT_EQ(clip->attrs().getFloat("min"), 0.0);
   EXPECT_TRUE(std::isinf(clip->attrs().getFloat("max")));
+  expectRoundTrips(*back);
+}
+
+/// x -> BatchNorm (training = 1) -> Dropout -> output.
+std::unique_ptr<Module> bnDropoutModule() {
+  auto m = std::make_unique<Module>("bn_dropout");
+  Builder b(m->main());
+  Value *x = b.input("x", TensorType(DType::F32, {kBatchDim, 4, 3, 3}));
+  std::vector<Value *> operands{x};
+  for (auto [leaf, init] : {std::pair{"weight", "ones"}, std::pair{"bias", "zeros"},
+                            std::pair{"running_mean", "zeros"}, std::pair{"running_var", "ones"}}) {
+    Variable v;
+    v.name = std::string("bn.") + leaf;
+    v.type = TensorType(DType::F32, {4});
+    v.init = {init, {}};
+    operands.push_back(b.newVariable(v));
+  }
+  Attrs bn;
+  bn.set("epsilon", 1e-5);
+  bn.set("momentum", 0.9);
+  bn.set("training", int64_t(1));
+  Value *y = b.create(Op::BatchNorm, operands, bn, "bn");
+  Attrs drop;
+  drop.set("ratio", 0.25);
+  m->main().addOutput(b.create(Op::Dropout, {y}, drop, "drop"));
+  return m;
+}
+
+TEST(OnnxExport, InferenceFormUsesRunningStatisticsAndDropsDropout) {
+  auto m = bnDropoutModule();
+  ASSERT_OK_AND_ASSIGN(bytes, exportOnnxBytes(*m));
+  EXPECT_EQ(onnxCheckerError(bytes), "");
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  EXPECT_NE(proto.doc_string().find("inference form"), std::string::npos) << proto.doc_string();
+  std::vector<std::string> ops;
+  for (const onnx::NodeProto &n : proto.graph().node()) {
+    ops.push_back(n.op_type());
+    if (n.op_type() != "BatchNormalization")
+      continue;
+    EXPECT_EQ(n.input_size(), 5); // x, scale, bias and the running statistics
+    EXPECT_EQ(n.output_size(), 1);
+    for (const onnx::AttributeProto &a : n.attribute())
+      EXPECT_NE(a.name(), "training_mode");
+  }
+  EXPECT_EQ(ops, std::vector<std::string>{"BatchNormalization"});
+  // The graph's output is the BatchNorm's: Dropout is gone, not an Identity.
+  ASSERT_EQ(proto.graph().output_size(), 1);
+  EXPECT_EQ(proto.graph().output(0).name(), proto.graph().node(0).output(0));
+
+  ASSERT_OK_AND_ASSIGN(back, importOnnxBytes(bytes));
+  const Node *bn = back->main().findNode("bn");
+  ASSERT_NE(bn, nullptr);
+  EXPECT_FALSE(bn->attrs().has("training"));
+  EXPECT_EQ(back->main().findNode("drop"), nullptr);
+}
+
+TEST(OnnxExport, TrainingFormTrainsAgainAsExported) {
+  auto m = bnDropoutModule();
+  ASSERT_OK_AND_ASSIGN(bytes, exportOnnxBytes(*m, 3, ExportForm::Training));
+  EXPECT_EQ(onnxCheckerError(bytes), "");
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  EXPECT_NE(proto.doc_string().find("training form"), std::string::npos) << proto.doc_string();
+  ASSERT_OK_AND_ASSIGN(back, importOnnxBytes(bytes));
+  EXPECT_EQ(back->main().findNode("bn")->attrs().getInt("training"), 1);
+  EXPECT_NE(back->main().findNode("drop"), nullptr);
   expectRoundTrips(*back);
 }
 

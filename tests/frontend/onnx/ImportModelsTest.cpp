@@ -159,7 +159,7 @@ TEST(OnnxInceptionV3, BatchBindsAtImportAsBindBatchDoes) {
   EXPECT_TRUE(structurallyEqual(*bound, *later, &why)) << why;
 
   // A bound module exports with its batch and comes back bound.
-  auto bytes = exportOnnxBytes(*bound);
+  auto bytes = exportOnnxBytes(*bound, 0, ExportForm::Training);
   ASSERT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
   auto back = importOnnxBytes(*bytes);
   ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());

@@ -193,7 +193,7 @@ TEST(OnnxGraphOnly, WeightsGetPyTorchsDefaultInitializers) {
   // Print/parse keeps the initializers; export materialises them.
   expectPrintParses(*m);
   expectExportImports(*materialised(*m, 0));
-  auto bytes = exportOnnxBytes(*m, 7);
+  auto bytes = exportOnnxBytes(*m, 7, ExportForm::Training);
   ASSERT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
   EXPECT_EQ(onnxCheckerError(*bytes), "");
   auto back = importOnnxBytes(*bytes);

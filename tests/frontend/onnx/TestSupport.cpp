@@ -66,7 +66,7 @@ void expectPrintParses(const Module &m, bool weights) {
 }
 
 void expectExportImports(const Module &m) {
-  auto bytes = exportOnnxBytes(m, 0);
+  auto bytes = exportOnnxBytes(m, 0, ExportForm::Training);
   ASSERT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
   EXPECT_EQ(onnxCheckerError(*bytes), "");
   auto back = importOnnxBytes(*bytes, {}, "exported " + m.name());
