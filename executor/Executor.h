@@ -2,8 +2,9 @@
 //
 // The executor binds a module once and then runs its main graph step after
 // step:
-//   bind: schedule (Schedule.h) → kernels from the registry, one per node, on
-//         the node's device → per-device arena plans (MemoryPlan.h) → arenas,
+//   bind: schedule (placement/analysis/Schedule.h) → kernels from the
+//         registry, one per node, on the node's device → per-device arena
+//         plans (placement/analysis/MemoryPlan.h) → arenas,
 //         variable storage (one copy per device that uses a variable) and
 //         tensor views, all fixed for the life of the executor.
 //   step: copy feeds into input buffers → every device issues its nodes in

@@ -13,10 +13,10 @@
 #include "executor/Collectives.h"
 #include "executor/CoreBudget.h"
 #include "executor/Device.h"
-#include "executor/MemoryPlan.h"
-#include "executor/Schedule.h"
 #include "executor/StepCapture.h"
 #include "ir/Diagnostics.h"
+#include "placement/analysis/MemoryPlan.h"
+#include "placement/analysis/Schedule.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "placement/CostModel.h"
+#include "placement/CostReport.h"
 
 #include "llvm/Support/Format.h"
 

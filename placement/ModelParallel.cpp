@@ -26,7 +26,8 @@ class Scheduler {
 public:
   Scheduler(Graph &g, const Cluster &c, const KernelAvailability &kernels,
             const ModelParallelOptions &o, int64_t batch, ColocationGroups groups)
-      : g_(g), c_(c), kernels_(kernels), o_(o), batch_(batch), groups_(std::move(groups)) {}
+      : g_(g), c_(c), kernels_(kernels), o_(o), times_(c, o.times), batch_(batch),
+        groups_(std::move(groups)) {}
 
   llvm::Expected<ModelParallelPlan> run() {
     for (const ClusterDevice &d : c_.devices()) {
@@ -184,14 +185,14 @@ private:
       double arrives = end_[p];
       unsigned from = device_[p];
       if (from != d && seen.insert(v).second) {
-        auto bw = c_.bandwidth(c_.devices()[from].name, c_.devices()[d].name);
-        arrives += bw ? v->type().bytes(batch_) / *bw + o_.times.linkLatencySeconds
+        auto bw = times_.bandwidth(c_.devices()[from].name, c_.devices()[d].name);
+        arrives += bw ? times_.copySeconds(v->type().bytes(batch_), *bw)
                       : std::numeric_limits<double>::infinity();
       }
       at = std::max(at, arrives);
     }
     c.start = at;
-    c.end = at + kernelSeconds(n->op(), nodeCost(*n, batch_), c_, c_.devices()[d], o_.times);
+    c.end = at + times_.kernelSeconds(n->op(), nodeCost(*n, batch_), c_.devices()[d]);
     const int64_t after = live_[d] + need(n, (int)d);
     c.fits = at != std::numeric_limits<double>::infinity() && after <= capacity_[d];
     c.roomAfter = capacity_[d] > 0 ? (double)(capacity_[d] - after) / (double)capacity_[d] : 0;
@@ -252,6 +253,7 @@ private:
   const Cluster &c_;
   const KernelAvailability &kernels_;
   const ModelParallelOptions &o_;
+  StepTimeModel times_;
   int64_t batch_;
   ColocationGroups groups_;
   ModelParallelPlan plan_;

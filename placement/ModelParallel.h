@@ -16,8 +16,10 @@
 //              earliest: the device is free and every operand has arrived
 //              (its producer's end, plus bytes / link bandwidth and a latency
 //              from another device). Ties: the earlier end, then graph order,
-//              then cluster order. A node's time is placement/CostModel.h's
-//              kernelSeconds.
+//              then cluster order. A node's time is the step-time model's
+//              kernelSeconds, an operand's arrival its copySeconds
+//              (placement/analysis/StepTimeModel.h, shared with the cost
+//              model and the simulator).
 //   memory     a device holds the variable replicas (and slots) of the
 //              groups placed on it for the whole step, and each node's
 //              results from its start until its last consumer is scheduled;
@@ -31,15 +33,16 @@
 // device (and, in the module's other graphs, that of the node of the same
 // name: gradient accumulation's micro-steps run where main runs); the placer
 // (Placer.h) then assigns them and insert-transfers adds the copies. The memory estimate is the
-// scheduler's; the tools check the result against the executor's memory plan.
+// scheduler's; the compile checks the result against the memory plan
+// (placement/analysis/MemoryNeeds.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ir/Cluster.h"
 #include "ir/Module.h"
-#include "placement/CostModel.h"
 #include "placement/Placer.h"
+#include "placement/analysis/StepTimeModel.h"
 
 #include "llvm/Support/Error.h"
 

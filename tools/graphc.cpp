@@ -27,6 +27,7 @@
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
+#include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/CommandLine.h"
 #include "tools/driver/Compile.h"
 #include "tools/driver/CompileModelParallel.h"

@@ -15,8 +15,8 @@
 #include "ir/Printer.h"
 #include "passes/InsertTransfers.h"
 #include "passes/Pass.h"
-#include "placement/CostModel.h"
 #include "placement/Placer.h"
+#include "placement/analysis/CostModel.h"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 #include "TowerTestUtil.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/PsPart.h"
-#include "placement/CostModel.h"
+#include "placement/analysis/CostModel.h"
 
 using namespace graphc;
 using namespace graphc::towertest;

@@ -2,7 +2,7 @@
 
 #include "ir/Diagnostics.h"
 #include "placement/ModelParallel.h"
-#include "tools/driver/Inspect.h"
+#include "placement/analysis/MemoryNeeds.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"

@@ -3,7 +3,7 @@
 // One replica's training graph (no towers) spread over a cluster's devices by
 // the m-ETF scheduler (placement/ModelParallel.h), then placed and given its
 // transfers as any plan is. The scheduler's memory estimate is checked
-// against the executor's memory plan (checkPlanFitsCluster); a plan that does
+// against the memory plan (placement/analysis/MemoryNeeds.h); a plan that does
 // not fit is scheduled again with less of each device's memory allowed (85%,
 // 70%, 55%, 40%) before the compile gives up with the last plan's figures.
 // The plan records meta strategy = model-parallel and model_parallel (the

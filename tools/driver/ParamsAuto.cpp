@@ -1,9 +1,9 @@
 #include "tools/driver/ParamsAuto.h"
 
 #include "ir/Diagnostics.h"
-#include "placement/CostModel.h"
-#include "tools/driver/Inspect.h"
-#include "tools/driver/Simulate.h"
+#include "placement/analysis/CostModel.h"
+#include "placement/analysis/MemoryNeeds.h"
+#include "placement/analysis/StepSimulator.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -1,8 +1,8 @@
 //===- ParamsAuto.h - --params auto: the parameter mode by predicted step -*- C++ -*-===//
 //
 // `--params auto` compiles the plan once per candidate mode and keeps the one
-// the cost model (placement/CostModel.h) predicts fastest among those whose
-// every device holds its variables and peak activations:
+// the step simulator (placement/analysis/StepSimulator.h) predicts fastest
+// among those whose every device holds its variables and peak activations:
 //
 //   candidates  cpu; gpu:K for the GPU with the most memory (then the
 //               fastest, then the lowest index); spread and mirrored when
@@ -11,13 +11,13 @@
 //               64 MiB and one bucket. A candidate the compile refuses (ps
 //               tasks hold variables on hosts only, say) is listed with the
 //               reason and not chosen.
-//   step        graphc simulate's (tools/driver/Simulate.h): the executor's
+//   step        graphc simulate's (simulateStep): the executor's
 //               order, each bucket's all-reduce overlapping the rest of the
 //               backward pass; the bottleneck named is the cost model's
 //               busiest device (compute or communication).
-//   fits        memoryNeeds() of the compiled plan: variables, optimizer
-//               slots and state where the mode stores them, plus the
-//               executor's planned activations per device.
+//   fits        memoryNeeds() (placement/analysis/MemoryNeeds.h):
+//               variables, optimizer slots and state where the mode stores
+//               them, plus the executor's planned activations per device.
 //   choice      the least predicted step. Steps within 2% of the best count
 //               as tied (the model is not a measurement), and
 //               a tie goes to the mode that leaves the most memory on the

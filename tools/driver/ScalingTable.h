@@ -3,11 +3,11 @@
 // `graphc simulate --model NAME --gpus 1,2,4,...,1024 --workers-of 8`: for
 // each GPU count N, the data-parallel plan of one worker (g = min(N, 8) GPUs,
 // one tower each, --params as given, a fixed batch per GPU) is compiled for
-// the worker's GPUs and simulated (Simulate.h) with W = N / g workers, every
-// all-reduce also crossing the workers hierarchically at the network's
-// bandwidth. Weak scaling: images/s = N x batch per GPU / step, speed-up over
-// one GPU, efficiency = speed-up / N. One compile per distinct g, so 1024
-// GPUs cost no more than 8.
+// the worker's GPUs and simulated (placement/analysis/StepSimulator.h) with
+// W = N / g workers, every all-reduce also crossing the workers
+// hierarchically at the network's bandwidth. Weak scaling: images/s = N x
+// batch per GPU / step, speed-up over one GPU, efficiency = speed-up / N. One
+// compile per distinct g, so 1024 GPUs cost no more than 8.
 //
 // The published figures printed beside it are other hardware (P100s, 25 GbE),
 // for orientation: the model and the network figures are what to compare.
@@ -15,8 +15,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "placement/analysis/StepSimulator.h"
 #include "tools/driver/Compile.h"
-#include "tools/driver/Simulate.h"
 
 namespace graphc {
 

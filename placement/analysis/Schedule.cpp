@@ -1,4 +1,4 @@
-#include "executor/Schedule.h"
+#include "placement/analysis/Schedule.h"
 
 #include "ir/Cost.h"
 #include "ir/Diagnostics.h"

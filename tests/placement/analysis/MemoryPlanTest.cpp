@@ -1,4 +1,4 @@
-#include "executor/MemoryPlan.h"
+#include "placement/analysis/MemoryPlan.h"
 #include "ir/Builder.h"
 
 #include <gtest/gtest.h>

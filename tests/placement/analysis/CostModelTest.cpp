@@ -12,10 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlacementTestUtil.h"
+#include "../PlacementTestUtil.h"
 
 #include "passes/InsertTransfers.h"
-#include "placement/CostModel.h"
+#include "placement/CostReport.h"
+#include "placement/analysis/CostModel.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,10 @@
 //===- CostModel.cpp - FLOPs, traffic and time per device -------------------===//
 
-#include "placement/CostModel.h"
+#include "placement/analysis/CostModel.h"
 
 #include "ir/Cost.h"
 #include "ir/Diagnostics.h"
+#include "placement/analysis/StepTimeModel.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -26,39 +27,11 @@ const DeviceCost *PlacementCost::find(llvm::StringRef device) const {
   return nullptr;
 }
 
-double kernelSeconds(Op op, const NodeCost &cost, const Cluster &c, const ClusterDevice &d,
-                     const KernelTimes &t) {
-  if (cost.flops == 0 && cost.bytesRead + cost.bytesWritten == 0)
-    return 0;
-  if (const KindCalibration &k = c.calibration(d.kind); k.present()) {
-    double work;
-    switch (op) {
-    case Op::Conv:
-    case Op::ConvGradData:
-    case Op::ConvGradFilter:
-      work = cost.flops / k.convFlops;
-      break;
-    case Op::MatMul:
-    case Op::Gemm:
-      work = cost.flops / k.gemmFlops;
-      break;
-    default:
-      work = (cost.bytesRead + cost.bytesWritten) / k.memoryBytes;
-    }
-    return k.launchSeconds + work / d.relativeSpeed;
-  }
-  bool gpu = d.kind == DeviceKind::GPU;
-  double bandwidth = (gpu ? t.gpuMemoryBandwidth : t.cpuMemoryBandwidth) * d.relativeSpeed;
-  return std::max((double)cost.flops / c.peakFlops(d),
-                  (double)(cost.bytesRead + cost.bytesWritten) / bandwidth) +
-         (gpu ? t.gpuLaunchSeconds : t.cpuLaunchSeconds);
-}
-
 namespace {
 
 class Estimator {
 public:
-  Estimator(const Cluster &c, int64_t batch) : c_(c), batch_(batch) {
+  Estimator(const Cluster &c, int64_t batch) : c_(c), model_(c), batch_(batch) {
     for (const ClusterDevice &d : c.devices())
       out_.devices.push_back({d.name});
     in_.resize(c.devices().size());
@@ -79,13 +52,13 @@ public:
                    double bandwidth = 0) {
     const std::string &a = c_.devices()[from].name, &b = c_.devices()[to].name;
     if (bandwidth <= 0) {
-      auto bw = c_.bandwidth(a, b);
+      auto bw = model_.bandwidth(a, b);
       if (!bw)
         return makeError("devices " + a + " and " + b +
                          " exchange data but the cluster has no link between them");
       bandwidth = *bw;
     }
-    double seconds = (double)bytes / bandwidth;
+    double seconds = StepTimeModel::bandwidthSeconds(bytes, bandwidth);
     DeviceTraffic &t = traffic_[{from, to}];
     t.from = a;
     t.to = b;
@@ -144,28 +117,22 @@ public:
       n = std::max<int64_t>(n, deviceOfRank.size());
       if (n <= 1 || deviceOfRank.size() < 2)
         continue;
-      std::vector<unsigned> ring;
+      std::vector<std::string> ring;
       for (auto &[rank, dev] : deviceOfRank)
-        ring.push_back(dev);
-      double slowest = 0;
-      for (size_t i = 0; i < ring.size(); ++i) {
-        unsigned a = ring[i], b = ring[(i + 1) % ring.size()];
-        if (a == b)
-          continue; // two ranks on one device share memory
-        auto bw = c_.bandwidth(c_.devices()[a].name, c_.devices()[b].name);
-        if (!bw)
-          return makeError("all-reduce group '" + group + "': devices " + c_.devices()[a].name +
-                           " and " + c_.devices()[b].name +
-                           " are neighbours in the ring but "
-                           "the cluster has no link between them");
-        slowest = slowest == 0 ? *bw : std::min(slowest, *bw);
-      }
+        ring.push_back(c_.devices()[dev].name);
+      RingLinks links = model_.ringLinks(ring);
+      if (links.missing)
+        return makeError("all-reduce group '" + group + "': devices " + links.missing->first +
+                         " and " + links.missing->second +
+                         " are neighbours in the ring but "
+                         "the cluster has no link between them");
+      const double slowest = links.slowest;
       for (const GroupMember &m : nodes) {
         const Node *a = m.node;
         int64_t bytes = 0;
         for (const Value *v : a->operands())
           bytes += v->type().bytes(batch_);
-        int64_t volume = m.times * (2 * (n - 1) * bytes / n);
+        int64_t volume = m.times * StepTimeModel::ringBytes(bytes, n);
         auto it = deviceOfRank.find(a->attrs().getInt("rank"));
         auto next = std::next(it) == deviceOfRank.end() ? deviceOfRank.begin() : std::next(it);
         if (it->second == next->second || slowest == 0)
@@ -185,7 +152,7 @@ public:
     out_.overlap = overlap;
     for (unsigned i = 0; i < out_.devices.size(); ++i) {
       DeviceCost &d = out_.devices[i];
-      d.computeSeconds = (double)d.flops / c_.peakFlops(c_.devices()[i]);
+      d.computeSeconds = model_.computeSeconds(d.flops, c_.devices()[i]);
       d.commSeconds = std::max(in_[i], sent_[i]);
       d.stepSeconds =
           overlap ? std::max(d.computeSeconds, d.commSeconds) : d.computeSeconds + d.commSeconds;
@@ -201,6 +168,7 @@ public:
 
 private:
   const Cluster &c_;
+  StepTimeModel model_;
   int64_t batch_;
   PlacementCost out_;
   std::vector<double> in_, sent_; ///< seconds per direction, per device

@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "executor/Schedule.h"
+#include "placement/analysis/Schedule.h"
 
 #include "llvm/ADT/DenseMap.h"
 
