@@ -9,8 +9,9 @@
 #include "frontend/models/Models.h"
 #include "ir/Builder.h"
 #include "ir/Cost.h"
+#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompiledModule.h"
 #include "placement/CostModel.h"
-#include "tools/driver/Compile.h"
 
 #include <gtest/gtest.h>
 
@@ -167,7 +168,7 @@ TEST(Simulate, ACompiledMirroredPlanIsNoFasterThanTheCostModelsBound) {
   req.options.params = ParamPlacement{ParamPlacement::Mirrored};
   PlacementRequest place;
   place.gpus = 4;
-  auto plan = compilePlaced(**forward, req, place);
+  auto plan = compilePlan(**forward, req, place);
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   std::unique_ptr<Module> runnable = runnablePart(**plan);
   Cluster cluster = Cluster::defaultCluster(4);

@@ -1,0 +1,162 @@
+#include "passes/strategy/ModelParallelStrategy.h"
+
+#include "ir/Clone.h"
+#include "ir/Diagnostics.h"
+#include "passes/strategy/Compile.h"
+#include "passes/strategy/MemoryFit.h"
+#include "placement/ModelParallel.h"
+#include "placement/Placer.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <chrono>
+
+namespace graphc {
+
+namespace {
+
+/// Schedules tried: after each whose executor plan does not fit, every
+/// device that overflowed gets its share of memory scaled by capacity / need
+/// (less 5%), the others keep theirs.
+constexpr int kAttempts = 8;
+constexpr double kSmallestShare = 0.05;
+
+std::string planJson(const ModelParallelPlan &p, const ModelParallelOptions &o, double seconds) {
+  llvm::json::Array devices;
+  for (const ModelParallelDevice &d : p.devices)
+    if (d.nodes)
+      devices.push_back(llvm::json::Object{{"device", d.device},
+                                           {"nodes", d.nodes},
+                                           {"persistent_bytes", d.persistentBytes},
+                                           {"peak_bytes", d.peakBytes},
+                                           {"busy_seconds", d.busySeconds},
+                                           {"memory_share", o.shareOf(d.device)}});
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(llvm::json::Object{{"step_seconds", p.stepSeconds},
+                                             {"schedule_seconds", seconds},
+                                             {"devices", std::move(devices)}});
+  return os.str();
+}
+
+llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &place) {
+  if (place.workers > 1 || place.tasks || place.psTasks() > 0)
+    return makeError("--strategy model-parallel places one process's replica: several workers "
+                     "or ps tasks are not supported with it");
+  if (place.towers && *place.towers > 0)
+    return makeError("--strategy model-parallel spreads one replica over the devices; towers "
+                     "(--towers " +
+                     llvm::Twine(*place.towers) + ") are not combined with it");
+  if (req.options.split.kind != SplitSpec::Even)
+    return makeError("--split shares the batch among towers; --strategy model-parallel has none");
+  return llvm::Error::success();
+}
+
+/// The placer of one attempt: m-ETF under the memory shares `mo`, its
+/// schedule recorded in the plan, then the placer proper for what m-ETF
+/// leaves (colocation, kernels).
+PlacerFunction scheduleAndPlace(const Cluster &cluster, const ModelParallelOptions &mo,
+                                const PlacerOptions &po) {
+  return [cluster, mo, po](Module &m) -> llvm::Error {
+    auto start = std::chrono::steady_clock::now();
+    auto plan = placeModelParallel(m, cluster, kernelFor, mo);
+    if (!plan)
+      return withContext(plan.takeError(), "--strategy model-parallel");
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    m.plan().modelParallel = planJson(*plan, mo, seconds);
+    return Placer(cluster, kernelFor, po).run(m);
+  };
+}
+
+/// Lowers the memory share of every device that did not fit; false when
+/// a share is below kSmallestShare (no schedule left to try).
+bool lowerShares(llvm::ArrayRef<MemoryNeed> needs, ModelParallelOptions &mo) {
+  bool lower = false;
+  for (const MemoryNeed &n : needs)
+    if (!n.fits()) {
+      double &share = mo.memoryShares.try_emplace(n.device, 1.0).first->second;
+      share *= 0.95 * (double)n.capacity / (double)n.total();
+      lower = share >= kSmallestShare;
+    }
+  return lower;
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Module>>
+ModelParallelStrategy::compile(const Module &forward, const CompileRequest &request,
+                               const PlacementRequest &place) const {
+  if (auto e = checkRequest(request, place))
+    return e;
+  auto cluster = clusterFor(place);
+  if (!cluster)
+    return cluster.takeError();
+  CompileRequest req = request;
+  req.options.towers = 0;
+  if (req.options.batch <= 0 && !forward.batch())
+    req.options.batch = kDefaultBatchPerTower;
+  PlacerOptions po;
+  po.softPlacement = place.softPlacement;
+  std::string lastMisfit;
+  ModelParallelOptions mo;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    req.options.placer = scheduleAndPlace(*cluster, mo, po);
+    std::unique_ptr<Module> m = cloneModule(forward);
+    m->plan().cluster = *cluster;
+    m->plan().strategy = Strategy::ModelParallel;
+    llvm::Error compiled =
+        runPipelines(*m, req.options, req.dump, {trainingPipeline(req), kPlacementPipeline});
+    if (compiled && lastMisfit.empty())
+      return compiled;
+    if (compiled) { // less memory than a plan that did not fit: that plan's figures say more
+      llvm::consumeError(std::move(compiled));
+      break;
+    }
+    keepForwardGraph(forward, *m);
+    auto needs = planMemoryNeeds(*m);
+    if (!needs)
+      return needs.takeError();
+    llvm::Error fits = checkFits(*needs);
+    if (!fits)
+      return m;
+    lastMisfit = llvm::toString(std::move(fits));
+    if (!lowerShares(*needs, mo))
+      break;
+  }
+  return makeError("--strategy model-parallel: no schedule fits: scheduled to fill less of each "
+                   "device's memory, the executor's plan still needs more than it has (" +
+                   lastMisfit + ")");
+}
+
+std::string describeModelParallel(const Module &plan) {
+  if (plan.plan().strategy != Strategy::ModelParallel)
+    return "";
+  auto parsed = llvm::json::parse(plan.plan().modelParallel.value_or(""));
+  if (!parsed || !parsed->getAsObject()) {
+    llvm::consumeError(parsed.takeError());
+    return "model-parallel";
+  }
+  const llvm::json::Object &o = *parsed->getAsObject();
+  std::string each;
+  if (const llvm::json::Array *devices = o.getArray("devices"))
+    for (const llvm::json::Value &v : *devices)
+      if (const llvm::json::Object *d = v.getAsObject()) {
+        double share = d->getNumber("memory_share").getValueOr(1);
+        each += llvm::formatv("{0}{1} {2} nodes, {3:f1} MiB", each.empty() ? "" : "; ",
+                              d->getString("device").getValueOr(""),
+                              std::to_string(d->getInteger("nodes").getValueOr(0)),
+                              d->getInteger("peak_bytes").getValueOr(0) / 1048576.0)
+                    .str();
+        if (share < 1)
+          each += llvm::formatv(" (scheduled within {0:P0} of its memory)", share).str();
+      }
+  return llvm::formatv("model-parallel (m-ETF): predicted step {0:f2} ms, scheduled in {1:f3} s; "
+                       "{2} (estimated peaks)",
+                       o.getNumber("step_seconds").getValueOr(0) * 1e3,
+                       o.getNumber("schedule_seconds").getValueOr(0), each)
+      .str();
+}
+
+} // namespace graphc
