@@ -188,9 +188,9 @@ int main(int argc, char **argv) {
   auto compileStart = std::chrono::steady_clock::now();
   {
     PassManager pm(o);
-    if (auto e = pm.addPipeline(std::string(kDefaultTrainingPipeline) +
-                                ",place-devices,insert-transfers,verify"))
-      return fail(std::move(e));
+    for (const char *pipeline : {kDefaultTrainingPipeline, kPlacementPipeline})
+      if (auto e = pm.addPipeline(pipeline))
+        return fail(std::move(e));
     if (auto e = pm.run(**model))
       return fail(std::move(e));
   }

@@ -37,7 +37,7 @@ struct ParamPlacement {
     Mirrored, ///< a replica per tower, all-reduced
     /// By predicted step time under each device's memory (--params auto):
     /// the tools compile the other modes and keep the best before any pass
-    /// sees it (tools/driver/ParamsAuto.h).
+    /// sees it (passes/strategy/ParamsAutoStrategy.h).
     Auto,
   };
   Kind kind = Cpu;

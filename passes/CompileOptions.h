@@ -76,6 +76,13 @@ struct AccumulateOptions {
   unsigned steps = 1; ///< micro-batches per update (--accumulate K); 1: none
 };
 
+/// shard-over-ps (passes/PsPart.h): the plan's variables sharded over its
+/// parameter-server tasks.
+struct PsOptions {
+  unsigned tasks = 0; ///< ps tasks; 0 is refused (the pass is for plans with some)
+  bool async = false; ///< --ps-async: each worker's update applied as it arrives
+};
+
 /// place-devices: assigns every node a device. Passes may not depend on
 /// placement/, so the tools build this from the cluster and the kernel
 /// registry (placement/Placer.h: makePlacerFunction). Unset: place-devices
@@ -125,6 +132,10 @@ struct CompileOptions {
   // place-devices
   PlacerFunction placer;
 
+  // shard-over-ps
+  unsigned psTasks = PsOptions().tasks;
+  bool psAsync = false;
+
   uint64_t seed = 0;
 };
 
@@ -155,6 +166,9 @@ inline AccumulateOptions accumulateOptions(const CompileOptions &o) {
 }
 inline LossScaleOptions lossScaleOptions(const CompileOptions &o) {
   return {o.lossScale, o.lossScaleInterval};
+}
+inline PsOptions psOptions(const CompileOptions &o) {
+  return {o.psTasks, o.psAsync};
 }
 
 } // namespace graphc

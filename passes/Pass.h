@@ -11,6 +11,14 @@
 // directory (NNNN.after_<pass>.gir, plus .dot where asked). A dump that cannot
 // be written is a warning, never a failed compile.
 //
+// A pass that fails, or leaves a module the verifier refuses, has the module
+// as it left it dumped (MLIR's print-IR-after-failure), and the error names
+// the file: NNNN.failed_<pass>.gir in the dump directory when there is one
+// (printed too, under the print options); without one, a verifier's refusal
+// (a pass broke the IR: a compiler bug) goes to a file in the system's
+// temporary directory, while a pass's own error (what a user's input can
+// cause, naming its node) writes nothing.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -96,6 +104,10 @@ public:
 
 private:
   void dumpAfter(const Pass &p, unsigned index, const Module &m);
+  /// The failure dump (above) of pass number `index`; the error gets the
+  /// file's name.
+  llvm::Error dumpFailure(llvm::Error e, const Pass &p, unsigned index, const Module &m,
+                          bool verification);
   struct Timing {
     std::string pass;
     double runSeconds = 0, verifySeconds = 0;
@@ -114,7 +126,8 @@ extern const char *const kDefaultTrainingPipeline;
 /// What `graphc place` runs after the training pipeline (needs
 /// CompileOptions::placer).
 extern const char *const kPlacementPipeline;
-/// The pipeline for inference compiles (no loss, no gradients).
+/// The pipeline for inference compiles (no loss, no gradients): the batch
+/// bound and the inference fusions (InferenceFusion.h).
 extern const char *const kDefaultInferencePipeline;
 
 } // namespace graphc

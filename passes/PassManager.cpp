@@ -9,6 +9,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 
 #include <chrono>
 
@@ -60,6 +61,40 @@ llvm::Error PassManager::addPipeline(llvm::StringRef pipeline) {
   return llvm::Error::success();
 }
 
+namespace {
+
+/// Writes a dump; one that cannot be written is a warning, never a failed
+/// compile. Whether it was written.
+bool writeDump(const llvm::Twine &path, llvm::function_ref<void(llvm::raw_ostream &)> emit) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  emit(os);
+  if (auto e = writeOutputFile(path.str(), os.str())) {
+    llvm::errs() << "warning: dump not written: " << llvm::toString(std::move(e)) << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// The dump directory, made if need be; false (and a warning) if it cannot be.
+bool makeDumpDir(llvm::StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    llvm::errs() << "warning: cannot create dump directory '" << dir << "': " << ec.message()
+                 << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// "0007.after_autodiff": the dumps of pass number `index` sort in execution order.
+std::string dumpStem(unsigned index, llvm::StringRef what, llvm::StringRef pass) {
+  char number[16];
+  snprintf(number, sizeof(number), "%04u", index);
+  return (number + llvm::Twine(".") + what + "_" + pass).str();
+}
+
+} // namespace
+
 void PassManager::dumpAfter(const Pass &p, unsigned index, const Module &m) {
   bool print = dump_.printAfterAll || llvm::is_contained(dump_.printAfter, p.name().str());
   if (print) {
@@ -67,29 +102,42 @@ void PassManager::dumpAfter(const Pass &p, unsigned index, const Module &m) {
     os << "// ----- IR after " << p.name() << " -----\n";
     graphc::print(m, os);
   }
-  if (dump_.dumpDir.empty())
+  if (dump_.dumpDir.empty() || !makeDumpDir(dump_.dumpDir))
     return;
-  if (std::error_code ec = llvm::sys::fs::create_directories(dump_.dumpDir)) {
-    llvm::errs() << "warning: cannot create dump directory '" << dump_.dumpDir
-                 << "': " << ec.message() << "\n";
-    return;
-  }
-  char number[16];
-  snprintf(number, sizeof(number), "%04u", index);
-  std::string stem = (number + llvm::Twine(".after_") + p.name()).str();
-  // A dump that cannot be written is a warning: it never fails a compile.
-  auto write = [&](llvm::StringRef ext, auto &&emit) {
-    llvm::SmallString<256> path(dump_.dumpDir);
-    llvm::sys::path::append(path, stem + ext);
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    emit(os);
-    if (auto e = writeOutputFile(path, os.str()))
-      llvm::errs() << "warning: dump not written: " << llvm::toString(std::move(e)) << "\n";
-  };
-  write(".gir", [&](llvm::raw_ostream &os) { graphc::print(m, os); });
+  llvm::SmallString<256> path(dump_.dumpDir);
+  llvm::sys::path::append(path, dumpStem(index, "after", p.name()));
+  writeDump(path + ".gir", [&](llvm::raw_ostream &os) { graphc::print(m, os); });
   if (dump_.dumpDot && dot_)
-    write(".dot", [&](llvm::raw_ostream &os) { dot_(m, os); });
+    writeDump(path + ".dot", [&](llvm::raw_ostream &os) { dot_(m, os); });
+}
+
+llvm::Error PassManager::dumpFailure(llvm::Error e, const Pass &p, unsigned index, const Module &m,
+                                     bool verification) {
+  if (dump_.printAfterAll || llvm::is_contained(dump_.printAfter, p.name().str())) {
+    llvm::raw_ostream &os = dump_.printStream ? *dump_.printStream : llvm::errs();
+    os << "// ----- IR after " << p.name() << " failed -----\n";
+    graphc::print(m, os);
+  }
+  llvm::SmallString<256> path;
+  if (!dump_.dumpDir.empty()) {
+    if (!makeDumpDir(dump_.dumpDir))
+      return e;
+    path = dump_.dumpDir;
+    llvm::sys::path::append(path, dumpStem(index, "failed", p.name()) + ".gir");
+  } else if (verification) {
+    int fd = -1;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("graphc-failed-" + p.name(), "gir", fd, path)) {
+      llvm::errs() << "warning: dump not written: " << ec.message() << "\n";
+      return e;
+    }
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  } else {
+    return e;
+  }
+  if (!writeDump(path, [&](llvm::raw_ostream &os) { graphc::print(m, os); }))
+    return e;
+  return makeError(llvm::toString(std::move(e)) + " (the IR it failed on: " + path + ")");
 }
 
 void PassManager::printTimings(llvm::ArrayRef<Timing> timings) const {
@@ -132,10 +180,13 @@ llvm::Error PassManager::run(Module &m) {
     auto ran = Clock::now();
     t.runSeconds = seconds(start, ran);
     if (!changed)
-      return withContext(changed.takeError(), "pass '" + p->name() + "'");
+      return dumpFailure(withContext(changed.takeError(), "pass '" + p->name() + "'"), *p,
+                         index + 1, m, /*verification=*/false);
     if (*changed) {
       if (auto e = verify(m))
-        return withContext(std::move(e), "IR failed verification after pass '" + p->name() + "'");
+        return dumpFailure(
+            withContext(std::move(e), "IR failed verification after pass '" + p->name() + "'"), *p,
+            index + 1, m, /*verification=*/true);
       verified = true;
     } else if (p->name() == "verify") {
       verified = true;

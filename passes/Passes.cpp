@@ -10,6 +10,7 @@
 #include "passes/LossScaling.h"
 #include "passes/MixedPrecision.h"
 #include "passes/PlaceDevices.h"
+#include "passes/PsPart.h"
 #include "passes/SplitBatch.h"
 #include "passes/TowerReplication.h"
 #include "passes/TrainingMode.h"
@@ -17,7 +18,8 @@
 
 namespace graphc {
 
-const char *const kDefaultInferencePipeline = "bind-batch,verify";
+const char *const kDefaultInferencePipeline =
+    "bind-batch,fuse-conv-add,fuse-conv-relu,fuse-bn-relu,fuse-pad-pool,verify";
 const char *const kDefaultTrainingPipeline =
     "bind-batch,training-mode,add-loss,mixed-precision,autodiff,add-optimizer,replicate-towers,"
     "split-batch,concat-outputs,accumulate-gradients,aggregate-gradients,loss-scaling,fuse-bn-relu,"
@@ -80,12 +82,34 @@ void registerBuiltinPasses(PassRegistry &r) {
       r, "fuse-bn-relu",
       "a batch norm read only by a ReLU computes the ReLU itself (after autodiff)",
       +[](Module &m) -> llvm::Expected<bool> { return fuseBatchNormRelu(m) > 0; });
+  // The inference fusions (InferenceFusion.h), in kDefaultInferencePipeline's
+  // order: a residual Add joins its Conv before the Relu after it does.
+  addFunctionPass(
+      r, "fuse-conv-add", "a residual Add of a Conv's result becomes the Conv's addend (inference)",
+      +[](Module &m) -> llvm::Expected<bool> { return fuseConvAdd(m) > 0; });
+  addFunctionPass(
+      r, "fuse-conv-relu", "a Conv read only by a ReLU computes the ReLU itself (inference)",
+      +[](Module &m) -> llvm::Expected<bool> { return fuseConvRelu(m) > 0; });
+  addFunctionPass(
+      r, "fuse-pad-pool",
+      "a zero Pad read only by an AveragePool becomes the pool's own padding (inference)",
+      +[](Module &m) -> llvm::Expected<bool> { return fusePadIntoAveragePool(m) > 0; });
   addFunctionPass(r, "place-devices",
                   "assign every node a device (the placer in CompileOptions::placer)", placeDevices,
                   placerOptions);
   addFunctionPass(r, "insert-transfers",
                   "one Transfer per value and destination device on every crossing edge",
                   insertTransfers);
+  addFunctionPass(
+      r, "shard-over-ps",
+      "--ps P: the updated variables and their slots sharded over P parameter-server tasks "
+      "by bytes (recorded in the plan)",
+      +[](Module &m, const PsOptions &o) -> llvm::Expected<bool> {
+        if (auto e = shardOverPs(m, o.tasks, o.async))
+          return e;
+        return true;
+      },
+      psOptions);
 }
 
 } // namespace graphc

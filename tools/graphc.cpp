@@ -24,17 +24,20 @@
 #include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
+#include "passes/strategy/Compile.h"
+#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompiledModule.h"
+#include "passes/strategy/DataParallelStrategy.h"
+#include "passes/strategy/ModelParallelStrategy.h"
+#include "passes/strategy/ParamsAutoStrategy.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/CommandLine.h"
-#include "tools/driver/Compile.h"
-#include "tools/driver/CompileModelParallel.h"
 #include "tools/driver/FlagGroups.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
-#include "tools/driver/ParamsAuto.h"
 #include "tools/driver/RunChecks.h"
 #include "tools/driver/ScalingTable.h"
 #include "tools/driver/Simulate.h"
@@ -259,9 +262,10 @@ struct PlaceCommand {
       return fail(std::move(e));
     if (auto e = taskFlags.readTasks(placement))
       return fail(std::move(e));
+    placement.hostWithoutDevices = false; // a placed plan needs --gpus or --cluster
     bool defaultBatch = po.batch <= 0 && !(*m)->batch();
     auto compileStart = Clock::now();
-    auto c = compilePlaced(**m, req, placement);
+    auto c = compilePlan(**m, req, placement);
     if (!c)
       return fail(c.takeError());
     double compileSeconds = since(compileStart);
@@ -499,7 +503,9 @@ struct SimulateCommand {
 int listPasses() {
   for (auto &[name, summary] : PassRegistry::global().list())
     llvm::outs() << llvm::format("  %-22s %s\n", name.c_str(), summary.c_str());
-  llvm::outs() << "default training pipeline: " << kDefaultTrainingPipeline << "\n";
+  llvm::outs() << "default training pipeline: " << kDefaultTrainingPipeline << "\n"
+               << "placement pipeline (after training): " << kPlacementPipeline << "\n"
+               << "inference pipeline: " << kDefaultInferencePipeline << "\n";
   return 0;
 }
 

@@ -22,7 +22,8 @@
 #include "ir/OutputFile.h"
 #include "ir/Printer.h"
 #include "ir/Tasks.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/Compile.h"
+#include "passes/strategy/CompileStrategy.h"
 #include "tools/driver/Trainer.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -124,7 +125,7 @@ void modelSeeds() {
     writeModule(name + ".train.gm", *training);
     PlacementRequest place;
     place.gpus = 2;
-    auto placed = check(compilePlaced(*forward, req, place), name + " place");
+    auto placed = check(compilePlan(*forward, req, place), name + " place");
     write("text_ir", name + ".placed.gir", toText(*placed));
     writeModule(name + ".placed.gm", *placed);
   }

@@ -26,7 +26,7 @@
 #include "frontend/onnx/OnnxImporter.h"
 #include "ir/Cost.h"
 #include "ir/Npy.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/Compile.h"
 #include "tools/driver/ModelSource.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -14,7 +14,7 @@
 #include "ir/Cost.h"
 #include "ir/Random.h"
 #include "kernels/KernelRunner.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/Compile.h"
 
 #include <algorithm>
 #include <cmath>

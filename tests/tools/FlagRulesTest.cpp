@@ -6,7 +6,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/driver/CommandLine.h"
-#include "tools/driver/Compile.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"
 #include "tools/driver/Trainer.h"

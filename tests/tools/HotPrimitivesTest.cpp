@@ -11,7 +11,7 @@
 #include "frontend/models/Models.h"
 #include "ir/Random.h"
 #include "kernels/cpu/CpuBackend.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/Compile.h"
 
 #include "llvm/ADT/StringSet.h"
 

@@ -8,8 +8,9 @@
 #include "tools/driver/Trainer.h"
 
 #include "frontend/models/Models.h"
+#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompiledModule.h"
 #include "placement/analysis/CostModel.h"
-#include "tools/driver/Compile.h"
 
 #include <gtest/gtest.h>
 
@@ -25,7 +26,7 @@ TEST(Simulate, ACompiledMirroredPlanIsNoFasterThanTheCostModelsBound) {
   req.options.params = ParamPlacement{ParamPlacement::Mirrored};
   PlacementRequest place;
   place.gpus = 4;
-  auto plan = compilePlaced(**forward, req, place);
+  auto plan = compilePlan(**forward, req, place);
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   std::unique_ptr<Module> runnable = runnablePart(**plan);
   Cluster cluster = Cluster::defaultCluster(4);

@@ -1,7 +1,7 @@
 #include "tools/driver/Evaluator.h"
 
 #include "ir/Diagnostics.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/Compile.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/Trainer.h"
 

@@ -4,6 +4,7 @@
 #include "ir/MemoryLimit.h"
 #include "kernels/Kernel.h"
 #include "passes/AccumulateGradients.h"
+#include "passes/LossScaling.h"
 #include "tools/driver/Trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,45 @@ llvm::Error ModelSourceFlags::applyTo(ModelSpec &spec) const {
   spec.path = path;
   spec.name = name;
   return applyModelFlags(flags, spec);
+}
+
+llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into) {
+  auto params = parseParamPlacement(flags.params);
+  if (!params)
+    return withContext(params.takeError(), "--params");
+  auto bn = parseBnMode(flags.bn);
+  if (!bn)
+    return withContext(bn.takeError(), "--bn");
+  auto remainder = parseRemainderPolicy(flags.remainder);
+  if (!remainder)
+    return withContext(remainder.takeError(), "--remainder");
+  auto precision = parsePrecision(flags.precision);
+  if (!precision)
+    return withContext(precision.takeError(), "--precision");
+  into.precision = *precision;
+  into.lossScale = *precision == Precision::FP16 ? kDefaultFp16LossScale : 0;
+  if (!flags.lossScale.empty()) {
+    auto scale = parseLossScale(flags.lossScale);
+    if (!scale)
+      return scale.takeError(); // its message names --loss-scale
+    into.lossScale = *scale;
+  }
+  int64_t interval = 0;
+  if (llvm::StringRef(flags.lossScaleInterval).trim().getAsInteger(10, interval) || interval < 1)
+    return makeError("--loss-scale-interval " + flags.lossScaleInterval +
+                     ": must be a whole number of steps, at least 1");
+  into.lossScaleInterval = interval;
+  into.params = *params;
+  into.bn = *bn;
+  into.remainder = *remainder;
+  into.split = SplitSpec();
+  if (!flags.split.empty()) {
+    auto split = parseSplitSpec(flags.split);
+    if (!split)
+      return split.takeError(); // its message names --split
+    into.split = std::move(*split);
+  }
+  return llvm::Error::success();
 }
 
 void PlacementFlags::add(CLI::App *cmd, PlacementRequest &place) {

@@ -25,7 +25,7 @@
 
 #include "executor/Executor.h"
 #include "frontend/onnx/OnnxExporter.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/CompileRequest.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"
 
@@ -69,6 +69,17 @@ struct ModelSourceFlags {
   /// the path and name.
   llvm::Error applyTo(ModelSpec &spec) const;
 };
+
+/// The tower modes as a command line spells them (--params, --bn,
+/// --remainder, --split; empty split: even shares).
+struct TowerModeFlags {
+  std::string params = "cpu", bn = "local", remainder = "uneven", split, precision = "fp32";
+  /// --loss-scale (empty: off, or kDefaultFp16LossScale with fp16) and
+  /// --loss-scale-interval.
+  std::string lossScale, lossScaleInterval = "2000";
+};
+/// Parses them once into the typed options; an error names the flag.
+llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into);
 
 /// The devices of a compile and how its towers use them: --gpus, --cluster,
 /// --params, --bn, --precision, --loss-scale, --loss-scale-interval,

@@ -2,7 +2,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Npy.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/Compile.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/Profile.h"
 

@@ -4,10 +4,10 @@
 #include "ir/Diagnostics.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
+#include "passes/strategy/CompiledModule.h"
 #include "placement/CostReport.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "placement/analysis/StepTimeModel.h"
-#include "tools/driver/Compile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"

@@ -51,7 +51,7 @@
 #pragma once
 
 #include "executor/Executor.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/CompileRequest.h"
 #include "tools/driver/ModelSource.h"
 
 #include "llvm/Support/raw_ostream.h"

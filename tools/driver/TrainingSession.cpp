@@ -6,6 +6,8 @@
 #include "passes/AccumulateGradients.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
+#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompiledModule.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/Emulation.h"
 #include "tools/driver/Evaluator.h"
@@ -53,25 +55,12 @@ llvm::Error checkWorldSize(unsigned planned, unsigned ps, const Workers &workers
 }
 
 /// The run's plan: the module as loaded when it was compiled already,
-/// otherwise the model compiled as the options ask (with several workers and
-/// no GPUs, one host tower per worker).
+/// otherwise the model compiled as the options ask (passes/strategy).
 llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const Module &forward,
-                                                std::unique_ptr<Module> precompiled,
-                                                unsigned plannedWorkers) {
+                                                std::unique_ptr<Module> precompiled) {
   if (precompiled)
     return precompiled;
-  if (opts.placement.wanted())
-    return compilePlaced(forward, opts.compile, opts.placement);
-  CompileRequest req = opts.compile;
-  if (plannedWorkers > 1)
-    req.options.towers = (int)plannedWorkers;
-  auto c = compileTraining(forward, req);
-  if (!c)
-    return c.takeError();
-  recordWorkers(**c, opts.placement, std::vector<unsigned>(plannedWorkers, 1));
-  if (auto e = addPsTasks(**c, opts.placement))
-    return e;
-  return c;
+  return compilePlan(forward, opts.compile, opts.placement);
 }
 
 } // namespace
@@ -187,7 +176,7 @@ llvm::Error TrainingSession::servePsTask() {
       return found.takeError();
     ckpt = std::move(*found);
   }
-  auto plan = planFor(opts_, forward(), std::move(precompiled_), plannedWorkers_);
+  auto plan = planFor(opts_, forward(), std::move(precompiled_));
   if (!plan)
     return plan.takeError();
   if (auto e = workers_.agree(planHash(**plan), "plan"))
@@ -258,7 +247,7 @@ llvm::Error TrainingSession::openMetrics() {
 }
 
 llvm::Error TrainingSession::preparePlan() {
-  auto plan = planFor(opts_, forward(), std::move(precompiled_), plannedWorkers_);
+  auto plan = planFor(opts_, forward(), std::move(precompiled_));
   if (!plan)
     return plan.takeError();
   compiled_ = std::move(*plan);

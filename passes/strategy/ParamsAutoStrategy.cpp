@@ -1,6 +1,9 @@
-#include "tools/driver/ParamsAuto.h"
+#include "passes/strategy/ParamsAutoStrategy.h"
 
 #include "ir/Diagnostics.h"
+#include "passes/strategy/CompiledModule.h"
+#include "passes/strategy/DataParallelStrategy.h"
+#include "passes/strategy/ParameterServerStrategy.h"
 #include "placement/analysis/CostModel.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "placement/analysis/StepSimulator.h"
@@ -8,6 +11,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 
 namespace graphc {
 
@@ -159,15 +163,28 @@ llvm::json::Array candidatesJson(const std::vector<Candidate> &all) {
   return rows;
 }
 
-} // namespace
+/// "mirrored, 4 MB buckets" -> "mirrored-4-MB-buckets": a candidate's
+/// directory of dumps under --dump-dir.
+std::string dumpDirOf(const DumpOptions &dump, const Candidate &c) {
+  if (dump.dumpDir.empty())
+    return "";
+  std::string name;
+  for (char ch : nameOf(c))
+    if (llvm::isAlnum(ch))
+      name += ch;
+    else if (!name.empty() && name.back() != '-')
+      name += '-';
+  llvm::SmallString<256> dir(dump.dumpDir);
+  llvm::sys::path::append(dir, name);
+  return dir.str().str();
+}
 
-llvm::Expected<std::unique_ptr<Module>>
-compileParamsAuto(const Module &forward, const CompileRequest &req, const PlacementRequest &place) {
-  auto cluster = clusterFor(place);
-  if (!cluster)
-    return withContext(cluster.takeError(), "--params auto");
-  std::vector<Candidate> all{{ParamPlacement{ParamPlacement::Cpu}}, {largestGpu(*cluster)}};
-  unsigned towers = (unsigned)place.towers.value_or((int)cluster->numGpus());
+/// The candidates for a cluster: cpu, the largest GPU, and with two towers
+/// or more (or several workers) spread and mirrored at each bucket cap.
+std::vector<Candidate> candidatesFor(const Cluster &cluster, const CompileRequest &req,
+                                     const PlacementRequest &place) {
+  std::vector<Candidate> all{{ParamPlacement{ParamPlacement::Cpu}}, {largestGpu(cluster)}};
+  unsigned towers = (unsigned)place.towers.value_or((int)cluster.numGpus());
   if (towers >= 2 || place.workers > 1 || place.tasks) {
     const ParamPlacement mirrored{ParamPlacement::Mirrored};
     all.push_back({ParamPlacement{ParamPlacement::Spread}});
@@ -177,13 +194,47 @@ compileParamsAuto(const Module &forward, const CompileRequest &req, const Placem
         if (cap != req.options.bucketBytes)
           all.push_back({mirrored, cap});
   }
+  return all;
+}
+
+/// The usable candidate to choose, or an error that lists why none is.
+llvm::Expected<size_t> choose(const std::vector<Candidate> &all) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].usable() && (!best || better(all[i], all[*best])))
+      best = i;
+  if (best)
+    return *best;
+  std::vector<std::string> each;
+  for (const Candidate &c : all)
+    each.push_back(nameOf(c) + ": " + (c.refused.empty() ? c.unfit : c.refused));
+  return makeError("--params auto: no parameter mode fits this cluster (" + llvm::join(each, "; ") +
+                   "); lower --batch or give devices with more memory");
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Module>>
+ParamsAutoStrategy::compile(const Module &forward, const CompileRequest &req,
+                            const PlacementRequest &place) const {
+  auto cluster = clusterFor(place);
+  if (!cluster)
+    return withContext(cluster.takeError(), "--params auto");
+  std::vector<Candidate> all = candidatesFor(*cluster, req, place);
+  // Each candidate is the plan of the strategy --params auto stands in for.
+  std::unique_ptr<CompileStrategy> each;
+  if (place.psTasks() > 0)
+    each = std::make_unique<ParameterServerStrategy>();
+  else
+    each = std::make_unique<DataParallelStrategy>();
   std::vector<std::unique_ptr<Module>> plans(all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     CompileRequest one = req;
+    one.dump.dumpDir = dumpDirOf(req.dump, all[i]); // each candidate's passes apart
     one.options.params = all[i].mode;
     if (all[i].bucketBytes)
       one.options.bucketBytes = all[i].bucketBytes;
-    auto plan = compilePlaced(forward, one, place);
+    auto plan = each->compile(forward, one, place);
     if (!plan) {
       all[i].refused = llvm::toString(plan.takeError());
       continue;
@@ -192,17 +243,9 @@ compileParamsAuto(const Module &forward, const CompileRequest &req, const Placem
       return withContext(std::move(e), "--params auto, " + nameOf(all[i]));
     plans[i] = std::move(*plan);
   }
-  std::optional<size_t> best;
-  for (size_t i = 0; i < all.size(); ++i)
-    if (all[i].usable() && (!best || better(all[i], all[*best])))
-      best = i;
-  if (!best) {
-    std::vector<std::string> each;
-    for (const Candidate &c : all)
-      each.push_back(nameOf(c) + ": " + (c.refused.empty() ? c.unfit : c.refused));
-    return makeError("--params auto: no parameter mode fits this cluster (" +
-                     llvm::join(each, "; ") + "); lower --batch or give devices with more memory");
-  }
+  auto best = choose(all);
+  if (!best)
+    return best.takeError();
   std::unique_ptr<Module> chosen = std::move(plans[*best]);
   chosen->plan().paramsWhy = why(all, all[*best]);
   chosen->plan().paramsChosen = nameOf(all[*best]);

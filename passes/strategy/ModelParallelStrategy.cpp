@@ -1,14 +1,16 @@
-#include "tools/driver/CompileModelParallel.h"
+#include "passes/strategy/ModelParallelStrategy.h"
 
+#include "ir/Clone.h"
 #include "ir/Diagnostics.h"
+#include "passes/strategy/Compile.h"
 #include "placement/ModelParallel.h"
+#include "placement/Placer.h"
 #include "placement/analysis/MemoryNeeds.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
-#include <memory>
 
 namespace graphc {
 
@@ -38,10 +40,7 @@ std::string planJson(const ModelParallelPlan &p, const ModelParallelOptions &o, 
   return os.str();
 }
 
-} // namespace
-
-llvm::Expected<std::unique_ptr<Module>>
-compileModelParallel(const Module &forward, CompileRequest req, const PlacementRequest &place) {
+llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &place) {
   if (place.workers > 1 || place.tasks || place.psTasks() > 0)
     return makeError("--strategy model-parallel places one process's replica: several workers "
                      "or ps tasks are not supported with it");
@@ -51,56 +50,79 @@ compileModelParallel(const Module &forward, CompileRequest req, const PlacementR
                      llvm::Twine(*place.towers) + ") are not combined with it");
   if (req.options.split.kind != SplitSpec::Even)
     return makeError("--split shares the batch among towers; --strategy model-parallel has none");
+  return llvm::Error::success();
+}
+
+/// The placer of one attempt: m-ETF under the memory shares `mo`, its
+/// schedule recorded in the plan, then the placer proper for what m-ETF
+/// leaves (colocation, kernels).
+PlacerFunction scheduleAndPlace(const Cluster &cluster, const ModelParallelOptions &mo,
+                                const PlacerOptions &po) {
+  return [cluster, mo, po](Module &m) -> llvm::Error {
+    auto start = std::chrono::steady_clock::now();
+    auto plan = placeModelParallel(m, cluster, kernelFor, mo);
+    if (!plan)
+      return withContext(plan.takeError(), "--strategy model-parallel");
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    m.plan().modelParallel = planJson(*plan, mo, seconds);
+    return Placer(cluster, kernelFor, po).run(m);
+  };
+}
+
+/// Lowers the memory share of every device that did not fit; false when
+/// a share is below kSmallestShare (no schedule left to try).
+bool lowerShares(llvm::ArrayRef<MemoryNeed> needs, ModelParallelOptions &mo) {
+  bool lower = false;
+  for (const MemoryNeed &n : needs)
+    if (!n.fits()) {
+      double &share = mo.memoryShares.try_emplace(n.device, 1.0).first->second;
+      share *= 0.95 * (double)n.capacity / (double)n.total();
+      lower = share >= kSmallestShare;
+    }
+  return lower;
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Module>>
+ModelParallelStrategy::compile(const Module &forward, const CompileRequest &request,
+                               const PlacementRequest &place) const {
+  if (auto e = checkRequest(request, place))
+    return e;
   auto cluster = clusterFor(place);
   if (!cluster)
     return cluster.takeError();
+  CompileRequest req = request;
   req.options.towers = 0;
   if (req.options.batch <= 0 && !forward.batch())
     req.options.batch = kDefaultBatchPerTower;
-  std::string pipeline = req.pipeline.empty() ? kDefaultTrainingPipeline : req.pipeline;
-  req.pipeline = pipeline + "," + kPlacementPipeline;
   PlacerOptions po;
   po.softPlacement = place.softPlacement;
-
   std::string lastMisfit;
   ModelParallelOptions mo;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    auto scheduled = std::make_shared<std::string>();
-    req.options.placer = [cluster = *cluster, mo, po, scheduled](Module &m) -> llvm::Error {
-      auto start = std::chrono::steady_clock::now();
-      auto plan = placeModelParallel(m, cluster, kernelFor, mo);
-      if (!plan)
-        return withContext(plan.takeError(), "--strategy model-parallel");
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      *scheduled = planJson(*plan, mo, seconds);
-      return Placer(cluster, kernelFor, po).run(m);
-    };
-    auto m = compileTraining(forward, req);
-    if (!m && lastMisfit.empty())
-      return m.takeError();
-    if (!m) { // less memory than a plan that did not fit: that plan's figures say more
-      llvm::consumeError(m.takeError());
+    req.options.placer = scheduleAndPlace(*cluster, mo, po);
+    std::unique_ptr<Module> m = cloneModule(forward);
+    m->plan().cluster = *cluster;
+    m->plan().strategy = Strategy::ModelParallel;
+    llvm::Error compiled =
+        runPipelines(*m, req.options, req.dump, {trainingPipeline(req), kPlacementPipeline});
+    if (compiled && lastMisfit.empty())
+      return compiled;
+    if (compiled) { // less memory than a plan that did not fit: that plan's figures say more
+      llvm::consumeError(std::move(compiled));
       break;
     }
-    (*m)->plan().cluster = *cluster;
-    (*m)->plan().strategy = Strategy::ModelParallel;
-    (*m)->plan().modelParallel = *scheduled;
-    auto needs = planMemoryNeeds(**m);
+    keepForwardGraph(forward, *m);
+    auto needs = planMemoryNeeds(*m);
     if (!needs)
       return needs.takeError();
     llvm::Error fits = checkFits(*needs);
     if (!fits)
       return m;
     lastMisfit = llvm::toString(std::move(fits));
-    bool lower = false;
-    for (const MemoryNeed &n : *needs)
-      if (!n.fits()) {
-        double &share = mo.memoryShares.try_emplace(n.device, 1.0).first->second;
-        share *= 0.95 * (double)n.capacity / (double)n.total();
-        lower = share >= kSmallestShare;
-      }
-    if (!lower)
+    if (!lowerShares(*needs, mo))
       break;
   }
   return makeError("--strategy model-parallel: no schedule fits: scheduled to fill less of each "

@@ -1,0 +1,59 @@
+//===- CompileStrategy.h - How a plan shares out the work --------*- C++ -*-===//
+//
+// The compiler as the tools call it: a single-device forward model and a
+// typed request (CompileRequest.h) in, a plan out. How the devices share
+// the work is a strategy, each behind one interface:
+//
+//   data-parallel     a tower per GPU of every worker, the batch split among
+//                     them, the gradients aggregated as --params says
+//                     (DataParallelStrategy.h); without devices, one host
+//                     tower per worker;
+//   parameter-server  data-parallel, and the updated variables sharded over
+//                     P ps tasks (ParameterServerStrategy.h);
+//   model-parallel    one replica spread over the devices by m-ETF under
+//                     their memory (ModelParallelStrategy.h);
+//   params-auto       the data-parallel (or parameter-server) plan in every
+//                     parameter mode, the one predicted fastest among those
+//                     that fit (ParamsAutoStrategy.h).
+//
+// Each compile is a list of registered pipelines the pass manager runs
+// (Compile.h: runPipelines), so every stage is verified, dumped and timed
+// like any pass; what a strategy decides before its pipeline (the cluster,
+// the workers, the batch shares) it records in the plan (ir/PlanInfo.h)
+// first, so the dumps show it too.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/strategy/CompileRequest.h"
+
+#include <memory>
+
+namespace graphc {
+
+class CompileStrategy {
+public:
+  virtual ~CompileStrategy() = default;
+  /// "data-parallel", "parameter-server", "model-parallel" or "params-auto".
+  virtual llvm::StringRef name() const = 0;
+  /// The plan of `forward` (a single-device forward model, left as it is)
+  /// under `req` and `place`; it keeps `forward` as graph "forward".
+  virtual llvm::Expected<std::unique_ptr<Module>> compile(const Module &forward,
+                                                          const CompileRequest &req,
+                                                          const PlacementRequest &place) const = 0;
+};
+
+/// The strategy a request asks for: for the host's plan (place.onHost())
+/// data-parallel or, with ps tasks, parameter-server;
+/// otherwise model-parallel by --strategy, params-auto by --params auto,
+/// parameter-server with ps tasks, data-parallel. Errors: the ps tasks given
+/// twice (--ps and a cluster of tasks) or negative, --ps-async without ps
+/// tasks.
+llvm::Expected<std::unique_ptr<CompileStrategy>> strategyFor(const CompileRequest &req,
+                                                             const PlacementRequest &place);
+
+/// The plan of `forward` by the strategy the request asks for.
+llvm::Expected<std::unique_ptr<Module>>
+compilePlan(const Module &forward, const CompileRequest &req, const PlacementRequest &place);
+
+} // namespace graphc
