@@ -15,8 +15,8 @@
 // A group may also span workers (processes of a multi-worker run). How its
 // sum crosses them follows from its members' kind (bindGroup):
 //   - host devices: the sum inside the process is then summed across the
-//     workers (CrossWorkerReducer, MPI in executor/Workers.h) before any rank
-//     returns;
+//     workers (CrossWorkerReducer; over MPI in executor/dist/) before any
+//     rank returns;
 //   - GPUs: one NCCL communicator over every GPU of every worker
 //     (executor/cuda/NcclAcrossWorkers.h), built through CrossWorkerExchange
 //     (the same MPI processes carry NCCL's unique id).
@@ -36,8 +36,8 @@ namespace graphc {
 
 class Device;
 
-/// Sums tensors across the workers of a run (executor/Workers.h implements it
-/// over MPI; the collectives see only this).
+/// Sums tensors across the workers of a run (executor/dist/MpiCollectives.h
+/// implements it over MPI; the collectives see only this).
 class CrossWorkerReducer {
 public:
   virtual ~CrossWorkerReducer() = default;
@@ -53,8 +53,8 @@ public:
 };
 
 /// What a GPU group that spans workers needs from the processes to build its
-/// NCCL communicator (executor/Workers.h implements it over MPI; tests over
-/// threads). Every call is collective over the workers and bounded by
+/// NCCL communicator (executor/dist/MpiCollectives.h implements it over MPI;
+/// tests over threads). Every call is collective over the workers and bounded by
 /// timeout().
 class CrossWorkerExchange {
 public:
