@@ -4,26 +4,12 @@
 
 #include "executor/dist/MpiCollectives.h"
 #include "executor/dist/MpiMessages.h"
-#include "executor/dist/WorldOfOne.h"
 #include "ir/Diagnostics.h"
 
 #include <cassert>
 #include <cstdlib>
 
 namespace graphc {
-
-bool launchedByMpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
-}
-
-llvm::Expected<std::unique_ptr<Workers>> startWorkers() {
-  if (!launchedByMpirun())
-    return std::make_unique<WorldOfOne>();
-  auto world = MpiWorkers::start();
-  if (!world)
-    return world.takeError();
-  return std::unique_ptr<Workers>(std::move(*world));
-}
 
 MpiWorkers::MpiWorkers()
     : mpi_(std::make_unique<MpiSession>()), peers_(std::make_unique<PeerWatch>()),

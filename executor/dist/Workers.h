@@ -78,4 +78,8 @@ bool launchedByMpirun();
 /// once per process), otherwise a world of one that never loads MPI.
 llvm::Expected<std::unique_ptr<Workers>> startWorkers();
 
+/// The error of a ps task count that leaves no rank to train (`processes`
+/// ranks in all), or success.
+llvm::Error checkPsTasksFit(unsigned ps, unsigned processes);
+
 } // namespace graphc

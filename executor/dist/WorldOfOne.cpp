@@ -56,14 +56,6 @@ private:
   const Alone &alone_;
 };
 
-llvm::Error checkPsTasksFit(unsigned ps, unsigned processes) {
-  if (ps < processes)
-    return llvm::Error::success();
-  return makeError("the run has " + llvm::Twine(processes) + " process" +
-                   (processes == 1 ? "" : "es") + " and " + llvm::Twine(ps) + " ps task" +
-                   (ps == 1 ? "" : "s") + ": no rank is left to train");
-}
-
 WorldOfOne::WorldOfOne()
     : collectives_(std::make_unique<Alone>()),
       messages_(std::make_unique<NoMessages>(*collectives_)) {}

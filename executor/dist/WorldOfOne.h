@@ -42,8 +42,4 @@ private:
   std::unique_ptr<NoMessages> messages_;
 };
 
-/// The error of a ps task count that leaves no rank to train (`processes`
-/// ranks in all), or success.
-llvm::Error checkPsTasksFit(unsigned ps, unsigned processes);
-
 } // namespace graphc
