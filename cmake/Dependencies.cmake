@@ -16,8 +16,8 @@ find_package(ONNX 1.12 REQUIRED CONFIG)
 
 find_package(dnnl 2.6 REQUIRED CONFIG)
 find_package(Threads REQUIRED)
-# Open MPI: launch, rendezvous and CPU collectives of multi-worker runs (executor/Workers.cpp,
-# the only user; its C API, so no MPI C++ bindings).
+# Open MPI: launch, rendezvous and CPU collectives of multi-worker runs (executor/dist, the
+# only user; its C API, so no MPI C++ bindings).
 find_package(MPI 3.1 REQUIRED COMPONENTS C)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)

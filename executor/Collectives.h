@@ -6,7 +6,8 @@
 // returns when all ranks have arrived and each output holds the elementwise
 // sum over ranks. Work is shared: rank r sums the r-th slice of every tensor.
 //
-// A participant that waits longer than the timeout gets an error naming the
+// The ranks meet at the rendezvous every engine shares (Rendezvous.h): a
+// participant that waits longer than the timeout gets an error naming the
 // group, its sequence number, its rank, the ranks that never arrived and the
 // tensor shapes, instead of hanging. Mismatched shapes between ranks are an
 // error naming both ranks.
@@ -14,8 +15,8 @@
 // A group may also span workers (processes of a multi-worker run). How its
 // sum crosses them follows from its members' kind (bindGroup):
 //   - host devices: the sum inside the process is then summed across the
-//     workers (CrossWorkerReducer, MPI in executor/Workers.h) before any rank
-//     returns;
+//     workers (CrossWorkerReducer; over MPI in executor/dist/) before any
+//     rank returns;
 //   - GPUs: one NCCL communicator over every GPU of every worker
 //     (executor/cuda/NcclAcrossWorkers.h), built through CrossWorkerExchange
 //     (the same MPI processes carry NCCL's unique id).
@@ -23,23 +24,20 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "executor/Rendezvous.h"
 #include "executor/StepTimes.h"
 #include "kernels/Kernel.h"
 
 #include <chrono>
-#include <condition_variable>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 
 namespace graphc {
 
 class Device;
 
-/// Sums tensors across the workers of a run (executor/Workers.h implements it
-/// over MPI; the collectives see only this).
+/// Sums tensors across the workers of a run (executor/dist/MpiCollectives.h
+/// implements it over MPI; the collectives see only this).
 class CrossWorkerReducer {
 public:
   virtual ~CrossWorkerReducer() = default;
@@ -55,8 +53,8 @@ public:
 };
 
 /// What a GPU group that spans workers needs from the processes to build its
-/// NCCL communicator (executor/Workers.h implements it over MPI; tests over
-/// threads). Every call is collective over the workers and bounded by
+/// NCCL communicator (executor/dist/MpiCollectives.h implements it over MPI;
+/// tests over threads). Every call is collective over the workers and bounded by
 /// timeout().
 class CrossWorkerExchange {
 public:
@@ -109,11 +107,15 @@ public:
   virtual void reset() = 0;
 };
 
+/// The host engine: every rank meets the others at the rendezvous, sums its
+/// slice of every tensor into every rank's outputs, and the last rank to
+/// finish its slice completes the call (the sum across workers, where the
+/// group spans them) before any rank returns.
 class CpuCollectives : public CollectiveEngine {
 public:
   /// `clock` (optional) is told when a sum across workers runs.
   explicit CpuCollectives(std::chrono::milliseconds timeout, StepClock *clock = nullptr)
-      : timeout_(timeout), clock_(clock) {}
+      : rendezvous_(timeout), clock_(clock) {}
 
   /// The groups (AllReduce nodes with `workers`) whose sum inside this
   /// process is then summed across the workers by `across`: the last rank to
@@ -127,23 +129,12 @@ public:
   void reset() override;
 
 private:
-  struct Group {
-    unsigned nranks = 0;
-    uint64_t sequence = 0;
-    unsigned arrived = 0, finished = 0;
-    std::vector<std::vector<TensorView>> inputs, outputs;
-    std::vector<std::string> callers;
-  };
-  llvm::Error waitFor(std::unique_lock<std::mutex> &lock, Group &g, uint64_t seq,
-                      const std::function<bool()> &done, llvm::StringRef group, unsigned rank,
-                      llvm::StringRef phase);
+  /// The last rank's part: the sum across workers (where the group spans
+  /// them) into every rank's outputs.
+  llvm::Error complete(llvm::StringRef group, const RendezvousMeeting &m, llvm::StringRef what);
 
-  std::chrono::milliseconds timeout_;
+  Rendezvous rendezvous_;
   StepClock *clock_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<std::string, Group> groups_;
-  bool aborted_ = false;
   CrossWorkerReducer *across_ = nullptr;
   std::set<std::string, std::less<>> acrossGroups_;
 };

@@ -74,10 +74,10 @@ struct ExecutorOptions {
   /// (docs/cuda.md; cudaGraphNote() says why not, when refused).
   bool cudaGraphs = false;
   /// A multi-worker run: sums AllReduce groups marked `workers` across the
-  /// workers (executor/Workers.h). Unset: such a group is an error.
+  /// workers (executor/dist/ over MPI). Unset: such a group is an error.
   CrossWorkerReducer *acrossWorkers = nullptr;
   /// The same for groups of GPUs: their NCCL communicator spans every GPU of
-  /// every worker, its unique id carried by this exchange (executor/Workers.h).
+  /// every worker, its unique id carried by this exchange (executor/dist/).
   CrossWorkerExchange *gpuAcrossWorkers = nullptr;
 };
 

@@ -6,7 +6,7 @@
 // tasks. A ps task holds the master values of a shard of the variables and
 // their optimizer slots, and applies their updates; a worker computes its
 // gradients, sends them to the tasks that own them and takes the updated
-// variables back (executor/ParameterServer.h runs the exchange).
+// variables back (executor/dist/PsServer.h and PsClient.h run the exchange).
 //
 //  1. Shards (shardOverPs). Every variable the step updates (an Apply* or
 //     Assign node), with the optimizer slots its update names, goes to one
@@ -47,6 +47,7 @@
 #pragma once
 
 #include "ir/Module.h"
+#include "ir/PsRoute.h"
 
 #include "llvm/Support/Error.h"
 
@@ -66,19 +67,6 @@ llvm::Error checkPsAccumulation(unsigned accumulate, bool async);
 unsigned planPsTasks(const Module &m);
 /// Whether the plan's ps tasks apply each worker's update as it arrives.
 bool planPsAsync(const Module &m);
-
-/// One updated variable, as a worker or a task sees it.
-struct PsRoute {
-  std::string var;
-  unsigned task = 0;
-  TensorType type;
-  /// A worker: the graph output that carries its sum. A task: the Input
-  /// that takes the sum.
-  unsigned output = 0;
-  std::string input;
-  /// The optimizer slots held with it (its update's).
-  std::vector<std::string> slots;
-};
 
 /// The shards recorded in a plan: each updated variable with its task, type
 /// and slots (output and input unset), in `ps_variables` order.

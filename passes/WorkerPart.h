@@ -29,7 +29,7 @@
 //     AllReduce group (mirrored gradient buckets, BatchNorm `sync` statistics)
 //     keeps the worker's members, ranked 0.. in their old order, and gets
 //     `workers = W`: the executor reduces inside the worker, then across the
-//     workers (executor/Workers.h). Concatenations over towers keep the
+//     workers (executor/dist/). Concatenations over towers keep the
 //     worker's rows. So the loss output is the global batch's loss on every
 //     rank, and every rank applies the same update to its replicas.
 //  5. Gradient accumulation (AccumulateGradients.h): the micro-step graph is

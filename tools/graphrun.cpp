@@ -21,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/Workers.h"
+#include "executor/dist/Workers.h"
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Diagnostics.h"
 #include "ir/OutputFile.h"
@@ -140,7 +140,7 @@ struct TrainCommand {
     if (auto e = applyFlags())
       return fail(std::move(e));
     // Under mpirun: MPI starts here, every rank runs its part of the plan.
-    auto workers = Workers::start();
+    auto workers = startWorkers();
     if (!workers)
       return fail(workers.takeError());
     Workers &w = **workers;
@@ -157,7 +157,7 @@ struct TrainCommand {
       // Past the start-up rendezvous the other ranks may wait on this one
       // (or this one on a stalled rank): end them all. Before it, every rank
       // meets the same error.
-      if (w.size() > 1 && w.rendezvousDone())
+      if (w.size() > 1 && w.collectives().rendezvousDone())
         w.abortAll(1);
       w.finish();
       return 1;

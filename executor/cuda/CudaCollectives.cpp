@@ -184,7 +184,8 @@ llvm::Error CudaCollectives::ncclAllReduce(Group &g, unsigned rank,
 llvm::Error CudaCollectives::ownAllReduce(llvm::StringRef name, const RendezvousMeeting &m,
                                           unsigned rank, cudaStream_t stream, Token &mine) {
   if (rank != 0) {
-    auto done = rendezvous_.awaitPublished(name, m.sequence, rank);
+    auto done =
+        rendezvous_.awaitPublished(name, m.sequence, rank, "rank 0 to enqueue the reduction");
     if (!done)
       return done.takeError();
     GRAPHC_CUDA_TRY(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(*done), 0));

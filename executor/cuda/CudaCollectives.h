@@ -8,7 +8,8 @@
 //
 // Every call is enqueued on the rank's collective stream, after the hazard
 // waits of its device (the inputs are ready, the outputs' bytes are free),
-// and the ranks' issuing threads meet on the host first (Rendezvous.h): a
+// and the ranks' issuing threads meet on the host first (the rendezvous
+// every engine shares, executor/Rendezvous.h): a
 // missing rank or mismatched tensors is an error naming the group, the call's
 // sequence number, the rank, the missing ranks and the shapes, within the
 // executor's wait timeout, instead of a GPU that never finishes. No call
@@ -36,7 +37,7 @@
 #include "executor/cuda/CollectivePath.h"
 #include "executor/cuda/NcclAcrossWorkers.h"
 #include "executor/cuda/NcclLibrary.h"
-#include "executor/cuda/Rendezvous.h"
+#include "executor/Rendezvous.h"
 
 #include <cuda_runtime_api.h>
 

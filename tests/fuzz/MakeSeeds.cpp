@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "executor/Checkpoint.h"
-#include "executor/Workers.h"
+#include "executor/dist/WorldOfOne.h"
 #include "frontend/models/Models.h"
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Archive.h"
@@ -145,7 +145,8 @@ void checkpointSeeds() {
   opts.synthetic.samples = 16;
   std::string log;
   llvm::raw_string_ostream out(log);
-  check(runTraining(opts, out, Workers::current()), "training mlp for checkpoints");
+  WorldOfOne alone;
+  check(runTraining(opts, out, alone), "training mlp for checkpoints");
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
     llvm::StringRef file = it->path();

@@ -1,16 +1,15 @@
-//===- BroadcastProbe.cpp - Workers::broadcast under mpirun ---------------===//
+//===- BroadcastProbe.cpp - The world's broadcast under mpirun ------------===//
 //
 // What NCCL's unique id travels by (executor/cuda/NcclAcrossWorkers.h):
 // rank 0 draws 128 random bytes, every other rank starts from bytes of its
-// own, and after Workers::broadcast each rank prints what it holds and the
-// hashes every rank holds (Workers::gather). mpi_test.py checks that every
-// rank holds rank 0's bytes. With --stall-root, rank 0 never takes part: the
-// others must fail within --timeout-ms, naming themselves and the broadcast,
-// and end the job as graphrun does.
+// own, and after the world's broadcast (executor/dist/WorkerCollectives.h)
+// each rank prints what it holds and the hashes every rank holds (gather). mpi_test.py checks that
+// every rank holds rank 0's bytes. With --stall-root, rank 0 never takes part: the others must fail
+// within --timeout-ms, naming themselves and the broadcast, and end the job as graphrun does.
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/Workers.h"
+#include "executor/dist/Workers.h"
 
 #include "llvm/Support/xxhash.h"
 
@@ -35,7 +34,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  auto started = Workers::start();
+  auto started = startWorkers();
   if (!started) {
     std::fprintf(stderr, "error: %s\n", llvm::toString(started.takeError()).c_str());
     return 1;
@@ -62,10 +61,10 @@ int main(int argc, char **argv) {
     std::fflush(stderr);
     w.abortAll(1);
   };
-  if (auto e = w.broadcast(bytes, "the probe's 128 bytes"))
+  if (auto e = w.collectives().broadcast(bytes, "the probe's 128 bytes"))
     fail(std::move(e));
   uint64_t mine = llvm::xxHash64(llvm::StringRef((const char *)bytes.data(), bytes.size()));
-  auto all = w.gather(mine, "the probe's hashes");
+  auto all = w.collectives().gather(mine, "the probe's hashes");
   if (!all)
     fail(all.takeError());
   std::string hex;

@@ -31,7 +31,7 @@ Open MPI's allow-run-as-root variables):
   silent rank, the collective and the step; after the kill, the last
   checkpoint resumes on 2 workers and follows the loss curve of 3
   uninterrupted workers;
-- the broadcast that carries NCCL's unique id (Workers::broadcast, through
+- the broadcast that carries NCCL's unique id (the world's broadcast, through
   mpi_broadcast_probe): every rank ends with rank 0's 128 bytes, and a rank 0
   that never takes part makes the others fail within the timeout;
 - where 2 GPUs or more are visible (skipped elsewhere; run by the GPU bundle's
@@ -728,7 +728,7 @@ class Failures(Case):
 
 
 class Broadcast(Case):
-    """Workers::broadcast: what NCCL's unique id travels by."""
+    """The world's broadcast (executor/dist/MpiCollectives.h): what NCCL's unique id travels by."""
 
     def test_every_rank_gets_rank_0s_bytes(self):
         for n in (2, 3):

@@ -9,7 +9,7 @@
 #include "tools/driver/TrainingSession.h"
 
 #include "executor/Checkpoint.h"
-#include "executor/Workers.h"
+#include "executor/dist/WorldOfOne.h"
 #include "tools/driver/ModelSource.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -60,7 +60,7 @@ class TrainingSessionTest : public ::testing::Test {
 protected:
   /// A session through the phases before the step loop (not the run plan).
   void prepare(const TrainOptions &opts) {
-    auto created = TrainingSession::create(opts, Workers::current(), out);
+    auto created = TrainingSession::create(opts, alone, out);
     ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
     session = std::move(*created);
     ASSERT_OK(session->readModel());
@@ -71,6 +71,8 @@ protected:
     ASSERT_OK(session->createExecutor());
   }
 
+  /// The session's world: this process alone.
+  WorldOfOne alone;
   std::string log;
   llvm::raw_string_ostream out{log};
   std::unique_ptr<TrainingSession> session;
@@ -93,7 +95,7 @@ TEST_F(TrainingSessionTest, RestoreTakesTheStepPositionAndVariablesOfACheckpoint
   ASSERT_FALSE(dir.path.empty());
   TrainOptions first = tinyRun(2);
   first.checkpointDir = dir.path;
-  auto trained = runTraining(first, out, Workers::current());
+  auto trained = runTraining(first, out, alone);
   ASSERT_TRUE(bool(trained)) << llvm::toString(trained.takeError());
   ASSERT_FALSE(trained->lastCheckpoint.empty());
 
@@ -128,11 +130,11 @@ TEST_F(TrainingSessionTest, ACheckpointAtTheRunsEndLeavesNothingToTrain) {
   ASSERT_FALSE(dir.path.empty());
   TrainOptions opts = tinyRun(2);
   opts.checkpointDir = dir.path;
-  ASSERT_TRUE(bool(runTraining(opts, out, Workers::current())));
+  ASSERT_TRUE(bool(runTraining(opts, out, alone)));
   log.clear();
 
   opts.resume = true;
-  auto created = TrainingSession::create(opts, Workers::current(), out);
+  auto created = TrainingSession::create(opts, alone, out);
   ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
   session = std::move(*created);
   ASSERT_OK(session->readModel());

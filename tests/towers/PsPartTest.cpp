@@ -2,16 +2,18 @@
 //
 // passes/PsPart.h: how the variables are sharded over the ps tasks, what a
 // worker and a task keep of the plan, and that the workers' sums applied by
-// the tasks' parts (executor/ParameterServer.h, PsServer::apply) give the
+// the tasks' parts (executor/dist/PsServer.h, PsServer::apply) give the
 // update of the whole plan in one process, or, asynchronously, the update
-// of the worker's own samples. The exchange itself runs under mpirun in
-// tests/mpi; here the tasks' servers are driven in-process.
+// of the worker's own samples. The exchange itself runs between threads in
+// tests/dist and under mpirun in tests/mpi; here the tasks' servers are
+// driven directly.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TowerTestUtil.h"
 
-#include "executor/ParameterServer.h"
+#include "executor/dist/PsServer.h"
+#include "executor/dist/WorldOfOne.h"
 #include "ir/Clone.h"
 #include "ir/Verifier.h"
 #include "passes/PsPart.h"
@@ -64,13 +66,6 @@ std::string errorOf(llvm::Error e) {
 }
 template <typename T> std::string errorOf(llvm::Expected<T> &v) {
   return v ? "" : llvm::toString(v.takeError());
-}
-
-std::vector<PsVariable> psVariables(llvm::ArrayRef<PsRoute> routes) {
-  std::vector<PsVariable> vars;
-  for (const PsRoute &r : routes)
-    vars.push_back({r.var, r.task, r.type, r.output, r.input, r.slots});
-  return vars;
 }
 
 TEST(PsPart, ShardsByBytesLargestFirstWithTheSlots) {
@@ -185,14 +180,16 @@ std::vector<std::vector<Tensor>> stepWorkers(std::vector<std::unique_ptr<Executo
 /// Packs a worker's sums for `task` as a request carries them.
 std::vector<float> sumsFor(const PsLayout &layout, unsigned task, llvm::ArrayRef<Tensor> outs) {
   std::vector<float> packed;
-  for (const PsVariable *v : layout.of(task)) {
-    const float *p = outs[v->output].data<float>();
-    packed.insert(packed.end(), p, p + v->type.numElements());
+  for (const PsRoute *r : layout.of(task)) {
+    const float *p = outs[r->output].data<float>();
+    packed.insert(packed.end(), p, p + r->type.numElements());
   }
   return packed;
 }
 
 struct PsRun {
+  /// The servers are driven directly: they send no message.
+  WorldOfOne alone;
   std::vector<std::unique_ptr<Module>> workerParts, taskParts;
   std::vector<std::unique_ptr<Executor>> workers;
   std::vector<std::unique_ptr<PsServer>> tasks;
@@ -212,7 +209,7 @@ void setUp(const Module &whole, const Batch &b, PsRun &run) {
     auto routes = selectPsWorkerPart(*part);
     ASSERT_TRUE(bool(routes)) << errorOf(routes);
     if (w == 0)
-      run.layout = std::make_unique<PsLayout>(psVariables(*routes), P);
+      run.layout = std::make_unique<PsLayout>(*routes, P);
     auto rows = [&](const Tensor &t) {
       TensorType type = t.type();
       int64_t rowBytes = (int64_t)t.bytes() / type.shape[0];
@@ -234,8 +231,7 @@ void setUp(const Module &whole, const Batch &b, PsRun &run) {
     ExecutorOptions eo;
     eo.threads = 1;
     eo.seed = 7;
-    auto server =
-        PsServer::create(Workers::current(), *part, p, PsLayout(psVariables(*routes), P), eo, {});
+    auto server = PsServer::create(run.alone.messages(), *part, p, PsLayout(*routes, P), eo, {});
     ASSERT_TRUE(bool(server)) << errorOf(server);
     run.tasks.push_back(std::move(*server));
     run.taskParts.push_back(std::move(part));
@@ -248,12 +244,12 @@ void sendVariables(PsRun &run) {
     std::vector<float> values(run.layout->values(p));
     ASSERT_EQ(errorOf(run.tasks[p]->packVariables(values.data())), "");
     const float *from = values.data();
-    for (const PsVariable *v : run.layout->of(p)) {
-      Tensor t(v->type);
+    for (const PsRoute *r : run.layout->of(p)) {
+      Tensor t(r->type);
       std::memcpy(t.raw(), from, t.bytes());
-      from += v->type.numElements();
+      from += r->type.numElements();
       for (auto &ex : run.workers)
-        ASSERT_EQ(errorOf(ex->writeVariable(v->name, t)), "");
+        ASSERT_EQ(errorOf(ex->writeVariable(r->var, t)), "");
     }
   }
 }

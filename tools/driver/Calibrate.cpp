@@ -1,7 +1,7 @@
 #include "tools/driver/Calibrate.h"
 
 #include "executor/Device.h"
-#include "executor/Workers.h"
+#include "executor/dist/WorldOfOne.h"
 #include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
 #include "ir/OutputFile.h"
@@ -79,7 +79,8 @@ llvm::Expected<Measured> measure(const CalibrateRequest &req, unsigned gpus) {
   std::string discard;
   llvm::raw_string_ostream out(discard);
   // Calibration runs in this process alone.
-  auto r = runTraining(t, out, Workers::current());
+  WorldOfOne alone;
+  auto r = runTraining(t, out, alone);
   if (!r)
     return withContext(r.takeError(), "calibration run");
   Measured m;

@@ -1,5 +1,6 @@
 #include "tools/driver/PsTask.h"
 
+#include "executor/dist/PsServer.h"
 #include "ir/Diagnostics.h"
 #include "ir/Verifier.h"
 #include "passes/PsPart.h"
@@ -10,13 +11,6 @@
 namespace graphc {
 
 namespace {
-
-std::vector<PsVariable> psVariables(llvm::ArrayRef<PsRoute> routes) {
-  std::vector<PsVariable> vars;
-  for (const PsRoute &r : routes)
-    vars.push_back({r.var, r.task, r.type, r.output, r.input, r.slots});
-  return vars;
-}
 
 /// Asynchronous updates: each worker's sums, weighted by the global batch,
 /// become the mean over its own samples.
@@ -59,8 +53,8 @@ llvm::Error runPsTask(const TrainOptions &opts, Module &plan,
   exec.profile = false;
   exec.deviceMap = nullptr;
   exec.acrossWorkers = nullptr;
-  auto server = PsServer::create(workers, plan, task,
-                                 PsLayout(psVariables(*routes), planPsTasks(plan)), exec, o);
+  auto server = PsServer::create(workers.messages(), plan, task,
+                                 PsLayout(std::move(*routes), planPsTasks(plan)), exec, o);
   if (!server)
     return server.takeError();
   if (ckpt)
@@ -89,7 +83,7 @@ llvm::Expected<std::unique_ptr<PsWorker>> PsWorker::create(Module &plan, Workers
     return routes.takeError();
   if (auto e = verify(plan))
     return withContext(std::move(e), "the worker's part of the plan");
-  std::unique_ptr<PsWorker> w(new PsWorker(workers, PsLayout(psVariables(*routes), shards->tasks)));
+  std::unique_ptr<PsWorker> w(new PsWorker(workers, PsLayout(std::move(*routes), shards->tasks)));
   w->layout_ = std::move(layout);
   w->async_ = async;
   w->taskBytes_ = shards->taskBytes;

@@ -6,7 +6,7 @@
 //
 //  - a ps task (runPsTask) cuts its part of the plan, restores its variables
 //    and slots from the checkpoint when resuming, and serves the workers
-//    (executor/ParameterServer.h) until every one is done; it reads no data
+//    (executor/dist/PsServer.h) until every one is done; it reads no data
 //    and prints nothing;
 //  - a worker (PsWorker) cuts its part (selectWorkerPart, then
 //    selectPsWorkerPart), exchanges its sums for the variables after every
@@ -16,7 +16,8 @@
 #pragma once
 
 #include "executor/Checkpoint.h"
-#include "executor/ParameterServer.h"
+#include "executor/dist/PsClient.h"
+#include "executor/dist/Workers.h"
 #include "tools/driver/Trainer.h"
 
 #include <memory>
@@ -59,7 +60,7 @@ public:
 
 private:
   PsWorker(Workers &workers, PsLayout layout)
-      : workers_(workers), client_(workers, std::move(layout)) {}
+      : workers_(workers), client_(workers.messages(), std::move(layout)) {}
 
   Workers &workers_;
   PsClient client_;

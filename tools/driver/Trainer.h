@@ -158,7 +158,7 @@ struct TrainResult {
   std::vector<KernelTiming> kernels;
 };
 
-/// Trains in `workers`, the world of processes (executor/Workers.h) the tool
+/// Trains in `workers`, the world of processes (executor/dist/Workers.h) the tool
 /// started; only its chief writes to `out`.
 llvm::Expected<TrainResult> runTraining(const TrainOptions &opts, llvm::raw_ostream &out,
                                         Workers &workers);

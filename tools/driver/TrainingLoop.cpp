@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/driver/TrainingSession.h"
 
-#include "executor/Workers.h"
+#include "executor/dist/Workers.h"
 #include "ir/Diagnostics.h"
 #include "passes/AccumulateGradients.h"
 #include "tools/driver/Evaluator.h"
@@ -132,7 +132,7 @@ llvm::Expected<bool> TrainingSession::completeStep(int64_t step, Update &u) {
   // step: each stops on its own signal). The agreement is part of the step.
   bool stop = stopSignal() != 0;
   if (!async_) {
-    auto any = workers_.any(stop, "agreeing whether to stop");
+    auto any = workers_.collectives().any(stop, "agreeing whether to stop");
     if (!any)
       return withContext(any.takeError(), at());
     stop = *any;

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/driver/TrainingSession.h"
 
-#include "executor/Workers.h"
+#include "executor/dist/Workers.h"
 #include "ir/Cost.h"
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
@@ -285,7 +285,7 @@ llvm::Error TrainingSession::reportInput() {
   }
   LoaderStats ls = loader_->stats();
   if (plannedWorkers_ > 1 && !async_) {
-    auto loaded = workers_.gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
+    auto loaded = workers_.collectives().gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
     if (!loaded)
       return loaded.takeError();
     out_ << "input: samples loaded by each rank "

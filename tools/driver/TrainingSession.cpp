@@ -1,6 +1,6 @@
 #include "tools/driver/TrainingSession.h"
 
-#include "executor/Workers.h"
+#include "executor/dist/Workers.h"
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "passes/AccumulateGradients.h"
@@ -44,7 +44,7 @@ llvm::Error checkWorldSize(unsigned planned, unsigned ps, const Workers &workers
   if (ps)
     plan += " and " + std::to_string(ps) + " ps task" + (ps == 1 ? "" : "s") + " (" +
             std::to_string(processes) + " processes)";
-  if (!workers.usesMpi())
+  if (!workers.startedByMpirun())
     return makeError(plan +
                      ", but this process was not started by mpirun: run it as "
                      "`mpirun -np " +
@@ -179,7 +179,7 @@ llvm::Error TrainingSession::servePsTask() {
   auto plan = planFor(opts_, forward(), std::move(precompiled_));
   if (!plan)
     return plan.takeError();
-  if (auto e = workers_.agree(planHash(**plan), "plan"))
+  if (auto e = workers_.collectives().agree(planHash(**plan), "plan"))
     return e;
   if (auto e = workers_.setPsTasks(plannedPs_))
     return e;
@@ -259,7 +259,7 @@ llvm::Error TrainingSession::preparePlan() {
   if (workerTowers_.empty())
     workerTowers_.assign(plannedWorkers_, towersInAll_ / plannedWorkers_);
   if (several_) {
-    if (auto e = workers_.agree(planHash(*compiled_), "plan"))
+    if (auto e = workers_.collectives().agree(planHash(*compiled_), "plan"))
       return e;
     if (auto e = workers_.setPsTasks(plannedPs_))
       return e;
@@ -277,11 +277,11 @@ llvm::Error TrainingSession::preparePlan() {
       return e;
     // Asynchronous workers share no step: each keeps to its own rows, and a
     // sample that fails to load moves only its own part.
-    auto orFlags = [&workers = workers_,
+    auto orFlags = [&across = workers_.collectives(),
                     async = async_](llvm::MutableArrayRef<uint8_t> f) -> llvm::Error {
       if (async)
         return llvm::Error::success();
-      return workers.orFlags(f, "agreeing which samples failed to load");
+      return across.orFlags(f, "agreeing which samples failed to load");
     };
     loading_.part = LoaderPart{part_.offset, part_.count, orFlags};
     auto l = DataLoader::create(train_, loading_);
@@ -303,8 +303,8 @@ llvm::Error TrainingSession::createExecutor() {
   if (accumulate_ > 1)
     exec_.graphs = {kMicroGraph.str()};
   if (plannedWorkers_ > 1) {
-    exec_.acrossWorkers = &workers_;
-    exec_.gpuAcrossWorkers = &workers_;
+    exec_.acrossWorkers = &workers_.collectives();
+    exec_.gpuAcrossWorkers = &workers_.collectives();
   }
   exec_.profile =
       exec_.profile || !opts_.tracePath.empty() || !opts_.profilePath.empty() || opts_.kernelTimes;

@@ -1,6 +1,6 @@
 //===- Rendezvous.cpp - Where a collective's ranks meet on the host -------===//
 
-#include "executor/cuda/Rendezvous.h"
+#include "executor/Rendezvous.h"
 
 #include "ir/Diagnostics.h"
 
@@ -34,6 +34,23 @@ llvm::Error Rendezvous::timedOut(const Group &g, const Call &c, llvm::StringRef 
       "; its tensors: " + (c.present[rank] ? shapesOf(c.arrivals[rank].inputs) : std::string("?")));
 }
 
+llvm::Error Rendezvous::checkTensors(const Call &c, llvm::StringRef group, uint64_t seq) {
+  const std::vector<TensorView> &first = c.arrivals[0].inputs;
+  for (unsigned r = 0; r < c.arrivals.size(); ++r) {
+    const std::vector<TensorView> &mine = c.arrivals[r].inputs, &outs = c.arrivals[r].outputs;
+    bool same = mine.size() == first.size() && outs.size() == mine.size();
+    for (size_t t = 0; same && t < mine.size(); ++t)
+      same = mine[t].shape == first[t].shape && mine[t].dtype == DType::F32 &&
+             outs[t].shape == mine[t].shape && outs[t].dtype == DType::F32;
+    if (!same)
+      return makeError("collective '" + group + "' #" + llvm::Twine(seq) + ": " +
+                       c.arrivals[r].caller + " (rank " + llvm::Twine(r) + ") brings [" +
+                       shapesOf(mine) + "], " + c.arrivals[0].caller + " (rank 0) brings [" +
+                       shapesOf(first) + "] (f32 required)");
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<RendezvousMeeting> Rendezvous::arrive(llvm::StringRef group, unsigned rank,
                                                      unsigned nranks, RendezvousArrival arrival) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -62,20 +79,15 @@ llvm::Expected<RendezvousMeeting> Rendezvous::arrive(llvm::StringRef group, unsi
     return timedOut(g, c, group, seq, rank, "arrive");
   if (aborted_)
     return aborted(group, seq, rank);
-  for (unsigned r = 0; r < nranks; ++r) {
-    const std::vector<TensorView> &mine = c.arrivals[r].inputs, &first = c.arrivals[0].inputs;
-    bool same = mine.size() == first.size() && c.arrivals[r].outputs.size() == mine.size();
-    for (size_t t = 0; same && t < mine.size(); ++t)
-      same = mine[t].shape == first[t].shape && mine[t].dtype == DType::F32 &&
-             c.arrivals[r].outputs[t].shape == mine[t].shape &&
-             c.arrivals[r].outputs[t].dtype == DType::F32;
-    if (!same)
-      return makeError("collective '" + group + "' #" + llvm::Twine(seq) + ": " +
-                       c.arrivals[r].caller + " (rank " + llvm::Twine(r) + ") brings [" +
-                       shapesOf(mine) + "], " + c.arrivals[0].caller + " (rank 0) brings [" +
-                       shapesOf(first) + "] (f32 required)");
-  }
+  if (auto e = checkTensors(c, group, seq))
+    return e;
   return RendezvousMeeting{seq, c.arrivals};
+}
+
+bool Rendezvous::finishShare(llvm::StringRef group, uint64_t sequence) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Group &g = groups_[group.str()];
+  return ++g.calls[sequence].finished == g.nranks;
 }
 
 void Rendezvous::publish(llvm::StringRef group, uint64_t sequence, void *value) {
@@ -87,15 +99,14 @@ void Rendezvous::publish(llvm::StringRef group, uint64_t sequence, void *value) 
 }
 
 llvm::Expected<void *> Rendezvous::awaitPublished(llvm::StringRef group, uint64_t sequence,
-                                                  unsigned rank) {
+                                                  unsigned rank, llvm::StringRef publisher) {
   std::unique_lock<std::mutex> lock(mutex_);
   Group &g = groups_[group.str()];
   Call &c = g.calls[sequence];
   if (!cv_.wait_for(lock, timeout_, [&] { return aborted_ || c.hasPublished; }))
     return makeError("collective '" + group + "' (AllReduce) #" + llvm::Twine(sequence) +
                      ": rank " + llvm::Twine(rank) + " waited " +
-                     llvm::Twine((int64_t)timeout_.count()) +
-                     " ms for rank 0 to enqueue the reduction");
+                     llvm::Twine((int64_t)timeout_.count()) + " ms for " + publisher);
   if (aborted_)
     return aborted(group, sequence, rank);
   return c.published;

@@ -1,15 +1,17 @@
-//===- RendezvousTest.cpp - The host meeting before every GPU collective --===//
+//===- RendezvousTest.cpp - The host meeting before every collective ------===//
 //
-// The contract GPU collectives share with CpuCollectives (timeouts naming
+// The contract the CPU and GPU collective engines share (timeouts naming
 // the group, sequence, rank, missing ranks and shapes; mismatched shapes;
-// aborts), checked with threads and no GPU.
+// the published value; the last share; aborts), checked with threads and
+// no GPU.
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/cuda/Rendezvous.h"
+#include "executor/Rendezvous.h"
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <thread>
 
 using namespace graphc;
@@ -144,7 +146,7 @@ TEST(Rendezvous, TheLeaderPublishesAndTheOthersAwait) {
     others.emplace_back([&, rank] {
       auto m = r.arrive("g", rank, 3, arrival({{1}}, "other"));
       ASSERT_TRUE(bool(m));
-      auto v = r.awaitPublished("g", m->sequence, rank);
+      auto v = r.awaitPublished("g", m->sequence, rank, "the leader");
       ASSERT_TRUE(bool(v));
       got[rank - 1] = *v;
       r.leave("g", m->sequence);
@@ -160,10 +162,45 @@ TEST(Rendezvous, AwaitingALeaderThatNeverPublishesTimesOut) {
   Rendezvous r(100ms);
   auto m = r.arrive("solo", 0, 1, arrival({{1}}, "x"));
   ASSERT_TRUE(bool(m));
-  auto v = r.awaitPublished("solo", m->sequence, 0);
+  auto v = r.awaitPublished("solo", m->sequence, 0, "rank 0 to enqueue the reduction");
   ASSERT_FALSE(bool(v));
   EXPECT_NE(llvm::toString(v.takeError()).find("rank 0 waited 100 ms for rank 0 to enqueue"),
             std::string::npos);
+}
+
+TEST(Rendezvous, ExactlyTheLastRankToFinishItsSharePublishes) {
+  Rendezvous r(5s);
+  constexpr unsigned kRanks = 4, kCalls = 3;
+  std::vector<unsigned> lasts(kCalls, 0);
+  std::vector<std::string> errors(kRanks);
+  std::mutex m;
+  std::vector<std::thread> ts;
+  for (unsigned rank = 0; rank < kRanks; ++rank)
+    ts.emplace_back([&, rank] {
+      for (unsigned call = 0; call < kCalls; ++call) {
+        auto met = r.arrive("g", rank, kRanks, arrival({{3}}, "rank " + std::to_string(rank)));
+        if (!met) {
+          errors[rank] = llvm::toString(met.takeError());
+          return;
+        }
+        if (r.finishShare("g", met->sequence)) {
+          {
+            std::lock_guard<std::mutex> lock(m);
+            ++lasts[met->sequence];
+          }
+          r.publish("g", met->sequence, nullptr);
+        } else if (auto v = r.awaitPublished("g", met->sequence, rank, "the last share"); !v) {
+          errors[rank] = llvm::toString(v.takeError());
+          return;
+        }
+        r.leave("g", met->sequence);
+      }
+    });
+  for (auto &t : ts)
+    t.join();
+  for (const std::string &e : errors)
+    EXPECT_EQ(e, "");
+  EXPECT_EQ(lasts, std::vector<unsigned>(kCalls, 1u));
 }
 
 TEST(Rendezvous, AbortWakesWaitersWithTheSecondaryMessage) {

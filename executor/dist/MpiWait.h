@@ -1,0 +1,53 @@
+//===- MpiWait.h - Every MPI call bounded by a deadline ----------*- C++ -*-===//
+//
+// Internal to executor/dist. Never hang: every collective and exchange of
+// the world is non-blocking (MPI_Iallreduce, MPI_Iallgather, MPI_Ibcast,
+// MPI_Isend/Irecv) and waited for here, polled against a deadline
+// (--collective-timeout): a rank that died or stalled makes the others fail
+// with an error that names this rank's call and the step, instead of
+// waiting forever. The tool then ends the whole job (abortAll: MPI_Abort),
+// which also stops a stalled rank; nothing in a library exits.
+//
+// Waiting sleeps between tests (up to 200 us), so device threads waiting on
+// the network leave the cores to the compute. After a stop signal the wait
+// also asks the PeerWatch whether a rank of this host died, and names it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/dist/MpiSession.h"
+#include "executor/dist/PeerWatch.h"
+
+#include "llvm/Support/Error.h"
+
+#include <atomic>
+#include <chrono>
+
+namespace graphc {
+
+class MpiWait {
+public:
+  MpiWait(MpiSession &mpi, const PeerWatch &peers) : mpi_(mpi), peers_(peers) {}
+
+  void setTimeout(std::chrono::milliseconds t) { timeout_ = t; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void setStep(int64_t step) { step_.store(step); }
+  void watchStop(const std::atomic<int> *flag) { stop_ = flag; }
+
+  /// Waits for `n` requests (their statuses into `statuses` when given)
+  /// until `deadline`, by default the timeout from now. The error names
+  /// `what`, and the step; a deadline the caller set is the timeout counted
+  /// from a silent peer's last message (which the caller names).
+  llvm::Error waitAll(MPI_Request *requests, int n, llvm::StringRef what,
+                      MPI_Status *statuses = nullptr,
+                      std::chrono::steady_clock::time_point deadline = {});
+
+private:
+  MpiSession &mpi_;
+  const PeerWatch &peers_;
+  std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
+  std::atomic<int64_t> step_{-1};
+  const std::atomic<int> *stop_ = nullptr;
+};
+
+} // namespace graphc
