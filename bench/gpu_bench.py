@@ -8,7 +8,8 @@ Runs, each in its own process so that memory figures are its own:
   - PyTorch eager and torch.compile: torchvision's model, the same batch,
     SGD with momentum 0.9, cross-entropy, NCHW float32;
   - mixed precision: graphc --precision fp16 (1 tower) against PyTorch eager
-    under autocast(float16) with a GradScaler, both scaling from 65536.
+    under autocast(float16) with a GradScaler, both scaling from 65536; and
+    graphc --precision bf16 against autocast(bfloat16), neither scaling.
 Both sides copy the batch from pinned host memory every step (graphc through
 Executor::prefetch, PyTorch with non_blocking copies) and allow TF32 in
 convolutions and matrix products (graphc's default; GRAPHC_CUDA_TF32=0 and
@@ -31,8 +32,9 @@ TORCH_STEP = r"""
 import json, sys, time, torch, torchvision
 model, batch, size, steps, warmup, mode, tf32 = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
     int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7] == "1")
-amp = mode == "amp"
-scaler = torch.cuda.amp.GradScaler(init_scale=65536.0, enabled=amp)
+amp = mode in ("amp", "ampbf16")
+amp_dtype = torch.bfloat16 if mode == "ampbf16" else torch.float16
+scaler = torch.cuda.amp.GradScaler(init_scale=65536.0, enabled=mode == "amp")
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = tf32
 torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -57,7 +59,7 @@ for i in range(warmup + steps):
     x = x_host.to(dev, non_blocking=True)
     y = y_host.to(dev, non_blocking=True)
     opt.zero_grad(set_to_none=True)
-    with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+    with torch.autocast("cuda", dtype=amp_dtype, enabled=amp):
         loss = loss_fn(step_net(x), y)
     scaler.scale(loss).backward()
     scaler.step(opt)
@@ -90,7 +92,7 @@ def run_graphc(args, towers, graphs, env, precision="fp32"):
         cmd.append("--cuda-graphs")
     label = "graphc, %d tower%s%s%s" % (towers, "" if towers == 1 else "s on 1 GPU",
                                         ", CUDA graph" if graphs else "",
-                                        ", fp16" if precision == "fp16" else "")
+                                        "" if precision == "fp32" else ", " + precision)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env,
                              timeout=args.timeout)
@@ -101,12 +103,13 @@ def run_graphc(args, towers, graphs, env, precision="fp32"):
     r = json.loads(out.stdout.strip().splitlines()[-1])
     r["runner"] = label
     r["memory"] = r["gpu_bytes_in_use"]
+    r["amp"] = precision if precision != "fp32" else "fp16"
     return r
 
 
 def run_torch(args, mode):
     label = {"eager": "PyTorch eager", "compile": "torch.compile",
-             "amp": "PyTorch eager, AMP fp16"}[mode]
+             "amp": "PyTorch eager, AMP fp16", "ampbf16": "PyTorch eager, AMP bf16"}[mode]
     cmd = [args.python, "-c", TORCH_STEP, args.model, str(args.batch), str(args.image_size),
            str(args.steps), str(args.warmup), mode, "0" if args.no_tf32 else "1"]
     try:
@@ -118,7 +121,7 @@ def run_torch(args, mode):
     r = json.loads(out.stdout.strip().splitlines()[-1])
     m = median(r["times"])
     r.update({"runner": label, "images_per_s": args.batch / m, "step_median_s": m,
-              "memory": r["max_reserved"]})
+              "memory": r["max_reserved"], "amp": "bf16" if mode == "ampbf16" else "fp16"})
     return r
 
 
@@ -135,12 +138,12 @@ def main():
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--no-tf32", action="store_true")
     p.add_argument("--only", default="all",
-                   help="comma list of: graphc1, graphc4, graphs, eager, compile, fp16, amp "
-                        "(default all)")
+                   help="comma list of: graphc1, graphc4, graphs, eager, compile, fp16, amp, "
+                        "bf16, ampbf16 (default all)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "bench.json"))
     args = p.parse_args()
     want = set(args.only.split(",")) if args.only != "all" else {
-        "graphc1", "graphc4", "graphs", "eager", "compile", "fp16", "amp"}
+        "graphc1", "graphc4", "graphs", "eager", "compile", "fp16", "amp", "bf16", "ampbf16"}
 
     env = dict(os.environ)
     if args.no_tf32:
@@ -152,15 +155,18 @@ def main():
                     ("eager", lambda: run_torch(args, "eager")),
                     ("compile", lambda: run_torch(args, "compile")),
                     ("fp16", lambda: run_graphc(args, 1, False, env, "fp16")),
-                    ("amp", lambda: run_torch(args, "amp"))]:
+                    ("amp", lambda: run_torch(args, "amp")),
+                    ("bf16", lambda: run_graphc(args, 1, False, env, "bf16")),
+                    ("ampbf16", lambda: run_torch(args, "ampbf16"))]:
         if key in want:
             print("running %s ..." % key, flush=True)
             results.append(fn())
 
     eager = next((r for r in results if r["runner"] == "PyTorch eager" and "error" not in r), None)
     comp = next((r for r in results if r["runner"] == "torch.compile" and "error" not in r), None)
-    amp = next((r for r in results
-                if r["runner"] == "PyTorch eager, AMP fp16" and "error" not in r), None)
+    # "vs AMP": against PyTorch's autocast in the row's own 16-bit type (fp16 for f32 rows).
+    amps = {t: next((r for r in results if r["runner"] == "PyTorch eager, AMP " + t and
+                     "error" not in r), None) for t in ("fp16", "bf16")}
     print("\n%s, batch %d, %dx%d, %d measured steps after %d warm-up, TF32 %s" %
           (args.model, args.batch, args.image_size, args.image_size, args.steps, args.warmup,
            "off" if args.no_tf32 else "on"))
@@ -173,6 +179,7 @@ def main():
         ips = r["images_per_s"]
         ve = "%.2fx" % (ips / eager["images_per_s"]) if eager else "-"
         vc = "%.2fx" % (ips / comp["images_per_s"]) if comp else "-"
+        amp = amps.get(r.get("amp", "fp16"))
         va = "%.2fx" % (ips / amp["images_per_s"]) if amp else "-"
         print("%-34s %10.1f %9s %11s %9s %10.2f" % (r["runner"], ips, ve, vc, va,
                                                      r["memory"] / 2**30))

@@ -42,18 +42,20 @@ struct Args {
   std::string model = "inception_v3";
   int64_t batch = 128, imageSize = 299, classes = 1000;
   int towers = 1, physicalGpus = 0, steps = 20, warmup = 5;
-  std::string params; ///< default: gpu:0 for one tower, mirrored for several
-  std::string precision = "fp32"; ///< fp16: f16 compute with dynamic loss scaling from 65536
+  std::string params;             ///< default: gpu:0 for one tower, mirrored for several
+  std::string precision = "fp32"; ///< fp16: f16 compute with dynamic loss scaling from 65536; bf16:
+                                  ///< bf16 compute, unscaled
   bool cudaGraphs = false, prefetch = true;
   bool compileOnly = false; ///< compile and place, print where ops went; no GPU needed
 };
 
 int usage(const char *why) {
-  llvm::errs() << "gpu_train_bench: " << why
-               << "\nusage: gpu_train_bench [--model NAME] [--batch N] [--image-size N] "
-                  "[--classes N] [--towers N] [--physical-gpus N] [--params MODE] "
-                  "[--precision fp32|fp16] [--steps N] [--warmup N] [--cuda-graphs] [--no-prefetch] "
-                  "[--compile-only]\n";
+  llvm::errs()
+      << "gpu_train_bench: " << why
+      << "\nusage: gpu_train_bench [--model NAME] [--batch N] [--image-size N] "
+         "[--classes N] [--towers N] [--physical-gpus N] [--params MODE] "
+         "[--precision fp32|fp16|bf16] [--steps N] [--warmup N] [--cuda-graphs] [--no-prefetch] "
+         "[--compile-only]\n";
   return 2;
 }
 

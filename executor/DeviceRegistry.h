@@ -18,6 +18,7 @@
 
 #include "executor/Device.h"
 #include "executor/StepCapture.h"
+#include "ir/DType.h"
 
 #include <chrono>
 #include <map>
@@ -48,6 +49,10 @@ public:
   virtual llvm::Expected<double> copyBandwidth(const DeviceId &from, const DeviceId &to,
                                                size_t bytes) const = 0;
 
+  /// Why device `index` of this kind cannot compute in `dtype` (bf16 on a
+  /// GPU before compute capability 8.0), or "" where it can or where there is
+  /// no such device to ask (creating it reports that). Default: it can.
+  virtual std::string dtypeRefusal(unsigned index, DType dtype) const { return ""; }
   /// Whether --conv-algorithm auto may compute convolutions here by
   /// Winograd, whose scratch a direct binding avoids (Executor::create retries
   /// with direct convolutions under a memory limit). Default: no.

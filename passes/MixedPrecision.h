@@ -8,10 +8,12 @@
 //
 //  1. Every Conv computes in bf16: its input is read through Cast
 //     {to = bf16} unless it is bf16 already; its weights and bias stay f32
-//     (the kernel converts them as it reorders them into its own format), so
-//     autodiff's filter gradient is f32 (ConvGradFilter {to = f32}, summed in
-//     f32 by oneDNN, never rounded to bf16) and the optimizer updates f32
-//     master weights.
+//     (the kernel converts them: oneDNN as it reorders them into its own
+//     format, cuDNN's kernel into scratch), so autodiff's filter gradient is
+//     f32 (ConvGradFilter {to = f32}, summed in f32 by oneDNN, never rounded
+//     to bf16; rounded once on GPUs, where cuDNN writes it in bf16) and the
+//     optimizer updates f32 master weights. The plan is the same whatever
+//     devices run it.
 //  2. BatchNormTrain, Relu, MaxPool, AveragePool, GlobalAveragePool,
 //     DropoutTrain, and Add and Concat whose operands are all bf16, compute in
 //     bf16 when their data operand is bf16 (a value some earlier bf16 node

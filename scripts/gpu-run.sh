@@ -14,20 +14,23 @@
 #   env               the machine, the libraries found, what is missing
 #   tests             every test binary, 4 at a time (tests=SUBSTRING: those whose name
 #                     contains SUBSTRING, e.g. tests=cuda), after regenerating the references
-#                     the bundle leaves out (fixtures.tsv; once per unpacked bundle)
+#                     the bundle leaves out (fixtures.tsv; once per unpacked bundle); the
+#                     summary ends with the twins' closest margins (the f16 and bf16 layers
+#                     against the CPU kernels, kernels_cuda_tests)
 #   sanitizer         compute-sanitizer memcheck on a short inception_v3 training run (1
 #                     tower, and 2 logical towers for the own all-reduce), racecheck on our
-#                     own kernels, after memcheck of the fp16 twin tests and an fp16 step
-#                     (sanitizer=fp16: those two only); skipped without compute-sanitizer
+#                     own kernels, after memcheck of the fp16 and bf16 twin tests and an
+#                     fp16 and a bf16 step (sanitizer=fp16: those only); skipped without
+#                     compute-sanitizer
 #   bench             bench/gpu_bench.py (graphc 1 and 4 towers, CUDA graph, PyTorch eager
 #                     and torch.compile); GRAPHC_BENCH_ARGS passes options on
-#   train             fp16 end to end through graphrun (train.txt): small_cnn_nobn from a loss
-#                     scale that overflows f16, on GPU 0 and on an emulated GPU (a CPU device:
-#                     the GPU hidden, since --emulate on a GPU machine folds onto the GPU)
-#                     with the same data and seed, step by step side by side; then
-#                     inception_v3 on GPU 0 in fp32 and in fp16
+#   train             fp16 and bf16 end to end through graphrun (train.txt): small_cnn_nobn
+#                     (fp16 from a loss scale that overflows f16; bf16 unscaled) on GPU 0 and
+#                     on an emulated GPU (a CPU device: the GPU hidden, since --emulate on a
+#                     GPU machine folds onto the GPU) with the same data and seed, step by
+#                     step side by side; then inception_v3 on GPU 0 in fp32, fp16 and bf16
 #   profile           graphrun train --profile of inception_v3 (batch 128, --params gpu:0, 5
-#                     steps) in fp32 and fp16: deterministic cuDNN algorithms from the
+#                     steps) in fp32, fp16 and bf16: deterministic cuDNN algorithms from the
 #                     heuristics (GRAPHC_CUDNN_BENCHMARK=0), measured into a fresh choice file,
 #                     read back from it (same metrics expected), and any algorithm measured
 #                     (GRAPHC_CUDNN_DETERMINISTIC=0): per-op tables in profile.txt, the choice
@@ -225,6 +228,12 @@ run_tests() {
     echo "failing tests:"
     grep -a -h '^\[  FAILED  \] [A-Za-z_0-9/.]*\.[A-Za-z_0-9/]*' "$logs"/*.log 2>/dev/null |
       grep -v 'listed below' | sort -u | sed 's/^/  /'
+    # The twins' margins (tests/common/SumBound.h): the f16 and bf16 layers' worst error as a
+    # share of its bound, closest first (a "model" line is the CPU's model of the GPU).
+    echo "twin margins, the eight closest to their bounds (kernels_cuda_tests):"
+    grep -a -h '^\[ bound    \]' "$logs/kernels_cuda_tests.log" 2>/dev/null |
+      sed -n 's/^\[ bound    \] \(.*\): worst \(.*\) = \(.*\) of the bound \(.*\)$/\3\t\1 (worst \2, bound \4)/p' |
+      sort -g -r | head -8 | sed 's/^/  /'
   } >"$results/summary.txt"
   cat "$results/summary.txt"
 }
@@ -245,12 +254,14 @@ run_sanitizer() {
     echo "memcheck, $(basename "$log" .log): exit $? $(grep -a 'ERROR SUMMARY' "$log" | tail -1)" \
       >>"$results/sanitizer.txt"
   }
-  # The fp16 pieces first: the twin tests of the f16 layers, checks and gated updates, and an
-  # fp16 training step.
+  # The 16-bit pieces first: the twin tests of the f16 and bf16 layers, checks and gated
+  # updates, and an fp16 and a bf16 training step.
   memcheck fp16-kernels "$here/build/bin/kernels_cuda_tests" \
-    --gtest_filter='CudaF16.*:CudaLossScale.*:CudaTraining.UpdatesRead*'
-  # shellcheck disable=SC2086
-  memcheck fp16-1-tower "$bench" $short --towers 1 --physical-gpus 1 --precision fp16
+    --gtest_filter='CudaF16.*:CudaBf16.*:CudaLossScale.*:CudaTraining.UpdatesRead*'
+  for precision in fp16 bf16; do
+    # shellcheck disable=SC2086
+    memcheck "$precision-1-tower" "$bench" $short --towers 1 --physical-gpus 1 --precision "$precision"
+  done
   [ "$1" = fp16 ] && { cat "$results/sanitizer.txt"; return 0; }
   for towers in 1 2; do
     # shellcheck disable=SC2086
@@ -284,35 +295,43 @@ run_bench() {
 
 run_train() {
   graphrun=$here/build/bin/graphrun
-  small="--model small_cnn_nobn --steps 40 --batch 32 --no-eval --gpus 1 --precision fp16"
+  small="--model small_cnn_nobn --steps 40 --batch 32 --no-eval --gpus 1"
   {
-    for where in gpu emulated; do
-      # --emulate alone would fold the plan onto this machine's GPU: with no GPU visible it
-      # runs the plan's GPU as a CPU device (f16 layers through f32 kernels).
-      visible=${CUDA_VISIBLE_DEVICES-0} flag=""
-      [ "$where" = emulated ] && visible="" flag=--emulate
-      echo "--- small_cnn_nobn, fp16 from 2^24, on the $where GPU"
-      # shellcheck disable=SC2086
-      CUDA_VISIBLE_DEVICES=$visible timeout 300 "$graphrun" train --no-progress $small \
-        --loss-scale 16777216 $flag --metrics "$logs/fp16-$where.csv" 2>&1
-      echo "exit $?"
-    done
-    echo "--- step by step: loss and scale on the GPU, then on the emulated GPU (a CPU device)"
-    "$py" - "$logs/fp16-gpu.csv" "$logs/fp16-emulated.csv" <<'PY'
+    # fp16 from a loss scale that overflows f16 (steps skipped); bf16 has f32's range and
+    # no loss scaling. Each on the GPU and on an emulated GPU, the same data and seed.
+    for precision in fp16 bf16; do
+      scale=""
+      [ "$precision" = fp16 ] && scale="--loss-scale 16777216"
+      for where in gpu emulated; do
+        # --emulate alone would fold the plan onto this machine's GPU: with no GPU visible
+        # it runs the plan's GPU as a CPU device (f16 layers through f32 kernels, bf16
+        # through oneDNN's).
+        visible=${CUDA_VISIBLE_DEVICES-0} flag=""
+        [ "$where" = emulated ] && visible="" flag=--emulate
+        echo "--- small_cnn_nobn, $precision${scale:+ from 2^24}, on the $where GPU"
+        # shellcheck disable=SC2086
+        CUDA_VISIBLE_DEVICES=$visible timeout 300 "$graphrun" train --no-progress $small \
+          --precision "$precision" $scale $flag --metrics "$logs/$precision-$where.csv" 2>&1
+        echo "exit $?"
+      done
+      echo "--- $precision step by step: loss and scale on the GPU, then on the emulated GPU (a CPU device)"
+      "$py" - "$logs/$precision-gpu.csv" "$logs/$precision-emulated.csv" <<'PY'
 import csv, sys
 rows = [[r for r in csv.DictReader(open(f)) if r["kind"] == "step"] for f in sys.argv[1:]]
 worst = 0.0
 for g, e in zip(*rows):
     gl, el = float(g["loss"]), float(e["loss"])
     worst = max(worst, abs(gl - el) / max(abs(el), 1e-12))
-    print("step %3s  loss %.6f %.6f  scale %10g %10g  skipped %s %s" % (
-        g["step"], gl, el, float(g["loss_scale"]), float(e["loss_scale"]),
-        g["skipped_steps"], e["skipped_steps"]))
-same = all(g["skipped_steps"] == e["skipped_steps"] for g, e in zip(*rows))
+    print("step %3s  loss %.6f %.6f  scale %10s %10s  skipped %s %s" % (
+        g["step"], gl, el, g.get("loss_scale") or "-", e.get("loss_scale") or "-",
+        g.get("skipped_steps") or "-", e.get("skipped_steps") or "-"))
+same = all(g.get("skipped_steps") == e.get("skipped_steps") for g, e in zip(*rows))
 print("steps %d and %d; largest relative loss difference %.3g; skipped steps %s" % (
     len(rows[0]), len(rows[1]), worst, "the same" if same else "DIFFER"))
 PY
-    for precision in fp32 fp16; do
+    done
+    # One model, three precisions, for speed (images/s on the "trained" line).
+    for precision in fp32 fp16 bf16; do
       echo "--- inception_v3 on GPU 0, $precision"
       timeout 300 "$graphrun" train --no-progress --model inception_v3 --gpus 1 --batch 64 \
         --steps 20 --no-eval --precision "$precision" --metrics "$logs/inception-$precision.csv" 2>&1
@@ -325,16 +344,18 @@ PY
 run_profile() {
   : >"$results/profile.txt"
   # heur: deterministic algorithms from cuDNN's heuristics (the default before 2026-11-29);
-  # find: measured by cudnnFind into a fresh choice file (the default now: f16 asked under
-  # tensor-op math, the workspace budget from free memory); file: the same again, every
-  # choice read back from that file (the bind time saved, the same losses bit for bit);
-  # any: non-deterministic algorithms allowed, measured.
-  for choice in heur find file any; do
+  # find: measured by cudnnFind into a fresh choice file (the default now: f16 and bf16
+  # asked under tensor-op math, the workspace budget from free memory); file: the same
+  # again, every choice read back from that file (the bind time saved, the same losses bit
+  # for bit); any: non-deterministic algorithms allowed, measured. GRAPHC_PROFILE_CHOICES
+  # and GRAPHC_PROFILE_PRECISIONS narrow the runs (5 steps of batch 128 each).
+  precisions=${GRAPHC_PROFILE_PRECISIONS:-fp32 fp16 bf16}
+  for choice in ${GRAPHC_PROFILE_CHOICES:-heur find file any}; do
     det=1 find=1 cache=$logs/cudnn-algorithms.txt
     [ "$choice" = heur ] && find=0
     [ "$choice" = find ] && rm -f "$cache"
     [ "$choice" = any ] && det=0 cache=$logs/cudnn-algorithms-any.txt
-    for precision in fp32 fp16; do
+    for precision in $precisions; do
       table=$logs/profile-$precision-$choice.txt
       start=$(date +%s%N)
       GRAPHC_CUDNN_DETERMINISTIC=$det GRAPHC_CUDNN_BENCHMARK=$find GRAPHC_CUDNN_CACHE=$cache \
@@ -352,7 +373,7 @@ run_profile() {
       } >>"$results/profile.txt"
     done
   done
-  for precision in fp32 fp16; do
+  for precision in $precisions; do
     # Steps and losses (columns 2 and 4); the rest are times.
     cut -d, -f2,4 "$logs/profile-$precision-find.csv" >"$logs/losses-$precision-find.txt"
     cut -d, -f2,4 "$logs/profile-$precision-file.csv" >"$logs/losses-$precision-file.txt"

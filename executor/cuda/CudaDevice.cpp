@@ -207,6 +207,16 @@ std::string cudaDeviceDescription(int ordinal) {
   return std::string(prop.name) + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB";
 }
 
+std::string cudaDTypeRefusal(int ordinal, DType dtype) {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return cuda::dtypeRefusal(dtype, "GPU " + std::to_string(ordinal) + " (" + prop.name + ")",
+                            {prop.major, prop.minor});
+}
+
 llvm::Expected<double> cudaCopyBandwidth(int from, int to, size_t bytes) {
   // -1: the host, in pinned memory (what the executor stages copies through).
   auto allocate = [&](int where, void *&p) -> llvm::Error {

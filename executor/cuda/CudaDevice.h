@@ -33,6 +33,7 @@
 #include "executor/cuda/CudaStreams.h"
 #include "executor/cuda/PinnedStaging.h"
 #include "executor/cuda/StreamHazards.h"
+#include "ir/DType.h"
 
 #include <cuda_runtime_api.h>
 
@@ -192,6 +193,9 @@ int cudaVisibleDeviceCount();
 std::string cudaUnavailableReason();
 /// "NVIDIA H100 80GB HBM3, 79 GiB".
 std::string cudaDeviceDescription(int ordinal);
+/// Why physical GPU `ordinal` cannot compute in `dtype` (kernels/cuda/
+/// ComputeCapability.h), or "" where it can or cannot be asked.
+std::string cudaDTypeRefusal(int ordinal, DType dtype);
 /// Bytes per second of a `bytes` copy from physical GPU `from` to `to`
 /// (-1: pinned host memory), the best of five after a warm-up, timed with
 /// CUDA events; between two GPUs a peer copy.

@@ -26,6 +26,9 @@ public:
       out.push_back("gpu:" + std::to_string(i) + " (" + cudaDeviceDescription(i) + ")");
     return out;
   }
+  std::string dtypeRefusal(unsigned index, DType dtype) const override {
+    return cudaDTypeRefusal((int)index, dtype);
+  }
   llvm::Expected<std::unique_ptr<Device>> create(const DeviceRequest &req) const override {
     auto d = CudaDevice::create(req);
     if (!d)

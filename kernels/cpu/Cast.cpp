@@ -5,11 +5,11 @@
 // floats narrow to f16 / bf16 with round-to-nearest-even. 16-bit floats pass
 // through f32, which holds them exactly. A cast to the same dtype is a copy
 // that may happen in place. The same conversions widen and round the f16
-// layers that CPUs compute through their f32 kernels (kernels/F16ViaF32.h).
+// layers that CPUs compute through their f32 kernels (kernels/Float16ViaF32.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/F16ViaF32.h"
+#include "kernels/Float16ViaF32.h"
 #include "kernels/cpu/PlainLoops.h"
 
 namespace graphc {
@@ -104,7 +104,7 @@ private:
   DType from_, to_;
 };
 
-/// Converts one float tensor into another (F16ViaF32's widening and rounding).
+/// Converts one float tensor into another (Float16ViaF32's widening and rounding).
 llvm::Error convertFloats(const TensorView &from, const TensorView &to, void *) {
   int64_t n = from.numElements();
   visitFloat(from.dtype, [&](auto fromTag) {
@@ -128,12 +128,12 @@ void registerCpuCastKernels(KernelRegistry &r) {
 }
 
 void registerCpuF16ViaF32Kernels(KernelRegistry &r) {
-  registerF16ViaF32(r, DeviceKind::CPU,
-                    {Op::Conv, Op::ConvGradData, Op::ConvGradFilter, Op::BatchNormTrain,
-                     Op::BatchNormTrainGrad, Op::BatchNorm, Op::MaxPool, Op::MaxPoolGrad,
-                     Op::AveragePool, Op::AveragePoolGrad, Op::GlobalAveragePool, Op::ReduceSum,
-                     Op::ReduceMean},
-                    convertFloats);
+  registerFloat16ViaF32(r, DeviceKind::CPU, DType::F16,
+                        {Op::Conv, Op::ConvGradData, Op::ConvGradFilter, Op::BatchNormTrain,
+                         Op::BatchNormTrainGrad, Op::BatchNorm, Op::MaxPool, Op::MaxPoolGrad,
+                         Op::AveragePool, Op::AveragePoolGrad, Op::GlobalAveragePool, Op::ReduceSum,
+                         Op::ReduceMean},
+                        convertFloats);
 }
 
 } // namespace graphc

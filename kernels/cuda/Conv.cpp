@@ -4,16 +4,24 @@
 // ConvGradData (dy, w) -> dx and ConvGradFilter (x, dy) -> dw, with groups,
 // dilations, strides, asymmetric pads and ceil_mode, through cuDNN's legacy
 // convolution API (NCHW, cross-correlation), in f32 or, for --precision
-// fp16, in f16 with f32 accumulation (cuDNN's pseudo-half configuration;
-// its tensor cores allowed whatever the TF32 switch says, which is about f32).
+// fp16 and bf16, in f16 or bf16 with f32 accumulation (cuDNN's pseudo-half
+// and pseudo-bfloat16 configurations; its tensor cores allowed whatever the
+// TF32 switch says, which is about f32; bf16 from compute capability 8.0).
+// fp16 plans give a convolution f16 weights; bf16 plans keep them f32 (as
+// the CPU's oneDNN takes them), so the kernel narrows the weights and bias
+// into scratch before cuDNN reads them, and computes an f32 filter gradient
+// in bf16 into scratch and widens it (convTypes, ConvPlan.h): the gradient
+// is rounded to bf16 once, as PyTorch's autocast rounds the gradient of its
+// bf16 copy of the weights.
 //
 // At creation (once per node): the descriptors, then the algorithm for this
 // shape, measured by cudnnFind (or from cuDNN's heuristics), chosen by
 // chooseConvAlgorithm within the device's workspace budget and kept for the
 // process and, when measured, in the choice file (ConvPlan.h,
 // ConvAlgorithmFile.h), and the scratch it needs: the algorithm's workspace
-// plus, for asymmetric pads, the padded x (or padded dx). cuDNN is asked under
-// convQueryMath's type: CUDNN_TENSOR_OP_MATH for f16, CUDNN_DEFAULT_MATH for
+// plus, for asymmetric pads, the padded x (or padded dx), and the narrowed
+// weights and bias or the narrow filter gradient. cuDNN is asked under
+// convQueryMath's type: CUDNN_TENSOR_OP_MATH for f16 and bf16, CUDNN_DEFAULT_MATH for
 // f32 with TF32 allowed, CUDNN_FMA_MATH for strict FP32.
 // A bias is added afterwards by our broadcast Add. A node with an empty
 // operand or result makes no cuDNN call; its results are zero-filled.
@@ -111,24 +119,28 @@ public:
     if (!g)
       return g.takeError();
     geo_ = *g;
+    llvm::SmallVector<DType, 3> operands;
+    for (unsigned i = 0; i < node().numOperands(); ++i)
+      operands.push_back(operandType(i).dtype);
+    auto types = convTypes(node().op(), operands, resultType().dtype);
+    if (!types)
+      return types.takeError();
+    types_ = *types;
+    if (std::string why = backend().dtypeRefusal(types_.data); !why.empty())
+      return makeError(why);
     empty_ = anyEmpty();
     if (empty_)
       return llvm::Error::success();
     low_ = lowerConv(geo_);
-    half_ = operandType(0).dtype == DType::F16;
-    for (unsigned i = 0; i < node().numOperands(); ++i)
-      if (operandType(i).dtype != operandType(0).dtype ||
-          resultType().dtype != operandType(0).dtype)
-        return makeError("cuDNN convolutions take one dtype; operand " + llvm::Twine(i) + " is " +
-                         dtypeName(operandType(i).dtype) + ", the result " +
-                         dtypeName(resultType().dtype));
-    const cudnnDataType_t data = half_ ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    auto data = cudnnDataTypeOf(types_.data);
+    if (!data)
+      return data.takeError();
     const CudnnApi &api = libs().cudnn;
-    if (auto e = xDesc_.create(api, low_.paddedX, data))
+    if (auto e = xDesc_.create(api, low_.paddedX, *data))
       return e;
-    if (auto e = wDesc_.create(api, geo_.w, data))
+    if (auto e = wDesc_.create(api, geo_.w, *data))
       return e;
-    if (auto e = yDesc_.create(api, geo_.y, data))
+    if (auto e = yDesc_.create(api, geo_.y, *data))
       return e;
     int64_t pads[2] = {low_.pad[0], low_.pad[1]};
     if (auto e = conv_.create(api, pads, geo_.strides, geo_.dilations, geo_.group))
@@ -168,8 +180,16 @@ protected:
     ScratchLayout scratch(ctx.scratch);
     void *padded = low_.explicitPad ? scratch.take(paddedBytes()) : nullptr;
     void *workspace = choice_.workspace ? scratch.take(choice_.workspace) : nullptr;
+    void *narrowW = types_.wideWeights ? scratch.take(weightBytes()) : nullptr;
+    void *narrowB = bias_ && types_.wideBias ? scratch.take(biasBytes()) : nullptr;
     const CudnnApi &api = libs().cudnn;
     const float one = 1, zero = 0;
+    // f32 weights (and bias) beside 16-bit data, narrowed for cuDNN.
+    const void *w = node().op() == Op::ConvGradFilter ? nullptr : ctx.inputs[1].data;
+    if (narrowW && w) {
+      GRAPHC_CUDA_TRY(launchCast(ElemType::F32, dataElem(), elements(geo_.w), narrowW, w, s));
+      w = narrowW;
+    }
     switch (dir_) {
     case ConvDirection::Forward: {
       const void *x = ctx.inputs[0].data;
@@ -181,15 +201,20 @@ protected:
         std::lock_guard<std::mutex> lock(backend().handleMutex());
         GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
         GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionForward(
-                                  backend().cudnn(), &one, xDesc_.get(), x, wDesc_.get(),
-                                  ctx.inputs[1].data, conv_.get(),
-                                  (cudnnConvolutionFwdAlgo_t)choice_.algo, workspace,
+                                  backend().cudnn(), &one, xDesc_.get(), x, wDesc_.get(), w,
+                                  conv_.get(), (cudnnConvolutionFwdAlgo_t)choice_.algo, workspace,
                                   choice_.workspace, &zero, yDesc_.get(), ctx.outputs[0].data));
       }
-      if (bias_)
-        GRAPHC_CUDA_TRY(launchBinary(
-            BinaryOp::Add, half_ ? ElemType::F16 : ElemType::F32, ElemParams(), biasIndex_,
-            elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data, ctx.inputs[2].data, s));
+      if (bias_) {
+        const void *b = ctx.inputs[2].data;
+        if (narrowB) {
+          GRAPHC_CUDA_TRY(launchCast(ElemType::F32, dataElem(), geo_.w[0], narrowB, b, s));
+          b = narrowB;
+        }
+        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, dataElem(), ElemParams(), biasIndex_,
+                                     elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data, b,
+                                     s));
+      }
       return llvm::Error::success();
     }
     case ConvDirection::BackwardData: {
@@ -198,8 +223,8 @@ protected:
         std::lock_guard<std::mutex> lock(backend().handleMutex());
         GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
         GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardData(
-                                  backend().cudnn(), &one, wDesc_.get(), ctx.inputs[1].data,
-                                  yDesc_.get(), ctx.inputs[0].data, conv_.get(),
+                                  backend().cudnn(), &one, wDesc_.get(), w, yDesc_.get(),
+                                  ctx.inputs[0].data, conv_.get(),
                                   (cudnnConvolutionBwdDataAlgo_t)choice_.algo, workspace,
                                   choice_.workspace, &zero, xDesc_.get(), dx));
       }
@@ -214,13 +239,20 @@ protected:
         GRAPHC_CUDA_TRY(launchPad(elemSize(), padIn_, elements(low_.paddedX), padded, x, s));
         x = padded;
       }
-      std::lock_guard<std::mutex> lock(backend().handleMutex());
-      GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
-      GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardFilter(
-                                backend().cudnn(), &one, xDesc_.get(), x, yDesc_.get(),
-                                ctx.inputs[1].data, conv_.get(),
-                                (cudnnConvolutionBwdFilterAlgo_t)choice_.algo, workspace,
-                                choice_.workspace, &zero, wDesc_.get(), ctx.outputs[0].data));
+      // An f32 filter gradient beside 16-bit data: computed narrow, widened.
+      void *dw = narrowW ? narrowW : ctx.outputs[0].data;
+      {
+        std::lock_guard<std::mutex> lock(backend().handleMutex());
+        GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
+        GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardFilter(
+                                  backend().cudnn(), &one, xDesc_.get(), x, yDesc_.get(),
+                                  ctx.inputs[1].data, conv_.get(),
+                                  (cudnnConvolutionBwdFilterAlgo_t)choice_.algo, workspace,
+                                  choice_.workspace, &zero, wDesc_.get(), dw));
+      }
+      if (narrowW)
+        GRAPHC_CUDA_TRY(launchCast(dataElem(), ElemType::F32, elements(geo_.w), ctx.outputs[0].data,
+                                   narrowW, s));
       return llvm::Error::success();
     }
     }
@@ -229,10 +261,15 @@ protected:
 
 private:
   static int64_t elements(llvm::ArrayRef<int64_t> dims) { return plain::product(dims, 0, 4); }
-  size_t elemSize() const { return half_ ? 2 : 4; }
+  size_t elemSize() const { return dtypeSize(types_.data); }
+  /// Our elementwise kernels' name for the data type (ElemType mirrors DType).
+  ElemType dataElem() const { return (ElemType)types_.data; }
   size_t paddedBytes() const { return (size_t)elements(low_.paddedX) * elemSize(); }
+  size_t weightBytes() const { return (size_t)elements(geo_.w) * elemSize(); }
+  size_t biasBytes() const { return (size_t)geo_.w[0] * elemSize(); }
 
-  /// Scratch: the padded tensor (when padding is explicit), then the workspace.
+  /// Scratch: the padded tensor (when padding is explicit), the workspace,
+  /// then the narrow weights or filter gradient and bias (beside f32 ones).
   ScratchLayout layout(void *base) const {
     ScratchLayout l(base);
     if (empty_)
@@ -241,6 +278,10 @@ private:
       l.take(paddedBytes());
     if (choice_.workspace)
       l.take(choice_.workspace);
+    if (types_.wideWeights)
+      l.take(weightBytes());
+    if (bias_ && types_.wideBias)
+      l.take(biasBytes());
     return l;
   }
 
@@ -335,10 +376,10 @@ private:
   }
 
   llvm::Error chooseAlgorithm() {
-    // Tensor-core math: TF32 for f32 when allowed, always for f16.
+    // Tensor-core math: TF32 for f32 when allowed, always for f16 and bf16.
     ConvChoicePolicy policy;
-    policy.half = half_;
-    policy.allowTF32 = backend().allowTF32() || half_;
+    policy.data = types_.data;
+    policy.allowTF32 = backend().allowTF32() || types_.data != DType::F32;
     policy.deterministic = backend().deterministic();
     policy.measured = backend().measureAlgorithms();
     const size_t budget = backend().convWorkspaceBudget();
@@ -419,7 +460,8 @@ private:
   ConvDirection dir_ = ConvDirection::Forward;
   ConvGeometry geo_;
   ConvLowering low_;
-  bool empty_ = false, bias_ = false, half_ = false;
+  ConvTypes types_;
+  bool empty_ = false, bias_ = false;
   CudnnTensor xDesc_, yDesc_;
   CudnnFilter wDesc_;
   CudnnConvolution conv_;
@@ -433,7 +475,7 @@ private:
 
 void registerCudaConvKernels(KernelRegistry &r) {
   for (Op op : {Op::Conv, Op::ConvGradData, Op::ConvGradFilter})
-    r.add(op, DeviceKind::GPU, {DType::F32, DType::F16}, cudaFactory<ConvKernel>());
+    r.add(op, DeviceKind::GPU, {DType::F32, DType::F16, DType::BF16}, cudaFactory<ConvKernel>());
 }
 
 } // namespace graphc

@@ -11,6 +11,9 @@
 //    (cudnnGet*_v7), that succeeded, fits the workspace limit, is
 //    deterministic (when any candidate is, unless the backend allows
 //    otherwise) and, in strict FP32, uses no tensor-core math;
+//  - convTypes: the one data type cuDNN computes the node in, and which of
+//    its f32 weights, bias or filter gradient pass through scratch beside
+//    16-bit data (--precision bf16 keeps them f32);
 //  - convQueryMath: the math type set on the descriptor before cuDNN is
 //    asked, so its answers include the algorithms that type allows;
 //  - convWorkspaceBudget: the workspace an algorithm may take, from the
@@ -78,20 +81,37 @@ std::optional<size_t> chooseConvAlgorithm(llvm::ArrayRef<AlgoCandidate> candidat
                                           size_t workspaceLimit, bool allowTF32,
                                           bool deterministic = true);
 
+/// The types of a convolution as cuDNN computes it. cuDNN's x, w and y
+/// descriptors take one data type with f32 compute (its FLOAT, PSEUDO_HALF
+/// and PSEUDO_BFLOAT16 configurations), so beside 16-bit data an f32 operand
+/// is narrowed into scratch first (the weights of Conv and ConvGradData, a
+/// Conv's bias), and an f32 filter gradient (ConvGradFilter {to = f32}) is
+/// computed in `data` into scratch and widened: --precision bf16 keeps every
+/// convolution's weights f32 on every device (passes/MixedPrecision.h).
+struct ConvTypes {
+  DType data = DType::F32;  ///< f32, f16 or bf16
+  bool wideWeights = false; ///< w (Conv, ConvGradData) or dw (ConvGradFilter) is f32
+  bool wideBias = false;    ///< a Conv's bias is f32
+};
+
+/// The types of a convolution node of `op` over operands of `operands`
+/// giving `result`, or why cuDNN cannot compute it.
+llvm::Expected<ConvTypes> convTypes(Op op, llvm::ArrayRef<DType> operands, DType result);
+
 /// How a shape's algorithm is chosen: what goes into the cache key besides
 /// the shape and the device.
 struct ConvChoicePolicy {
-  bool allowTF32 = true;     ///< tensor-core math for f32 (always for f16)
-  bool half = false;         ///< f16 data
+  bool allowTF32 = true;     ///< tensor-core math for f32 (always for 16-bit data)
+  DType data = DType::F32;   ///< what cuDNN computes in (ConvTypes::data)
   bool deterministic = true; ///< deterministic algorithms where there is one
   bool measured = false;     ///< ranked by cudnnFind* (timed) instead of heuristics
 };
 
 /// cuDNN's math types, without its header.
 enum class ConvMath : uint8_t { Default, TensorOp, Fma };
-/// The math type to ask under. 16-bit data: TENSOR_OP, because under the
-/// default math type cuDNN's Get and Find need not offer its tensor-core
-/// algorithms for half precision (PyTorch sets TENSOR_OP for half too);
+/// The math type to ask under. 16-bit data (f16, bf16): TENSOR_OP, because
+/// under the default math type cuDNN's Get and Find need not offer its
+/// tensor-core algorithms for them (PyTorch sets TENSOR_OP for half too);
 /// f32 with TF32 allowed: DEFAULT (which permits TF32 tensor cores); strict
 /// f32: FMA.
 ConvMath convQueryMath(const ConvChoicePolicy &policy);

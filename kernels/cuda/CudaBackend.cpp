@@ -45,6 +45,8 @@ llvm::Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(int ordinal,
       cudaDeviceGetAttribute(&b->multiprocessors_, cudaDevAttrMultiProcessorCount, ordinal));
   cudaDeviceProp prop;
   GRAPHC_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+  b->capability_ = {prop.major, prop.minor};
+  b->gpuName_ = prop.name;
   int runtime = 0;
   GRAPHC_CUDA_TRY(cudaRuntimeGetVersion(&runtime));
   b->context_ =
@@ -65,6 +67,11 @@ llvm::Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(int ordinal,
   b->deviceWord_ = static_cast<DeviceErrorWord *>(word);
   GRAPHC_CUDA_TRY(cudaMemset(word, 0, sizeof(DeviceErrorWord)));
   return b;
+}
+
+std::string CudaBackend::dtypeRefusal(DType dtype) const {
+  return cuda::dtypeRefusal(dtype, "GPU " + std::to_string(ordinal_) + " (" + gpuName_ + ")",
+                            capability_);
 }
 
 CudaBackend::~CudaBackend() {

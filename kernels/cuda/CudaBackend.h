@@ -24,6 +24,7 @@
 #pragma once
 
 #include "kernels/Kernel.h"
+#include "kernels/cuda/ComputeCapability.h"
 #include "kernels/cuda/DeviceCommon.h"
 
 #include <cstdint>
@@ -89,6 +90,9 @@ public:
   std::mutex &handleMutex() { return handleMutex_; }
   /// Streaming multiprocessors of the device (launch sizing).
   int multiprocessors() const { return multiprocessors_; }
+  /// Why this GPU cannot compute in `dtype` (bf16 before compute capability
+  /// 8.0: cuda::dtypeRefusal); empty where it can.
+  std::string dtypeRefusal(DType dtype) const;
 
   /// A kernel that can flag bad data registers what it would report, once at
   /// creation ("node 'loss' (SoftmaxCrossEntropy): label out of range [0, 10)");
@@ -112,6 +116,8 @@ private:
   cudnnContext *cudnn_ = nullptr;
   cublasContext *cublas_ = nullptr;
   int multiprocessors_ = 1;
+  cuda::ComputeCapability capability_;
+  std::string gpuName_;
   std::string context_;
   size_t workspaceBudget_ = 0;
   std::mutex handleMutex_;

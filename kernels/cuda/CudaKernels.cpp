@@ -22,7 +22,7 @@ void registerCudaBatchNormKernels(KernelRegistry &r);
 void registerCudaPoolKernels(KernelRegistry &r);
 void registerCudaConvKernels(KernelRegistry &r);
 void registerCudaMatMulKernels(KernelRegistry &r);
-void registerCudaF16ViaF32Kernels(KernelRegistry &r);
+void registerCudaFloat16ViaF32Kernels(KernelRegistry &r);
 
 void registerCudaKernels(KernelRegistry &r) {
   registerCudaElementwiseKernels(r);
@@ -37,7 +37,7 @@ void registerCudaKernels(KernelRegistry &r) {
   registerCudaPoolKernels(r);
   registerCudaConvKernels(r);
   registerCudaMatMulKernels(r);
-  registerCudaF16ViaF32Kernels(r);
+  registerCudaFloat16ViaF32Kernels(r);
 }
 
 } // namespace graphc

@@ -8,6 +8,19 @@
 
 namespace graphc {
 
+llvm::Expected<cudnnDataType_t> cudnnDataTypeOf(DType t) {
+  switch (t) {
+  case DType::F32:
+    return CUDNN_DATA_FLOAT;
+  case DType::F16:
+    return CUDNN_DATA_HALF;
+  case DType::BF16:
+    return CUDNN_DATA_BFLOAT16;
+  default:
+    return makeError("cuDNN descriptors here take f32, f16 or bf16, not " + dtypeName(t));
+  }
+}
+
 bool fitsCudnnInt(llvm::ArrayRef<int64_t> dims) {
   int64_t product = 1;
   for (int64_t d : dims) {

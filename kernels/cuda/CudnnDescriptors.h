@@ -1,17 +1,21 @@
 //===- CudnnDescriptors.h - Owning wrappers of cuDNN descriptors -*- C++ -*-===//
 //
 // Tensor, filter and convolution descriptors that destroy themselves, made
-// through the dlopen'ed table. NCHW, f32 or f16 data (f32 compute); every
-// size must fit cuDNN's int, which create() checks.
+// through the dlopen'ed table. NCHW, f32, f16 or bf16 data (f32 compute);
+// every size must fit cuDNN's int, which create() checks.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/DType.h"
 #include "kernels/cuda/CudaCheck.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
 namespace graphc {
+
+/// cuDNN's data type for f32, f16 and bf16; an error naming any other.
+llvm::Expected<cudnnDataType_t> cudnnDataTypeOf(DType t);
 
 /// Whether every value fits a (positive) int and so does their product.
 bool fitsCudnnInt(llvm::ArrayRef<int64_t> dims);

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/F16ViaF32.h"
+#include "kernels/Float16ViaF32.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElementwiseDevice.h"
 
@@ -159,7 +159,7 @@ private:
   bool same() const { return operandType(0).dtype == resultType().dtype; }
 };
 
-/// F16ViaF32's widening and rounding: a Cast on the stream.
+/// Float16ViaF32's widening and rounding: a Cast on the stream.
 llvm::Error convertFloats(const TensorView &from, const TensorView &to, void *stream) {
   GRAPHC_CUDA_TRY(launchCast(elemType(from.dtype), elemType(to.dtype), from.numElements(), to.data,
                              from.data, static_cast<cudaStream_t>(stream)));
@@ -296,14 +296,19 @@ void registerCudaElementwiseKernels(KernelRegistry &r) {
   r.add(Op::Variable, gpu, all, cudaFactory<VariableKernel>());
 }
 
-void registerCudaF16ViaF32Kernels(KernelRegistry &r) {
+void registerCudaFloat16ViaF32Kernels(KernelRegistry &r) {
   // Our own batch norms, pooling and reductions are f32; convolutions have
-  // cuDNN's f16 kernels (Conv.cpp).
-  registerF16ViaF32(r, DeviceKind::GPU,
-                    {Op::BatchNorm, Op::BatchNormTrain, Op::BatchNormTrainGrad, Op::MaxPool,
-                     Op::AveragePool, Op::MaxPoolGrad, Op::AveragePoolGrad, Op::ReduceSum,
-                     Op::ReduceMean, Op::GlobalAveragePool},
-                    convertFloats);
+  // cuDNN's f16 and bf16 kernels (Conv.cpp). bf16 covers what the CPU has in
+  // bf16 (--precision bf16 sums bias gradients and synchronized batch norms
+  // in f32, so no reduction is bf16).
+  const Op layers[] = {Op::BatchNorm,       Op::BatchNormTrain,   Op::BatchNormTrainGrad,
+                       Op::MaxPool,         Op::AveragePool,      Op::MaxPoolGrad,
+                       Op::AveragePoolGrad, Op::GlobalAveragePool};
+  registerFloat16ViaF32(r, DeviceKind::GPU, DType::BF16, layers, convertFloats);
+  std::vector<Op> f16(std::begin(layers), std::end(layers));
+  f16.push_back(Op::ReduceSum);
+  f16.push_back(Op::ReduceMean);
+  registerFloat16ViaF32(r, DeviceKind::GPU, DType::F16, f16, convertFloats);
 }
 
 } // namespace graphc

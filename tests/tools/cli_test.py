@@ -8,6 +8,7 @@ status, never a crash (a signal) or a hang.
 import csv
 import gzip
 import json
+import math
 import os
 import re
 import shutil
@@ -428,7 +429,7 @@ class GraphrunTest(CliCase):
                                            ok=False),
                                 "--conv-algorithm: unknown convolution algorithm 'fft'; known: auto, direct, "
                                 "winograd")
-        # A plan placed in bf16 on GPUs runs on emulated (CPU) devices only: the GPU kernels are f32.
+        # A plan placed in bf16 on GPUs (test_precision_bf16_on_emulated_gpus has more).
         plan = self.path("bf16.placed")
         placed = run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16", "--precision", "bf16",
                      "-o", plan)
@@ -443,6 +444,45 @@ class GraphrunTest(CliCase):
             synced = self.train("--model", "small_cnn", "--steps", "2", "--batch", "16", "--no-eval", "--gpus", "2",
                                 "--emulate", "--bn", "sync", "--precision", "bf16")
             self.assertIn("trained 2 steps", synced.stdout)
+
+    def test_precision_bf16_on_emulated_gpus(self):
+        # A bf16 plan for GPUs puts its bf16 layers on the GPUs, which have bf16 kernels (cuDNN's convolutions over
+        # the f32 weights); none falls back to the host.
+        plan = self.path("bf16-gpus.placed")
+        run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16", "--precision", "bf16", "-o", plan)
+        printed = run(GRAPHC, "print", plan).stdout
+        convs = [l for l in printed.splitlines() if re.search(r"%tower_\d/conv\d = Conv\(", l)]
+        self.assertEqual(len(convs), 4, printed)
+        for line in convs:
+            self.assertRegex(line, r': bf16\[.*device "gpu:[01]" reason "requested"$')
+        self.assertNotIn("no gpu kernel", printed)
+        # Emulated, the GPUs are CPU devices computing bf16 in oneDNN's kernels, as the host does: one emulated GPU
+        # repeats the host's run step for step; no loss scaling (bf16 has f32's range).
+        common = ("--model", "small_cnn", "--batch", "16", "--steps", "4", "--no-eval", "--seed", "3", "--precision",
+                  "bf16")
+        args = ((), ("--gpus", "1", "--emulate"), ("--gpus", "2", "--emulate", "--params", "mirrored"))
+        if "bf16" not in dnnl_isa() and "amx" not in dnnl_isa():
+            self.assertFailsClearly(self.train(*common, *args[1], ok=False), "no bf16 instructions")
+            return
+        losses = []
+        for i, extra in enumerate(args):
+            metrics = self.path("bf16-%d.csv" % i)
+            p = self.train(*common, *extra, "--metrics", metrics)
+            self.assertIn("precision  bf16 compute", p.stdout)
+            self.assertIn("trained 4 steps", p.stdout)
+            self.assertNotIn("loss scale", p.stdout)
+            if extra:
+                self.assertIn("emulation", p.stdout)
+            with open(metrics) as f:
+                rows = [r for r in csv.DictReader(f) if r["kind"] == "step"]
+            self.assertEqual([r["loss_scale"] for r in rows], [""] * 4)
+            losses.append([float(r["loss"]) for r in rows])
+        self.assertEqual(losses[1], losses[0])
+        self.assertTrue(all(math.isfinite(l) for l in losses[2]), losses[2])
+        # Emulated GPUs need the CPU's bf16 instructions as the host does.
+        capped = subprocess.run([GRAPHRUN, "train", "--no-progress", "--threads", "2", *common, *args[2]],
+                                capture_output=True, text=True, env=dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2"))
+        self.assertFailsClearly(capped, "no bf16 instructions")
 
     def test_fp16_with_dynamic_loss_scaling_on_emulated_gpus(self):
         # 2^24 overflows f16 in the first backward pass: that step is skipped (no update), the scale halves,

@@ -3,7 +3,6 @@
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
 #include "ir/Module.h"
-#include "kernels/cpu/CpuBackend.h"
 #include "passes/PsPart.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/Trainer.h"
@@ -155,52 +154,6 @@ llvm::Error checkTrainOptions(const TrainOptions &opts) {
   if (auto e = checkPlacementFlags(opts.placement))
     return e;
   return checkThreadCount("--loader-threads", opts.loaderThreads, /*least=*/0);
-}
-
-llvm::Error checkPrecisionRuns(const Module &plan,
-                               const std::function<std::string(const std::string &)> &deviceMap) {
-  const Precision precision = plan.plan().precision.value_or(Precision::FP32);
-  if (precision == Precision::FP16) {
-    // f16 layers are for GPUs; CPU devices compute them through their f32
-    // kernels (slowly), which only an emulated GPU plan asks for.
-    for (const auto &g : plan.graphs())
-      for (const Node *n : g->nodes())
-        if (n->op() == Op::Conv && n->result(0)->type().dtype == DType::F16 &&
-            !llvm::StringRef(n->assignedDevice()).startswith("gpu"))
-          return makeError(
-              "--precision fp16 runs on GPUs: the plan puts '" + n->name() + "' on " +
-              (n->assignedDevice().empty() ? std::string("the host") : n->assignedDevice()) +
-              ", and CPUs here have no f16 arithmetic (use --precision bf16 on a "
-              "CPU with bf16 instructions, or --gpus N --emulate to try an fp16 "
-              "plan on CPU devices)");
-    return llvm::Error::success();
-  }
-  if (precision != Precision::BF16)
-    return llvm::Error::success();
-  for (const auto &g : plan.graphs())
-    for (const Node *n : g->nodes()) {
-      std::string d = deviceMap ? deviceMap(n->assignedDevice()) : n->assignedDevice();
-      if (llvm::StringRef(d).startswith("gpu"))
-        return makeError("--precision bf16 runs on CPU devices only: the GPU kernels are f32 (the "
-                         "plan puts '" +
-                         n->name() + "' on " + d +
-                         "; train it with --emulate, or "
-                         "compile it with --precision fp32)");
-    }
-  if (!cpuHasBf16())
-    return makeError("--precision bf16: this CPU has no bf16 instructions (AVX512_BF16 or AMX) "
-                     "that oneDNN may use here, so bf16 would run slower than fp32; use "
-                     "--precision fp32");
-  return llvm::Error::success();
-}
-
-std::string precisionNote(const Module &plan) {
-  if (plan.plan().precision != Precision::BF16 || !cpuHasAmx())
-    return "";
-  return "--precision bf16 on a CPU with AMX: oneDNN 2.6's bf16 convolutions do not take the "
-         "blocked layouts graphrun keeps (the forward runs without AMX, the gradients reorder "
-         "around it), and on a Xeon with AMX a bf16 step took 1.7-2.2x as long as an fp32 one "
-         "(docs/performance.md): --precision fp32 is likely faster here";
 }
 
 } // namespace graphc

@@ -17,7 +17,6 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
-#include <functional>
 #include <optional>
 #include <string>
 
@@ -78,19 +77,5 @@ llvm::Error checkSyntheticData(const SyntheticData &data, int64_t modelClasses,
 /// weight decay, checkpoint cadence and count, loader threads, batch sizes,
 /// placement.
 llvm::Error checkTrainOptions(const TrainOptions &opts);
-
-/// A plan compiled with --precision bf16 runs where its kernels are fast: on
-/// CPU devices (emulated GPUs included; `deviceMap` is the executor's, unset:
-/// devices run as named) of a CPU with bf16 instructions. Refused otherwise,
-/// in one line, rather than running several times slower than f32. A plan
-/// compiled with --precision fp16 must put its convolutions on GPUs (real, or
-/// emulated on CPU devices, where f16 layers run through the f32 kernels).
-llvm::Error checkPrecisionRuns(const Module &plan,
-                               const std::function<std::string(const std::string &)> &deviceMap);
-
-/// A note for a bf16 plan on a CPU with AMX, where oneDNN 2.6's bf16
-/// convolutions ran slower than our fp32 ones (docs/performance.md); empty
-/// otherwise.
-std::string precisionNote(const Module &plan);
 
 } // namespace graphc

@@ -11,6 +11,7 @@
 #include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/Emulation.h"
 #include "tools/driver/Evaluator.h"
+#include "tools/driver/PrecisionRuns.h"
 #include "tools/driver/Progress.h"
 #include "tools/driver/RunChecks.h"
 #include "tools/driver/TrainingData.h"
@@ -311,9 +312,9 @@ llvm::Error TrainingSession::createExecutor() {
   if (opts_.emulate && isPlaced(*compiled_)) {
     emulation_ = emulateDevices(*compiled_, exec_);
   }
-  if (auto e = checkPrecisionRuns(*compiled_, exec_.deviceMap))
+  if (auto e = checkPrecisionRuns(*compiled_, exec_))
     return e;
-  if (std::string n = precisionNote(*compiled_); !n.empty())
+  if (std::string n = precisionNote(*compiled_, exec_); !n.empty())
     notes_.push_back(std::move(n));
   auto ex = Executor::create(*compiled_, exec_);
   if (!ex)

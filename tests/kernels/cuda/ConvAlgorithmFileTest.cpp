@@ -208,15 +208,18 @@ TEST(ConvAlgorithmFile, DeviceContextNamesModelCapabilityAndVersionsOnOneField) 
 }
 
 TEST(ConvPlan, SixteenBitConvolutionsAreAskedUnderTensorOpMath) {
-  ConvChoicePolicy tf32, strict, half, halfStrict;
+  ConvChoicePolicy tf32, strict;
   strict.allowTF32 = false;
-  half.half = true;
-  halfStrict.half = true;
-  halfStrict.allowTF32 = false;
   EXPECT_EQ(convQueryMath(tf32), ConvMath::Default);
   EXPECT_EQ(convQueryMath(strict), ConvMath::Fma);
-  EXPECT_EQ(convQueryMath(half), ConvMath::TensorOp);
-  EXPECT_EQ(convQueryMath(halfStrict), ConvMath::TensorOp);
+  // f16 and bf16: tensor-op math, whatever the TF32 switch (which is about f32) says.
+  for (DType t : {DType::F16, DType::BF16})
+    for (bool allow : {true, false}) {
+      ConvChoicePolicy p;
+      p.data = t;
+      p.allowTF32 = allow;
+      EXPECT_EQ(convQueryMath(p), ConvMath::TensorOp) << dtypeName(t).str() << " " << allow;
+    }
 }
 
 TEST(ConvPlan, WorkspaceBudgetFollowsFreeMemoryWithinBounds) {

@@ -355,6 +355,36 @@ double relativeError(const Tensor &got, const Tensor &want) {
   return ::testing::AssertionSuccess();
 }
 
+OneNode &TwinCases::graph() {
+  graphs_.push_back(std::make_unique<OneNode>());
+  return *graphs_.back();
+}
+
+void TwinCases::add(const Node *n, std::vector<Tensor> inputs, double tol, std::string what) {
+  auto cpu = runNode(*n, inputs);
+  ASSERT_TRUE((bool)cpu) << n->name() << ": " << llvm::toString(cpu.takeError());
+  cases_.push_back({n, std::move(inputs), std::move(*cpu), tol, std::move(what)});
+}
+
+void TwinCases::compareOnGpu() const {
+  SKIP_WITHOUT_CUDA();
+  for (const Case &c : cases_) {
+    auto gpu = runOnCuda(*c.node, c.inputs);
+    ASSERT_TRUE((bool)gpu) << c.node->name() << ": " << llvm::toString(gpu.takeError());
+    ASSERT_EQ(gpu->size(), c.cpu.size());
+    for (size_t r = 0; r < c.cpu.size(); ++r) {
+      const std::string what =
+          opName(c.node->op()).str() + " result " + std::to_string(r) + " " + c.what;
+      if (c.tol < 0) {
+        EXPECT_TRUE(sameBits((*gpu)[r], c.cpu[r])) << what;
+        continue;
+      }
+      EXPECT_TRUE(closeTo((*gpu)[r], c.cpu[r], c.tol)) << what;
+      sumbound::report(what, relativeError((*gpu)[r], c.cpu[r]), c.tol);
+    }
+  }
+}
+
 void expectTwins(const Node &n, llvm::ArrayRef<Tensor> inputs, std::optional<double> given,
                  uint64_t step, uint64_t seed) {
   const double tol = given ? *given : 2 * sumbound::bound(sumLength(n) + 4);
@@ -409,17 +439,21 @@ std::vector<ConvCase> convCases() {
           {{0, 3, 8, 8}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false}};
 }
 
-ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias) {
+ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias,
+                    std::optional<DType> weights) {
+  const DType w = weights.value_or(dtype);
   ConvNodes n;
-  n.in = {c.input("x", TensorType(dtype, k.x)), c.input("w", TensorType(dtype, k.w))};
+  n.in = {c.input("x", TensorType(dtype, k.x)), c.input("w", TensorType(w, k.w))};
   if (bias)
-    n.in.push_back(c.input("b", TensorType(dtype, {k.w[0]})));
+    n.in.push_back(c.input("b", TensorType(w, {k.w[0]})));
   n.conv = c.node(Op::Conv, n.in, k.attrs(), "conv");
   if (!n.conv || bias)
     return n;
   Attrs gd = k.attrs(), gf = k.attrs();
   gd.set("input_shape", Ints(k.x.begin(), k.x.end()));
   gf.set("filter_shape", Ints(k.w.begin(), k.w.end()));
+  if (w != dtype)
+    gf.set("to", w);
   Value *dy = c.input("dy", n.conv->result()->type());
   n.data = c.node(Op::ConvGradData, {dy, n.in[1]}, gd, "grad_data");
   n.filter = c.node(Op::ConvGradFilter, {n.in[0], dy}, gf, "grad_filter");

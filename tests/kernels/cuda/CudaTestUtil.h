@@ -87,13 +87,16 @@ std::vector<ConvCase> convCases();
 
 /// A ConvCase's nodes over inputs of `dtype`: inputs x, w (and b with
 /// `bias`), the convolution, and without a bias its gradients over a fresh
-/// input dy (data: {dy, w}; filter: {x, dy}). A node that fails to build is
-/// null (and the test failed).
+/// input dy (data: {dy, w}; filter: {x, dy}). With `weights` the weights and
+/// bias are of that type (f32 beside bf16 data, as --precision bf16 plans
+/// them) and so is the filter gradient ({to = weights}). A node that fails
+/// to build is null (and the test failed).
 struct ConvNodes {
   std::vector<Value *> in;
   Node *conv = nullptr, *data = nullptr, *filter = nullptr;
 };
-ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias);
+ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias,
+                    std::optional<DType> weights = std::nullopt);
 
 /// Batch norm over x of `shape` and `dtype` (the per-channel operands f32):
 /// inference {x, scale, bias, mean, var}, training {x, scale, bias} (also
@@ -142,6 +145,32 @@ double relativeError(const Tensor &got, const Tensor &want);
 ::testing::AssertionResult closeTo(const Tensor &got, const Tensor &want, double tol = 1e-5);
 /// Byte-wise equality, with the first differing element.
 ::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want);
+
+/// Nodes run on the CPU as they are added, then each node's CUDA kernel
+/// against those results at the end (so the cases are built and checked on
+/// the CPU everywhere, and only the GPU half skips without a GPU). Each
+/// comparison with a tolerance prints its margin ("[ bound    ] ...",
+/// tests/common/SumBound.h).
+class TwinCases {
+public:
+  /// A fresh graph for the next node.
+  OneNode &graph();
+  /// Runs `n` on the CPU now and keeps its results (tol < 0: bit for bit).
+  void add(const Node *n, std::vector<Tensor> inputs, double tol, std::string what = "");
+  const std::vector<Tensor> &lastCpu() const { return cases_.back().cpu; }
+  /// The GPU half: each node's CUDA kernel against its CPU results.
+  void compareOnGpu() const;
+
+private:
+  struct Case {
+    const Node *node;
+    std::vector<Tensor> inputs, cpu;
+    double tol;
+    std::string what;
+  };
+  std::vector<std::unique_ptr<OneNode>> graphs_;
+  std::vector<Case> cases_;
+};
 
 /// Runs `n` on the CPU and on the GPU over `inputs` and compares every
 /// result (tol < 0: bit for bit; none given: both sides' rounding of the

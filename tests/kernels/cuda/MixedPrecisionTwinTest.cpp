@@ -3,7 +3,7 @@
 // What `--precision fp16` runs on a GPU, against the CPU kernels that emulated
 // GPUs use: cuDNN's f16 convolutions and their gradients (f32 accumulation)
 // against f32 arithmetic on the same f16 values rounded once
-// (kernels/F16ViaF32.h); the f16 batch norms, pools and reductions (f32
+// (kernels/Float16ViaF32.h); the f16 batch norms, pools and reductions (f32
 // kernels between a widening and a rounding, on both sides); CheckFinite over
 // many tensors of every float type with a non-finite value planted anywhere;
 // and LossScaleStep's rule over a sequence of checks, state and decisions bit
@@ -24,48 +24,9 @@ namespace {
 /// in another order, and each side rounds its f32 sum to f16 once.
 constexpr double kF16Tol = 4.0 / 1024;
 
-/// Nodes with their CPU results, compared on the GPU at the end.
-class Twins {
-public:
-  /// A fresh graph for the next node.
-  OneNode &graph() {
-    graphs_.push_back(std::make_unique<OneNode>());
-    return *graphs_.back();
-  }
-  /// Runs `n` on the CPU now and keeps its results (tol < 0: bit for bit).
-  void add(const Node *n, std::vector<Tensor> inputs, double tol, std::string what = "") {
-    auto cpu = runNode(*n, inputs);
-    ASSERT_TRUE((bool)cpu) << n->name() << ": " << llvm::toString(cpu.takeError());
-    cases_.push_back({n, std::move(inputs), std::move(*cpu), tol, std::move(what)});
-  }
-  const std::vector<Tensor> &lastCpu() const { return cases_.back().cpu; }
-  /// The GPU half: each node's CUDA kernel against its CPU results.
-  void compareOnGpu() const {
-    SKIP_WITHOUT_CUDA();
-    for (const Case &c : cases_) {
-      auto gpu = runOnCuda(*c.node, c.inputs);
-      ASSERT_TRUE((bool)gpu) << c.node->name() << ": " << llvm::toString(gpu.takeError());
-      ASSERT_EQ(gpu->size(), c.cpu.size());
-      for (size_t r = 0; r < c.cpu.size(); ++r)
-        EXPECT_TRUE(c.tol < 0 ? sameBits((*gpu)[r], c.cpu[r]) : closeTo((*gpu)[r], c.cpu[r], c.tol))
-            << opName(c.node->op()).str() << " result " << r << " " << c.what;
-    }
-  }
-
-private:
-  struct Case {
-    const Node *node;
-    std::vector<Tensor> inputs, cpu;
-    double tol;
-    std::string what;
-  };
-  std::vector<std::unique_ptr<OneNode>> graphs_;
-  std::vector<Case> cases_;
-};
-
 TEST(CudaF16, ConvolutionsAndTheirGradients) {
   std::mt19937 rng(61);
-  Twins t;
+  TwinCases t;
   std::vector<ConvCase> cases = convCases();
   // inception_v3's 1x7 and 7x1 with their pads, channels a multiple of 8.
   cases.push_back({{4, 32, 17, 17}, {48, 32, 1, 7}, {0, 3, 0, 3}, {1, 1}, {1, 1}, 1, false});
@@ -92,7 +53,7 @@ TEST(CudaF16, ConvolutionsAndTheirGradients) {
 
 TEST(CudaF16, BatchNormsPoolsAndReductions) {
   std::mt19937 rng(62);
-  Twins t;
+  TwinCases t;
   for (Dims shape : {Dims{8, 5, 6, 7}, Dims{32, 64, 17, 17}, Dims{0, 3, 4, 4}}) {
     BatchNormCase k = batchNormCase(t.graph(), shape, DType::F16, rng);
     ASSERT_TRUE(k.infer && k.train && k.trainRelu && k.grad);
@@ -154,7 +115,7 @@ TEST(CudaLossScale, CheckFiniteFindsANonFiniteValueAnywhere) {
   // the 34th or the last tensor, at its last element; the largest finite
   // values pass.
   std::mt19937 rng(63);
-  Twins t;
+  TwinCases t;
   const double largest[] = {3.4028234663852886e38, 65504, 3.3895313892515355e38};
   const DType types[] = {DType::F32, DType::F16, DType::BF16};
   for (int d = 0; d < 3; ++d) {

@@ -9,6 +9,7 @@
 
 #include "CudaTestUtil.h"
 
+#include "kernels/cuda/ComputeCapability.h"
 #include "kernels/cuda/ConvAlgorithmFile.h"
 #include "kernels/cuda/ConvPlan.h"
 #include "kernels/cuda/CudaKernel.h"
@@ -199,9 +200,10 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   Node *s = convNode(c, {2, 3, 9, 7}, {4, 3, 3, 3}, {1, 1, 1, 1}, {2, 2});
   auto ga = convGeometry(*a), gb = convGeometry(*b), gs = convGeometry(*s);
   ASSERT_TRUE(ga && gb && gs);
-  ConvChoicePolicy tf32, fp32, half, any, measured;
+  ConvChoicePolicy tf32, fp32, half, bf16, any, measured;
   fp32.allowTF32 = false;
-  half.half = true;
+  half.data = DType::F16;
+  bf16.data = DType::BF16;
   any.deterministic = false;
   measured.measured = true;
   const std::string h200 = deviceContextKey("NVIDIA H200", 9, 0, 91400, 13000);
@@ -218,9 +220,91 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   keys.insert(convCacheKey(h100, *ga, ConvDirection::Forward, tf32));
   keys.insert(convCacheKey(newer, *ga, ConvDirection::Forward, tf32));
   keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, half));
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, bf16));
   keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, any));
   keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, measured));
-  EXPECT_EQ(keys.size(), 10u);
+  EXPECT_EQ(keys.size(), 11u);
+  // Keys of earlier choice files still match: f32 and f16 spell as before.
+  EXPECT_NE(convCacheKey(h200, *ga, ConvDirection::Forward, half).find(" f16"), std::string::npos);
+  EXPECT_NE(convCacheKey(h200, *ga, ConvDirection::Forward, bf16).find(" bf16"), std::string::npos);
+  EXPECT_NE(convCacheKey(h200, *ga, ConvDirection::Forward, tf32).find(" tf32"), std::string::npos);
+}
+
+TEST(ConvPlan, TypesAreOneDataTypeWithF32WeightsBeside16BitData) {
+  const DType f32 = DType::F32, f16 = DType::F16, bf16 = DType::BF16;
+  // One type throughout: f32, and fp16's plans (f16 weights cast in the graph).
+  for (DType t : {f32, f16, bf16}) {
+    auto c = convTypes(Op::Conv, {t, t, t}, t);
+    ASSERT_TRUE((bool)c) << llvm::toString(c.takeError());
+    EXPECT_EQ(c->data, t);
+    EXPECT_FALSE(c->wideWeights || c->wideBias);
+  }
+  // bf16 plans: bf16 data, f32 weights and bias narrowed through scratch.
+  auto conv = convTypes(Op::Conv, {bf16, f32, f32}, bf16);
+  ASSERT_TRUE((bool)conv) << llvm::toString(conv.takeError());
+  EXPECT_EQ(conv->data, bf16);
+  EXPECT_TRUE(conv->wideWeights && conv->wideBias);
+  auto data = convTypes(Op::ConvGradData, {bf16, f32}, bf16);
+  ASSERT_TRUE((bool)data);
+  EXPECT_TRUE(data->wideWeights);
+  EXPECT_FALSE(data->wideBias);
+  // The filter gradient {to = f32}: computed in bf16, widened.
+  auto filter = convTypes(Op::ConvGradFilter, {bf16, bf16}, f32);
+  ASSERT_TRUE((bool)filter);
+  EXPECT_EQ(filter->data, bf16);
+  EXPECT_TRUE(filter->wideWeights);
+  auto narrowFilter = convTypes(Op::ConvGradFilter, {bf16, bf16}, bf16);
+  ASSERT_TRUE((bool)narrowFilter);
+  EXPECT_FALSE(narrowFilter->wideWeights);
+  // What cuDNN cannot take: f32 data beside 16-bit weights, mixed 16-bit
+  // types, x and dy apart, a result of another type, integers.
+  auto refused = [](Op op, std::vector<DType> in, DType out) {
+    auto c = convTypes(op, in, out);
+    if (c)
+      return std::string("accepted");
+    return llvm::toString(c.takeError());
+  };
+  EXPECT_NE(refused(Op::Conv, {f32, bf16}, f32).find("one dtype"), std::string::npos);
+  EXPECT_NE(refused(Op::Conv, {bf16, f16}, bf16).find("the weights f16"), std::string::npos);
+  EXPECT_NE(refused(Op::Conv, {bf16, f32, f16}, bf16).find("the bias f16"), std::string::npos);
+  EXPECT_NE(refused(Op::Conv, {bf16, f32}, f32).find("the result f32"), std::string::npos);
+  EXPECT_NE(refused(Op::ConvGradFilter, {bf16, f32}, f32).find("dy f32"), std::string::npos);
+  EXPECT_NE(refused(Op::ConvGradFilter, {f32, f32}, bf16).find("filter gradient bf16"),
+            std::string::npos);
+  EXPECT_NE(refused(Op::Conv, {DType::I32, DType::I32}, DType::I32).find("not i32"),
+            std::string::npos);
+}
+
+TEST(ConvPlan, CudnnDataTypesOfTheThreeFloatTypes) {
+  auto type = [](DType t) {
+    auto c = cudnnDataTypeOf(t);
+    if (!c) {
+      llvm::consumeError(c.takeError());
+      return (int)-1;
+    }
+    return (int)*c;
+  };
+  EXPECT_EQ(type(DType::F32), (int)CUDNN_DATA_FLOAT);
+  EXPECT_EQ(type(DType::F16), (int)CUDNN_DATA_HALF);
+  EXPECT_EQ(type(DType::BF16), (int)CUDNN_DATA_BFLOAT16);
+  for (DType t : {DType::I64, DType::I32, DType::Bool})
+    EXPECT_EQ(type(t), -1) << dtypeName(t).str();
+}
+
+TEST(ComputeCapability, Bf16NeedsAmpereOrNewer) {
+  const ComputeCapability volta{7, 0}, turing{7, 5}, ampere{8, 0}, ada{8, 9}, hopper{9, 0},
+      blackwell{10, 0};
+  for (ComputeCapability cc : {volta, turing, ampere, ada, hopper, blackwell}) {
+    // f32 and f16 run everywhere.
+    EXPECT_EQ(dtypeRefusal(DType::F32, "GPU 0 (x)", cc), "");
+    EXPECT_EQ(dtypeRefusal(DType::F16, "GPU 0 (x)", cc), "");
+  }
+  for (ComputeCapability cc : {ampere, ada, hopper, blackwell})
+    EXPECT_EQ(dtypeRefusal(DType::BF16, "GPU 0 (x)", cc), "") << cc.major << "." << cc.minor;
+  EXPECT_EQ(dtypeRefusal(DType::BF16, "GPU 1 (Tesla T4)", turing),
+            "bf16 needs a GPU of compute capability 8.0 or newer (bf16 tensor cores and cuDNN's "
+            "bf16 convolutions); GPU 1 (Tesla T4) has 7.5");
+  EXPECT_NE(dtypeRefusal(DType::BF16, "GPU 0 (Tesla V100)", volta), "");
 }
 
 TEST(SoftmaxPlan, TheAxisBecomesCudnnChannels) {
@@ -433,23 +517,12 @@ TEST(TensorLists, LaunchParametersStayUnderFourKilobytes) {
 
 //===-- Registry -----------------------------------------------------------===//
 
-/// The CPU's bf16 convolutions, batch norms and pools (--precision bf16)
-/// have no CUDA twin yet: graphrun refuses a bf16 plan on GPU devices.
-bool cpuOnlyBf16(Op op, DType t) {
-  static const Op ops[] = {Op::Conv,        Op::ConvGradData,   Op::ConvGradFilter,
-                           Op::BatchNorm,   Op::BatchNormTrain, Op::BatchNormTrainGrad,
-                           Op::MaxPool,     Op::AveragePool,    Op::GlobalAveragePool,
-                           Op::MaxPoolGrad, Op::AveragePoolGrad};
-  return t == DType::BF16 && llvm::is_contained(ops, op);
-}
-
 TEST(CudaRegistry, EveryCpuKernelHasACudaTwin) {
   const KernelRegistry &r = KernelRegistry::global();
   std::vector<std::string> missing;
   for (unsigned o = 0; o < numOps(); ++o)
     for (DType t : kAllDTypes)
-      if (r.find((Op)o, DeviceKind::CPU, t) && !r.find((Op)o, DeviceKind::GPU, t) &&
-          !cpuOnlyBf16((Op)o, t))
+      if (r.find((Op)o, DeviceKind::CPU, t) && !r.find((Op)o, DeviceKind::GPU, t))
         missing.push_back(opName((Op)o).str() + ":" + dtypeName(t).str());
   EXPECT_TRUE(missing.empty()) << llvm::join(missing, ", ");
 }

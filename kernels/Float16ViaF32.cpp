@@ -1,11 +1,11 @@
-//===- F16ViaF32.cpp - f16 layers through their f32 kernels ---------------===//
+//===- Float16ViaF32.cpp - 16-bit float layers through their f32 kernels ===//
 //
-// See F16ViaF32.h. The copy of the node lives in a module of its own that the
+// See Float16ViaF32.h. The copy of the node lives in a module of its own that the
 // kernel owns (kernels keep a pointer to their node).
 //
 //===----------------------------------------------------------------------===//
 
-#include "kernels/F16ViaF32.h"
+#include "kernels/Float16ViaF32.h"
 
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
@@ -19,42 +19,43 @@ size_t aligned(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
 }
 
-TensorType wide(const TensorType &t) {
-  return t.dtype == DType::F16 ? TensorType(DType::F32, t.shape) : t;
-}
-
-class F16ViaF32Kernel : public Kernel {
+class Float16ViaF32Kernel : public Kernel {
 public:
   /// Builds the f32 copy of `n` and its kernel.
   static llvm::Expected<std::unique_ptr<Kernel>> create(const KernelRegistry &registry,
-                                                        DeviceKind kind, const Node &n,
-                                                        const KernelEnv &env,
+                                                        DeviceKind kind, DType narrow,
+                                                        const Node &n, const KernelEnv &env,
                                                         ConvertTensor convert) {
-    std::unique_ptr<F16ViaF32Kernel> k(new F16ViaF32Kernel(convert));
+    std::unique_ptr<Float16ViaF32Kernel> k(new Float16ViaF32Kernel(convert));
+    auto wide = [narrow](const TensorType &t) {
+      return t.dtype == narrow ? TensorType(DType::F32, t.shape) : t;
+    };
     Builder b(k->shadow_.addGraph("main"));
     std::vector<Value *> operands;
     for (unsigned i = 0; i < n.numOperands(); ++i)
       operands.push_back(b.input("operand" + std::to_string(i), wide(n.operand(i)->type())));
     auto copy = b.tryCreate(n.op(), operands, n.attrs(), n.name());
     if (!copy)
-      return withContext(copy.takeError(), "node '" + n.name() + "' in f32 (for its f16 values)");
+      return withContext(copy.takeError(), "node '" + n.name() + "' in f32 (for its " +
+                                               dtypeName(narrow).str() + " values)");
     for (unsigned i = 0; i < n.numResults(); ++i)
       if ((*copy)->result(i)->type() != wide(n.result(i)->type()))
         return nodeError(n, "its f32 copy has result " + toString((*copy)->result(i)->type()) +
                                 ", not " + toString(wide(n.result(i)->type())));
     const KernelFactory *f = registry.find(n.op(), kind, DType::F32);
     if (!f)
-      return nodeError(n, "has no f32 kernel to compute its f16 values with");
+      return nodeError(n, "has no f32 kernel to compute its " + dtypeName(narrow).str() +
+                              " values with");
     auto inner = (*f)(**copy, env);
     if (!inner)
       return inner.takeError();
     k->inner_ = std::move(*inner);
     for (unsigned i = 0; i < n.numOperands(); ++i) {
-      k->widened_.push_back(n.operand(i)->type().dtype == DType::F16);
+      k->widened_.push_back(n.operand(i)->type().dtype == narrow);
       k->buffers_ += k->widened_[i] ? aligned(n.operand(i)->type().numElements() * 4) : 0;
     }
     for (unsigned i = 0; i < n.numResults(); ++i) {
-      k->narrowed_.push_back(n.result(i)->type().dtype == DType::F16);
+      k->narrowed_.push_back(n.result(i)->type().dtype == narrow);
       k->buffers_ += k->narrowed_[i] ? aligned(n.result(i)->type().numElements() * 4) : 0;
     }
     return std::unique_ptr<Kernel>(std::move(k));
@@ -102,10 +103,10 @@ public:
   }
 
 private:
-  explicit F16ViaF32Kernel(ConvertTensor convert) : convert_(convert) {}
+  explicit Float16ViaF32Kernel(ConvertTensor convert) : convert_(convert) {}
 
   ConvertTensor convert_;
-  Module shadow_{"f16_via_f32"};
+  Module shadow_{"float16_via_f32"};
   std::unique_ptr<Kernel> inner_;
   std::vector<bool> widened_, narrowed_;
   size_t buffers_ = 0;
@@ -113,11 +114,12 @@ private:
 
 } // namespace
 
-void registerF16ViaF32(KernelRegistry &r, DeviceKind kind, llvm::ArrayRef<Op> ops,
-                       ConvertTensor convert) {
+void registerFloat16ViaF32(KernelRegistry &r, DeviceKind kind, DType narrow, llvm::ArrayRef<Op> ops,
+                           ConvertTensor convert) {
+  assert((narrow == DType::F16 || narrow == DType::BF16) && "a 16-bit float type");
   for (Op op : ops)
-    r.add(op, kind, DType::F16, [&r, kind, convert](const Node &n, const KernelEnv &env) {
-      return F16ViaF32Kernel::create(r, kind, n, env, convert);
+    r.add(op, kind, narrow, [&r, kind, narrow, convert](const Node &n, const KernelEnv &env) {
+      return Float16ViaF32Kernel::create(r, kind, narrow, n, env, convert);
     });
 }
 
