@@ -121,6 +121,14 @@ struct Outcome {
   std::vector<std::map<std::string, Tensor>> workerVariables, taskState;
 };
 
+/// Every worker and task ended without an error.
+void expectNoErrors(const Outcome &out) {
+  for (const std::string &e : out.workerErrors)
+    ASSERT_EQ(e, "");
+  for (const std::string &e : out.taskErrors)
+    ASSERT_EQ(e, "");
+}
+
 /// Runs the protocol: every task serves on a thread, every worker but
 /// `silent` trains `steps` steps on a thread and exchanges after each; the
 /// chief (worker 0) asks for the tasks' state after its first step and for
@@ -246,10 +254,7 @@ TEST(PsProtocol, SynchronousRoundsEndWithTheWholePlansVariables) {
   ASSERT_NO_FATAL_FAILURE(cut(*whole, b, world));
 
   Outcome out = run(world, /*async=*/false, 3, 30s);
-  for (const std::string &e : out.workerErrors)
-    ASSERT_EQ(e, "");
-  for (const std::string &e : out.taskErrors)
-    ASSERT_EQ(e, "");
+  ASSERT_NO_FATAL_FAILURE(expectNoErrors(out));
   // One update per step, none stale; the chief hears the same statistics.
   ASSERT_EQ(out.chiefStats.size(), 2u);
   for (unsigned p = 0; p < 2; ++p) {
@@ -285,10 +290,7 @@ TEST(PsProtocol, AsynchronousUpdatesReachTheChiefsFinalState) {
   ASSERT_NO_FATAL_FAILURE(cut(*whole, b, world));
 
   Outcome out = run(world, /*async=*/true, 3, 30s);
-  for (const std::string &e : out.workerErrors)
-    ASSERT_EQ(e, "");
-  for (const std::string &e : out.taskErrors)
-    ASSERT_EQ(e, "");
+  ASSERT_NO_FATAL_FAILURE(expectNoErrors(out));
   // Every worker's every step is one update of each task; an update can be
   // stale by at most the other workers' updates.
   ASSERT_EQ(out.chiefStats.size(), 2u);
