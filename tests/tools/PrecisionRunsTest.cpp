@@ -15,7 +15,8 @@
 #include "ir/DeviceId.h"
 #include "ir/Module.h"
 #include "kernels/Kernel.h"
-#include "tools/driver/Compile.h"
+#include "passes/strategy/Compile.h"
+#include "passes/strategy/CompileStrategy.h"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +45,7 @@ std::unique_ptr<Module> plan(int gpus, Precision p, llvm::StringRef model = "sma
       return compileTraining(**forward, req);
     PlacementRequest place;
     place.gpus = gpus;
-    return compilePlaced(**forward, req, place);
+    return compilePlan(**forward, req, place);
   }();
   if (!m) {
     ADD_FAILURE() << llvm::toString(m.takeError());
