@@ -200,7 +200,7 @@ struct Executor::Impl {
   llvm::Error checkFeeds(const Program &p, const llvm::StringMap<Tensor> &feeds) const;
   llvm::Error consumePrefetched(uint64_t stepNumber);
   llvm::Error runDevices();
-  void bindCapture();
+  llvm::Error bindCapture();
   void abortAll();
   void workerLoop(DeviceState &d);
   ~Impl();
