@@ -9,7 +9,7 @@
 // prefetched so it overlaps the step before (Executor::prefetch). The batch
 // is split on the GPU (executor/BatchStaging.h; --batch-on-host splits it on
 // the host as the plan says), and --cuda-graphs on replays the step as one
-// CUDA graph from the third step on.
+// CUDA graph from the second step on (captured, then launched).
 //
 // Prints one JSON line: images/s (median step), step times, device memory in
 // use (the driver's view, from before the executor was created) and planned
