@@ -510,6 +510,25 @@ llvm::Error Executor::Impl::bindCollectives() {
   return llvm::Error::success();
 }
 
+std::string Executor::Impl::hostWorkInStep() const {
+  for (const auto &d : devices) {
+    if (d->device->kind() == DeviceKind::GPU)
+      continue;
+    llvm::ArrayRef<unsigned> order = d->orders[0];
+    if (order.empty())
+      continue;
+    // The first node that computes, rather than feeds or holds a value.
+    auto work = llvm::find_if(order, [&](unsigned i) {
+      Op op = nodes[i]->node->op();
+      return op != Op::Input && op != Op::Variable && op != Op::Constant && op != Op::Transfer;
+    });
+    const Node *n = nodes[work != order.end() ? *work : order.front()]->node;
+    return d->device->name() + " runs " + std::to_string(order.size()) + " of its nodes, '" +
+           n->name() + "' (" + opName(n->op()).str() + ") among them";
+  }
+  return "";
+}
+
 llvm::Error Executor::Impl::bindCapture() {
   if (opts.cudaGraphs == CudaGraphs::Off)
     return llvm::Error::success();
@@ -538,6 +557,8 @@ llvm::Error Executor::Impl::bindCapture() {
     graphNote = "the second step is captured as a CUDA graph and replayed after";
     return llvm::Error::success();
   }
+  if (why == kHostDeviceRefusal)
+    why += ": " + hostWorkInStep();
   if (opts.cudaGraphs == CudaGraphs::On)
     return makeError("CUDA graphs were asked for (on), but the step cannot be one: " + why);
   // Auto says why only where a GPU takes part: a run on host devices alone

@@ -201,6 +201,9 @@ struct Executor::Impl {
   llvm::Error consumePrefetched(uint64_t stepNumber);
   llvm::Error runDevices();
   llvm::Error bindCapture();
+  /// The first host device of the step and a node it computes, for the
+  /// capture's refusal ("" when every device is a GPU).
+  std::string hostWorkInStep() const;
   void abortAll();
   void workerLoop(DeviceState &d);
   ~Impl();

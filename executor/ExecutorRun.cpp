@@ -431,14 +431,13 @@ llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
       im.capture->abandon();
       im.capture.reset();
       std::string why =
-          "capturing step " + std::to_string(step_) + " failed: " + llvm::toString(std::move(e));
+          "capturing this run's second step failed: " + llvm::toString(std::move(e));
       if (im.opts.cudaGraphs == CudaGraphs::On)
         return makeError("CUDA graphs were asked for (on), but " + why);
       im.graphNote = "CUDA graphs not used: " + why;
       failure = im.runDevices();
     } else {
-      im.graphNote = "step " + std::to_string(step_) +
-                     " was captured as a CUDA graph; later steps replay it";
+      im.graphNote = "this run's second step was captured as a CUDA graph; later steps replay it";
       failure = im.capture->replay();
     }
   } else {

@@ -30,6 +30,7 @@
 
 #include "kernels/Kernel.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -63,6 +64,10 @@ public:
   virtual llvm::Error replay() = 0;
   virtual bool ready() const = 0;
 };
+
+/// The refusal where a host device takes part in the step.
+inline constexpr llvm::StringLiteral kHostDeviceRefusal =
+    "the step runs on a host device too (a graph holds GPU work only)";
 
 /// Why the step of `g` over devices of `kinds` cannot be captured, or "".
 std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds, bool profile,

@@ -401,6 +401,17 @@ run_graphs() {
         grep -a -E '^  devices|^  cuda graph|^trained|^cuda graph|^step time|^note|rror' \
           "$logs/graphs-run-$tag.txt"
       done
+      run=$logs/graphs-run-$gpus-on.txt
+      if grep -a -q "^cuda graph: this run's second step was captured" "$run"; then
+        echo "--- $gpus GPU(s): the step was captured as one CUDA graph"
+      else
+        echo "--- $gpus GPU(s): the step was NOT captured"
+      fi
+      if grep -a '^  devices' "$run" | grep -q 'cpu:'; then
+        echo "--- $gpus GPU(s): a host device still takes part in the step"
+      else
+        echo "--- $gpus GPU(s): no host device in the step (the batch split on the GPU)"
+      fi
       off=("$logs/graphs-ckpt-$gpus-off"/*.gck) on=("$logs/graphs-ckpt-$gpus-on"/*.gck)
       a=${off[-1]} b=${on[-1]}
       if [ -f "$a" ] && [ -f "$b" ] && cmp -s "$a" "$b"; then

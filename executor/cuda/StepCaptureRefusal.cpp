@@ -38,7 +38,7 @@ std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds,
 #endif
   for (DeviceKind k : kinds)
     if (k != DeviceKind::GPU)
-      return "the step runs on a host device too (a graph holds GPU work only)";
+      return kHostDeviceRefusal.str();
   if (profile)
     return "profiling times every kernel from the host";
   if (checkNumerics)
