@@ -88,8 +88,7 @@ def run_graphc(args, towers, graphs, env, precision="fp32"):
     cmd = [args.bench, "--model", args.model, "--batch", str(args.batch), "--image-size",
            str(args.image_size), "--towers", str(towers), "--physical-gpus", "1",
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--precision", precision]
-    if graphs:
-        cmd.append("--cuda-graphs")
+    cmd += ["--cuda-graphs", "on" if graphs else "off"]
     label = "graphc, %d tower%s%s%s" % (towers, "" if towers == 1 else "s on 1 GPU",
                                         ", CUDA graph" if graphs else "",
                                         "" if precision == "fp32" else ", " + precision)

@@ -6,7 +6,10 @@
 // insert-transfers), folds the N logical GPUs onto the physical ones
 // (--physical-gpus; 1 puts every tower on GPU 0, as --emulate does), and
 // times training steps on one synthetic batch whose copy to the GPU is
-// prefetched so it overlaps the step before (Executor::prefetch).
+// prefetched so it overlaps the step before (Executor::prefetch). The batch
+// is split on the GPU (executor/BatchStaging.h; --batch-on-host splits it on
+// the host as the plan says), and --cuda-graphs on replays the step as one
+// CUDA graph from the second step on (captured, then launched).
 //
 // Prints one JSON line: images/s (median step), step times, device memory in
 // use (the driver's view, from before the executor was created) and planned
@@ -23,6 +26,7 @@
 #include "passes/Pass.h"
 #include "placement/Placer.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -45,17 +49,19 @@ struct Args {
   std::string params;             ///< default: gpu:0 for one tower, mirrored for several
   std::string precision = "fp32"; ///< fp16: f16 compute with dynamic loss scaling from 65536; bf16:
                                   ///< bf16 compute, unscaled
-  bool cudaGraphs = false, prefetch = true;
+  std::string cudaGraphs = "off"; ///< off | auto | on (ExecutorOptions::cudaGraphs)
+  bool prefetch = true;
+  bool batchOnHost = false; ///< split the batch on the host, as the plan says (no staging)
   bool compileOnly = false; ///< compile and place, print where ops went; no GPU needed
 };
 
 int usage(const char *why) {
-  llvm::errs()
-      << "gpu_train_bench: " << why
-      << "\nusage: gpu_train_bench [--model NAME] [--batch N] [--image-size N] "
-         "[--classes N] [--towers N] [--physical-gpus N] [--params MODE] "
-         "[--precision fp32|fp16|bf16] [--steps N] [--warmup N] [--cuda-graphs] [--no-prefetch] "
-         "[--compile-only]\n";
+  llvm::errs() << "gpu_train_bench: " << why
+               << "\nusage: gpu_train_bench [--model NAME] [--batch N] [--image-size N] "
+                  "[--classes N] [--towers N] [--physical-gpus N] [--params MODE] "
+                  "[--precision fp32|fp16|bf16] [--steps N] [--warmup N] "
+                  "[--cuda-graphs off|auto|on] [--no-prefetch] [--batch-on-host] "
+                  "[--compile-only]\n";
   return 2;
 }
 
@@ -101,9 +107,19 @@ bool parse(int argc, char **argv, Args &a) {
     } else if (k == "--warmup") {
       ok = num(a.warmup);
     } else if (k == "--cuda-graphs") {
-      a.cudaGraphs = true;
+      const char *v = next();
+      ok = v;
+      if (v) {
+        auto mode = parseCudaGraphs(v);
+        ok = bool(mode);
+        if (!mode)
+          llvm::consumeError(mode.takeError());
+        a.cudaGraphs = v;
+      }
     } else if (k == "--no-prefetch") {
       a.prefetch = false;
+    } else if (k == "--batch-on-host") {
+      a.batchOnHost = true;
     } else if (k == "--compile-only") {
       a.compileOnly = true;
     } else {
@@ -227,7 +243,8 @@ int main(int argc, char **argv) {
   size_t baseline = gpuBytesInUse();
   ExecutorOptions eo;
   eo.seed = 1;
-  eo.cudaGraphs = a.cudaGraphs;
+  eo.cudaGraphs = cantFail(parseCudaGraphs(a.cudaGraphs));
+  eo.batchOnDevice = !a.batchOnHost;
   eo.waitTimeout = std::chrono::minutes(10);
   eo.physicalGpu = [physical](const std::string &name) {
     return std::atoi(name.c_str() + 4) % physical;
@@ -286,6 +303,8 @@ int main(int argc, char **argv) {
       {"params", a.params},
       {"precision", a.precision},
       {"cuda_graphs", a.cudaGraphs},
+      {"batch_on_host", a.batchOnHost},
+      {"devices", llvm::join((*ex)->devices(), ",")},
       {"cuda_graph_note", (*ex)->cudaGraphNote()},
       {"prefetch", a.prefetch},
       {"images_per_s", a.batch / median},

@@ -13,7 +13,9 @@
 //   - receive() copies a tensor produced on another device into this one's
 //     memory, within the step (host-to-device on a copy stream, peer copies,
 //     device-to-host, or memcpy between host devices).
-//   - synchronize() waits for everything issued (the end of a step).
+//   - synchronize() waits for everything issued (the end of a step);
+//     beginStep() and endStep() bracket a step's issue, for devices that keep
+//     the step counter in their own memory (CUDA, for CUDA graphs).
 // Blocking copyIn/copyOut move bytes between host memory and the device
 // outside steps (feeds, fetches, variables, checkpoints).
 //
@@ -91,6 +93,17 @@ public:
   virtual std::shared_ptr<DeviceEvent> record() = 0;
   virtual llvm::Error wait(const DeviceEvent &e) = 0;
   virtual llvm::Error synchronize() = 0;
+
+  /// Before a step of (step, microStep) is issued, captured or replayed:
+  /// a device whose kernels read the step from its own memory
+  /// (KernelContext::deviceStep) makes sure that memory will hold it
+  /// (executor/cuda/StepCounterSync.h). Default: nothing to do.
+  virtual llvm::Error beginStep(uint64_t step, uint64_t microStep) {
+    return llvm::Error::success();
+  }
+  /// After the step's last node is issued, before synchronize(): such a
+  /// device advances its counter (inside a captured graph: at every replay).
+  virtual llvm::Error endStep() { return llvm::Error::success(); }
 
   /// Trace track names, one per stream that carries timed work; the first
   /// is compute, the second where feeds are copied.

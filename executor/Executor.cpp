@@ -1,13 +1,15 @@
 //===- Executor.cpp - Binding a module to devices, and the executor's queries -===//
 //
 // Executor::create binds once: a schedule per graph (main, and the graphs
-// ExecutorOptions::graphs names), devices with their thread shares, kernels,
+// ExecutorOptions::graphs names; the batch's plumbing moved onto a GPU where
+// BatchStaging.h says), devices with their thread shares, kernels,
 // blocked layouts, memory plans (one arena per device for every graph),
 // variables, collective groups and (optionally) step capture. Running steps
 // is ExecutorRun.cpp.
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/BatchStaging.h"
 #include "executor/DeviceRegistry.h"
 #include "executor/ExecutorImpl.h"
 #include "ir/Cost.h"
@@ -42,7 +44,13 @@ llvm::Error Executor::Impl::bind() {
     return opts.deviceMap ? opts.deviceMap(d) : d;
   };
   for (const Graph *g : graphs) {
-    auto s = buildSchedule(*g, map);
+    llvm::DenseMap<const Node *, std::string> staged;
+    if (opts.batchOnDevice)
+      staged = stageBatchOnDevices(*g, map);
+    auto s = buildSchedule(*g, [&](const Node &n) {
+      auto it = staged.find(&n);
+      return it != staged.end() ? it->second : map(n);
+    });
     if (!s)
       return s.takeError();
     programs.push_back({g, std::move(*s), {}, {}});
@@ -107,14 +115,8 @@ llvm::Error Executor::Impl::bind() {
     groupFusableKernels();
   for (auto &d : devices)
     d->device->setProfiling(opts.profile, &trace);
-  if (opts.cudaGraphs) {
-    if (programs.size() == 1)
-      bindCapture();
-    else
-      graphNote = ("CUDA graphs not used: the executor runs " + llvm::Twine(programs.size()) +
-                   " graphs (gradient accumulation's micro-steps and the update)")
-                      .str();
-  }
+  if (auto e = bindCapture())
+    return e;
 
   // Workers for several devices; one device runs on the calling thread.
   if (devices.size() > 1)
@@ -508,14 +510,40 @@ llvm::Error Executor::Impl::bindCollectives() {
   return llvm::Error::success();
 }
 
-void Executor::Impl::bindCapture() {
+std::string Executor::Impl::hostWorkInStep() const {
+  for (const auto &d : devices) {
+    if (d->device->kind() == DeviceKind::GPU)
+      continue;
+    llvm::ArrayRef<unsigned> order = d->orders[0];
+    if (order.empty())
+      continue;
+    // The first node that computes, rather than feeds or holds a value.
+    auto work = llvm::find_if(order, [&](unsigned i) {
+      Op op = nodes[i]->node->op();
+      return op != Op::Input && op != Op::Variable && op != Op::Constant && op != Op::Transfer;
+    });
+    const Node *n = nodes[work != order.end() ? *work : order.front()]->node;
+    return d->device->name() + " runs " + std::to_string(order.size()) + " of its nodes, '" +
+           n->name() + "' (" + opName(n->op()).str() + ") among them";
+  }
+  return "";
+}
+
+llvm::Error Executor::Impl::bindCapture() {
+  if (opts.cudaGraphs == CudaGraphs::Off)
+    return llvm::Error::success();
   std::vector<DeviceKind> kinds;
   std::vector<Device *> devs;
   for (auto &d : devices) {
     kinds.push_back(d->device->kind());
     devs.push_back(d->device.get());
   }
-  std::string why = stepCaptureRefusal(*programs[0].graph, kinds, opts.profile, opts.checkNumerics);
+  std::string why =
+      programs.size() > 1
+          ? ("the executor runs " + llvm::Twine(programs.size()) +
+             " graphs (gradient accumulation's micro-steps and the update)")
+                .str()
+          : stepCaptureRefusal(*programs[0].graph, kinds, opts.profile, opts.checkNumerics);
   if (why.empty()) {
     // Every device is of one kind (the refusal admits GPUs only).
     const DeviceBackend *backend =
@@ -525,8 +553,19 @@ void Executor::Impl::bindCapture() {
     if (!capture)
       why = "the devices are not CUDA devices of this process";
   }
-  graphNote = why.empty() ? "the second step is captured as a CUDA graph and replayed after"
-                          : "CUDA graphs not used: " + why;
+  if (why.empty()) {
+    graphNote = "the second step is captured as a CUDA graph and replayed after";
+    return llvm::Error::success();
+  }
+  if (why == kHostDeviceRefusal)
+    why += ": " + hostWorkInStep();
+  if (opts.cudaGraphs == CudaGraphs::On)
+    return makeError("CUDA graphs were asked for (on), but the step cannot be one: " + why);
+  // Auto says why only where a GPU takes part: a run on host devices alone
+  // has nothing to capture.
+  if (llvm::is_contained(kinds, DeviceKind::GPU))
+    graphNote = "CUDA graphs not used: " + why;
+  return llvm::Error::success();
 }
 
 TensorView Executor::Impl::viewOf(const Value *v) {

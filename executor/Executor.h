@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "executor/StepCapture.h"
 #include "executor/StepTimes.h"
 #include "executor/Trace.h"
 #include "kernels/Kernel.h"
@@ -71,8 +72,12 @@ struct ExecutorOptions {
   std::function<int(const std::string &)> physicalGpu;
   /// Capture the second step as one CUDA graph and replay it afterwards,
   /// when every device is a GPU and nothing per-step is computed on the host
-  /// (docs/cuda.md; cudaGraphNote() says why not, when refused).
-  bool cudaGraphs = false;
+  /// (StepCapture.h, docs/cuda.md; cudaGraphNote() says why not).
+  CudaGraphs cudaGraphs = CudaGraphs::Off;
+  /// A batch that arrives on a host device only to be split and copied to
+  /// GPUs (and tower outputs only copied back to be joined) is staged on a
+  /// GPU instead (BatchStaging.h); off: where the plan put it.
+  bool batchOnDevice = true;
   /// A multi-worker run: sums AllReduce groups marked `workers` across the
   /// workers (executor/dist/ over MPI). Unset: such a group is an error.
   CrossWorkerReducer *acrossWorkers = nullptr;
@@ -135,8 +140,9 @@ public:
   ///   prefetch(b0); for each step i { prefetch(b[i+1]); run({}); }
   llvm::Error prefetch(llvm::StringMap<Tensor> feeds);
 
-  /// ExecutorOptions::cudaGraphs: "" when not asked for; otherwise whether
-  /// the step is replayed as a CUDA graph, or why not.
+  /// ExecutorOptions::cudaGraphs: whether the step is replayed as a CUDA
+  /// graph, or why not; "" when not asked for, and under Auto when no GPU
+  /// takes part in the step.
   const std::string &cudaGraphNote() const;
   /// Why the convolutions compute otherwise than ExecutorOptions::convAlgorithm
   /// asked ("" when they do not): under a memory limit (ir/MemoryLimit.h), auto

@@ -200,7 +200,10 @@ struct Executor::Impl {
   llvm::Error checkFeeds(const Program &p, const llvm::StringMap<Tensor> &feeds) const;
   llvm::Error consumePrefetched(uint64_t stepNumber);
   llvm::Error runDevices();
-  void bindCapture();
+  llvm::Error bindCapture();
+  /// The first host device of the step and a node it computes, for the
+  /// capture's refusal ("" when every device is a GPU).
+  std::string hostWorkInStep() const;
   void abortAll();
   void workerLoop(DeviceState &d);
   ~Impl();

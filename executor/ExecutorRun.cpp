@@ -100,6 +100,7 @@ public:
     std::vector<KernelContext *> each;
     for (KernelContext &c : contexts) {
       c.stream = ctx.stream;
+      c.deviceStep = ctx.deviceStep;
       each.push_back(&c);
     }
     return members.front()->runGroup(members, each);
@@ -186,6 +187,8 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
       devices[w]->cv.notify_all();
     }
   }
+  if (auto err = d.device->endStep())
+    return err;
   if (auto err = d.device->synchronize())
     return err;
   if (opts.profile) {
@@ -407,6 +410,11 @@ llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
     }
   }
   staging.reset();
+  // Devices that keep the step in their memory set it now, outside any
+  // capture, where it differs from what they hold.
+  for (auto &d : im.devices)
+    if (auto err = d->device->beginStep(im.step, im.microStep))
+      return err;
   llvm::Error failure = llvm::Error::success();
   if (im.capture && im.capture->ready()) {
     for (auto &c : im.otherCollectives)
@@ -422,12 +430,14 @@ llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
     if (e) {
       im.capture->abandon();
       im.capture.reset();
-      im.graphNote = "CUDA graphs not used: capturing step " + std::to_string(step_) +
-                     " failed: " + llvm::toString(std::move(e));
+      std::string why =
+          "capturing this run's second step failed: " + llvm::toString(std::move(e));
+      if (im.opts.cudaGraphs == CudaGraphs::On)
+        return makeError("CUDA graphs were asked for (on), but " + why);
+      im.graphNote = "CUDA graphs not used: " + why;
       failure = im.runDevices();
     } else {
-      im.graphNote = "step " + std::to_string(step_) +
-                     " was captured as a CUDA graph; later steps replay it";
+      im.graphNote = "this run's second step was captured as a CUDA graph; later steps replay it";
       failure = im.capture->replay();
     }
   } else {

@@ -11,9 +11,14 @@
 // A graph replays the same launches with the same arguments, so a step can
 // be captured only when nothing the host computes per step reaches a kernel:
 // stepCaptureRefusal says why a graph is refused (a host device, profiling,
-// check-numerics, ops that use the step counter on the host). A capture that
-// fails (a library call that cannot be captured) is abandoned and the step
-// runs eagerly; the executor reports why (Executor::cudaGraphNote).
+// check-numerics, ops that use the step counter on the host, collectives
+// across worker processes). Kernels that need the step read it from the
+// device's own counter, which the graph advances (kernels/DeviceStep.h), and
+// a batch that would be split on the host is staged on a GPU
+// (BatchStaging.h), so inception_v3's training step on GPUs is capturable.
+// Under CudaGraphs::Auto a refused or failed capture runs the step eagerly
+// and the executor says why (Executor::cudaGraphNote); under On it is an
+// error.
 //
 // The interface is CUDA-free so the executor includes it in every build; the
 // implementation (executor/cuda/CudaStepGraph.cpp) exists only with the CUDA
@@ -25,6 +30,7 @@
 
 #include "kernels/Kernel.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -32,6 +38,17 @@
 namespace graphc {
 
 class Graph;
+
+/// ExecutorOptions::cudaGraphs.
+enum class CudaGraphs : unsigned char {
+  Off,  ///< every step issued from the host
+  Auto, ///< captured where the step allows it; otherwise issued, and why
+  On,   ///< captured, or an error that says why not
+};
+
+/// "off", "auto", "on"; anything else is an error naming the three.
+llvm::Expected<CudaGraphs> parseCudaGraphs(llvm::StringRef s);
+llvm::StringRef cudaGraphsName(CudaGraphs g);
 
 class StepCapture {
 public:
@@ -47,6 +64,10 @@ public:
   virtual llvm::Error replay() = 0;
   virtual bool ready() const = 0;
 };
+
+/// The refusal where a host device takes part in the step.
+inline constexpr llvm::StringLiteral kHostDeviceRefusal =
+    "the step runs on a host device too (a graph holds GPU work only)";
 
 /// Why the step of `g` over devices of `kinds` cannot be captured, or "".
 std::string stepCaptureRefusal(const Graph &g, llvm::ArrayRef<DeviceKind> kinds, bool profile,

@@ -20,6 +20,7 @@
 
 #include "ir/DeviceId.h"
 #include "ir/Module.h"
+#include "kernels/DeviceStep.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -80,6 +81,10 @@ struct KernelContext {
   /// Gradient accumulation: which micro-batch of the step's update this run
   /// computes (0 without accumulation), for per-micro-batch randomness.
   uint64_t microStep = 0;
+  /// The same two numbers in the device's own memory (DeviceStep.h), filled
+  /// in by devices that keep them there (CUDA); null elsewhere and for
+  /// kernels run outside an executor, which then read step and microStep.
+  const DeviceStep *deviceStep = nullptr;
   VariableAccess *variables = nullptr;
   /// 0 when nodes of the graph write variables (training). Otherwise no
   /// step changes them and this number changes only when one is written

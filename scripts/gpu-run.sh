@@ -44,13 +44,23 @@
 #                     NCCL_MULTI_RANK_GPU_ENABLE=1): against one process folding 2 logical
 #                     GPUs onto it, against CPU devices, and a stalled rank (mpi.txt, with
 #                     NCCL's version and transport)
+#   graphs            the whole step as one CUDA graph (graphs.txt): inception_v3 through
+#                     graphrun on GPU 0 (batch 64, --params gpu:0, 12 steps), and on 4 logical
+#                     GPUs folded onto it (mirrored, batch 128), each with --cuda-graphs off
+#                     and on (cuDNN's choices shared through one choice file): the run plan
+#                     must show no host device (the batch split on the GPU) and say the step
+#                     was captured, and the two runs must end in the same checkpoint bit for
+#                     bit (the dropout masks of every replayed step are that step's); the
+#                     steady step time of each (metrics); then gpu_train_bench (batch 128,
+#                     20 steps after 5) with the batch split on the host as before, on the
+#                     GPU, and on the GPU as a CUDA graph: images/s and the notes
 #   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
 #                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
 #                     bf16 (and bf16 kept off AMX) in alternating rounds, the vector units'
 #                     peak, oneDNN's convolutions by activation format (blocked against
 #                     channels-last: does AMX need it?), and where a bf16 and an fp32 step go
 #                     per oneDNN implementation (about 10 minutes on 2 threads)
-#   all               env tests sanitizer train profile bench mpi
+#   all               env tests sanitizer train profile graphs bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
 set -u
@@ -389,6 +399,77 @@ run_profile() {
   cat "$results/profile.txt"
 }
 
+# The step as one CUDA graph: captured against issued, the same checkpoints, the step times.
+run_graphs() {
+  graphrun=$here/build/bin/graphrun
+  cache=$logs/cudnn-algorithms-graphs.txt
+  rm -f "$cache"
+  {
+    for shape in "1 gpu:0 64" "4 mirrored 128"; do
+      read -r gpus params batch <<<"$shape"
+      fold=""
+      [ "$gpus" -gt 1 ] && fold=--emulate # logical GPUs folded onto GPU 0
+      for mode in off on; do
+        tag=$gpus-$mode
+        rm -rf "$logs/graphs-ckpt-$tag"
+        echo "--- inception_v3, $gpus GPU(s) $fold, --params $params, batch $batch, 12 steps, --cuda-graphs $mode"
+        # shellcheck disable=SC2086
+        GRAPHC_CUDNN_CACHE=$cache timeout 300 "$graphrun" train --no-progress --no-eval \
+          --model inception_v3 --gpus "$gpus" $fold --params "$params" --batch "$batch" \
+          --steps 12 --seed 3 --cuda-graphs "$mode" --metrics "$logs/graphs-$tag.csv" \
+          --checkpoint "$logs/graphs-ckpt-$tag" >"$logs/graphs-run-$tag.txt" 2>&1
+        echo "exit $?"
+        grep -a -E '^  devices|^  cuda graph|^trained|^cuda graph|^step time|^note|rror' \
+          "$logs/graphs-run-$tag.txt"
+      done
+      run=$logs/graphs-run-$gpus-on.txt
+      if grep -a -q "^cuda graph: this run's second step was captured" "$run"; then
+        echo "--- $gpus GPU(s): the step was captured as one CUDA graph"
+      else
+        echo "--- $gpus GPU(s): the step was NOT captured"
+      fi
+      if grep -a '^  devices' "$run" | grep -q 'cpu:'; then
+        echo "--- $gpus GPU(s): a host device still takes part in the step"
+      else
+        echo "--- $gpus GPU(s): no host device in the step (the batch split on the GPU)"
+      fi
+      off=("$logs/graphs-ckpt-$gpus-off"/*.gck) on=("$logs/graphs-ckpt-$gpus-on"/*.gck)
+      a=${off[-1]} b=${on[-1]}
+      if [ -f "$a" ] && [ -f "$b" ] && cmp -s "$a" "$b"; then
+        echo "--- $gpus GPU(s): the captured run ends in the issued run's checkpoint, bit for bit"
+      else
+        echo "--- $gpus GPU(s): the checkpoints DIFFER (or one is missing): $a $b"
+      fi
+      "$py" - "$logs/graphs-$gpus-off.csv" "$logs/graphs-$gpus-on.csv" <<'PY'
+import csv, sys
+runs = [[r for r in csv.DictReader(open(f)) if r["kind"] == "step"] for f in sys.argv[1:]]
+for off, on in zip(*runs):
+    print("step %3s  loss %-10s %-10s  s %.4f %.4f" % (off["step"], off["loss"], on["loss"],
+          float(off["seconds"]), float(on["seconds"])))
+def steady(rows):  # steps 3.. (the first is eager, the second is captured)
+    s = sorted(float(r["seconds"]) for r in rows[2:])
+    return s[len(s) // 2] if s else float("nan")
+a, b = steady(runs[0]), steady(runs[1])
+print("median step after the second: issued %.4f s, CUDA graph %.4f s (%.2fx)" % (a, b, a / b))
+print("losses %s" % ("the same at every step" if all(x["loss"] == y["loss"] for x, y in zip(*runs))
+                     else "DIFFER"))
+PY
+    done
+    bench=$here/build/bin/gpu_train_bench
+    for variant in "--batch-on-host --cuda-graphs off" "--cuda-graphs off" "--cuda-graphs on"; do
+      echo "--- gpu_train_bench inception_v3, batch 128, 20 steps after 5: $variant"
+      # shellcheck disable=SC2086
+      GRAPHC_CUDNN_CACHE=$cache timeout 300 "$bench" --model inception_v3 --batch 128 \
+        --towers 1 --physical-gpus 1 --steps 20 --warmup 5 $variant 2>&1 | tail -1 |
+        "$py" -c 'import json, sys
+r = json.loads(sys.stdin.read())
+print("images/s %.1f, median step %.4f s, devices %s, loss %s; %s" % (r["images_per_s"],
+      r["step_median_s"], r["devices"], r["loss"], r["cuda_graph_note"] or "(no note)"))' 2>&1
+    done
+  } >"$results/graphs.txt"
+  cat "$results/graphs.txt"
+}
+
 # The machine's own CPU (the GPU hidden): inception_v3 and resnet18 training at batch 16 on
 # 2 threads (GRAPHC_CPU_THREADS), fp32 against bf16 in alternating pairs, bf16 again with
 # oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16), then where a bf16 and an fp32
@@ -473,10 +554,11 @@ for mode in "$@"; do
   bench) run_bench ${GRAPHC_BENCH_ARGS:-} ;;
   train) run_train ;;
   profile) run_profile ;;
+  graphs) run_graphs ;;
   mpi) run_mpi ;;
   cpu) run_cpu ;;
-  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
-  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|bench|mpi|cpu|all]..." >&2; exit 2 ;;
+  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_graphs; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|graphs|bench|mpi|cpu|all]..." >&2; exit 2 ;;
   esac
 done
 pack_logs

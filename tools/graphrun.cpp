@@ -65,6 +65,7 @@ struct TrainCommand {
   TaskFlags taskFlags;
   CpuFlags cpu;
   bool noProgress = false, noEval = false, plainLayouts = false;
+  std::string cudaGraphs = "auto";
   double collectiveTimeout = 60;
   CLI::App *cmd = nullptr;
 
@@ -106,6 +107,10 @@ struct TrainCommand {
         ->capture_default_str();
     cmd->add_flag("--plain-layouts", plainLayouts,
                   "keep every activation row-major (no blocked layouts; for debugging)");
+    cmd->add_option("--cuda-graphs", cudaGraphs,
+                    "on GPUs, replay the step as one CUDA graph: auto (where the step allows it; "
+                    "otherwise says why) | on (an error where it cannot) | off")
+        ->capture_default_str();
   }
 
   /// The flags into `t`, each checked, in the order the rules have always
@@ -123,6 +128,10 @@ struct TrainCommand {
       return e;
     t.lossScaleGiven = placementFlags.lossScaleGiven();
     t.executor.blockedLayouts = !plainLayouts;
+    auto graphs = parseCudaGraphs(cudaGraphs);
+    if (!graphs)
+      return withContext(graphs.takeError(), "--cuda-graphs");
+    t.executor.cudaGraphs = *graphs;
     t.evaluate = !noEval;
     co.seed = t.executor.seed;
     t.model.seed = t.executor.seed;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "executor/cuda/CudaDevice.h"
+#include "executor/cuda/StepCounter.h"
 
 #include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"
@@ -323,6 +324,10 @@ llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceReque
   d->pool_ = std::make_shared<CudaEventPool>(ordinal, false);
   d->timingPool_ = std::make_shared<CudaEventPool>(ordinal, true);
   enablePeers(ordinal);
+  auto counter = d->allocate(sizeof(DeviceStep));
+  if (!counter)
+    return withContext(counter.takeError(), "the step counter of " + req.name);
+  d->stepCounter_ = static_cast<DeviceStep *>(*counter);
   return d;
 }
 
@@ -565,6 +570,7 @@ llvm::Error CudaDevice::launch(Kernel &k, KernelContext &ctx) {
   if (!st)
     return st.takeError();
   ctx.stream = *st;
+  ctx.deviceStep = stepCounter_;
   if (auto e = k.run(ctx))
     return withContext(std::move(e), "on " + name_);
   return endOperation(CudaStream::Compute);
@@ -736,6 +742,29 @@ llvm::Error CudaDevice::synchronize() {
   return backend_->takeDeviceError();
 }
 
+llvm::Error CudaDevice::beginStep(uint64_t step, uint64_t microStep) {
+  // Never inside a capture: the graph would hold the step fixed.
+  if (capturing_)
+    return makeError(name_ + ": the step counter is set before a capture begins");
+  std::optional<DeviceStep> set = counterSync_.before(DeviceStep{step, microStep});
+  if (!set)
+    return llvm::Error::success();
+  if (auto e = makeCurrent())
+    return e;
+  GRAPHC_CUDA_TRY(launchSetStep(stepCounter_, *set, stream(CudaStream::Compute)));
+  return llvm::Error::success();
+}
+
+llvm::Error CudaDevice::endStep() {
+  if (auto e = makeCurrent())
+    return e;
+  // After every kernel of the step on compute, the only stream that reads it.
+  GRAPHC_CUDA_TRY(launchAdvanceStep(stepCounter_, stream(CudaStream::Compute)));
+  if (!capturing_)
+    counterSync_.advanced(); // a captured advance runs at each replay
+  return llvm::Error::success();
+}
+
 llvm::Error CudaDevice::beginCapture(cudaEvent_t start) {
   if (auto e = makeCurrent())
     return e;
@@ -757,9 +786,11 @@ void CudaDevice::endCapture() {
 }
 
 llvm::Error CudaDevice::afterGraphStep() {
-  // The graph waited for everything issued before it and has completed.
+  // The graph waited for everything issued before it and has completed,
+  // its last kernel on this device's compute stream the counter's advance.
   pendingWaits_.clear();
   forgetStep();
+  counterSync_.advanced();
   return backend_->takeDeviceError();
 }
 

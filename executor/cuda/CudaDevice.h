@@ -25,6 +25,8 @@
 //
 // Capture (CudaStepGraph): while capturing, synchronize() joins the streams
 // instead of waiting, and anything that would block the host is an error.
+// The step counter kernels read lives in device memory and is advanced by
+// the step itself (StepCounterSync.h), so a replayed graph sees every step.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -32,6 +34,7 @@
 #include "executor/Device.h"
 #include "executor/cuda/CudaStreams.h"
 #include "executor/cuda/PinnedStaging.h"
+#include "executor/cuda/StepCounterSync.h"
 #include "executor/cuda/StreamHazards.h"
 #include "ir/DType.h"
 
@@ -92,6 +95,8 @@ public:
   std::shared_ptr<DeviceEvent> record() override;
   llvm::Error wait(const DeviceEvent &e) override;
   llvm::Error synchronize() override;
+  llvm::Error beginStep(uint64_t step, uint64_t microStep) override;
+  llvm::Error endStep() override;
 
   void setProfiling(bool on, TraceRecorder *clock) override;
   void noteNode(unsigned node, EventKind kind) override;
@@ -128,7 +133,8 @@ public:
   void endCapture();
   bool capturing() const { return capturing_; }
   /// After a replayed (or captured and launched) step completed: per-step
-  /// checks (the kernels' device error word).
+  /// checks (the kernels' device error word); the graph advanced the step
+  /// counter.
   llvm::Error afterGraphStep();
 
   /// Whether device `from` can address device `to`'s memory directly
@@ -162,6 +168,10 @@ private:
   std::vector<std::function<llvm::Error()>> checks_;
   bool capturing_ = false;
   cudaEvent_t captureEnd_ = nullptr;
+  /// The step counter kernels read (KernelContext::deviceStep), and what the
+  /// host knows of it (StepCounterSync.h).
+  DeviceStep *stepCounter_ = nullptr;
+  StepCounterSync counterSync_;
 
   // Profiling.
   TraceRecorder *clock_ = nullptr;

@@ -4,8 +4,9 @@
 // (the name without its tower prefix, the tower, the `seed` salt), the same
 // per-step key, threshold and scale, and device streams equal to the CPU's
 // (DropoutDevice.h), so masks match bit for bit; a host test checks the
-// device's draw order against the CPU kernel. (Dropout at inference is a
-// copy, in Elementwise.cpp.)
+// device's draw order against the CPU kernel. The step is read from the
+// device's step counter when there is one (DeviceStep.h). (Dropout at
+// inference is a copy, in Elementwise.cpp.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +24,8 @@ DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step, uint64_
   p.seed = seed;
   p.scale = dropoutScale(ratio);
   p.threshold = dropoutThreshold(ratio);
-  p.stepKey = dropoutStepKey(dropoutNodeKey(n), step, microStep);
+  p.nodeKey = dropoutNodeKey(n);
+  p.step = {step, microStep};
   return p;
 }
 
@@ -40,6 +42,9 @@ public:
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {
     DropoutParams p = dropoutParams(node(), seed_, ctx.step, ctx.microStep);
+    // Under an executor the step comes from the device's counter, so that a
+    // captured step replays with each step's masks.
+    p.counter = ctx.deviceStep;
     GRAPHC_CUDA_TRY(launchDropoutTrain((int)resultType().dtype, p, ctx.outputs[0].numElements(),
                                        ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[1].data,
                                        streamOf(ctx)));

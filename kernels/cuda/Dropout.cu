@@ -13,11 +13,12 @@ constexpr int kDraws = 256;
 template <typename T>
 __global__ void dropoutKernel(DropoutParams p, int64_t n, const T *x, T *y, T *mask) {
   __shared__ uint64_t draws[kDraws];
+  const uint64_t stepKey = maskStepKey(p.nodeKey, maskStep(p));
   int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
   for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
     int64_t begin = b * kMaskBlock;
     int64_t len = n - begin < kMaskBlock ? n - begin : kMaskBlock;
-    Xoshiro stream = maskStream(p, b); // only thread 0 draws from it
+    Xoshiro stream = maskStream(p, stepKey, b); // only thread 0 draws from it
     for (int64_t base = 0; base < len; base += 2 * kDraws) {
       int64_t elems = len - base < 2 * kDraws ? len - base : 2 * kDraws;
       if (threadIdx.x == 0)

@@ -13,9 +13,17 @@
 // a time into shared memory and all threads apply them; blocks of the mask
 // run in parallel.
 //
+// The step's key (kernels/DropoutKey.h's dropoutStepKey) is derived on the
+// device, from the step counter the device keeps in its memory
+// (kernels/DeviceStep.h), when the kernel runs: a launch captured into a CUDA
+// graph replays with the same arguments, and still draws the replayed step's
+// masks. Kernels run outside an executor (the twin tests) pass the step as
+// an argument instead.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "kernels/DeviceStep.h"
 #include "kernels/cuda/DeviceCommon.h"
 
 #include <cuda_runtime_api.h>
@@ -59,15 +67,29 @@ struct Xoshiro {
 };
 
 struct DropoutParams {
-  uint64_t seed = 0;      ///< the run's seed
-  uint64_t stepKey = 0;   ///< the node's key mixed with the step
+  uint64_t seed = 0;    ///< the run's seed
+  uint64_t nodeKey = 0; ///< dropoutNodeKey: the name, the tower, the salt
+  /// The device's step counter (KernelContext::deviceStep), read when the
+  /// kernel runs; null: `step` below.
+  const DeviceStep *counter = nullptr;
+  DeviceStep step;        ///< the step, when there is no counter
   uint64_t threshold = 0; ///< ratio * 2^32
   float scale = 2;        ///< 1 / (1 - ratio), or 0
 };
 
-/// The stream of mask block b.
-GRAPHC_HD Xoshiro maskStream(const DropoutParams &p, int64_t b) {
-  return Xoshiro(p.seed, mix64(p.stepKey + (uint64_t)b));
+/// The step the mask is drawn for.
+GRAPHC_HD DeviceStep maskStep(const DropoutParams &p) {
+  return p.counter ? *p.counter : p.step;
+}
+
+/// dropoutStepKey (kernels/DropoutKey.h), callable on the device.
+GRAPHC_HD uint64_t maskStepKey(uint64_t nodeKey, DeviceStep s) {
+  return mix64(nodeKey ^ (s.step * 0xbf58476d1ce4e5b9ull) ^ (s.microStep * 0x94d049bb133111ebull));
+}
+
+/// The stream of mask block b at the step whose key is `stepKey`.
+GRAPHC_HD Xoshiro maskStream(const DropoutParams &p, uint64_t stepKey, int64_t b) {
+  return Xoshiro(p.seed, mix64(stepKey + (uint64_t)b));
 }
 
 /// The mask value element `half` (0: low, 1: high bits) of a draw decides.

@@ -34,7 +34,8 @@ llvm::Expected<PoolParams> poolParams(const Node &n);
 /// Softmax family: the [outer, L, inner, 1] NCHW view cuDNN normalizes over
 /// its channels (L: the axis).
 Dims softmaxView(const Node &n);
-/// DropoutTrain at `step` of a run seeded `seed` (the CPU kernel's keys).
+/// DropoutTrain at `step` of a run seeded `seed` (the CPU kernel's keys),
+/// with the step as an argument (no counter).
 DropoutParams dropoutParams(const Node &n, uint64_t seed, uint64_t step, uint64_t microStep = 0);
 /// The update rule of an Apply* op (ApplySGD and anything else: SGD).
 UpdateRule updateRuleOf(Op op);

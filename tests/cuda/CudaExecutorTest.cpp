@@ -2,7 +2,9 @@
 //
 // The executor over CUDA devices: one GPU against the CPU, four logical
 // towers on one GPU with transfers, an all-reduce and a host device, the
-// prefetch path, CUDA graph capture and replay, and the trace tracks.
+// same with the host's input and output staged on a GPU, the prefetch path,
+// CUDA graph capture and replay (dropout's masks through the device's step
+// counter), and the trace tracks.
 // Skipped ("no CUDA device") where no GPU is usable.
 //
 //===----------------------------------------------------------------------===//
@@ -132,10 +134,80 @@ TEST(CudaExecutor, FourLogicalTowersOnOneGpuWithHostInputAndOutput) {
   const int64_t n = 4096 + 3;
   Module m;
   buildTowers(m, "cpu:0", "cpu:0", n);
-  auto ex = Executor::create(m, onOneGpu());
+  ExecutorOptions opts = onOneGpu();
+  opts.batchOnDevice = false; // the host input and output as the plan has them
+  auto ex = Executor::create(m, opts);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  EXPECT_EQ((*ex)->devices(),
+            (std::vector<std::string>{"cpu:0", "gpu:0", "gpu:1", "gpu:2", "gpu:3"}));
   for (int step = 0; step < 3; ++step)
     expectStep(**ex, feed(n, (float)step), (float)step, n);
+}
+
+TEST(CudaExecutor, AHostInputOnlyGpusReadIsStagedOnAGpuAndTheStepIsAGraph) {
+  // The same plan with the input and output on the host: the executor runs
+  // them on gpu:0 (BatchStaging.h), so no host device is left, and the step
+  // becomes one CUDA graph.
+  GRAPHC_REQUIRE_GPUS(1);
+  const int64_t n = 4096 + 3;
+  Module m;
+  buildTowers(m, "cpu:0", "cpu:0", n);
+  ExecutorOptions opts = onOneGpu();
+  opts.cudaGraphs = CudaGraphs::On;
+  auto ex = Executor::create(m, opts);
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  EXPECT_EQ((*ex)->devices(), (std::vector<std::string>{"gpu:0", "gpu:1", "gpu:2", "gpu:3"}));
+  for (int step = 0; step < 4; ++step)
+    expectStep(**ex, feed(n, (float)step), (float)step, n);
+  EXPECT_NE((*ex)->cudaGraphNote().find("later steps replay it"), std::string::npos)
+      << (*ex)->cudaGraphNote();
+  ASSERT_FALSE((*ex)->prefetch(feed(n, 7)));
+  expectStep(**ex, {}, 7, n, true);
+}
+
+TEST(CudaExecutor, CapturedDropoutDrawsEveryReplayedStepsMasks) {
+  // The masks come from the device's step counter, which the graph advances:
+  // eager, captured and replayed steps all draw the CPU's masks of their
+  // step, and a step moved by setStep too.
+  GRAPHC_REQUIRE_GPUS(1);
+  const int64_t n = 3 * 4096 + 5;
+  Module m;
+  Builder b(m.main());
+  b.setTower(1);
+  Value *x = b.input("x", TensorType(DType::F32, {n}));
+  Attrs a;
+  a.set("ratio", 0.4);
+  Node *drop = b.createNode(Op::DropoutTrain, {x}, a, "tower_1/drop");
+  m.main().addOutput(drop->result(1));
+  ExecutorOptions cpuOpts;
+  cpuOpts.seed = 5;
+  auto cpu = Executor::create(m, cpuOpts);
+  ASSERT_TRUE(bool(cpu)) << llvm::toString(cpu.takeError());
+  ExecutorOptions gpuOpts = onOneGpu();
+  gpuOpts.seed = 5;
+  gpuOpts.deviceMap = [](const std::string &) { return std::string("gpu:0"); };
+  for (CudaGraphs mode : {CudaGraphs::Off, CudaGraphs::On}) {
+    gpuOpts.cudaGraphs = mode;
+    auto gpu = Executor::create(m, gpuOpts);
+    ASSERT_TRUE(bool(gpu)) << llvm::toString(gpu.takeError());
+    (*cpu)->setStep(0);
+    for (int step = 0; step < 7; ++step) {
+      if (step == 5) { // a resumed run: the counter is set outside the graph
+        (*cpu)->setStep(40);
+        (*gpu)->setStep(40);
+      }
+      llvm::StringMap<Tensor> f;
+      f["x"] = Tensor::fromFloats({n}, std::vector<float>(n, 1.0f));
+      auto want = (*cpu)->run(f);
+      auto got = (*gpu)->run(f);
+      ASSERT_TRUE(want && got);
+      EXPECT_EQ((*got)[0], (*want)[0]) << cudaGraphsName(mode).str() << " step " << step;
+    }
+    if (mode == CudaGraphs::On) {
+      EXPECT_NE((*gpu)->cudaGraphNote().find("later steps replay it"), std::string::npos)
+          << (*gpu)->cudaGraphNote();
+    }
+  }
 }
 
 TEST(CudaExecutor, AllOnGpusWithPrefetchedInputs) {
@@ -160,7 +232,7 @@ TEST(CudaExecutor, CudaGraphsCaptureTheSecondStepAndReplayIt) {
   Module m;
   buildTowers(m, "gpu:0", "gpu:2", n);
   ExecutorOptions opts = onOneGpu();
-  opts.cudaGraphs = true;
+  opts.cudaGraphs = CudaGraphs::On;
   auto ex = Executor::create(m, opts);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   EXPECT_NE((*ex)->cudaGraphNote().find("captured"), std::string::npos) << (*ex)->cudaGraphNote();
@@ -184,6 +256,7 @@ TEST(CudaExecutor, TheTraceHasATrackPerGpuStream) {
   buildTowers(m, "cpu:0", "cpu:0", n);
   ExecutorOptions opts = onOneGpu();
   opts.profile = true;
+  opts.batchOnDevice = false; // copies from and to the host, on their tracks
   auto ex = Executor::create(m, opts);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   for (int step = 0; step < 2; ++step)

@@ -1,13 +1,15 @@
 //===- CudaPlanTest.cpp - GPU decisions that need no GPU ------------------===//
 //
 // Which collective path a group takes, which stream a copy goes on, how the
-// trace names a GPU's tracks, and when a step may become a CUDA graph.
+// trace names a GPU's tracks, when a step may become a CUDA graph, and when
+// a device's step counter must be set from the host.
 //
 //===----------------------------------------------------------------------===//
 
 #include "executor/StepCapture.h"
 #include "executor/cuda/CollectivePath.h"
 #include "executor/cuda/CudaStreams.h"
+#include "executor/cuda/StepCounterSync.h"
 #include "ir/Builder.h"
 
 #include <gtest/gtest.h>
@@ -85,6 +87,51 @@ TEST(NcclRankLayout, AWorkerWithoutGpusOrTooManyRanksIsAnError) {
             std::string::npos);
 }
 
+//===-- The device's step counter (StepCounterSync.h) ----------------------===//
+
+TEST(StepCounterSync, EagerStepsSetOnlyTheFirstStep) {
+  StepCounterSync c;
+  // The first step: nothing is known, so the counter is set.
+  EXPECT_EQ(c.before({0, 0}), (DeviceStep{0, 0}));
+  c.advanced(); // the step's end, issued eagerly
+  for (uint64_t s = 1; s < 5; ++s) {
+    EXPECT_FALSE(c.before({s, 0}).has_value()) << "step " << s;
+    c.advanced();
+  }
+  EXPECT_EQ(c.known(), (DeviceStep{5, 0}));
+}
+
+TEST(StepCounterSync, ACapturedStepThenReplaysNeedNoHostWork) {
+  StepCounterSync c;
+  EXPECT_TRUE(c.before({0, 0})); // step 0, eager
+  c.advanced();
+  // Step 1 is captured: its advance is in the graph and has not run.
+  EXPECT_FALSE(c.before({1, 0}).has_value());
+  // The graph is launched for step 1, then replayed for 2, 3, ...: each run
+  // ends with the graph's advance, and nothing is ever set.
+  for (uint64_t s = 1; s < 6; ++s) {
+    EXPECT_FALSE(c.before({s, 0}).has_value()) << "step " << s;
+    c.advanced(); // afterGraphStep
+  }
+}
+
+TEST(StepCounterSync, AMovedStepOrAMicroStepIsSetOutsideTheGraph) {
+  StepCounterSync c;
+  c.before({0, 0});
+  c.advanced();
+  // Executor::setStep (a resumed run) moves the step: set before the replay.
+  EXPECT_EQ(c.before({40, 0}), (DeviceStep{40, 0}));
+  c.advanced();
+  EXPECT_FALSE(c.before({41, 0}).has_value());
+  c.advanced();
+  // Gradient accumulation: micro-steps keep the step, move the micro-step.
+  EXPECT_FALSE(c.before({42, 0}).has_value());
+  c.advanced();
+  EXPECT_EQ(c.before({43, 1}), (DeviceStep{43, 1}));
+  c.advanced();
+  EXPECT_EQ(c.before({43, 2}), (DeviceStep{43, 2}));
+}
+
 TEST(CudaStreams, CopiesFromTheDeviceItselfStayOnCompute) {
   EXPECT_EQ(streamForReceive(CopySource::SameDevice), CudaStream::Compute);
   EXPECT_EQ(streamForReceive(CopySource::Host), CudaStream::CopyIn);
@@ -126,7 +173,9 @@ TEST(StepCapture, RefusalsNameTheReason) {
 }
 
 #if GRAPHC_HAVE_CUDA
-TEST(StepCapture, OpsThatUseTheStepOnTheHostAreRefused) {
+TEST(StepCapture, DropoutReadsTheDeviceCounterAndIsCaptured) {
+  // Its kernel derives the step's masks from the device's step counter,
+  // which the captured graph advances (kernels/DeviceStep.h).
   Module m;
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {4}));
@@ -135,10 +184,32 @@ TEST(StepCapture, OpsThatUseTheStepOnTheHostAreRefused) {
   a.set("seed", (int64_t)1);
   Node *d = b.createNode(Op::DropoutTrain, {x}, a, "drop");
   m.main().addOutput(d->result(0));
+  EXPECT_EQ(stepCaptureRefusal(m.main(), {DeviceKind::GPU}, false, false), "");
+}
+
+TEST(StepCapture, AdamUsesTheStepOnTheHostAndIsRefused) {
+  Module m;
+  Builder b(m.main());
+  Variable v;
+  v.name = "w";
+  v.type = TensorType(DType::F32, {4});
+  m.addVariable(v);
+  for (const char *slot : {"w_m", "w_v"}) {
+    Variable s;
+    s.name = slot;
+    s.type = v.type;
+    s.kind = VarKind::Slot;
+    m.addVariable(s);
+  }
+  Value *g = b.input("g", v.type);
+  Value *lr = b.input("lr", TensorType(DType::F32, {}));
+  Attrs a;
+  a.set("var", std::string("w"));
+  a.set("slots", Strings{"w_m", "w_v"});
+  Node *adam = b.createNode(Op::ApplyAdam, {g, lr}, a, "w_update");
+  ASSERT_TRUE(adam);
   std::string why = stepCaptureRefusal(m.main(), {DeviceKind::GPU}, false, false);
-  EXPECT_NE(why.find("node '" + d->name() + "' (DropoutTrain) uses the step counter"),
-            std::string::npos)
-      << why;
+  EXPECT_EQ(why, "node 'w_update' (ApplyAdam) uses the step counter on the host");
 }
 
 TEST(StepCapture, CollectivesAcrossWorkersAreIssuedStepByStep) {

@@ -2,7 +2,8 @@
 //
 // Prefetched inputs are consumed in order by run({}), on host devices here
 // (the GPU path is in CudaExecutorTest.cpp); misuse is an error that says
-// what to do; cudaGraphs on host devices is refused with the reason.
+// what to do; CUDA graphs on host devices: auto runs as usual, on is an error
+// with the reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,22 +96,48 @@ TEST(Prefetch, MisuseIsAnErrorThatSaysWhatToDo) {
   }
 }
 
-TEST(CudaGraphsOption, RefusedOnHostDevicesWithTheReason) {
+TEST(CudaGraphsOption, OnHostDevicesAutoRunsAsUsualAndOnIsAnError) {
   Module m;
   buildTwoDevices(m);
   ExecutorOptions opts;
   auto plain = Executor::create(m, opts);
   ASSERT_TRUE(bool(plain));
   EXPECT_EQ((*plain)->cudaGraphNote(), "") << "not asked for";
-  opts.cudaGraphs = true;
+  // Auto on host devices alone: nothing to capture, nothing to say.
+  opts.cudaGraphs = CudaGraphs::Auto;
   auto ex = Executor::create(m, opts);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
-  const std::string &note = (*ex)->cudaGraphNote();
-  EXPECT_EQ(note.rfind("CUDA graphs not used: ", 0), 0u) << note;
-  // Steps run as usual.
+  EXPECT_EQ((*ex)->cudaGraphNote(), "");
   for (int step = 0; step < 3; ++step) {
     auto out = (*ex)->run(batch(step));
     ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
     EXPECT_EQ((*out)[0].at(0), 2.0 * step + 100);
   }
+  // On: the step cannot be a graph, and the error says why.
+  opts.cudaGraphs = CudaGraphs::On;
+  auto on = Executor::create(m, opts);
+  ASSERT_FALSE(bool(on));
+  std::string why = llvm::toString(on.takeError());
+  EXPECT_EQ(why.rfind("CUDA graphs were asked for (on), but the step cannot be one: ", 0), 0u)
+      << why;
+#if GRAPHC_HAVE_CUDA
+  // It names the host device and work of its own there.
+  EXPECT_NE(why.find("host device too (a graph holds GPU work only): cpu:0 runs 2 of its nodes, "
+                     "'twice' (Add) among them"),
+            std::string::npos)
+      << why;
+#else
+  EXPECT_NE(why.find("no CUDA backend"), std::string::npos) << why;
+#endif
+}
+
+TEST(CudaGraphsOption, ModesParseOnce) {
+  for (CudaGraphs g : {CudaGraphs::Off, CudaGraphs::Auto, CudaGraphs::On}) {
+    auto parsed = parseCudaGraphs(cudaGraphsName(g));
+    ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+    EXPECT_EQ(*parsed, g);
+  }
+  auto bad = parseCudaGraphs("yes");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()), "unknown CUDA graphs mode 'yes' (auto, on or off)");
 }

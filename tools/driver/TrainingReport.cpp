@@ -101,6 +101,9 @@ void TrainingSession::printRunPlan() {
        << " state\n";
   out_ << "  steps      " << totalSteps_ << " in all, from step " << start_ << ", seed " << seed_
        << "\n";
+  graphNote_ = executor_->cudaGraphNote();
+  if (!graphNote_.empty())
+    out_ << "  cuda graph " << graphNote_ << "\n";
   if (ckpt_)
     out_ << "  resumed    " << ckpt_->path << " (epoch " << epoch_ << ", " << position_.batches
          << " batches into it)\n";
@@ -236,6 +239,9 @@ llvm::Error TrainingSession::reportSteps() {
   out_ << llvm::format(": loss %.4f -> %.4f, %.1f images/s, %.3f s/step\n", result_.firstLoss,
                        result_.lastLoss, result_.imagesPerSecond,
                        done ? t.trainSeconds / done : 0.0);
+  // Whether the capture the run plan announced happened (or why not).
+  if (executor_->cudaGraphNote() != graphNote_)
+    out_ << "cuda graph: " << executor_->cudaGraphNote() << "\n";
   if (scaling_ && done > 0) {
     auto s = lossScaleState();
     if (!s)

@@ -165,6 +165,8 @@ private:
   // createExecutor, restoreCheckpoint, createEvaluator
   ExecutorOptions exec_;
   std::string emulation_;
+  /// The executor's CUDA graph note when the run plan was printed.
+  std::string graphNote_;
   std::unique_ptr<Executor> executor_;
   int64_t epoch_ = 0;
   LoaderPosition position_;

@@ -190,6 +190,14 @@ llvm::Expected<std::vector<Tensor>> runOnCuda(const Node &n, llvm::ArrayRef<Tens
   if (run.variables)
     if (auto e = variables.load(*run.variables))
       return e;
+  DeviceBuffer counter(sizeof(DeviceStep));
+  if (!counter.ok())
+    return check(cudaErrorMemoryAllocation, "cudaMalloc");
+  if (run.deviceStep)
+    if (auto e = check(
+            cudaMemcpy(counter.get(), &*run.deviceStep, sizeof(DeviceStep), cudaMemcpyHostToDevice),
+            "copy the step counter in"))
+      return e;
 
   cudaStream_t stream = nullptr;
   if (auto e = check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"))
@@ -199,6 +207,8 @@ llvm::Expected<std::vector<Tensor>> runOnCuda(const Node &n, llvm::ArrayRef<Tens
   ctx.outputs = outViews;
   ctx.scratch = static_cast<char *>(scratch.get()) + 64;
   ctx.step = run.step;
+  if (run.deviceStep)
+    ctx.deviceStep = static_cast<const DeviceStep *>(counter.get());
   ctx.variables = &variables;
   ctx.stream = stream;
   llvm::Error runError = (*kernel)->run(ctx);

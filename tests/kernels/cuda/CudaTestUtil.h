@@ -58,7 +58,10 @@ private:
 struct CudaRun {
   TensorVariables *variables = nullptr; ///< copied to the device and back
   uint64_t step = 0, seed = 0;
-  bool inPlace = false;           ///< result 0 written over its in-place operand, if any
+  bool inPlace = false; ///< result 0 written over its in-place operand, if any
+  /// When set, the step counter the kernel finds in device memory
+  /// (KernelContext::deviceStep), as an executor's GPU device keeps it.
+  std::optional<DeviceStep> deviceStep;
   CudaBackend *backend = nullptr; ///< default: strictBackend()
 };
 

@@ -14,6 +14,7 @@
 
 #include "CudaTestUtil.h"
 
+#include "kernels/DropoutKey.h"
 #include "kernels/cuda/BatchNormDevice.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElementwiseDevice.h"
@@ -547,34 +548,60 @@ TEST(Emulation, DropoutMasksAreTheCpuMasksBitForBit) {
                            tower < 0 ? "drop" : "tower_2/drop");
           ASSERT_TRUE(n);
           Tensor x = randomTensor(n->operand(0)->type(), rng);
-          for (uint64_t step : {0, 5}) {
-            std::vector<Tensor> want = cpuRun(*n, {x}, step, /*seed=*/1234);
-            DropoutParams p = dropoutParams(*n, 1234, step);
-            Tensor y(n->result()->type()), mask(n->result()->type());
-            visitStorage(dt, [&](auto tag) {
-              using T = decltype(tag);
-              if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> ||
-                            std::is_same_v<T, BFloat>) {
-                // Dropout.cu: a stream per block; element i takes half i % 2
-                // of the block's draw i / 2.
-                for (int64_t b = 0; b * kMaskBlock < size; ++b) {
-                  Xoshiro stream = maskStream(p, b);
-                  uint64_t draw = 0;
-                  for (int64_t e = 0; e < std::min(kMaskBlock, size - b * kMaskBlock); ++e) {
-                    if (e % 2 == 0)
-                      draw = stream.next();
-                    int64_t i = b * kMaskBlock + e;
-                    float m = maskValue(p, draw, (int)(e & 1));
-                    y.data<T>()[i] = fromFloat<T>(toFloat(x.data<T>()[i]) * m);
-                    mask.data<T>()[i] = fromFloat<T>(m);
+          for (uint64_t step : {0, 5})
+            for (bool fromCounter : {false, true}) {
+              std::vector<Tensor> want = cpuRun(*n, {x}, step, /*seed=*/1234);
+              DropoutParams p = dropoutParams(*n, 1234, step);
+              // Under an executor the kernel reads the step from the device's
+              // counter (here a host copy the body reads), not the argument.
+              DeviceStep counter{step, 0};
+              if (fromCounter) {
+                p.counter = &counter;
+                p.step = DeviceStep{step + 17, 3};
+              }
+              const uint64_t stepKey = maskStepKey(p.nodeKey, maskStep(p));
+              Tensor y(n->result()->type()), mask(n->result()->type());
+              visitStorage(dt, [&](auto tag) {
+                using T = decltype(tag);
+                if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> ||
+                              std::is_same_v<T, BFloat>) {
+                  // Dropout.cu: a stream per block; element i takes half i % 2
+                  // of the block's draw i / 2.
+                  for (int64_t b = 0; b * kMaskBlock < size; ++b) {
+                    Xoshiro stream = maskStream(p, stepKey, b);
+                    uint64_t draw = 0;
+                    for (int64_t e = 0; e < std::min(kMaskBlock, size - b * kMaskBlock); ++e) {
+                      if (e % 2 == 0)
+                        draw = stream.next();
+                      int64_t i = b * kMaskBlock + e;
+                      float m = maskValue(p, draw, (int)(e & 1));
+                      y.data<T>()[i] = fromFloat<T>(toFloat(x.data<T>()[i]) * m);
+                      mask.data<T>()[i] = fromFloat<T>(m);
+                    }
                   }
                 }
-              }
-            });
-            EXPECT_TRUE(sameBits(y, want[0])) << dtypeName(dt).str() << " " << size;
-            EXPECT_TRUE(sameBits(mask, want[1])) << dtypeName(dt).str() << " " << size;
-          }
+              });
+              EXPECT_TRUE(sameBits(y, want[0])) << dtypeName(dt).str() << " " << size;
+              EXPECT_TRUE(sameBits(mask, want[1])) << dtypeName(dt).str() << " " << size;
+            }
         }
+}
+
+TEST(Emulation, TheDeviceDerivesTheCpuStepKey) {
+  // The key the device derives from its step counter is dropoutStepKey's for
+  // every step and micro-batch, so the counter path draws the CPU's masks
+  // under gradient accumulation too.
+  std::mt19937_64 rng(12);
+  for (int i = 0; i < 1000; ++i) {
+    uint64_t node = rng(), step = i < 500 ? (uint64_t)i : rng(), micro = (uint64_t)(i % 7);
+    ASSERT_EQ(maskStepKey(node, DeviceStep{step, micro}), dropoutStepKey(node, step, micro))
+        << node << " " << step << " " << micro;
+  }
+  // Each of the three moves the key.
+  uint64_t k = maskStepKey(5, DeviceStep{3, 0});
+  EXPECT_NE(k, maskStepKey(6, DeviceStep{3, 0}));
+  EXPECT_NE(k, maskStepKey(5, DeviceStep{4, 0}));
+  EXPECT_NE(k, maskStepKey(5, DeviceStep{3, 1}));
 }
 
 TEST(Emulation, OptimizerUpdatesMatchBitForBit) {

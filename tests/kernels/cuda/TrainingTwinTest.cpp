@@ -1,6 +1,7 @@
 //===- TrainingTwinTest.cpp - Dropout, updates, determinism on the GPU ----===//
 //
-// DropoutTrain's masks equal the CPU's bit for bit; every optimizer update
+// DropoutTrain's masks equal the CPU's bit for bit, with the step given as an
+// argument or read from the device's step counter; every optimizer update
 // matches the CPU kernel (variables and slots after the update), alone and
 // fused into tensor-list launches through Kernel::runGroup; repeated runs
 // give the same bits (reductions, convolution gradients, batch norm); and
@@ -31,6 +32,33 @@ TEST(CudaTraining, DropoutMasksEqualTheCpuMasks) {
         for (uint64_t step : {0, 9})
           expectTwins(*n, {x}, -1, step, /*seed=*/77);
       }
+}
+
+TEST(CudaTraining, DropoutReadsTheStepFromTheDeviceCounter) {
+  // Under an executor the step reaches the kernel through the device's
+  // counter, which a captured CUDA graph advances; the argument is ignored.
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(53);
+  OneNode c;
+  c.builder().setTower(1);
+  Attrs a;
+  a.set("ratio", 0.3);
+  Node *n =
+      c.node(Op::DropoutTrain, {c.input("x", TensorType(DType::F32, {100003}))}, a, "tower_1/drop");
+  ASSERT_TRUE(n);
+  Tensor x = randomTensor(n->operand(0)->type(), rng);
+  for (uint64_t step : {0, 9, 1000}) {
+    auto want = runNode(*n, {x}, nullptr, step, /*seed=*/77);
+    ASSERT_TRUE(bool(want)) << llvm::toString(want.takeError());
+    CudaRun run;
+    run.seed = 77;
+    run.step = step + 5; // not what the counter says
+    run.deviceStep = DeviceStep{step, 0};
+    auto got = runOnCuda(*n, {x}, run);
+    ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+    EXPECT_TRUE(sameBits((*got)[0], (*want)[0])) << "step " << step;
+    EXPECT_TRUE(sameBits((*got)[1], (*want)[1])) << "step " << step;
+  }
 }
 
 /// An update node for variable `name` of `shape` (slots name_s0, name_s1)
