@@ -22,6 +22,7 @@ enum : unsigned {
   ApplyRule = 1u << 3,
   Communication = 1u << 4,
   ActivationGradient = 1u << 5,
+  Convolution = 1u << 6,
 };
 } // namespace optrait
 
@@ -67,6 +68,10 @@ inline bool isCommunication(Op op) {
 /// ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, ClipGrad.
 inline bool isActivationGradient(Op op) {
   return hasTrait(op, optrait::ActivationGradient);
+}
+
+inline bool isConvolution(Op op) {
+  return hasTrait(op, optrait::Convolution);
 }
 
 } // namespace graphc

@@ -214,8 +214,7 @@ std::string cudaDTypeRefusal(int ordinal, DType dtype) {
     cudaGetLastError();
     return "";
   }
-  return cuda::dtypeRefusal(dtype, "GPU " + std::to_string(ordinal) + " (" + prop.name + ")",
-                            {prop.major, prop.minor});
+  return cuda::dtypeRefusal(dtype, ordinal, prop.name, {prop.major, prop.minor});
 }
 
 llvm::Expected<double> cudaCopyBandwidth(int from, int to, size_t bytes) {

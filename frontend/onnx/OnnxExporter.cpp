@@ -292,7 +292,13 @@ llvm::Error Exporter::exportNode(const Node &n) {
     return llvm::Error::success();
   case Op::Dropout: {
     if (form_ == ExportForm::Inference) {
-      names_[n.result()] = names_.lookup(n.operand(0));
+      // Gone, but a graph output keeps its own name through an Identity
+      // (users fetch outputs by name, and an output may not share a name
+      // with an input or another output).
+      if (llvm::is_contained(n.graph().outputs(), n.result()))
+        node(n, "Identity");
+      else
+        names_[n.result()] = names_.lookup(n.operand(0));
       return llvm::Error::success();
     }
     std::string ratio = constant(n, "ratio", scalarOf(DType::F32, a.getFloat("ratio", 0.5)));

@@ -7,7 +7,8 @@
 // Two forms (ExportForm):
 //  - Inference, the default: what a user deploys. BatchNormalization
 //    normalises with the running statistics (no training_mode) and Dropout
-//    is removed (its output is its input), so onnxruntime computes what
+//    is removed (its output is its input; a graph output keeps its name
+//    through an Identity), so onnxruntime computes what
 //    `graphrun infer` does, one sample at a time or in batches.
 //  - Training: BatchNorm marked for training keeps training_mode = 1 and
 //    Dropout keeps its training_mode input, so that importing the file gives

@@ -5,13 +5,14 @@
 namespace graphc {
 namespace cuda {
 
-std::string dtypeRefusal(DType dtype, llvm::StringRef gpu, ComputeCapability cc) {
+std::string dtypeRefusal(DType dtype, int ordinal, llvm::StringRef name, ComputeCapability cc) {
   if (dtype != DType::BF16 || cc.atLeast(kBf16Capability))
     return "";
   return "bf16 needs a GPU of compute capability " + std::to_string(kBf16Capability.major) + "." +
          std::to_string(kBf16Capability.minor) +
-         " or newer (bf16 tensor cores and cuDNN's bf16 convolutions); " + gpu.str() + " has " +
-         std::to_string(cc.major) + "." + std::to_string(cc.minor);
+         " or newer (bf16 tensor cores and cuDNN's bf16 convolutions); GPU " +
+         std::to_string(ordinal) + " (" + name.str() + ") has " + std::to_string(cc.major) + "." +
+         std::to_string(cc.minor);
 }
 
 } // namespace cuda

@@ -29,10 +29,10 @@ struct ComputeCapability {
 /// The first capability that computes in bf16.
 inline constexpr ComputeCapability kBf16Capability{8, 0};
 
-/// Why the GPU `gpu` (its name as the message should show it, e.g.
-/// "GPU 0 (Tesla T4)") of capability `cc` cannot compute in `dtype`; empty
-/// where it can.
-std::string dtypeRefusal(DType dtype, llvm::StringRef gpu, ComputeCapability cc);
+/// Why GPU `ordinal` (named `name`, e.g. "Tesla T4") of capability `cc`
+/// cannot compute in `dtype`, naming it "GPU 0 (Tesla T4)"; empty where it
+/// can.
+std::string dtypeRefusal(DType dtype, int ordinal, llvm::StringRef name, ComputeCapability cc);
 
 } // namespace cuda
 } // namespace graphc

@@ -33,7 +33,7 @@
 #include "kernels/cuda/ConvPlan.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/CudnnDescriptors.h"
-#include "kernels/cuda/ElementwiseDevice.h"
+#include "kernels/cuda/ElemTypeOf.h"
 #include "kernels/cuda/ShapeDevice.h"
 
 #include <mutex>
@@ -187,7 +187,8 @@ protected:
     // f32 weights (and bias) beside 16-bit data, narrowed for cuDNN.
     const void *w = node().op() == Op::ConvGradFilter ? nullptr : ctx.inputs[1].data;
     if (narrowW && w) {
-      GRAPHC_CUDA_TRY(launchCast(ElemType::F32, dataElem(), elements(geo_.w), narrowW, w, s));
+      GRAPHC_CUDA_TRY(
+          launchCast(ElemType::F32, elemType(types_.data), elements(geo_.w), narrowW, w, s));
       w = narrowW;
     }
     switch (dir_) {
@@ -208,10 +209,11 @@ protected:
       if (bias_) {
         const void *b = ctx.inputs[2].data;
         if (narrowB) {
-          GRAPHC_CUDA_TRY(launchCast(ElemType::F32, dataElem(), geo_.w[0], narrowB, b, s));
+          GRAPHC_CUDA_TRY(
+              launchCast(ElemType::F32, elemType(types_.data), geo_.w[0], narrowB, b, s));
           b = narrowB;
         }
-        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, dataElem(), ElemParams(), biasIndex_,
+        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, elemType(types_.data), ElemParams(), biasIndex_,
                                      elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data, b,
                                      s));
       }
@@ -251,8 +253,8 @@ protected:
                                   choice_.workspace, &zero, wDesc_.get(), dw));
       }
       if (narrowW)
-        GRAPHC_CUDA_TRY(launchCast(dataElem(), ElemType::F32, elements(geo_.w), ctx.outputs[0].data,
-                                   narrowW, s));
+        GRAPHC_CUDA_TRY(launchCast(elemType(types_.data), ElemType::F32, elements(geo_.w),
+                                   ctx.outputs[0].data, narrowW, s));
       return llvm::Error::success();
     }
     }
@@ -262,8 +264,6 @@ protected:
 private:
   static int64_t elements(llvm::ArrayRef<int64_t> dims) { return plain::product(dims, 0, 4); }
   size_t elemSize() const { return dtypeSize(types_.data); }
-  /// Our elementwise kernels' name for the data type (ElemType mirrors DType).
-  ElemType dataElem() const { return (ElemType)types_.data; }
   size_t paddedBytes() const { return (size_t)elements(low_.paddedX) * elemSize(); }
   size_t weightBytes() const { return (size_t)elements(geo_.w) * elemSize(); }
   size_t biasBytes() const { return (size_t)geo_.w[0] * elemSize(); }

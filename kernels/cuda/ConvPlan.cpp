@@ -74,8 +74,7 @@ llvm::Error dataOrWide(llvm::StringRef what, DType t, DType data, bool &wide) {
 } // namespace
 
 llvm::Expected<ConvTypes> convTypes(Op op, llvm::ArrayRef<DType> operands, DType result) {
-  assert((op == Op::Conv || op == Op::ConvGradData || op == Op::ConvGradFilter) &&
-         operands.size() >= 2 && "a convolution's operands");
+  assert(isConvolution(op) && operands.size() >= 2 && "a convolution's operands");
   ConvTypes t;
   t.data = operands[0];
   if (t.data != DType::F32 && !sixteenBit(t.data))

@@ -70,8 +70,7 @@ llvm::Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(int ordinal,
 }
 
 std::string CudaBackend::dtypeRefusal(DType dtype) const {
-  return cuda::dtypeRefusal(dtype, "GPU " + std::to_string(ordinal_) + " (" + gpuName_ + ")",
-                            capability_);
+  return cuda::dtypeRefusal(dtype, ordinal_, gpuName_, capability_);
 }
 
 CudaBackend::~CudaBackend() {

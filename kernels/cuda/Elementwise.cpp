@@ -12,7 +12,7 @@
 
 #include "kernels/Float16ViaF32.h"
 #include "kernels/cuda/CudaKernel.h"
-#include "kernels/cuda/ElementwiseDevice.h"
+#include "kernels/cuda/ElemTypeOf.h"
 
 #include <limits>
 
@@ -20,14 +20,6 @@ namespace graphc {
 namespace {
 
 using namespace cuda;
-
-static_assert((int)ElemType::Bool == (int)DType::Bool && (int)ElemType::I32 == (int)DType::I32 &&
-                  (int)ElemType::BF16 == (int)DType::BF16,
-              "ElemType mirrors DType");
-
-ElemType elemType(DType t) {
-  return (ElemType)t;
-}
 
 ElemParams paramsOf(const Node &n) {
   ElemParams p;

@@ -56,4 +56,23 @@ void report(const std::string &what, double worst, double rel) {
               rel > 0 ? worst / rel : 0.0, rel);
 }
 
+Tensor convertedTo(const Tensor &t, DType to) {
+  Tensor out(TensorType(to, t.type().shape));
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    out.set(i, t.at(i));
+  return out;
+}
+
+int windowsPerElement(const Attrs &pool) {
+  Ints kernel = pool.getInts("kernel_shape"), strides = pool.getInts("strides");
+  Ints dilations = pool.getInts("dilations", Ints(kernel.size(), 1));
+  int windows = 1;
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    int64_t stride = i < strides.size() ? strides[i] : 1;
+    int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+    windows *= (int)((extent + stride - 1) / stride);
+  }
+  return windows;
+}
+
 } // namespace graphc::sumbound

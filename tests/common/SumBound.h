@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Attribute.h"
 #include "ir/Tensor.h"
 
 #include <gtest/gtest.h>
@@ -56,5 +57,13 @@ testing::AssertionResult sameBits(const Tensor &got, const Tensor &want);
 
 /// Prints "[ bound    ] what: worst W = R of the bound B" for the record.
 void report(const std::string &what, double worst, double rel);
+
+/// `t`'s values stored as `to` (rounded to nearest where `to` is narrower).
+Tensor convertedTo(const Tensor &t, DType to);
+
+/// The most windows of a pooling (kernel_shape, strides, dilations) that
+/// cover one input element: how many shares its gradient adds up there, each
+/// a rounding where the gradient is stored in 16 bits.
+int windowsPerElement(const Attrs &pool);
 
 } // namespace graphc::sumbound

@@ -142,6 +142,14 @@ TEST(OpTable, EveryOpHasANameThatParsesBack) {
   EXPECT_FALSE(parseOp("NoSuchOp").has_value());
 }
 
+TEST(OpTable, TheConvolutionTraitMarksAConvolutionAndItsGradients) {
+  std::vector<std::string> marked;
+  for (unsigned i = 0; i < numOps(); ++i)
+    if (isConvolution((Op)i))
+      marked.push_back(opName((Op)i).str());
+  EXPECT_EQ(marked, (std::vector<std::string>{"Conv", "ConvGradData", "ConvGradFilter"}));
+}
+
 TEST(Graph, MoveAfterReordersForTheScheduler) {
   Module m;
   Builder b(m.main());

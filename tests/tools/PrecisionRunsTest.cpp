@@ -94,7 +94,7 @@ TEST(PrecisionRuns, Bf16OnGpusAsksEachGpuOnceAndNotTheCpu) {
   // Every convolution is on a GPU: the host's lack of bf16 instructions
   // does not matter there.
   for (const Node *n : m->main().nodes()) {
-    if (n->op() == Op::Conv || n->op() == Op::ConvGradData || n->op() == Op::ConvGradFilter) {
+    if (isConvolution(n->op())) {
       EXPECT_TRUE(gpuIndexOf(n->assignedDevice())) << n->name() << " on " << n->assignedDevice();
     }
   }

@@ -31,10 +31,6 @@ RunsOn runsOn(const Node &n, const ExecutorOptions &exec) {
   return r;
 }
 
-bool isConvolution(Op op) {
-  return op == Op::Conv || op == Op::ConvGradData || op == Op::ConvGradFilter;
-}
-
 bool touches(const Node &n, DType t) {
   for (const Value *v : n.operands())
     if (v->type().dtype == t)

@@ -109,7 +109,7 @@ TEST(OnnxExport, BuiltModulesKeepTheirNames) {
   expectRoundTrips(*back);
 }
 
-/// x -> BatchNorm (training = 1) -> Dropout -> output.
+/// x -> BatchNorm (training = 1) -> Dropout -> Relu -> output.
 std::unique_ptr<Module> bnDropoutModule() {
   auto m = std::make_unique<Module>("bn_dropout");
   Builder b(m->main());
@@ -130,7 +130,7 @@ std::unique_ptr<Module> bnDropoutModule() {
   Value *y = b.create(Op::BatchNorm, operands, bn, "bn");
   Attrs drop;
   drop.set("ratio", 0.25);
-  m->main().addOutput(b.create(Op::Dropout, {y}, drop, "drop"));
+  m->main().addOutput(b.create(Op::Relu, {b.create(Op::Dropout, {y}, drop, "drop")}, {}, "relu"));
   return m;
 }
 
@@ -151,16 +151,38 @@ TEST(OnnxExport, InferenceFormUsesRunningStatisticsAndDropsDropout) {
     for (const onnx::AttributeProto &a : n.attribute())
       EXPECT_NE(a.name(), "training_mode");
   }
-  EXPECT_EQ(ops, std::vector<std::string>{"BatchNormalization"});
-  // The graph's output is the BatchNorm's: Dropout is gone, not an Identity.
-  ASSERT_EQ(proto.graph().output_size(), 1);
-  EXPECT_EQ(proto.graph().output(0).name(), proto.graph().node(0).output(0));
+  EXPECT_EQ(ops, (std::vector<std::string>{"BatchNormalization", "Relu"}));
+  // Dropout is gone, not an Identity: the Relu reads the BatchNorm.
+  EXPECT_EQ(proto.graph().node(1).input(0), proto.graph().node(0).output(0));
 
   ASSERT_OK_AND_ASSIGN(back, importOnnxBytes(bytes));
   const Node *bn = back->main().findNode("bn");
   ASSERT_NE(bn, nullptr);
   EXPECT_FALSE(bn->attrs().has("training"));
   EXPECT_EQ(back->main().findNode("drop"), nullptr);
+}
+
+TEST(OnnxExport, ADropoutThatIsAnOutputKeepsItsNameThroughAnIdentity) {
+  // x -> Dropout is an output, and so is Relu(x): the inference form must
+  // neither name an output after the input nor give two outputs one name.
+  Module m("dropout_out");
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {kBatchDim, 4}));
+  Attrs drop;
+  drop.set("ratio", 0.5);
+  m.main().addOutput(b.create(Op::Dropout, {x}, drop, "drop"));
+  m.main().addOutput(b.create(Op::Relu, {x}, {}, "relu"));
+  ASSERT_OK_AND_ASSIGN(bytes, exportOnnxBytes(m));
+  EXPECT_EQ(onnxCheckerError(bytes), "");
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  ASSERT_EQ(proto.graph().node_size(), 2);
+  EXPECT_EQ(proto.graph().node(0).op_type(), "Identity");
+  EXPECT_EQ(proto.graph().node(0).input(0), "x");
+  ASSERT_EQ(proto.graph().output_size(), 2);
+  EXPECT_EQ(proto.graph().output(0).name(), proto.graph().node(0).output(0));
+  EXPECT_NE(proto.graph().output(0).name(), "x");
+  EXPECT_NE(proto.graph().output(0).name(), proto.graph().output(1).name());
 }
 
 TEST(OnnxExport, TrainingFormTrainsAgainAsExported) {

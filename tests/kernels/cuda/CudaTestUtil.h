@@ -87,6 +87,9 @@ struct ConvCase {
   Attrs attrs() const;
 };
 std::vector<ConvCase> convCases();
+/// convCases() and inception_v3's 1x7 and 7x1 with their pads, channels a
+/// multiple of 8 (what the 16-bit twins take).
+std::vector<ConvCase> sixteenBitConvCases();
 
 /// A ConvCase's nodes over inputs of `dtype`: inputs x, w (and b with
 /// `bias`), the convolution, and without a bias its gradients over a fresh
@@ -158,9 +161,11 @@ class TwinCases {
 public:
   /// A fresh graph for the next node.
   OneNode &graph();
-  /// Runs `n` on the CPU now and keeps its results (tol < 0: bit for bit).
-  void add(const Node *n, std::vector<Tensor> inputs, double tol, std::string what = "");
-  const std::vector<Tensor> &lastCpu() const { return cases_.back().cpu; }
+  /// Runs `n` on the CPU now and keeps its results (tol < 0: bit for bit);
+  /// returns them (valid until the next add), or null (a failure recorded)
+  /// when the CPU refuses `n`.
+  const std::vector<Tensor> *add(const Node *n, std::vector<Tensor> inputs, double tol,
+                                 std::string what = "");
   /// The GPU half: each node's CUDA kernel against its CPU results.
   void compareOnGpu() const;
 

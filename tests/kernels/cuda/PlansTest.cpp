@@ -296,15 +296,15 @@ TEST(ComputeCapability, Bf16NeedsAmpereOrNewer) {
       blackwell{10, 0};
   for (ComputeCapability cc : {volta, turing, ampere, ada, hopper, blackwell}) {
     // f32 and f16 run everywhere.
-    EXPECT_EQ(dtypeRefusal(DType::F32, "GPU 0 (x)", cc), "");
-    EXPECT_EQ(dtypeRefusal(DType::F16, "GPU 0 (x)", cc), "");
+    EXPECT_EQ(dtypeRefusal(DType::F32, 0, "x", cc), "");
+    EXPECT_EQ(dtypeRefusal(DType::F16, 0, "x", cc), "");
   }
   for (ComputeCapability cc : {ampere, ada, hopper, blackwell})
-    EXPECT_EQ(dtypeRefusal(DType::BF16, "GPU 0 (x)", cc), "") << cc.major << "." << cc.minor;
-  EXPECT_EQ(dtypeRefusal(DType::BF16, "GPU 1 (Tesla T4)", turing),
+    EXPECT_EQ(dtypeRefusal(DType::BF16, 0, "x", cc), "") << cc.major << "." << cc.minor;
+  EXPECT_EQ(dtypeRefusal(DType::BF16, 1, "Tesla T4", turing),
             "bf16 needs a GPU of compute capability 8.0 or newer (bf16 tensor cores and cuDNN's "
             "bf16 convolutions); GPU 1 (Tesla T4) has 7.5");
-  EXPECT_NE(dtypeRefusal(DType::BF16, "GPU 0 (Tesla V100)", volta), "");
+  EXPECT_NE(dtypeRefusal(DType::BF16, 0, "Tesla V100", volta), "");
 }
 
 TEST(SoftmaxPlan, TheAxisBecomesCudnnChannels) {

@@ -25,20 +25,15 @@ namespace {
 /// A bf16 kernel against the f32 one on the same values: u_bf16 for each bf16
 /// rounding on the way to a result (the result's own; f32 weights a mixed
 /// convolution rounds to bf16; a pooling gradient's overlapping windows
-/// adding up in its bf16 output, ceil(k/s) per axis of them), and twice the
+/// adding up in its bf16 output, sumbound::windowsPerElement of them), and twice the
 /// sums' rounding bound (kernelBound).
 double bf16Bound(const Node &n, DType result) {
   int roundings = result == DType::BF16;
   if ((n.op() == Op::Conv || n.op() == Op::ConvGradData) &&
       n.operand(1)->type().dtype == DType::F32 && n.operand(0)->type().dtype == DType::BF16)
     ++roundings;
-  if ((n.op() == Op::MaxPoolGrad || n.op() == Op::AveragePoolGrad) && result == DType::BF16) {
-    Ints k = n.attrs().getInts("kernel_shape"), s = n.attrs().getInts("strides");
-    int overlaps = 1;
-    for (size_t i = 0; i < k.size(); ++i)
-      overlaps *= (int)((k[i] + (i < s.size() ? s[i] : 1) - 1) / (i < s.size() ? s[i] : 1));
-    roundings += overlaps - 1;
-  }
+  if ((n.op() == Op::MaxPoolGrad || n.op() == Op::AveragePoolGrad) && result == DType::BF16)
+    roundings += sumbound::windowsPerElement(n.attrs()) - 1;
   return roundings * sumbound::kBf16 + kernelBound(n, {}, 2);
 }
 
@@ -56,13 +51,6 @@ bool isData(Op op, unsigned i) {
   }
 }
 
-Tensor convert(const Tensor &t, DType to) {
-  Tensor out(TensorType(to, t.type().shape));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    out.set(i, t.at(i));
-  return out;
-}
-
 TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
   if (!cpuHasBf16())
     GTEST_SKIP() << "no bf16 instructions here";
@@ -78,8 +66,8 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
       for (int64_t k = 0; variance && k < t.numElements(); ++k)
         t.set(k, std::abs(t.at(k)) + 0.5);
       DType dt = isData(c.op, i) ? DType::BF16 : DType::F32;
-      in16.push_back(convert(t, dt));
-      in32.push_back(convert(in16.back(), DType::F32)); // the same values, rounded
+      in16.push_back(sumbound::convertedTo(t, dt));
+      in32.push_back(sumbound::convertedTo(in16.back(), DType::F32)); // the same values, rounded
       low.push_back(TensorType(dt, c.inputs[i].shape));
     }
     auto node32 = mustMakeNode(c.op, c.inputs, c.attrs);
@@ -106,7 +94,8 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
         // bf16 results carry 8 bits; f32 ones (statistics, dscale, dbias)
         // are sums over bf16 data.
         double worst = 0, bound = bf16Bound(n, (*got)[r].type().dtype);
-        EXPECT_TRUE(near(convert((*got)[r], DType::F32), want[r], bound, &worst)) << "result " << r;
+        EXPECT_TRUE(near(sumbound::convertedTo((*got)[r], DType::F32), want[r], bound, &worst))
+            << "result " << r;
         sumbound::report("bf16 " + opName(c.op).str() + " result " + std::to_string(r), worst,
                          bound);
         EXPECT_EQ((*got)[r].type().dtype, n.result(r)->type().dtype);
@@ -142,8 +131,8 @@ TEST(DnnlBf16, ConvolutionsTakeF32WeightsAndGiveF32FilterGradients) {
     SCOPED_TRACE(opName(c.op).str());
     std::vector<Tensor> in16, in32;
     for (const TensorType &t : c.mixedTypes) {
-      in16.push_back(convert(randomTensor(f32(t.shape), rng), t.dtype));
-      in32.push_back(convert(in16.back(), DType::F32));
+      in16.push_back(sumbound::convertedTo(randomTensor(f32(t.shape), rng), t.dtype));
+      in32.push_back(sumbound::convertedTo(in16.back(), DType::F32));
     }
     auto node32 = mustMakeNode(c.op, c.f32Types, c.f32Attrs);
     auto node16 = mustMakeNode(c.op, c.mixedTypes, c.mixedAttrs);
@@ -152,7 +141,8 @@ TEST(DnnlBf16, ConvolutionsTakeF32WeightsAndGiveF32FilterGradients) {
     auto got = runOnce(*node16->node, in16);
     EXPECT_EQ(got[0].type().dtype, want);
     double worst = 0, bound = bf16Bound(*node16->node, want);
-    EXPECT_TRUE(near(convert(got[0], DType::F32), runOnce(*node32->node, in32)[0], bound, &worst));
+    EXPECT_TRUE(near(sumbound::convertedTo(got[0], DType::F32), runOnce(*node32->node, in32)[0],
+                     bound, &worst));
     sumbound::report("mixed " + opName(c.op).str(), worst, bound);
   }
 }
@@ -170,12 +160,13 @@ TEST(DnnlBf16, ConvolutionGradientsAccumulateBeyondBf16) {
   auto node16 = mustMakeNode(
       Op::ConvGradFilter, {TensorType(DType::BF16, x.shape), TensorType(DType::BF16, x.shape)}, a);
   std::mt19937 rng(3);
-  Tensor xs = convert(randomTensor(x, rng), DType::BF16);
-  Tensor dy = convert(randomTensor(x, rng), DType::BF16);
-  auto want = runOnce(*node32->node, {convert(xs, DType::F32), convert(dy, DType::F32)});
+  Tensor xs = sumbound::convertedTo(randomTensor(x, rng), DType::BF16);
+  Tensor dy = sumbound::convertedTo(randomTensor(x, rng), DType::BF16);
+  auto want = runOnce(*node32->node, {sumbound::convertedTo(xs, DType::F32),
+                                      sumbound::convertedTo(dy, DType::F32)});
   auto got = runOnce(*node16->node, {xs, dy});
   double worst = 0, bound = bf16Bound(*node16->node, got[0].type().dtype);
-  EXPECT_TRUE(near(convert(got[0], DType::F32), want[0], bound, &worst));
+  EXPECT_TRUE(near(sumbound::convertedTo(got[0], DType::F32), want[0], bound, &worst));
   sumbound::report("bf16 filter gradient of 8192 terms", worst, bound);
 }
 
