@@ -6,6 +6,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <cassert>
+
 namespace graphc {
 
 static std::string shapesOf(llvm::ArrayRef<TensorView> views) {
@@ -51,10 +53,19 @@ llvm::Error Rendezvous::checkTensors(const Call &c, llvm::StringRef group, uint6
   return llvm::Error::success();
 }
 
+Rendezvous::Group &Rendezvous::known(llvm::StringRef group) {
+  auto it = groups_.find(group);
+  assert(it != groups_.end() && "a rank arrives in a group before anything else");
+  return it->second;
+}
+
 llvm::Expected<RendezvousMeeting> Rendezvous::arrive(llvm::StringRef group, unsigned rank,
                                                      unsigned nranks, RendezvousArrival arrival) {
   std::unique_lock<std::mutex> lock(mutex_);
-  Group &g = groups_[group.str()];
+  auto it = groups_.find(group);
+  if (it == groups_.end())
+    it = groups_.emplace(group.str(), Group()).first;
+  Group &g = it->second;
   if (g.nranks == 0) {
     g.nranks = nranks;
     g.next.assign(nranks, 0);
@@ -86,13 +97,13 @@ llvm::Expected<RendezvousMeeting> Rendezvous::arrive(llvm::StringRef group, unsi
 
 bool Rendezvous::finishShare(llvm::StringRef group, uint64_t sequence) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Group &g = groups_[group.str()];
+  Group &g = known(group);
   return ++g.calls[sequence].finished == g.nranks;
 }
 
 void Rendezvous::publish(llvm::StringRef group, uint64_t sequence, void *value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Call &c = groups_[group.str()].calls[sequence];
+  Call &c = known(group).calls[sequence];
   c.published = value;
   c.hasPublished = true;
   cv_.notify_all();
@@ -101,7 +112,7 @@ void Rendezvous::publish(llvm::StringRef group, uint64_t sequence, void *value) 
 llvm::Expected<void *> Rendezvous::awaitPublished(llvm::StringRef group, uint64_t sequence,
                                                   unsigned rank, llvm::StringRef publisher) {
   std::unique_lock<std::mutex> lock(mutex_);
-  Group &g = groups_[group.str()];
+  Group &g = known(group);
   Call &c = g.calls[sequence];
   if (!cv_.wait_for(lock, timeout_, [&] { return aborted_ || c.hasPublished; }))
     return makeError("collective '" + group + "' (AllReduce) #" + llvm::Twine(sequence) +
@@ -114,7 +125,7 @@ llvm::Expected<void *> Rendezvous::awaitPublished(llvm::StringRef group, uint64_
 
 bool Rendezvous::leave(llvm::StringRef group, uint64_t sequence) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Group &g = groups_[group.str()];
+  Group &g = known(group);
   auto it = g.calls.find(sequence);
   if (it == g.calls.end() || ++it->second.left != g.nranks)
     return false;

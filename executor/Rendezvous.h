@@ -12,7 +12,8 @@
 // Each rank numbers its own calls per group (0, 1, 2, ...); call #s of every
 // rank meet in one record, so a rank that is done with call #s may arrive for
 // #s+1 while a slower rank still reads #s. The contract:
-//   - arrive() returns every rank's arrival once all nranks have arrived; a
+//   - arrive() returns every rank's arrival once all nranks have arrived (a
+//     view of the call's record, valid until this rank leave()s); a
 //     rank that waits longer than the timeout gets an error naming the group,
 //     the sequence number, its rank, the ranks not arrived and its tensors;
 //   - tensors must be f32 and the same shapes on every rank, outputs shaped
@@ -47,7 +48,8 @@ struct RendezvousArrival {
 
 struct RendezvousMeeting {
   uint64_t sequence = 0;
-  std::vector<RendezvousArrival> arrivals; ///< by rank
+  /// By rank: the call's record, not a copy; read it before leave().
+  llvm::ArrayRef<RendezvousArrival> arrivals;
 };
 
 class Rendezvous {
@@ -92,11 +94,13 @@ private:
   llvm::Error timedOut(const Group &g, const Call &c, llvm::StringRef group, uint64_t seq,
                        unsigned rank, llvm::StringRef phase) const;
   llvm::Error aborted(llvm::StringRef group, uint64_t seq, unsigned rank) const;
+  /// A group some rank has arrived in (groups are never forgotten).
+  Group &known(llvm::StringRef group);
 
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::map<std::string, Group> groups_;
+  std::map<std::string, Group, std::less<>> groups_;
   bool aborted_ = false;
 };
 

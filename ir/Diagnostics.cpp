@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstdio>
+
 namespace graphc {
 
 llvm::Error makeError(const llvm::Twine &msg) {
@@ -55,6 +57,12 @@ llvm::Error oneLine(llvm::Error e) {
       out += (char)c;
   }
   return makeError(out);
+}
+
+std::string secondsText(std::chrono::milliseconds t) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.3g", std::chrono::duration<double>(t).count());
+  return buf;
 }
 
 } // namespace graphc

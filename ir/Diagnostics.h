@@ -11,6 +11,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <string>
 
 namespace graphc {
@@ -33,5 +34,9 @@ std::string printable(llvm::StringRef bytes, size_t max = 80);
 /// readers return through it, so no message they build from a file's bytes
 /// spans lines.
 llvm::Error oneLine(llvm::Error e);
+
+/// A duration in seconds for a message, in three significant digits
+/// ("0.25", "60", "1.2e+03"); the message says " s" after it.
+std::string secondsText(std::chrono::milliseconds t);
 
 } // namespace graphc

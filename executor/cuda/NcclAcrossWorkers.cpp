@@ -7,7 +7,6 @@
 
 #include "llvm/Support/xxhash.h"
 
-#include <cstdio>
 #include <thread>
 
 namespace graphc {
@@ -15,12 +14,6 @@ namespace graphc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string seconds(std::chrono::milliseconds t) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%.3g", std::chrono::duration<double>(t).count());
-  return buf;
-}
 
 } // namespace
 
@@ -165,7 +158,7 @@ llvm::Error NcclAcrossWorkers::awaitReady(llvm::ArrayRef<unsigned> locals, llvm:
       broken_ = true;
       for (unsigned k : locals)
         abort(locals_[k]);
-      return makeError(what + " did not complete within " + seconds(timeout_) +
+      return makeError(what + " did not complete within " + secondsText(timeout_) +
                        " s: another worker died or stalled (--collective-timeout); its "
                        "communicator is aborted");
     }
@@ -240,7 +233,7 @@ llvm::Error NcclAcrossWorkers::check(unsigned local) {
   broken_ = true;
   abort(l);
   return makeError("the NCCL all-reduce of collective '" + group + "' on " + describe(local) +
-                   " did not complete within " + seconds(timeout_) +
+                   " did not complete within " + secondsText(timeout_) +
                    " s: another worker died or stalled (--collective-timeout); its communicator "
                    "is aborted");
 }

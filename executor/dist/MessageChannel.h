@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Diagnostics.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -50,5 +52,11 @@ public:
   virtual llvm::Error receiveAny(Message &into, std::chrono::steady_clock::time_point deadline,
                                  llvm::StringRef what) = 0;
 };
+
+/// The error of an exchange in a process that has no channel for one (a
+/// world of one, or a run without ps tasks).
+inline llvm::Error noExchangeError(llvm::StringRef what) {
+  return makeError(what + ": this process runs no parameter-server exchange");
+}
 
 } // namespace graphc

@@ -28,7 +28,7 @@ llvm::Expected<std::vector<uint64_t>> MpiCollectives::gatherOn(bool world, uint6
     if (rc != MPI_SUCCESS)
       return makeError(what + " failed: " + mpiErrorText(rc));
   }
-  if (auto e = wait_.waitAll(&req, 1, what.str() + " (all-gather)"))
+  if (auto e = wait_.waitAll(&req, 1, what + " (all-gather)"))
     return e;
   return std::vector<uint64_t>(all.begin(), all.end());
 }
@@ -43,7 +43,7 @@ llvm::Error MpiCollectives::broadcast(llvm::MutableArrayRef<uint8_t> bytes, llvm
     if (rc != MPI_SUCCESS)
       return makeError(what + " failed: " + mpiErrorText(rc));
   }
-  return wait_.waitAll(&req, 1, what.str() + " (broadcast from rank 0)");
+  return wait_.waitAll(&req, 1, what + " (broadcast from rank 0)");
 }
 
 llvm::Error MpiCollectives::agree(uint64_t value, llvm::StringRef what) {
@@ -146,8 +146,8 @@ llvm::Error MpiCollectives::allReduceSum(llvm::StringRef group, llvm::ArrayRef<T
     }
   }
   return wait_.waitAll(reqs.data(), (int)reqs.size(),
-                       "the all-reduce '" + group.str() + "' across " +
-                           std::to_string(numWorkers()) + " workers (" + what.str() + ")");
+                       "the all-reduce '" + group + "' across " + llvm::Twine(numWorkers()) +
+                           " workers (" + what + ")");
 }
 
 } // namespace graphc

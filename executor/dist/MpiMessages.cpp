@@ -8,14 +8,10 @@
 
 namespace graphc {
 
-static llvm::Error noExchange(llvm::StringRef what) {
-  return makeError(what + ": this process runs no parameter-server exchange");
-}
-
 llvm::Error MpiMessages::exchange(llvm::ArrayRef<Message> sends,
                                   llvm::MutableArrayRef<Message> receives, llvm::StringRef what) {
   if (mpi_.messages == MPI_COMM_NULL)
-    return noExchange(what);
+    return noExchangeError(what);
   std::vector<MPI_Request> reqs;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
@@ -49,7 +45,7 @@ llvm::Error MpiMessages::exchange(llvm::ArrayRef<Message> sends,
 llvm::Error MpiMessages::receiveAny(Message &into, std::chrono::steady_clock::time_point deadline,
                                     llvm::StringRef what) {
   if (mpi_.messages == MPI_COMM_NULL)
-    return noExchange(what);
+    return noExchangeError(what);
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);

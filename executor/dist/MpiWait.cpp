@@ -5,22 +5,11 @@
 #include "ir/Diagnostics.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <thread>
 
 namespace graphc {
 
-namespace {
-
-std::string seconds(std::chrono::milliseconds t) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%.3g", std::chrono::duration<double>(t).count());
-  return buf;
-}
-
-} // namespace
-
-llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, llvm::StringRef what,
+llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &what,
                              MPI_Status *statuses, std::chrono::steady_clock::time_point until) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -56,7 +45,7 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, llvm::StringRef what,
               : timeout_;
       return makeError(
           what + (step_.load() >= 0 ? std::string() : std::string(" at start-up")) +
-          " did not complete within " + seconds(waited) +
+          " did not complete within " + secondsText(waited) +
           " s: another rank died or stalled (--collective-timeout); ending every rank");
     }
     std::this_thread::sleep_for(nap);

@@ -18,6 +18,7 @@
 #include "executor/dist/MpiSession.h"
 #include "executor/dist/PeerWatch.h"
 
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 
 #include <atomic>
@@ -36,9 +37,9 @@ public:
 
   /// Waits for `n` requests (their statuses into `statuses` when given)
   /// until `deadline`, by default the timeout from now. The error names
-  /// `what`, and the step; a deadline the caller set is the timeout counted
+  /// `what` (built only then), and the step; a deadline the caller set is the timeout counted
   /// from a silent peer's last message (which the caller names).
-  llvm::Error waitAll(MPI_Request *requests, int n, llvm::StringRef what,
+  llvm::Error waitAll(MPI_Request *requests, int n, const llvm::Twine &what,
                       MPI_Status *statuses = nullptr,
                       std::chrono::steady_clock::time_point deadline = {});
 

@@ -2,6 +2,8 @@
 
 #include "executor/dist/PeerWatch.h"
 
+#include "ir/Random.h"
+
 #include "llvm/ADT/StringExtras.h"
 
 #include <cassert>
@@ -14,10 +16,7 @@ namespace graphc {
 uint64_t PeerWatch::thisHost() {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
-  uint64_t h = 1469598103934665603ull;
-  for (const char *c = name; *c; ++c)
-    h = (h ^ (unsigned char)*c) * 1099511628211ull;
-  return h;
+  return stableHash(name);
 }
 
 bool PeerWatch::processGone(uint64_t pid) {

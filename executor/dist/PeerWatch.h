@@ -20,7 +20,7 @@ namespace graphc {
 
 class PeerWatch {
 public:
-  /// A hash of this machine's name (FNV-1a), to tell which ranks share it.
+  /// A hash of this machine's name (stableHash), to tell which ranks share it.
   static uint64_t thisHost();
   /// The process is gone: no /proc entry, or a zombie not yet reaped.
   static bool processGone(uint64_t pid);

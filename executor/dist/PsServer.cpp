@@ -9,7 +9,6 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -96,16 +95,6 @@ llvm::Error PsServer::packState(float *out) const {
 //===----------------------------------------------------------------------===//
 // The loop over the workers' requests.
 //===----------------------------------------------------------------------===//
-
-namespace {
-
-std::string secondsText(std::chrono::milliseconds t) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%.3g", std::chrono::duration<double>(t).count());
-  return buf;
-}
-
-} // namespace
 
 class PsServer::Serving {
 public:

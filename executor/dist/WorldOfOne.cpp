@@ -2,8 +2,6 @@
 
 #include "executor/dist/WorldOfOne.h"
 
-#include "ir/Diagnostics.h"
-
 #include <cstdlib>
 
 namespace graphc {
@@ -42,17 +40,14 @@ public:
   void setStep(int64_t) override {}
   llvm::Error exchange(llvm::ArrayRef<Message>, llvm::MutableArrayRef<Message>,
                        llvm::StringRef what) override {
-    return none(what);
+    return noExchangeError(what);
   }
   llvm::Error receiveAny(Message &, std::chrono::steady_clock::time_point,
                          llvm::StringRef what) override {
-    return none(what);
+    return noExchangeError(what);
   }
 
 private:
-  static llvm::Error none(llvm::StringRef what) {
-    return makeError(what + ": this process runs no parameter-server exchange");
-  }
   const Alone &alone_;
 };
 
