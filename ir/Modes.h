@@ -36,8 +36,8 @@ struct ParamPlacement {
     Spread,   ///< each variable on one GPU, balanced by bytes
     Mirrored, ///< a replica per tower, all-reduced
     /// By predicted step time under each device's memory (--params auto):
-    /// the tools compile the other modes and keep the best before any pass
-    /// sees it (passes/strategy/ParamsAutoStrategy.h).
+    /// ParamsAutoStrategy (passes/strategy/ParamsAutoStrategy.h) compiles
+    /// the other modes and keeps the best before any pass sees it.
     Auto,
   };
   Kind kind = Cpu;

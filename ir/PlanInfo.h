@@ -60,7 +60,7 @@ struct PlanInfo {
   std::optional<Floats> splitSpeeds; ///< --split auto: the towers' relative speeds
   std::optional<int64_t> accumulate; ///< micro-steps per step (AccumulateGradients)
 
-  // Placement (the tools' compile).
+  // Placement (passes/strategy/).
   std::optional<Cluster> cluster;
   std::optional<ParamPlacement> params;
   std::optional<std::string> paramsChosen; ///< --params auto: the mode it kept

@@ -84,9 +84,9 @@ struct PsOptions {
 };
 
 /// place-devices: assigns every node a device. Passes may not depend on
-/// placement/, so the tools build this from the cluster and the kernel
-/// registry (placement/Placer.h: makePlacerFunction). Unset: place-devices
-/// fails and says so.
+/// placement/, so the strategies (passes/strategy/) build this from the
+/// cluster and the kernel registry (placement/Placer.h: makePlacerFunction).
+/// Unset: place-devices fails and says so.
 using PlacerFunction = std::function<llvm::Error(Module &)>;
 
 struct CompileOptions {

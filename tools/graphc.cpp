@@ -33,7 +33,6 @@
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
-#include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/CommandLine.h"
 #include "tools/driver/FlagGroups.h"
 #include "tools/driver/Inspect.h"
@@ -426,8 +425,7 @@ struct SimulateCommand {
     const std::optional<Cluster> &cluster = (*loaded)->plan().cluster;
     if (!cluster)
       return fail(makeError("the placed module records no cluster"));
-    std::unique_ptr<Module> runnable = runnablePart(**loaded); // the result points into it
-    auto sim = simulateStep(*runnable, *cluster);
+    auto sim = simulateStep(**loaded, *cluster);
     if (!sim)
       return fail(sim.takeError());
     if (json) {

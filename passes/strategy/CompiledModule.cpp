@@ -3,6 +3,7 @@
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
 #include "ir/Verifier.h"
+#include "placement/analysis/MemoryNeeds.h"
 
 namespace graphc {
 
@@ -21,6 +22,13 @@ std::unique_ptr<Module> runnablePart(const Module &compiled) {
   std::unique_ptr<Module> m = cloneModule(compiled);
   m->removeGraph("forward");
   return m;
+}
+
+llvm::Error checkPlanFitsCluster(const Module &compiled) {
+  auto needs = memoryNeeds(*runnablePart(compiled));
+  if (!needs)
+    return needs.takeError();
+  return checkFits(*needs);
 }
 
 llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled) {

@@ -114,13 +114,14 @@ ModelParallelStrategy::compile(const Module &forward, const CompileRequest &requ
       llvm::consumeError(std::move(compiled));
       break;
     }
-    keepForwardGraph(forward, *m);
-    auto needs = planMemoryNeeds(*m);
+    auto needs = memoryNeeds(*m);
     if (!needs)
       return needs.takeError();
     llvm::Error fits = checkFits(*needs);
-    if (!fits)
+    if (!fits) {
+      keepForwardGraph(forward, *m);
       return m;
+    }
     lastMisfit = llvm::toString(std::move(fits));
     if (!lowerShares(*needs, mo))
       break;

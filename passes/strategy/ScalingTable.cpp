@@ -2,7 +2,6 @@
 
 #include "ir/Diagnostics.h"
 #include "passes/strategy/CompileStrategy.h"
-#include "passes/strategy/CompiledModule.h"
 
 #include <map>
 
@@ -37,8 +36,7 @@ scalingTable(const Module &forward, const CompileRequest &req, const ScalingRequ
       auto compiled = compilePlan(forward, one, place);
       if (!compiled)
         return withContext(compiled.takeError(), llvm::Twine(row.perWorker) + " GPUs");
-      plan = runnablePart(**compiled);
-      plan->plan().cluster = (*compiled)->plan().cluster;
+      plan = std::move(*compiled);
     }
     if (!plan->plan().cluster)
       return makeError("module '" + plan->name() + "' does not record its cluster");

@@ -17,8 +17,6 @@
 #pragma once
 
 #include "passes/strategy/CompileRequest.h"
-// The step simulator stays in tools/driver until the step-time models share
-// one room (issue 30, point 3); this include then names that room's header.
 #include "placement/analysis/StepSimulator.h"
 
 namespace graphc {

@@ -1,6 +1,5 @@
 #include "placement/analysis/MemoryNeeds.h"
 
-#include "ir/Clone.h"
 #include "ir/Diagnostics.h"
 #include "placement/analysis/MemoryPlan.h"
 #include "placement/analysis/Schedule.h"
@@ -66,25 +65,14 @@ llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs) {
                    "auto move the variables)");
 }
 
-llvm::Expected<std::vector<MemoryNeed>> planMemoryNeeds(const Module &compiled) {
-  if (!compiled.plan().cluster)
+llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable) {
+  if (!runnable.plan().cluster)
     return std::vector<MemoryNeed>{};
-  // The forward graph a compiled module keeps (for export and evaluation) is
-  // not part of a step.
-  std::unique_ptr<Module> placed = cloneModule(compiled);
-  placed->removeGraph("forward");
-  const Cluster *cluster = &*compiled.plan().cluster;
-  auto cost = estimatePlacementCost(*placed, *cluster);
+  const Cluster &cluster = *runnable.plan().cluster;
+  auto cost = estimatePlacementCost(runnable, cluster);
   if (!cost)
     return cost.takeError();
-  return memoryNeeds(*placed, *cluster, *cost);
-}
-
-llvm::Error checkPlanFitsCluster(const Module &compiled) {
-  auto needs = planMemoryNeeds(compiled);
-  if (!needs)
-    return needs.takeError();
-  return checkFits(*needs);
+  return memoryNeeds(runnable, cluster, *cost);
 }
 
 } // namespace graphc

@@ -35,8 +35,8 @@ struct MemoryNeed {
   int64_t capacity = 0;    ///< the cluster's memory_bytes
   int64_t total() const { return variables + activations; }
   bool fits() const { return total() <= capacity; }
-  /// "gpu:1 needs 1.5 GiB (1.2 GiB of variables, 300.0 MiB of activations)
-  /// and has 1.0 GiB".
+  /// "gpu:1 needs 1536.0 MiB (1236.0 MiB of variables, 300.0 MiB of
+  /// activations) and has 1024.0 MiB".
   std::string text() const;
 };
 
@@ -47,12 +47,8 @@ llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable, cons
 /// "the plan does not fit its cluster's memory: <each device that does not>
 /// (...)", or success when every device fits.
 llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs);
-/// Each device's need against its memory for a compiled plan with a cluster
-/// (meta `cluster`), its kept forward graph left out; none without one.
-llvm::Expected<std::vector<MemoryNeed>> planMemoryNeeds(const Module &compiled);
-/// For a module placed on a cluster (`graphc place`, `graphrun train --gpus`
-/// or `--cluster`): an error when a device's variables and peak activations
-/// exceed its memory, with the figures. Success for anything else.
-llvm::Error checkPlanFitsCluster(const Module &compiled);
+/// memoryNeeds() on the cluster `runnable`'s plan records (meta `cluster`),
+/// with its estimated placement cost; none without a cluster.
+llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable);
 
 } // namespace graphc

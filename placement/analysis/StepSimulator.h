@@ -78,9 +78,10 @@ struct SimResult {
   std::vector<SimStep> criticalPath; ///< first node to last
 };
 
-/// The result points at `runnable`'s nodes. Errors: a node without a device
-/// in the cluster, a collective whose ranks
-/// wait on each other in an order no stream can issue.
+/// Plays graph main only (a compiled module's kept forward graph is not
+/// read). The result points at `runnable`'s nodes. Errors: a node without a
+/// device in the cluster, a collective whose ranks wait on each other in an
+/// order no stream can issue.
 llvm::Expected<SimResult> simulateStep(const Module &runnable, const Cluster &cluster,
                                        const SimOptions &opts = {});
 

@@ -68,9 +68,6 @@ class StepTimeModel {
 public:
   explicit StepTimeModel(const Cluster &c, const KernelTimes &t = {}) : c_(c), t_(t) {}
 
-  const Cluster &cluster() const { return c_; }
-  const KernelTimes &times() const { return t_; }
-
   /// `flops` at the device's peak.
   double computeSeconds(int64_t flops, const ClusterDevice &d) const {
     return (double)flops / c_.peakFlops(d);

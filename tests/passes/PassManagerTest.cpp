@@ -5,13 +5,16 @@
 #include "ir/Builder.h"
 #include "ir/Printer.h"
 
+#include "TempDir.h"
+
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <gtest/gtest.h>
 
 using namespace graphc;
+using graphc::tempdir::fileText;
+using graphc::tempdir::TempDir;
 
 namespace {
 
@@ -41,22 +44,6 @@ std::string namedDump(const std::string &error) {
   llvm::StringRef rest = llvm::StringRef(error).split("(the IR it failed on: ").second;
   return rest.empty() ? "" : rest.drop_back().str(); // less the closing parenthesis
 }
-
-std::string fileText(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  return buffer ? (*buffer)->getBuffer().str() : "";
-}
-
-struct TempDir {
-  llvm::SmallString<128> path;
-  TempDir() { EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("graphc-pm-test", path)); }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string file(llvm::StringRef name) const {
-    llvm::SmallString<128> p(path);
-    llvm::sys::path::append(p, name);
-    return p.str().str();
-  }
-};
 
 TEST(PassManager, AVerifyPassRunsOnlyWhereTheModuleIsNotVerifiedSinceItsLastChange) {
   auto m = smallModule();

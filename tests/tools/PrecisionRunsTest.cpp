@@ -15,7 +15,6 @@
 #include "ir/DeviceId.h"
 #include "ir/Module.h"
 #include "kernels/Kernel.h"
-#include "passes/strategy/Compile.h"
 #include "passes/strategy/CompileStrategy.h"
 
 #include <gtest/gtest.h>
@@ -40,13 +39,9 @@ std::unique_ptr<Module> plan(int gpus, Precision p, llvm::StringRef model = "sma
   req.options.batch = 16;
   req.options.precision = p;
   req.options.bn = bn;
-  llvm::Expected<std::unique_ptr<Module>> m = [&]() -> llvm::Expected<std::unique_ptr<Module>> {
-    if (gpus == 0)
-      return compileTraining(**forward, req);
-    PlacementRequest place;
-    place.gpus = gpus;
-    return compilePlan(**forward, req, place);
-  }();
+  PlacementRequest place;
+  place.gpus = gpus;
+  auto m = compilePlan(**forward, req, place);
   if (!m) {
     ADD_FAILURE() << llvm::toString(m.takeError());
     return nullptr;

@@ -8,7 +8,6 @@
 #include "passes/WorkerPart.h"
 #include "passes/strategy/CompileStrategy.h"
 #include "passes/strategy/CompiledModule.h"
-#include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/Emulation.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/PrecisionRuns.h"

@@ -3,7 +3,7 @@
 #include "StrategyTestUtil.h"
 
 #include "passes/strategy/CompileStrategy.h"
-#include "placement/analysis/MemoryNeeds.h"
+#include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 
 #include "llvm/Support/JSON.h"

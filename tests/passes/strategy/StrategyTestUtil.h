@@ -5,10 +5,9 @@
 #include "ir/Module.h"
 #include "passes/strategy/CompileRequest.h"
 
+#include "TempDir.h"
+
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 
 #include <gtest/gtest.h>
 
@@ -39,28 +38,7 @@ template <typename T> std::string errorOf(llvm::Expected<T> &v) {
   return v ? "" : llvm::toString(v.takeError());
 }
 
-/// A directory of its own for a test's dumps, removed after it.
-struct TempDir {
-  llvm::SmallString<128> path;
-  TempDir() { EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("graphc-strategy-test", path)); }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string str() const { return path.str().str(); }
-  /// The names of its files, sorted.
-  std::vector<std::string> files() const {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec; it.increment(ec))
-      names.push_back(llvm::sys::path::filename(it->path()).str());
-    llvm::sort(names);
-    return names;
-  }
-  std::string text(llvm::StringRef name) const {
-    llvm::SmallString<128> p(path);
-    llvm::sys::path::append(p, name);
-    auto buffer = llvm::MemoryBuffer::getFile(p);
-    return buffer ? (*buffer)->getBuffer().str() : "";
-  }
-};
+using graphc::tempdir::TempDir;
 
 /// "0007.after_autodiff.gir" -> "autodiff".
 inline std::string passOf(llvm::StringRef dumpFile) {
