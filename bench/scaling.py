@@ -4,9 +4,9 @@
 For each device count N, trains N towers with the same global batch
 (`graphrun train --gpus N`, adding `--emulate` where asked) and prints
 images/s (median over the measured steps, after warm-up), the speed-up over
-one device, the efficiency, and where a tower device's step goes (compute,
-communication, input, waiting on other devices, idle) from graphrun's own
-timeline, plus the host's wait for input. A step whose input wait exceeds a
+one device, the efficiency, and where a tower device's step goes (kernels,
+collectives, copies, waits, host, launch gaps: graphrun's step breakdown),
+plus the host's wait for input. A step whose input wait exceeds a
 tenth of it is flagged: the input pipeline is the bottleneck there.
 
     bench/scaling.py --model inception_v3 --batch 16 --devices 1,2,4,8 --emulate
@@ -28,14 +28,30 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+PARTS = ("kernels", "collectives", "copies", "waits", "host", "gaps")
+
+
 def breakdown(text):
-    """Rows of graphrun's 'per step (ms)' table: device -> figures."""
-    rows = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s+(cpu:\d+|gpu:\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", line)
-        if m:
-            step, compute, comm, inp, wait, idle = map(float, m.groups()[1:])
-            rows[m.group(1)] = dict(step=step, compute=compute, comm=comm, input=inp, wait=wait, idle=idle)
+    """graphrun's step breakdown table: device -> ms per step in kernels, collectives, copies (h2d,
+    d2d and d2h together), waits, host and gaps (launch gaps and other)."""
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith("step breakdown")), None)
+    if start is None:
+        return {}
+    columns = lines[start + 1].split()[1:]  # "part", then "step" and the devices
+    rows = {c: dict.fromkeys(PARTS, 0.0) for c in columns}
+    merged = {"copies h2d": "copies", "copies d2d": "copies", "copies d2h": "copies",
+              "launch gaps": "gaps", "other": "gaps"}
+    for line in lines[start + 2:]:
+        m = re.match(r"^  (\w[\w ]*?)((?: +[\d.]+ +[\d.]+%)+)$", line)
+        if not m or m.group(1) == "total":
+            break
+        part = merged.get(m.group(1), m.group(1))
+        figures = [float(v) for v in re.findall(r"([\d.]+) +[\d.]+%", m.group(2))]
+        if part in PARTS:
+            for c, v in zip(columns, figures):
+                rows[c][part] += v
+    rows.pop("step", None)
     return rows
 
 
@@ -58,7 +74,7 @@ def run(args, devices, tmp):
     input_wait = statistics.median(s.get("input_wait", 0) for s in measured)
     rows = breakdown(p.stdout)
     towers = [r for d, r in rows.items() if d != "cpu:0" or len(rows) == 1]
-    mean = {k: statistics.mean(r[k] for r in towers) for k in ("compute", "comm", "input", "wait", "idle")} if towers else {}
+    mean = {k: statistics.mean(r[k] for r in towers) for k in PARTS} if towers else {}
     return dict(devices=devices, seconds=seconds, ips=args.batch / seconds, input_wait=input_wait, towers=mean)
 
 
@@ -83,17 +99,18 @@ def main():
     print("%s, global batch %d, --params %s%s, %d threads; median of %d steps after %d warm-up"
           % (args.model, args.batch, args.params, ", emulated" if args.emulate else "", args.threads,
              args.steps, args.warmup))
-    print("per tower device, ms per step: compute, communication, input, waiting on others, idle")
-    print("%8s %9s %8s %10s %9s %8s %8s %8s %8s  %s"
-          % ("devices", "images/s", "speed-up", "efficiency", "compute", "comm", "input", "wait", "idle", "host input wait"))
+    print("per tower device, ms per step (graphrun's step breakdown): kernels, collectives, copies, waits for "
+          "other devices, the host's own work, launch gaps")
+    print("%8s %9s %8s %10s %9s %8s %8s %8s %8s %8s  %s"
+          % ("devices", "images/s", "speed-up", "efficiency", *PARTS, "host input wait"))
     for r in results:
         speedup = r["ips"] / base["ips"]
         ideal = 1 if args.emulate else r["devices"] / base["devices"]
         t = r["towers"]
         flag = "  input-bound" if r["input_wait"] > 0.1 * r["seconds"] else ""
-        print("%8d %9.2f %8.2f %9.0f%% %9.1f %8.1f %8.1f %8.1f %8.1f  %.1f ms%s"
-              % (r["devices"], r["ips"], speedup, 100 * speedup / ideal, t.get("compute", 0), t.get("comm", 0),
-                 t.get("input", 0), t.get("wait", 0), t.get("idle", 0), 1e3 * r["input_wait"], flag))
+        print("%8d %9.2f %8.2f %9.0f%% %9.1f %8.1f %8.1f %8.1f %8.1f %8.1f  %.1f ms%s"
+              % (r["devices"], r["ips"], speedup, 100 * speedup / ideal, *(t.get(k, 0) for k in PARTS),
+                 1e3 * r["input_wait"], flag))
     if args.emulate:
         print("(emulated devices share this machine's cores: the ideal is the same images/s at every count)")
 

@@ -47,6 +47,8 @@ public:
 };
 
 /// One node's time on a device's stream, microseconds on the trace's clock.
+/// Kind Wait: the device's thread waited before running the node (a CPU
+/// device for the cores another device holds), not the node's own time.
 struct LaunchTiming {
   unsigned node;
   EventKind kind;
@@ -54,6 +56,14 @@ struct LaunchTiming {
   /// The trace track: an index into Device::traceStreams(); -1: by kind
   /// (copies on the copy track, everything else on compute).
   int stream = -1;
+  /// Copies and inputs: where the bytes went.
+  CopyRoute route = CopyRoute::DeviceToDevice;
+  /// Devices that queue work (GPUs): when the host issued it, on the trace
+  /// clock, and whether it was made to wait for an event of another stream
+  /// or device; the step breakdown finds the streams' waits from them
+  /// (addStreamWaits). -1: it ran when issued (CPU devices).
+  double issuedUs = -1;
+  bool waited = false;
 };
 
 class Device {

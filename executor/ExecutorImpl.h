@@ -103,6 +103,11 @@ struct DeviceState {
   /// Work the host did for this device outside its launches (a CPU device's
   /// collectives), for the timeline when profiling.
   std::vector<LaunchTiming> hostTimings;
+  /// Profiling: this run's intervals for the step breakdown, and when its
+  /// worker started, saw the device's work done (synchronize returned) and
+  /// finished (ExecutorProfile.cpp).
+  std::vector<Activity> activities;
+  double workerStartUs = 0, syncedUs = 0, workerEndUs = 0;
   std::mutex mutex;
   std::condition_variable cv;
   std::thread worker;
@@ -200,6 +205,19 @@ struct Executor::Impl {
   llvm::Error checkFeeds(const Program &p, const llvm::StringMap<Tensor> &feeds) const;
   llvm::Error consumePrefetched(uint64_t stepNumber);
   llvm::Error runDevices();
+  // Profiling (ExecutorProfile.cpp).
+  /// The device's timings of the run just synchronised: the nodes' profile,
+  /// trace events and the breakdown's intervals.
+  void collectTimings(DeviceState &d, int micro);
+  /// A wait of the device's worker for another device, from `startUs` to now.
+  void noteWait(DeviceState &d, const NodeExec &pred, double startUs, int micro);
+  /// A blocking copy the step's driver made (a feed in, an output back).
+  void noteHostCopy(unsigned device, const std::string &name, llvm::StringRef op,
+                    CopyRoute route, double startUs, int micro);
+  /// Forgets the last run's intervals before a run.
+  void startRunTimeline();
+  /// The run's timeline, with the host's intervals around every device's.
+  void recordRunTimeline(int micro, double startUs, double devicesDoneUs);
   llvm::Error bindCapture();
   /// The first host device of the step and a node it computes, for the
   /// capture's refusal ("" when every device is a GPU).

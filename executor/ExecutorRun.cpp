@@ -144,10 +144,13 @@ llvm::Error Executor::Impl::checkNumerics(NodeExec &e, DeviceState &d) {
 
 llvm::Error Executor::Impl::runDevice(DeviceState &d) {
   const int micro = running == 0 ? -1 : (int)microStep;
+  if (opts.profile)
+    d.workerStartUs = trace.nowUs();
   for (unsigned i : d.orders[running]) {
     NodeExec &e = *nodes[i];
     for (unsigned p : e.remotePreds) {
       NodeExec &pred = *nodes[p];
+      double waitStart = opts.profile ? trace.nowUs() : 0;
       if (pred.issuedEpoch.load(std::memory_order_acquire) != epoch) {
         std::unique_lock<std::mutex> lock(d.mutex);
         bool ok = d.cv.wait_for(lock, opts.waitTimeout, [&] {
@@ -162,15 +165,10 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
                                         devices[pred.device]->device->name() + " at step " +
                                         llvm::Twine(step));
       }
-      double waitStart = opts.profile ? trace.nowUs() : 0;
       if (auto err = d.device->wait(*pred.event))
         return err;
-      if (opts.profile) {
-        double waited = trace.nowUs() - waitStart;
-        if (waited > 1)
-          trace.record(d.computeTrack, {pred.node->name(), "wait", EventKind::Wait, step, waitStart,
-                                        waited, micro});
-      }
+      if (opts.profile)
+        noteWait(d, pred, waitStart, micro);
     }
     if (aborted.load())
       return makeError("stopped because another device failed");
@@ -192,28 +190,9 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
   if (auto err = d.device->synchronize())
     return err;
   if (opts.profile) {
-    std::vector<LaunchTiming> timings = d.device->takeTimings();
-    llvm::append_range(timings, d.hostTimings);
-    d.hostTimings.clear();
-    for (const LaunchTiming &t : timings) {
-      NodeExec &e = *nodes[t.node];
-      // A fused group's launch: each member gets an equal share.
-      llvm::ArrayRef<unsigned> members = e.fusedGroup;
-      if (members.empty())
-        members = llvm::ArrayRef<unsigned>(t.node);
-      for (unsigned m : members) {
-        nodes[m]->seconds += t.durationUs * 1e-6 / members.size();
-        ++nodes[m]->runs;
-      }
-      unsigned track = t.stream >= 0 && (size_t)t.stream < d.tracks.size()
-                           ? d.tracks[t.stream]
-                           : (t.kind == EventKind::Copy ? d.copyTrack : d.computeTrack);
-      std::string name = e.node->name();
-      if (members.size() > 1)
-        name += " (+" + std::to_string(members.size() - 1) + " fused)";
-      trace.record(track, {name, opName(e.node->op()).str(), t.kind, step, t.startUs,
-                           t.durationUs, micro});
-    }
+    d.syncedUs = trace.nowUs();
+    collectTimings(d, micro);
+    d.workerEndUs = trace.nowUs();
   }
   return llvm::Error::success();
 }
@@ -314,8 +293,11 @@ llvm::Error Executor::Impl::consumePrefetched(uint64_t stepNumber) {
   for (unsigned i : p.host) {
     NodeExec &e = *nodes[i];
     const Tensor &t = p.tensors->find(e.node->name())->second;
+    double start = trace.nowUs();
     if (auto err = devices[e.device]->device->copyIn(e.outputs[0].data, t.raw(), t.bytes()))
       return err;
+    if (opts.profile)
+      noteHostCopy(e.device, e.node->name(), "Input", CopyRoute::HostToDevice, start, -1);
   }
   // Each GPU moves its inputs into their step buffers after the copies (a
   // device copy on its compute stream, ordered by the copy's event).
@@ -385,6 +367,9 @@ llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
   double stepStart = im.trace.nowUs();
   im.step = step_;
   im.running = (unsigned)(found - im.programs.begin());
+  const int micro = main ? -1 : (int)im.microStep;
+  if (im.opts.profile)
+    im.startRunTimeline();
   im.stepClock.start();
   std::optional<StepClock::Scope> staging(std::in_place, &im.stepClock, StepPart::Input);
   if (main && feeds.empty() && !im.prefetched.empty()) {
@@ -404,9 +389,7 @@ llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
       if (auto err = dev.copyIn(e.outputs[0].data, t.raw(), t.bytes()))
         return err;
       if (im.opts.profile)
-        im.trace.record(im.devices[e.device]->copyTrack,
-                        {e.node->name(), "Input", EventKind::Input, step_, start,
-                         im.trace.nowUs() - start, main ? -1 : (int)im.microStep});
+        im.noteHostCopy(e.device, e.node->name(), "Input", CopyRoute::HostToDevice, start, micro);
     }
   }
   staging.reset();
@@ -445,19 +428,22 @@ llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
   }
   if (failure)
     return failure;
+  const double devicesDone = im.trace.nowUs();
   ++im.stepsRun;
   std::vector<Tensor> out;
   for (const Value *v : prog.outputs) {
     Tensor t(v->type());
-    Device &owner = *im.devices[im.deviceOf(v->producer())]->device;
-    if (auto err = owner.copyOut(t.raw(), im.viewOf(v).data, t.bytes()))
+    unsigned owner = im.deviceOf(v->producer());
+    double start = im.trace.nowUs();
+    if (auto err = im.devices[owner]->device->copyOut(t.raw(), im.viewOf(v).data, t.bytes()))
       return err;
+    if (im.opts.profile)
+      im.noteHostCopy(owner, v->name(), "Output", CopyRoute::DeviceToHost, start, micro);
     out.push_back(std::move(t));
   }
   im.lastStepTimes = im.stepClock.finish();
   if (im.opts.profile)
-    im.trace.recordStep(step_, stepStart, im.trace.nowUs() - stepStart,
-                        main ? -1 : (int)im.microStep);
+    im.recordRunTimeline(micro, stepStart, devicesDone);
   if (main) {
     ++step_;
     im.microStep = 0;

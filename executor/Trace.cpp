@@ -24,27 +24,80 @@ llvm::StringRef eventKindName(EventKind k) {
   return "compute";
 }
 
+llvm::StringRef copyRouteName(CopyRoute r) {
+  switch (r) {
+  case CopyRoute::HostToDevice:
+    return "h2d";
+  case CopyRoute::DeviceToDevice:
+    return "d2d";
+  case CopyRoute::DeviceToHost:
+    return "d2h";
+  }
+  return "d2d";
+}
+
 unsigned TraceRecorder::addTrack(std::string device, std::string stream) {
   tracks_.push_back({std::move(device), std::move(stream), {}});
   return tracks_.size() - 1;
 }
 
-void TraceRecorder::recordStep(uint64_t step, double startUs, double durationUs, int micro) {
-  steps_.push_back({step, startUs, durationUs, micro});
+std::vector<ResolvedRun> TraceRecorder::resolvedRuns() const {
+  std::vector<ResolvedRun> out;
+  for (const RunTimeline &r : runs_)
+    out.push_back(resolveRun(r));
+  return out;
 }
 
 void TraceRecorder::clear() {
   for (TraceTrack &t : tracks_)
     t.events.clear();
-  steps_.clear();
+  runs_.clear();
 }
+
+namespace {
+
+/// A run's segments as slices named after their part (kernels: the op
+/// type), on one track.
+void addBreakdownSlices(llvm::json::Array &events, const ResolvedRun &run,
+                        llvm::ArrayRef<Segment> segments, int pid, int64_t tid) {
+  for (const Segment &s : segments) {
+    llvm::StringRef part = breakdownPartName(s.part);
+    llvm::json::Object args{{"op", s.op.empty() ? part : s.op}, {"step", (int64_t)run.step},
+                            {"part", part}};
+    if (run.micro >= 0)
+      args["micro_step"] = (int64_t)run.micro;
+    events.push_back(llvm::json::Object{{"name", s.op.empty() ? part : s.op},
+                                        {"cat", "breakdown"},
+                                        {"ph", "X"},
+                                        {"pid", pid},
+                                        {"tid", tid},
+                                        {"ts", s.startUs},
+                                        {"dur", s.endUs - s.startUs},
+                                        {"args", std::move(args)}});
+  }
+}
+
+llvm::json::Object threadName(int pid, int64_t tid, llvm::StringRef name) {
+  return llvm::json::Object{{"name", "thread_name"},
+                            {"ph", "M"},
+                            {"pid", pid},
+                            {"tid", tid},
+                            {"args", llvm::json::Object{{"name", name}}}};
+}
+
+} // namespace
 
 void TraceRecorder::writeChromeTrace(llvm::raw_ostream &os) const {
   // Devices are processes, streams are threads: Perfetto groups them so.
+  // The whole step is process 0: its spans, and its breakdown.
   std::map<std::string, int> pid;
   for (const TraceTrack &t : tracks_)
     pid.emplace(t.device, (int)pid.size() + 1);
   llvm::json::Array events;
+  events.push_back(llvm::json::Object{{"name", "process_name"},
+                                      {"ph", "M"},
+                                      {"pid", 0},
+                                      {"args", llvm::json::Object{{"name", "step"}}}});
   for (auto &[device, id] : pid)
     events.push_back(llvm::json::Object{{"name", "process_name"},
                                         {"ph", "M"},
@@ -53,15 +106,13 @@ void TraceRecorder::writeChromeTrace(llvm::raw_ostream &os) const {
   for (size_t i = 0; i < tracks_.size(); ++i) {
     const TraceTrack &t = tracks_[i];
     int p = pid[t.device];
-    events.push_back(llvm::json::Object{{"name", "thread_name"},
-                                        {"ph", "M"},
-                                        {"pid", p},
-                                        {"tid", (int64_t)i},
-                                        {"args", llvm::json::Object{{"name", t.stream}}}});
+    events.push_back(threadName(p, (int64_t)i, t.stream));
     for (const TraceEvent &e : t.events) {
       llvm::json::Object args{{"op", e.op}, {"step", (int64_t)e.step}};
       if (e.micro >= 0)
         args["micro_step"] = (int64_t)e.micro;
+      if (e.route)
+        args["route"] = copyRouteName(*e.route);
       events.push_back(llvm::json::Object{{"name", e.name},
                                           {"cat", eventKindName(e.kind)},
                                           {"ph", "X"},
@@ -72,20 +123,33 @@ void TraceRecorder::writeChromeTrace(llvm::raw_ostream &os) const {
                                           {"args", std::move(args)}});
     }
   }
-  for (const Span &s : steps_) {
+  // The breakdown tracks come after every stream's (thread ids the tracks
+  // do not use).
+  const int64_t breakdownTid = (int64_t)tracks_.size();
+  events.push_back(threadName(0, 0, "steps"));
+  events.push_back(threadName(0, breakdownTid, "breakdown"));
+  for (auto &[device, id] : pid)
+    events.push_back(threadName(id, breakdownTid, "breakdown"));
+  for (const ResolvedRun &r : resolvedRuns()) {
     std::string name = "step ";
-    name += std::to_string(s.step);
-    if (s.micro >= 0) {
+    name += std::to_string(r.step);
+    if (r.micro >= 0) {
       name += " micro-step ";
-      name += std::to_string(s.micro);
+      name += std::to_string(r.micro);
     }
     events.push_back(llvm::json::Object{{"name", std::move(name)},
                                         {"cat", "step"},
                                         {"ph", "X"},
                                         {"pid", 0},
                                         {"tid", 0},
-                                        {"ts", s.startUs},
-                                        {"dur", s.durationUs}});
+                                        {"ts", r.startUs},
+                                        {"dur", r.endUs - r.startUs}});
+    addBreakdownSlices(events, r, r.stepSegments, 0, breakdownTid);
+    for (size_t d = 0; d < r.devices.size(); ++d) {
+      auto it = pid.find(r.devices[d]);
+      if (it != pid.end())
+        addBreakdownSlices(events, r, r.deviceSegments[d], it->second, breakdownTid);
+    }
   }
   os << llvm::json::Value(std::move(events)) << "\n";
 }
@@ -95,51 +159,6 @@ llvm::Error TraceRecorder::writeChromeTraceFile(llvm::StringRef path) const {
   llvm::raw_string_ostream os(text);
   writeChromeTrace(os);
   return writeOutputFile(path, os.str());
-}
-
-std::vector<TimeBreakdown> TraceRecorder::summarize() const {
-  std::map<std::string, TimeBreakdown> byDevice;
-  double stepTotal = 0;
-  int64_t updates = 0; // micro-steps count towards their step
-  for (const Span &s : steps_) {
-    stepTotal += s.durationUs;
-    updates += s.micro < 0;
-  }
-  for (const TraceTrack &t : tracks_) {
-    TimeBreakdown &b = byDevice[t.device];
-    b.device = t.device;
-    for (const TraceEvent &e : t.events) {
-      switch (e.kind) {
-      case EventKind::Compute:
-        b.computeUs += e.durationUs;
-        break;
-      case EventKind::Copy:
-      case EventKind::Collective:
-        b.communicationUs += e.durationUs;
-        break;
-      case EventKind::Input:
-        b.inputUs += e.durationUs;
-        break;
-      case EventKind::Wait:
-        b.waitUs += e.durationUs;
-        break;
-      }
-    }
-  }
-  std::vector<TimeBreakdown> out;
-  double steps = updates == 0 ? 1 : (double)updates;
-  for (auto &[name, b] : byDevice) {
-    TimeBreakdown avg = b;
-    avg.computeUs /= steps;
-    avg.communicationUs /= steps;
-    avg.inputUs /= steps;
-    avg.waitUs /= steps;
-    avg.stepUs = stepTotal / steps;
-    avg.idleUs =
-        std::max(0.0, avg.stepUs - avg.computeUs - avg.communicationUs - avg.inputUs - avg.waitUs);
-    out.push_back(avg);
-  }
-  return out;
 }
 
 } // namespace graphc

@@ -3,20 +3,26 @@
 // Each device (and each of its streams) is a track; events are kernels,
 // copies, collectives and waits with start and duration in microseconds since
 // the recorder started. Each track is written by one thread only, so
-// recording takes no lock. writeChromeTrace emits the JSON array format that
-// chrome://tracing and ui.perfetto.dev open; summarize() gives per-step time
-// in compute, communication, input and waiting, per device. Under gradient
-// accumulation a step is an update: its micro-steps' events carry their
-// micro-step (args "micro_step") and count towards the step.
+// recording takes no lock. Each run of a graph is recorded with its step
+// breakdown (StepBreakdown.h: every device's part at every instant of the
+// run). writeChromeTrace emits the JSON array format that chrome://tracing
+// and ui.perfetto.dev open, with a "breakdown" track per device and one for
+// the whole step whose slices are those parts; breakdown() gives the mean
+// step's parts, the same figures. Under gradient accumulation a step is an
+// update: its micro-steps' events carry their micro-step (args "micro_step")
+// and count towards the step.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "executor/StepBreakdown.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +30,11 @@ namespace graphc {
 
 enum class EventKind : unsigned char { Compute, Copy, Collective, Wait, Input };
 llvm::StringRef eventKindName(EventKind k);
+
+/// Where a copy moves bytes: host memory into a device, between devices (or
+/// within one), a device's memory back to the host.
+enum class CopyRoute : unsigned char { HostToDevice, DeviceToDevice, DeviceToHost };
+llvm::StringRef copyRouteName(CopyRoute r); ///< "h2d", "d2d", "d2h"
 
 struct TraceEvent {
   std::string name; ///< node name
@@ -34,17 +45,14 @@ struct TraceEvent {
   /// Gradient accumulation: the micro-step (a run of graph "micro") it
   /// belongs to; -1 for the step's run of main.
   int micro = -1;
+  /// Copies (and fed inputs): where the bytes went; written as args "route".
+  std::optional<CopyRoute> route;
 };
 
 struct TraceTrack {
   std::string device; ///< "cpu:0", "gpu:1"
   std::string stream; ///< "compute", "copy", "host"
   std::vector<TraceEvent> events;
-};
-
-struct TimeBreakdown {
-  std::string device;
-  double computeUs = 0, communicationUs = 0, inputUs = 0, waitUs = 0, idleUs = 0, stepUs = 0;
 };
 
 class TraceRecorder {
@@ -57,26 +65,25 @@ public:
         .count();
   }
   void record(unsigned track, TraceEvent e) { tracks_[track].events.push_back(std::move(e)); }
-  /// Wall-clock span of each step, recorded by the step's driver; `micro`
-  /// >= 0 for a micro-step of gradient accumulation (a part of step `step`).
-  void recordStep(uint64_t step, double startUs, double durationUs, int micro = -1);
+  /// A run of a graph with its wall-clock span and parts, recorded by the
+  /// step's driver; `micro` >= 0 for a micro-step of gradient accumulation
+  /// (a part of step `step`).
+  void recordRun(RunTimeline run) { runs_.push_back(std::move(run)); }
   void clear();
 
   const std::vector<TraceTrack> &tracks() const { return tracks_; }
   void writeChromeTrace(llvm::raw_ostream &os) const;
   llvm::Error writeChromeTraceFile(llvm::StringRef path) const;
-  /// Averages over the recorded steps, one row per device.
-  std::vector<TimeBreakdown> summarize() const;
+  const std::vector<RunTimeline> &runs() const { return runs_; }
+  /// Every recorded run, resolved (StepBreakdown.h).
+  std::vector<ResolvedRun> resolvedRuns() const;
+  /// The mean step's parts, per device and for the whole step.
+  StepBreakdown breakdown() const { return summarizeRuns(resolvedRuns()); }
 
 private:
   std::chrono::steady_clock::time_point origin_;
   std::vector<TraceTrack> tracks_;
-  struct Span {
-    uint64_t step;
-    double startUs, durationUs;
-    int micro;
-  };
-  std::vector<Span> steps_;
+  std::vector<RunTimeline> runs_;
 };
 
 } // namespace graphc

@@ -99,11 +99,15 @@ public:
     double start;
     {
       // The kernel's time starts once it holds its cores: waiting for another
-      // device's kernel to give them back is not this kernel's work.
+      // device's kernel to give them back is not this kernel's work, but a
+      // wait (the step breakdown's).
+      double asked = clock_ ? clock_->nowUs() : 0;
       std::optional<CoreBudget::Lease> lease;
       if (cores_)
         lease.emplace(*cores_, threads_);
       start = clock_ ? clock_->nowUs() : 0;
+      if (clock_ && start - asked > 1)
+        timings_.push_back({node_, EventKind::Wait, asked, start - asked});
       setCpuThreads(threads_);
       Clock::time_point ran = Clock::now();
       if (auto e = k.run(ctx))
@@ -120,14 +124,18 @@ public:
 
   llvm::Error receive(void *dst, Device &from, const void *src, size_t bytes) override {
     double start = clock_ ? clock_->nowUs() : 0;
-    if (from.kind() == DeviceKind::CPU) {
+    const bool fromHost = from.kind() == DeviceKind::CPU;
+    if (fromHost) {
       if (bytes && dst != src)
         std::memcpy(dst, src, bytes);
     } else if (auto e = from.readToHost(dst, src, bytes)) {
       return e;
     }
-    if (clock_)
-      timings_.push_back({node_, EventKind::Copy, start, clock_->nowUs() - start});
+    if (clock_) {
+      LaunchTiming t{node_, EventKind::Copy, start, clock_->nowUs() - start};
+      t.route = fromHost ? CopyRoute::DeviceToDevice : CopyRoute::DeviceToHost;
+      timings_.push_back(t);
+    }
     return llvm::Error::success();
   }
   llvm::Error readToHost(void *host, const void *src, size_t bytes) override {

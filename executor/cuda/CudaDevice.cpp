@@ -492,25 +492,32 @@ llvm::Error CudaDevice::applyWaits(cudaStream_t st, llvm::ArrayRef<StreamPoint> 
   return llvm::Error::success();
 }
 
-llvm::Error CudaDevice::startTiming(cudaStream_t st) {
+llvm::Error CudaDevice::anchorClock() {
+  if (!clock_ || capturing_ || base_)
+    return llvm::Error::success();
+  // The GPU is idle at a step's first operation (the last step ended with
+  // synchronize), and nothing waits on compute yet, so this event completes
+  // about when it is recorded.
+  auto b = timingPool_->acquire();
+  if (!b)
+    return b.takeError();
+  GRAPHC_CUDA_TRY(cudaEventRecord(*b, stream(CudaStream::Compute)));
+  baseHostUs_ = clock_->nowUs();
+  base_ = *b;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaDevice::startTiming(cudaStream_t st, bool waited) {
   pendingStart_ = nullptr;
   if (!clock_ || capturing_)
     return llvm::Error::success();
-  if (!base_) {
-    // The GPU is idle at a step's first operation (the last step ended with
-    // synchronize), so this event completes about when it is recorded.
-    auto b = timingPool_->acquire();
-    if (!b)
-      return b.takeError();
-    GRAPHC_CUDA_TRY(cudaEventRecord(*b, stream(CudaStream::Compute)));
-    baseHostUs_ = clock_->nowUs();
-    base_ = *b;
-  }
   auto s = timingPool_->acquire();
   if (!s)
     return s.takeError();
   GRAPHC_CUDA_TRY(cudaEventRecord(*s, st));
   pendingStart_ = *s;
+  pendingIssuedUs_ = clock_->nowUs();
+  pendingWaited_ = waited;
   return llvm::Error::success();
 }
 
@@ -521,16 +528,20 @@ llvm::Expected<cudaStream_t> CudaDevice::beginOperation(CudaStream s,
   assert((unsigned)s < kTrackedCudaStreams && "only tracked streams carry step work");
   if (auto e = makeCurrent())
     return e;
+  if (auto e = anchorClock())
+    return e;
   cudaStream_t st = stream(s);
+  bool waited = !pendingWaits_.empty();
   for (cudaEvent_t e : pendingWaits_)
     GRAPHC_CUDA_TRY(cudaStreamWaitEvent(st, e, 0));
   pendingWaits_.clear();
   StreamHazards::Issue plan = hazards_.issue((unsigned)s, reads, writes);
+  waited = waited || !plan.waits.empty();
   if (auto e = applyWaits(st, plan.waits))
     return e;
   if (!label.empty())
     lastLabel_[(unsigned)s] = label.str();
-  if (auto e = startTiming(st))
+  if (auto e = startTiming(st, waited))
     return e;
   return st;
 }
@@ -553,9 +564,11 @@ llvm::Error CudaDevice::endOperation(CudaStream s) {
     if (!end)
       return end.takeError();
     GRAPHC_CUDA_TRY(cudaEventRecord(*end, st));
-    timed_.push_back({node_, kind_, cudaTraceStreamIndex(s), pendingStart_, *end});
+    timed_.push_back({node_, kind_, cudaTraceStreamIndex(s), pendingStart_, *end, route_,
+                      pendingIssuedUs_, pendingWaited_});
     pendingStart_ = nullptr;
   }
+  route_ = CopyRoute::DeviceToDevice;
   return llvm::Error::success();
 }
 
@@ -592,6 +605,7 @@ llvm::Error CudaDevice::receive(void *dst, Device &from, const void *src, size_t
       return pinned.takeError();
     std::memcpy(*pinned, src, bytes);
     ByteRange w = ByteRange::of(dst, bytes);
+    route_ = CopyRoute::HostToDevice;
     auto st = beginOperation(streamForReceive(CopySource::Host), {}, w, "copy from " + from.name());
     if (!st)
       return st.takeError();
@@ -664,6 +678,7 @@ void CudaDevice::forgetStep() {
   hazards_.reset();
   for (auto &l : lastLabel_)
     l.clear();
+  route_ = CopyRoute::DeviceToDevice;
 }
 
 llvm::Error CudaDevice::finishTimings() {
@@ -675,6 +690,9 @@ llvm::Error CudaDevice::finishTimings() {
     GRAPHC_CUDA_TRY(cudaEventElapsedTime(&duration, t.start, t.end));
     LaunchTiming lt{t.node, t.kind, baseHostUs_ + fromBase * 1000.0, duration * 1000.0};
     lt.stream = t.stream;
+    lt.route = t.route;
+    lt.issuedUs = t.issuedUs;
+    lt.waited = t.waited;
     timings_.push_back(lt);
     timingPool_->release(t.start);
     timingPool_->release(t.end);

@@ -21,7 +21,9 @@
 // Profiling: CUDA events around each operation, turned into LaunchTimings on
 // the trace clock at synchronize (an event recorded when the step's first
 // timed operation is issued, on an idle GPU, anchors the GPU clock to the
-// host's).
+// host's). Each also carries when the host issued it and whether it was made
+// to wait for another stream or device, from which the step breakdown finds
+// the streams' waits (StepBreakdown.h).
 //
 // Capture (CudaStepGraph): while capturing, synchronize() joins the streams
 // instead of waiting, and anything that would block the host is an error.
@@ -145,7 +147,10 @@ private:
   CudaDevice() = default;
   llvm::Expected<cudaEvent_t> eventAt(StreamPoint p);
   llvm::Error applyWaits(cudaStream_t st, llvm::ArrayRef<StreamPoint> points);
-  llvm::Error startTiming(cudaStream_t st);
+  /// The step's first timed operation records the base event, on the idle
+  /// compute stream before any wait is applied to it.
+  llvm::Error anchorClock();
+  llvm::Error startTiming(cudaStream_t st, bool waited);
   llvm::Error finishTimings();
   void forgetStep();
 
@@ -177,16 +182,23 @@ private:
   TraceRecorder *clock_ = nullptr;
   unsigned node_ = 0;
   EventKind kind_ = EventKind::Compute;
+  /// receive() sets where its copy goes; endOperation resets it.
+  CopyRoute route_ = CopyRoute::DeviceToDevice;
   struct Timed {
     unsigned node;
     EventKind kind;
     int stream;
     cudaEvent_t start, end;
+    CopyRoute route;
+    double issuedUs; ///< host clock when its start event was recorded
+    bool waited;     ///< made to wait for another stream's or device's event
   };
   std::vector<Timed> timed_;
   cudaEvent_t base_ = nullptr;
   double baseHostUs_ = 0;
   cudaEvent_t pendingStart_ = nullptr;
+  double pendingIssuedUs_ = 0;
+  bool pendingWaited_ = false;
   std::vector<LaunchTiming> timings_;
 
   // Host staging, each under its own lock (several threads use them).

@@ -188,11 +188,21 @@ TEST(CudaDevice, ProfiledOperationsLandOnTheTraceClockAndTheirStream) {
   EXPECT_EQ(t[1].node, 8u);
   EXPECT_EQ(t[1].kind, EventKind::Copy);
   EXPECT_EQ(tracks[t[1].stream], "copy-in");
+  // Where the copies went, and which waited: the copy-in writes the bytes
+  // the compute copy read, so it waits for compute (the step breakdown's
+  // stream waits come from this flag and the issue time).
+  EXPECT_EQ(t[0].route, CopyRoute::DeviceToDevice);
+  EXPECT_EQ(t[1].route, CopyRoute::HostToDevice);
+  EXPECT_FALSE(t[0].waited);
+  EXPECT_TRUE(t[1].waited);
   for (const LaunchTiming &x : t) {
     EXPECT_GT(x.durationUs, 0);
     // The GPU clock is anchored within tens of microseconds of the host's.
     EXPECT_GE(x.startUs, before - 100);
     EXPECT_LE(x.startUs + x.durationUs, after + 100);
+    // Issued on the host before it ran on the GPU (within that anchoring).
+    EXPECT_GE(x.issuedUs, before);
+    EXPECT_LE(x.issuedUs, x.startUs + 100);
   }
   EXPECT_TRUE(gpu->takeTimings().empty());
   gpu->deallocate(*p);

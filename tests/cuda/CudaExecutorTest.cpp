@@ -4,7 +4,7 @@
 // towers on one GPU with transfers, an all-reduce and a host device, the
 // same with the host's input and output staged on a GPU, the prefetch path,
 // CUDA graph capture and replay (dropout's masks through the device's step
-// counter), and the trace tracks.
+// counter), the trace tracks and the step breakdown of a profiled step.
 // Skipped ("no CUDA device") where no GPU is usable.
 //
 //===----------------------------------------------------------------------===//
@@ -271,4 +271,40 @@ TEST(CudaExecutor, TheTraceHasATrackPerGpuStream) {
     EXPECT_GT(events[d + " collective"], 0u) << d;
   }
   EXPECT_GT(events["cpu:0 copy"], 0u) << "the transfer back to the host";
+}
+
+TEST(CudaExecutor, AProfiledStepsBreakdownAddsUpToTheStep) {
+  GRAPHC_REQUIRE_GPUS(1);
+  const int64_t n = 1 << 20;
+  Module m;
+  buildTowers(m, "cpu:0", "cpu:0", n);
+  ExecutorOptions opts = onOneGpu();
+  opts.profile = true;
+  opts.batchOnDevice = false; // host copies in and out: every kind of part
+  auto ex = Executor::create(m, opts);
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  for (int step = 0; step < 3; ++step)
+    expectStep(**ex, feed(n, 1), 1, n);
+  const TraceRecorder &trace = (*ex)->trace();
+  ASSERT_EQ(trace.runs().size(), 3u);
+  double meanUs = 0;
+  for (size_t r = 1; r < 3; ++r)
+    meanUs += (trace.runs()[r].endUs - trace.runs()[r].startUs) / 2;
+  StepBreakdown b = trace.breakdown();
+  EXPECT_EQ(b.averagedSteps, 2u);
+  EXPECT_NEAR(b.step.totalUs(), meanUs, 1e-6 * meanUs);
+  EXPECT_GT(b.step[BreakdownPart::Kernel], 0);
+  // Every interval of the run is explained: "other" is at most the GPU
+  // clock's anchoring error.
+  EXPECT_LT(b.step[BreakdownPart::Other], 0.05 * meanUs);
+  ASSERT_EQ(b.devices.size(), 5u);
+  for (const auto &[device, parts] : b.devices) {
+    EXPECT_NEAR(parts.totalUs(), meanUs, 1e-6 * meanUs) << device;
+    if (device == "cpu:0")
+      continue;
+    EXPECT_GT(parts[BreakdownPart::Kernel], 0) << device;
+    EXPECT_GT(parts[BreakdownPart::Collective], 0) << device;
+    EXPECT_GT(parts[BreakdownPart::CopyHostToDevice], 0) << device << ": x from cpu:0";
+    EXPECT_GT(parts.kernelUsByOp.count("Mul"), 0u) << device;
+  }
 }

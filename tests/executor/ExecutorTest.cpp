@@ -126,8 +126,12 @@ TEST(Executor, ProfiledCpuCollectivesAreTimedAndCountAsCommunication) {
       EXPECT_GT(p.seconds, 0) << p.node->name();
     }
   EXPECT_EQ(collectives, 2);
-  for (const TimeBreakdown &row : (*ex)->trace().summarize())
-    EXPECT_GT(row.communicationUs, 0) << row.device;
+  StepBreakdown parts = (*ex)->trace().breakdown();
+  ASSERT_EQ(parts.devices.size(), 2u);
+  for (const auto &[device, times] : parts.devices) {
+    EXPECT_GT(times[BreakdownPart::Collective], 0) << device;
+    EXPECT_NEAR(times.totalUs(), parts.step.totalUs(), 1e-6 * parts.step.totalUs()) << device;
+  }
 }
 
 TEST(Executor, AStuckCollectiveTimesOutNamingItself) {

@@ -3,6 +3,7 @@
 #include "ir/Cost.h"
 #include "ir/OutputFile.h"
 #include "kernels/cpu/CpuIsa.h"
+#include "tools/driver/StepBreakdownTable.h"
 
 #include "llvm/Support/Format.h"
 
@@ -83,6 +84,7 @@ void printProfile(const Executor &ex, llvm::raw_ostream &os) {
   for (const FusedGroup &g : ex.fusedGroups())
     os << "fused update: " << g.nodes.size() << " " << opName(g.nodes.front()->op())
        << " nodes in one launch on " << g.device << "\n";
+  printStepBreakdown(ex.trace().breakdown(), os, /*opRows=*/true);
 }
 
 void printImplementations(const Executor &ex, llvm::raw_ostream &os) {
@@ -108,26 +110,6 @@ llvm::Error writeProfile(const Executor &ex, llvm::StringRef path) {
   llvm::raw_string_ostream os(text);
   printProfile(ex, os);
   return writeOutputFile(path, os.str());
-}
-
-void printTimeBreakdown(const TraceRecorder &trace, llvm::raw_ostream &os) {
-  std::vector<TimeBreakdown> rows = trace.summarize();
-  if (rows.empty())
-    return;
-  os << "per step (ms): device        step   compute      comm     input      wait      idle\n";
-  double slowest = 0;
-  std::string slowestDevice;
-  for (const TimeBreakdown &r : rows) {
-    os << llvm::format("               %-8s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n",
-                       r.device.c_str(), r.stepUs / 1e3, r.computeUs / 1e3, r.communicationUs / 1e3,
-                       r.inputUs / 1e3, r.waitUs / 1e3, r.idleUs / 1e3);
-    if (r.computeUs > slowest) {
-      slowest = r.computeUs;
-      slowestDevice = r.device;
-    }
-  }
-  if (rows.size() > 1)
-    os << "slowest device: " << slowestDevice << "\n";
 }
 
 } // namespace graphc

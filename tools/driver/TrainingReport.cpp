@@ -17,6 +17,7 @@
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
 #include "tools/driver/Profile.h"
+#include "tools/driver/StepBreakdownTable.h"
 #include "tools/driver/Progress.h"
 #include "tools/driver/TrainingData.h"
 
@@ -307,7 +308,7 @@ llvm::Error TrainingSession::reportInput() {
   return llvm::Error::success();
 }
 
-/// The chief's per-op profile, trace and time breakdown.
+/// The chief's per-op profile, trace and step breakdown.
 llvm::Error TrainingSession::writeProfiles() {
   if (!exec_.profile || !workers_.chief())
     return llvm::Error::success();
@@ -319,7 +320,7 @@ llvm::Error TrainingSession::writeProfiles() {
       return e;
     out_ << "trace " << opts_.tracePath << "\n";
   }
-  printTimeBreakdown(executor_->trace(), out_);
+  printStepBreakdown(executor_->trace().breakdown(), out_, /*opRows=*/false);
   return llvm::Error::success();
 }
 
