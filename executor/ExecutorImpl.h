@@ -212,8 +212,8 @@ struct Executor::Impl {
   /// A wait of the device's worker for another device, from `startUs` to now.
   void noteWait(DeviceState &d, const NodeExec &pred, double startUs, int micro);
   /// A blocking copy the step's driver made (a feed in, an output back).
-  void noteHostCopy(unsigned device, const std::string &name, llvm::StringRef op,
-                    CopyRoute route, double startUs, int micro);
+  void noteHostCopy(unsigned device, const std::string &name, llvm::StringRef op, CopyRoute route,
+                    double startUs, int micro);
   /// Forgets the last run's intervals before a run.
   void startRunTimeline();
   /// The run's timeline, with the host's intervals around every device's.

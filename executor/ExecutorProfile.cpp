@@ -96,7 +96,8 @@ void Executor::Impl::collectTimings(DeviceState &d, int micro) {
     std::string name = e.node->name();
     if (members.size() > 1)
       name += " (+" + std::to_string(members.size() - 1) + " fused)";
-    TraceEvent event{name, opName(e.node->op()).str(), t.kind, step, t.startUs, t.durationUs, micro};
+    TraceEvent event{name, opName(e.node->op()).str(), t.kind, step, t.startUs, t.durationUs,
+                     micro};
     if (isCopy(t.kind))
       event.route = t.route;
     trace.record(track, std::move(event));

@@ -62,8 +62,8 @@ void addBreakdownSlices(llvm::json::Array &events, const ResolvedRun &run,
                         llvm::ArrayRef<Segment> segments, int pid, int64_t tid) {
   for (const Segment &s : segments) {
     llvm::StringRef part = breakdownPartName(s.part);
-    llvm::json::Object args{{"op", s.op.empty() ? part : s.op}, {"step", (int64_t)run.step},
-                            {"part", part}};
+    llvm::json::Object args{
+        {"op", s.op.empty() ? part : s.op}, {"step", (int64_t)run.step}, {"part", part}};
     if (run.micro >= 0)
       args["micro_step"] = (int64_t)run.micro;
     events.push_back(llvm::json::Object{{"name", s.op.empty() ? part : s.op},

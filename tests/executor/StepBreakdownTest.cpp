@@ -42,10 +42,8 @@ std::vector<double> expect(std::initializer_list<std::pair<P, double>> parts) {
 TEST(StepBreakdown, AKernelHidesTheCopyOnAnotherStream) {
   // Compute runs a kernel 0-10; the copy stream copies in 5-15; the host
   // issues throughout.
-  PartTimes t = partsOf({{0, 20, P::LaunchGap},
-                         {0, 10, P::Kernel, "Conv"},
-                         {5, 15, P::CopyHostToDevice}},
-                        0, 20);
+  PartTimes t = partsOf(
+      {{0, 20, P::LaunchGap}, {0, 10, P::Kernel, "Conv"}, {5, 15, P::CopyHostToDevice}}, 0, 20);
   EXPECT_EQ(all(t), expect({{P::Kernel, 10}, {P::CopyHostToDevice, 5}, {P::LaunchGap, 5}}));
   EXPECT_EQ(t.kernelUsByOp.at("Conv"), 10);
   EXPECT_EQ(t.totalUs(), 20);
@@ -58,10 +56,9 @@ TEST(StepBreakdown, CopiesUnderKernelsAndCopiesAgainstEachOther) {
                          {8, 12, P::CopyDeviceToHost},
                          {11, 13, P::CopyHostToDevice}},
                         0, 14);
-  EXPECT_EQ(all(t), expect({{P::Kernel, 10},
-                            {P::CopyDeviceToHost, 1},
-                            {P::CopyHostToDevice, 2},
-                            {P::Other, 1}}));
+  EXPECT_EQ(
+      all(t),
+      expect({{P::Kernel, 10}, {P::CopyDeviceToHost, 1}, {P::CopyHostToDevice, 2}, {P::Other, 1}}));
   EXPECT_EQ(t.totalUs(), 14);
 }
 
@@ -123,15 +120,12 @@ TEST(StepBreakdown, AStreamWaitsFromItsIssueOrItsPreviousEndToItsStart) {
 
 TEST(StepBreakdown, AWaitShowsOnlyWhereItLeavesTheDeviceIdle) {
   // Copy-in waits 0-6 for compute (which runs 0-4), then copies 6-8.
-  std::vector<Activity> a = {{0, 10, P::LaunchGap},
-                             {0, 4, P::Kernel, "Conv"},
-                             {6, 8, P::CopyDeviceToDevice}};
+  std::vector<Activity> a = {
+      {0, 10, P::LaunchGap}, {0, 4, P::Kernel, "Conv"}, {6, 8, P::CopyDeviceToDevice}};
   addStreamWaits({{6, 8, 0, true}}, a);
   PartTimes t = partsOf(a, 0, 10);
-  EXPECT_EQ(all(t), expect({{P::Kernel, 4},
-                            {P::Wait, 2},
-                            {P::CopyDeviceToDevice, 2},
-                            {P::LaunchGap, 2}}));
+  EXPECT_EQ(all(t),
+            expect({{P::Kernel, 4}, {P::Wait, 2}, {P::CopyDeviceToDevice, 2}, {P::LaunchGap, 2}}));
 }
 
 TEST(StepBreakdown, AnEmptyStep) {
@@ -181,7 +175,7 @@ TEST(StepBreakdown, TheMeanLeavesOutTheFirstStepAndAddsMicroSteps) {
   };
   // Step 0 (setup: 100), then steps 1 and 2 of two runs each (a micro-step
   // and the main run).
-  std::vector<ResolvedRun> runs = {run(0, -1, 0, 90, 100),  run(1, 0, 100, 6, 110),
+  std::vector<ResolvedRun> runs = {run(0, -1, 0, 90, 100), run(1, 0, 100, 6, 110),
                                    run(1, -1, 110, 6, 120), run(2, 0, 120, 2, 130),
                                    run(2, -1, 130, 2, 140)};
   StepBreakdown b = summarizeRuns(runs);

@@ -364,6 +364,74 @@ class GraphrunTest(CliCase):
         # Keeping activations in the convolutions' own layout never needs more copies.
         self.assertLessEqual(per_step["blocked"], per_step["plain"])
 
+    def test_profile_breakdown_accounts_for_the_whole_step(self):
+        """2 emulated towers: the step breakdown's parts add up to every column's step, on the
+        standard output and in the --profile report, and the trace's breakdown slices say the same."""
+        prof, trace = self.path("profile.txt"), self.path("trace.json")
+        p = self.train("--model", "small_cnn", "--gpus", "2", "--emulate", "--steps", "3", "--batch", "16",
+                       "--no-eval", "--profile", prof, "--trace", trace)
+        parts = ["kernels", "collectives", "copies h2d", "copies d2d", "copies d2h", "waits", "host",
+                 "launch gaps", "other"]
+
+        def table(text):
+            lines = text.splitlines()
+            start = next(i for i, l in enumerate(lines) if l.startswith("step breakdown"))
+            self.assertIn("mean of steps 2-3 (the first profiled step, with one-time setup, took", lines[start])
+            columns = lines[start + 1].split()
+            self.assertEqual(columns, ["part", "step", "cpu:0", "cpu:1", "cpu:2"])
+            rows = {}
+            for line in lines[start + 2:]:
+                m = re.match(r"^  (\s*\w[\w ]*?)((?: +[\d.]+ +[\d.]+%){4})$", line)
+                if not m:
+                    break
+                rows[m.group(1)] = [(float(ms), float(pct)) for ms, pct in
+                                    re.findall(r"([\d.]+) +([\d.]+)%", m.group(2))]
+            return rows
+
+        with open(prof) as f:
+            report = f.read()
+        for text in (p.stdout, report):
+            rows = table(text)
+            self.assertEqual([r for r in rows if not r.startswith(" ")], parts + ["total"], text)
+            for c in range(4):
+                total_ms, total_pct = rows["total"][c]
+                self.assertEqual(total_pct, 100.0)
+                self.assertAlmostEqual(sum(rows[r][c][0] for r in parts), total_ms, delta=0.005 * len(parts))
+                self.assertAlmostEqual(sum(rows[r][c][1] for r in parts), 100.0, delta=0.05 * len(parts))
+                # Every device's step is the whole step's; the towers compute.
+                self.assertAlmostEqual(total_ms, rows["total"][0][0], delta=0.01)
+            self.assertGreater(rows["kernels"][0][0], 0)
+            self.assertGreater(rows["kernels"][2][0], 0)
+            self.assertLess(rows["other"][0][1], 1.0)
+        # The report lists the kernels per op type under the kernels row; they add up to it.
+        ops = {r.strip(): v for r, v in table(report).items() if r.startswith(" ")}
+        self.assertIn("Conv", ops)
+        for c in range(4):
+            self.assertAlmostEqual(sum(v[c][0] for v in ops.values()), rows["kernels"][c][0],
+                                   delta=0.005 * (len(ops) + 1))
+        # The trace: per device and for the step (process 0), breakdown slices that tile each step
+        # and, over the steps after the first, give the table's figures.
+        with open(trace) as f:
+            events = json.load(f)
+        pids = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+        self.assertEqual(sorted(pids.values()), ["cpu:0", "cpu:1", "cpu:2", "step"])
+        spans = {e["name"]: e["dur"] for e in events if e.get("cat") == "step"}
+        self.assertEqual(sorted(spans), ["step 0", "step 1", "step 2"])
+        per = {}
+        for e in events:
+            if e.get("cat") != "breakdown":
+                continue
+            self.assertIn(e["args"]["part"], parts)
+            key = (pids[e["pid"]], e["args"]["step"])
+            per.setdefault(key, {}).setdefault(e["args"]["part"], 0.0)
+            per[key][e["args"]["part"]] += e["dur"]
+        for (device, step), by_part in per.items():
+            self.assertAlmostEqual(sum(by_part.values()), spans["step %d" % step], delta=0.01, msg=device)
+        for c, device in enumerate(["step", "cpu:0", "cpu:1", "cpu:2"]):
+            for part in parts:
+                mean_ms = sum(per[(device, s)].get(part, 0) for s in (1, 2)) / 2 / 1e3
+                self.assertAlmostEqual(mean_ms, rows[part][c][0], delta=0.006, msg=(device, part))
+
     def test_one_switch_caps_our_code_and_onednn(self):
         # GRAPHC_CPU_ISA caps our own vector code and oneDNN alike, ONEDNN_MAX_CPU_ISA caps both
         # too, the lower of the two wins, and the run plan and the profile say what ran.

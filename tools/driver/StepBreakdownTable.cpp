@@ -18,7 +18,7 @@ struct Column {
 
 void printRow(llvm::raw_ostream &os, llvm::StringRef label, llvm::ArrayRef<Column> columns,
               llvm::function_ref<double(const PartTimes &)> us) {
-  os << llvm::format("  %-22s", label.str().c_str());
+  os << llvm::format("  %-26s", label.str().c_str());
   for (const Column &c : columns) {
     double total = c.times->totalUs();
     double v = us(*c.times);
@@ -48,7 +48,7 @@ void printStepBreakdown(const StepBreakdown &b, llvm::raw_ostream &os, bool opRo
   for (const auto &[name, times] : b.devices)
     columns.push_back({name, &times});
   os << "step breakdown, ms per step and % of the step, " << stepsCovered(b) << ":\n";
-  os << llvm::format("  %-22s", (const char *)"part");
+  os << llvm::format("  %-26s", (const char *)"part");
   for (const Column &c : columns)
     os << llvm::format(" %17s", c.name.c_str());
   os << "\n";
