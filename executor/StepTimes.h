@@ -20,7 +20,9 @@
 // counts as communication (the step would be shorter without it only if it
 // were on the critical path: this split does not look for one), and the
 // parts of a step add up to its duration exactly. Per-thread figures, with
-// the critical path visible, are --trace's timeline and --profile's table.
+// the critical path visible, are --trace's timeline and --profile's table;
+// a profiled step's finer split, per device and by the same kind of rule,
+// is the step breakdown (StepBreakdown.h).
 //
 // On GPUs, transfers and NCCL collectives are enqueued, not waited for: what
 // is measured there is the host's time issuing them (the device's time is in

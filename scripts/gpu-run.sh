@@ -33,8 +33,9 @@
 #                     steps) in fp32, fp16 and bf16: deterministic cuDNN algorithms from the
 #                     heuristics (GRAPHC_CUDNN_BENCHMARK=0), measured into a fresh choice file,
 #                     read back from it (same metrics expected), and any algorithm measured
-#                     (GRAPHC_CUDNN_DETERMINISTIC=0): per-op tables in profile.txt, the choice
-#                     file as cudnn-algorithms.txt
+#                     (GRAPHC_CUDNN_DETERMINISTIC=0): per-op tables and step breakdowns in
+#                     profile.txt, each run's breakdown with its kernels per op type as
+#                     breakdown-PRECISION-CHOICE.txt, the choice file as cudnn-algorithms.txt
 #   mpi               tests/mpi/mpi_test.py under the machine's mpirun, else the bundle's copy
 #                     of Open MPI (scripts/bundle-openmpi): Broadcast and GpuAcrossWorkers
 #                     (worker processes of 1 GPU each summing with NCCL against one process
@@ -380,7 +381,11 @@ run_profile() {
           "$(grep -c . "$cache" 2>/dev/null || echo 0) lines in the choice file"
         grep -a -E '^trained|^loss scale|^note' "$logs/profile-run-$precision-$choice.txt"
         sed -n '1,20p' "$table" 2>/dev/null
+        # Where all of the step went (docs/cuda.md, "The step breakdown"): the parts here,
+        # the kernels per op type too in the kept copy.
+        sed -n '/^step breakdown/,/^  total/p' "$logs/profile-run-$precision-$choice.txt"
       } >>"$results/profile.txt"
+      sed -n '/^step breakdown/,$p' "$table" >"$results/breakdown-$precision-$choice.txt" 2>/dev/null
     done
   done
   for precision in $precisions; do
