@@ -19,9 +19,11 @@
 //     start until synchronize returns;
 //   - done early: from the worker's end until every device is done — wait.
 //
-// So the intervals cover every run from its start to its end, and nothing
-// is left to "other" unless a clock disagrees (a GPU's events anchored to
-// the host's clock within tens of microseconds).
+// So the intervals cover every run from its start to its end and nothing is
+// left to "other". Where a GPU's events sit on the host's clock is good to
+// the anchoring (tens of microseconds): an error there moves time between
+// parts (a wait or launch gap against the operation next to it), never
+// out of the step.
 //
 //===----------------------------------------------------------------------===//
 

@@ -31,8 +31,9 @@
 //                       launch gap (the executor's scheduling between
 //                       launches, the driver's launch latency)
 //   Other               covered by nothing above (nothing recorded explains
-//                       it); the executor's intervals cover its steps, so it
-//                       stays near zero and is always shown
+//                       it); the executor's intervals cover each run from
+//                       its start to its end, so it is zero there unless a
+//                       run's workers recorded nothing; always shown
 //
 // So a copy that overlaps a kernel counts as kernel time (the kernel is
 // what the device is busy with), and a stream waiting while another stream

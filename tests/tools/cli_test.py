@@ -402,7 +402,7 @@ class GraphrunTest(CliCase):
                 self.assertAlmostEqual(total_ms, rows["total"][0][0], delta=0.01)
             self.assertGreater(rows["kernels"][0][0], 0)
             self.assertGreater(rows["kernels"][2][0], 0)
-            self.assertLess(rows["other"][0][1], 1.0)
+            self.assertEqual([rows["other"][c] for c in range(4)], [(0.0, 0.0)] * 4)  # every run is covered
         # The report lists the kernels per op type under the kernels row; they add up to it.
         ops = {r.strip(): v for r, v in table(report).items() if r.startswith(" ")}
         self.assertIn("Conv", ops)
