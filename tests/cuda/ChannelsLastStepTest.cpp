@@ -33,6 +33,10 @@ struct StepCase {
   Precision precision;
 };
 
+void PrintTo(const StepCase &c, std::ostream *os) {
+  *os << c.model << " " << modeName(c.precision).str();
+}
+
 std::unique_ptr<Module> compileFor(const StepCase &c) {
   models::ModelOptions mo;
   mo.numClasses = 10;
