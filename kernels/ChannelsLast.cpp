@@ -12,8 +12,7 @@ llvm::Expected<GpuLayout> parseGpuLayout(llvm::StringRef s) {
   for (GpuLayout l : {GpuLayout::Nchw, GpuLayout::Nhwc, GpuLayout::Auto})
     if (s == gpuLayoutName(l))
       return l;
-  return makeError("unknown GPU activation layout '" + printable(s) +
-                   "'; known: nchw, nhwc, auto");
+  return makeError("unknown GPU activation layout '" + printable(s) + "'; known: nchw, nhwc, auto");
 }
 
 llvm::StringRef gpuLayoutName(GpuLayout l) {

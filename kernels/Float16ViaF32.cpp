@@ -60,8 +60,7 @@ public:
       k->narrowed_.push_back(n.result(i)->type().dtype == narrow);
       k->buffers_ += k->narrowed_[i] ? aligned(n.result(i)->type().numElements() * 4) : 0;
     }
-    k->layouts_ =
-        float16ViaF32Layouts(n, narrow, LayoutAnswers::of(*k->inner_, **copy), movable);
+    k->layouts_ = float16ViaF32Layouts(n, narrow, LayoutAnswers::of(*k->inner_, **copy), movable);
     k->innerIn_.assign(n.numOperands(), Layout::Plain);
     k->innerOut_.assign(n.numResults(), Layout::Plain);
     return std::unique_ptr<Kernel>(std::move(k));

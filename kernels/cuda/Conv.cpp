@@ -250,7 +250,8 @@ private:
   /// beside an NHWC convolution), and a bias to narrow.
   void planStaging() {
     for (unsigned i = 0; i < 2; ++i)
-      stageIn_[i] = !empty_ && (operandType(i).dtype != types_.data || operandLayout(i) != compute_);
+      stageIn_[i] =
+          !empty_ && (operandType(i).dtype != types_.data || operandLayout(i) != compute_);
     stageBias_ = !empty_ && bias_ && types_.wideBias;
     stageOut_ = !empty_ && (resultType().dtype != types_.data || resultLayout() != compute_);
   }
@@ -313,10 +314,10 @@ private:
     {
       std::lock_guard<std::mutex> lock(backend().handleMutex());
       GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
-      GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionForward(
-                                backend().cudnn(), &one, xDesc_.get(), x, wDesc_.get(), w,
-                                conv_.get(), (cudnnConvolutionFwdAlgo_t)choice_.algo, b.workspace,
-                                choice_.workspace, &zero, yDesc_.get(), y));
+      GRAPHC_CUDNN_TRY(
+          api, api.cudnnConvolutionForward(backend().cudnn(), &one, xDesc_.get(), x, wDesc_.get(),
+                                           w, conv_.get(), (cudnnConvolutionFwdAlgo_t)choice_.algo,
+                                           b.workspace, choice_.workspace, &zero, yDesc_.get(), y));
     }
     if (bias_) {
       const void *bias = ctx.inputs[2].data;
@@ -339,11 +340,11 @@ private:
     {
       std::lock_guard<std::mutex> lock(backend().handleMutex());
       GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
-      GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardData(
-                                backend().cudnn(), &one, wDesc_.get(), w, yDesc_.get(), dy,
-                                conv_.get(), (cudnnConvolutionBwdDataAlgo_t)choice_.algo,
-                                b.workspace, choice_.workspace, &zero, xDesc_.get(),
-                                b.padded ? b.padded : dx));
+      GRAPHC_CUDNN_TRY(api,
+                       api.cudnnConvolutionBackwardData(
+                           backend().cudnn(), &one, wDesc_.get(), w, yDesc_.get(), dy, conv_.get(),
+                           (cudnnConvolutionBwdDataAlgo_t)choice_.algo, b.workspace,
+                           choice_.workspace, &zero, xDesc_.get(), b.padded ? b.padded : dx));
     }
     if (b.padded)
       GRAPHC_CUDA_TRY(launchStridedCopy(elemSize(), cropOut_, elements(geo_.x), dx, b.padded, s));

@@ -47,9 +47,8 @@ llvm::Error CudnnTensor::create(const CudnnApi &api, llvm::ArrayRef<int64_t> nch
                      "] is empty or too large for a cuDNN descriptor");
   api_ = &api;
   GRAPHC_CUDNN_TRY(api, api.cudnnCreateTensorDescriptor(&desc_));
-  GRAPHC_CUDNN_TRY(api, api.cudnnSetTensor4dDescriptor(desc_, format, type,
-                                                       (int)nchw[0], (int)nchw[1], (int)nchw[2],
-                                                       (int)nchw[3]));
+  GRAPHC_CUDNN_TRY(api, api.cudnnSetTensor4dDescriptor(desc_, format, type, (int)nchw[0],
+                                                       (int)nchw[1], (int)nchw[2], (int)nchw[3]));
   return llvm::Error::success();
 }
 
@@ -65,9 +64,8 @@ llvm::Error CudnnFilter::create(const CudnnApi &api, llvm::ArrayRef<int64_t> oih
     return makeError("filter is empty or too large for a cuDNN descriptor");
   api_ = &api;
   GRAPHC_CUDNN_TRY(api, api.cudnnCreateFilterDescriptor(&desc_));
-  GRAPHC_CUDNN_TRY(api, api.cudnnSetFilter4dDescriptor(desc_, type, format,
-                                                       (int)oihw[0], (int)oihw[1], (int)oihw[2],
-                                                       (int)oihw[3]));
+  GRAPHC_CUDNN_TRY(api, api.cudnnSetFilter4dDescriptor(desc_, type, format, (int)oihw[0],
+                                                       (int)oihw[1], (int)oihw[2], (int)oihw[3]));
   return llvm::Error::success();
 }
 

@@ -52,10 +52,9 @@ llvm::ArrayRef<Op> float16ViaF32Ops(DType narrow) {
   static const Op bf16[] = {Op::BatchNorm,       Op::BatchNormTrain,   Op::BatchNormTrainGrad,
                             Op::MaxPool,         Op::AveragePool,      Op::MaxPoolGrad,
                             Op::AveragePoolGrad, Op::GlobalAveragePool};
-  static const Op f16[] = {Op::BatchNorm,       Op::BatchNormTrain,    Op::BatchNormTrainGrad,
-                           Op::MaxPool,         Op::AveragePool,       Op::MaxPoolGrad,
-                           Op::AveragePoolGrad, Op::GlobalAveragePool, Op::ReduceSum,
-                           Op::ReduceMean};
+  static const Op f16[] = {
+      Op::BatchNorm,   Op::BatchNormTrain,  Op::BatchNormTrainGrad, Op::MaxPool,   Op::AveragePool,
+      Op::MaxPoolGrad, Op::AveragePoolGrad, Op::GlobalAveragePool,  Op::ReduceSum, Op::ReduceMean};
   if (narrow == DType::BF16)
     return bf16;
   if (narrow == DType::F16)

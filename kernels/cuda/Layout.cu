@@ -25,8 +25,7 @@ __global__ void transposeKernel(TransposeShape s, int64_t tiles, To *out, const 
     for (int i = threadIdx.y; i < kTransposeTile; i += blockDim.y) {
       const int64_t row = at.row + threadIdx.x, col = at.col + i;
       if (row < s.rows && col < s.cols)
-        out[transposeTarget(s, at.matrix, row, col)] =
-            convertElement<To>(tile[threadIdx.x][i]);
+        out[transposeTarget(s, at.matrix, row, col)] = convertElement<To>(tile[threadIdx.x][i]);
     }
     __syncthreads();
   }

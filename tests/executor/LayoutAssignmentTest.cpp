@@ -86,7 +86,9 @@ public:
   }
 
 private:
-  std::string fresh(const char *prefix) { return (llvm::Twine(prefix) + llvm::Twine(++names_)).str(); }
+  std::string fresh(const char *prefix) {
+    return (llvm::Twine(prefix) + llvm::Twine(++names_)).str();
+  }
   void place(Node *n, const std::string &device, std::unique_ptr<Kernel> k) {
     device_[n] = device;
     if (k)
@@ -126,8 +128,8 @@ TEST(LayoutAssignment, EachDeviceKindTakesItsOwnLayoutOnly) {
         auto m = p.assign(o);
         Layout want = gpu ? (channelsLastFor(policy, DType::F16) ? kCL : kPlain)
                           : (blocked ? kBlocked : kPlain);
-        EXPECT_EQ(layoutOf(m, a), want) << device << " blocked " << blocked << " gpu "
-                                        << gpuLayoutName(policy).str();
+        EXPECT_EQ(layoutOf(m, a), want)
+            << device << " blocked " << blocked << " gpu " << gpuLayoutName(policy).str();
         EXPECT_EQ(layoutOf(m, x), kPlain) << "an input has no kernel";
         EXPECT_EQ(layoutOf(m, b), kPlain) << "read by a plain-only kernel";
       }

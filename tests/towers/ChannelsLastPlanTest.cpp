@@ -113,7 +113,7 @@ PlanLayouts assignPlan(const PlanRequest &r) {
       // The host's own kernels answer for Blocked only; a plain stand-in is
       // enough to see that nothing there becomes channels-last.
       LayoutAnswers a = s.kind == DeviceKind::GPU ? cuda::gpuLayoutAnswers(*n, r.policy)
-                                                   : LayoutAnswers::plainOnly(*n);
+                                                  : LayoutAnswers::plainOnly(*n);
       p.kernels.push_back(std::make_unique<DeclaredLayoutKernel>(a));
       s.kernel = p.kernels.back().get();
     }
@@ -185,8 +185,8 @@ TEST(ChannelsLastPlan, InceptionSixteenBitHasNoSeparateCopies) {
     for (auto &[op, n] : p.fusedByOp)
       EXPECT_TRUE(op == "Cast" || op == "BatchNormTrain" || op == "BatchNormTrainGrad" ||
                   op == "BatchNorm" ||
-                  (precision == Precision::BF16 && (op == "Conv" || op == "ConvGradData" ||
-                                                    op == "ConvGradFilter")))
+                  (precision == Precision::BF16 &&
+                   (op == "Conv" || op == "ConvGradData" || op == "ConvGradFilter")))
           << what << ": " << op << " " << n;
     // Every 16-bit activation is channels-last but those of the head after
     // global average pooling ([n, c, 1, 1]: the same bytes in either layout;
@@ -195,7 +195,8 @@ TEST(ChannelsLastPlan, InceptionSixteenBitHasNoSeparateCopies) {
     std::cout << "[ layouts  ] " << what << ", plain 16-bit activations: " << describe(plain)
               << "\n";
     for (auto &[value, n] : plain)
-      EXPECT_NE(value.find(",1,1]"), std::string::npos) << what << ": " << value << " (" << n << ")";
+      EXPECT_NE(value.find(",1,1]"), std::string::npos)
+          << what << ": " << value << " (" << n << ")";
     EXPECT_GT(p.channelsLast(), 500) << what;
   }
 }

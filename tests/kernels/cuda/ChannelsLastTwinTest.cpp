@@ -35,8 +35,8 @@ enum class Mix { AllLast, AllPlain, Alternating };
 std::vector<Layout> layoutsOf(llvm::ArrayRef<const Value *> values, Mix mix, unsigned &k) {
   std::vector<Layout> out;
   for (const Value *v : values) {
-    bool last = v->type().rank() == 4 &&
-                (mix == Mix::AllLast || (mix == Mix::Alternating && k++ % 2 == 0));
+    bool last =
+        v->type().rank() == 4 && (mix == Mix::AllLast || (mix == Mix::Alternating && k++ % 2 == 0));
     out.push_back(last ? kCL : kPlain);
   }
   return out;
@@ -61,8 +61,8 @@ void expectLayoutsAgree(const Node &n, llvm::ArrayRef<Tensor> inputs, GpuLayout 
   ASSERT_TRUE(bool(got)) << what << ": " << llvm::toString(got.takeError());
   ASSERT_EQ(got->size(), want->size());
   for (size_t r = 0; r < got->size(); ++r) {
-    const std::string at = what + " (layouts " + std::to_string((int)mix) + ", result " +
-                           std::to_string(r) + ")";
+    const std::string at =
+        what + " (layouts " + std::to_string((int)mix) + ", result " + std::to_string(r) + ")";
     if (tol < 0)
       EXPECT_TRUE(sameBits((*got)[r], (*want)[r])) << at;
     else
