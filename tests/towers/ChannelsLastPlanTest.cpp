@@ -9,9 +9,10 @@
 // batch norms, pools, concatenations and elementwise ops is channels-last,
 // and the only layout copies are fused into conversions that run anyway
 // (the input's and the weights' casts, the 16-bit batch norms' widening):
-// no convolution transposes anything. Under nchw, and for f32 under auto,
-// nothing is channels-last; under nhwc an f32 plan's convolutions transpose
-// around its f32 batch norms. Host devices never take channels-last.
+// no convolution transposes anything; resnet18's too, residual adds
+// included. Under nchw, and for f32 under auto, nothing is channels-last;
+// under nhwc an f32 plan's convolutions transpose around its f32 batch
+// norms. Host devices never take channels-last.
 //
 //===----------------------------------------------------------------------===//
 
@@ -198,6 +199,29 @@ TEST(ChannelsLastPlan, InceptionSixteenBitHasNoSeparateCopies) {
       EXPECT_NE(value.find(",1,1]"), std::string::npos)
           << what << ": " << value << " (" << n << ")";
     EXPECT_GT(p.channelsLast(), 500) << what;
+  }
+}
+
+TEST(ChannelsLastPlan, Resnet18SixteenBitHasNoSeparateCopiesEitherWithItsResidualAdds) {
+  for (Precision precision : {Precision::FP16, Precision::BF16}) {
+    PlanRequest r;
+    r.model = "resnet18";
+    r.precision = precision;
+    PlanLayouts p = assignPlan(r);
+    ASSERT_TRUE(p.module);
+    const std::string what = std::string("resnet18 ") + modeName(precision).str();
+    report(what.c_str(), p);
+    EXPECT_EQ(p.copies.separate, 0) << what << ": " << describe(p.separateByOp);
+    for (auto &[value, n] : plainActivations(p))
+      EXPECT_NE(value.find(",1,1]"), std::string::npos)
+          << what << ": " << value << " (" << n << ")";
+    int64_t residuals = 0;
+    for (const Node *n : p.module->main().nodes())
+      if (n->op() == Op::Add && n->result()->type().rank() == 4) {
+        ++residuals;
+        EXPECT_EQ(p.of(n->result()), kCL) << n->name();
+      }
+    EXPECT_EQ(residuals, 8) << what << ": resnet18's basic blocks";
   }
 }
 
