@@ -8,8 +8,9 @@
 // times training steps on one synthetic batch whose copy to the GPU is
 // prefetched so it overlaps the step before (Executor::prefetch). The batch
 // is split on the GPU (executor/BatchStaging.h; --batch-on-host splits it on
-// the host as the plan says), and --cuda-graphs on replays the step as one
-// CUDA graph from the second step on (captured, then launched).
+// the host as the plan says), --cuda-graphs on replays the step as one
+// CUDA graph from the second step on (captured, then launched), and
+// --gpu-layout chooses which activations are channels-last (graphrun's flag).
 //
 // Prints one JSON line: images/s (median step), step times, device memory in
 // use (the driver's view, from before the executor was created) and planned
@@ -50,6 +51,7 @@ struct Args {
   std::string precision = "fp32"; ///< fp16: f16 compute with dynamic loss scaling from 65536; bf16:
                                   ///< bf16 compute, unscaled
   std::string cudaGraphs = "off"; ///< off | auto | on (ExecutorOptions::cudaGraphs)
+  std::string gpuLayout = "auto"; ///< nchw | nhwc | auto (ExecutorOptions::gpuLayout)
   bool prefetch = true;
   bool batchOnHost = false; ///< split the batch on the host, as the plan says (no staging)
   bool compileOnly = false; ///< compile and place, print where ops went; no GPU needed
@@ -60,7 +62,8 @@ int usage(const char *why) {
                << "\nusage: gpu_train_bench [--model NAME] [--batch N] [--image-size N] "
                   "[--classes N] [--towers N] [--physical-gpus N] [--params MODE] "
                   "[--precision fp32|fp16|bf16] [--steps N] [--warmup N] "
-                  "[--cuda-graphs off|auto|on] [--no-prefetch] [--batch-on-host] "
+                  "[--cuda-graphs off|auto|on] [--gpu-layout nchw|nhwc|auto] [--no-prefetch] "
+                  "[--batch-on-host] "
                   "[--compile-only]\n";
   return 2;
 }
@@ -115,6 +118,16 @@ bool parse(int argc, char **argv, Args &a) {
         if (!mode)
           llvm::consumeError(mode.takeError());
         a.cudaGraphs = v;
+      }
+    } else if (k == "--gpu-layout") {
+      const char *v = next();
+      ok = v;
+      if (v) {
+        auto layout = parseGpuLayout(v);
+        ok = bool(layout);
+        if (!layout)
+          llvm::consumeError(layout.takeError());
+        a.gpuLayout = v;
       }
     } else if (k == "--no-prefetch") {
       a.prefetch = false;
@@ -244,6 +257,7 @@ int main(int argc, char **argv) {
   ExecutorOptions eo;
   eo.seed = 1;
   eo.cudaGraphs = cantFail(parseCudaGraphs(a.cudaGraphs));
+  eo.gpuLayout = cantFail(parseGpuLayout(a.gpuLayout));
   eo.batchOnDevice = !a.batchOnHost;
   eo.waitTimeout = std::chrono::minutes(10);
   eo.physicalGpu = [physical](const std::string &name) {
@@ -303,6 +317,8 @@ int main(int argc, char **argv) {
       {"params", a.params},
       {"precision", a.precision},
       {"cuda_graphs", a.cudaGraphs},
+      {"gpu_layout", a.gpuLayout},
+      {"channels_last_values", (*ex)->valuesInLayout(Layout::ChannelsLast)},
       {"batch_on_host", a.batchOnHost},
       {"devices", llvm::join((*ex)->devices(), ",")},
       {"cuda_graph_note", (*ex)->cudaGraphNote()},

@@ -3,7 +3,7 @@
 // Executor::create binds once: a schedule per graph (main, and the graphs
 // ExecutorOptions::graphs names; the batch's plumbing moved onto a GPU where
 // BatchStaging.h says), devices with their thread shares, kernels,
-// blocked layouts, memory plans (one arena per device for every graph),
+// layouts (LayoutAssignment.h), memory plans (one arena per device for every graph),
 // variables, collective groups and (optionally) step capture. Running steps
 // is ExecutorRun.cpp.
 //
@@ -12,6 +12,7 @@
 #include "executor/BatchStaging.h"
 #include "executor/DeviceRegistry.h"
 #include "executor/ExecutorImpl.h"
+#include "executor/LayoutAssignment.h"
 #include "ir/Cost.h"
 #include "ir/DeviceId.h"
 #include "ir/Initializers.h"
@@ -187,6 +188,7 @@ llvm::Error Executor::Impl::createKernels() {
     KernelEnv env = d.device->kernelEnv();
     env.seed = opts.seed;
     env.convAlgorithm = opts.convAlgorithm;
+    env.gpuLayout = opts.gpuLayout;
     auto k = KernelRegistry::global().create(*n, env);
     if (!k)
       return withContext(k.takeError(), "on device " + d.device->name());
@@ -206,43 +208,6 @@ llvm::Error Executor::Impl::createKernels() {
       return err;
   }
   return llvm::Error::success();
-}
-
-/// Whether `e` copies between two CPU devices: a memcpy, which carries a
-/// blocked layout as it is (blocked tensors here are never padded).
-bool Executor::Impl::copiesBetweenCpus(const NodeExec &e) const {
-  if (e.action != Action::Transfer)
-    return false;
-  const Device &to = *devices[e.device]->device;
-  const Device &from = *devices[deviceOf(e.node->operand(0)->producer())]->device;
-  return to.kind() == DeviceKind::CPU && from.kind() == DeviceKind::CPU;
-}
-
-/// Whether `v` may be kept blocked as far as it alone is concerned: not empty,
-/// made and read only by kernels on one device that take it blocked (they
-/// know the shapes the layout exists for on this CPU) or by copies to other
-/// CPU devices (which hand it on as it is), and not a graph output.
-bool Executor::Impl::blockable(const Value *v) const {
-  if (v->type().numElements() == 0)
-    return false;
-  const NodeExec &p = *nodes[index.lookup(v->producer())];
-  if (!copiesBetweenCpus(p) &&
-      (!p.kernel || p.action != Action::Kernel ||
-       !p.kernel->producesLayout(v->resultIndex(), Layout::Blocked)))
-    return false;
-  if (llvm::is_contained(v->producer()->graph().outputs(), v))
-    return false;
-  for (const Node *u : v->users()) {
-    const NodeExec &c = *nodes[index.lookup(u)];
-    if (copiesBetweenCpus(c))
-      continue;
-    if (!c.kernel || c.action != Action::Kernel || c.device != p.device)
-      return false;
-    for (unsigned i = 0; i < u->numOperands(); ++i)
-      if (u->operand(i) == v && !c.kernel->acceptsLayout(i, Layout::Blocked))
-        return false;
-  }
-  return true;
 }
 
 /// Runs of a device's issue order whose kernels share a non-empty fusion key
@@ -274,80 +239,24 @@ void Executor::Impl::groupFusableKernels() {
       }
 }
 
-/// The bytes of `v` that its producer and consumers would compute without a
-/// staged copy if it were blocked, minus those they would if it were plain:
-/// only kernels with a layout of their own (convolutions, whose library chose
-/// it for this CPU) vote; the others follow.
-int64_t Executor::Impl::blockedVote(const Value *v) const {
-  int64_t bytes = v->type().numElements() * dtypeSize(v->type().dtype), vote = 0;
-  auto count = [&](std::optional<Layout> l) {
-    if (l)
-      vote += *l == Layout::Blocked ? bytes : -bytes;
-  };
-  if (const NodeExec &p = *nodes[index.lookup(v->producer())]; p.kernel)
-    count(p.kernel->preferredResultLayout(v->resultIndex()));
-  for (const Node *u : v->users()) {
-    const NodeExec &c = *nodes[index.lookup(u)];
-    for (unsigned i = 0; c.kernel && i < u->numOperands(); ++i)
-      if (u->operand(i) == v)
-        count(c.kernel->preferredOperandLayout(i));
-  }
-  return vote;
-}
-
 void Executor::Impl::assignLayouts() {
-  if (!opts.blockedLayouts)
-    return;
-  // Layout-following kernels (and copies between CPU devices) tie their
-  // operands and results into one group;
-  // a group is blocked if every member can be, unless the kernels with a
-  // layout of their own (the convolutions) would stage more of its bytes
-  // blocked than plain. A group no convolution cares about is blocked: batch
-  // norms and pools compute in their input's layout, so between two blocked
-  // convolutions the blocked layout needs no copies.
-  llvm::DenseMap<const Value *, const Value *> parent;
-  std::function<const Value *(const Value *)> find = [&](const Value *v) -> const Value * {
-    auto it = parent.find(v);
-    if (it == parent.end() || it->second == v)
-      return v;
-    return parent[v] = find(it->second);
-  };
+  std::vector<LayoutSite> sites;
+  sites.reserve(nodes.size());
   for (auto &e : nodes) {
-    // A copy between CPU devices ties its result to its operand's layout.
-    if (copiesBetweenCpus(*e)) {
-      parent[find(e->node->result())] = find(e->node->operand(0));
-      continue;
-    }
-    if (!e->kernel || !e->kernel->layoutFollowsOperands())
-      continue;
-    llvm::SmallVector<const Value *, 6> members(e->node->operands().begin(),
-                                                e->node->operands().end());
-    for (auto &r : e->node->results())
-      members.push_back(r.get());
-    for (const Value *m : members)
-      parent[find(m)] = find(members[0]);
+    LayoutSite s;
+    s.node = e->node;
+    s.device = e->device;
+    s.kind = devices[e->device]->device->kind();
+    s.kernel = e->action == Action::Kernel ? e->kernel.get() : nullptr;
+    // A copy between two devices of one kind moves the bytes as they are.
+    s.copiesAsIs = e->action == Action::Transfer &&
+                   devices[deviceOf(e->node->operand(0)->producer())]->device->kind() == s.kind;
+    sites.push_back(s);
   }
-  struct Group {
-    bool ok = true;
-    int64_t vote = 0;
-  };
-  llvm::DenseMap<const Value *, Group> groups;
-  std::vector<const Value *> all;
-  for (auto &e : nodes)
-    for (auto &r : e->node->results()) {
-      all.push_back(r.get());
-      Group &g = groups[find(r.get())];
-      g.ok = g.ok && blockable(r.get());
-      if (g.ok)
-        g.vote += blockedVote(r.get());
-    }
-  // Operands tied in by a follower but made elsewhere (inputs, variables) are
-  // results too, so every member was seen above.
-  for (const Value *v : all) {
-    const Group &g = groups[find(v)];
-    if (g.ok && g.vote >= 0)
-      layouts[v] = Layout::Blocked;
-  }
+  LayoutOptions o;
+  o.blocked = opts.blockedLayouts;
+  o.gpu = opts.gpuLayout;
+  layouts = graphc::assignLayouts(sites, o);
 }
 
 llvm::Error Executor::Impl::planMemory() {
@@ -722,6 +631,19 @@ std::vector<NodePrimitives> Executor::primitives() const {
       if (auto run = e->kernel->primitivesRun(); !run.empty())
         out.push_back({e->node, impl_->devices[e->device]->device->name(), std::move(run)});
   return out;
+}
+
+int64_t Executor::valuesInLayout(Layout l) const {
+  return llvm::count_if(impl_->layouts, [&](const auto &entry) { return entry.second == l; });
+}
+
+Layout Executor::layoutOf(const Value *v) const {
+  return impl_->layouts.lookup(v);
+}
+
+bool Executor::hasGpu() const {
+  return llvm::any_of(impl_->devices,
+                      [](const auto &d) { return d->device->kind() == DeviceKind::GPU; });
 }
 
 std::vector<FusedGroup> Executor::fusedGroups() const {

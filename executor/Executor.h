@@ -50,6 +50,10 @@ struct ExecutorOptions {
   /// it (convolutions, batch norms, pools, elementwise, concat and split),
   /// where the convolutions around them compute in it.
   bool blockedLayouts = true;
+  /// Which 4-d activations GPU devices keep channels-last (NHWC) between
+  /// kernels that can take it (kernels/ChannelsLast.h): auto for f16 and
+  /// bf16, nhwc for f32 too, nchw never (executor/LayoutAssignment.h).
+  GpuLayout gpuLayout = GpuLayout::Auto;
   /// How CPU convolutions compute (kernels/Kernel.h).
   ConvAlgorithm convAlgorithm = ConvAlgorithm::Auto;
   /// Run adjacent variable updates of a device with one fusion key as one
@@ -169,6 +173,12 @@ public:
   /// Per node, the library primitives its kernel has run so far and the
   /// implementations the library chose for them on this CPU.
   std::vector<NodePrimitives> primitives() const;
+  /// How many values the executor keeps in layout `l` (LayoutAssignment.h),
+  /// and whether a GPU device takes part (where ExecutorOptions::gpuLayout
+  /// applies).
+  int64_t valuesInLayout(Layout l) const;
+  Layout layoutOf(const Value *v) const;
+  bool hasGpu() const;
   /// The fused update groups (ExecutorOptions::fuseUpdates).
   std::vector<FusedGroup> fusedGroups() const;
   const TraceRecorder &trace() const;

@@ -186,9 +186,6 @@ struct Executor::Impl {
   llvm::Error createDevices();
   llvm::Error createKernels();
   void assignLayouts();
-  bool copiesBetweenCpus(const NodeExec &e) const;
-  bool blockable(const Value *v) const;
-  int64_t blockedVote(const Value *v) const;
   llvm::DenseMap<const Value *, Layout> layouts; ///< values not listed are plain
   llvm::Error planMemory();
   llvm::Error bindVariables();

@@ -11,6 +11,10 @@
 // count is a multiple of B, the same number of bytes. B is not ours to fix:
 // the CPU backend asks oneDNN which block its convolutions compute in on the
 // CPU at hand (16 with AVX-512, 8 with AVX2; kernels/cpu/BlockedLayout.h).
+// On GPUs the other layout is channels-last (NHWC of a 4-D tensor's NCHW
+// shape: the channels innermost; kernels/ChannelsLast.h), which cuDNN's
+// 16-bit tensor-core convolutions compute in. Each device kind has at most
+// one layout besides plain: CPU devices Blocked, GPU devices ChannelsLast.
 // The executor chooses a layout per value from what producer and consumers
 // accept and prefer, so chains of convolutions, batch norms, activations and
 // pools stay in the convolutions' layout.
@@ -20,6 +24,7 @@
 
 #include "ir/DeviceId.h"
 #include "ir/Module.h"
+#include "kernels/ChannelsLast.h"
 #include "kernels/DeviceStep.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -32,7 +37,7 @@
 
 namespace graphc {
 
-enum class Layout : unsigned char { Plain, Blocked };
+enum class Layout : unsigned char { Plain, Blocked, ChannelsLast };
 
 /// A library primitive a kernel ran: its kind ("convolution", "reorder", ...)
 /// and the library's name for the implementation it chose on this CPU
@@ -159,6 +164,9 @@ struct KernelEnv {
   uint64_t seed = 0;       ///< the run's seed
   void *backend = nullptr; ///< backend state (the CPU engine, CUDA handles)
   ConvAlgorithm convAlgorithm = ConvAlgorithm::Auto;
+  /// Which GPU values may be channels-last (GPU kernels: whether a
+  /// convolution computes in NHWC).
+  GpuLayout gpuLayout = GpuLayout::Auto;
 };
 
 using KernelFactory =

@@ -55,13 +55,20 @@
 #                     steady step time of each (metrics); then gpu_train_bench (batch 128,
 #                     20 steps after 5) with the batch split on the host as before, on the
 #                     GPU, and on the GPU as a CUDA graph: images/s and the notes
+#   layouts           channels-last activations (layouts.txt): the NHWC-against-NCHW tests
+#                     (kernels_cuda_tests ChannelsLastTwin.*: convolutions and their gradients,
+#                     pools, concat and split, casts, 16-bit batch norms; cuda_device_tests
+#                     ChannelsLastStep.*: three training steps of small_cnn_nobn and
+#                     inception_v3), then inception_v3 at batch 128 (--params gpu:0, 4 steps,
+#                     --profile) in fp16, bf16 and fp32, each with --gpu-layout nchw and nhwc:
+#                     s/step, images/s and the convolutions' ms per step (about 6 minutes)
 #   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
 #                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
 #                     bf16 (and bf16 kept off AMX) in alternating rounds, the vector units'
 #                     peak, oneDNN's convolutions by activation format (blocked against
 #                     channels-last: does AMX need it?), and where a bf16 and an fp32 step go
 #                     per oneDNN implementation (about 10 minutes on 2 threads)
-#   all               env tests sanitizer train profile graphs bench mpi
+#   all               env tests sanitizer train profile graphs layouts bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
 set -u
@@ -475,6 +482,48 @@ print("images/s %.1f, median step %.4f s, devices %s, loss %s; %s" % (r["images_
   cat "$results/graphs.txt"
 }
 
+# One test binary of the bundle (as tests.tsv runs it) with a gtest filter.
+run_filtered() { # binary-name filter
+  line=$(grep -a -m1 "/$1	" "$here/tests.tsv")
+  if [ -z "$line" ]; then
+    echo "$1: not in the bundle"
+    return 0
+  fi
+  IFS="$(printf '\t')" read -r bin workdir envs _ <<<"$line"
+  [ "$envs" = - ] && envs=""
+  log=$logs/layouts-$1.log
+  # shellcheck disable=SC2086
+  (cd "$workdir" && env $envs timeout 300 "$bin" --gtest_filter="$2" >"$log" 2>&1)
+  echo "$1 $2: exit $? $(grep -a -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]|^\[  SKIPPED \] [0-9]' "$log" | tr '\n' ' ')"
+  grep -a -E '^\[  FAILED  \] [A-Za-z]' "$log" | sort -u | sed 's/^/  /'
+}
+
+# Channels-last activations: the equivalence tests, then NCHW against NHWC for speed.
+run_layouts() {
+  graphrun=$here/build/bin/graphrun
+  cache=$logs/cudnn-algorithms-layouts.txt
+  {
+    run_filtered kernels_cuda_tests 'ChannelsLastTwin.*'
+    run_filtered cuda_device_tests '*ChannelsLastStep*'
+    for precision in ${GRAPHC_LAYOUT_PRECISIONS:-fp16 bf16 fp32}; do
+      for layout in nchw nhwc; do
+        tag=$precision-$layout
+        start=$(date +%s)
+        GRAPHC_CUDNN_CACHE=$cache timeout 240 "$graphrun" train --no-progress --no-eval \
+          --model inception_v3 --gpus 1 --params gpu:0 --batch 128 \
+          --steps "${GRAPHC_LAYOUT_STEPS:-4}" --precision "$precision" --gpu-layout "$layout" \
+          --profile "$logs/layouts-profile-$tag.txt" >"$logs/layouts-run-$tag.txt" 2>&1
+        echo "--- inception_v3 batch 128, $precision, --gpu-layout $layout: exit $?," \
+          "$(($(date +%s) - start)) s in all"
+        grep -a -E '^  gpu layout|^trained|^note|rror' "$logs/layouts-run-$tag.txt"
+        grep -a -E '^per-op|^  (Conv|ConvGradData|ConvGradFilter|BatchNormTrain|BatchNormTrainGrad|Cast) ' \
+          "$logs/layouts-profile-$tag.txt"
+      done
+    done
+  } >"$results/layouts.txt" 2>&1
+  cat "$results/layouts.txt"
+}
+
 # The machine's own CPU (the GPU hidden): inception_v3 and resnet18 training at batch 16 on
 # 2 threads (GRAPHC_CPU_THREADS), fp32 against bf16 in alternating pairs, bf16 again with
 # oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16), then where a bf16 and an fp32
@@ -549,21 +598,22 @@ pack_logs() {
 
 [ $# -eq 0 ] && set -- all
 for mode in "$@"; do
+  # shellcheck disable=SC2086
   case "$mode" in
   env) run_env ;;
   tests) run_env >/dev/null; run_tests "" ;;
   tests=*) run_env >/dev/null; run_tests "${mode#tests=}" ;;
   sanitizer) run_sanitizer all ;;
   sanitizer=fp16) run_sanitizer fp16 ;;
-  # shellcheck disable=SC2086
   bench) run_bench ${GRAPHC_BENCH_ARGS:-} ;;
   train) run_train ;;
   profile) run_profile ;;
   graphs) run_graphs ;;
   mpi) run_mpi ;;
   cpu) run_cpu ;;
-  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_graphs; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
-  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|graphs|bench|mpi|cpu|all]..." >&2; exit 2 ;;
+  layouts) run_layouts ;;
+  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_graphs; run_layouts; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|graphs|layouts|bench|mpi|cpu|all]..." >&2; exit 2 ;;
   esac
 done
 pack_logs

@@ -64,6 +64,7 @@ struct TrainCommand {
   PlacementFlags placementFlags;
   TaskFlags taskFlags;
   CpuFlags cpu;
+  GpuLayoutFlag gpuLayout;
   bool noProgress = false, noEval = false, plainLayouts = false;
   std::string cudaGraphs = "auto";
   double collectiveTimeout = 60;
@@ -111,6 +112,7 @@ struct TrainCommand {
                     "on GPUs, replay the step as one CUDA graph: auto (where the step allows it; "
                     "otherwise says why) | on (an error where it cannot) | off")
         ->capture_default_str();
+    gpuLayout.add(cmd);
   }
 
   /// The flags into `t`, each checked, in the order the rules have always
@@ -132,6 +134,8 @@ struct TrainCommand {
     if (!graphs)
       return withContext(graphs.takeError(), "--cuda-graphs");
     t.executor.cudaGraphs = *graphs;
+    if (auto e = gpuLayout.apply(t.executor))
+      return e;
     t.evaluate = !noEval;
     co.seed = t.executor.seed;
     t.model.seed = t.executor.seed;

@@ -26,6 +26,18 @@
 // A bias is added afterwards by our broadcast Add. A node with an empty
 // operand or result makes no cuDNN call; its results are zero-filled.
 //
+// Channels-last (GpuLayoutRules.h): where the run's GPU layout policy allows
+// the data type, cuDNN computes in NHWC with a KRSC filter (its tensor-core
+// kernels' own layout: on NCHW tensors it transposes around every call).
+// Each operand and the result may then come plain or channels-last; one that
+// is plain is transposed through scratch by our layout copy (LayoutDevice.h),
+// counted as a reorder, and converted on the way where the type differs too
+// (f32 weights of a bf16 plan narrowed and transposed in one pass). The
+// weights stay plain variables: an fp16 plan's f16 copy of them is a Cast,
+// which writes it KRSC (the executor keeps it channels-last), so only plans
+// whose convolutions read the f32 variables themselves (bf16, fp32 under
+// --gpu-layout nhwc) transpose weights per step, into scratch.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kernels/LoopNest.h"
@@ -128,22 +140,17 @@ public:
     types_ = *types;
     if (std::string why = backend().dtypeRefusal(types_.data); !why.empty())
       return makeError(why);
+    // The answers (GpuLayoutRules.h) say whether this node computes in NHWC.
+    compute_ = acceptsLayout(0, Layout::ChannelsLast) ? Layout::ChannelsLast : Layout::Plain;
+    bias_ = node().op() == Op::Conv && node().numOperands() == 3;
     empty_ = anyEmpty();
+    // Until prepare() says otherwise every tensor is plain, which stages the
+    // most: the scratch it sizes covers any layouts.
+    planStaging();
     if (empty_)
       return llvm::Error::success();
     low_ = lowerConv(geo_);
-    auto data = cudnnDataTypeOf(types_.data);
-    if (!data)
-      return data.takeError();
-    const CudnnApi &api = libs().cudnn;
-    if (auto e = xDesc_.create(api, low_.paddedX, *data))
-      return e;
-    if (auto e = wDesc_.create(api, geo_.w, *data))
-      return e;
-    if (auto e = yDesc_.create(api, geo_.y, *data))
-      return e;
-    int64_t pads[2] = {low_.pad[0], low_.pad[1]};
-    if (auto e = conv_.create(api, pads, geo_.strides, geo_.dilations, geo_.group))
+    if (auto e = createDescriptors())
       return e;
     DeviceScope scope(backend().ordinal());
     GRAPHC_CUDA_TRY(scope.status());
@@ -155,13 +162,20 @@ public:
       padIn_ = padParams();
       cropOut_ = cropIndex();
     }
-    bias_ = node().op() == Op::Conv && node().numOperands() == 3;
     if (bias_) {
-      auto index = broadcastIndex2(node(), geo_.y, geo_.y, {geo_.w[0], 1, 1});
+      const bool last = compute_ == Layout::ChannelsLast;
+      Dims y = last ? channelsLastDims(geo_.y) : geo_.y;
+      Dims b = last ? Dims{geo_.w[0]} : Dims{geo_.w[0], 1, 1};
+      auto index = broadcastIndex2(node(), y, y, b);
       if (!index)
         return index.takeError();
       biasIndex_ = *index;
     }
+    return llvm::Error::success();
+  }
+
+  llvm::Error layoutsChosen() override {
+    planStaging();
     return llvm::Error::success();
   }
 
@@ -176,136 +190,233 @@ protected:
           GRAPHC_CUDA_TRY(cudaMemsetAsync(v.data, 0, v.bytes(), s));
       return llvm::Error::success();
     }
-    // The pieces layout() sized, taken in its order from the start of the scratch.
-    ScratchLayout scratch(ctx.scratch);
-    void *padded = low_.explicitPad ? scratch.take(paddedBytes()) : nullptr;
-    void *workspace = choice_.workspace ? scratch.take(choice_.workspace) : nullptr;
-    void *narrowW = types_.wideWeights ? scratch.take(weightBytes()) : nullptr;
-    void *narrowB = bias_ && types_.wideBias ? scratch.take(biasBytes()) : nullptr;
-    const CudnnApi &api = libs().cudnn;
-    const float one = 1, zero = 0;
-    // f32 weights (and bias) beside 16-bit data, narrowed for cuDNN.
-    const void *w = node().op() == Op::ConvGradFilter ? nullptr : ctx.inputs[1].data;
-    if (narrowW && w) {
-      GRAPHC_CUDA_TRY(
-          launchCast(ElemType::F32, elemType(types_.data), elements(geo_.w), narrowW, w, s));
-      w = narrowW;
+    Buffers b = layout(ctx.scratch).buffers;
+    // The operands as cuDNN takes them: the data type it computes in, the
+    // layout it computes in (transposed here where they differ: a reorder).
+    const void *in[2];
+    for (unsigned i = 0; i < 2; ++i) {
+      auto staged = stageIn(ctx.inputs[i], b.in[i], s);
+      if (!staged)
+        return staged.takeError();
+      in[i] = *staged;
     }
     switch (dir_) {
-    case ConvDirection::Forward: {
-      const void *x = ctx.inputs[0].data;
-      if (padded) {
-        GRAPHC_CUDA_TRY(launchPad(elemSize(), padIn_, elements(low_.paddedX), padded, x, s));
-        x = padded;
-      }
-      {
-        std::lock_guard<std::mutex> lock(backend().handleMutex());
-        GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
-        GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionForward(
-                                  backend().cudnn(), &one, xDesc_.get(), x, wDesc_.get(), w,
-                                  conv_.get(), (cudnnConvolutionFwdAlgo_t)choice_.algo, workspace,
-                                  choice_.workspace, &zero, yDesc_.get(), ctx.outputs[0].data));
-      }
-      if (bias_) {
-        const void *b = ctx.inputs[2].data;
-        if (narrowB) {
-          GRAPHC_CUDA_TRY(
-              launchCast(ElemType::F32, elemType(types_.data), geo_.w[0], narrowB, b, s));
-          b = narrowB;
-        }
-        GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, elemType(types_.data), ElemParams(), biasIndex_,
-                                     elements(geo_.y), ctx.outputs[0].data, ctx.outputs[0].data, b,
-                                     s));
-      }
-      return llvm::Error::success();
-    }
-    case ConvDirection::BackwardData: {
-      void *dx = padded ? padded : ctx.outputs[0].data;
-      {
-        std::lock_guard<std::mutex> lock(backend().handleMutex());
-        GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
-        GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardData(
-                                  backend().cudnn(), &one, wDesc_.get(), w, yDesc_.get(),
-                                  ctx.inputs[0].data, conv_.get(),
-                                  (cudnnConvolutionBwdDataAlgo_t)choice_.algo, workspace,
-                                  choice_.workspace, &zero, xDesc_.get(), dx));
-      }
-      if (padded)
-        GRAPHC_CUDA_TRY(launchStridedCopy(elemSize(), cropOut_, elements(geo_.x),
-                                          ctx.outputs[0].data, padded, s));
-      return llvm::Error::success();
-    }
-    case ConvDirection::BackwardFilter: {
-      const void *x = ctx.inputs[0].data;
-      if (padded) {
-        GRAPHC_CUDA_TRY(launchPad(elemSize(), padIn_, elements(low_.paddedX), padded, x, s));
-        x = padded;
-      }
-      // An f32 filter gradient beside 16-bit data: computed narrow, widened.
-      void *dw = narrowW ? narrowW : ctx.outputs[0].data;
-      {
-        std::lock_guard<std::mutex> lock(backend().handleMutex());
-        GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
-        GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardFilter(
-                                  backend().cudnn(), &one, xDesc_.get(), x, yDesc_.get(),
-                                  ctx.inputs[1].data, conv_.get(),
-                                  (cudnnConvolutionBwdFilterAlgo_t)choice_.algo, workspace,
-                                  choice_.workspace, &zero, wDesc_.get(), dw));
-      }
-      if (narrowW)
-        GRAPHC_CUDA_TRY(launchCast(elemType(types_.data), ElemType::F32, elements(geo_.w),
-                                   ctx.outputs[0].data, narrowW, s));
-      return llvm::Error::success();
-    }
+    case ConvDirection::Forward:
+      return forward(ctx, b, in[0], in[1], s);
+    case ConvDirection::BackwardData:
+      return backwardData(ctx, b, in[0], in[1], s);
+    case ConvDirection::BackwardFilter:
+      return backwardFilter(ctx, b, in[0], in[1], s);
     }
     return llvm::Error::success();
   }
 
 private:
+  /// Where the scratch's pieces start (null: not needed).
+  struct Buffers {
+    void *in[2] = {nullptr, nullptr}; ///< operands 0 and 1 in cuDNN's type and layout
+    void *bias = nullptr;             ///< a narrowed bias
+    void *padded = nullptr;           ///< x (or dx) with the explicit part of the padding
+    void *workspace = nullptr;        ///< the algorithm's
+    void *out = nullptr;              ///< the result in cuDNN's type and layout
+  };
+  struct Placed {
+    ScratchLayout scratch;
+    Buffers buffers;
+    size_t bytes() const { return scratch.bytes(); }
+  };
+
   static int64_t elements(llvm::ArrayRef<int64_t> dims) { return plain::product(dims, 0, 4); }
   size_t elemSize() const { return dtypeSize(types_.data); }
-  size_t paddedBytes() const { return (size_t)elements(low_.paddedX) * elemSize(); }
-  size_t weightBytes() const { return (size_t)elements(geo_.w) * elemSize(); }
+  size_t dataBytes(llvm::ArrayRef<int64_t> dims) const { return elements(dims) * elemSize(); }
   size_t biasBytes() const { return (size_t)geo_.w[0] * elemSize(); }
-
-  /// Scratch: the padded tensor (when padding is explicit), the workspace,
-  /// then the narrow weights or filter gradient and bias (beside f32 ones).
-  ScratchLayout layout(void *base) const {
-    ScratchLayout l(base);
-    if (empty_)
-      return l;
-    if (low_.explicitPad)
-      l.take(paddedBytes());
-    if (choice_.workspace)
-      l.take(choice_.workspace);
-    if (types_.wideWeights)
-      l.take(weightBytes());
-    if (bias_ && types_.wideBias)
-      l.take(biasBytes());
-    return l;
+  bool channelsLast() const { return compute_ == Layout::ChannelsLast; }
+  /// The NCHW shape of operand `i` and of the result.
+  const Dims &operandDims(unsigned i) const {
+    if (dir_ == ConvDirection::Forward)
+      return i == 0 ? geo_.x : geo_.w;
+    if (dir_ == ConvDirection::BackwardData)
+      return i == 0 ? geo_.y : geo_.w;
+    return i == 0 ? geo_.x : geo_.y;
+  }
+  const Dims &resultDims() const {
+    return dir_ == ConvDirection::Forward        ? geo_.y
+           : dir_ == ConvDirection::BackwardData ? geo_.x
+                                                 : geo_.w;
   }
 
-  /// x zero-padded by the explicit part of the padding.
+  /// Which tensors pass through scratch: an operand or result whose type or
+  /// layout is not cuDNN's (f32 weights beside 16-bit data, a plain tensor
+  /// beside an NHWC convolution), and a bias to narrow.
+  void planStaging() {
+    for (unsigned i = 0; i < 2; ++i)
+      stageIn_[i] =
+          !empty_ && (operandType(i).dtype != types_.data || operandLayout(i) != compute_);
+    stageBias_ = !empty_ && bias_ && types_.wideBias;
+    stageOut_ = !empty_ && (resultType().dtype != types_.data || resultLayout() != compute_);
+  }
+
+  /// Scratch: the staged operands and bias, the padded tensor (when padding
+  /// is explicit), the workspace, then the staged result.
+  Placed layout(void *base) const {
+    Placed p{ScratchLayout(base), {}};
+    if (empty_)
+      return p;
+    auto take = [&](bool needed, size_t bytes) { return needed ? p.scratch.take(bytes) : nullptr; };
+    for (unsigned i = 0; i < 2; ++i)
+      p.buffers.in[i] = take(stageIn_[i], dataBytes(operandDims(i)));
+    p.buffers.bias = take(stageBias_, biasBytes());
+    p.buffers.padded = take(low_.explicitPad, dataBytes(low_.paddedX));
+    p.buffers.workspace = take(choice_.workspace != 0, choice_.workspace);
+    p.buffers.out = take(stageOut_, dataBytes(resultDims()));
+    return p;
+  }
+
+  /// `v` in cuDNN's type and layout: itself, or its copy in `buffer`.
+  llvm::Expected<const void *> stageIn(const TensorView &v, void *buffer, cudaStream_t s) {
+    if (!buffer)
+      return v.data;
+    TensorView to = v;
+    to.data = buffer;
+    to.dtype = types_.data;
+    to.layout = compute_;
+    if (auto e = convertCounted(v, to, s))
+      return e;
+    return buffer;
+  }
+
+  /// The result from cuDNN's type and layout in the staged buffer into the output.
+  llvm::Error stageOut(const TensorView &out, const void *buffer, cudaStream_t s) {
+    if (!stageOut_)
+      return llvm::Error::success();
+    TensorView from = out;
+    from.data = const_cast<void *>(buffer);
+    from.dtype = types_.data;
+    from.layout = compute_;
+    return convertCounted(from, out, s);
+  }
+
+  llvm::Error convertCounted(const TensorView &from, const TensorView &to, cudaStream_t s) {
+    if (from.layout != to.layout)
+      countReorder(to.bytes());
+    return convertTensor(from, to, s);
+  }
+
+  llvm::Error forward(KernelContext &ctx, const Buffers &b, const void *x, const void *w,
+                      cudaStream_t s) {
+    const CudnnApi &api = libs().cudnn;
+    const float one = 1, zero = 0;
+    if (b.padded) {
+      GRAPHC_CUDA_TRY(launchPad(elemSize(), padIn_, elements(low_.paddedX), b.padded, x, s));
+      x = b.padded;
+    }
+    void *y = b.out ? b.out : ctx.outputs[0].data;
+    {
+      std::lock_guard<std::mutex> lock(backend().handleMutex());
+      GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
+      GRAPHC_CUDNN_TRY(
+          api, api.cudnnConvolutionForward(backend().cudnn(), &one, xDesc_.get(), x, wDesc_.get(),
+                                           w, conv_.get(), (cudnnConvolutionFwdAlgo_t)choice_.algo,
+                                           b.workspace, choice_.workspace, &zero, yDesc_.get(), y));
+    }
+    if (bias_) {
+      const void *bias = ctx.inputs[2].data;
+      if (b.bias) {
+        GRAPHC_CUDA_TRY(
+            launchCast(ElemType::F32, elemType(types_.data), geo_.w[0], b.bias, bias, s));
+        bias = b.bias;
+      }
+      GRAPHC_CUDA_TRY(launchBinary(BinaryOp::Add, elemType(types_.data), ElemParams(), biasIndex_,
+                                   elements(geo_.y), y, y, bias, s));
+    }
+    return stageOut(ctx.outputs[0], y, s);
+  }
+
+  llvm::Error backwardData(KernelContext &ctx, const Buffers &b, const void *dy, const void *w,
+                           cudaStream_t s) {
+    const CudnnApi &api = libs().cudnn;
+    const float one = 1, zero = 0;
+    void *dx = b.out ? b.out : ctx.outputs[0].data;
+    {
+      std::lock_guard<std::mutex> lock(backend().handleMutex());
+      GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
+      GRAPHC_CUDNN_TRY(api,
+                       api.cudnnConvolutionBackwardData(
+                           backend().cudnn(), &one, wDesc_.get(), w, yDesc_.get(), dy, conv_.get(),
+                           (cudnnConvolutionBwdDataAlgo_t)choice_.algo, b.workspace,
+                           choice_.workspace, &zero, xDesc_.get(), b.padded ? b.padded : dx));
+    }
+    if (b.padded)
+      GRAPHC_CUDA_TRY(launchStridedCopy(elemSize(), cropOut_, elements(geo_.x), dx, b.padded, s));
+    return stageOut(ctx.outputs[0], dx, s);
+  }
+
+  llvm::Error backwardFilter(KernelContext &ctx, const Buffers &b, const void *x, const void *dy,
+                             cudaStream_t s) {
+    const CudnnApi &api = libs().cudnn;
+    const float one = 1, zero = 0;
+    if (b.padded) {
+      GRAPHC_CUDA_TRY(launchPad(elemSize(), padIn_, elements(low_.paddedX), b.padded, x, s));
+      x = b.padded;
+    }
+    // An f32 filter gradient beside 16-bit data: computed narrow, widened.
+    void *dw = b.out ? b.out : ctx.outputs[0].data;
+    {
+      std::lock_guard<std::mutex> lock(backend().handleMutex());
+      GRAPHC_CUDNN_TRY(api, api.cudnnSetStream(backend().cudnn(), s));
+      GRAPHC_CUDNN_TRY(api, api.cudnnConvolutionBackwardFilter(
+                                backend().cudnn(), &one, xDesc_.get(), x, yDesc_.get(), dy,
+                                conv_.get(), (cudnnConvolutionBwdFilterAlgo_t)choice_.algo,
+                                b.workspace, choice_.workspace, &zero, wDesc_.get(), dw));
+    }
+    return stageOut(ctx.outputs[0], dw, s);
+  }
+
+  llvm::Error createDescriptors() {
+    auto data = cudnnDataTypeOf(types_.data);
+    if (!data)
+      return data.takeError();
+    const cudnnTensorFormat_t format = channelsLast() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    const CudnnApi &api = libs().cudnn;
+    if (auto e = xDesc_.create(api, low_.paddedX, *data, format))
+      return e;
+    if (auto e = wDesc_.create(api, geo_.w, *data, format))
+      return e;
+    if (auto e = yDesc_.create(api, geo_.y, *data, format))
+      return e;
+    int64_t pads[2] = {low_.pad[0], low_.pad[1]};
+    return conv_.create(api, pads, geo_.strides, geo_.dilations, geo_.group);
+  }
+
+  /// x zero-padded by the explicit part of the padding, in the layout cuDNN
+  /// computes in.
   PadParams padParams() const {
+    const bool last = channelsLast();
+    Dims in = last ? channelsLastDims(geo_.x) : geo_.x;
+    Dims out = last ? channelsLastDims(low_.paddedX) : low_.paddedX;
     PadParams p;
     p.rank = 4;
     p.mode = PadMode::Constant;
-    Dims strides = plain::contiguousStrides(geo_.x);
+    Dims strides = plain::contiguousStrides(in);
     for (int d = 0; d < 4; ++d) {
-      p.outDims[d] = low_.paddedX[d];
-      p.inDims[d] = geo_.x[d];
+      p.outDims[d] = out[d];
+      p.inDims[d] = in[d];
       p.inStrides[d] = strides[d];
-      p.before[d] = d >= 2 ? low_.extraBegin[d - 2] : 0;
     }
+    for (int i = 0; i < 2; ++i)
+      p.before[last ? 1 + i : 2 + i] = low_.extraBegin[i];
     return p;
   }
 
   /// dx: the interior of the padded gradient.
   StridedIndex<1> cropIndex() const {
+    const bool last = channelsLast();
+    Dims padded = last ? channelsLastDims(low_.paddedX) : low_.paddedX;
     plain::LoopNest nest;
-    nest.dims = geo_.x;
-    nest.strides.push_back(plain::contiguousStrides(low_.paddedX));
-    nest.base.push_back(low_.extraBegin[0] * low_.paddedX[3] + low_.extraBegin[1]);
+    nest.dims = last ? channelsLastDims(geo_.x) : geo_.x;
+    nest.strides.push_back(plain::contiguousStrides(padded));
+    int64_t first = low_.extraBegin[0] * low_.paddedX[3] + low_.extraBegin[1];
+    nest.base.push_back(last ? first * geo_.x[1] : first);
     nest.collapse();
     StridedIndex<1> index;
     index.rank = (int)nest.dims.size();
@@ -382,6 +493,7 @@ private:
     policy.allowTF32 = backend().allowTF32() || types_.data != DType::F32;
     policy.deterministic = backend().deterministic();
     policy.measured = backend().measureAlgorithms();
+    policy.channelsLast = channelsLast();
     const size_t budget = backend().convWorkspaceBudget();
     ConvAlgorithmCache &cache = ConvAlgorithmCache::instance();
     std::string key = convCacheKey(backend().deviceContext(), geo_, dir_, policy);
@@ -461,7 +573,9 @@ private:
   ConvGeometry geo_;
   ConvLowering low_;
   ConvTypes types_;
+  Layout compute_ = Layout::Plain; ///< the layout cuDNN computes in
   bool empty_ = false, bias_ = false;
+  bool stageIn_[2] = {false, false}, stageBias_ = false, stageOut_ = false;
   CudnnTensor xDesc_, yDesc_;
   CudnnFilter wDesc_;
   CudnnConvolution conv_;

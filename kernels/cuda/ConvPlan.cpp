@@ -115,8 +115,8 @@ std::string convCacheKey(llvm::StringRef device, const ConvGeometry &g, ConvDire
   for (int i = 0; i < 2; ++i)
     os << " s" << g.strides[i] << " d" << g.dilations[i] << " p" << g.padBegin[i] << ","
        << g.padEnd[i];
-  os << computeTag(policy) << (policy.deterministic ? "" : " any-algo")
-     << (policy.measured ? " measured" : "");
+  os << computeTag(policy) << (policy.channelsLast ? " nhwc" : "")
+     << (policy.deterministic ? "" : " any-algo") << (policy.measured ? " measured" : "");
   return os.str();
 }
 

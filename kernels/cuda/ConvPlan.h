@@ -105,6 +105,7 @@ struct ConvChoicePolicy {
   DType data = DType::F32;   ///< what cuDNN computes in (ConvTypes::data)
   bool deterministic = true; ///< deterministic algorithms where there is one
   bool measured = false;     ///< ranked by cudnnFind* (timed) instead of heuristics
+  bool channelsLast = false; ///< NHWC tensors and a KRSC filter (GpuLayoutRules.h)
 };
 
 /// cuDNN's math types, without its header.

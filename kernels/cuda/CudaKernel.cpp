@@ -3,6 +3,8 @@
 #include "kernels/cuda/CudaKernel.h"
 
 #include "kernels/LoopNest.h"
+#include "kernels/cuda/ElemTypeOf.h"
+#include "kernels/cuda/LayoutDevice.h"
 
 namespace graphc {
 
@@ -12,7 +14,43 @@ llvm::Error inNode(const Node &n, llvm::Error e) {
   return withContext(std::move(e), "node '" + n.name() + "' (" + opName(n.op()) + ")");
 }
 
+CudaKernel::CudaKernel(const Node &n, const KernelEnv &env)
+    : node_(&n), backend_(&cudaBackend(env)), layouts_(cuda::gpuLayoutAnswers(n, env.gpuLayout)),
+      operandLayouts_(n.numOperands(), Layout::Plain),
+      resultLayouts_(n.numResults(), Layout::Plain) {}
+
+llvm::Error CudaKernel::prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<Layout> results) {
+  assert(operands.size() == operandLayouts_.size() && results.size() == resultLayouts_.size() &&
+         "a layout per operand and result");
+  for (unsigned i = 0; i < operands.size(); ++i)
+    if (!acceptsLayout(i, operands[i]))
+      return nodeError(*node_, "cannot take operand " + llvm::Twine(i) + " in layout " +
+                                   llvm::Twine((int)operands[i]));
+  for (unsigned i = 0; i < results.size(); ++i)
+    if (!producesLayout(i, results[i]))
+      return nodeError(*node_, "cannot give result " + llvm::Twine(i) + " in layout " +
+                                   llvm::Twine((int)results[i]));
+  // A layout-following kernel computes all of its tensors in one layout.
+  if (layouts_.follows) {
+    auto differs = [&](Layout l) { return l != (operands.empty() ? results[0] : operands[0]); };
+    if (llvm::any_of(operands, differs) || llvm::any_of(results, differs))
+      return nodeError(*node_, "follows its operands' layout, but its tensors come in different "
+                               "layouts");
+  }
+  operandLayouts_.assign(operands.begin(), operands.end());
+  resultLayouts_.assign(results.begin(), results.end());
+  return inNode(*node_, layoutsChosen());
+}
+
 llvm::Error CudaKernel::run(KernelContext &ctx) {
+  for (unsigned i = 0; i < ctx.inputs.size(); ++i)
+    if (ctx.inputs[i].layout != operandLayouts_[i])
+      return nodeError(*node_, "operand " + llvm::Twine(i) +
+                                   " arrived in another layout than the kernel was prepared for");
+  for (unsigned i = 0; i < ctx.outputs.size(); ++i)
+    if (ctx.outputs[i].layout != resultLayouts_[i])
+      return nodeError(*node_, "result " + llvm::Twine(i) +
+                                   " is wanted in another layout than the kernel was prepared for");
   return inNode(*node_, enqueue(ctx));
 }
 
@@ -72,6 +110,26 @@ llvm::Error copyOnDevice(void *to, const void *from, size_t bytes, cudaStream_t 
   if (bytes == 0 || to == from)
     return llvm::Error::success();
   GRAPHC_CUDA_TRY(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream));
+  return llvm::Error::success();
+}
+
+llvm::Error convertTensor(const TensorView &from, const TensorView &to, cudaStream_t stream) {
+  assert(from.numElements() == to.numElements() && "views of one shape");
+  if (from.data == to.data && from.dtype == to.dtype && from.layout == to.layout)
+    return llvm::Error::success();
+  if (from.layout == to.layout) {
+    if (from.dtype == to.dtype)
+      return copyOnDevice(to.data, from.data, to.bytes(), stream);
+    GRAPHC_CUDA_TRY(cuda::launchCast(cuda::elemType(from.dtype), cuda::elemType(to.dtype),
+                                     to.numElements(), to.data, from.data, stream));
+    return llvm::Error::success();
+  }
+  assert(from.shape.size() == 4 && "layouts differ on 4-D tensors only");
+  const llvm::ArrayRef<int64_t> d = from.shape;
+  GRAPHC_CUDA_TRY(cuda::launchLayoutCopy(
+      cuda::elemType(from.dtype), cuda::elemType(to.dtype),
+      cuda::layoutCopyShape(d[0], d[1], d[2], d[3], to.layout == Layout::ChannelsLast), to.data,
+      from.data, stream));
   return llvm::Error::success();
 }
 

@@ -6,7 +6,9 @@
 //  2. run() only enqueues work on ctx.stream (a cudaStream_t): it never
 //     synchronizes, allocates or reads device memory on the host;
 //  3. a kernel's scratch use stays within scratchBytes() (kernels size it
-//     with ScratchLayout, the same arithmetic at creation and at run time).
+//     with ScratchLayout, the same arithmetic at creation and at run time);
+//  4. its layout answers are GpuLayoutRules.h's for its node, and run() gets
+//     its tensors in the layouts prepare() was given (plain until then).
 //
 // Also here: the broadcast index of a node's operands (through the CPU's
 // loop nests, so both backends merge axes the same way) and small helpers.
@@ -19,6 +21,7 @@
 #include "kernels/cuda/CudaBackend.h"
 #include "kernels/cuda/CudaCheck.h"
 #include "kernels/cuda/DeviceCommon.h"
+#include "kernels/cuda/GpuLayoutRules.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -30,15 +33,39 @@ struct LoopNest;
 
 class CudaKernel : public Kernel {
 public:
-  CudaKernel(const Node &n, const KernelEnv &env) : node_(&n), backend_(&cudaBackend(env)) {}
+  CudaKernel(const Node &n, const KernelEnv &env);
 
   /// Creation work that can fail (descriptors, algorithm choice); called
   /// once by the factory.
   virtual llvm::Error init() { return llvm::Error::success(); }
   llvm::Error run(KernelContext &ctx) final;
 
+  bool acceptsLayout(unsigned i, Layout l) const final { return layouts_.accepts(i, l); }
+  bool producesLayout(unsigned i, Layout l) const final { return layouts_.produces(i, l); }
+  std::optional<Layout> preferredOperandLayout(unsigned i) const final {
+    return layouts_.preferOperands[i];
+  }
+  std::optional<Layout> preferredResultLayout(unsigned i) const final {
+    return layouts_.preferResults[i];
+  }
+  bool layoutFollowsOperands() const final { return layouts_.follows; }
+  /// Keeps the layouts (an error where one is not in the answers), then
+  /// lets the kernel adapt (layoutsChosen()).
+  llvm::Error prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<Layout> results) final;
+  ReorderCount reordersRun() const override { return reorders_; }
+
 protected:
   virtual llvm::Error enqueue(KernelContext &ctx) = 0;
+  /// Called by prepare() once the layouts are known (operandLayout(),
+  /// resultLayout()); kernels whose plan or scratch depends on them redo it.
+  virtual llvm::Error layoutsChosen() { return llvm::Error::success(); }
+  Layout operandLayout(unsigned i) const { return operandLayouts_[i]; }
+  Layout resultLayout(unsigned i = 0) const { return resultLayouts_[i]; }
+  /// Counts a layout copy of `bytes` the kernel enqueued (reordersRun()).
+  void countReorder(size_t bytes) {
+    ++reorders_.reorders;
+    reorders_.bytes += (int64_t)bytes;
+  }
 
   const Node &node() const { return *node_; }
   CudaBackend &backend() const { return *backend_; }
@@ -54,6 +81,9 @@ protected:
 private:
   const Node *node_;
   CudaBackend *backend_;
+  LayoutAnswers layouts_;
+  llvm::SmallVector<Layout, 4> operandLayouts_, resultLayouts_;
+  ReorderCount reorders_;
 };
 
 /// Prefixes an error with "node 'name' (Op): ".
@@ -115,5 +145,12 @@ private:
 
 /// An asynchronous device-to-device copy (nothing when empty or aliased).
 llvm::Error copyOnDevice(void *to, const void *from, size_t bytes, cudaStream_t stream);
+
+/// `from` into `to`, two views of one NCHW shape, each in its own element
+/// type and layout (plain or channels-last; 4-D where they differ): a Cast
+/// where the layouts agree (a copy where the types do too), a transpose that
+/// converts on the way where they differ (LayoutDevice.h). Nothing when both
+/// are the same bytes.
+llvm::Error convertTensor(const TensorView &from, const TensorView &to, cudaStream_t stream);
 
 } // namespace graphc

@@ -39,17 +39,16 @@ CudnnTensor::~CudnnTensor() {
 }
 
 llvm::Error CudnnTensor::create(const CudnnApi &api, llvm::ArrayRef<int64_t> nchw,
-                                cudnnDataType_t type) {
-  assert(nchw.size() == 4 && !desc_ && "one NCHW descriptor per wrapper");
+                                cudnnDataType_t type, cudnnTensorFormat_t format) {
+  assert(nchw.size() == 4 && !desc_ && "one 4-D descriptor per wrapper");
   if (!fitsCudnnInt(nchw))
     return makeError("tensor [" + llvm::Twine(nchw[0]) + ", " + llvm::Twine(nchw[1]) + ", " +
                      llvm::Twine(nchw[2]) + ", " + llvm::Twine(nchw[3]) +
                      "] is empty or too large for a cuDNN descriptor");
   api_ = &api;
   GRAPHC_CUDNN_TRY(api, api.cudnnCreateTensorDescriptor(&desc_));
-  GRAPHC_CUDNN_TRY(api, api.cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type,
-                                                       (int)nchw[0], (int)nchw[1], (int)nchw[2],
-                                                       (int)nchw[3]));
+  GRAPHC_CUDNN_TRY(api, api.cudnnSetTensor4dDescriptor(desc_, format, type, (int)nchw[0],
+                                                       (int)nchw[1], (int)nchw[2], (int)nchw[3]));
   return llvm::Error::success();
 }
 
@@ -59,15 +58,14 @@ CudnnFilter::~CudnnFilter() {
 }
 
 llvm::Error CudnnFilter::create(const CudnnApi &api, llvm::ArrayRef<int64_t> oihw,
-                                cudnnDataType_t type) {
+                                cudnnDataType_t type, cudnnTensorFormat_t format) {
   assert(oihw.size() == 4 && !desc_ && "one OIHW descriptor per wrapper");
   if (!fitsCudnnInt(oihw))
     return makeError("filter is empty or too large for a cuDNN descriptor");
   api_ = &api;
   GRAPHC_CUDNN_TRY(api, api.cudnnCreateFilterDescriptor(&desc_));
-  GRAPHC_CUDNN_TRY(api, api.cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW,
-                                                       (int)oihw[0], (int)oihw[1], (int)oihw[2],
-                                                       (int)oihw[3]));
+  GRAPHC_CUDNN_TRY(api, api.cudnnSetFilter4dDescriptor(desc_, type, format, (int)oihw[0],
+                                                       (int)oihw[1], (int)oihw[2], (int)oihw[3]));
   return llvm::Error::success();
 }
 

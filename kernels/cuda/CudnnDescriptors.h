@@ -1,8 +1,9 @@
 //===- CudnnDescriptors.h - Owning wrappers of cuDNN descriptors -*- C++ -*-===//
 //
 // Tensor, filter and convolution descriptors that destroy themselves, made
-// through the dlopen'ed table. NCHW, f32, f16 or bf16 data (f32 compute);
-// every size must fit cuDNN's int, which create() checks.
+// through the dlopen'ed table. NCHW or NHWC (then an NHWC filter is KRSC),
+// f32, f16 or bf16 data (f32 compute); every size must fit cuDNN's int, which
+// create() checks.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -26,9 +27,10 @@ public:
   CudnnTensor(const CudnnTensor &) = delete;
   CudnnTensor &operator=(const CudnnTensor &) = delete;
   ~CudnnTensor();
-  /// A packed NCHW tensor of dims [n, c, h, w].
+  /// A packed tensor of dims [n, c, h, w], stored NCHW or NHWC (`format`).
   llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> nchw,
-                     cudnnDataType_t type = CUDNN_DATA_FLOAT);
+                     cudnnDataType_t type = CUDNN_DATA_FLOAT,
+                     cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
   cudnnTensorDescriptor_t get() const { return desc_; }
 
 private:
@@ -42,9 +44,10 @@ public:
   CudnnFilter(const CudnnFilter &) = delete;
   CudnnFilter &operator=(const CudnnFilter &) = delete;
   ~CudnnFilter();
-  /// A KCRS (OIHW) filter.
+  /// A filter of dims [k, c, r, s] (OIHW), stored KCRS or (`format` NHWC) KRSC.
   llvm::Error create(const CudnnApi &api, llvm::ArrayRef<int64_t> oihw,
-                     cudnnDataType_t type = CUDNN_DATA_FLOAT);
+                     cudnnDataType_t type = CUDNN_DATA_FLOAT,
+                     cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
   cudnnFilterDescriptor_t get() const { return desc_; }
 
 private:

@@ -137,25 +137,22 @@ public:
   }
 
 protected:
+  /// Between float types each side may have its own layout (GpuLayoutRules.h):
+  /// the conversion then transposes on the way, a reorder at no extra pass.
   llvm::Error enqueue(KernelContext &ctx) override {
-    if (same())
-      return copyOnDevice(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].bytes(),
-                          streamOf(ctx));
-    GRAPHC_CUDA_TRY(launchCast(elemType(operandType(0).dtype), elemType(resultType().dtype),
-                               ctx.outputs[0].numElements(), ctx.outputs[0].data,
-                               ctx.inputs[0].data, streamOf(ctx)));
-    return llvm::Error::success();
+    if (ctx.inputs[0].layout != ctx.outputs[0].layout)
+      countReorder(ctx.outputs[0].bytes());
+    return convertTensor(ctx.inputs[0], ctx.outputs[0], streamOf(ctx));
   }
 
 private:
   bool same() const { return operandType(0).dtype == resultType().dtype; }
 };
 
-/// Float16ViaF32's widening and rounding: a Cast on the stream.
+/// Float16ViaF32's widening and rounding: a Cast on the stream, transposing
+/// where the f32 kernel takes a tensor in another layout.
 llvm::Error convertFloats(const TensorView &from, const TensorView &to, void *stream) {
-  GRAPHC_CUDA_TRY(launchCast(elemType(from.dtype), elemType(to.dtype), from.numElements(), to.data,
-                             from.data, static_cast<cudaStream_t>(stream)));
-  return llvm::Error::success();
+  return convertTensor(from, to, static_cast<cudaStream_t>(stream));
 }
 
 class AddNKernel : public CudaKernel {
@@ -289,18 +286,9 @@ void registerCudaElementwiseKernels(KernelRegistry &r) {
 }
 
 void registerCudaFloat16ViaF32Kernels(KernelRegistry &r) {
-  // Our own batch norms, pooling and reductions are f32; convolutions have
-  // cuDNN's f16 and bf16 kernels (Conv.cpp). bf16 covers what the CPU has in
-  // bf16 (--precision bf16 sums bias gradients and synchronized batch norms
-  // in f32, so no reduction is bf16).
-  const Op layers[] = {Op::BatchNorm,       Op::BatchNormTrain,   Op::BatchNormTrainGrad,
-                       Op::MaxPool,         Op::AveragePool,      Op::MaxPoolGrad,
-                       Op::AveragePoolGrad, Op::GlobalAveragePool};
-  registerFloat16ViaF32(r, DeviceKind::GPU, DType::BF16, layers, convertFloats);
-  std::vector<Op> f16(std::begin(layers), std::end(layers));
-  f16.push_back(Op::ReduceSum);
-  f16.push_back(Op::ReduceMean);
-  registerFloat16ViaF32(r, DeviceKind::GPU, DType::F16, f16, convertFloats);
+  for (DType narrow : {DType::BF16, DType::F16})
+    registerFloat16ViaF32(r, DeviceKind::GPU, narrow, float16ViaF32Ops(narrow), convertFloats,
+                          Layout::ChannelsLast);
 }
 
 } // namespace graphc

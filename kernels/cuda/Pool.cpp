@@ -7,7 +7,8 @@
 // so asymmetric pads, ceil_mode and PyTorch's divisor would each need a
 // correction pass; one direct kernel per direction covers all of them (the
 // semantics are in PoolDevice.h). Pooling is memory-bound, and the gradients
-// gather instead of scattering, so they are deterministic.
+// gather instead of scattering, so they are deterministic. Each tensor may
+// be plain or channels-last on its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +73,7 @@ llvm::Expected<PoolParams> poolParams(const Node &n) {
                               " has 2^31 elements or more, beyond this kernel");
   auto i32 = [](int64_t v) { return static_cast<int>(v); };
   p.planes = x[0] * x[1];
+  p.channels = x[1];
   p.h = i32(x[2]);
   p.w = i32(x[3]);
   p.oh = i32(y[2]);
@@ -104,6 +106,27 @@ public:
     if (!p)
       return p.takeError();
     p_ = *p;
+    return llvm::Error::success();
+  }
+
+  /// Which tensors are channels-last (GpuLayoutRules.h: each on its own).
+  llvm::Error layoutsChosen() override {
+    auto last = [](Layout l) { return l == Layout::ChannelsLast; };
+    switch (node().op()) {
+    case Op::MaxPoolGrad: // x, dy -> dx
+      p_.xLast = last(operandLayout(0));
+      p_.yLast = last(operandLayout(1));
+      p_.dxLast = last(resultLayout());
+      break;
+    case Op::AveragePoolGrad: // dy -> dx
+      p_.yLast = last(operandLayout(0));
+      p_.dxLast = last(resultLayout());
+      break;
+    default: // x -> y
+      p_.xLast = last(operandLayout(0));
+      p_.yLast = last(resultLayout());
+      break;
+    }
     return llvm::Error::success();
   }
 

@@ -15,6 +15,12 @@
 // those with the element's own position; recomputing every covering
 // window's argmax per input element did k² loads per window instead of one.
 //
+// Layouts: each tensor plain (NCHW) or channels-last (NHWC), on its own
+// (PoolParams' flags): an element is found by its plane (n * C + c) and its
+// position in the plane in either, so a pool may read one layout and write
+// the other. A loop's index walks the tensor it writes in stored order, so
+// writes stay contiguous; MaxPoolGrad's argmax scratch follows dy's order.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -38,7 +44,34 @@ struct PoolParams {
   int padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   bool max = true;
   bool includePad = false;
+  int64_t channels = 1; ///< C, to find an element of a channels-last tensor
+  /// Channels-last: x (read), the output side (y written, or dy read) and
+  /// dx (written).
+  bool xLast = false, yLast = false, dxLast = false;
 };
+
+/// Element `e` of a tensor of `planes` planes of `size` positions, stored
+/// NCHW or (`last`) NHWC: its plane (n * C + c) and position in the plane.
+struct PoolAt {
+  int64_t plane;
+  int at;
+};
+GRAPHC_HD PoolAt poolDecode(bool last, int64_t channels, int size, int64_t e) {
+  if (!last) {
+    int64_t plane = e / size;
+    return {plane, (int)(e - plane * size)};
+  }
+  int64_t pixel = e / channels, n = pixel / size;
+  return {n * channels + (e - pixel * channels), (int)(pixel - n * size)};
+}
+
+/// Where (plane, at) of such a tensor lies.
+GRAPHC_HD int64_t poolOffset(bool last, int64_t channels, int size, int64_t plane, int at) {
+  if (!last)
+    return plane * size + at;
+  int64_t n = plane / channels;
+  return (n * size + at) * channels + (plane - n * channels);
+}
 
 GRAPHC_HD int poolMin(int a, int b) {
   return a < b ? a : b;
@@ -57,8 +90,8 @@ GRAPHC_HD int poolDivisor(const PoolParams &p, int oh, int ow) {
 }
 
 /// The flat (h * w + col) input position of window (oh, ow)'s maximum in
-/// plane `x`, or -1 when the window holds no input element.
-GRAPHC_HD int poolArgMax(const PoolParams &p, const float *x, int oh, int ow) {
+/// plane `plane` of `x`, or -1 when the window holds no input element.
+GRAPHC_HD int poolArgMax(const PoolParams &p, const float *x, int64_t plane, int oh, int ow) {
   int hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
   int best = -1;
   float top = 0;
@@ -70,7 +103,7 @@ GRAPHC_HD int poolArgMax(const PoolParams &p, const float *x, int oh, int ow) {
       int c = ws + j * p.dw;
       if (c < 0 || c >= p.w)
         continue;
-      float v = x[r * p.w + c];
+      float v = x[poolOffset(p.xLast, p.channels, p.h * p.w, plane, r * p.w + c)];
       if (best < 0 || v > top) {
         top = v;
         best = r * p.w + c;
@@ -80,39 +113,38 @@ GRAPHC_HD int poolArgMax(const PoolParams &p, const float *x, int oh, int ow) {
   return best;
 }
 
-/// Output element `e` (over planes * oh * ow): its plane and position in it.
+/// Output element `e` (over planes * oh * ow, in the output side's stored
+/// order): its plane and position in it.
 struct PoolOutputAt {
   int64_t plane;
   int oh, ow;
 };
 GRAPHC_HD PoolOutputAt poolOutputAt(const PoolParams &p, int64_t e) {
-  int64_t plane = e / ((int64_t)p.oh * p.ow);
-  int at = (int)(e - plane * p.oh * p.ow);
-  int oh = at / p.ow;
-  return {plane, oh, at - oh * p.ow};
+  PoolAt o = poolDecode(p.yLast, p.channels, p.oh * p.ow, e);
+  int oh = o.at / p.ow;
+  return {o.plane, oh, o.at - oh * p.ow};
 }
 
 /// MaxPoolGrad's first pass: output element `e`'s window maximum, as a
 /// position in its input plane (-1: the window holds no input element).
 GRAPHC_HD int poolArgMaxAt(const PoolParams &p, const float *x, int64_t e) {
   PoolOutputAt o = poolOutputAt(p, e);
-  return poolArgMax(p, x + o.plane * p.h * p.w, o.oh, o.ow);
+  return poolArgMax(p, x, o.plane, o.oh, o.ow);
 }
 
 /// Output element `e` (over planes * oh * ow).
 GRAPHC_HD float poolForwardAt(const PoolParams &p, const float *x, int64_t e) {
   PoolOutputAt o = poolOutputAt(p, e);
   int oh = o.oh, ow = o.ow;
-  const float *in = x + o.plane * p.h * p.w;
   if (p.max) {
-    int best = poolArgMax(p, in, oh, ow);
-    return best < 0 ? -INFINITY : in[best];
+    int best = poolArgMax(p, x, o.plane, oh, ow);
+    return best < 0 ? -INFINITY : x[poolOffset(p.xLast, p.channels, p.h * p.w, o.plane, best)];
   }
   int hs = oh * p.sh - p.padTop, ws = ow * p.sw - p.padLeft;
   float sum = 0;
   for (int r = poolMax(hs, 0); r < poolMin(hs + p.kh, p.h); ++r)
     for (int c = poolMax(ws, 0); c < poolMin(ws + p.kw, p.w); ++c)
-      sum += in[r * p.w + c];
+      sum += x[poolOffset(p.xLast, p.channels, p.h * p.w, o.plane, r * p.w + c)];
   int divisor = poolDivisor(p, oh, ow);
   return divisor > 0 ? sum / (float)divisor : 0.0f;
 }
@@ -145,21 +177,20 @@ GRAPHC_HD void coveringWindows(int pos, int pad, int k, int stride, int dilation
 /// output gradients of the windows that cover it; for max pooling those
 /// whose maximum it is (`argmax`: poolArgMaxAt of every output element).
 GRAPHC_HD float poolBackwardAt(const PoolParams &p, const int *argmax, const float *dy, int64_t e) {
-  int64_t plane = e / ((int64_t)p.h * p.w);
-  int at = (int)(e - plane * p.h * p.w);
-  int row = at / p.w, col = at - row * p.w;
-  const int *best = argmax ? argmax + plane * p.oh * p.ow : nullptr;
-  const float *g = dy + plane * p.oh * p.ow;
+  PoolAt i = poolDecode(p.dxLast, p.channels, p.h * p.w, e);
+  int row = i.at / p.w, col = i.at - row * p.w;
   float sum = 0;
   coveringWindows(row, p.padTop, p.kh, p.sh, p.dh, p.oh, [&](int oh) {
     coveringWindows(col, p.padLeft, p.kw, p.sw, p.dw, p.ow, [&](int ow) {
+      // argmax is in dy's order (one entry per output element).
+      int64_t k = poolOffset(p.yLast, p.channels, p.oh * p.ow, i.plane, oh * p.ow + ow);
       if (p.max) {
-        if (best[oh * p.ow + ow] == at)
-          sum += g[oh * p.ow + ow];
+        if (argmax[k] == i.at)
+          sum += dy[k];
       } else {
         int divisor = poolDivisor(p, oh, ow);
         if (divisor > 0)
-          sum += g[oh * p.ow + ow] / (float)divisor;
+          sum += dy[k] / (float)divisor;
       }
     });
   });

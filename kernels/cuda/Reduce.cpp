@@ -10,6 +10,7 @@
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ReduceHost.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace graphc {
@@ -73,29 +74,28 @@ public:
   using CudaKernel::CudaKernel;
 
   llvm::Error init() override {
-    const TensorType &in = operandType(0);
-    llvm::SmallVector<bool, 6> reduced(in.rank(), false);
-    if (node().op() == Op::GlobalAveragePool) {
-      for (size_t d = 2; d < in.rank(); ++d)
-        reduced[d] = true;
-    } else {
-      Ints axes = node().attrs().getInts("axes");
-      if (axes.empty())
-        reduced.assign(in.rank(), true);
-      for (int64_t a : axes)
-        reduced[a < 0 ? a + (int64_t)in.rank() : a] = true;
+    if (auto e = plan(/*channelsLast=*/false))
+      return e;
+    scratch_ = plan_.scratchBytes();
+    // Until prepare() says, the scratch covers a channels-last input too.
+    if (acceptsLayout(0, Layout::ChannelsLast)) {
+      if (auto e = plan(/*channelsLast=*/true))
+        return e;
+      scratch_ = std::max(scratch_, plan_.scratchBytes());
     }
-    ReductionGeometry g = reductionGeometry(in.shape, reduced);
-    if (!g.toIndices(args_.kept, args_.reduced))
-      return makeError("the axes form more than " + llvm::Twine(kMaxRank) +
-                       " runs of kept or reduced dimensions");
-    mean_ = node().op() != Op::ReduceSum;
-    args_.scale = mean_ && g.count ? 1.0 / (double)g.count : 1.0;
-    plan_ = planReduction(g.outputs, g.count, g.innerReduced);
+    return plan(/*channelsLast=*/false);
+  }
+
+  /// A channels-last input (global average pooling) is the mean over the
+  /// middle axes of its stored [n, h, w, c]; the terms come in the same order.
+  llvm::Error layoutsChosen() override {
+    if (auto e = plan(operandLayout(0) == Layout::ChannelsLast))
+      return e;
+    scratch_ = plan_.scratchBytes();
     return llvm::Error::success();
   }
 
-  size_t scratchBytes() const override { return plan_.scratchBytes(); }
+  size_t scratchBytes() const override { return scratch_; }
 
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {
@@ -111,8 +111,37 @@ protected:
   }
 
 private:
+  llvm::Error plan(bool channelsLast) {
+    const TensorType &in = operandType(0);
+    llvm::SmallVector<bool, 6> reduced(in.rank(), false);
+    Dims shape = in.shape;
+    if (node().op() == Op::GlobalAveragePool) {
+      for (size_t d = 2; d < in.rank(); ++d)
+        reduced[d] = true;
+      if (channelsLast) {
+        shape = channelsLastDims(in.shape);
+        reduced = {false, true, true, false};
+      }
+    } else {
+      Ints axes = node().attrs().getInts("axes");
+      if (axes.empty())
+        reduced.assign(in.rank(), true);
+      for (int64_t a : axes)
+        reduced[a < 0 ? a + (int64_t)in.rank() : a] = true;
+    }
+    ReductionGeometry g = reductionGeometry(shape, reduced);
+    if (!g.toIndices(args_.kept, args_.reduced))
+      return makeError("the axes form more than " + llvm::Twine(kMaxRank) +
+                       " runs of kept or reduced dimensions");
+    mean_ = node().op() != Op::ReduceSum;
+    args_.scale = mean_ && g.count ? 1.0 / (double)g.count : 1.0;
+    plan_ = planReduction(g.outputs, g.count, g.innerReduced);
+    return llvm::Error::success();
+  }
+
   ReduceArgs args_;
   ReducePlan plan_;
+  size_t scratch_ = 0;
   bool mean_ = false;
 };
 

@@ -4,7 +4,8 @@
 //  - Transpose, Slice (negative steps too), Expand: one strided copy each,
 //    through the same merged loop nest the CPU kernel walks;
 //  - Concat / ConcatBatch and Split / SplitBatch: one cudaMemcpy2DAsync per
-//    operand (rows of the operand's width, the joined row as pitch);
+//    operand (rows of the operand's width, the joined row as pitch); on
+//    channels-last tensors along the stored axis (channels: rows of C_i);
 //  - Pad (constant, reflect, edge) per output element;
 //  - Gather and GatherGrad (f32 gradients, deterministic). An index outside
 //    [-dim, dim) cannot fault the GPU: it is recorded in the device error
@@ -128,15 +129,15 @@ public:
 
   llvm::Error init() override {
     split_ = node().op() == Op::Split || node().op() == Op::SplitBatch;
-    llvm::SmallVector<const TensorType *, 8> parts;
-    if (split_)
-      for (const auto &r : node().results())
-        parts.push_back(&r->type());
-    else
-      for (const Value *v : node().operands())
-        parts.push_back(&v->type());
-    size_t rank = split_ ? operandType(0).rank() : resultType().rank();
-    pieces_.emplace(parts, joinAxis(node(), rank));
+    planPieces(/*channelsLast=*/false);
+    return llvm::Error::success();
+  }
+
+  /// Channels-last parts (all of them: the kernel follows its operands) are
+  /// joined along the axis the joined one is stored with: channels, the
+  /// innermost, for inception_v3's concatenations.
+  llvm::Error layoutsChosen() override {
+    planPieces(operandLayout(0) == Layout::ChannelsLast);
     return llvm::Error::success();
   }
 
@@ -161,6 +162,27 @@ protected:
   }
 
 private:
+  void planPieces(bool channelsLast) {
+    llvm::SmallVector<TensorType, 8> parts;
+    if (split_)
+      for (const auto &r : node().results())
+        parts.push_back(r->type());
+    else
+      for (const Value *v : node().operands())
+        parts.push_back(v->type());
+    size_t rank = split_ ? operandType(0).rank() : resultType().rank();
+    int64_t axis = joinAxis(node(), rank);
+    if (channelsLast) {
+      for (TensorType &t : parts)
+        t.shape = channelsLastDims(t.shape);
+      axis = channelsLastAxis(axis);
+    }
+    llvm::SmallVector<const TensorType *, 8> views;
+    for (const TensorType &t : parts)
+      views.push_back(&t);
+    pieces_.emplace(views, axis);
+  }
+
   bool split_ = false;
   std::optional<Pieces> pieces_;
 };

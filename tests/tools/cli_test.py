@@ -335,6 +335,18 @@ class GraphrunTest(CliCase):
                     losses.append([json.loads(l)["loss"] for l in f])
             self.assertEqual(losses[0], losses[1], algorithm)
 
+    def test_gpu_layout_leaves_cpu_devices_alone(self):
+        # Emulated GPUs are CPU devices: --gpu-layout changes nothing there (blocked as always).
+        losses = {}
+        for layout in ("nchw", "nhwc"):
+            m = self.path(layout + ".jsonl")
+            p = self.train("--model", "small_cnn", "--batch", "8", "--steps", "2", "--gpus", "1", "--emulate",
+                           "--no-eval", "--seed", "5", "--metrics", m, "--gpu-layout", layout)
+            self.assertNotIn("gpu layout", p.stdout)
+            with open(m) as f:
+                losses[layout] = [json.loads(l)["loss"] for l in f]
+        self.assertEqual(losses["nchw"], losses["nhwc"])
+
     def test_profile_counts_the_reorders_inside_kernels(self):
         per_step = {}
         for layouts in ("blocked", "plain"):
@@ -497,6 +509,9 @@ class GraphrunTest(CliCase):
                                            ok=False),
                                 "--conv-algorithm: unknown convolution algorithm 'fft'; known: auto, direct, "
                                 "winograd")
+        self.assertFailsClearly(self.train("--model", "small_cnn", "--steps", "1", "--gpu-layout", "NHWC",
+                                           ok=False),
+                                "--gpu-layout: unknown GPU activation layout 'NHWC'; known: nchw, nhwc, auto")
         # A plan placed in bf16 on GPUs (test_precision_bf16_on_emulated_gpus has more).
         plan = self.path("bf16.placed")
         placed = run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16", "--precision", "bf16",

@@ -263,6 +263,22 @@ llvm::Error CpuFlags::apply(ExecutorOptions &exec) const {
   return llvm::Error::success();
 }
 
+void GpuLayoutFlag::add(CLI::App *cmd) {
+  cmd->add_option("--gpu-layout", layout,
+                  "activations on GPUs: auto (channels-last for f16 and bf16, where cuDNN's "
+                  "tensor-core convolutions compute; NCHW for f32) | nhwc (channels-last for f32 "
+                  "too) | nchw (never)")
+      ->capture_default_str();
+}
+
+llvm::Error GpuLayoutFlag::apply(ExecutorOptions &exec) const {
+  auto l = parseGpuLayout(layout);
+  if (!l)
+    return withContext(l.takeError(), "--gpu-layout");
+  exec.gpuLayout = *l;
+  return llvm::Error::success();
+}
+
 void ExportFlags::add(CLI::App *cmd) {
   cmd->add_option("-o,--output", output, "ONNX file to write")->required();
   cmd->add_flag("--training-graph", trainingGraph,

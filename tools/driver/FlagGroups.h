@@ -15,6 +15,7 @@
 //   TrainingFlags      a run's length and its hyper-parameters (graphrun)
 //   SyntheticDataFlags --synthetic-samples, --synthetic-classes (graphrun)
 //   CpuFlags           --threads, --conv-algorithm (graphrun)
+//   GpuLayoutFlag      --gpu-layout (graphrun train)
 //   ExportFlags        -o and --training-graph (both tools' `export`)
 //
 // A group checks its flags in steps the tools call in the order they always
@@ -156,6 +157,16 @@ struct CpuFlags {
 
   void add(CLI::App *cmd, llvm::StringRef threadsHelp);
   /// Checks the flags into `exec`.
+  llvm::Error apply(ExecutorOptions &exec) const;
+};
+
+/// --gpu-layout nchw|nhwc|auto: which 4-d activations GPU devices keep
+/// channels-last (kernels/ChannelsLast.h).
+struct GpuLayoutFlag {
+  std::string layout = "auto";
+
+  void add(CLI::App *cmd);
+  /// Parses the flag into `exec`; an unknown word is one error naming it.
   llvm::Error apply(ExecutorOptions &exec) const;
 };
 

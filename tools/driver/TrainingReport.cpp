@@ -105,6 +105,9 @@ void TrainingSession::printRunPlan() {
   graphNote_ = executor_->cudaGraphNote();
   if (!graphNote_.empty())
     out_ << "  cuda graph " << graphNote_ << "\n";
+  if (executor_->hasGpu())
+    out_ << "  gpu layout " << describeGpuLayout(exec_.gpuLayout) << ": "
+         << executor_->valuesInLayout(Layout::ChannelsLast) << " values channels-last\n";
   if (ckpt_)
     out_ << "  resumed    " << ckpt_->path << " (epoch " << epoch_ << ", " << position_.batches
          << " batches into it)\n";

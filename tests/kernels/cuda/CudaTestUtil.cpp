@@ -136,34 +136,40 @@ llvm::Expected<std::vector<Tensor>> runOnCuda(const Node &n, llvm::ArrayRef<Tens
   env.kind = DeviceKind::GPU;
   env.seed = run.seed;
   env.backend = backend;
+  env.gpuLayout = run.gpuLayout;
   auto kernel = KernelRegistry::global().create(n, env);
   if (!kernel)
     return kernel.takeError();
-  llvm::SmallVector<Layout, 4> in(n.numOperands(), Layout::Plain),
-      out(n.numResults(), Layout::Plain);
+  std::vector<Layout> in = run.operandLayouts, out = run.resultLayouts;
+  in.resize(n.numOperands(), Layout::Plain);
+  out.resize(n.numResults(), Layout::Plain);
   if (auto e = (*kernel)->prepare(in, out))
     return e;
+  auto last = [](Layout l) { return l == Layout::ChannelsLast; };
   std::optional<unsigned> alias = run.inPlace ? (*kernel)->inPlaceOperand() : std::nullopt;
 
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;
   std::vector<TensorView> inViews, outViews;
   for (unsigned i = 0; i < inputs.size(); ++i) {
-    buffers.push_back(std::make_unique<DeviceBuffer>(inputs[i].bytes()));
+    const Tensor stored = last(in[i]) ? toChannelsLast(inputs[i]) : inputs[i];
+    buffers.push_back(std::make_unique<DeviceBuffer>(stored.bytes()));
     if (!buffers.back()->ok())
       return check(cudaErrorMemoryAllocation, "cudaMalloc");
-    if (inputs[i].bytes())
-      if (auto e = check(cudaMemcpy(buffers.back()->get(), inputs[i].raw(), inputs[i].bytes(),
+    if (stored.bytes())
+      if (auto e = check(cudaMemcpy(buffers.back()->get(), stored.raw(), stored.bytes(),
                                     cudaMemcpyHostToDevice),
                          "copy an input in"))
         return e;
     TensorView v = viewOf(inputs[i]);
     v.data = buffers.back()->get();
+    v.layout = in[i];
     inViews.push_back(v);
   }
   std::vector<Tensor> results;
   for (unsigned r = 0; r < n.numResults(); ++r) {
     results.emplace_back(n.result(r)->type());
     TensorView v = viewOf(results.back());
+    v.layout = out[r];
     if (r == 0 && alias) {
       v.data = inViews[*alias].data;
     } else {
@@ -231,7 +237,40 @@ llvm::Expected<std::vector<Tensor>> runOnCuda(const Node &n, llvm::ArrayRef<Tens
         return e;
   if (auto e = variables.store())
     return e;
+  for (unsigned r = 0; r < results.size(); ++r)
+    if (last(out[r]))
+      results[r] = fromChannelsLast(results[r]);
   return results;
+}
+
+namespace {
+/// Copies every element of a 4-D tensor between its NCHW position and its
+/// NHWC one, byte for byte.
+Tensor moveChannels(const Tensor &t, bool toLast) {
+  llvm::ArrayRef<int64_t> d = t.shape();
+  assert(d.size() == 4 && "a 4-D tensor");
+  Tensor out(t.type());
+  const size_t es = dtypeSize(t.dtype());
+  const auto *from = static_cast<const char *>(t.raw());
+  auto *to = static_cast<char *>(out.raw());
+  int64_t plain = 0;
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t h = 0; h < d[2]; ++h)
+        for (int64_t w = 0; w < d[3]; ++w, ++plain) {
+          int64_t last = ((n * d[2] + h) * d[3] + w) * d[1] + c;
+          std::memcpy(to + (toLast ? last : plain) * es, from + (toLast ? plain : last) * es, es);
+        }
+  return out;
+}
+} // namespace
+
+Tensor toChannelsLast(const Tensor &t) {
+  return moveChannels(t, true);
+}
+
+Tensor fromChannelsLast(const Tensor &stored) {
+  return moveChannels(stored, false);
 }
 
 llvm::Error runGroupOnCuda(llvm::ArrayRef<const Node *> nodes,

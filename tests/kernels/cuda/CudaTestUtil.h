@@ -63,7 +63,19 @@ struct CudaRun {
   /// (KernelContext::deviceStep), as an executor's GPU device keeps it.
   std::optional<DeviceStep> deviceStep;
   CudaBackend *backend = nullptr; ///< default: strictBackend()
+  /// The layouts the kernel is prepared with and gets its tensors in
+  /// (empty: all plain). Inputs and results are plain here either way:
+  /// runOnCuda stores channels-last ones transposed (toChannelsLast).
+  std::vector<Layout> operandLayouts, resultLayouts;
+  /// The kernel's policy: NCHW, the path the earlier GPU runs proved,
+  /// unless a test asks for channels-last.
+  GpuLayout gpuLayout = GpuLayout::Nchw;
 };
+
+/// A 4-D tensor's bytes in channels-last order (same type, NCHW shape), and
+/// back: plain loops, the tests' reference for the layout copies.
+Tensor toChannelsLast(const Tensor &t);
+Tensor fromChannelsLast(const Tensor &stored);
 
 /// Runs the node's CUDA kernel on copies of `inputs` and returns its
 /// results; device errors (CudaBackend::takeDeviceError) come back too.

@@ -200,10 +200,12 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   Node *s = convNode(c, {2, 3, 9, 7}, {4, 3, 3, 3}, {1, 1, 1, 1}, {2, 2});
   auto ga = convGeometry(*a), gb = convGeometry(*b), gs = convGeometry(*s);
   ASSERT_TRUE(ga && gb && gs);
-  ConvChoicePolicy tf32, fp32, half, bf16, any, measured;
+  ConvChoicePolicy tf32, fp32, half, bf16, any, measured, halfNhwc;
   fp32.allowTF32 = false;
   half.data = DType::F16;
   bf16.data = DType::BF16;
+  halfNhwc.data = DType::F16;
+  halfNhwc.channelsLast = true;
   any.deterministic = false;
   measured.measured = true;
   const std::string h200 = deviceContextKey("NVIDIA H200", 9, 0, 91400, 13000);
@@ -223,7 +225,10 @@ TEST(ConvPlan, CacheKeysSeparateWhatChangesTheChoice) {
   keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, bf16));
   keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, any));
   keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, measured));
-  EXPECT_EQ(keys.size(), 11u);
+  keys.insert(convCacheKey(h200, *ga, ConvDirection::Forward, halfNhwc));
+  EXPECT_EQ(keys.size(), 12u);
+  EXPECT_NE(convCacheKey(h200, *ga, ConvDirection::Forward, halfNhwc).find(" f16 nhwc"),
+            std::string::npos);
   // Keys of earlier choice files still match: f32 and f16 spell as before.
   EXPECT_NE(convCacheKey(h200, *ga, ConvDirection::Forward, half).find(" f16"), std::string::npos);
   EXPECT_NE(convCacheKey(h200, *ga, ConvDirection::Forward, bf16).find(" bf16"), std::string::npos);

@@ -1,0 +1,70 @@
+//===- ChannelsLast.cpp - NHWC activations on GPUs: the policy and axes ---===//
+
+#include "kernels/ChannelsLast.h"
+
+#include "ir/Diagnostics.h"
+
+#include <cassert>
+
+namespace graphc {
+
+llvm::Expected<GpuLayout> parseGpuLayout(llvm::StringRef s) {
+  for (GpuLayout l : {GpuLayout::Nchw, GpuLayout::Nhwc, GpuLayout::Auto})
+    if (s == gpuLayoutName(l))
+      return l;
+  return makeError("unknown GPU activation layout '" + printable(s) + "'; known: nchw, nhwc, auto");
+}
+
+llvm::StringRef gpuLayoutName(GpuLayout l) {
+  switch (l) {
+  case GpuLayout::Nchw:
+    return "nchw";
+  case GpuLayout::Nhwc:
+    return "nhwc";
+  case GpuLayout::Auto:
+    break;
+  }
+  return "auto";
+}
+
+bool channelsLastFor(GpuLayout policy, DType t) {
+  const bool sixteenBit = t == DType::F16 || t == DType::BF16;
+  switch (policy) {
+  case GpuLayout::Nchw:
+    return false;
+  case GpuLayout::Nhwc:
+    return sixteenBit || t == DType::F32;
+  case GpuLayout::Auto:
+    break;
+  }
+  return sixteenBit;
+}
+
+std::string describeGpuLayout(GpuLayout policy) {
+  switch (policy) {
+  case GpuLayout::Nchw:
+    return "nchw (every GPU activation row-major)";
+  case GpuLayout::Nhwc:
+    return "nhwc (channels-last for f32, f16 and bf16 activations)";
+  case GpuLayout::Auto:
+    break;
+  }
+  return "auto (channels-last for f16 and bf16 activations, NCHW for f32)";
+}
+
+bool channelsLastShape(const TensorType &t) {
+  return t.rank() == 4 && t.isStatic() && t.numElements() > 0;
+}
+
+Dims channelsLastDims(llvm::ArrayRef<int64_t> nchw) {
+  assert(nchw.size() == 4 && "a 4-D shape");
+  return {nchw[0], nchw[2], nchw[3], nchw[1]};
+}
+
+int64_t channelsLastAxis(int64_t axis) {
+  assert(axis >= 0 && axis < 4 && "an axis of a 4-D shape");
+  static const int64_t kAxis[4] = {0, 3, 1, 2};
+  return kAxis[axis];
+}
+
+} // namespace graphc
