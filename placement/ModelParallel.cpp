@@ -158,8 +158,10 @@ private:
     return llvm::Error::success();
   }
 
-  /// The ready nodes a step may take: all (m-ETF), or the first in graph
-  /// order (memory order).
+  /// The ready nodes a step may take: all (m-ETF), or one (memory order):
+  /// the one that adds the fewest bytes to what is live, the first in graph
+  /// order on a tie. A branch that shrinks (its reads' last use frees them)
+  /// is finished before another grows.
   llvm::SmallVector<size_t, 8> considered(llvm::ArrayRef<Node *> ready) const {
     llvm::SmallVector<size_t, 8> out;
     if (o_.order == ScheduleOrder::EarliestStart) {
@@ -167,12 +169,23 @@ private:
         out.push_back(i);
       return out;
     }
-    out.push_back(std::min_element(ready.begin(), ready.end(),
-                                   [&](Node *a, Node *b) {
-                                     return position_.lookup(a) < position_.lookup(b);
-                                   }) -
-                  ready.begin());
+    auto key = [&](Node *n) { return std::make_pair(netBytes(n), position_.lookup(n)); };
+    size_t first = 0;
+    for (size_t i = 1; i < ready.size(); ++i)
+      if (key(ready[i]) < key(ready[first]))
+        first = i;
+    out.push_back(first);
     return out;
+  }
+
+  /// The bytes placing `n` adds to what is live: its results, less those
+  /// of the producers whose last consumer it is.
+  int64_t netBytes(Node *n) const {
+    int64_t bytes = outBytes_.lookup(n);
+    for (Node *p : producers(n))
+      if (consumersLeft_.lookup(p) == 1)
+        bytes -= outBytes_.lookup(p);
+    return bytes;
   }
 
   llvm::SmallVector<unsigned, 8> candidates(Node *n) const {

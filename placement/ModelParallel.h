@@ -8,13 +8,16 @@
 //              (m-ETF) of Baechi (Jeon et al., SoCC 2020), built on ETF
 //              (Hwang, Chow, Anger and Lee, SIAM J. Computing 1989): among
 //              all ready nodes, the (node, device) pair that starts first;
-//   MemoryOrder    the nodes in the graph's own order (the order one device
-//              runs them in, whose activations the passes laid out to be
-//              freed early: each branch, then the backward in reverse), each
-//              on the device where it starts first. Independent branches are
-//              not pulled side by side, so all devices together hold about
-//              what one device would, plus the copies that cross devices;
-//              the step is longer where ETF overlapped more.
+//   MemoryOrder    a memory-priority list schedule: the ready node that adds
+//              the fewest bytes to what is live (its results, less those of
+//              the operands it reads last), ties in graph order, on the
+//              device that needs the fewest bytes copied in, then the device
+//              of the node before (a chain, and a variable read, stay with
+//              their consumer), then the earliest start. A branch's
+//              intermediates are freed before another branch begins, and
+//              all devices together hold about what one device would plus
+//              the copies that cross devices; the step is longer where
+//              m-ETF overlapped more.
 //
 // Both share the rest:
 //
@@ -24,7 +27,7 @@
 //   devices    the cluster's GPUs (the host only for what no GPU kind can
 //              run);
 //   loop       among the nodes whose producers are all scheduled (m-ETF),
-//              or the first of them in graph order (memory order), and the
+//              or the one the memory order takes, and the
 //              devices their group may use, take the pair that can start
 //              earliest: the device is free and every operand has arrived
 //              (its producer's end, plus bytes / link bandwidth and a latency
