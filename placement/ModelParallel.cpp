@@ -3,6 +3,7 @@
 #include "placement/ModelParallel.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "placement/ColocationGroups.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -17,11 +18,6 @@ namespace graphc {
 
 namespace {
 
-std::string mib(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
-  return text;
-}
 
 class Scheduler {
 public:
@@ -308,8 +304,8 @@ private:
       if (shortfall(closest, d) == std::numeric_limits<double>::infinity())
         each += ": an operand has no link to it";
       else
-        each += llvm::formatv(" {0}, which has {1} free of {2}", mib(need(closest, (int)d)),
-                              mib(capacity_[d] - live_[d]), mib(capacity_[d]))
+        each += llvm::formatv(" {0}, which has {1} free of {2}", bytesText(need(closest, (int)d)),
+                              bytesText(capacity_[d] - live_[d]), bytesText(capacity_[d]))
                     .str();
     }
     return nodeError(*closest, "cannot be placed model-parallel: it needs " + each +

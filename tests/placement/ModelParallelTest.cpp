@@ -67,6 +67,14 @@ struct Fork {
   }
 };
 
+/// "1.25 MiB", "3.00 KiB", "12 B" (bytesText's forms) in bytes.
+double bytesOf(const std::string &text) {
+  double scale = text.find("MiB") != std::string::npos   ? 1048576.0
+                 : text.find("KiB") != std::string::npos ? 1024.0
+                                                         : 1.0;
+  return std::stod(text) * scale;
+}
+
 ModelParallelOptions withOrder(ScheduleOrder order) {
   ModelParallelOptions o;
   o.order = order;
@@ -109,10 +117,11 @@ TEST(ModelParallel, AGraphThatFitsOnlyInTheMemoryOrder) {
   std::smatch found;
   ASSERT_TRUE(std::regex_search(error, found,
                                 std::regex("cannot be placed model-parallel: it needs gpu:0 "
-                                           "([0-9.]+) MiB, which has ([0-9.]+) MiB free of 2.5 MiB")))
+                                           "([0-9.]+ [KM]?i?B), which has ([0-9.]+ [KM]?i?B) "
+                                           "free of 2.50 MiB")))
       << error;
-  EXPECT_GT(std::stod(found[1]), std::stod(found[2])) << error;
-  EXPECT_GT(std::stod(found[1]), 0.0) << error;
+  EXPECT_GT(bytesOf(found[1]), bytesOf(found[2])) << error;
+  EXPECT_GT(bytesOf(found[1]), 0.0) << error;
 }
 
 } // namespace
