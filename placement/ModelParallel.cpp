@@ -18,7 +18,6 @@ namespace graphc {
 
 namespace {
 
-
 class Scheduler {
 public:
   Scheduler(Graph &g, const Cluster &c, const KernelAvailability &kernels,
