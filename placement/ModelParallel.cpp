@@ -1,12 +1,14 @@
-//===- ModelParallel.cpp - m-ETF list scheduling over colocation groups ----===//
+//===- ModelParallel.cpp - List schedules over colocation groups ----------===//
 
 #include "placement/ModelParallel.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "placement/ColocationGroups.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <limits>
@@ -15,12 +17,6 @@
 namespace graphc {
 
 namespace {
-
-std::string mib(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
-  return text;
-}
 
 class Scheduler {
 public:
@@ -45,11 +41,11 @@ public:
         ready.push_back(n);
     while (!ready.empty()) {
       Choice best;
-      for (size_t i = 0; i < ready.size(); ++i)
+      for (size_t i : considered(ready))
         for (unsigned d : candidates(ready[i])) {
           Choice c = consider(ready[i], d);
           c.readyIndex = i;
-          if (c.fits && (!best.fits || c.better(best)))
+          if (c.fits && (!best.fits || c.better(best, o_.order)))
             best = c;
         }
       if (!best.fits)
@@ -68,6 +64,7 @@ public:
     g_.reorder(order_);
     for (unsigned d = 0; d < plan_.devices.size(); ++d)
       plan_.stepSeconds = std::max(plan_.stepSeconds, free_[d]);
+    plan_.order = o_.order;
     return std::move(plan_);
   }
 
@@ -79,10 +76,22 @@ private:
     double roomAfter = 0; ///< the share of the device's memory still free after it
     unsigned position = 0;
     size_t readyIndex = 0;
-    /// Earliest start, then earliest end; a tie (variables, free at any
-    /// time) goes to the device with the most memory to spare, so that the
-    /// devices fill evenly instead of the first one filling up.
-    bool better(const Choice &o) const {
+    int64_t copyBytes = 0; ///< operands copied to the device for it
+    bool followsLast = false; ///< the device of the node placed just before
+    /// m-ETF: earliest start, then earliest end; a tie (variables, free at
+    /// any time) goes to the device with the most memory to spare, so that
+    /// the devices fill evenly instead of the first one filling up.
+    /// Memory order: first the fewest bytes copied (a chain stays on its
+    /// device, and a copy held until its producer's last use elsewhere is
+    /// what spreading costs), then the device of the node before (a
+    /// variable goes where its consumer runs), then as m-ETF.
+    bool better(const Choice &o, ScheduleOrder order) const {
+      if (order == ScheduleOrder::MemoryOrder) {
+        if (copyBytes != o.copyBytes)
+          return copyBytes < o.copyBytes;
+        if (followsLast != o.followsLast)
+          return followsLast;
+      }
       if (start != o.start)
         return start < o.start;
       if (end != o.end)
@@ -144,6 +153,36 @@ private:
     return llvm::Error::success();
   }
 
+  /// The ready nodes a step may take: all (m-ETF), or one (memory order):
+  /// the one that adds the fewest bytes to what is live, the first in graph
+  /// order on a tie. A branch that shrinks (its reads' last use frees them)
+  /// is finished before another grows.
+  llvm::SmallVector<size_t, 8> considered(llvm::ArrayRef<Node *> ready) const {
+    llvm::SmallVector<size_t, 8> out;
+    if (o_.order == ScheduleOrder::EarliestStart) {
+      for (size_t i = 0; i < ready.size(); ++i)
+        out.push_back(i);
+      return out;
+    }
+    auto key = [&](Node *n) { return std::make_pair(netBytes(n), position_.lookup(n)); };
+    size_t first = 0;
+    for (size_t i = 1; i < ready.size(); ++i)
+      if (key(ready[i]) < key(ready[first]))
+        first = i;
+    out.push_back(first);
+    return out;
+  }
+
+  /// The bytes placing `n` adds to what is live: its results, less those
+  /// of the producers whose last consumer it is.
+  int64_t netBytes(Node *n) const {
+    int64_t bytes = outBytes_.lookup(n);
+    for (Node *p : producers(n))
+      if (consumersLeft_.lookup(p) == 1)
+        bytes -= outBytes_.lookup(p);
+    return bytes;
+  }
+
   llvm::SmallVector<unsigned, 8> candidates(Node *n) const {
     unsigned grp = groups_.groupOf(n);
     if (groupDevice_[grp] >= 0)
@@ -193,6 +232,8 @@ private:
     }
     c.start = at;
     c.end = at + times_.kernelSeconds(n->op(), nodeCost(*n, batch_), c_.devices()[d]);
+    c.copyBytes = need(n, (int)d) - need(n);
+    c.followsLast = !order_.empty() && device_.lookup(order_.back()) == d;
     const int64_t after = live_[d] + need(n, (int)d);
     c.fits = at != std::numeric_limits<double>::infinity() && after <= capacity_[d];
     c.roomAfter = capacity_[d] > 0 ? (double)(capacity_[d] - after) / (double)capacity_[d] : 0;
@@ -236,17 +277,40 @@ private:
       live_[d] -= outBytes_[n];
   }
 
+  /// What `n` lacks on `d`: the bytes it needs there beyond what is free,
+  /// or infinity when an operand cannot reach `d` (no link).
+  double shortfall(Node *n, unsigned d) {
+    if (consider(n, d).start == std::numeric_limits<double>::infinity())
+      return std::numeric_limits<double>::infinity();
+    return (double)(need(n, (int)d) - (capacity_[d] - live_[d]));
+  }
+
+  /// Names the ready node that comes closest to fitting, with what it needs
+  /// on each device it may use: its results, its group's variables when
+  /// the group is not placed, and copies of operands held elsewhere.
   llvm::Error unplaceable(llvm::ArrayRef<Node *> ready) {
-    // The ready node that needs the least: if even it fits nowhere, name it.
-    Node *n = *std::min_element(ready.begin(), ready.end(),
-                                [&](Node *a, Node *b) { return need(a) < need(b); });
+    Node *closest = nullptr;
+    double least = std::numeric_limits<double>::infinity();
+    for (size_t i : considered(ready))
+      for (unsigned d : candidates(ready[i]))
+        if (double lacks = shortfall(ready[i], d); !closest || lacks < least)
+          closest = ready[i], least = lacks;
     std::string each;
-    for (unsigned d : candidates(n))
-      each += (each.empty() ? "" : ", ") + c_.devices()[d].name + " has " +
-              mib(capacity_[d] - live_[d]) + " free of " + mib(capacity_[d]);
-    return nodeError(*n, "cannot be placed model-parallel: it needs " + mib(need(n)) +
-                             " (its results and its group's variables) and " + each +
-                             "; give the devices more memory or lower --batch");
+    for (unsigned d : candidates(closest)) {
+      if (!each.empty())
+        each += "; ";
+      each += c_.devices()[d].name;
+      if (shortfall(closest, d) == std::numeric_limits<double>::infinity())
+        each += ": an operand has no link to it";
+      else
+        each += llvm::formatv(" {0}, which has {1} free of {2}", bytesText(need(closest, (int)d)),
+                              bytesText(capacity_[d] - live_[d]), bytesText(capacity_[d]))
+                    .str();
+    }
+    return nodeError(*closest, "cannot be placed model-parallel: it needs " + each +
+                                   " (its results, copies of operands from other devices and "
+                                   "its group's variables if not yet placed); give the devices "
+                                   "more memory or lower --batch");
   }
 
   Graph &g_;
@@ -271,6 +335,10 @@ private:
 };
 
 } // namespace
+
+llvm::StringRef scheduleOrderName(ScheduleOrder order) {
+  return order == ScheduleOrder::EarliestStart ? "m-ETF" : "memory order";
+}
 
 llvm::Expected<ModelParallelPlan> placeModelParallel(Module &m, const Cluster &c,
                                                      const KernelAvailability &kernels,

@@ -1,17 +1,33 @@
-//===- ModelParallel.h - One replica over several devices: m-ETF -*- C++ -*-===//
+//===- ModelParallel.h - One replica over several devices: list schedules -*- C++ -*-===//
 //
 // placeModelParallel() spreads one replica's training graph over a cluster's
-// devices to shorten the predicted step under each device's memory, with the
-// memory-constrained Earliest Task First list scheduler (m-ETF) of Baechi
-// (Jeon et al., SoCC 2020), built on ETF (Hwang, Chow, Anger and Lee, SIAM
-// J. Computing 1989):
+// devices to shorten the predicted step under each device's memory, with one
+// of two list schedules (ScheduleOrder):
+//
+//   EarliestStart  the memory-constrained Earliest Task First list scheduler
+//              (m-ETF) of Baechi (Jeon et al., SoCC 2020), built on ETF
+//              (Hwang, Chow, Anger and Lee, SIAM J. Computing 1989): among
+//              all ready nodes, the (node, device) pair that starts first;
+//   MemoryOrder    a memory-priority list schedule: the ready node that adds
+//              the fewest bytes to what is live (its results, less those of
+//              the operands it reads last), ties in graph order, on the
+//              device that needs the fewest bytes copied in, then the device
+//              of the node before (a chain, and a variable read, stay with
+//              their consumer), then the earliest start. A branch's
+//              intermediates are freed before another branch begins, and
+//              all devices together hold about what one device would plus
+//              the copies that cross devices; the step is longer where
+//              m-ETF overlapped more.
+//
+// Both share the rest:
 //
 //   units      colocation groups (ColocationGroups.h): a variable's reads,
 //              updates and optimizer slots stay together; an Input stays on
 //              the host, which feeds inputs;
 //   devices    the cluster's GPUs (the host only for what no GPU kind can
 //              run);
-//   loop       among the nodes whose producers are all scheduled, and the
+//   loop       among the nodes whose producers are all scheduled (m-ETF),
+//              or the one the memory order takes, and the
 //              devices their group may use, take the pair that can start
 //              earliest: the device is free and every operand has arrived
 //              (its producer's end, plus bytes / link bandwidth and a latency
@@ -51,7 +67,14 @@
 
 namespace graphc {
 
+/// Which ready node a list schedule takes next (see the file comment).
+enum class ScheduleOrder { EarliestStart, MemoryOrder };
+
+/// "m-ETF" or "memory order": the names --explain and the plan's summary use.
+llvm::StringRef scheduleOrderName(ScheduleOrder order);
+
 struct ModelParallelOptions {
+  ScheduleOrder order = ScheduleOrder::EarliestStart;
   KernelTimes times;
   int64_t batch = 0; ///< 0: the module's bound batch (else 1)
   /// The share of its memory_bytes each device may fill, by name (1 when
@@ -75,11 +98,13 @@ struct ModelParallelDevice {
 struct ModelParallelPlan {
   std::vector<ModelParallelDevice> devices; ///< cluster order
   double stepSeconds = 0;                   ///< the schedule's makespan
+  ScheduleOrder order = ScheduleOrder::EarliestStart;
 };
 
 /// Sets the requested device of every node of the module's main graph.
-/// Errors name the node: one whose results, or whose group's variables, no
-/// device can hold; one no device kind can run.
+/// Errors name the node: one whose results, operand copies or group's
+/// variables no device can hold (with what it needs on each device), or
+/// whose operands cannot reach any device; one no device kind can run.
 llvm::Expected<ModelParallelPlan> placeModelParallel(Module &m, const Cluster &c,
                                                      const KernelAvailability &kernels,
                                                      const ModelParallelOptions &opts = {});

@@ -34,7 +34,8 @@ std::string planJson(const ModelParallelPlan &p, const ModelParallelOptions &o, 
                                            {"memory_share", o.shareOf(d.device)}});
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(llvm::json::Object{{"step_seconds", p.stepSeconds},
+  os << llvm::json::Value(llvm::json::Object{{"order", scheduleOrderName(p.order)},
+                                             {"step_seconds", p.stepSeconds},
                                              {"schedule_seconds", seconds},
                                              {"devices", std::move(devices)}});
   return os.str();
@@ -83,28 +84,19 @@ bool lowerShares(llvm::ArrayRef<MemoryNeed> needs, ModelParallelOptions &mo) {
   return lower;
 }
 
-} // namespace
-
-llvm::Expected<std::unique_ptr<Module>>
-ModelParallelStrategy::compile(const Module &forward, const CompileRequest &request,
-                               const PlacementRequest &place) const {
-  if (auto e = checkRequest(request, place))
-    return e;
-  auto cluster = clusterFor(place);
-  if (!cluster)
-    return cluster.takeError();
-  CompileRequest req = request;
-  req.options.towers = 0;
-  if (req.options.batch <= 0 && !forward.batch())
-    req.options.batch = kDefaultBatchPerTower;
-  PlacerOptions po;
-  po.softPlacement = place.softPlacement;
+/// Compiles with one list schedule, lowering the memory shares of devices
+/// whose executor plan does not fit, up to kAttempts schedules.
+llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, CompileRequest req,
+                                                         const Cluster &cluster,
+                                                         const PlacerOptions &po,
+                                                         ScheduleOrder order) {
   std::string lastMisfit;
   ModelParallelOptions mo;
+  mo.order = order;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    req.options.placer = scheduleAndPlace(*cluster, mo, po);
+    req.options.placer = scheduleAndPlace(cluster, mo, po);
     std::unique_ptr<Module> m = cloneModule(forward);
-    m->plan().cluster = *cluster;
+    m->plan().cluster = cluster;
     m->plan().strategy = Strategy::ModelParallel;
     llvm::Error compiled =
         runPipelines(*m, req.options, req.dump, {trainingPipeline(req), kPlacementPipeline});
@@ -126,9 +118,79 @@ ModelParallelStrategy::compile(const Module &forward, const CompileRequest &requ
     if (!lowerShares(*needs, mo))
       break;
   }
-  return makeError("--strategy model-parallel: no schedule fits: scheduled to fill less of each "
-                   "device's memory, the executor's plan still needs more than it has (" +
+  return makeError("no schedule fits: scheduled to fill less of each device's memory, the "
+                   "executor's plan still needs more than it has (" +
                    lastMisfit + ")");
+}
+
+double predictedStep(const Module &m) {
+  auto parsed = llvm::json::parse(m.plan().modelParallel.value_or(""));
+  if (!parsed || !parsed->getAsObject()) {
+    llvm::consumeError(parsed.takeError());
+    return 0;
+  }
+  return parsed->getAsObject()->getNumber("step_seconds").getValueOr(0);
+}
+
+/// Records in the chosen plan's summary the other schedule: its predicted
+/// step, or that it did not fit.
+void noteAlternative(Module &chosen, ScheduleOrder other, std::optional<double> otherStep) {
+  auto parsed = llvm::json::parse(chosen.plan().modelParallel.value_or(""));
+  if (!parsed || !parsed->getAsObject()) {
+    llvm::consumeError(parsed.takeError());
+    return;
+  }
+  llvm::json::Object alternative{{"order", scheduleOrderName(other)}, {"fits", bool(otherStep)}};
+  if (otherStep)
+    alternative["step_seconds"] = *otherStep;
+  (*parsed->getAsObject())["alternative"] = std::move(alternative);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << *parsed;
+  chosen.plan().modelParallel = os.str();
+}
+
+} // namespace
+
+/// Both list schedules are compiled: m-ETF overlaps independent branches for
+/// the shorter step, the memory order holds about what one device would. The
+/// faster of those whose executor plan fits is kept (m-ETF on a tie).
+llvm::Expected<std::unique_ptr<Module>>
+ModelParallelStrategy::compile(const Module &forward, const CompileRequest &request,
+                               const PlacementRequest &place) const {
+  if (auto e = checkRequest(request, place))
+    return e;
+  auto cluster = clusterFor(place);
+  if (!cluster)
+    return cluster.takeError();
+  CompileRequest req = request;
+  req.options.towers = 0;
+  if (req.options.batch <= 0 && !forward.batch())
+    req.options.batch = kDefaultBatchPerTower;
+  PlacerOptions po;
+  po.softPlacement = place.softPlacement;
+  auto etf = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::EarliestStart);
+  auto memory = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::MemoryOrder);
+  if (!etf && !memory)
+    return makeError("--strategy model-parallel: m-ETF: " + llvm::toString(etf.takeError()) +
+                     "; memory order: " + llvm::toString(memory.takeError()));
+  if (etf && memory) {
+    double etfStep = predictedStep(**etf), memoryStep = predictedStep(**memory);
+    if (memoryStep < etfStep) {
+      noteAlternative(**memory, ScheduleOrder::EarliestStart, etfStep);
+      return std::move(*memory);
+    }
+    noteAlternative(**etf, ScheduleOrder::MemoryOrder, memoryStep);
+    return std::move(*etf);
+  }
+  if (etf) {
+    llvm::consumeError(memory.takeError());
+    noteAlternative(**etf, ScheduleOrder::MemoryOrder, std::nullopt);
+    return std::move(*etf);
+  }
+  llvm::consumeError(etf.takeError());
+  noteAlternative(**memory, ScheduleOrder::EarliestStart, std::nullopt);
+  return std::move(*memory);
 }
 
 std::string describeModelParallel(const Module &plan) {
@@ -153,10 +215,21 @@ std::string describeModelParallel(const Module &plan) {
         if (share < 1)
           each += llvm::formatv(" (scheduled within {0:P0} of its memory)", share).str();
       }
-  return llvm::formatv("model-parallel (m-ETF): predicted step {0:f2} ms, scheduled in {1:f3} s; "
-                       "{2} (estimated peaks)",
+  std::string why;
+  if (const llvm::json::Object *alt = o.getObject("alternative")) {
+    std::string other = alt->getString("order").getValueOr("").str();
+    if (!alt->getBoolean("fits").getValueOr(false))
+      why = "; " + other + " did not fit";
+    else
+      why = llvm::formatv("; {0} predicted {1:f2} ms", other,
+                          alt->getNumber("step_seconds").getValueOr(0) * 1e3)
+                .str();
+  }
+  return llvm::formatv("model-parallel ({0}): predicted step {1:f2} ms, scheduled in {2:f3} s; "
+                       "{3} (estimated peaks){4}",
+                       o.getString("order").getValueOr("m-ETF"),
                        o.getNumber("step_seconds").getValueOr(0) * 1e3,
-                       o.getNumber("schedule_seconds").getValueOr(0), each)
+                       o.getNumber("schedule_seconds").getValueOr(0), each, why)
       .str();
 }
 

@@ -99,6 +99,7 @@ class ModelParallelTest(CliCase):
         plan = self.path("mp.placed")
         p = run(GRAPHC, "place", *self.ARGS, "--cluster", four, "--strategy", "model-parallel", "-o", plan)
         line = next(l for l in p.stdout.splitlines() if l.startswith("model-parallel (m-ETF)"))
+        self.assertRegex(line, r"; memory order predicted [\d.]+ ms$")  # fits too, slower
         used = re.findall(r"(gpu:\d) (\d+) nodes", line)
         self.assertGreaterEqual(len(used), 2, line)  # spread, not one device
         # The executor's memory plan of every device fits (graphc place checked it); the run trains
@@ -116,11 +117,42 @@ class ModelParallelTest(CliCase):
         for name in b.names():
             np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
 
+    def test_four_gpus_of_200_mib_take_the_memory_order(self):
+        """m-ETF's plan spread over four devices holds 796 MiB and does not fit 4 x 200 MiB; the
+        memory order holds about one device's 476 MiB plus copies, and trains as one device does."""
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gck
+        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=200 << 20)
+        plan = self.path("mp.placed")
+        p = run(GRAPHC, "place", *self.ARGS, "--cluster", four, "--strategy", "model-parallel", "-o", plan)
+        line = next(l for l in p.stdout.splitlines() if l.startswith("model-parallel ("))
+        self.assertRegex(line, r"^model-parallel \(memory order\): predicted step [\d.]+ ms")
+        self.assertTrue(line.endswith("; m-ETF did not fit"), line)
+        self.assertGreaterEqual(len(re.findall(r"(gpu:\d) (\d+) nodes", line)), 2, line)
+        common = ("--steps", "3", "--plain-layouts", "--no-eval", "--no-progress")
+        mp = run(GRAPHRUN, "train", plan, "--emulate", "--seed", "3", "--threads", "1", *common, "--checkpoint",
+                 self.path("mp"))
+        self.assertIn("strategy   model-parallel (memory order)", mp.stdout)
+        run(GRAPHRUN, "train", *self.ARGS, "--threads", "1", *common, "--checkpoint", self.path("one"))
+        a = gck.read(os.path.join(self.path("mp"), "step-00000003.gck"))
+        b = gck.read(os.path.join(self.path("one"), "step-00000003.gck"))
+        self.assertEqual(sorted(a.names()), sorted(b.names()))
+        for name in b.names():
+            np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
+
     def test_a_node_no_device_can_hold(self):
         tiny = write_cluster(self.path("tiny.json"), 64e9, gpus=4, gpu_memory=1 << 20)
         p = run(GRAPHC, "place", *self.ARGS, "--cluster", tiny, "--strategy", "model-parallel",
                 "-o", self.path("x.placed"), ok=False)
-        self.assertFailsClearly(p, "cannot be placed model-parallel: it needs", "free of 1.0 MiB")
+        self.assertFailsClearly(p, "cannot be placed model-parallel: it needs", "free of 1.00 MiB")
+        # Each schedule names what its node needs on each device, operand copies included: more
+        # than that device has free (the message once said a node needs 0.0 MiB).
+        size = r"([\d.]+ (?:B|KiB|MiB))"
+        needs = re.findall(r"(gpu:\d) %s, which has %s free of 1.00 MiB" % (size, size), p.stderr)
+        self.assertGreaterEqual(len(needs), 2, p.stderr)
+        in_bytes = lambda t: float(t.split()[0]) * {"B": 1, "KiB": 1024, "MiB": 1 << 20}[t.split()[1]]
+        for device, need, free in needs:
+            self.assertGreater(in_bytes(need), in_bytes(free), p.stderr)
         self.assertFalse(os.path.exists(self.path("x.placed")))
         self.assertFailsClearly(run(GRAPHC, "place", *self.ARGS, "--cluster", tiny, "--strategy", "pipeline",
                                     "-o", self.path("x.placed"), ok=False),
