@@ -9,7 +9,7 @@
 
 #include "ir/Builder.h"
 #include "kernels/cpu/CpuBackend.h"
-#include "passes/InferenceFusion.h"
+#include "passes/FuseBatchNormRelu.h"
 #include "tests/towers/TowerTestUtil.h"
 
 using namespace graphc;
