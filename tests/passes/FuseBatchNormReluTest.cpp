@@ -38,8 +38,9 @@ struct BnRelu {
     bn = b.createNode(Op::BatchNormTrain, {x, scale, b.input("bias", channels)}, {}, "bn");
     relu = b.create(Op::Relu, {bn->result(0)}, {}, "relu");
     reluGrad = b.createNode(Op::ReluGrad, {relu, dy}, {}, "relu_grad");
-    grad = b.createNode(Op::BatchNormTrainGrad,
-                        {x, scale, bn->result(1), bn->result(2), reluGrad->result()}, {}, "bn_grad");
+    grad =
+        b.createNode(Op::BatchNormTrainGrad,
+                     {x, scale, bn->result(1), bn->result(2), reluGrad->result()}, {}, "bn_grad");
     grad->setTower(1);
     grad->setRequestedDevice("gpu:1");
     m->main().addOutput(relu);

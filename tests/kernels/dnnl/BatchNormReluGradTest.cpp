@@ -104,8 +104,9 @@ TEST(BatchNormReluGrad, FusedMaskGivesTheBitsOfReluGradThenTheGradientInEveryLay
   auto probe = KernelHarness::create(*fused->node);
   ASSERT_TRUE(bool(probe)) << llvm::toString(probe.takeError());
   std::vector<LayoutPair> combos = layoutCombinations((*probe)->kernel(), *fused->node);
-  if (channelBlock() > 0)
+  if (channelBlock() > 0) {
     EXPECT_TRUE((*probe)->kernel().acceptsLayout(5, Layout::Blocked)) << "y only plain";
+  }
   for (const LayoutPair &layouts : combos) {
     SCOPED_TRACE(describe(layouts));
     auto h = KernelHarness::create(*fused->node, layouts);

@@ -28,7 +28,8 @@ Fused countFused(const Module &m) {
       f.forward += n->attrs().getString("activation") == "relu";
     }
     f.gradients += n->op() == Op::BatchNormTrainGrad && n->numOperands() == 6;
-    f.reluGrads += n->op() == Op::ReluGrad;
+    // ReluGrads masking by a batch norm's (fused) result.
+    f.reluGrads += n->op() == Op::ReluGrad && n->operand(0)->producer()->op() == Op::BatchNormTrain;
   }
   return f;
 }
@@ -57,7 +58,7 @@ TEST(FuseBatchNormReluPlan, InceptionOnGpusFusesEveryBatchNormInEachPrecision) {
     EXPECT_EQ(f.batchNorms, 2 * 94);
     EXPECT_EQ(f.forward, f.batchNorms);
     EXPECT_EQ(f.gradients, f.batchNorms);
-    EXPECT_EQ(f.reluGrads, 0) << "every ReLU of inception_v3 follows a batch norm";
+    EXPECT_EQ(f.reluGrads, 0);
   }
 }
 
