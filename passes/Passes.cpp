@@ -81,7 +81,7 @@ void registerBuiltinPasses(PassRegistry &r) {
                   addLossScaling, lossScaleOptions);
   addFunctionPass(r, "fuse-bn-relu",
                   "a batch norm read only by a ReLU computes the ReLU itself (after autodiff); "
-                  "on GPUs its gradient masks by the ReLU itself too",
+                  "on GPU plans its gradient applies the ReLU's mask too",
                   fuseBatchNormReluPass, batchNormReluOptions);
   // The inference fusions (InferenceFusion.h), in kDefaultInferencePipeline's
   // order: a residual Add joins its Conv before the Relu after it does.
