@@ -213,6 +213,7 @@ int main(int argc, char **argv) {
   o.optimizer = "momentum";
   o.momentum = 0.9;
   o.learningRate = 0.01;
+  o.fuseBatchNormReluGradients = true; // a GPU plan, as the strategies make it
   o.placer = makePlacerFunction(Cluster::defaultCluster(a.towers), [](const Node &n, DeviceKind t) {
     return KernelRegistry::global().supports(n, t);
   });

@@ -223,9 +223,10 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
     int64_t channels = n.operand(1)->type().numElements();
     return c.streaming(6 * c.in(0) + 4 * channels);
   }
-  case Op::BatchNormTrainGrad: { // x-hat, two reductions, the dx formula
+  case Op::BatchNormTrainGrad: { // x-hat, two reductions, the dx formula (and a fused ReLU's mask)
     int64_t channels = n.operand(1)->type().numElements();
-    return c.streaming(9 * c.in(0) + 6 * channels);
+    int64_t mask = n.numOperands() == 6 ? c.in(0) : 0;
+    return c.streaming(9 * c.in(0) + mask + 6 * channels);
   }
   case Op::DropoutTrain: // draw, compare, scale
     return c.streaming(3 * c.in(0));

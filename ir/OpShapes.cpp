@@ -760,11 +760,22 @@ Result inferMaxPoolGrad(const Ctx &c) {
 }
 
 // BatchNormTrainGrad: x, scale, mean, var, dy -> dx, dscale, dbias; epsilon.
+// With activation = "relu" (passes/FuseBatchNormRelu.h) a sixth operand y,
+// the fused forward's output, masks dy first (ReluGrad(y, dy)); y comes
+// exactly when the activation does.
 Result inferBatchNormTrainGrad(const Ctx &c) {
   if (auto e = checkChannelVectors(c, 1, 3))
     return e;
   if (c[4] != c[0])
     return c.fail("gradient " + c.from(4) + " must match input " + c.from(0));
+  if (auto e = checkActivation(c, "a BatchNormTrainGrad"))
+    return e;
+  const bool relu = c.attrs().has("activation");
+  if (relu != (c.in.size() == 6))
+    return c.fail(relu ? "with activation relu takes the ReLU's output y as a sixth operand"
+                       : "takes a sixth operand (the ReLU's output) only with activation relu");
+  if (relu && c[5] != c[0])
+    return c.fail("ReLU output " + c.from(5) + " must match input " + c.from(0));
   return Types{c[0], c[1], c[1]};
 }
 

@@ -76,6 +76,13 @@ struct AccumulateOptions {
   unsigned steps = 1; ///< micro-batches per update (--accumulate K); 1: none
 };
 
+/// fuse-bn-relu (passes/FuseBatchNormRelu.h).
+struct BatchNormReluOptions {
+  /// Also each ReluGrad into its batch norm's gradient: plans whose compute
+  /// devices are GPUs (the strategies set it from the cluster).
+  bool gradients = false;
+};
+
 /// shard-over-ps (passes/PsPart.h): the plan's variables sharded over its
 /// parameter-server tasks.
 struct PsOptions {
@@ -129,6 +136,9 @@ struct CompileOptions {
   double lossScale = LossScaleOptions().initial;
   int64_t lossScaleInterval = LossScaleOptions().growthInterval;
 
+  // fuse-bn-relu
+  bool fuseBatchNormReluGradients = BatchNormReluOptions().gradients;
+
   // place-devices
   PlacerFunction placer;
 
@@ -166,6 +176,9 @@ inline AccumulateOptions accumulateOptions(const CompileOptions &o) {
 }
 inline LossScaleOptions lossScaleOptions(const CompileOptions &o) {
   return {o.lossScale, o.lossScaleInterval};
+}
+inline BatchNormReluOptions batchNormReluOptions(const CompileOptions &o) {
+  return {o.fuseBatchNormReluGradients};
 }
 inline PsOptions psOptions(const CompileOptions &o) {
   return {o.psTasks, o.psAsync};

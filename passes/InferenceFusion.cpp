@@ -10,10 +10,7 @@
 
 namespace graphc {
 
-/// Makes each Relu whose operand is result 0 of a node of `into`, read by
-/// that Relu alone and no graph output, the node's activation; the number
-/// fused.
-static unsigned fuseReluInto(Module &m, llvm::ArrayRef<Op> into) {
+unsigned fuseReluInto(Module &m, llvm::ArrayRef<Op> into) {
   unsigned fused = 0;
   for (Graph *g : m.graphs()) {
     llvm::SmallVector<Node *, 64> relus;
@@ -40,10 +37,6 @@ static unsigned fuseReluInto(Module &m, llvm::ArrayRef<Op> into) {
 
 unsigned fuseConvRelu(Module &m) {
   return fuseReluInto(m, {Op::Conv});
-}
-
-unsigned fuseBatchNormRelu(Module &m) {
-  return fuseReluInto(m, {Op::BatchNorm, Op::BatchNormTrain});
 }
 
 /// The Conv operand of `add` that can take the other as its fused addend:

@@ -18,14 +18,9 @@
 //    computes; the Pad and its copy of the activation go. (PyTorch exports
 //    avg_pool2d(padding=1) this way; inception_v3 has nine.)
 //
-//  - fuse-bn-relu: a BatchNorm or BatchNormTrain whose normalized result
-//    only a Relu reads computes the Relu itself (activation = "relu"); the
-//    Relu goes. The one fusion training graphs get, as the pass fuse-bn-relu
-//    after autodiff: the backward pass reads the ReLU's output (ReluGrad's
-//    mask) and the batch norm's input and statistics, never the normalized
-//    value before the ReLU, so nothing it needs disappears, and the values
-//    are the same bits. The CPU kernels (oneDNN's fused ReLU) and the CUDA
-//    ones read the attribute.
+//  - fuse-bn-relu: a batch norm read only by a Relu computes the ReLU
+//    itself; the one fusion training graphs get too (FuseBatchNormRelu.h,
+//    built on fuseReluInto below).
 //
 // Other training-graph fusions are not done: autodiff needs each op's own
 // result, and the gradient rules know no fused op. Only the CPU Conv kernel
@@ -43,8 +38,10 @@ namespace graphc {
 unsigned fuseConvAdd(Module &m);
 /// Fuses Conv -> Relu pairs in every graph of `m`; the number fused.
 unsigned fuseConvRelu(Module &m);
-/// Fuses BatchNorm / BatchNormTrain -> Relu pairs; the number fused.
-unsigned fuseBatchNormRelu(Module &m);
+/// Makes each Relu whose operand is result 0 of a node with an op in `into`
+/// (no fused activation yet), read by that Relu alone and no graph output,
+/// that node's activation = "relu"; the Relu goes. The number fused.
+unsigned fuseReluInto(Module &m, llvm::ArrayRef<Op> into);
 /// Folds zero Pads into the AveragePools they feed; the number folded.
 unsigned fusePadIntoAveragePool(Module &m);
 

@@ -5,6 +5,7 @@
 #include "passes/AddOptimizer.h"
 #include "passes/AggregateGradients.h"
 #include "passes/BasicPasses.h"
+#include "passes/FuseBatchNormRelu.h"
 #include "passes/InferenceFusion.h"
 #include "passes/InsertTransfers.h"
 #include "passes/LossScaling.h"
@@ -78,10 +79,10 @@ void registerBuiltinPasses(PassRegistry &r) {
                   "dynamic loss scaling (--loss-scale; fp16): scaled loss gradient, checked "
                   "updates",
                   addLossScaling, lossScaleOptions);
-  addFunctionPass(
-      r, "fuse-bn-relu",
-      "a batch norm read only by a ReLU computes the ReLU itself (after autodiff)",
-      +[](Module &m) -> llvm::Expected<bool> { return fuseBatchNormRelu(m) > 0; });
+  addFunctionPass(r, "fuse-bn-relu",
+                  "a batch norm read only by a ReLU computes the ReLU itself (after autodiff); "
+                  "on GPU plans its gradient applies the ReLU's mask too",
+                  fuseBatchNormReluPass, batchNormReluOptions);
   // The inference fusions (InferenceFusion.h), in kDefaultInferencePipeline's
   // order: a residual Add joins its Conv before the Relu after it does.
   addFunctionPass(

@@ -3,9 +3,14 @@
 // BatchNorm (x, scale, bias, mean, var) -> y, the inference form;
 // BatchNormTrain (x, scale, bias) -> (y, batch mean, biased batch variance);
 // both with an optional fused ReLU on y (activation = "relu");
-// BatchNormTrainGrad (x, scale, mean, var, dy) -> (dx, dscale, dbias), the
-// full training gradient (dx accounts for the batch statistics depending on
-// x). All take epsilon (default 1e-5) and x of rank 2 to 5 ([N, C, ...]).
+// BatchNormTrainGrad (x, scale, mean, var, dy[, y]) -> (dx, dscale, dbias),
+// the full training gradient (dx accounts for the batch statistics depending
+// on x); with activation = "relu" and y, the fused forward's output
+// (passes/FuseBatchNormRelu.h), the gradient of (y > 0 ? dy : 0): dy is
+// masked into scratch, in the primitive's layout, as ReluGrad computes it,
+// and the gradient runs on that, so the fused node gives the bits of the two
+// nodes apart. All take epsilon (default 1e-5) and x of rank 2 to 5
+// ([N, C, ...]).
 //
 // Training-mode statistics are summed in double by batchStatistics (as
 // PyTorch sums them; oneDNN's float32 sums made the step several times
@@ -19,6 +24,7 @@
 #include "ir/Diagnostics.h"
 #include "kernels/cpu/BatchStatistics.h"
 #include "kernels/cpu/DnnlKernel.h"
+#include "kernels/cpu/PlainLoops.h"
 
 #include <array>
 
@@ -108,7 +114,25 @@ private:
   std::array<LazyPrimitive<bn_fwd>, 2> prims_;
 };
 
-/// BatchNormTrainGrad (x, scale, mean, var, dy) -> (dx, dscale, dbias).
+/// out = (y > 0 ? dy : 0) over n elements of f32 or bf16, as ReluGrad
+/// computes it (kernels/cpu/Elementwise.cpp), so the bits agree.
+void maskByRelu(void *out, const void *y, const void *dy, int64_t n, DType dtype) {
+  plain::parallelFor(n, plain::kGrain, [&](int64_t begin, int64_t end) {
+    if (dtype == DType::BF16) {
+      using plain::BFloat;
+      plain::reluGradBf16(static_cast<BFloat *>(out) + begin,
+                          static_cast<const BFloat *>(y) + begin,
+                          static_cast<const BFloat *>(dy) + begin, end - begin);
+      return;
+    }
+    float *o = static_cast<float *>(out);
+    const float *a = static_cast<const float *>(y), *b = static_cast<const float *>(dy);
+    for (int64_t i = begin; i < end; ++i)
+      o[i] = a[i] > 0 ? b[i] : 0.0f;
+  });
+}
+
+/// BatchNormTrainGrad (x, scale, mean, var, dy[, y]) -> (dx, dscale, dbias).
 class BatchNormTrainGradKernel : public DnnlKernel {
 public:
   using DnnlKernel::DnnlKernel;
@@ -116,6 +140,7 @@ public:
   llvm::Error build() override {
     if (auto e = checkRank(node()))
       return e;
+    relu_ = node().numOperands() == 6;
     flags f = flags::use_scale | flags::use_shift;
     auto kinds = layoutsFor(operandType(0));
     for (int l = 0; l < 2; ++l) {
@@ -130,14 +155,20 @@ public:
     }
     allowBlockedOperand(0);
     allowBlockedOperand(4);
+    if (relu_)
+      allowBlockedOperand(5);
     allowBlockedResult(0);
     return llvm::Error::success();
   }
 
   size_t scratchFor(const Layouts &ls) const override {
     const auto &p = prims_[(int)ls.in[0]];
+    size_t mask = 0;
+    if (relu_) // y in the primitive's layout, and the masked dy
+      mask = Staging::bytes(layoutDesc(operandType(5), ls.in[5]), p.pd.diff_dst_desc()) +
+             roundScratch(p.pd.diff_dst_desc().get_size());
     return Staging::bytes(layoutDesc(operandType(4), ls.in[4]), p.pd.diff_dst_desc()) +
-           Staging::bytes(layoutDesc(resultType(0), ls.out[0]), p.pd.diff_src_desc()) +
+           Staging::bytes(layoutDesc(resultType(0), ls.out[0]), p.pd.diff_src_desc()) + mask +
            p.scratchpad();
   }
 
@@ -147,6 +178,15 @@ public:
     auto &p = prims_[(int)ctx.inputs[0].layout];
     auto channels = p.pd.mean_desc(), weights = p.pd.weights_desc();
     dnnl::memory scale = s.read(ctx.inputs[1], weights);
+    dnnl::memory dy = s.read(ctx.inputs[4], p.pd.diff_dst_desc());
+    if (relu_) {
+      dnnl::memory y = s.read(ctx.inputs[5], p.pd.diff_dst_desc());
+      dnnl::memory masked = s.temp(p.pd.diff_dst_desc());
+      s.stream().wait(); // the reorders that staged y and dy
+      maskByRelu(masked.get_data_handle(), y.get_data_handle(), dy.get_data_handle(),
+                 ctx.inputs[4].numElements(), ctx.inputs[4].dtype);
+      dy = masked;
+    }
     s.execute(p.get(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
                      {DNNL_ARG_SCALE, scale},
                      // oneDNN asks for the shift whenever it computes its gradient, which
@@ -154,7 +194,7 @@ public:
                      {DNNL_ARG_SHIFT, scale},
                      {DNNL_ARG_MEAN, dnnl::memory(channels, s.engine(), ctx.inputs[2].data)},
                      {DNNL_ARG_VARIANCE, dnnl::memory(channels, s.engine(), ctx.inputs[3].data)},
-                     {DNNL_ARG_DIFF_DST, s.read(ctx.inputs[4], p.pd.diff_dst_desc())},
+                     {DNNL_ARG_DIFF_DST, dy},
                      {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], p.pd.diff_src_desc())},
                      {DNNL_ARG_DIFF_SCALE, s.write(ctx.outputs[1], p.pd.diff_weights_desc())},
                      {DNNL_ARG_DIFF_SHIFT, s.write(ctx.outputs[2], p.pd.diff_weights_desc())},
@@ -162,6 +202,7 @@ public:
   }
 
 private:
+  bool relu_ = false; ///< the fused ReLU's mask: operand 5 is y
   std::array<LazyPrimitive<bn_bwd>, 2> prims_;
 };
 

@@ -16,6 +16,10 @@
 //                     parameter mode, the one predicted fastest among those
 //                     that fit (ParamsAutoStrategy.h).
 //
+// A plan whose cluster has GPUs also fuses each batch norm's ReluGrad into
+// its gradient (fuse-bn-relu, passes/FuseBatchNormRelu.h); the host's plan
+// does not.
+//
 // Each compile is a list of registered pipelines the pass manager runs
 // (Compile.h: runPipelines), so every stage is verified, dumped and timed
 // like any pass; what a strategy decides before its pipeline (the cluster,

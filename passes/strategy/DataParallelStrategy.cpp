@@ -122,6 +122,7 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
   if (!towers)
     return towers.takeError();
   req.options.towers = *towers;
+  req.options.fuseBatchNormReluGradients = true; // wholeCluster: it has GPUs
   std::unique_ptr<Module> m = cloneModule(forward);
   PlanInfo &plan = m->plan();
   plan.cluster = *cluster;

@@ -165,6 +165,7 @@ ModelParallelStrategy::compile(const Module &forward, const CompileRequest &requ
     return cluster.takeError();
   CompileRequest req = request;
   req.options.towers = 0;
+  req.options.fuseBatchNormReluGradients = cluster->numGpus() > 0;
   if (req.options.batch <= 0 && !forward.batch())
     req.options.batch = kDefaultBatchPerTower;
   PlacerOptions po;

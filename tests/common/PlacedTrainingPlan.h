@@ -17,12 +17,14 @@
 namespace graphc {
 
 /// `o` gives the batch, towers, params, precision and optimizer; the placer
-/// is set here.
+/// is set here, and fuse-bn-relu's gradient half turned on (a GPU plan, as
+/// the strategies make it).
 inline llvm::Expected<std::unique_ptr<Module>>
 placedTrainingPlan(llvm::StringRef model, const models::ModelOptions &mo, CompileOptions o) {
   auto m = models::buildModel(model, mo);
   if (!m)
     return m.takeError();
+  o.fuseBatchNormReluGradients = true;
   o.placer = makePlacerFunction(Cluster::defaultCluster(o.towers), [](const Node &n, DeviceKind k) {
     return KernelRegistry::global().supports(n, k);
   });

@@ -198,7 +198,8 @@ TEST(ChannelsLastPlan, InceptionSixteenBitHasNoSeparateCopies) {
     for (auto &[value, n] : plain)
       EXPECT_NE(value.find(",1,1]"), std::string::npos)
           << what << ": " << value << " (" << n << ")";
-    EXPECT_GT(p.channelsLast(), 500) << what;
+    // 483 in bf16, 671 in fp16 (fuse-bn-relu's gradient half took 94 ReluGrads' values).
+    EXPECT_GT(p.channelsLast(), 450) << what;
   }
 }
 

@@ -5,6 +5,7 @@
 #include "ir/Builder.h"
 #include "ir/Clone.h"
 #include "ir/Printer.h"
+#include "passes/FuseBatchNormRelu.h"
 #include "passes/InferenceFusion.h"
 #include "passes/strategy/Compile.h"
 #include "passes/strategy/CompileStrategy.h"
