@@ -759,12 +759,22 @@ Result inferMaxPoolGrad(const Ctx &c) {
   return one(c[0]);
 }
 
-// BatchNormTrainGrad: x, scale, mean, var, dy -> dx, dscale, dbias; epsilon.
+// BatchNormTrainGrad: x, scale, mean, var, dy[, y] -> dx, dscale, dbias;
+// epsilon; activation = "relu" with y, the fused forward's output, whose
+// ReLU masks dy.
 Result inferBatchNormTrainGrad(const Ctx &c) {
   if (auto e = checkChannelVectors(c, 1, 3))
     return e;
   if (c[4] != c[0])
     return c.fail("gradient " + c.from(4) + " must match input " + c.from(0));
+  if (auto e = checkActivation(c, "a BatchNormTrainGrad"))
+    return e;
+  const bool relu = c.attrs().has("activation");
+  if (relu != (c.in.size() == 6))
+    return c.fail(relu ? "activation = \"relu\" needs the forward's output as a sixth operand"
+                       : "a sixth operand (the forward's output) needs activation = \"relu\"");
+  if (relu && c[5] != c[0])
+    return c.fail("forward output " + c.from(5) + " must match input " + c.from(0));
   return Types{c[0], c[1], c[1]};
 }
 
