@@ -40,7 +40,7 @@ namespace {
   do {                                                                                             \
     cudaError_t e_ = (call);                                                                       \
     if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));            \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));             \
       std::exit(1);                                                                                \
     }                                                                                              \
   } while (0)
@@ -129,7 +129,7 @@ struct Cudnn {
   do {                                                                                             \
     cudnnStatus_t s_ = (call);                                                                     \
     if (s_ != CUDNN_STATUS_SUCCESS) {                                                              \
-      std::printf("  cudnn: %s at line %d\n", dnn.cudnnGetErrorString(s_), __LINE__);             \
+      std::printf("  cudnn: %s at line %d\n", dnn.cudnnGetErrorString(s_), __LINE__);              \
       return;                                                                                      \
     }                                                                                              \
   } while (0)
@@ -193,8 +193,7 @@ void cudnnLine(Cudnn &dnn, const Shape &s, Buffers &b, size_t scratchBytes, doub
               100 * gbps(4 * bytes, g) / peak);
 }
 
-void oursLine(ElemType t, bool last, const Shape &s, Buffers &b, size_t scratchBytes,
-              double peak) {
+void oursLine(ElemType t, bool last, const Shape &s, Buffers &b, size_t scratchBytes, double peak) {
   const int bytesPer = t == ElemType::F32 ? 4 : 2;
   BnPlan p = planBatchNorm(s.n, s.c, s.h * s.w, last, bytesPer);
   if ((size_t)p.partials() * sizeof(BnSums) > scratchBytes) {
@@ -205,12 +204,12 @@ void oursLine(ElemType t, bool last, const Shape &s, Buffers &b, size_t scratchB
   cudaStream_t st = nullptr;
   double train = timeIt([&] {
     CHECK_CUDA(launchBatchNormStatistics(t, p, b.x, partials, b.mean, b.var, st));
-    CHECK_CUDA(launchBatchNormForward(t, p, 1e-3f, true, b.x, b.scale, b.bias, b.mean, b.var, b.y,
-                                      st));
+    CHECK_CUDA(
+        launchBatchNormForward(t, p, 1e-3f, true, b.x, b.scale, b.bias, b.mean, b.var, b.y, st));
   });
   double infer = timeIt([&] {
-    CHECK_CUDA(launchBatchNormForward(t, p, 1e-3f, false, b.x, b.scale, b.bias, b.mean, b.var,
-                                      b.y, st));
+    CHECK_CUDA(
+        launchBatchNormForward(t, p, 1e-3f, false, b.x, b.scale, b.bias, b.mean, b.var, b.y, st));
   });
   double grad = timeIt([&] {
     CHECK_CUDA(launchBatchNormGradientSums(t, p, 1e-3f, b.x, b.dy, b.y, b.mean, b.var, partials,
@@ -253,8 +252,8 @@ int main(int argc, char **argv) {
   for (void **p : {&b.x, &b.y, &b.dy, &b.dx})
     CHECK_CUDA(cudaMalloc(p, most));
   CHECK_CUDA(cudaMalloc(&b.scratch, scratchBytes));
-  for (float **p : {&b.scale, &b.bias, &b.mean, &b.var, &b.dscale, &b.dbias, &b.saveMean,
-                    &b.saveInv})
+  for (float **p :
+       {&b.scale, &b.bias, &b.mean, &b.var, &b.dscale, &b.dbias, &b.saveMean, &b.saveInv})
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(p), 4096 * sizeof(float)));
   {
     // Random data in both widths (each run reads the bytes its type asks for).

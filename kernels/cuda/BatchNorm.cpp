@@ -53,9 +53,10 @@ public:
     if (node().op() == Op::BatchNormTrainGrad) {
       masked_ = node().numOperands() == 6;
       if (relu != masked_)
-        return makeError(relu ? "activation = \"relu\" needs the fused forward's output as a sixth "
-                                "operand"
-                              : "a sixth operand (the forward's output) needs activation = \"relu\"");
+        return makeError(
+            relu ? "activation = \"relu\" needs the fused forward's output as a sixth "
+                   "operand"
+                 : "a sixth operand (the forward's output) needs activation = \"relu\"");
       if (masked_ && operandType(5) != x)
         return makeError("the forward's output must have the type of x");
     } else {
@@ -123,12 +124,12 @@ protected:
     default: {
       // (x, scale, mean, var, dy[, y]) -> (dx, dscale, dbias)
       const void *y = masked_ ? data[5] : nullptr;
-      GRAPHC_CUDA_TRY(launchBatchNormGradientSums(t, plan_, eps_, data[0], data[4], y,
-                                                  channels[2], channels[3], pc.partials,
-                                                  results[1], results[2], s));
+      GRAPHC_CUDA_TRY(launchBatchNormGradientSums(t, plan_, eps_, data[0], data[4], y, channels[2],
+                                                  channels[3], pc.partials, results[1], results[2],
+                                                  s));
       GRAPHC_CUDA_TRY(launchBatchNormBackward(t, plan_, eps_, data[0], data[4], y, channels[1],
-                                              channels[2], channels[3], results[1], results[2],
-                                              out, s));
+                                              channels[2], channels[3], results[1], results[2], out,
+                                              s));
       break;
     }
     }

@@ -40,15 +40,12 @@ __device__ inline void storeF(BFloat *p, float v) {
 
 /// The words of a chunk's load: 8 or 16 bytes.
 template <int Bytes> struct Word;
-template <> struct Word<8> {
-  using type = uint2;
-};
-template <> struct Word<16> {
-  using type = uint4;
-};
+template <> struct Word<8> { using type = uint2; };
+template <> struct Word<16> { using type = uint4; };
 
 /// The V elements at base + off: one load where the chunk is kBnChunkBytes.
-template <typename T, int V> __device__ inline void loadChunk(const T *base, int64_t off, float (&out)[V]) {
+template <typename T, int V>
+__device__ inline void loadChunk(const T *base, int64_t off, float (&out)[V]) {
   if constexpr (V * (int)sizeof(T) == kBnChunkBytes) {
     using W = typename Word<kBnChunkBytes>::type;
     W raw = *reinterpret_cast<const W *>(base + off);
@@ -63,7 +60,8 @@ template <typename T, int V> __device__ inline void loadChunk(const T *base, int
   }
 }
 
-template <typename T, int V> __device__ inline void storeChunk(T *base, int64_t off, const float (&in)[V]) {
+template <typename T, int V>
+__device__ inline void storeChunk(T *base, int64_t off, const float (&in)[V]) {
   if constexpr (V * (int)sizeof(T) == kBnChunkBytes) {
     using W = typename Word<kBnChunkBytes>::type;
     W raw;
@@ -144,7 +142,9 @@ __device__ void writePartials(const BnPlan &p, const BnThreadWalk &w, const BnAc
   }
 }
 
-template <typename T, int V> __global__ void __launch_bounds__(kBnThreads) statisticsKernel(BnPlan p, const T *x, BnSums *partials) {
+template <typename T, int V>
+__global__ void __launch_bounds__(kBnThreads)
+    statisticsKernel(BnPlan p, const T *x, BnSums *partials) {
   for (int64_t item = blockIdx.x; item < p.items(); item += gridDim.x) {
     BnThreadWalk w = bnWalk(p, item, threadIdx.x);
     StatsTerm<T, V> term{x, {}};
@@ -156,8 +156,9 @@ template <typename T, int V> __global__ void __launch_bounds__(kBnThreads) stati
 }
 
 template <typename T, int V>
-__global__ void __launch_bounds__(kBnThreads) gradientSumsKernel(BnPlan p, const T *x, const T *dy, const T *y, const float *mean,
-                                   BnSums *partials) {
+__global__ void __launch_bounds__(kBnThreads)
+    gradientSumsKernel(BnPlan p, const T *x, const T *dy, const T *y, const float *mean,
+                       BnSums *partials) {
   for (int64_t item = blockIdx.x; item < p.items(); item += gridDim.x) {
     BnThreadWalk w = bnWalk(p, item, threadIdx.x);
     GradTerm<T, V> term{x, dy, y, {}};
@@ -170,8 +171,9 @@ __global__ void __launch_bounds__(kBnThreads) gradientSumsKernel(BnPlan p, const
 
 /// One block per channel: its tiles in the fixed order, then the tree.
 template <typename T>
-__global__ void __launch_bounds__(kBnThreads) mergeKernel(BnPlan p, bool statistics, float eps, const T *x, const float *var,
-                            const BnSums *partials, float *first, float *second) {
+__global__ void __launch_bounds__(kBnThreads)
+    mergeKernel(BnPlan p, bool statistics, float eps, const T *x, const float *var,
+                const BnSums *partials, float *first, float *second) {
   BnSums *sh = sharedSums();
   const int t = threadIdx.x;
   const int count = p.tiles < kBnThreads ? (int)p.tiles : kBnThreads;
@@ -197,8 +199,9 @@ __global__ void __launch_bounds__(kBnThreads) mergeKernel(BnPlan p, bool statist
 }
 
 template <typename T, int V>
-__global__ void __launch_bounds__(kBnThreads) forwardKernel(BnPlan p, float eps, bool relu, const T *x, const float *scale,
-                              const float *bias, const float *mean, const float *var, T *y) {
+__global__ void __launch_bounds__(kBnThreads)
+    forwardKernel(BnPlan p, float eps, bool relu, const T *x, const float *scale, const float *bias,
+                  const float *mean, const float *var, T *y) {
   for (int64_t item = blockIdx.x; item < p.items(); item += gridDim.x) {
     BnThreadWalk w = bnWalk(p, item, threadIdx.x);
     if (!w.active)
@@ -222,9 +225,10 @@ __global__ void __launch_bounds__(kBnThreads) forwardKernel(BnPlan p, float eps,
 }
 
 template <typename T, int V>
-__global__ void __launch_bounds__(kBnThreads) backwardKernel(BnPlan p, float eps, const T *x, const T *dy, const T *y,
-                               const float *scale, const float *mean, const float *var,
-                               const float *dscale, const float *dbias, T *dx) {
+__global__ void __launch_bounds__(kBnThreads)
+    backwardKernel(BnPlan p, float eps, const T *x, const T *dy, const T *y, const float *scale,
+                   const float *mean, const float *var, const float *dscale, const float *dbias,
+                   T *dx) {
   for (int64_t item = blockIdx.x; item < p.items(); item += gridDim.x) {
     BnThreadWalk w = bnWalk(p, item, threadIdx.x);
     if (!w.active)
@@ -282,10 +286,9 @@ cudaError_t launchBatchNormStatistics(ElemType t, const BnPlan &p, const void *x
   });
 }
 
-cudaError_t launchBatchNormForward(ElemType t, const BnPlan &p, float eps, bool relu,
-                                   const void *x, const float *scale, const float *bias,
-                                   const float *mean, const float *var, void *y,
-                                   cudaStream_t stream) {
+cudaError_t launchBatchNormForward(ElemType t, const BnPlan &p, float eps, bool relu, const void *x,
+                                   const float *scale, const float *bias, const float *mean,
+                                   const float *var, void *y, cudaStream_t stream) {
   if (!p.items())
     return cudaSuccess;
   return visitPlan(t, p, [&](auto tag, auto vec) {

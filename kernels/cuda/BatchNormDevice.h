@@ -74,10 +74,9 @@ cudaError_t launchBatchNormStatistics(ElemType t, const BnPlan &p, const void *x
                                       float *mean, float *var, cudaStream_t stream);
 
 /// y of x (in place allowed).
-cudaError_t launchBatchNormForward(ElemType t, const BnPlan &p, float eps, bool relu,
-                                   const void *x, const float *scale, const float *bias,
-                                   const float *mean, const float *var, void *y,
-                                   cudaStream_t stream);
+cudaError_t launchBatchNormForward(ElemType t, const BnPlan &p, float eps, bool relu, const void *x,
+                                   const float *scale, const float *bias, const float *mean,
+                                   const float *var, void *y, cudaStream_t stream);
 
 /// dscale and dbias (the sums pass and the merge); `y` null: no mask.
 cudaError_t launchBatchNormGradientSums(ElemType t, const BnPlan &p, float eps, const void *x,

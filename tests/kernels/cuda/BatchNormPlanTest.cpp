@@ -152,13 +152,13 @@ struct Emulated {
     for (int64_t item = 0; item < p.items(); ++item)
       for (int t = 0; t < kBnThreads; ++t)
         forEachElement(p, item, t, [&](int64_t off, int64_t c) {
-          y[off] = bnForward(bnForwardChannel(scale[c], bias[c], mean[c], var[c], eps), relu, x[off]);
+          y[off] =
+              bnForward(bnForwardChannel(scale[c], bias[c], mean[c], var[c], eps), relu, x[off]);
         });
   }
 
   void gradient(float eps, const float *x, const float *dy, const float *y, const float *scale,
-                const float *mean, const float *var, float *dx, float *dscale,
-                float *dbias) const {
+                const float *mean, const float *var, float *dx, float *dscale, float *dbias) const {
     withVec([&](auto vec) {
       constexpr int V = decltype(vec)::value;
       auto sums = emulateSums<V>(p, blocks, [&](const BnThreadWalk &w) {
@@ -174,8 +174,8 @@ struct Emulated {
     for (int64_t item = 0; item < p.items(); ++item)
       for (int t = 0; t < kBnThreads; ++t)
         forEachElement(p, item, t, [&](int64_t off, int64_t c) {
-          BnBackwardChannel k = bnBackwardChannel(scale[c], mean[c], var[c], dscale[c], dbias[c],
-                                                  eps, p.positions());
+          BnBackwardChannel k =
+              bnBackwardChannel(scale[c], mean[c], var[c], dscale[c], dbias[c], eps, p.positions());
           dx[off] = bnBackward(k, x[off], bnMaskedGradient(dy[off], y != nullptr, y ? y[off] : 0));
         });
   }
@@ -184,10 +184,9 @@ struct Emulated {
 /// inception_v3's channel counts and spatial sizes, batches scaled down,
 /// and the edges: one channel, one position per channel, ranks 2, 3 and 5.
 std::vector<Dims> shapes() {
-  return {{2, 32, 147, 147}, {2, 64, 73, 73}, {4, 192, 35, 35}, {2, 288, 35, 35},
-          {4, 768, 17, 17},  {4, 1280, 8, 8}, {8, 2048, 8, 8},  {3, 80, 9, 9},
-          {5, 1, 7, 7},      {1, 3, 1, 1},    {16, 3},          {3, 5, 7},
-          {1, 4, 3, 2, 2},   {128, 64, 1, 1}};
+  return {{2, 32, 147, 147}, {2, 64, 73, 73}, {4, 192, 35, 35}, {2, 288, 35, 35}, {4, 768, 17, 17},
+          {4, 1280, 8, 8},   {8, 2048, 8, 8}, {3, 80, 9, 9},    {5, 1, 7, 7},     {1, 3, 1, 1},
+          {16, 3},           {3, 5, 7},       {1, 4, 3, 2, 2},  {128, 64, 1, 1}};
 }
 
 TEST(BatchNormPlan, EveryElementOnceAndEveryTileOfEveryChannel) {
@@ -197,11 +196,12 @@ TEST(BatchNormPlan, EveryElementOnceAndEveryTileOfEveryChannel) {
         if (last && shape.size() != 4)
           continue;
         BnPlan p = planOf(shape, last, bytes);
-        const std::string what = shapeToString(shape) + (last ? " NHWC " : " NCHW ") +
-                                 std::to_string(bytes) + " bytes";
+        const std::string what =
+            shapeToString(shape) + (last ? " NHWC " : " NCHW ") + std::to_string(bytes) + " bytes";
         EXPECT_GE(p.tileLen, p.sweep() * kBnMinSweeps) << what;
         EXPECT_EQ(p.tileLen % p.sweep(), 0) << what;
-        EXPECT_EQ(p.vec == kBnChunkBytes / bytes, (last ? shape[1] : p.s) % (kBnChunkBytes / bytes) == 0)
+        EXPECT_EQ(p.vec == kBnChunkBytes / bytes,
+                  (last ? shape[1] : p.s) % (kBnChunkBytes / bytes) == 0)
             << what;
         EXPECT_LE(p.lanes * p.rowLanes, kBnThreads) << what;
         std::vector<int> seen(p.elements(), 0);
@@ -278,8 +278,7 @@ TEST(BatchNormPlan, EmulatedPassesMatchTheCpuKernels) {
       for (bool masked : {false, true}) {
         const std::vector<Tensor> &want = masked ? gradRelu : grad;
         const std::vector<Tensor> &stats = masked ? trainRelu : train;
-        Tensor dx(k.x.type()), dscale(ct), dbias(ct), dys = stored(dy),
-            ys = stored(trainRelu[0]);
+        Tensor dx(k.x.type()), dscale(ct), dbias(ct), dys = stored(dy), ys = stored(trainRelu[0]);
         e.gradient(eps, x.data<float>(), dys.data<float>(), masked ? ys.data<float>() : nullptr,
                    k.scale.data<float>(), stats[1].data<float>(), stats[2].data<float>(),
                    dx.data<float>(), dscale.data<float>(), dbias.data<float>());

@@ -49,8 +49,8 @@ CudaRun layouts(const Node &n, Layout data, Layout grad) {
   run.gpuLayout = GpuLayout::Nhwc;
   for (unsigned i = 0; i < n.numOperands(); ++i)
     run.operandLayouts.push_back(i == 0 || (gradient && i == 5) ? data
-                                 : gradient && i == 4          ? grad
-                                                               : kPlain);
+                                 : gradient && i == 4           ? grad
+                                                                : kPlain);
   run.resultLayouts.assign(n.numResults(), kPlain);
   run.resultLayouts[0] = gradient ? grad : data;
   return run;
@@ -83,7 +83,8 @@ void batchNorms(DType dtype, uint32_t seed) {
     fusedIn.push_back((*stats)[0]);
 
     const bool fourD = shape.size() == 4 && shape[0] > 0;
-    for (auto [data, grad] : {std::pair{kPlain, kPlain}, std::pair{kCL, kCL}, std::pair{kCL, kPlain}}) {
+    for (auto [data, grad] :
+         {std::pair{kPlain, kPlain}, std::pair{kCL, kCL}, std::pair{kCL, kPlain}}) {
       if (!fourD && data == kCL)
         continue;
       const std::string what = dtypeName(dtype).str() + " " + shapeToString(shape) +

@@ -238,8 +238,8 @@ TEST(ChannelsLastTwin, BatchNormsComputeInTheLayoutOfX) {
                        : dtype == DType::BF16 ? 0x1p-7
                                               : 2 * sumbound::bound(sumLength(*k.grad) + 4);
     for (Mix mix : {Mix::AllLast, Mix::Alternating}) {
-      expectLayoutsAgree(*k.infer, {k.x, k.scale, k.bias, k.mean, k.var}, GpuLayout::Auto, mix,
-                         tol, what + " inference");
+      expectLayoutsAgree(*k.infer, {k.x, k.scale, k.bias, k.mean, k.var}, GpuLayout::Auto, mix, tol,
+                         what + " inference");
       expectLayoutsAgree(*k.trainRelu, {k.x, k.scale, k.bias}, GpuLayout::Auto, mix, tol,
                          what + " training with ReLU");
       expectLayoutsAgree(*k.grad, {k.x, k.scale, (*stats)[1], (*stats)[2], dy}, GpuLayout::Auto,
