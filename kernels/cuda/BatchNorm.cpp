@@ -109,6 +109,15 @@ protected:
     for (unsigned i = 1; i < node().numResults(); ++i)
       results[i] = pc.channelResults[i] ? pc.channelResults[i] : ctx.outputs[i].as<float>();
     void *out = pc.result ? pc.result : ctx.outputs[0].data;
+    // Chunks are loaded whole (the executor aligns tensors to 64 bytes).
+    if (plan_.vec > 1) {
+      auto misaligned = [](const void *p) {
+        return reinterpret_cast<uintptr_t>(p) % kBnChunkBytes;
+      };
+      if (misaligned(data[0]) || misaligned(out) || misaligned(data[4]) || misaligned(data[5]))
+        return makeError("needs its tensors of x's shape aligned to " + llvm::Twine(kBnChunkBytes) +
+                         " bytes");
+    }
 
     switch (node().op()) {
     case Op::BatchNorm:
