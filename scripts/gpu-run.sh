@@ -62,13 +62,19 @@
 #                     inception_v3), then inception_v3 at batch 128 (--params gpu:0, 4 steps,
 #                     --profile) in fp16, bf16 and fp32, each with --gpu-layout nchw and nhwc:
 #                     s/step, images/s and the convolutions' ms per step (about 6 minutes)
+#   batchnorm         the batch norms (batchnorm.txt, under a minute): their twins against the
+#                     CPU kernels (kernels_cuda_tests BatchNormTwin.* and the NHWC-against-NCHW
+#                     ChannelsLastTwin.BatchNorms*), then bench/bn_bench at inception_v3's
+#                     batch-128 shapes: ms and achieved GB/s against the device's peak memory
+#                     bandwidth, ours in f16 NHWC, f16 NCHW and f32 NCHW, and cuDNN's f16 NHWC
+#                     BN + ReLU (spatial persistent) where cuDNN 9 is found
 #   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
 #                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
 #                     bf16 (and bf16 kept off AMX) in alternating rounds, the vector units'
 #                     peak, oneDNN's convolutions by activation format (blocked against
 #                     channels-last: does AMX need it?), and where a bf16 and an fp32 step go
 #                     per oneDNN implementation (about 10 minutes on 2 threads)
-#   all               env tests sanitizer train profile graphs layouts bench mpi
+#   all               env tests sanitizer train profile graphs layouts batchnorm bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
 set -u
@@ -483,7 +489,7 @@ print("images/s %.1f, median step %.4f s, devices %s, loss %s; %s" % (r["images_
 }
 
 # One test binary of the bundle (as tests.tsv runs it) with a gtest filter.
-run_filtered() { # binary-name filter
+run_filtered() { # binary-name filter [log-prefix, default layouts]
   line=$(grep -a -m1 "/$1	" "$here/tests.tsv")
   if [ -z "$line" ]; then
     echo "$1: not in the bundle"
@@ -491,7 +497,7 @@ run_filtered() { # binary-name filter
   fi
   IFS="$(printf '\t')" read -r bin workdir envs _ <<<"$line"
   [ "$envs" = - ] && envs=""
-  log=$logs/layouts-$1.log
+  log=$logs/${3:-layouts}-$1.log
   # shellcheck disable=SC2086
   (cd "$workdir" && env $envs timeout 300 "$bin" --gtest_filter="$2" >"$log" 2>&1)
   echo "$1 $2: exit $? $(grep -a -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]|^\[  SKIPPED \] [0-9]' "$log" | tr '\n' ' ')"
@@ -522,6 +528,17 @@ run_layouts() {
     done
   } >"$results/layouts.txt" 2>&1
   cat "$results/layouts.txt"
+}
+
+# The batch norms: their twins, then their speed against the memory's and cuDNN's.
+run_batchnorm() {
+  {
+    run_filtered kernels_cuda_tests 'BatchNormTwin.*:ChannelsLastTwin.BatchNorms*' batchnorm
+    echo "--- bn_bench (inception_v3 batch 128)"
+    timeout 120 "$here/build/bin/bn_bench"
+    echo "exit $?"
+  } >"$results/batchnorm.txt" 2>&1
+  cat "$results/batchnorm.txt"
 }
 
 # The machine's own CPU (the GPU hidden): inception_v3 and resnet18 training at batch 16 on
@@ -612,8 +629,9 @@ for mode in "$@"; do
   mpi) run_mpi ;;
   cpu) run_cpu ;;
   layouts) run_layouts ;;
-  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_graphs; run_layouts; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
-  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|graphs|layouts|bench|mpi|cpu|all]..." >&2; exit 2 ;;
+  batchnorm) run_batchnorm ;;
+  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_graphs; run_layouts; run_batchnorm; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
+  *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|graphs|layouts|batchnorm|bench|mpi|cpu|all]..." >&2; exit 2 ;;
   esac
 done
 pack_logs

@@ -42,19 +42,28 @@ void following(const Node &n, bool sameShapes, LayoutAnswers &a) {
   a.follows = true;
 }
 
+bool isBatchNorm(Op op) {
+  return op == Op::BatchNorm || op == Op::BatchNormTrain || op == Op::BatchNormTrainGrad;
+}
+
+/// A batch norm's tensors of x's shape: x, dy and the mask y (operands 0, 4,
+/// 5 where they exist) and result 0 (y or dx); the rest are channel vectors.
+bool batchNormData(const Node &n, unsigned operand) {
+  return operand == 0 || (n.op() == Op::BatchNormTrainGrad && operand >= 4);
+}
+
 } // namespace
 
 llvm::ArrayRef<Op> float16ViaF32Ops(DType narrow) {
-  // Our own batch norms, pooling and reductions are f32; convolutions have
-  // cuDNN's f16 and bf16 kernels (Conv.cpp). bf16 covers what the CPU has in
-  // bf16 (--precision bf16 sums bias gradients and synchronized batch norms
-  // in f32, so no reduction is bf16).
-  static const Op bf16[] = {Op::BatchNorm,       Op::BatchNormTrain,   Op::BatchNormTrainGrad,
-                            Op::MaxPool,         Op::AveragePool,      Op::MaxPoolGrad,
-                            Op::AveragePoolGrad, Op::GlobalAveragePool};
-  static const Op f16[] = {
-      Op::BatchNorm,   Op::BatchNormTrain,  Op::BatchNormTrainGrad, Op::MaxPool,   Op::AveragePool,
-      Op::MaxPoolGrad, Op::AveragePoolGrad, Op::GlobalAveragePool,  Op::ReduceSum, Op::ReduceMean};
+  // Our own pooling and reductions are f32; convolutions have cuDNN's f16
+  // and bf16 kernels (Conv.cpp), batch norms their own (BatchNorm.cpp). bf16
+  // covers what the CPU has in bf16 (--precision bf16 sums bias gradients
+  // and synchronized batch norms in f32, so no reduction is bf16).
+  static const Op bf16[] = {Op::MaxPool, Op::AveragePool, Op::MaxPoolGrad, Op::AveragePoolGrad,
+                            Op::GlobalAveragePool};
+  static const Op f16[] = {Op::MaxPool,         Op::AveragePool,       Op::MaxPoolGrad,
+                           Op::AveragePoolGrad, Op::GlobalAveragePool, Op::ReduceSum,
+                           Op::ReduceMean};
   if (narrow == DType::BF16)
     return bf16;
   if (narrow == DType::F16)
@@ -90,6 +99,16 @@ LayoutAnswers ownGpuLayoutAnswers(const Node &n, GpuLayout policy) {
   case Op::GlobalAveragePool:
     if (fourD(n.operand(0)))
       a.allowOperand(0, kCL);
+    break;
+  case Op::BatchNorm:
+  case Op::BatchNormTrain:
+  case Op::BatchNormTrainGrad:
+    if (!fourD(n.operand(0)))
+      break;
+    for (unsigned i = 0; i < n.numOperands(); ++i)
+      if (batchNormData(n, i))
+        a.allowOperand(i, kCL);
+    a.allowResult(0, kCL);
     break;
   case Op::Cast:
     if (n.operand(0)->type().dtype != n.result()->type().dtype &&
@@ -155,6 +174,13 @@ LayoutCopies gpuLayoutCopies(const Node &n, GpuLayout policy, llvm::ArrayRef<Lay
   }
   if (n.op() == Op::Cast) {
     c.fused += operands[0] != results[0];
+    return c;
+  }
+  if (isBatchNorm(n.op())) {
+    // It computes in the layout of x; the others of x's shape are transposed.
+    for (unsigned i = 1; i < n.numOperands(); ++i)
+      c.separate += batchNormData(n, i) && operands[i] != operands[0];
+    c.separate += results[0] != operands[0];
     return c;
   }
   if (llvm::is_contained(float16ViaF32Ops(t), n.op())) {

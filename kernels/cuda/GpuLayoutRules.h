@@ -15,14 +15,18 @@
 //   - global average pooling: its input (the spatial mean of NHWC);
 //   - a Cast between float types: each side in its own layout (the
 //     conversion transposes on the way when they differ);
+//   - batch norms (BatchNorm.cpp) with a 4-D x: x, dy, the mask y and the
+//     result y or dx, computing in the layout of x (a tensor of x's shape
+//     in the other layout is transposed through scratch: a separate copy);
+//     the channel vectors are plain;
 //   - elementwise ops whose operands all have the result's shape, AddN,
 //     Identity, Dropout at inference, Concat and Split (along any axis, the
 //     stored one): all of a node's tensors together (layout-following);
-//   - the 16-bit kernels that run an f32 kernel (Float16ViaF32.h: batch
-//     norms, pools, reductions): every 4-D 16-bit tensor, moved to plain by
-//     the widening and rounding passes where the f32 kernel computes plain.
-// Everything else (batch norms in f32, reshapes, matrix products, losses,
-// dropout in training) is plain.
+//   - the 16-bit kernels that run an f32 kernel (Float16ViaF32.h: pools,
+//     reductions): every 4-D 16-bit tensor, moved to plain by the widening
+//     and rounding passes where the f32 kernel computes plain.
+// Everything else (reshapes, matrix products, losses, dropout in training)
+// is plain.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -51,8 +55,8 @@ LayoutAnswers ownGpuLayoutAnswers(const Node &n, GpuLayout policy);
 /// of its operands and results (the reorders it counts): `separate` ones are
 /// a pass of their own (a convolution transposing a plain activation into
 /// scratch), `fused` ones ride on a conversion the kernel makes anyway (a
-/// Cast between float types, a 16-bit batch norm's widening and rounding, a
-/// bf16 convolution's narrowing of f32 weights).
+/// Cast between float types, a 16-bit pool's widening and rounding, a bf16
+/// convolution's narrowing of f32 weights).
 struct LayoutCopies {
   int64_t separate = 0, fused = 0;
 };

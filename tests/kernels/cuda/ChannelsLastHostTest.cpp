@@ -160,37 +160,43 @@ TEST(GpuLayoutRules, CastsBetweenFloatsTransposeOnTheWay) {
   EXPECT_TRUE(s.follows) << "a copy";
 }
 
-TEST(GpuLayoutRules, SixteenBitBatchNormsTakeChannelsLastThroughTheirWidening) {
+TEST(GpuLayoutRules, BatchNormsTakeChannelsLastAndTransposeWhatDiffersFromX) {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     OneNode c;
     std::mt19937 rng(1);
     BatchNormCase bn = batchNormCase(c, {2, 8, 5, 5}, t, rng);
     ASSERT_TRUE(bn.train && bn.grad && bn.infer);
-    const bool sixteen = t != DType::F32;
     for (Node *n : {bn.train, bn.grad, bn.infer}) {
+      const std::string what = opName(n->op()).str() + " " + dtypeName(t).str();
       LayoutAnswers l = gpuLayoutAnswers(*n, GpuLayout::Auto);
-      EXPECT_EQ(l.accepts(0, kCL), sixteen) << opName(n->op()).str() << " " << dtypeName(t).str();
-      EXPECT_EQ(l.produces(0, kCL), sixteen);
-      EXPECT_FALSE(l.accepts(1, kCL)) << "the scale is f32 and 1-D";
+      EXPECT_TRUE(l.accepts(0, kCL)) << what;
+      EXPECT_TRUE(l.produces(0, kCL)) << what;
+      EXPECT_FALSE(l.follows) << what << ": the channel vectors stay plain";
+      EXPECT_FALSE(l.preferOperands[0]) << what << ": memory-bound either way";
+      EXPECT_FALSE(l.accepts(1, kCL)) << "the scale is 1-D";
+      if (n->op() == Op::BatchNormTrainGrad) {
+        EXPECT_TRUE(l.accepts(4, kCL)) << "dy";
+        EXPECT_FALSE(l.accepts(3, kCL)) << "var";
+      }
       if (n->numResults() > 1) {
-        EXPECT_FALSE(l.produces(1, kCL)) << "statistics";
+        EXPECT_FALSE(l.produces(1, kCL)) << "statistics or dscale";
       }
-      // Every 16-bit tensor taken channels-last is moved by a conversion that
-      // runs anyway: no pass of its own.
+      // All of x's shape in one layout: no copy; each that differs from x's
+      // is transposed through scratch, a separate pass.
       std::vector<Layout> in(n->numOperands(), kPlain), out(n->numResults(), kPlain);
-      int64_t fourD = 0;
       for (unsigned i = 0; i < in.size(); ++i)
-        if (n->operand(i)->type().rank() == 4 && sixteen) {
+        if (n->operand(i)->type().rank() == 4)
           in[i] = kCL;
-          ++fourD;
-        }
-      if (sixteen) {
-        out[0] = kCL;
-        ++fourD;
-      }
-      LayoutCopies copies = gpuLayoutCopies(*n, GpuLayout::Auto, in, out);
-      EXPECT_EQ(copies.fused, fourD);
-      EXPECT_EQ(copies.separate, 0);
+      out[0] = kCL;
+      LayoutCopies same = gpuLayoutCopies(*n, GpuLayout::Auto, in, out);
+      EXPECT_EQ(same.separate + same.fused, 0) << what;
+      out[0] = kPlain;
+      LayoutCopies one = gpuLayoutCopies(*n, GpuLayout::Auto, in, out);
+      EXPECT_EQ(one.separate, 1) << what << ": the result";
+      EXPECT_EQ(one.fused, 0) << what;
+      in[0] = kPlain;
+      LayoutCopies rest = gpuLayoutCopies(*n, GpuLayout::Auto, in, out);
+      EXPECT_EQ(rest.separate, n->op() == Op::BatchNormTrainGrad ? 1 : 0) << what << ": dy";
     }
   }
 }

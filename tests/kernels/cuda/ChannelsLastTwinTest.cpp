@@ -7,8 +7,10 @@
 // scratch; inputs go in and results come out plain on the host
 // (toChannelsLast, fromChannelsLast). Convolutions compute in NHWC with
 // other cuDNN algorithms: the results agree to the sums' rounding (the bounds
-// of the twin tests); pools, concatenations, splits, casts and the 16-bit
-// batch norms compute the same arithmetic in either layout: bit for bit.
+// of the twin tests); batch norms sum in another order per layout
+// (BatchNormPlan.h): within the sums' rounding, or two units in the last
+// place of a 16-bit result; pools, concatenations, splits and casts compute
+// the same arithmetic in either layout: bit for bit.
 // Skipped ("no CUDA device") where there is no GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -216,10 +218,10 @@ TEST(ChannelsLastTwin, CastsTransposeAndConvertInOnePass) {
     }
 }
 
-TEST(ChannelsLastTwin, SixteenBitBatchNormsTakeChannelsLastThroughTheirWidening) {
+TEST(ChannelsLastTwin, BatchNormsComputeInTheLayoutOfX) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(76);
-  for (DType dtype : {DType::F16, DType::BF16}) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
     if (dtype == DType::BF16 && !strictBackend()->dtypeRefusal(DType::BF16).empty())
       continue;
     OneNode c;
@@ -229,13 +231,19 @@ TEST(ChannelsLastTwin, SixteenBitBatchNormsTakeChannelsLastThroughTheirWidening)
     ASSERT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
     Tensor dy = randomTensor(k.x.type(), rng);
     const std::string what = dtypeName(dtype).str();
+    // NHWC sums in another order than NCHW (BatchNormPlan.h): a 16-bit
+    // result may round to the neighbouring value, two units in the last
+    // place of the largest; f32 within both sides' sums.
+    const double tol = dtype == DType::F16    ? 0x1p-10
+                       : dtype == DType::BF16 ? 0x1p-7
+                                              : 2 * sumbound::bound(sumLength(*k.grad) + 4);
     for (Mix mix : {Mix::AllLast, Mix::Alternating}) {
-      expectLayoutsAgree(*k.infer, {k.x, k.scale, k.bias, k.mean, k.var}, GpuLayout::Auto, mix, -1,
+      expectLayoutsAgree(*k.infer, {k.x, k.scale, k.bias, k.mean, k.var}, GpuLayout::Auto, mix, tol,
                          what + " inference");
-      expectLayoutsAgree(*k.trainRelu, {k.x, k.scale, k.bias}, GpuLayout::Auto, mix, -1,
+      expectLayoutsAgree(*k.trainRelu, {k.x, k.scale, k.bias}, GpuLayout::Auto, mix, tol,
                          what + " training with ReLU");
       expectLayoutsAgree(*k.grad, {k.x, k.scale, (*stats)[1], (*stats)[2], dy}, GpuLayout::Auto,
-                         mix, -1, what + " gradient");
+                         mix, tol, what + " gradient");
     }
   }
 }

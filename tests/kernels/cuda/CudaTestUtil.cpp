@@ -411,21 +411,27 @@ OneNode &TwinCases::graph() {
 }
 
 const std::vector<Tensor> *TwinCases::add(const Node *n, std::vector<Tensor> inputs, double tol,
-                                          std::string what) {
+                                          std::string what, CudaRun run) {
   auto cpu = runNode(*n, inputs);
   if (!cpu) {
     ADD_FAILURE() << n->name() << ": " << llvm::toString(cpu.takeError());
     return nullptr;
   }
-  cases_.push_back({n, std::move(inputs), std::move(*cpu), tol, std::move(what)});
+  expect(n, std::move(inputs), std::move(*cpu), tol, std::move(what), std::move(run));
   return &cases_.back().cpu;
+}
+
+void TwinCases::expect(const Node *n, std::vector<Tensor> inputs, std::vector<Tensor> want,
+                       double tol, std::string what, CudaRun run) {
+  cases_.push_back({n, std::move(inputs), std::move(want), tol, std::move(what), std::move(run)});
 }
 
 void TwinCases::compareOnGpu() const {
   SKIP_WITHOUT_CUDA();
   for (const Case &c : cases_) {
-    auto gpu = runOnCuda(*c.node, c.inputs);
-    ASSERT_TRUE((bool)gpu) << c.node->name() << ": " << llvm::toString(gpu.takeError());
+    auto gpu = runOnCuda(*c.node, c.inputs, c.run);
+    ASSERT_TRUE((bool)gpu) << c.node->name() << " " << c.what << ": "
+                           << llvm::toString(gpu.takeError());
     ASSERT_EQ(gpu->size(), c.cpu.size());
     for (size_t r = 0; r < c.cpu.size(); ++r) {
       const std::string what =

@@ -177,7 +177,11 @@ public:
   /// returns them (valid until the next add), or null (a failure recorded)
   /// when the CPU refuses `n`.
   const std::vector<Tensor> *add(const Node *n, std::vector<Tensor> inputs, double tol,
-                                 std::string what = "");
+                                 std::string what = "", CudaRun run = {});
+  /// `n`'s results on the GPU (run as `run` says) are to be `want`: for
+  /// nodes whose CPU twin is another node (a fused op against its parts).
+  void expect(const Node *n, std::vector<Tensor> inputs, std::vector<Tensor> want, double tol,
+              std::string what = "", CudaRun run = {});
   /// The GPU half: each node's CUDA kernel against its CPU results.
   void compareOnGpu() const;
 
@@ -187,6 +191,7 @@ private:
     std::vector<Tensor> inputs, cpu;
     double tol;
     std::string what;
+    CudaRun run;
   };
   std::vector<std::unique_ptr<OneNode>> graphs_;
   std::vector<Case> cases_;

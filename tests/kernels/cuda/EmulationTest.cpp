@@ -15,7 +15,6 @@
 #include "CudaTestUtil.h"
 
 #include "kernels/DropoutKey.h"
-#include "kernels/cuda/BatchNormDevice.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElementwiseDevice.h"
 #include "kernels/cuda/KernelPlans.h"
@@ -443,92 +442,6 @@ TEST(Emulation, ReductionsOverAnyAxesMatch) {
         EXPECT_TRUE(closeTo(got, want[0], 1e-6))
             << opName(op).str() << " " << shapeToString(shape) << " axes " << shapeToString(axes);
       }
-}
-
-TEST(Emulation, BatchNormStatisticsAndGradientsMatch) {
-  std::mt19937 rng(9);
-  for (Dims shape : {Dims{8, 5, 6, 7}, Dims{16, 3}, Dims{2, 1, 9, 9}, Dims{1, 4, 3, 2, 2},
-                     Dims{32, 64, 17, 17}}) {
-    int64_t c = shape[1];
-    OneNode b;
-    TensorType xt(DType::F32, shape), ct(DType::F32, {c});
-    Value *x = b.input("x", xt), *scale = b.input("scale", ct), *bias = b.input("bias", ct);
-    Attrs a;
-    a.set("epsilon", 1e-3);
-    Node *train = b.node(Op::BatchNormTrain, {x, scale, bias}, a, "bn");
-    ASSERT_TRUE(train);
-    Tensor xv = randomTensor(xt, rng, -2, 3), sv = randomTensor(ct, rng, 0.5, 2),
-           bv = randomTensor(ct, rng);
-    std::vector<Tensor> want = cpuRun(*train, {xv, sv, bv});
-    ASSERT_EQ(want.size(), 3u);
-
-    ChannelShape cs;
-    cs.n = shape[0];
-    cs.c = c;
-    for (size_t d = 2; d < shape.size(); ++d)
-      cs.s *= shape[d];
-    ReductionGeometry g = reductionGeometry({cs.n, cs.c, cs.s}, {true, false, true});
-    ReduceArgs args;
-    ASSERT_TRUE(g.toIndices(args.kept, args.reduced));
-    ReducePlan plan = planReduction(cs.c, cs.n * cs.s, g.innerReduced);
-    args.scale = 1.0 / (double)(cs.n * cs.s);
-    args.x = xv.data<float>();
-    Tensor mean(ct), var(ct), y(xt);
-    emulateReduce(plan, args, mean.data<float>());
-    args.term = ReduceTerm::SquaredDeviation;
-    args.mean = mean.data<float>();
-    emulateReduce(plan, args, var.data<float>());
-    EXPECT_TRUE(closeTo(mean, want[1], 1e-6)) << shapeToString(shape);
-    EXPECT_TRUE(closeTo(var, want[2], 1e-6)) << shapeToString(shape);
-    // The normalization, and with the fused ReLU against the CPU's.
-    Attrs fused = a;
-    fused.set("activation", std::string("relu"));
-    Node *withRelu = b.node(Op::BatchNormTrain, {x, scale, bias}, fused, "bn_relu");
-    ASSERT_TRUE(withRelu);
-    std::vector<Tensor> wantRelu = cpuRun(*withRelu, {xv, sv, bv});
-    for (bool relu : {false, true}) {
-      for (int64_t i = 0; i < xv.numElements(); ++i)
-        y.data<float>()[i] =
-            batchNormForwardAt(cs, 1e-3f, relu, xv.data<float>(), sv.data<float>(),
-                               bv.data<float>(), mean.data<float>(), var.data<float>(), i);
-      EXPECT_TRUE(closeTo(y, relu ? wantRelu[0] : want[0], 1e-5))
-          << shapeToString(shape) << (relu ? " relu" : "");
-    }
-
-    Node *grad = b.node(Op::BatchNormTrainGrad,
-                        {x, scale, b.input("mean", ct), b.input("var", ct), b.input("dy", xt)}, a,
-                        "bn_grad");
-    ASSERT_TRUE(grad);
-    Tensor dy = randomTensor(xt, rng);
-    std::vector<Tensor> wantGrad = cpuRun(*grad, {xv, sv, mean, var, dy});
-    Tensor dbias(ct), dscale(ct), dx(xt);
-    args.term = ReduceTerm::Value;
-    args.scale = 1;
-    args.x = dy.data<float>();
-    emulateReduce(plan, args, dbias.data<float>());
-    args.term = ReduceTerm::Product;
-    args.x = xv.data<float>();
-    args.y = dy.data<float>();
-    emulateReduce(plan, args, dscale.data<float>());
-    float m = (float)(cs.n * cs.s);
-    for (int64_t ch = 0; ch < c; ++ch)
-      dscale.data<float>()[ch] *= 1.0f / std::sqrt(var.data<float>()[ch] + 1e-3f);
-    for (int64_t i = 0; i < xv.numElements(); ++i) {
-      int64_t ch = cs.channelOf(i);
-      float inv = 1.0f / std::sqrt(var.data<float>()[ch] + 1e-3f);
-      float centred = xv.data<float>()[i] - mean.data<float>()[ch];
-      dx.data<float>()[i] = sv.data<float>()[ch] * inv *
-                            (dy.data<float>()[i] - dbias.data<float>()[ch] / m -
-                             centred * inv * dscale.data<float>()[ch] / m);
-    }
-    // The CPU's gradient sums N·H·W terms per channel in f32 (oneDNN, in
-    // orders of its own), the emulation in double: (K + 4)·u of the CPU's
-    // rounding (tests/common/SumBound.h).
-    const double bound = sumbound::bound(sumLength(*grad) + 4);
-    EXPECT_TRUE(closeTo(dx, wantGrad[0], bound)) << shapeToString(shape);
-    EXPECT_TRUE(closeTo(dscale, wantGrad[1], bound)) << shapeToString(shape);
-    EXPECT_TRUE(closeTo(dbias, wantGrad[2], bound)) << shapeToString(shape);
-  }
 }
 
 //===-- Training -----------------------------------------------------------===//

@@ -3,8 +3,9 @@
 // What `--precision fp16` runs on a GPU, against the CPU kernels that emulated
 // GPUs use: cuDNN's f16 convolutions and their gradients (f32 accumulation)
 // against f32 arithmetic on the same f16 values rounded once
-// (kernels/Float16ViaF32.h); the f16 batch norms, pools and reductions (f32
-// kernels between a widening and a rounding, on both sides); CheckFinite over
+// (kernels/Float16ViaF32.h); the f16 batch norms (read and written as f16 on
+// the GPU, f32 arithmetic), pools and reductions (f32 kernels between a
+// widening and a rounding, on both sides); CheckFinite over
 // many tensors of every float type with a non-finite value planted anywhere;
 // and LossScaleStep's rule over a sequence of checks, state and decisions bit
 // for bit. The cases are built and run on the CPU everywhere; the GPU half
