@@ -7,7 +7,7 @@
 #include "ir/Printer.h"
 #include "passes/InferenceFusion.h"
 #include "passes/strategy/Compile.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 
 using namespace graphc;
