@@ -5,6 +5,8 @@
 #include "executor/Collectives.h"
 #include "ir/Diagnostics.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 namespace graphc {
 
 // register<Name>Devices of every backend this build links (Backends.def).
@@ -45,6 +47,42 @@ DeviceBackend::createCollectives(std::chrono::milliseconds,
                                  const std::set<std::string> &, CrossWorkerExchange *) const {
   return makeError("collective '" + (groups.empty() ? std::string() : groups.begin()->first) +
                    "': the " + deviceKindName(kind()) + " backend has no collectives");
+}
+
+//===-- Questions by device -----------------------------------------------===//
+
+llvm::Expected<double> copyBandwidth(const DeviceId &from, const DeviceId &to, size_t bytes) {
+  // The backend of the end that is not a host device, if either is not.
+  DeviceKind kind = from.kind != DeviceKind::CPU ? from.kind : to.kind;
+  const DeviceBackend *backend = DeviceRegistry::global().find(kind);
+  if (!backend)
+    return makeError("cannot time a copy between " + from.str() + " and " + to.str() +
+                     ": this build has no " + deviceKindName(kind) + " backend");
+  return backend->copyBandwidth(from, to, bytes);
+}
+
+int visibleDeviceCount(DeviceKind kind) {
+  const DeviceBackend *backend = DeviceRegistry::global().find(kind);
+  return backend ? backend->visibleCount() : 0;
+}
+
+std::vector<std::string> visibleDevices() {
+  std::vector<std::string> out;
+  for (const DeviceBackend *backend : DeviceRegistry::global().backends())
+    llvm::append_range(out, backend->describeVisible());
+  return out;
+}
+
+llvm::Expected<std::unique_ptr<Device>> createDevice(const DeviceRequest &req) {
+  std::optional<DeviceId> id = DeviceId::parse(req.name);
+  if (!id)
+    return makeError("unknown device '" + req.name + "' (expected cpu:N or gpu:N)");
+  const DeviceBackend *backend = DeviceRegistry::global().find(id->kind);
+  if (backend && backend->visibleCount() > 0)
+    return backend->create(req);
+  return makeError("the plan needs device '" + req.name + "', which this machine does not have; " +
+                   "visible devices: " + llvm::join(visibleDevices(), ", ") +
+                   ". Run with --emulate to map the plan's GPUs onto CPU devices");
 }
 
 } // namespace graphc

@@ -86,4 +86,26 @@ private:
   std::unique_ptr<DeviceBackend> byKind_[kNumDeviceKinds];
 };
 
+//===-- Questions by device, answered by the backend of its kind -----------===//
+
+/// Creates the device a request names, through the backend of its kind
+/// (executor/DeviceRegistry.h; GPUs need the CUDA backend, built in when the
+/// toolkit was found at configure time); an error lists the devices that are
+/// visible.
+llvm::Expected<std::unique_ptr<Device>> createDevice(const DeviceRequest &req);
+
+/// Devices this process can see, for error messages: "cpu", "gpu:0 (NVIDIA H100)", ...
+std::vector<std::string> visibleDevices();
+
+/// Number of devices of a kind usable now (GPUs: 0 without a driver, a GPU
+/// or a backend for them).
+int visibleDeviceCount(DeviceKind kind);
+
+/// Bytes per second of a `bytes` copy from device `from` to `to` ("cpu:0",
+/// "gpu:K" for physical GPU K; two CPU devices: a memcpy in this machine's
+/// memory), the best of a few after a warm-up. An error without a backend for
+/// the devices, or for a GPU this machine does not have.
+llvm::Expected<double> copyBandwidth(const DeviceId &from, const DeviceId &to,
+                                     size_t bytes = 64u << 20);
+
 } // namespace graphc

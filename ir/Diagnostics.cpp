@@ -1,7 +1,5 @@
 #include "ir/Diagnostics.h"
 
-#include "ir/Module.h"
-
 #include "llvm/ADT/StringExtras.h"
 
 #include <cstdio>
@@ -10,10 +8,6 @@ namespace graphc {
 
 llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
-llvm::Error nodeError(const Node &n, const llvm::Twine &msg) {
-  return makeError("node '" + printable(n.name(), 256) + "' (" + opName(n.op()) + "): " + msg);
 }
 
 llvm::Error withContext(llvm::Error e, const llvm::Twine &context) {

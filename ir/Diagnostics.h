@@ -2,7 +2,8 @@
 //
 // Errors in two tiers (STYLE.md): bugs assert; anything a user's input can
 // cause is an llvm::Error carrying one clear message. These helpers give those
-// messages one shape: errors about a node start with "node 'name' (Op): ".
+// messages one shape: errors about a node start with "node 'name' (Op): " (nodeError, in
+// ir/Module.h beside Node).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,12 +17,8 @@
 
 namespace graphc {
 
-class Node;
-
 /// A plain error with a message.
 llvm::Error makeError(const llvm::Twine &msg);
-/// "node 'Mixed_5b/branch1x1/conv' (Conv): <msg>".
-llvm::Error nodeError(const Node &n, const llvm::Twine &msg);
 /// Prefixes an error's message with `context: `.
 llvm::Error withContext(llvm::Error e, const llvm::Twine &context);
 

@@ -1,7 +1,7 @@
 #include "ir/Initializers.h"
 
+#include "ir/AttributeText.h"
 #include "ir/Diagnostics.h"
-#include "ir/Printer.h"
 #include "ir/Random.h"
 
 #include "llvm/ADT/StringSwitch.h"

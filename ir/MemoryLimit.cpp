@@ -2,8 +2,6 @@
 
 #include "ir/MemoryLimit.h"
 
-#include "ir/Type.h"
-
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 

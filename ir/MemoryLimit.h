@@ -25,6 +25,13 @@
 
 namespace graphc {
 
+/// The most bytes one tensor may take: 2^40 (1 TiB), far beyond any weight,
+/// activation or input we run, and low enough that no element count or byte
+/// size below it overflows. Shapes a file declares are held to it before
+/// anything is allocated (a corrupt dimension must not become a wrapped
+/// count or a terabyte allocation).
+inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
+
 /// Sets the process's limit in bytes (0: none).
 void setMemoryLimit(int64_t bytes);
 /// The limit in bytes; 0 when none was set.

@@ -1,5 +1,7 @@
 #include "ir/Module.h"
 
+#include "ir/Diagnostics.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -11,6 +13,10 @@
 namespace graphc {
 
 //===-- Value / Node ------------------------------------------------------===//
+
+llvm::Error nodeError(const Node &n, const llvm::Twine &msg) {
+  return makeError("node '" + printable(n.name(), 256) + "' (" + opName(n.op()) + "): " + msg);
+}
 
 void Value::replaceAllUsesWith(Value *other) {
   assert(other != this);

@@ -109,6 +109,9 @@ private:
   std::string requested_, assigned_, reason_;
 };
 
+/// An error about `n`: "node 'Mixed_5b/branch1x1/conv' (Conv): <msg>".
+llvm::Error nodeError(const Node &n, const llvm::Twine &msg);
+
 class Graph {
 public:
   Graph(Module &m, std::string name) : module_(&m), name_(std::move(name)) {}

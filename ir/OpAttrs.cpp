@@ -8,9 +8,9 @@
 
 #include "ir/OpAttrs.h"
 
+#include "ir/Attribute.h"
+#include "ir/AttributeText.h"
 #include "ir/Diagnostics.h"
-#include "ir/Module.h"
-#include "ir/Printer.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -174,7 +174,7 @@ const std::vector<OpNames> &namesByOp() {
       for (const AttrSpec &s : kAnyOp)
         add(s);
       llvm::sort(names.sorted, [](const auto &a, const auto &b) { return a.first < b.first; });
-      assert(names.sorted.size() <= 64 && "checkNodeAttributes marks names in 64 bits");
+      assert(names.sorted.size() <= 64 && "checkOpAttributes marks names in 64 bits");
       for (const AttrSpec &s : specsByOp()[op])
         names.rowAt.push_back(
             llvm::find_if(names.sorted, [&](const auto &e) { return e.first == s.name; }) -
@@ -241,25 +241,25 @@ const AttrSpec *findAttrSpec(Op op, llvm::StringRef name) {
   return findIn(kAnyOp, name);
 }
 
-llvm::Error checkNodeAttributes(const Node &n) {
+llvm::Error checkOpAttributes(Op op, const Attrs &attrs,
+                              llvm::function_ref<llvm::Error(const llvm::Twine &)> fail) {
   // It runs with every shape function, so in every verification: the node's
   // attributes (sorted by name) are merged with the op's sorted names, and
   // the names found are marked for the check of the required ones.
-  auto fail = [&](const llvm::Twine &msg) { return nodeError(n, msg); };
-  const OpNames &names = namesByOp()[(unsigned)n.op()];
+  const OpNames &names = namesByOp()[(unsigned)op];
   uint64_t found = 0;
   size_t j = 0;
-  for (const auto &[name, value] : n.attrs().entries()) {
+  for (const auto &[name, value] : attrs.entries()) {
     while (j < names.sorted.size() && names.sorted[j].first < name)
       ++j;
     if (j == names.sorted.size() || names.sorted[j].first != name)
-      return fail("unknown attribute '" + printable(name) + "'; " + takes(n.op()));
+      return fail("unknown attribute '" + printable(name) + "'; " + takes(op));
     found |= uint64_t(1) << j;
     const AttrSpec &spec = *names.sorted[j].second;
     if (!fits(value, spec.kind))
       return wrongKind(fail, name, spec, value);
   }
-  llvm::ArrayRef<AttrSpec> specs = attrSpecs(n.op());
+  llvm::ArrayRef<AttrSpec> specs = attrSpecs(op);
   for (size_t i = 0; i < specs.size(); ++i)
     if (specs[i].required && !(found >> names.rowAt[i] & 1))
       return fail("needs attribute '" + specs[i].name + "' (" + describeKind(specs[i].kind) + ")");

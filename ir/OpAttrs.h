@@ -2,7 +2,7 @@
 //
 // The schema of ir/OpAttrs.def as data, and the checks that hold every node
 // and module to it. Readers (text IR, module files, ONNX) create nodes with
-// whatever attributes a file holds; checkNodeAttributes runs before any shape
+// whatever attributes a file holds; checkOpAttributes runs before any shape
 // function reads them (inferResultTypes calls it, and so the parser, the
 // builder and the verifier), so passes and kernels may read attributes with
 // the Attrs getters without re-checking their kinds.
@@ -13,13 +13,13 @@
 #include "ir/Op.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 
 namespace graphc {
 
 class Attrs;
-class Module;
-class Node;
 
 enum class AttrKind : unsigned char {
   Int,
@@ -52,10 +52,11 @@ llvm::ArrayRef<AttrSpec> attrSpecs(Op op);
 /// The row for `name` on `op` (or one any op may carry), or null.
 const AttrSpec *findAttrSpec(Op op, llvm::StringRef name);
 
-/// Every attribute of `n` is known to its op, of its kind, and every
-/// required one is present; the error names the node, the op and the
-/// attribute.
-llvm::Error checkNodeAttributes(const Node &n);
+/// Every attribute in `attrs` is known to `op`, of its kind, and every
+/// required one is present; the error, made by `fail` (which names the
+/// node), names the attribute.
+llvm::Error checkOpAttributes(Op op, const Attrs &attrs,
+                              llvm::function_ref<llvm::Error(const llvm::Twine &)> fail);
 /// The meta keys graphc reads have their kinds (others pass unchecked).
 llvm::Error checkModuleMeta(const Attrs &meta);
 

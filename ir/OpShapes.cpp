@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/AttributeText.h"
 #include "ir/Diagnostics.h"
 #include "ir/OpAttrs.h"
-#include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -941,7 +941,8 @@ llvm::Expected<llvm::SmallVector<TensorType, 2>> inferResultTypes(const Node &n)
                                                   : " to " + llvm::Twine(info.maxInputs)) +
                             " operands, has " + llvm::Twine(count));
   // Shape functions read attributes: they get the kinds OpAttrs.def gives.
-  if (auto e = checkNodeAttributes(n))
+  if (auto e = checkOpAttributes(n.op(), n.attrs(),
+                                 [&](const llvm::Twine &msg) { return nodeError(n, msg); }))
     return e;
   Ctx c{n, {}};
   for (Value *v : n.operands())

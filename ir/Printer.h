@@ -42,9 +42,4 @@ std::string toText(const Module &m, PrintOptions opts = {});
 /// One node on one line, as in the module form (for messages and dumps).
 std::string toText(const Node &n);
 
-/// The attribute value as the text form writes it.
-void printAttribute(const Attribute &a, llvm::raw_ostream &os);
-/// A float that parses back to the same double.
-std::string formatDouble(double d);
-
 } // namespace graphc

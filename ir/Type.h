@@ -46,16 +46,9 @@ struct TensorType {
   bool operator!=(const TensorType &o) const { return !(*this == o); }
 };
 
-/// The most bytes one tensor may take: 2^40 (1 TiB), far beyond any weight,
-/// activation or input we run, and low enough that no element count or byte
-/// size below it overflows. Shapes a file declares are held to it before
-/// anything is allocated (a corrupt dimension must not become a wrapped
-/// count or a terabyte allocation).
-inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
-
 /// Bytes of `t` with the batch symbol counted as 1, computed with overflow
 /// checks; nullopt when a dimension is negative (other than the batch
-/// symbol) or the size exceeds kMaxTensorBytes, or the process's
+/// symbol) or the size exceeds kMaxTensorBytes (ir/MemoryLimit.h), or the process's
 /// --memory-limit when that is lower (ir/MemoryLimit.h).
 std::optional<int64_t> checkedBytes(const TensorType &t);
 /// checkedBytes as an error: "<what> f32[...] is larger than the 1 TiB a

@@ -20,7 +20,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
-#include "passes/SplitBatch.h"
+#include "passes/BatchSplit.h"
 #include "passes/SyncBatchNorm.h"
 
 #include "llvm/ADT/DenseMap.h"

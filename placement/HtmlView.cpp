@@ -10,7 +10,7 @@
 
 #include "placement/ViewTree.h"
 
-#include "ir/Printer.h"
+#include "ir/AttributeText.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"

@@ -25,7 +25,7 @@
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "passes/strategy/Compile.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ModelParallelStrategy.h"

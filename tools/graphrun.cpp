@@ -21,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/dist/Workers.h"
+#include "executor/dist/StartWorkers.h"
 #include "frontend/onnx/OnnxExporter.h"
 #include "ir/Diagnostics.h"
 #include "ir/OutputFile.h"

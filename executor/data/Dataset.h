@@ -9,7 +9,7 @@
 // load() fails only for a sample that cannot be read (an unreadable or corrupt
 // image file); the loader skips such a sample and reports it. Problems with
 // the data set as a whole (missing files, bad headers, an empty folder) are
-// errors of openDataset().
+// errors of openDataset() (executor/data/OpenDataset.h).
 //
 // Specs: "synthetic", "fashion-mnist" (Debian's dataset-fashion-mnist),
 // "fashion-mnist:DIR", "images:DIR" (a folder of class folders). See
@@ -77,10 +77,5 @@ struct DatasetOptions {
   int64_t classes = 1000;
   uint64_t seed = 0;
 };
-
-/// Opens a data set by spec: "synthetic" | "fashion-mnist" | "fashion-mnist:DIR"
-/// | "images:DIR".
-llvm::Expected<std::unique_ptr<Dataset>> openDataset(llvm::StringRef spec,
-                                                     const DatasetOptions &options);
 
 } // namespace graphc

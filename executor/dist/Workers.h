@@ -5,7 +5,7 @@
 // checkpoints and metrics). With P parameter-server tasks the last P ranks
 // serve variables and the first size()-P train (passes/PsPart.h).
 //
-// The tool creates the world (startWorkers) and passes it down: nothing
+// The tool creates the world (startWorkers, StartWorkers.h) and passes it down: nothing
 // below the tool reaches for a process-wide instance, so a test passes a
 // world of one (WorldOfOne.h) or a world of its own. What a run uses of it
 // is split by job:
@@ -70,13 +70,6 @@ public:
   /// Ends every rank of the job with `code`; a world of one exits.
   [[noreturn]] virtual void abortAll(int code) = 0;
 };
-
-/// True when Open MPI's mpirun launched this process.
-bool launchedByMpirun();
-
-/// The world of this process: MPI's when mpirun launched it (started here,
-/// once per process), otherwise a world of one that never loads MPI.
-llvm::Expected<std::unique_ptr<Workers>> startWorkers();
 
 /// The error of a ps task count that leaves no rank to train (`processes`
 /// ranks in all), or success.

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "frontend/models/Models.h"
+#include "frontend/models/ModelOptions.h"
 #include "frontend/models/NetBuilder.h"
 
 namespace graphc::models {

@@ -9,8 +9,8 @@
 #include "frontend/models/Models.h"
 
 #include "frontend/models/ModelBuilders.h"
+#include "ir/AttributeText.h"
 #include "ir/Diagnostics.h"
-#include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "frontend/onnx/OnnxImporter.h"
+#include "frontend/onnx/ImportOptions.h"
 
 #include "ir/Module.h"
 

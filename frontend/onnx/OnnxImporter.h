@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "frontend/onnx/ImportOptions.h"
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
@@ -25,14 +26,6 @@
 #include <memory>
 
 namespace graphc {
-
-struct ImportOptions {
-  /// Binds the symbolic batch dimension at import (0: leave it symbolic).
-  int64_t batch = 0;
-  /// Recorded as module meta "seed" when nonzero: the seed that variables
-  /// without data (graph-only models) are drawn with (Initializers.h).
-  uint64_t seed = 0;
-};
 
 /// Reads and imports an ONNX file. Initializers stored as external data are
 /// read relative to the file's directory.

@@ -14,7 +14,7 @@
 
 #include "frontend/onnx/ImportContext.h"
 
-#include "ir/Printer.h"
+#include "ir/AttributeText.h"
 
 namespace graphc::onnxfe {
 namespace {

@@ -35,7 +35,7 @@ llvm::Expected<Tensor> fromOnnxTensor(const onnx::TensorProto &t, llvm::StringRe
                                       llvm::StringRef baseDir = "");
 
 /// The element count of `type`, or an error when a dimension is negative or
-/// the tensor is larger than kMaxTensorBytes (ir/Type.h): a corrupted
+/// the tensor is larger than kMaxTensorBytes (ir/MemoryLimit.h): a corrupted
 /// dimension must not become a wrapped count or a terabyte allocation.
 llvm::Expected<int64_t> checkedElements(const TensorType &type, llvm::StringRef what);
 

@@ -1,8 +1,7 @@
 //===- CompileStrategy.h - How a plan shares out the work --------*- C++ -*-===//
 //
-// The compiler as the tools call it: a single-device forward model and a
-// typed request (CompileRequest.h) in, a plan out. How the devices share
-// the work is a strategy, each behind one interface:
+// How the devices share the work is a strategy, each behind this interface
+// (the tools call compilePlan, CompilePlan.h, which picks one):
 //
 //   data-parallel     a tower per GPU of every worker, the batch split among
 //                     them, the gradients aggregated as --params says
@@ -46,18 +45,5 @@ public:
                                                           const CompileRequest &req,
                                                           const PlacementRequest &place) const = 0;
 };
-
-/// The strategy a request asks for: for the host's plan (place.onHost())
-/// data-parallel or, with ps tasks, parameter-server;
-/// otherwise model-parallel by --strategy, params-auto by --params auto,
-/// parameter-server with ps tasks, data-parallel. Errors: the ps tasks given
-/// twice (--ps and a cluster of tasks) or negative, --ps-async without ps
-/// tasks.
-llvm::Expected<std::unique_ptr<CompileStrategy>> strategyFor(const CompileRequest &req,
-                                                             const PlacementRequest &place);
-
-/// The plan of `forward` by the strategy the request asks for.
-llvm::Expected<std::unique_ptr<Module>>
-compilePlan(const Module &forward, const CompileRequest &req, const PlacementRequest &place);
 
 } // namespace graphc

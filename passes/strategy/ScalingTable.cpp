@@ -1,7 +1,7 @@
 #include "passes/strategy/ScalingTable.h"
 
 #include "ir/Diagnostics.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 
 #include <map>
 

@@ -8,6 +8,7 @@
 
 #include "CudaTestSupport.h"
 
+#include "executor/DeviceRegistry.h"
 #include "kernels/cuda/CudaCheck.h"
 
 #include <cstring>

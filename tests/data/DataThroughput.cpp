@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "executor/data/DataLoader.h"
+#include "executor/data/OpenDataset.h"
 
 #include "ir/Random.h"
 

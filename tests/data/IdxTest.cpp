@@ -2,6 +2,7 @@
 #include "TestSupport.h"
 
 #include "executor/data/IdxDataset.h"
+#include "executor/data/OpenDataset.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

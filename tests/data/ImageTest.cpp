@@ -4,6 +4,7 @@
 #include "executor/data/DataLoader.h"
 #include "executor/data/ImageDecode.h"
 #include "executor/data/ImageFolderDataset.h"
+#include "executor/data/OpenDataset.h"
 
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,5 +1,6 @@
 //===- SyntheticTest.cpp - Generated data: deterministic and learnable ----===//
 #include "executor/data/DataLoader.h"
+#include "executor/data/OpenDataset.h"
 #include "executor/data/SyntheticDataset.h"
 
 #include <gtest/gtest.h>

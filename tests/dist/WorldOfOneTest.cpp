@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/dist/StartWorkers.h"
 #include "executor/dist/WorldOfOne.h"
 
 #include <gtest/gtest.h>

@@ -23,7 +23,7 @@
 #include "ir/Printer.h"
 #include "ir/Tasks.h"
 #include "passes/strategy/Compile.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "tools/driver/Trainer.h"
 
 #include "llvm/Support/FileSystem.h"

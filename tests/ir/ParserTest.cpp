@@ -1,4 +1,5 @@
 #include "ir/Parser.h"
+#include "ir/AttributeText.h"
 #include "ir/Builder.h"
 #include "ir/Equivalence.h"
 #include "ir/Printer.h"

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "executor/dist/Workers.h"
+#include "executor/dist/StartWorkers.h"
 
 #include "llvm/Support/xxhash.h"
 

@@ -8,7 +8,7 @@
 #include "tools/driver/CommandLine.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include "ir/MemoryLimit.h"
 

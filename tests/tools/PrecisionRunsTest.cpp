@@ -15,7 +15,7 @@
 #include "ir/DeviceId.h"
 #include "ir/Module.h"
 #include "kernels/Kernel.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 
 #include <gtest/gtest.h>
 

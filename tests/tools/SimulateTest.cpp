@@ -5,10 +5,10 @@
 #include "tools/driver/Simulate.h"
 
 #include "tools/driver/Calibrate.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include "frontend/models/Models.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "placement/analysis/CostModel.h"
 

@@ -11,6 +11,7 @@
 #include "executor/Checkpoint.h"
 #include "executor/dist/WorldOfOne.h"
 #include "tools/driver/ModelSource.h"
+#include "tools/driver/Trainer.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,6 +1,6 @@
 //===- SplitPlanTest.cpp - How the global batch is cut into towers ----------===//
 
-#include "passes/SplitBatch.h"
+#include "passes/BatchSplit.h"
 
 #include <gtest/gtest.h>
 

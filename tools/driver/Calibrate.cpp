@@ -1,6 +1,6 @@
 #include "tools/driver/Calibrate.h"
 
-#include "executor/Device.h"
+#include "executor/DeviceRegistry.h"
 #include "executor/dist/WorldOfOne.h"
 #include "ir/DeviceId.h"
 #include "ir/Diagnostics.h"

@@ -1,6 +1,6 @@
 #include "tools/driver/Emulation.h"
 
-#include "executor/Device.h"
+#include "executor/DeviceRegistry.h"
 #include "ir/Cluster.h"
 #include "ir/DeviceId.h"
 

@@ -3,7 +3,7 @@
 #include "ir/Diagnostics.h"
 #include "passes/strategy/Compile.h"
 #include "tools/driver/ModelSource.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include <cmath>
 

@@ -5,7 +5,7 @@
 #include "kernels/Kernel.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/LossScaling.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include <CLI/CLI.hpp>
 

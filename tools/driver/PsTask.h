@@ -18,7 +18,7 @@
 #include "executor/Checkpoint.h"
 #include "executor/dist/PsClient.h"
 #include "executor/dist/Workers.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include <memory>
 #include <optional>

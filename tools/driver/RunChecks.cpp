@@ -5,7 +5,7 @@
 #include "ir/Module.h"
 #include "passes/PsPart.h"
 #include "tools/driver/ModelSource.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include <cmath>
 #include <thread>

@@ -1,5 +1,6 @@
 #include "tools/driver/TrainingData.h"
 
+#include "executor/data/OpenDataset.h"
 #include "ir/Diagnostics.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"

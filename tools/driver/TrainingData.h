@@ -9,7 +9,7 @@
 
 #include "executor/data/DataLoader.h"
 #include "ir/Module.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include <memory>
 

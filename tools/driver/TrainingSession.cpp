@@ -6,7 +6,7 @@
 #include "passes/AccumulateGradients.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "tools/driver/Emulation.h"
 #include "tools/driver/Evaluator.h"

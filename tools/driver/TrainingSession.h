@@ -34,7 +34,7 @@
 #include "passes/WorkerPart.h"
 #include "tools/driver/LrSchedule.h"
 #include "tools/driver/PsTask.h"
-#include "tools/driver/Trainer.h"
+#include "tools/driver/TrainOptions.h"
 
 #include "llvm/ADT/DenseMap.h"
 

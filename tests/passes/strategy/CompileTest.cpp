@@ -8,7 +8,7 @@
 #include "passes/FuseBatchNormRelu.h"
 #include "passes/InferenceFusion.h"
 #include "passes/strategy/Compile.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 
 using namespace graphc;

@@ -3,7 +3,7 @@
 #include "StrategyTestUtil.h"
 
 #include "ir/Printer.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/DataParallelStrategy.h"
 

@@ -9,7 +9,7 @@
 
 #include "StrategyTestUtil.h"
 
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 
 using namespace graphc;
 using namespace graphc::strategytest;

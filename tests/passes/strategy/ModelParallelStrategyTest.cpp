@@ -2,7 +2,7 @@
 
 #include "StrategyTestUtil.h"
 
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 

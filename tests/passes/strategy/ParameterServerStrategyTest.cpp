@@ -3,7 +3,7 @@
 #include "StrategyTestUtil.h"
 
 #include "passes/PsPart.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ParameterServerStrategy.h"
 

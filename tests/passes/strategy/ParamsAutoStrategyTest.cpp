@@ -4,7 +4,7 @@
 
 #include "ir/Clone.h"
 #include "ir/Printer.h"
-#include "passes/strategy/CompileStrategy.h"
+#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
 

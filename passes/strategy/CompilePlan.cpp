@@ -1,4 +1,6 @@
-#include "passes/strategy/CompileStrategy.h"
+//===- CompilePlan.cpp ----------------------------------------------------===//
+
+#include "passes/strategy/CompilePlan.h"
 
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ModelParallelStrategy.h"

@@ -1,0 +1,23 @@
+//===- OpenDataset.h - A data set by its spec ---------------------*- C++ -*-===//
+//
+// The one place that knows every kind of data set (the data sets include
+// Dataset.h, and this includes them).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "executor/data/Dataset.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+
+namespace graphc {
+
+/// Opens a data set by spec: "synthetic" | "fashion-mnist" | "fashion-mnist:DIR"
+/// | "images:DIR".
+llvm::Expected<std::unique_ptr<Dataset>> openDataset(llvm::StringRef spec,
+                                                     const DatasetOptions &options);
+
+} // namespace graphc

@@ -1,0 +1,21 @@
+//===- ImportOptions.h - What an ONNX import binds ----------------*- C++ -*-===//
+//
+// The options of importOnnxFile and importOnnxBytes (OnnxImporter.h), apart so
+// that the import's internals (ImportContext.h) need not see its entry points.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace graphc {
+
+struct ImportOptions {
+  /// Binds the symbolic batch dimension at import (0: leave it symbolic).
+  int64_t batch = 0;
+  /// Recorded as module meta "seed" when nonzero: the seed that variables
+  /// without data (graph-only models) are drawn with (Initializers.h).
+  uint64_t seed = 0;
+};
+
+} // namespace graphc
