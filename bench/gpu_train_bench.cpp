@@ -230,14 +230,15 @@ int main(int argc, char **argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compileStart).count();
   std::map<std::string, int64_t> opsByDevice;
   for (const Node *n : (*model)->main().nodes())
-    ++opsByDevice[n->assignedDevice()];
+    ++opsByDevice[deviceText(n->assignedDevice())];
   llvm::json::Object devices;
   for (auto &[d, n] : opsByDevice)
     devices[d.empty() ? "unplaced" : d] = n;
   if (a.compileOnly) {
     std::map<std::string, int64_t> hostOps;
     for (const Node *n : (*model)->main().nodes())
-      if (llvm::StringRef(n->assignedDevice()).startswith("cpu") && n->op() != Op::Input)
+      if (n->assignedDevice() && n->assignedDevice()->kind == DeviceKind::CPU &&
+          n->op() != Op::Input)
         ++hostOps[opName(n->op()).str()];
     llvm::json::Object host;
     for (auto &[op, count] : hostOps)
@@ -261,9 +262,7 @@ int main(int argc, char **argv) {
   eo.gpuLayout = cantFail(parseGpuLayout(a.gpuLayout));
   eo.batchOnDevice = !a.batchOnHost;
   eo.waitTimeout = std::chrono::minutes(10);
-  eo.physicalGpu = [physical](const std::string &name) {
-    return std::atoi(name.c_str() + 4) % physical;
-  };
+  eo.physicalGpu = [physical](DeviceId gpu) { return (int)gpu.index % physical; };
   auto ex = Executor::create(**model, eo);
   if (!ex)
     return fail(ex.takeError());

@@ -16,13 +16,13 @@ namespace {
 
 class Staging {
 public:
-  Staging(const Graph &g, llvm::function_ref<std::string(const Node &)> deviceOf)
+  Staging(const Graph &g, llvm::function_ref<DeviceId(const Node &)> deviceOf)
       : g_(g), deviceOf_(deviceOf) {
     for (const Value *v : g.outputs())
       outputs_.insert(v);
   }
 
-  llvm::DenseMap<const Node *, std::string> run() {
+  llvm::DenseMap<const Node *, DeviceId> run() {
     for (const Node *n : g_.nodes()) {
       if (n->op() == Op::Input)
         stageInput(*n);
@@ -35,10 +35,7 @@ public:
   }
 
 private:
-  std::optional<DeviceKind> kindOf(const Node &n) const {
-    std::optional<DeviceId> id = DeviceId::parse(deviceOf_(n));
-    return id ? std::optional<DeviceKind>(id->kind) : std::nullopt;
-  }
+  DeviceKind kindOf(const Node &n) const { return deviceOf_(n).kind; }
   bool onHost(const Node &n) const { return kindOf(n) == DeviceKind::CPU; }
   bool onGpu(const Node &n) const { return kindOf(n) == DeviceKind::GPU; }
   /// Read by nothing but the graph's outputs.
@@ -46,7 +43,7 @@ private:
   bool transferToGpu(const Node *n) const { return n->op() == Op::Transfer && onGpu(*n); }
 
   /// A SplitBatch on `host` whose every slice goes to GPUs by Transfers only.
-  bool splitFeedsGpusOnly(const Node &split, const std::string &host) const {
+  bool splitFeedsGpusOnly(const Node &split, DeviceId host) const {
     if (split.op() != Op::SplitBatch || deviceOf_(split) != host)
       return false;
     for (const auto &r : split.results()) {
@@ -64,7 +61,7 @@ private:
     const Value *batch = in.result();
     if (!onHost(in) || outputs_.count(batch) || !batch->hasUsers())
       return;
-    const std::string host = deviceOf_(in);
+    const DeviceId host = deviceOf_(in);
     llvm::SmallPtrSet<const Value *, 8> slices{batch};
     llvm::SmallVector<const Node *, 2> splits;
     for (const Node *u : batch->users()) {
@@ -82,7 +79,7 @@ private:
       if (n->op() != Op::Transfer || !slices.count(n->operand(0)) ||
           n->operand(0)->type().numElements() == 0)
         continue;
-      const std::string gpu = deviceOf_(*n);
+      const DeviceId gpu = deviceOf_(*n);
       moved_[&in] = gpu;
       for (const Node *s : splits)
         moved_[s] = gpu;
@@ -94,7 +91,7 @@ private:
   void stageJoin(const Node &join) {
     if (!onHost(join) || !onlyAnOutput(join.result()) || join.numOperands() == 0)
       return;
-    const std::string host = deviceOf_(join);
+    const DeviceId host = deviceOf_(join);
     for (const Value *v : join.operands()) {
       const Node *copy = v->producer();
       if (copy->op() != Op::Transfer || deviceOf_(*copy) != host ||
@@ -102,7 +99,7 @@ private:
           llvm::any_of(v->users(), [&](const Node *u) { return u != &join; }))
         return;
     }
-    const std::string gpu = deviceOf_(*join.operand(0)->producer()->operand(0)->producer());
+    const DeviceId gpu = deviceOf_(*join.operand(0)->producer()->operand(0)->producer());
     moved_[&join] = gpu;
     for (const Value *v : join.operands())
       moved_[v->producer()] = gpu;
@@ -116,15 +113,15 @@ private:
   }
 
   const Graph &g_;
-  llvm::function_ref<std::string(const Node &)> deviceOf_;
+  llvm::function_ref<DeviceId(const Node &)> deviceOf_;
   llvm::SmallPtrSet<const Value *, 8> outputs_;
-  llvm::DenseMap<const Node *, std::string> moved_;
+  llvm::DenseMap<const Node *, DeviceId> moved_;
 };
 
 } // namespace
 
-llvm::DenseMap<const Node *, std::string>
-stageBatchOnDevices(const Graph &g, llvm::function_ref<std::string(const Node &)> deviceOf) {
+llvm::DenseMap<const Node *, DeviceId>
+stageBatchOnDevices(const Graph &g, llvm::function_ref<DeviceId(const Node &)> deviceOf) {
   return Staging(g, deviceOf).run();
 }
 

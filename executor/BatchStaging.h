@@ -43,8 +43,8 @@
 namespace graphc {
 
 /// The nodes of `g` that run on a GPU instead of the host device `deviceOf`
-/// gives them (the executor's mapped devices), with that GPU's name.
-llvm::DenseMap<const Node *, std::string>
-stageBatchOnDevices(const Graph &g, llvm::function_ref<std::string(const Node &)> deviceOf);
+/// gives them (the executor's mapped devices), with that GPU.
+llvm::DenseMap<const Node *, DeviceId>
+stageBatchOnDevices(const Graph &g, llvm::function_ref<DeviceId(const Node &)> deviceOf);
 
 } // namespace graphc

@@ -126,7 +126,7 @@ public:
 };
 
 struct DeviceRequest {
-  std::string name;  ///< "cpu:1", "gpu:3"
+  DeviceId id;       ///< cpu:1, gpu:3
   int threads = 1;   ///< CPU: the device's share of cores
   CoreBudget *cores = nullptr;
   /// CPU: the speed this device emulates, relative to the cores it runs on

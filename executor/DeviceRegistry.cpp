@@ -74,13 +74,11 @@ std::vector<std::string> visibleDevices() {
 }
 
 llvm::Expected<std::unique_ptr<Device>> createDevice(const DeviceRequest &req) {
-  std::optional<DeviceId> id = DeviceId::parse(req.name);
-  if (!id)
-    return makeError("unknown device '" + req.name + "' (expected cpu:N or gpu:N)");
-  const DeviceBackend *backend = DeviceRegistry::global().find(id->kind);
+  const DeviceBackend *backend = DeviceRegistry::global().find(req.id.kind);
   if (backend && backend->visibleCount() > 0)
     return backend->create(req);
-  return makeError("the plan needs device '" + req.name + "', which this machine does not have; " +
+  return makeError("the plan needs device '" + req.id.str() +
+                   "', which this machine does not have; " +
                    "visible devices: " + llvm::join(visibleDevices(), ", ") +
                    ". Run with --emulate to map the plan's GPUs onto CPU devices");
 }

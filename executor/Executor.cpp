@@ -18,16 +18,12 @@
 #include "ir/Initializers.h"
 #include "ir/MemoryLimit.h"
 
+#include <map>
 #include <set>
 
 namespace graphc {
 
 using namespace exec;
-
-static bool isCpu(llvm::StringRef device) {
-  std::optional<DeviceId> id = DeviceId::parse(device);
-  return id && id->kind == DeviceKind::CPU;
-}
 
 llvm::Error Executor::Impl::bind() {
   std::vector<const Graph *> graphs{module->findGraph("main")};
@@ -41,16 +37,19 @@ llvm::Error Executor::Impl::bind() {
     graphs.push_back(g);
   }
   auto map = [&](const Node &n) {
-    std::string d = n.assignedDevice().empty() ? DeviceId::host().str() : n.assignedDevice();
+    DeviceId d = n.assignedDevice().value_or(DeviceId::host());
     return opts.deviceMap ? opts.deviceMap(d) : d;
   };
+  // Schedules name their devices; each name's device, to create it by.
+  std::map<std::string, DeviceId> named;
   for (const Graph *g : graphs) {
-    llvm::DenseMap<const Node *, std::string> staged;
+    llvm::DenseMap<const Node *, DeviceId> staged;
     if (opts.batchOnDevice)
       staged = stageBatchOnDevices(*g, map);
     auto s = buildSchedule(*g, [&](const Node &n) {
       auto it = staged.find(&n);
-      return it != staged.end() ? it->second : map(n);
+      DeviceId d = it != staged.end() ? it->second : map(n);
+      return named.try_emplace(d.str(), d).first->first;
     });
     if (!s)
       return s.takeError();
@@ -59,6 +58,8 @@ llvm::Error Executor::Impl::bind() {
   }
   llvm::sort(deviceNames);
   deviceNames.erase(std::unique(deviceNames.begin(), deviceNames.end()), deviceNames.end());
+  for (const std::string &name : deviceNames)
+    deviceIds.push_back(named.at(name));
   if (auto e = createDevices())
     return e;
 
@@ -129,25 +130,31 @@ llvm::Error Executor::Impl::bind() {
 llvm::Error Executor::Impl::createDevices() {
   unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   int total = opts.threads > 0 ? opts.threads : (int)hardware;
+  auto isCpu = [&](llvm::StringRef name) {
+    auto it = llvm::lower_bound(deviceNames, name);
+    return deviceIds[it - deviceNames.begin()].kind == DeviceKind::CPU;
+  };
   const int threads = cpuDeviceThreads(programs[0].schedule, deviceNames, isCpu, total);
   cores = std::make_unique<CoreBudget>(total);
   cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout, &stepClock);
-  for (const std::string &name : deviceNames) {
+  for (unsigned i = 0; i < deviceNames.size(); ++i) {
+    const std::string &name = deviceNames[i];
+    const DeviceId id = deviceIds[i];
     auto d = std::make_unique<DeviceState>();
     d->orders.resize(programs.size());
     DeviceRequest req;
-    req.name = name;
+    req.id = id;
     req.threads = threads;
     req.cores = cores.get();
     req.waitTimeout = opts.waitTimeout;
-    if (auto speed = opts.relativeSpeed.find(name); speed != opts.relativeSpeed.end()) {
-      if (!(speed->second > 0 && speed->second <= 1) || !isCpu(name))
+    if (auto speed = opts.relativeSpeed.find(id); speed != opts.relativeSpeed.end()) {
+      if (!(speed->second > 0 && speed->second <= 1) || id.kind != DeviceKind::CPU)
         return makeError("device '" + name + "': an emulated relative speed must be in (0, 1] " +
                          "and on a CPU device, got " + std::to_string(speed->second));
       req.relativeSpeed = speed->second;
     }
-    if (opts.physicalGpu && gpuIndexOf(name))
-      req.physicalOrdinal = opts.physicalGpu(name);
+    if (opts.physicalGpu && id.isGpu())
+      req.physicalOrdinal = opts.physicalGpu(id);
     auto dev = createDevice(req);
     if (!dev)
       return dev.takeError();

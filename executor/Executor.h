@@ -21,6 +21,7 @@
 #include "executor/StepCapture.h"
 #include "executor/StepTimes.h"
 #include "executor/Trace.h"
+#include "ir/DeviceId.h"
 #include "kernels/Kernel.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -28,6 +29,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 
 namespace graphc {
@@ -42,9 +44,9 @@ struct ExecutorOptions {
   bool checkNumerics = false;
   /// Per-node timings (profile()) and timeline events (trace()).
   bool profile = false;
-  /// Maps a node's device (its assigned device; "" for an unplaced node) to
-  /// the device that runs it. Default: unplaced → "cpu:0", others unchanged.
-  std::function<std::string(const std::string &)> deviceMap;
+  /// Maps a node's device (its assigned device; the host, cpu:0, for an
+  /// unplaced node) to the device that runs it. Default: unchanged.
+  std::function<DeviceId(DeviceId)> deviceMap;
   /// Keep 4-d activations in the blocked layout (oneDNN's nChw<B>c, B the
   /// block its convolutions choose on this CPU) between kernels that can take
   /// it (convolutions, batch norms, pools, elementwise, concat and split),
@@ -62,18 +64,18 @@ struct ExecutorOptions {
   /// How long a device waits for another device or a collective.
   std::chrono::milliseconds waitTimeout{std::chrono::minutes(5)};
   /// Emulated heterogeneity: a CPU device's speed relative to the hardware
-  /// that runs it, by the name of the device that runs it ("cpu:2"); absent
+  /// that runs it, by the device that runs it (cpu:2); absent
   /// or 1: full speed. A device at 0.5 takes twice as long for every kernel
   /// (CpuDevice: docs/executor.md).
-  llvm::StringMap<double> relativeSpeed;
+  std::map<DeviceId, double> relativeSpeed;
   /// Graphs of the module to bind besides main (gradient accumulation's
   /// "micro", passes/AccumulateGradients.h), run with run(graph, feeds).
   /// They share main's devices, variables, constants, collectives and arenas
   /// (one per device, as large as the largest graph's plan).
   std::vector<std::string> graphs;
-  /// GPU devices: the physical GPU that runs logical device "gpu:K"
+  /// GPU devices: the physical GPU that runs logical device gpu:K
   /// (--emulate folds a plan's GPUs onto fewer); default: GPU K.
-  std::function<int(const std::string &)> physicalGpu;
+  std::function<int(DeviceId)> physicalGpu;
   /// Capture the second step as one CUDA graph and replay it afterwards,
   /// when every device is a GPU and nothing per-step is computed on the host
   /// (StepCapture.h, docs/cuda.md; cudaGraphNote() says why not).

@@ -135,6 +135,7 @@ struct Executor::Impl {
   ExecutorOptions opts;
   std::vector<Program> programs;
   std::vector<std::string> deviceNames; ///< every program's devices, sorted
+  std::vector<DeviceId> deviceIds;      ///< deviceNames[i] typed
   std::vector<std::unique_ptr<DeviceState>> devices;
   std::vector<std::unique_ptr<NodeExec>> nodes;
   llvm::DenseMap<const Node *, unsigned> index;

@@ -30,7 +30,7 @@ std::string Builder::name(llvm::StringRef leaf) const {
 
 Node *Builder::stamp(Node *n) const {
   n->setTower(tower_);
-  if (!device_.empty())
+  if (device_)
     n->setRequestedDevice(device_);
   return n;
 }

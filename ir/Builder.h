@@ -42,7 +42,8 @@ public:
 
   void setTower(int t) { tower_ = t; }
   int tower() const { return tower_; }
-  void setRequestedDevice(std::string d) { device_ = std::move(d); }
+  /// The device stamped on nodes it creates; none: leave them unrequested.
+  void setRequestedDevice(std::optional<DeviceId> d) { device_ = d; }
 
   Value *input(llvm::StringRef name, TensorType type);
   /// A read of module variable `var` (which must exist).
@@ -71,7 +72,7 @@ private:
   Graph *graph_;
   std::string scope_;
   int tower_ = -1;
-  std::string device_;
+  std::optional<DeviceId> device_;
 };
 
 } // namespace graphc

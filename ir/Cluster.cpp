@@ -134,6 +134,20 @@ std::optional<unsigned> Cluster::indexOf(llvm::StringRef name) const {
   return std::nullopt;
 }
 
+const ClusterDevice *Cluster::find(DeviceId id) const {
+  for (const ClusterDevice &d : devices_)
+    if (d.id == id)
+      return &d;
+  return nullptr;
+}
+
+std::optional<unsigned> Cluster::indexOf(DeviceId id) const {
+  for (unsigned i = 0; i < devices_.size(); ++i)
+    if (devices_[i].id == id)
+      return i;
+  return std::nullopt;
+}
+
 unsigned Cluster::numGpus() const {
   return llvm::count_if(devices_, [](const ClusterDevice &d) { return d.kind == DeviceKind::GPU; });
 }

@@ -87,8 +87,10 @@ public:
   llvm::ArrayRef<ClusterDevice> devices() const { return devices_; }
   llvm::ArrayRef<Link> links() const { return links_; }
   const ClusterDevice *find(llvm::StringRef name) const;
+  const ClusterDevice *find(DeviceId id) const;
   /// Position in devices(); the order ties are broken in.
   std::optional<unsigned> indexOf(llvm::StringRef name) const;
+  std::optional<unsigned> indexOf(DeviceId id) const;
   const ClusterDevice &host() const { return devices_.front(); }
   unsigned numGpus() const;
 
@@ -109,6 +111,9 @@ public:
   /// Success if `name` is a device of this cluster; otherwise an error
   /// "<what> 'gpu:5' is not a device of this cluster; visible devices: ...".
   llvm::Error checkDevice(llvm::StringRef name, llvm::StringRef what = "device") const;
+  llvm::Error checkDevice(DeviceId id, llvm::StringRef what = "device") const {
+    return checkDevice(id.str(), what);
+  }
 
   /// Measured figures of a kind (not present: the peak and defaults apply).
   const KindCalibration &calibration(DeviceKind t) const {

@@ -2,6 +2,8 @@
 
 #include "ir/DeviceId.h"
 
+#include <ostream>
+
 namespace graphc {
 
 llvm::StringRef deviceKindName(DeviceKind k) {
@@ -29,11 +31,19 @@ std::string DeviceId::str() const {
   return deviceKindName(kind).str() + ":" + std::to_string(index);
 }
 
-std::optional<unsigned> gpuIndexOf(llvm::StringRef name) {
-  auto d = DeviceId::parse(name);
-  if (!d || !d->isGpu())
-    return std::nullopt;
-  return d->index;
+std::ostream &operator<<(std::ostream &os, DeviceId d) {
+  return os << d.str();
+}
+
+std::string deviceText(std::optional<DeviceId> d) {
+  return d ? d->str() : std::string();
+}
+
+std::string joinDevices(llvm::ArrayRef<DeviceId> devices) {
+  std::string s;
+  for (DeviceId d : devices)
+    s += (s.empty() ? "" : ", ") + d.str();
+  return s;
 }
 
 } // namespace graphc

@@ -1,12 +1,15 @@
 //===- DeviceId.h - A device named by kind and index -------------*- C++ -*-===//
 //
 // Devices are written "cpu:0", "gpu:3" on command lines, in cluster files and
-// in the IR's requested and assigned devices. That grammar is parsed here and
-// nowhere else: the tools parse a user's device once (--params gpu:K, a
-// cluster file's names) into a DeviceId, passes build their requests from
-// DeviceIds (DeviceId::gpu(t).str()), and code that reads a device back from
-// the IR asks DeviceId::parse. The IR keeps the text form, which is what its
-// printer, parser and module files carry.
+// in the IR's text. That grammar is parsed here and read only at the edges:
+// the IR parser (requested, assigned and storage devices; a bad one is an
+// error naming its line and column), cluster files, and flags such as
+// --params gpu:K. Everything past the edge holds DeviceIds: a Node's
+// requested and assigned devices are std::optional<DeviceId> (none: not
+// requested, not placed) and a Variable's storage devices are DeviceIds
+// (ir/Module.h); the printer and the module files write DeviceId::str(), so
+// the text is what it was. Code that asks for a device's kind or GPU index
+// reads the fields, never the text.
 //
 // The host is cpu:0: the device inputs are fed on, the parameter server of
 // `--params cpu`, and the fallback of the placer.
@@ -14,8 +17,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -54,7 +59,11 @@ struct DeviceId {
   }
 };
 
-/// The GPU index of a device name, if it names a GPU ("gpu:3" -> 3).
-std::optional<unsigned> gpuIndexOf(llvm::StringRef name);
+/// "gpu:3", for test expectations and logs.
+std::ostream &operator<<(std::ostream &os, DeviceId d);
+/// d->str(), or "" for none: the text views and messages show.
+std::string deviceText(std::optional<DeviceId> d);
+/// "gpu:0, gpu:1", for messages.
+std::string joinDevices(llvm::ArrayRef<DeviceId> devices);
 
 } // namespace graphc

@@ -81,8 +81,8 @@ llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
     return ParamPlacement{ParamPlacement::Mirrored};
   if (s == "auto")
     return ParamPlacement{ParamPlacement::Auto};
-  if (std::optional<unsigned> k = gpuIndexOf(s))
-    return ParamPlacement::onGpu(*k);
+  if (std::optional<DeviceId> d = DeviceId::parse(s); d && d->isGpu())
+    return ParamPlacement::onGpu(d->index);
   return makeError("unknown parameter mode '" + printable(s) +
                    "'; known: cpu, gpu:K, spread, mirrored, auto");
 }

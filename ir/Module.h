@@ -12,10 +12,17 @@
 // placer assigned, and the placer's reason (TensorFlow's requested/assigned
 // split). Node names keep the model's scopes ("Mixed_5b/branch1x1/conv").
 //
+// Devices are typed: a node's requested and assigned devices are each a
+// DeviceId or none (std::nullopt: nothing requested, not placed yet), and a
+// variable's storage devices are DeviceIds. The text form ("gpu:3") exists
+// only at the edges: the parser reads it (and refuses a bad one), the printer
+// writes DeviceId::str().
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ir/Attribute.h"
+#include "ir/DeviceId.h"
 #include "ir/Op.h"
 #include "ir/PlanInfo.h"
 #include "ir/Type.h"
@@ -84,10 +91,12 @@ public:
 
   int tower() const { return tower_; }
   void setTower(int t) { tower_ = t; }
-  const std::string &requestedDevice() const { return requested_; }
-  void setRequestedDevice(std::string d) { requested_ = std::move(d); }
-  const std::string &assignedDevice() const { return assigned_; }
-  void setAssignedDevice(std::string d) { assigned_ = std::move(d); }
+  /// None: nothing requested.
+  std::optional<DeviceId> requestedDevice() const { return requested_; }
+  void setRequestedDevice(std::optional<DeviceId> d) { requested_ = d; }
+  /// None: not placed (yet).
+  std::optional<DeviceId> assignedDevice() const { return assigned_; }
+  void setAssignedDevice(std::optional<DeviceId> d) { assigned_ = d; }
   const std::string &placementReason() const { return reason_; }
   void setPlacementReason(std::string r) { reason_ = std::move(r); }
 
@@ -106,7 +115,8 @@ private:
   llvm::SmallVector<std::unique_ptr<Value>, 1> results_;
   Attrs attrs_;
   int tower_ = -1;
-  std::string requested_, assigned_, reason_;
+  std::optional<DeviceId> requested_, assigned_;
+  std::string reason_;
 };
 
 /// An error about `n`: "node 'Mixed_5b/branch1x1/conv' (Conv): <msg>".
@@ -228,7 +238,7 @@ struct Variable {
   Tensor data; ///< explicit value (imported weights, a checkpoint); may be empty
   /// Where the storage lives once placed: one device, or one per replica
   /// (mirrored). Empty before placement.
-  std::vector<std::string> devices;
+  std::vector<DeviceId> devices;
 
   bool trainable() const { return kind == VarKind::Param; }
   /// Whether its value outlives an update and belongs in checkpoints (all

@@ -38,6 +38,8 @@ private:
   llvm::Expected<std::string> name(llvm::StringRef what);
   std::string peekWord();
   llvm::Expected<std::string> quoted();
+  /// A quoted device name ("gpu:3"), parsed into a DeviceId.
+  llvm::Expected<DeviceId> device();
   llvm::Expected<int64_t> integer();
   llvm::Expected<double> number(bool &isFloat);
   llvm::Expected<TensorType> type();
@@ -111,6 +113,18 @@ std::string Parser::peekWord() {
   while (end < text_.size() && identChar(text_[end]))
     ++end;
   return text_.slice(pos_, end).str();
+}
+
+llvm::Expected<DeviceId> Parser::device() {
+  peek();
+  size_t at = pos_;
+  auto s = quoted();
+  if (!s)
+    return s.takeError();
+  if (std::optional<DeviceId> d = DeviceId::parse(*s))
+    return *d;
+  return errorAt(at, "expected a device such as \"cpu:0\" or \"gpu:3\", found \"" + printable(*s) +
+                         "\"");
 }
 
 llvm::Expected<std::string> Parser::quoted() {
@@ -447,7 +461,7 @@ llvm::Error Parser::variable(Module &m) {
   }
   if (consume('@')) {
     do {
-      auto d = quoted();
+      auto d = device();
       if (!d)
         return d.takeError();
       v.devices.push_back(*d);
@@ -527,20 +541,24 @@ llvm::Error Parser::node(Graph &g) {
                                llvm::Twine(types.size()) + " types");
   }
   // Clauses.
-  std::string nodeName, requested, assigned, reason;
+  std::string nodeName, reason;
+  std::optional<DeviceId> requested, assigned;
   int tower = -1;
   for (;;) {
     std::string w = peekWord();
     size_t at = pos_;
-    if (w == "name" || w == "requested" || w == "device" || w == "reason") {
+    if (w == "name" || w == "reason") {
       pos_ += w.size();
       auto s = quoted();
       if (!s)
         return s.takeError();
-      (w == "name"        ? nodeName
-       : w == "requested" ? requested
-       : w == "device"    ? assigned
-                          : reason) = *s;
+      (w == "name" ? nodeName : reason) = *s;
+    } else if (w == "requested" || w == "device") {
+      pos_ += w.size();
+      auto d = device();
+      if (!d)
+        return d.takeError();
+      (w == "requested" ? requested : assigned) = *d;
     } else if (w == "tower") {
       pos_ += w.size();
       auto t = integer();

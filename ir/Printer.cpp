@@ -100,8 +100,12 @@ static void printNode(const Node &n, llvm::raw_ostream &os) {
     os << ' ' << key << ' ';
     printString(v, os);
   };
-  clause("requested", n.requestedDevice());
-  clause("device", n.assignedDevice());
+  auto deviceClause = [&](llvm::StringRef key, std::optional<DeviceId> d) {
+    if (d)
+      clause(key, d->str());
+  };
+  deviceClause("requested", n.requestedDevice());
+  deviceClause("device", n.assignedDevice());
   clause("reason", n.placementReason());
 }
 
@@ -136,7 +140,7 @@ void print(const Module &m, llvm::raw_ostream &os, PrintOptions opts) {
     if (!v.devices.empty()) {
       os << " @ ";
       llvm::interleave(
-          v.devices, os, [&](const std::string &d) { printString(d, os); }, ", ");
+          v.devices, os, [&](DeviceId d) { printString(d.str(), os); }, ", ");
     }
     os << '\n';
   }

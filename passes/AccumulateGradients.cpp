@@ -157,8 +157,7 @@ struct Rewrite {
     v.kind = VarKind::Accumulator;
     v.init = {"zeros", {}};
     if (tower >= 0)
-      v.devices = {like.producer()->requestedDevice().empty() ? towerDevice(tower)
-                                                              : like.producer()->requestedDevice()};
+      v.devices = {like.producer()->requestedDevice().value_or(towerDevice(tower))};
     m.addVariable(std::move(v));
     return name;
   }

@@ -128,7 +128,7 @@ int64_t bytesWithSlots(const Module &m, const Placed &p, const std::string &var)
 }
 
 void setStorage(Module &m, const Placed &p, const std::string &var,
-                const std::vector<std::string> &devices) {
+                const std::vector<DeviceId> &devices) {
   m.findVariable(var)->devices = devices;
   auto it = p.slots.find(var);
   if (it != p.slots.end())
@@ -157,7 +157,7 @@ const Node *workOf(const Value *part) {
 
 llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduction> &reductions,
                    unsigned towers, const std::vector<int64_t> &sizes, int64_t cap) {
-  std::vector<std::string> all;
+  std::vector<DeviceId> all;
   for (unsigned t = 0; t < towers; ++t)
     all.push_back(towerDevice((int)t));
   for (const std::string &var : placed.vars)
@@ -315,7 +315,7 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
   unsigned towers = (unsigned)sizes->size();
   std::string gpus;
   for (unsigned t = 0; t < towers; ++t)
-    gpus += (t ? ", " : "") + towerDevice((int)t);
+    gpus += (t ? ", " : "") + towerDevice((int)t).str();
 
   const ParamPlacement mode = opts.params;
   if (mode.kind == ParamPlacement::Auto)
@@ -336,7 +336,8 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
     return true;
   }
 
-  llvm::StringMap<std::string> deviceOf;
+  // A variable the reductions do not place reads as none: no request.
+  llvm::StringMap<std::optional<DeviceId>> deviceOf;
   if (mode.kind == ParamPlacement::Spread) {
     std::vector<int64_t> bytes;
     for (const std::string &var : placed.vars)
@@ -345,19 +346,19 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
     for (size_t i = 0; i < placed.vars.size(); ++i)
       deviceOf[placed.vars[i]] = towerDevice((int)device[i]);
   } else {
-    std::string device =
-        mode.kind == ParamPlacement::Gpu ? towerDevice((int)mode.gpu) : DeviceId::host().str();
+    DeviceId device =
+        mode.kind == ParamPlacement::Gpu ? towerDevice((int)mode.gpu) : DeviceId::host();
     for (const std::string &var : placed.vars)
       deviceOf[var] = device;
   }
   for (const std::string &var : placed.vars)
-    setStorage(m, placed, var, {deviceOf[var]});
+    setStorage(m, placed, var, {*deviceOf[var]});
   for (Graph *each : m.graphs()) // the micro-step graph reads the same storage
     for (Node *n : each->nodes())
       if (n->op() == Op::Variable && !touchesAccumulator(m, *n))
         n->setRequestedDevice(deviceOf[n->attrs().getString("var")]);
   for (Reduction &r : *reductions) {
-    const std::string &device = deviceOf[r.update->attrs().getString("var")];
+    std::optional<DeviceId> device = deviceOf[r.update->attrs().getString("var")];
     r.update->setRequestedDevice(device);
     r.sum->setRequestedDevice(device);
   }

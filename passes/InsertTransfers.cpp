@@ -21,32 +21,32 @@ static std::string nameSafe(llvm::StringRef s) {
 
 static llvm::Expected<bool> insertTransfers(Graph &g) {
   for (const Node *n : g.nodes())
-    if (n->assignedDevice().empty())
+    if (!n->assignedDevice())
       return nodeError(*n, "has no assigned device; run place-devices before insert-transfers");
 
   // (value, destination) -> Transfer; existing ones first (rule 2).
-  std::map<std::pair<const Value *, std::string>, Node *> existing;
+  std::map<std::pair<const Value *, DeviceId>, Node *> existing;
   for (Node *n : g.nodes())
     if (n->op() == Op::Transfer)
-      existing.try_emplace({n->operand(0), n->assignedDevice()}, n);
+      existing.try_emplace({n->operand(0), *n->assignedDevice()}, n);
 
   struct Crossing {
     Value *value;
-    std::string to;
+    DeviceId to;
     std::vector<std::pair<Node *, unsigned>> readers; ///< (node, operand slot)
   };
   std::vector<Crossing> crossings; // first-read order: deterministic
-  std::map<std::pair<const Value *, std::string>, unsigned> crossingIndex;
+  std::map<std::pair<const Value *, DeviceId>, unsigned> crossingIndex;
   for (Node *n : g.nodes())
     for (unsigned i = 0; i < n->numOperands(); ++i) {
       Value *v = n->operand(i);
-      const std::string &from = v->producer()->assignedDevice();
-      if (from == n->assignedDevice() || crossesDevicesByDesign(*v, *n))
+      DeviceId from = *v->producer()->assignedDevice(), to = *n->assignedDevice();
+      if (from == to || crossesDevicesByDesign(*v, *n))
         continue;
-      auto key = std::make_pair((const Value *)v, n->assignedDevice());
+      auto key = std::make_pair((const Value *)v, to);
       auto [it, inserted] = crossingIndex.try_emplace(key, crossings.size());
       if (inserted)
-        crossings.push_back({v, n->assignedDevice(), {}});
+        crossings.push_back({v, to, {}});
       crossings[it->second].readers.emplace_back(n, i);
     }
 
@@ -66,14 +66,15 @@ static llvm::Expected<bool> insertTransfers(Graph &g) {
         if (reader->tower() != tower)
           tower = -1;
       Attrs a;
-      a.set("from", producer->assignedDevice());
-      a.set("to", c.to);
+      const std::string from = producer->assignedDevice()->str(), to = c.to.str();
+      a.set("from", from);
+      a.set("to", to);
       b.setTower(tower);
       b.setRequestedDevice(c.to);
       t = b.createNode(Op::Transfer, {c.value}, std::move(a),
-                       nameSafe(c.value->name()) + "/to_" + nameSafe(c.to));
+                       nameSafe(c.value->name()) + "/to_" + nameSafe(to));
       t->setAssignedDevice(c.to);
-      t->setPlacementReason("transfer from " + producer->assignedDevice());
+      t->setPlacementReason("transfer from " + from);
       moves.emplace_back(t, producer);
     }
     for (auto &[reader, slot] : c.readers)

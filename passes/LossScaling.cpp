@@ -15,13 +15,14 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <cmath>
+#include <map>
 
 namespace graphc {
 namespace {
 
 /// One device's updates, in graph order.
 struct Group {
-  std::string device;
+  std::optional<DeviceId> device; ///< the applies' requested device
   int tower = -1;
   std::vector<Node *> applies;
 };
@@ -56,7 +57,7 @@ public:
 
 private:
   void collectGroups() {
-    llvm::StringMap<size_t> index;
+    std::map<std::optional<DeviceId>, size_t> index;
     for (Node *n : main_.nodes()) {
       if (!isApplyRule(n->op()))
         continue;
@@ -68,12 +69,14 @@ private:
   }
 
   void addVariables() {
-    std::vector<std::string> devices;
-    if (mirrored_)
+    std::vector<DeviceId> devices;
+    if (mirrored_) {
       for (const Group &g : groups_)
-        devices.push_back(g.device);
-    else if (!groups_[0].device.empty())
-      devices.push_back(groups_[0].device);
+        if (g.device) // mirrored updates all request their towers' devices
+          devices.push_back(*g.device);
+    } else if (groups_[0].device) {
+      devices.push_back(*groups_[0].device);
+    }
     for (auto [name, value] :
          {std::pair{kLossScaleVar, opts_.initial}, {kGoodStepsVar, 0.0}, {kSkippedStepsVar, 0.0}}) {
       Variable v;
@@ -87,8 +90,10 @@ private:
   }
 
   /// Where a node of tower `tower` reads the scale.
-  std::string scaleDevice(int tower) const {
-    return mirrored_ && tower >= 0 ? towerDevice(tower) : groups_[0].device;
+  std::optional<DeviceId> scaleDevice(int tower) const {
+    if (mirrored_ && tower >= 0)
+      return towerDevice(tower);
+    return groups_[0].device;
   }
 
   void scaleLossGradients() {

@@ -14,7 +14,7 @@ llvm::Error checkPlaced(const Module &m) {
       return makeError("variable '" + v.name + "' has no storage device after placement");
   for (const Graph *g : m.graphs())
     for (const Node *n : g->nodes()) {
-      if (n->assignedDevice().empty())
+      if (!n->assignedDevice())
         return nodeError(*n, "has no assigned device after placement");
       if (n->placementReason().empty())
         return nodeError(*n, "has no placement reason");
@@ -24,9 +24,9 @@ llvm::Error checkPlaced(const Module &m) {
       const std::string *named = var ? std::get_if<std::string>(var) : nullptr;
       llvm::StringRef name = named ? llvm::StringRef(*named) : llvm::StringRef();
       const Variable *v = m.findVariable(name);
-      if (v && !llvm::is_contained(v->devices, n->assignedDevice()))
-        return nodeError(*n, "runs on " + n->assignedDevice() + ", but variable '" + v->name +
-                                 "' is stored on " + llvm::join(v->devices, ", "));
+      if (v && !llvm::is_contained(v->devices, *n->assignedDevice()))
+        return nodeError(*n, "runs on " + n->assignedDevice()->str() + ", but variable '" +
+                                 v->name + "' is stored on " + joinDevices(v->devices));
     }
   return llvm::Error::success();
 }

@@ -45,10 +45,10 @@ llvm::Expected<llvm::StringMap<Node *>> updatesOf(const Module &m) {
     if (v->type.dtype != DType::F32)
       return nodeError(*n, "updates '" + var + "' of type " + toString(v->type) +
                                "; parameter-server tasks carry f32 variables only");
-    llvm::StringRef device =
-        n->assignedDevice().empty() ? n->requestedDevice() : n->assignedDevice();
-    if (!device.empty() && DeviceId::parse(device) != DeviceId::host())
-      return nodeError(*n, "updates '" + var + "' on " + device +
+    std::optional<DeviceId> device =
+        n->assignedDevice() ? n->assignedDevice() : n->requestedDevice();
+    if (device && !device->isHost())
+      return nodeError(*n, "updates '" + var + "' on " + device->str() +
                                "; parameter-server tasks take the sums from the workers' hosts: "
                                "plan with --params cpu");
     update[var] = n;
@@ -286,12 +286,12 @@ llvm::Expected<std::vector<PsRoute>> selectPsTaskPart(Module &m, unsigned task) 
       m.removeGraph(other->name());
   for (Node *n : g.nodes()) {
     n->setTower(-1);
-    n->setRequestedDevice(DeviceId::host().str());
-    n->setAssignedDevice(DeviceId::host().str());
+    n->setRequestedDevice(DeviceId::host());
+    n->setAssignedDevice(DeviceId::host());
   }
   dropUnusedVariables(m);
   for (Variable &v : m.variables())
-    v.devices = {DeviceId::host().str()};
+    v.devices = {DeviceId::host()};
   m.plan().psTask = (int64_t)task;
   return routes;
 }

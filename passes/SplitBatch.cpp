@@ -60,7 +60,7 @@ llvm::Expected<bool> splitBatch(Module &m) {
     TensorType t = members.front()->result()->type();
     t.shape[0] = global;
     Builder b(*g);
-    b.setRequestedDevice(DeviceId::host().str());
+    b.setRequestedDevice(DeviceId::host());
     Value *in = b.input(name, t);
     Attrs a;
     a.set("sizes", Ints(sizes->begin(), sizes->end()));
@@ -97,7 +97,7 @@ llvm::Expected<bool> concatOutputs(Module &m) {
   bool changed = false;
   llvm::SmallVector<Value *, 4> outputs;
   Builder b(*g);
-  b.setRequestedDevice(DeviceId::host().str());
+  b.setRequestedDevice(DeviceId::host());
   for (auto &[name, parts] : groups) {
     if (parts.front()->producer()->tower() < 0) {
       outputs.append(parts.begin(), parts.end());

@@ -32,8 +32,8 @@ std::string towerPrefix(int tower) {
   return "tower_" + std::to_string(tower) + "/";
 }
 
-std::string towerDevice(int tower) {
-  return DeviceId::gpu((unsigned)tower).str();
+DeviceId towerDevice(int tower) {
+  return DeviceId::gpu((unsigned)tower);
 }
 
 llvm::StringRef stripTowerPrefix(llvm::StringRef name, int *tower) {
@@ -122,7 +122,7 @@ public:
   void copyInput(const Node &in) {
     TensorType t = in.result()->type();
     t.shape[0] = towerBatch_;
-    b_.setRequestedDevice(DeviceId::host().str());
+    b_.setRequestedDevice(DeviceId::host());
     Value *v = b_.input(prefix_ + in.name(), t);
     map_[in.result()] = v;
     if (towerBatch_ != batch_) // otherwise nothing changes and no axis needs finding
@@ -145,8 +145,8 @@ public:
   }
   Node *copyOf(const Node *orig) const { return lookup(orig->result(0))->producer(); }
 
-  Builder &builder(llvm::StringRef device) {
-    b_.setRequestedDevice(device.str());
+  Builder &builder(DeviceId device) {
+    b_.setRequestedDevice(device);
     return b_;
   }
 
@@ -160,7 +160,8 @@ private:
 
   Builder b_;
   int tower_;
-  std::string prefix_, device_; ///< towerPrefix and towerDevice of the tower
+  std::string prefix_; ///< towerPrefix of the tower
+  DeviceId device_;    ///< towerDevice of the tower
   int64_t batch_, towerBatch_;
   double lossScaleFactor_;
   const Classified &c_;
@@ -208,7 +209,6 @@ llvm::Error TowerCopier::rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Valu
 }
 
 llvm::Error TowerCopier::copyNode(const Node &orig) {
-  static const std::string kNoDevice;
   llvm::SmallVector<Value *, 4> ops;
   for (Value *v : orig.operands())
     ops.push_back(lookup(v));
@@ -225,9 +225,9 @@ llvm::Error TowerCopier::copyNode(const Node &orig) {
     attrs.erase("grad_of");
   }
   // Variable reads go where aggregate-gradients puts the storage.
-  const std::string &device = !orig.requestedDevice().empty() ? orig.requestedDevice()
-                              : orig.op() == Op::Variable     ? kNoDevice
-                                                              : device_;
+  std::optional<DeviceId> device = orig.requestedDevice()      ? orig.requestedDevice()
+                                   : orig.op() == Op::Variable ? std::nullopt
+                                                               : std::optional<DeviceId>(device_);
   b_.setRequestedDevice(device);
   std::string name;
   name.reserve(prefix_.size() + orig.name().size());
@@ -238,8 +238,8 @@ llvm::Error TowerCopier::copyNode(const Node &orig) {
     return created.takeError();
   Node *n = *created;
   assert(n->name() == name && "tower names cannot collide with untowered ones");
-  if (device.empty())
-    n->setRequestedDevice("");
+  if (!device)
+    n->setRequestedDevice(std::nullopt);
 
   bool batchedIn = llvm::any_of(ops, [&](Value *v) { return axis(v) >= 0; }), batchedOut = false;
   for (unsigned i = 0; i < n->numResults(); ++i) {

@@ -73,8 +73,8 @@ llvm::Expected<bool> replicateTowers(Module &m, const TowerOptions &opts);
 
 /// "tower_<t>/".
 std::string towerPrefix(int tower);
-/// The device a tower requests: "gpu:<t>".
-std::string towerDevice(int tower);
+/// The device a tower requests: gpu:<t>.
+DeviceId towerDevice(int tower);
 /// `name` without a leading "tower_<t>/"; `tower` (if given) gets t, or -1.
 llvm::StringRef stripTowerPrefix(llvm::StringRef name, int *tower = nullptr);
 /// The towers' batch sizes recorded by replicate-towers (meta

@@ -75,11 +75,19 @@ llvm::Expected<Plan> readPlan(const Module &m) {
   return p;
 }
 
-/// "gpu:K" → K; -1 for anything else.
-int gpuIndex(llvm::StringRef device) {
-  std::optional<unsigned> k = gpuIndexOf(device);
-  return k ? (int)*k : -1;
+/// gpu:K → K; -1 for anything else (the host, none).
+int gpuIndex(std::optional<DeviceId> device) {
+  return device && device->isGpu() ? (int)device->index : -1;
 }
+
+/// A Transfer's "from" or "to" attribute: the one place the IR keeps a device
+/// as text (InsertTransfers writes it for the reader; the node's typed assigned
+/// device is what runs it).
+std::optional<DeviceId> transferEnd(const Node &n, llvm::StringRef key) {
+  return DeviceId::parse(n.attrs().getString(key));
+}
+
+using Renumber = std::function<std::optional<DeviceId>(std::optional<DeviceId>)>;
 
 /// The tower a value comes from, looking through transfers (-1: none).
 int towerOf(const Value *v) {
@@ -115,13 +123,12 @@ namespace {
 /// Stages 2 to 4 and the devices of stage 5 on one graph of the plan: main,
 /// and the micro-step graph of gradient accumulation when there is one.
 llvm::Error cutGraph(Graph &g, const std::function<bool(int)> &local, unsigned W,
-                     const WorkerSlice &slice,
-                     const std::function<std::string(const std::string &)> &renumber) {
+                     const WorkerSlice &slice, const Renumber &renumber) {
   // 2. What goes.
   llvm::DenseSet<const Node *> gone;
   std::vector<Node *> sums;
   for (Node *n : g.nodes()) {
-    int gpu = gpuIndex(n->assignedDevice().empty() ? n->requestedDevice() : n->assignedDevice());
+    int gpu = gpuIndex(n->assignedDevice() ? n->assignedDevice() : n->requestedDevice());
     if (n->tower() < 0 && gpu >= 0 && n->op() != Op::Transfer)
       return makeError("node '" + n->name() +
                        "' belongs to no tower but runs on gpu:" + llvm::Twine(gpu) +
@@ -142,8 +149,8 @@ llvm::Error cutGraph(Graph &g, const std::function<bool(int)> &local, unsigned W
         sums.push_back(n);
       if (kept == 0 && lost > 0)
         return makeError("node '" + n->name() + "' joins only other workers' towers");
-    } else if (lost > 0 || (n->op() == Op::Transfer && gpuIndex(n->attrs().getString("to")) >= 0 &&
-                            !local(gpuIndex(n->attrs().getString("to"))))) {
+    } else if (lost > 0 || (n->op() == Op::Transfer && gpuIndex(transferEnd(*n, "to")) >= 0 &&
+                            !local(gpuIndex(transferEnd(*n, "to"))))) {
       gone.insert(n);
     }
   }
@@ -211,7 +218,8 @@ llvm::Error cutGraph(Graph &g, const std::function<bool(int)> &local, unsigned W
     n->setAssignedDevice(renumber(n->assignedDevice()));
     if (n->op() == Op::Transfer)
       for (const char *key : {"from", "to"})
-        n->attrs().set(key, renumber(n->attrs().getString(key)));
+        if (std::optional<DeviceId> d = renumber(transferEnd(*n, key)))
+          n->attrs().set(key, d->str());
   }
   return llvm::Error::success();
 }
@@ -236,9 +244,9 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
                      " no sample (tower batches " + listed(plan->towerBatches) +
                      "); every worker needs at least one: raise --batch");
   auto local = [&](int tower) { return tower >= lo && tower < hi; };
-  auto renumber = [&](const std::string &device) -> std::string {
+  Renumber renumber = [&](std::optional<DeviceId> device) -> std::optional<DeviceId> {
     int gpu = gpuIndex(device);
-    return gpu < 0 ? device : DeviceId::gpu((unsigned)(gpu - lo)).str();
+    return gpu < 0 ? device : DeviceId::gpu((unsigned)(gpu - lo));
   };
 
   // 2. to 4., and 5. for the nodes: the training step's graphs.
@@ -249,11 +257,11 @@ llvm::Error selectWorkerPart(Module &m, unsigned worker) {
 
   // 5. GPUs of the variables, data, shapes, meta.
   for (Variable &v : m.variables()) {
-    std::vector<std::string> devices;
-    for (const std::string &d : v.devices) {
+    std::vector<DeviceId> devices;
+    for (DeviceId d : v.devices) {
       int gpu = gpuIndex(d);
       if (gpu < 0 || (gpu >= lo && gpu < hi))
-        devices.push_back(renumber(d));
+        devices.push_back(*renumber(d));
     }
     v.devices = std::move(devices);
   }

@@ -40,21 +40,17 @@ private:
   std::vector<unsigned> parent_;
 };
 
-std::string joinDevices(const std::vector<std::string> &ds) {
-  return llvm::join(ds, ", ");
-}
-
 } // namespace
 
 llvm::Expected<unsigned> replicaOf(const Node &n, const Variable &var) {
-  const std::vector<std::string> &ds = var.devices;
+  const std::vector<DeviceId> &ds = var.devices;
   if (ds.size() <= 1)
     return 0;
-  if (!n.requestedDevice().empty()) {
-    auto it = llvm::find(ds, n.requestedDevice());
+  if (std::optional<DeviceId> requested = n.requestedDevice()) {
+    auto it = llvm::find(ds, *requested);
     if (it == ds.end())
-      return nodeError(n, "requests device '" + n.requestedDevice() + "', but variable '" +
-                              var.name + "' has replicas only on " + joinDevices(ds));
+      return nodeError(n, "requests device '" + requested->str() + "', but variable '" + var.name +
+                              "' has replicas only on " + joinDevices(ds));
     return unsigned(it - ds.begin());
   }
   if (n.tower() >= 0 && (size_t)n.tower() < ds.size())

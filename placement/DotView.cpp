@@ -48,8 +48,9 @@ std::string tooltip(const Node &n) {
     s += "\nin: " + v->name() + " " + toString(v->type());
   if (n.tower() >= 0)
     s += "\ntower: " + std::to_string(n.tower());
-  s += "\nrequested: " + (n.requestedDevice().empty() ? "-" : n.requestedDevice());
-  s += "\nassigned: " + (n.assignedDevice().empty() ? "-" : n.assignedDevice());
+  auto orDash = [](std::optional<DeviceId> d) { return d ? d->str() : std::string("-"); };
+  s += "\nrequested: " + orDash(n.requestedDevice());
+  s += "\nassigned: " + orDash(n.assignedDevice());
   if (!n.placementReason().empty())
     s += "\nreason: " + n.placementReason();
   return s;
@@ -73,13 +74,13 @@ public:
     edges(g);
   }
 
-  void legend(llvm::ArrayRef<std::string> devices) {
+  void legend(llvm::ArrayRef<DeviceId> devices) {
     if (devices.empty())
       return;
     os_ << "  subgraph cluster_legend {\n    label=\"devices\"; style=\"rounded,dashed\"; "
            "color=\"#999999\";\n";
     for (unsigned i = 0; i < devices.size(); ++i)
-      os_ << "    legend" << i << " [label=" << quote(devices[i])
+      os_ << "    legend" << i << " [label=" << quote(devices[i].str())
           << ", fillcolor=" << quote(deviceColor(devices[i])) << "];\n";
     for (unsigned i = 1; i < devices.size(); ++i)
       os_ << "    legend" << i - 1 << " -> legend" << i << " [style=invis];\n";
@@ -132,9 +133,9 @@ private:
         os_ << "  " << prefix_ << id_[p] << " -> " << prefix_ << id_[n];
         if (p->assignedDevice() != n->assignedDevice())
           os_ << " [color=" << quote(kCrossingEdgeColor) << ", penwidth=2.4, tooltip="
-              << quote(v->name() + ": " + p->assignedDevice() + " -> " + n->assignedDevice() +
-                       ", " + std::to_string(v->type().bytes(g.module().batch().value_or(1))) +
-                       " bytes")
+              << quote(v->name() + ": " + deviceText(p->assignedDevice()) + " -> " +
+                       deviceText(n->assignedDevice()) + ", " +
+                       std::to_string(v->type().bytes(g.module().batch().value_or(1))) + " bytes")
               << "]";
         os_ << ";\n";
       }
@@ -153,7 +154,7 @@ void writeDot(const Module &m, llvm::raw_ostream &os) {
      << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=9, "
         "penwidth=0.6];\n"
      << "  edge [color=\"#8a8a8a\", arrowsize=0.6];\n";
-  std::vector<std::string> devices = devicesOf(m);
+  std::vector<DeviceId> devices = devicesOf(m);
   DotWriter w(os);
   w.legend(devices);
   std::vector<Graph *> graphs = m.graphs();

@@ -15,6 +15,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 
+#include <map>
+
 namespace graphc {
 namespace {
 
@@ -92,7 +94,7 @@ llvm::json::Array decisionsData(const Module &m) {
   return out;
 }
 
-llvm::json::Object graphData(const Graph &g, const llvm::StringMap<unsigned> &deviceIndex) {
+llvm::json::Object graphData(const Graph &g, const std::map<DeviceId, unsigned> &deviceIndex) {
   ViewTree tree = ViewTree::build(g);
   int64_t batch = g.module().batch().value_or(1);
   llvm::json::Array clusters, nodes;
@@ -110,11 +112,12 @@ llvm::json::Object graphData(const Graph &g, const llvm::StringMap<unsigned> &de
       operands.push_back(index.lookup(v->producer()));
       operands.push_back(v->resultIndex());
     }
-    auto device = deviceIndex.find(n->assignedDevice());
+    std::optional<DeviceId> assigned = n->assignedDevice();
     nodes.push_back(llvm::json::Array{n->name(), opName(n->op()), tree.clusterOf(n),
-                                      device == deviceIndex.end() ? -1 : (int)device->second,
-                                      n->requestedDevice(), n->placementReason(), n->tower(),
-                                      std::move(outs), attributesText(*n), std::move(operands)});
+                                      assigned ? (int)deviceIndex.at(*assigned) : -1,
+                                      deviceText(n->requestedDevice()), n->placementReason(),
+                                      n->tower(), std::move(outs), attributesText(*n),
+                                      std::move(operands)});
   }
   return llvm::json::Object{
       {"name", g.name()}, {"clusters", std::move(clusters)}, {"nodes", std::move(nodes)}};
@@ -157,12 +160,12 @@ std::string htmlEscape(llvm::StringRef s) {
 } // namespace
 
 std::string htmlViewData(const Module &m) {
-  std::vector<std::string> devices = devicesOf(m);
-  llvm::StringMap<unsigned> deviceIndex;
+  std::vector<DeviceId> devices = devicesOf(m);
+  std::map<DeviceId, unsigned> deviceIndex;
   llvm::json::Array deviceList, graphs;
-  for (const std::string &d : devices) {
-    deviceIndex[d] = deviceIndex.size();
-    deviceList.push_back(llvm::json::Array{d, deviceColor(d)});
+  for (DeviceId d : devices) {
+    deviceIndex.try_emplace(d, deviceIndex.size());
+    deviceList.push_back(llvm::json::Array{d.str(), deviceColor(d)});
   }
   for (const Graph *g : m.graphs())
     graphs.push_back(graphData(*g, deviceIndex));

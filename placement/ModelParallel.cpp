@@ -58,7 +58,7 @@ public:
           ready.push_back(succ);
     }
     for (auto &[n, d] : device_)
-      n->setRequestedDevice(c_.devices()[d].name);
+      n->setRequestedDevice(c_.devices()[d].id);
     // The executor issues each device's nodes in graph order: the schedule's,
     // whose memory the placement counted.
     g_.reorder(order_);

@@ -18,8 +18,8 @@ void printPlacementExplanation(const Module &m, llvm::raw_ostream &os) {
     std::vector<Row> rows{{"node", "op", "requested", "assigned", "reason"}};
     for (const Node *n : g->nodes()) {
       auto orDash = [](const std::string &s) { return s.empty() ? std::string("-") : s; };
-      rows.push_back({n->name(), opName(n->op()).str(), orDash(n->requestedDevice()),
-                      orDash(n->assignedDevice()), orDash(n->placementReason())});
+      rows.push_back({n->name(), opName(n->op()).str(), orDash(deviceText(n->requestedDevice())),
+                      orDash(deviceText(n->assignedDevice())), orDash(n->placementReason())});
     }
     std::array<size_t, 5> width{};
     for (const Row &r : rows)

@@ -64,7 +64,7 @@ llvm::Error cannotAssign(const Node &n, const llvm::Twine &msg) {
 
 /// What a group asked for and what it got.
 struct GroupPlan {
-  std::string requested;                  ///< device name; empty: no request
+  std::optional<DeviceId> requested;      ///< none: no request
   const Node *requester = nullptr;        ///< null when storage asked
   const std::string *storageOf = nullptr; ///< the variable whose storage asked
   unsigned kinds = kAllKinds;
@@ -134,15 +134,15 @@ private:
 
   /// A request for `device` by node `by`, or (by null) by the storage of
   /// variable `var`.
-  llvm::Error request(unsigned gi, const std::string &device, const Node *by,
-                      const std::string *var, const Node &blame) {
+  llvm::Error request(unsigned gi, DeviceId device, const Node *by, const std::string *var,
+                      const Node &blame) {
     GroupPlan &p = plans_[gi];
     if (!c_.find(device)) {
       std::string byText = GroupPlan::requestedByText(by, var);
       if (auto e = c_.checkDevice(device, by ? "requested device" : byText + ": device"))
         return cannotAssign(blame, llvm::toString(std::move(e)));
     }
-    if (p.requested.empty()) {
+    if (!p.requested) {
       p.requested = device;
       p.requester = by;
       p.storageOf = var;
@@ -151,10 +151,11 @@ private:
     if (p.requested == device)
       return llvm::Error::success();
     std::string byText = GroupPlan::requestedByText(by, var);
-    std::string who = by ? "it requested '" + device + "'" : byText + " is on '" + device + "'";
+    std::string who =
+        by ? "it requested '" + device.str() + "'" : byText + " is on '" + device.str() + "'";
     return cannotAssign(blame, who + ", but it must be colocated with " + p.requestedBy() +
                                    (p.requester ? ", which requested '" : ", which is on '") +
-                                   p.requested + "'" + colocationNote(gi));
+                                   p.requested->str() + "'" + colocationNote(gi));
   }
 
   llvm::Error collect(unsigned gi) {
@@ -163,8 +164,8 @@ private:
     for (const Node *n : groups_.members(gi)) {
       if (n->tower() >= 0 && (p.tower < 0 || n->tower() < p.tower))
         p.tower = n->tower();
-      if (!n->requestedDevice().empty())
-        if (auto e = request(gi, n->requestedDevice(), n, nullptr, *n))
+      if (std::optional<DeviceId> requested = n->requestedDevice())
+        if (auto e = request(gi, *requested, n, nullptr, *n))
           return e;
       if (runsWithoutKernel(n->op()))
         continue;
@@ -202,8 +203,8 @@ private:
     // counts[t]: requests per device by tower t's nodes (empty: no node).
     std::vector<std::vector<unsigned>> counts;
     std::vector<bool> seen;
-    // Requests repeat a few device names: look each name up once.
-    llvm::StringMap<std::optional<unsigned>> indexOf;
+    // Requests repeat a few devices: look each up once.
+    std::map<DeviceId, std::optional<unsigned>> indexOf;
     for (const Node *n : g_.nodes()) {
       if (n->tower() < 0)
         continue;
@@ -214,9 +215,12 @@ private:
       seen[n->tower()] = true;
       auto &count = counts[n->tower()];
       count.resize(c_.devices().size());
-      auto [it, inserted] = indexOf.try_emplace(n->requestedDevice());
+      std::optional<DeviceId> requested = n->requestedDevice();
+      if (!requested)
+        continue;
+      auto [it, inserted] = indexOf.try_emplace(*requested);
       if (inserted)
-        it->second = c_.indexOf(n->requestedDevice());
+        it->second = c_.indexOf(*requested);
       if (it->second)
         ++count[*it->second];
     }
@@ -227,7 +231,7 @@ private:
       auto best = std::max_element(count.begin(), count.end()); // first maximum
       if (best != count.end() && *best > 0)
         towerDevice_[tower] = &c_.devices()[best - count.begin()];
-      else if (const ClusterDevice *d = c_.find(DeviceId::gpu((unsigned)tower).str()))
+      else if (const ClusterDevice *d = c_.find(DeviceId::gpu((unsigned)tower)))
         towerDevice_[tower] = d;
     }
   }
@@ -259,8 +263,8 @@ private:
 
   llvm::Error decideByRequestOrTower(unsigned gi) {
     GroupPlan &p = plans_[gi];
-    if (!p.requested.empty()) {
-      const ClusterDevice &d = *c_.find(p.requested);
+    if (p.requested) {
+      const ClusterDevice &d = *c_.find(*p.requested);
       if (canRun(p, d)) {
         decide(p, &d, "requested");
         p.followsRequest = true;
@@ -374,8 +378,8 @@ private:
     unsigned position = 0;
     for (Node *n : g_.nodes()) {
       const GroupPlan &p = plans_[groups_.groupAt(position++)];
-      n->setAssignedDevice(p.device->name);
-      if (p.followsRequest && n->requestedDevice() != p.device->name)
+      n->setAssignedDevice(p.device->id);
+      if (p.followsRequest && n->requestedDevice() != p.device->id)
         n->setPlacementReason("colocated with " + p.requestedBy());
       else
         n->setPlacementReason(p.reason);
@@ -393,16 +397,16 @@ private:
       auto it = placed.find(v.name);
       if (it == placed.end())
         continue;
-      std::vector<std::string> devices = v.devices;
+      std::vector<DeviceId> devices = v.devices;
       if (devices.empty())
         devices.resize(1);
       for (auto &[replica, device] : it->second)
-        devices[replica] = device->name;
+        devices[replica] = device->id;
       for (unsigned i = 0; i < devices.size(); ++i)
         for (unsigned j = i + 1; j < devices.size(); ++j)
           if (devices[i] == devices[j])
             return makeError("variable '" + v.name + "': replicas " + llvm::Twine(i) + " and " +
-                             llvm::Twine(j) + " would both live on " + devices[i] +
+                             llvm::Twine(j) + " would both live on " + devices[i].str() +
                              " (a node moved for want of a kernel?)");
       v.devices = std::move(devices);
     }
@@ -434,7 +438,7 @@ llvm::Error Placer::run(Module &m) const {
       return e;
   for (Variable &v : m.variables())
     if (v.devices.empty())
-      v.devices = {cluster_.host().name};
+      v.devices = {cluster_.host().id};
   return llvm::Error::success();
 }
 

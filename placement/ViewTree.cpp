@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -194,38 +195,24 @@ ViewTree ViewTree::build(const Graph &g) {
   return t;
 }
 
-std::string deviceColor(llvm::StringRef device) {
-  if (device.empty())
+std::string deviceColor(std::optional<DeviceId> device) {
+  if (!device)
     return "#ffffff";
-  if (device == "cpu:0")
+  if (device->isHost())
     return "#d4d4d4";
-  auto [kind, number] = device.split(':');
-  unsigned k = 0;
-  if (number.getAsInteger(10, k)) {
-    // Not "<kind>:<index>": a stable hash picks the hue.
-    uint32_t h = 2166136261u;
-    for (char c : device)
-      h = (h ^ (uint8_t)c) * 16777619u;
-    k = h % 360;
-  }
   // Golden-angle steps keep neighbouring indices far apart in hue.
-  double hue = std::fmod((kind == "gpu" ? 205.0 : 35.0) + k * 137.508, 360.0);
-  return kind == "gpu" ? hslColor(hue, 0.70, 0.74) : hslColor(hue, 0.30, 0.78);
+  double hue = std::fmod((device->isGpu() ? 205.0 : 35.0) + device->index * 137.508, 360.0);
+  return device->isGpu() ? hslColor(hue, 0.70, 0.74) : hslColor(hue, 0.30, 0.78);
 }
 
-std::vector<std::string> devicesOf(const Module &m) {
-  std::vector<std::string> ds;
+std::vector<DeviceId> devicesOf(const Module &m) {
+  std::vector<DeviceId> ds;
   for (const Graph *g : m.graphs())
     for (const Node *n : g->nodes())
-      if (!n->assignedDevice().empty() && !llvm::is_contained(ds, n->assignedDevice()))
-        ds.push_back(n->assignedDevice());
-  auto key = [](llvm::StringRef d) {
-    auto [kind, number] = d.split(':');
-    unsigned k = 0;
-    bool numbered = !number.getAsInteger(10, k);
-    return std::make_tuple(d != "cpu:0", kind.str(), !numbered, k, d.str());
-  };
-  llvm::sort(ds, [&](const std::string &a, const std::string &b) { return key(a) < key(b); });
+      if (n->assignedDevice())
+        ds.push_back(*n->assignedDevice());
+  llvm::sort(ds); // the host (cpu:0) first, then CPUs, then GPUs, by index
+  ds.erase(std::unique(ds.begin(), ds.end()), ds.end());
   return ds;
 }
 

@@ -56,13 +56,13 @@ private:
   llvm::DenseMap<const Node *, int> clusterOf_; ///< cluster index + 1 (0: top level)
 };
 
-/// A fill colour per device name ("#rrggbb"): light grey for the host,
-/// well-separated light hues for "gpu:K" (and other "cpu:K"), white for "".
-std::string deviceColor(llvm::StringRef device);
+/// A fill colour per device ("#rrggbb"): light grey for the host,
+/// well-separated light hues for gpu:K (and other cpu:K), white for none.
+std::string deviceColor(std::optional<DeviceId> device);
 /// The colour of edges that cross devices.
 inline constexpr const char *kCrossingEdgeColor = "#d62f1f";
 
 /// Devices assigned in a module, host first, then by kind and number.
-std::vector<std::string> devicesOf(const Module &m);
+std::vector<DeviceId> devicesOf(const Module &m);
 
 } // namespace graphc

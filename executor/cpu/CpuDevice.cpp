@@ -37,7 +37,7 @@ public:
 class CpuDevice : public Device {
 public:
   CpuDevice(const DeviceRequest &req)
-      : name_(req.name), threads_(std::max(1, req.threads)), cores_(req.cores),
+      : name_(req.id.str()), threads_(std::max(1, req.threads)), cores_(req.cores),
         stream_(CpuBackend::instance().engine()), relativeSpeed_(req.relativeSpeed) {}
 
   const std::string &name() const override { return name_; }

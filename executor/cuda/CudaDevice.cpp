@@ -288,18 +288,18 @@ llvm::Expected<double> cudaCopyBandwidth(int from, int to, size_t bytes) {
 //===-- Creation ------------------------------------------------------------===//
 
 llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceRequest &req) {
-  std::optional<unsigned> index = gpuIndexOf(req.name);
-  if (!index)
-    return makeError("'" + req.name + "' is not a GPU device name (gpu:N)");
+  const std::string name = req.id.str();
+  if (!req.id.isGpu())
+    return makeError("'" + name + "' is not a GPU device (gpu:N)");
   int count = cudaVisibleDeviceCount();
-  int ordinal = req.physicalOrdinal >= 0 ? req.physicalOrdinal : (int)*index;
+  int ordinal = req.physicalOrdinal >= 0 ? req.physicalOrdinal : (int)req.id.index;
   if (ordinal >= count)
-    return makeError("device '" + req.name + "' needs physical GPU " + llvm::Twine(ordinal) +
+    return makeError("device '" + name + "' needs physical GPU " + llvm::Twine(ordinal) +
                      ", but this machine has " + llvm::Twine(count) + " GPU" +
                      (count == 1 ? "" : "s") +
                      "; map the plan's GPUs onto fewer physical ones (--emulate)");
   std::unique_ptr<CudaDevice> d(new CudaDevice());
-  d->name_ = req.name;
+  d->name_ = name;
   d->ordinal_ = ordinal;
   d->timeout_ = req.waitTimeout;
   GRAPHC_CUDA_TRY(cudaSetDevice(ordinal));
@@ -310,7 +310,7 @@ llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceReque
   // cuDNN and cuBLAS are opened here, the first time a GPU device is created.
   auto backend = CudaBackend::create(ordinal);
   if (!backend)
-    return withContext(backend.takeError(), "creating device " + req.name);
+    return withContext(backend.takeError(), "creating device " + name);
   d->backend_ = std::move(*backend);
   // Copies and collectives get the higher priority, so that communication
   // is not queued behind a long run of compute kernels.
@@ -325,7 +325,7 @@ llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::create(const DeviceReque
   enablePeers(ordinal);
   auto counter = d->allocate(sizeof(DeviceStep));
   if (!counter)
-    return withContext(counter.takeError(), "the step counter of " + req.name);
+    return withContext(counter.takeError(), "the step counter of " + name);
   d->stepCounter_ = static_cast<DeviceStep *>(*counter);
   return d;
 }

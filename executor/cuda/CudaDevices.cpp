@@ -23,7 +23,7 @@ public:
   std::vector<std::string> describeVisible() const override {
     std::vector<std::string> out;
     for (int i = 0, n = cudaVisibleDeviceCount(); i < n; ++i)
-      out.push_back("gpu:" + std::to_string(i) + " (" + cudaDeviceDescription(i) + ")");
+      out.push_back(DeviceId::gpu((unsigned)i).str() + " (" + cudaDeviceDescription(i) + ")");
     return out;
   }
   std::string dtypeRefusal(unsigned index, DType dtype) const override {

@@ -146,7 +146,7 @@ llvm::Error ReverseSweep::publishVariableGradients() {
     if (Node *taken = g_.findNode(name))
       g_.rename(taken, g_.uniqueName(name + "_"));
     b_.setTower(-1);
-    b_.setRequestedDevice("");
+    b_.setRequestedDevice(std::nullopt);
     Value *total = parts.front();
     if (parts.size() > 1) {
       Builder::Scope scope(b_, name);

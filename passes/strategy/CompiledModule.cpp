@@ -13,7 +13,7 @@ bool isCompiledForTraining(const Module &m) {
 
 bool isPlaced(const Module &m) {
   for (const Node *n : m.findGraph("main")->nodes())
-    if (!n->assignedDevice().empty())
+    if (n->assignedDevice())
       return true;
   return false;
 }
@@ -48,7 +48,7 @@ llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled) {
     }
   g.setOutputs(cloneGraphInto(*fwd, g));
   for (Node *n : g.nodes()) {
-    n->setAssignedDevice("");
+    n->setAssignedDevice(std::nullopt);
     n->setPlacementReason("");
   }
   if (auto e = verify(*m))

@@ -178,7 +178,7 @@ std::string describeSplit(const Module &plan) {
   Floats speeds = plan.plan().splitSpeeds.value_or(Floats{});
   std::vector<std::string> each;
   for (size_t t = 0; t < speeds.size(); ++t)
-    each.push_back(towerDevice((int)t) + " " + teraflops(speeds[t]));
+    each.push_back(towerDevice((int)t).str() + " " + teraflops(speeds[t]));
   return text + " (--split auto: in proportion to the speeds of the towers' devices, " +
          llvm::join(each, ", ") + " TFLOP/s, so that they finish their towers together)";
 }

@@ -93,8 +93,7 @@ llvm::Error measure(const Module &plan, Candidate &c) {
   for (const MemoryNeed &n : *needs) {
     if (!n.fits())
       over.push_back(n.text());
-    if (DeviceId::parse(n.device).value_or(DeviceId::host()).isGpu() &&
-        (c.fullestGpu.empty() || n.total() > c.fullestGpuBytes)) {
+    if (n.kind == DeviceKind::GPU && (c.fullestGpu.empty() || n.total() > c.fullestGpuBytes)) {
       c.fullestGpuBytes = n.total();
       c.fullestGpu = n.device;
     }

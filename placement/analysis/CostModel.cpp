@@ -39,11 +39,12 @@ public:
   }
 
   llvm::Expected<unsigned> deviceOf(const Node &n) const {
-    if (n.assignedDevice().empty())
+    std::optional<DeviceId> assigned = n.assignedDevice();
+    if (!assigned)
       return nodeError(n, "has no assigned device; the cost model needs a placed module");
-    if (auto i = c_.indexOf(n.assignedDevice()))
+    if (auto i = c_.indexOf(*assigned))
       return *i;
-    return nodeError(n, "is assigned to '" + n.assignedDevice() +
+    return nodeError(n, "is assigned to '" + assigned->str() +
                             "', which is not a device of this cluster; " + c_.visibleDevices());
   }
 
@@ -146,7 +147,7 @@ public:
 
   PlacementCost finish(const std::vector<Variable> &vars, bool overlap) {
     for (const Variable &v : vars)
-      for (const std::string &d : v.devices)
+      for (DeviceId d : v.devices)
         if (auto i = c_.indexOf(d))
           out_.devices[*i].variableBytes += v.type.bytes();
     out_.overlap = overlap;

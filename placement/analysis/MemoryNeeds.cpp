@@ -25,9 +25,8 @@ std::string sizeText(int64_t b) {
 
 llvm::Expected<llvm::StringMap<int64_t>> plannedArenaBytes(const Module &placed) {
   const Graph &g = *placed.findGraph("main");
-  auto schedule = buildSchedule(g, [](const Node &n) {
-    return n.assignedDevice().empty() ? DeviceId::host().str() : n.assignedDevice();
-  });
+  auto schedule = buildSchedule(
+      g, [](const Node &n) { return n.assignedDevice().value_or(DeviceId::host()).str(); });
   if (!schedule)
     return schedule.takeError();
   llvm::StringMap<int64_t> peak;
@@ -49,7 +48,8 @@ llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable, cons
   std::vector<MemoryNeed> needs;
   for (const DeviceCost &d : cost.devices)
     if (const ClusterDevice *dev = cluster.find(d.device))
-      needs.push_back({d.device, d.variableBytes, peak->lookup(d.device), dev->memoryBytes});
+      needs.push_back(
+          {d.device, d.variableBytes, peak->lookup(d.device), dev->memoryBytes, dev->kind});
   return needs;
 }
 

@@ -33,6 +33,7 @@ struct MemoryNeed {
   int64_t variables = 0;   ///< parameters, optimizer slots and state stored there
   int64_t activations = 0; ///< the planned arena for the device
   int64_t capacity = 0;    ///< the cluster's memory_bytes
+  DeviceKind kind = DeviceKind::CPU; ///< the cluster's kind of the device
   int64_t total() const { return variables + activations; }
   bool fits() const { return total() <= capacity; }
   /// "gpu:1 needs 1536.0 MiB (1236.0 MiB of variables, 300.0 MiB of

@@ -27,7 +27,7 @@ public:
       : c_(c), o_(o), times_(c, o.times), batch_(batch) {}
 
   llvm::Error run(const Graph &g) {
-    auto s = buildSchedule(g, [](const Node &n) { return n.assignedDevice(); });
+    auto s = buildSchedule(g, [](const Node &n) { return deviceText(n.assignedDevice()); });
     if (!s)
       return s.takeError();
     s_ = std::move(*s);
@@ -89,12 +89,13 @@ private:
   llvm::Expected<double> duration(const Node &n, unsigned d) {
     const ClusterDevice &dev = *devs_[d];
     if (n.op() == Op::Transfer) {
-      const std::string &from = n.operand(0)->producer()->assignedDevice();
-      if (from == dev.name)
+      std::optional<DeviceId> from = n.operand(0)->producer()->assignedDevice();
+      if (from == dev.id)
         return 0.0;
-      auto bw = times_.bandwidth(from, dev.name);
+      const ClusterDevice *src = from ? c_.find(*from) : nullptr;
+      auto bw = src ? times_.bandwidth(src->name, dev.name) : std::nullopt;
       if (!bw)
-        return nodeError(n, "copies from " + from + " to " + dev.name +
+        return nodeError(n, "copies from " + deviceText(from) + " to " + dev.name +
                                 " but the cluster has no link between them");
       return times_.copySeconds(n.operand(0)->type().bytes(batch_), *bw);
     }
@@ -239,7 +240,7 @@ private:
     std::map<int64_t, std::string> deviceOfRank;
     int64_t bytes = 0;
     for (const Node *r : ranks) {
-      deviceOfRank.try_emplace(r->attrs().getInt("rank"), r->assignedDevice());
+      deviceOfRank.try_emplace(r->attrs().getInt("rank"), deviceText(r->assignedDevice()));
       int64_t mine = 0;
       for (const Value *v : r->operands())
         mine += v->type().bytes(batch_);

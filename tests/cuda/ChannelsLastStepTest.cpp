@@ -110,7 +110,7 @@ TEST_P(ChannelsLastStep, AgreesWithNchwAndCountsThePredictedCopies) {
     o.seed = 3;
     o.gpuLayout = policy;
     o.profile = true; // the kernels' reorder counts
-    o.physicalGpu = [](const std::string &) { return 0; };
+    o.physicalGpu = [](DeviceId) { return 0; };
     auto ex = Executor::create(*m, o);
     ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
     Trained &t = runs[policy == GpuLayout::Auto];

@@ -32,7 +32,7 @@ std::vector<Rank> makeRanks(const std::vector<int> &ordinals, const std::vector<
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.f, 3.f);
   for (size_t r = 0; r < ordinals.size(); ++r) {
-    out[r].device = makeGpu("gpu:" + std::to_string(r), ordinals[r], timeout);
+    out[r].device = makeGpu(r, ordinals[r], timeout);
     for (int64_t n : sizes) {
       std::vector<float> v(n);
       for (float &x : v)

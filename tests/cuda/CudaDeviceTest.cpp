@@ -28,7 +28,7 @@ std::vector<float> pattern(size_t n, float base) {
 
 TEST(CudaDevice, MemoryIsZeroedAndBlockingCopiesRoundTrip) {
   GRAPHC_REQUIRE_GPUS(1);
-  auto d = makeGpu("gpu:0");
+  auto d = makeGpu(0);
   ASSERT_TRUE(d);
   EXPECT_NE(d->describe().find("physical GPU 0"), std::string::npos) << d->describe();
   // Larger than the staging chunk (8 MiB), not a multiple of it.
@@ -63,7 +63,7 @@ TEST(CudaDevice, CopyBandwidthIsTimedBothWaysAndRefusesAMissingGpu) {
 
 TEST(CudaDevice, OutOfMemoryNamesTheDeviceTheBytesAndTheFreeMemory) {
   GRAPHC_REQUIRE_GPUS(1);
-  auto d = makeGpu("gpu:3", 0);
+  auto d = makeGpu(3, 0);
   ASSERT_TRUE(d);
   auto p = d->allocate(size_t(1) << 50);
   ASSERT_FALSE(bool(p));
@@ -81,7 +81,7 @@ TEST(CudaDevice, OutOfMemoryNamesTheDeviceTheBytesAndTheFreeMemory) {
 TEST(CudaDevice, APlanGpuBeyondThePhysicalOnesIsRefusedWithAHint) {
   GRAPHC_REQUIRE_GPUS(1);
   DeviceRequest req;
-  req.name = "gpu:" + std::to_string(cudaVisibleDeviceCount());
+  req.id = DeviceId::gpu((unsigned)cudaVisibleDeviceCount());
   auto d = CudaDevice::create(req);
   ASSERT_FALSE(bool(d));
   std::string msg = llvm::toString(d.takeError());
@@ -90,10 +90,10 @@ TEST(CudaDevice, APlanGpuBeyondThePhysicalOnesIsRefusedWithAHint) {
 
 TEST(CudaDevice, ReceivingFromAHostDeviceStagesThroughPinnedMemory) {
   GRAPHC_REQUIRE_GPUS(1);
-  auto gpu = makeGpu("gpu:0");
+  auto gpu = makeGpu(0);
   ASSERT_TRUE(gpu);
   DeviceRequest cpuReq;
-  cpuReq.name = "cpu:0";
+  cpuReq.id = DeviceId::host();
   auto cpu = createDevice(cpuReq);
   ASSERT_TRUE(bool(cpu));
   const size_t n = 100003;
@@ -122,7 +122,7 @@ TEST(CudaDevice, ReceivingFromAHostDeviceStagesThroughPinnedMemory) {
 
 TEST(CudaDevice, TwoLogicalDevicesOnOneGpuOrderCopiesWithEvents) {
   GRAPHC_REQUIRE_GPUS(1);
-  auto a = makeGpu("gpu:0", 0), b = makeGpu("gpu:1", 0);
+  auto a = makeGpu(0, 0), b = makeGpu(1, 0);
   ASSERT_TRUE(a && b);
   const size_t n = 1 << 20;
   auto pa = a->allocate(n * 4), pb = b->allocate(n * 4), pc = a->allocate(n * 4);
@@ -149,7 +149,7 @@ TEST(CudaDevice, TwoLogicalDevicesOnOneGpuOrderCopiesWithEvents) {
 
 TEST(CudaDevice, AHostDeviceWaitsOnAGpuEvent) {
   GRAPHC_REQUIRE_GPUS(1);
-  auto gpu = makeGpu("gpu:0");
+  auto gpu = makeGpu(0);
   ASSERT_TRUE(gpu);
   auto p = gpu->allocate(64 << 20), q = gpu->allocate(64 << 20);
   ASSERT_TRUE(p && q);
@@ -164,14 +164,14 @@ TEST(CudaDevice, AHostDeviceWaitsOnAGpuEvent) {
 
 TEST(CudaDevice, ProfiledOperationsLandOnTheTraceClockAndTheirStream) {
   GRAPHC_REQUIRE_GPUS(1);
-  auto gpu = makeGpu("gpu:0");
+  auto gpu = makeGpu(0);
   ASSERT_TRUE(gpu);
   TraceRecorder clock;
   gpu->setProfiling(true, &clock);
   auto p = gpu->allocate(32 << 20), q = gpu->allocate(32 << 20);
   ASSERT_TRUE(p && q);
   DeviceRequest cpuReq;
-  cpuReq.name = "cpu:0";
+  cpuReq.id = DeviceId::host();
   auto cpu = createDevice(cpuReq);
   std::vector<char> host(32 << 20, 1);
   double before = clock.nowUs();
@@ -218,7 +218,7 @@ void CUDART_CB sleepOnHost(void *ms) {
 
 TEST(CudaDevice, SynchronizeGivesUpAfterTheTimeoutNamingTheBusyStream) {
   GRAPHC_REQUIRE_GPUS(1);
-  auto gpu = makeGpu("gpu:0", 0, std::chrono::milliseconds(100));
+  auto gpu = makeGpu(0, 0, std::chrono::milliseconds(100));
   ASSERT_TRUE(gpu);
   static int ms = 800;
   auto st = gpu->beginOperation(CudaStream::Collective, {}, {}, "a stuck collective");

@@ -25,7 +25,7 @@ Attrs allReduce(const std::string &group, int rank, int nranks) {
   return a;
 }
 
-Node *place(Node *n, const std::string &device) {
+Node *place(Node *n, DeviceId device) {
   n->setAssignedDevice(device);
   return n;
 }
@@ -33,8 +33,7 @@ Node *place(Node *n, const std::string &device) {
 /// x (on `inputDevice`) goes to gpu:0..3, each tower computes relu(x*w + c)
 /// with its own copy of w, the towers all-reduce, and the sum comes back to
 /// `outputDevice`.
-void buildTowers(Module &m, const std::string &inputDevice, const std::string &outputDevice,
-                 int64_t n = 4096) {
+void buildTowers(Module &m, DeviceId inputDevice, DeviceId outputDevice, int64_t n = 4096) {
   Variable w;
   w.name = "w";
   w.type = TensorType(DType::F32, {n});
@@ -48,9 +47,9 @@ void buildTowers(Module &m, const std::string &inputDevice, const std::string &o
   place(x->producer(), inputDevice);
   std::vector<Node *> reduces;
   for (int r = 0; r < 4; ++r) {
-    std::string dev = "gpu:" + std::to_string(r);
+    const DeviceId dev = DeviceId::gpu((unsigned)r);
     Attrs t;
-    t.set("to", dev);
+    t.set("to", dev.str());
     Node *copy = place(b.createNode(Op::Transfer, {x}, t, "to" + std::to_string(r)), dev);
     Node *wr = place(b.variable("w")->producer(), dev);
     Node *mul = place(b.createNode(Op::Mul, {copy->result(), wr->result()}), dev);
@@ -61,7 +60,7 @@ void buildTowers(Module &m, const std::string &inputDevice, const std::string &o
                             dev));
   }
   Attrs t;
-  t.set("to", outputDevice);
+  t.set("to", outputDevice.str());
   Node *back = place(b.createNode(Op::Transfer, {reduces[2]->result()}, t, "back"), outputDevice);
   m.main().addOutput(back->result());
 }
@@ -92,7 +91,7 @@ llvm::StringMap<Tensor> feed(int64_t n, float base) {
 
 ExecutorOptions onOneGpu() {
   ExecutorOptions o;
-  o.physicalGpu = [](const std::string &) { return 0; };
+  o.physicalGpu = [](DeviceId) { return 0; };
   o.waitTimeout = std::chrono::seconds(60);
   return o;
 }
@@ -117,7 +116,7 @@ TEST(CudaExecutor, OneGpuAgreesWithTheCpu) {
   auto cpu = Executor::create(m, {});
   ASSERT_TRUE(bool(cpu)) << llvm::toString(cpu.takeError());
   ExecutorOptions gpu;
-  gpu.deviceMap = [](const std::string &) { return std::string("gpu:0"); };
+  gpu.deviceMap = [](DeviceId) { return DeviceId::gpu(0); };
   auto ex = Executor::create(m, gpu);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   EXPECT_EQ((*ex)->devices(), (std::vector<std::string>{"gpu:0"}));
@@ -133,7 +132,7 @@ TEST(CudaExecutor, FourLogicalTowersOnOneGpuWithHostInputAndOutput) {
   GRAPHC_REQUIRE_GPUS(1);
   const int64_t n = 4096 + 3;
   Module m;
-  buildTowers(m, "cpu:0", "cpu:0", n);
+  buildTowers(m, DeviceId::host(), DeviceId::host(), n);
   ExecutorOptions opts = onOneGpu();
   opts.batchOnDevice = false; // the host input and output as the plan has them
   auto ex = Executor::create(m, opts);
@@ -151,7 +150,7 @@ TEST(CudaExecutor, AHostInputOnlyGpusReadIsStagedOnAGpuAndTheStepIsAGraph) {
   GRAPHC_REQUIRE_GPUS(1);
   const int64_t n = 4096 + 3;
   Module m;
-  buildTowers(m, "cpu:0", "cpu:0", n);
+  buildTowers(m, DeviceId::host(), DeviceId::host(), n);
   ExecutorOptions opts = onOneGpu();
   opts.cudaGraphs = CudaGraphs::On;
   auto ex = Executor::create(m, opts);
@@ -185,7 +184,7 @@ TEST(CudaExecutor, CapturedDropoutDrawsEveryReplayedStepsMasks) {
   ASSERT_TRUE(bool(cpu)) << llvm::toString(cpu.takeError());
   ExecutorOptions gpuOpts = onOneGpu();
   gpuOpts.seed = 5;
-  gpuOpts.deviceMap = [](const std::string &) { return std::string("gpu:0"); };
+  gpuOpts.deviceMap = [](DeviceId) { return DeviceId::gpu(0); };
   for (CudaGraphs mode : {CudaGraphs::Off, CudaGraphs::On}) {
     gpuOpts.cudaGraphs = mode;
     auto gpu = Executor::create(m, gpuOpts);
@@ -214,7 +213,7 @@ TEST(CudaExecutor, AllOnGpusWithPrefetchedInputs) {
   GRAPHC_REQUIRE_GPUS(1);
   const int64_t n = 100000;
   Module m;
-  buildTowers(m, "gpu:0", "gpu:1", n);
+  buildTowers(m, DeviceId::gpu(0), DeviceId::gpu(1), n);
   auto ex = Executor::create(m, onOneGpu());
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   ASSERT_FALSE((*ex)->prefetch(feed(n, 0)));
@@ -230,7 +229,7 @@ TEST(CudaExecutor, CudaGraphsCaptureTheSecondStepAndReplayIt) {
   GRAPHC_REQUIRE_GPUS(1);
   const int64_t n = 50000;
   Module m;
-  buildTowers(m, "gpu:0", "gpu:2", n);
+  buildTowers(m, DeviceId::gpu(0), DeviceId::gpu(2), n);
   ExecutorOptions opts = onOneGpu();
   opts.cudaGraphs = CudaGraphs::On;
   auto ex = Executor::create(m, opts);
@@ -253,7 +252,7 @@ TEST(CudaExecutor, TheTraceHasATrackPerGpuStream) {
   GRAPHC_REQUIRE_GPUS(1);
   const int64_t n = 8192;
   Module m;
-  buildTowers(m, "cpu:0", "cpu:0", n);
+  buildTowers(m, DeviceId::host(), DeviceId::host(), n);
   ExecutorOptions opts = onOneGpu();
   opts.profile = true;
   opts.batchOnDevice = false; // copies from and to the host, on their tracks
@@ -277,7 +276,7 @@ TEST(CudaExecutor, AProfiledStepsBreakdownAddsUpToTheStep) {
   GRAPHC_REQUIRE_GPUS(1);
   const int64_t n = 1 << 20;
   Module m;
-  buildTowers(m, "cpu:0", "cpu:0", n);
+  buildTowers(m, DeviceId::host(), DeviceId::host(), n);
   ExecutorOptions opts = onOneGpu();
   opts.profile = true;
   opts.batchOnDevice = false; // host copies in and out: every kind of part

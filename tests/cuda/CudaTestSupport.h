@@ -16,12 +16,13 @@
   } while (0)
 
 namespace graphc {
-/// A logical GPU device on physical GPU `ordinal`; fails the test on error.
+/// Logical GPU device gpu:`index` on physical GPU `ordinal`; fails the test
+/// on error.
 inline std::unique_ptr<CudaDevice>
-makeGpu(const std::string &name, int ordinal = 0,
+makeGpu(unsigned index, int ordinal = 0,
         std::chrono::milliseconds timeout = std::chrono::minutes(1)) {
   DeviceRequest req;
-  req.name = name;
+  req.id = DeviceId::gpu(index);
   req.physicalOrdinal = ordinal;
   req.waitTimeout = timeout;
   auto d = CudaDevice::create(req);

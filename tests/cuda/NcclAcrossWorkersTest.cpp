@@ -202,7 +202,7 @@ std::vector<std::string> runWorkers(const std::vector<std::vector<int>> &gpus, i
   for (unsigned w = 0; w < W; ++w)
     for (size_t r = 0; r < gpus[w].size(); ++r) {
       WorkerGpus &s = state[w];
-      s.devices.push_back(makeGpu("gpu:" + std::to_string(r), gpus[w][r], std::chrono::minutes(1)));
+      s.devices.push_back(makeGpu(r, gpus[w][r], std::chrono::minutes(1)));
       s.host.emplace_back(n);
       for (float &x : s.host.back())
         x = dist(rng);

@@ -19,17 +19,17 @@ namespace {
 void buildTwoDevices(Module &m) {
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {5}));
-  x->producer()->setAssignedDevice("cpu:0");
+  x->producer()->setAssignedDevice(DeviceId::host());
   Value *y = b.input("y", TensorType(DType::F32, {5}));
-  y->producer()->setAssignedDevice("cpu:1");
+  y->producer()->setAssignedDevice(DeviceId::cpu(1));
   Node *twice = b.createNode(Op::Add, {x, x}, {}, "twice");
-  twice->setAssignedDevice("cpu:0");
+  twice->setAssignedDevice(DeviceId::host());
   Attrs t;
   t.set("to", std::string("cpu:1"));
   Node *copy = b.createNode(Op::Transfer, {twice->result()}, t, "copy");
-  copy->setAssignedDevice("cpu:1");
+  copy->setAssignedDevice(DeviceId::cpu(1));
   Node *sum = b.createNode(Op::Add, {copy->result(), y}, {}, "sum");
-  sum->setAssignedDevice("cpu:1");
+  sum->setAssignedDevice(DeviceId::cpu(1));
   m.main().addOutput(sum->result());
 }
 

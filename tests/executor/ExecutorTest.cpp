@@ -59,12 +59,12 @@ TEST(Executor, AllReduceAcrossThreeCpuDevicesWithTransfers) {
   Module m;
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {5}));
-  x->producer()->setAssignedDevice("cpu:0");
+  x->producer()->setAssignedDevice(DeviceId::host());
   std::vector<Node *> reduces;
   for (int r = 0; r < 3; ++r) {
-    std::string dev = "cpu:" + std::to_string(r);
+    const DeviceId dev = DeviceId::cpu((unsigned)r);
     Attrs t;
-    t.set("to", dev);
+    t.set("to", dev.str());
     Node *copy = b.createNode(Op::Transfer, {x}, t, "to" + std::to_string(r));
     copy->setAssignedDevice(dev);
     Node *ar = b.createNode(Op::AllReduce, {copy->result(), copy->result()}, allReduce("g", r, 3),
@@ -93,9 +93,9 @@ TEST(Executor, ProfiledCpuCollectivesAreTimedAndCountAsCommunication) {
   Module m;
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {1 << 16}));
-  x->producer()->setAssignedDevice("cpu:0");
+  x->producer()->setAssignedDevice(DeviceId::host());
   for (int r = 0; r < 2; ++r) {
-    std::string dev = "cpu:" + std::to_string(r);
+    const DeviceId dev = DeviceId::cpu((unsigned)r);
     Node *ar = b.createNode(Op::AllReduce, {b.create(Op::Relu, {x})}, allReduce("g", r, 2),
                             "ar" + std::to_string(r));
     ar->operand(0)->producer()->setAssignedDevice(dev);
@@ -106,7 +106,7 @@ TEST(Executor, ProfiledCpuCollectivesAreTimedAndCountAsCommunication) {
   Attrs t;
   t.set("to", std::string("cpu:1"));
   Node *copy = b.createNode(Op::Transfer, {x}, t, "to1");
-  copy->setAssignedDevice("cpu:1");
+  copy->setAssignedDevice(DeviceId::cpu(1));
   m.main().findNode("ar1")->operand(0)->producer()->setOperand(0, copy->result());
   ASSERT_TRUE(m.main().sortTopologically());
   ExecutorOptions opts;
@@ -160,15 +160,13 @@ TEST(Executor, GpuDevicesWithoutBackendAreRefusedWithAHint) {
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {2}));
   Node *n = b.createNode(Op::Identity, {x});
-  n->setAssignedDevice("gpu:1");
+  n->setAssignedDevice(DeviceId::gpu(1));
   m.main().addOutput(n->result());
   auto ex = Executor::create(m, {});
   ASSERT_FALSE(bool(ex));
   EXPECT_NE(llvm::toString(ex.takeError()).find("--emulate"), std::string::npos);
   ExecutorOptions emulate;
-  emulate.deviceMap = [](const std::string &d) {
-    return llvm::StringRef(d).startswith("gpu") ? "cpu" + d.substr(3) : d;
-  };
+  emulate.deviceMap = [](DeviceId d) { return d.isGpu() ? DeviceId::cpu(d.index) : d; };
   auto ok = Executor::create(m, emulate);
   ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
   EXPECT_EQ((*ok)->devices(), (std::vector<std::string>{"cpu:0", "cpu:1"}));
@@ -182,17 +180,17 @@ TEST(Executor, AHostThatOnlyFeedsATowerDoesNotTakeItsCores) {
     auto m = std::make_unique<Module>();
     Builder b(m->main());
     Value *x = b.input("x", TensorType(DType::F32, {64, 64}));
-    x->producer()->setAssignedDevice("cpu:0");
+    x->producer()->setAssignedDevice(DeviceId::host());
     Attrs t;
     t.set("to", std::string("cpu:1"));
     Node *copy = b.createNode(Op::Transfer, {x}, t, "to1");
-    copy->setAssignedDevice("cpu:1");
+    copy->setAssignedDevice(DeviceId::cpu(1));
     Value *y = b.create(Op::MatMul, {copy->result(), copy->result()});
-    y->producer()->setAssignedDevice("cpu:1");
+    y->producer()->setAssignedDevice(DeviceId::cpu(1));
     m->main().addOutput(y);
     if (hostComputes) {
       Value *z = b.create(Op::MatMul, {x, x});
-      z->producer()->setAssignedDevice("cpu:0");
+      z->producer()->setAssignedDevice(DeviceId::host());
       m->main().addOutput(z);
     }
     return m;
@@ -217,19 +215,19 @@ TEST(Executor, AnEmulatedSlowerDeviceComputesTheSame) {
   Module m;
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {4}));
-  x->producer()->setAssignedDevice("cpu:0");
+  x->producer()->setAssignedDevice(DeviceId::host());
   Attrs t;
   t.set("to", std::string("cpu:1"));
   Node *copy = b.createNode(Op::Transfer, {x}, t, "to1");
-  copy->setAssignedDevice("cpu:1");
+  copy->setAssignedDevice(DeviceId::cpu(1));
   Node *relu = b.create(Op::Relu, {copy->result()})->producer();
-  relu->setAssignedDevice("cpu:1");
+  relu->setAssignedDevice(DeviceId::cpu(1));
   m.main().addOutput(relu->result());
   llvm::StringMap<Tensor> feeds;
   feeds["x"] = Tensor::fromFloats({4}, {-1, 2, -3, 4});
   ExecutorOptions slow;
   slow.threads = 1;
-  slow.relativeSpeed["cpu:1"] = 0.25;
+  slow.relativeSpeed[DeviceId::cpu(1)] = 0.25;
   auto ex = Executor::create(m, slow);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   for (int step = 0; step < 3; ++step) {
@@ -243,7 +241,7 @@ TEST(Executor, AnEmulatedSlowerDeviceComputesTheSame) {
       << llvm::join(described, "; ");
   for (double bad : {0.0, 1.5, -1.0}) {
     ExecutorOptions wrong;
-    wrong.relativeSpeed["cpu:1"] = bad;
+    wrong.relativeSpeed[DeviceId::cpu(1)] = bad;
     auto refused = Executor::create(m, wrong);
     ASSERT_FALSE(bool(refused)) << bad;
     EXPECT_NE(llvm::toString(refused.takeError())
@@ -314,7 +312,7 @@ TEST(Executor, SecondGraphMustFindVariablesWhereMainKeepsThem) {
   {
     Builder b(m.main());
     Node *read = b.variable("acc")->producer();
-    read->setAssignedDevice("cpu:0");
+    read->setAssignedDevice(DeviceId::host());
     m.main().addOutput(read->result());
   }
   {
@@ -323,7 +321,7 @@ TEST(Executor, SecondGraphMustFindVariablesWhereMainKeepsThem) {
     a.set("var", std::string("acc"));
     Node *assign =
         b.createNode(Op::Assign, {b.input("x", TensorType(DType::F32, {2}))}, std::move(a), "w");
-    assign->setAssignedDevice("cpu:1");
+    assign->setAssignedDevice(DeviceId::cpu(1));
   }
   ExecutorOptions o;
   o.graphs = {"micro"};

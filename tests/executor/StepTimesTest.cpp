@@ -76,13 +76,13 @@ TEST(Executor, StepTimesSplitStagingCollectivesAndTheSumAcrossWorkers) {
   Module m;
   Builder b(m.main());
   Value *x = b.input("x", TensorType(DType::F32, {1 << 12}));
-  x->producer()->setAssignedDevice("cpu:0");
+  x->producer()->setAssignedDevice(DeviceId::host());
   Attrs t;
   t.set("to", std::string("cpu:1"));
   Node *copy = b.createNode(Op::Transfer, {x}, t, "to1");
-  copy->setAssignedDevice("cpu:1");
+  copy->setAssignedDevice(DeviceId::cpu(1));
   for (int r = 0; r < 2; ++r) {
-    std::string dev = "cpu:" + std::to_string(r);
+    const DeviceId dev = DeviceId::cpu((unsigned)r);
     Value *in = r == 0 ? x : copy->result();
     Value *doubled = b.create(Op::Add, {in, in});
     doubled->producer()->setAssignedDevice(dev);

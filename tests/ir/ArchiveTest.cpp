@@ -27,7 +27,7 @@ TEST(Archive, ModuleFileIsLossless) {
   w.name = "w";
   w.type = TensorType(DType::F32, {2, 3});
   w.data = Tensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6});
-  w.devices = {"cpu:0", "cpu:1"};
+  w.devices = {DeviceId::host(), DeviceId::cpu(1)};
   m.main().addOutput(b.create(Op::Mul, {x, b.newVariable(w)}));
   std::string path = tempPath("m.gmod");
   ASSERT_FALSE(bool(writeModuleFile(path, m)));

@@ -25,8 +25,9 @@ TEST(DeviceId, RefusesEverythingElse) {
     EXPECT_FALSE(DeviceId::parse(bad)) << bad;
 }
 
-TEST(DeviceId, GpuIndexOf) {
-  EXPECT_EQ(gpuIndexOf("gpu:4"), 4u);
-  EXPECT_FALSE(gpuIndexOf("cpu:4"));
-  EXPECT_FALSE(gpuIndexOf("gpu:x"));
+TEST(DeviceId, TextForMessages) {
+  EXPECT_EQ(deviceText(DeviceId::gpu(4)), "gpu:4");
+  EXPECT_EQ(deviceText(std::nullopt), "");
+  EXPECT_EQ(joinDevices({DeviceId::host(), DeviceId::gpu(1)}), "cpu:0, gpu:1");
+  EXPECT_EQ(joinDevices({}), "");
 }

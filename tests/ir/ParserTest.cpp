@@ -21,7 +21,7 @@ std::unique_ptr<Module> sample() {
   w.name = "fc.weight";
   w.type = TensorType(DType::F32, {3, 4});
   w.init = {"trunc_normal", {0, 0.1, -0.2, 0.2}};
-  w.devices = {"cpu:0"};
+  w.devices = {DeviceId::host()};
   Variable bias;
   bias.name = "fc.bias";
   bias.type = TensorType(DType::F32, {3});
@@ -34,8 +34,8 @@ std::unique_ptr<Module> sample() {
     Builder::Scope s(b, "fc");
     gemm = b.createNode(Op::Gemm, {x, b.newVariable(w), b.newVariable(bias)}, g, "gemm");
   }
-  gemm->setRequestedDevice("gpu:0");
-  gemm->setAssignedDevice("gpu:1");
+  gemm->setRequestedDevice(DeviceId::gpu(0));
+  gemm->setAssignedDevice(DeviceId::gpu(1));
   gemm->setPlacementReason("colocated with \"fc.weight\"");
   gemm->setTower(1);
   Attrs split;
@@ -104,6 +104,18 @@ TEST(Parser, ErrorsGiveLineAndColumn) {
   EXPECT_EQ(parseError("module m {\n  var w : f32[2] parm zeros\n}\n"),
             "t.gir:2:18: expected param, state or slot, found 'parm'");
   EXPECT_EQ(parseError(""), "t.gir:1:1: expected 'module'");
+}
+
+TEST(Parser, RefusesADeviceThatIsNotCpuOrGpuN) {
+  EXPECT_EQ(parseError("module m {\n graph main {\n  %x = Input : f32[2] device \"gpu1\"\n  "
+                       "return %x\n }\n}\n"),
+            "t.gir:3:30: expected a device such as \"cpu:0\" or \"gpu:3\", found \"gpu1\"");
+  EXPECT_EQ(parseError("module m {\n graph main {\n  %x = Input : f32[2] requested \"\"\n  "
+                       "return %x\n }\n}\n"),
+            "t.gir:3:33: expected a device such as \"cpu:0\" or \"gpu:3\", found \"\"");
+  std::string e =
+      parseError("module m {\n  var w : f32[2] param zeros @ \"cpu:0\", \"tpu:0\"\n}\n");
+  EXPECT_NE(e.find("found \"tpu:0\""), std::string::npos) << e;
 }
 
 TEST(Parser, RejectsDuplicateDefinitions) {

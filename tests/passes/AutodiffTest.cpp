@@ -80,14 +80,14 @@ TEST(Autodiff, GradientNodesFollowTheForwardNodesPlacement) {
   Builder b(m->main());
   Value *w = addVariable(b, "w", {4});
   Node *t = b.createNode(Op::Tanh, {w}, {}, "block/tanh");
-  t->setRequestedDevice("gpu:1");
+  t->setRequestedDevice(DeviceId::gpu(1));
   t->setTower(2);
   m->main().addOutput(scalarSum(b, t->result()));
   ASSERT_TRUE(bool(differentiate(*m)));
   Node *g = m->main().findNode("grad/block/tanh/grad");
   ASSERT_TRUE(g);
   EXPECT_EQ(g->op(), Op::TanhGrad);
-  EXPECT_EQ(g->requestedDevice(), "gpu:1");
+  EXPECT_EQ(g->requestedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(g->tower(), 2);
   EXPECT_EQ(g->operand(0), t->result());
 }

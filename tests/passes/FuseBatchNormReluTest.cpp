@@ -42,7 +42,7 @@ struct BnRelu {
         b.createNode(Op::BatchNormTrainGrad,
                      {x, scale, bn->result(1), bn->result(2), reluGrad->result()}, {}, "bn_grad");
     grad->setTower(1);
-    grad->setRequestedDevice("gpu:1");
+    grad->setRequestedDevice(DeviceId::gpu(1));
     m->main().addOutput(relu);
     for (unsigned i = 0; i < 3; ++i)
       m->main().addOutput(grad->result(i));
@@ -82,7 +82,7 @@ TEST(FuseBatchNormRelu, TheGradientTakesTheReluOutputAsItsMask) {
   EXPECT_EQ(g.grad->attrs().getString("activation"), "relu");
   EXPECT_EQ(g.grad->name(), "bn_grad");
   EXPECT_EQ(g.grad->tower(), 1);
-  EXPECT_EQ(g.grad->requestedDevice(), "gpu:1");
+  EXPECT_EQ(g.grad->requestedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(g.count(Op::Relu), 0u);
   EXPECT_EQ(g.count(Op::ReluGrad), 0u);
   EXPECT_EQ(g.m->main().outputs()[0], g.bn->result(0));

@@ -77,7 +77,7 @@ TEST(PassManager, AChangeThatBreaksTheModuleFailsAfterThatPass) {
 /// A pass that edits the module (the Relu's requested device) and then fails.
 std::unique_ptr<Pass> failing() {
   return std::make_unique<FunctionPass>("fail", [](Module &m) -> llvm::Expected<bool> {
-    m.main().outputs()[0]->producer()->setRequestedDevice("gpu:7");
+    m.main().outputs()[0]->producer()->setRequestedDevice(DeviceId::gpu(7));
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "cannot go on");
   });
 }

@@ -26,7 +26,7 @@ std::unique_ptr<Module> bnDropoutModel(int64_t batch, int64_t training) {
   a.set("momentum", 0.75);
   a.set("training", training);
   Node *bn = b.createNode(Op::BatchNorm, {x, scale, bias, mean, var}, a, "block/bn");
-  bn->setRequestedDevice("gpu:1");
+  bn->setRequestedDevice(DeviceId::gpu(1));
   bn->setTower(0);
   Attrs d;
   d.set("ratio", 0.25);
@@ -62,7 +62,7 @@ TEST(TrainingMode, BatchNormBecomesBatchNormTrainWithMovingAverages) {
   EXPECT_EQ(bn->result(0)->name(), "block/bn:0");
   EXPECT_FALSE(bn->attrs().has("training"));
   EXPECT_EQ(bn->attrs().getFloat("epsilon"), 1e-5);
-  EXPECT_EQ(bn->requestedDevice(), "gpu:1");
+  EXPECT_EQ(bn->requestedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(bn->tower(), 0);
   EXPECT_EQ(g.findNode("block/drop1")->operand(0), bn->result(0));
   for (Node *n : g.nodes())
@@ -75,7 +75,7 @@ TEST(TrainingMode, BatchNormBecomesBatchNormTrainWithMovingAverages) {
   EXPECT_EQ(updateMean->op(), Op::Assign);
   EXPECT_EQ(updateMean->attrs().getString("var"), "bn.running_mean");
   EXPECT_EQ(updateVar->attrs().getString("var"), "bn.running_var");
-  EXPECT_EQ(updateMean->requestedDevice(), "gpu:1");
+  EXPECT_EQ(updateMean->requestedDevice(), DeviceId::gpu(1));
   EXPECT_FLOAT_EQ(constantValue(g, "block/bn/momentum"), 0.75);
   EXPECT_FLOAT_EQ(constantValue(g, "block/bn/mean_weight"), 0.25);
   EXPECT_FLOAT_EQ(constantValue(g, "block/bn/var_weight"), 0.25 * 18.0 / 17.0);

@@ -166,13 +166,14 @@ TEST(ViewTree, AWeightSitsInTheBoxOfTheLayerThatUsesIt) {
 
 TEST(ViewTree, DeviceColoursAreDistinctAndStable) {
   std::set<std::string> colours;
-  for (const char *d :
-       {"cpu:0", "gpu:0", "gpu:1", "gpu:2", "gpu:3", "gpu:4", "gpu:5", "gpu:6", "gpu:7", "cpu:1"})
-    colours.insert(deviceColor(d));
+  colours.insert(deviceColor(DeviceId::host()));
+  colours.insert(deviceColor(DeviceId::cpu(1)));
+  for (unsigned k = 0; k < 8; ++k)
+    colours.insert(deviceColor(DeviceId::gpu(k)));
   EXPECT_EQ(colours.size(), 10u);
-  EXPECT_EQ(deviceColor("gpu:3"), deviceColor("gpu:3"));
-  EXPECT_EQ(deviceColor(""), "#ffffff");
-  EXPECT_EQ(deviceColor("cpu:0"), "#d4d4d4");
+  EXPECT_EQ(deviceColor(DeviceId::gpu(3)), deviceColor(DeviceId::gpu(3)));
+  EXPECT_EQ(deviceColor(std::nullopt), "#ffffff");
+  EXPECT_EQ(deviceColor(DeviceId::host()), "#d4d4d4");
 }
 
 TEST(DotView, ClustersPerTowerAndScopeColoursAndCrossingEdges) {
@@ -187,15 +188,15 @@ TEST(DotView, ClustersPerTowerAndScopeColoursAndCrossingEdges) {
   EXPECT_EQ(s.nodeCluster[nodeId(*m, "tower_0/dense/MatMul")], "dense");
   // A tower's result copied to the host is drawn in its tower.
   EXPECT_EQ(s.nodeCluster[nodeId(*m, "tower_0/dense/MatMul/to_cpu_0")], "dense");
-  EXPECT_EQ(s.nodeFill[nodeId(*m, "tower_0/dense/MatMul/to_cpu_0")], deviceColor("cpu:0"));
+  EXPECT_EQ(s.nodeFill[nodeId(*m, "tower_0/dense/MatMul/to_cpu_0")], deviceColor(DeviceId::host()));
   EXPECT_EQ(s.nodeCluster[nodeId(*m, "tower_0/loss/ReduceMean")], "tower 0");
   EXPECT_EQ(s.nodeCluster[nodeId(*m, "split")], "");
-  EXPECT_EQ(s.nodeFill[nodeId(*m, "tower_1/dense/Relu")], deviceColor("gpu:1"));
-  EXPECT_EQ(s.nodeFill[nodeId(*m, "update/dense.weight")], deviceColor("cpu:0"));
+  EXPECT_EQ(s.nodeFill[nodeId(*m, "tower_1/dense/Relu")], deviceColor(DeviceId::gpu(1)));
+  EXPECT_EQ(s.nodeFill[nodeId(*m, "update/dense.weight")], deviceColor(DeviceId::host()));
 
   // Legend: one entry per device with its colour.
-  for (const char *d : {"cpu:0", "gpu:0", "gpu:1"})
-    EXPECT_NE(dot.find("[label=\"" + std::string(d) + "\", fillcolor=\"" + deviceColor(d) + "\"]"),
+  for (DeviceId d : {DeviceId::host(), DeviceId::gpu(0), DeviceId::gpu(1)})
+    EXPECT_NE(dot.find("[label=\"" + d.str() + "\", fillcolor=\"" + deviceColor(d) + "\"]"),
               std::string::npos)
         << d;
 
@@ -233,7 +234,7 @@ TEST(DotView, RendersSvgWithGraphvizOrSaysItIsMissing) {
   ASSERT_TRUE(bool(svg)) << llvm::toString(svg.takeError());
   EXPECT_NE(svg->find("<svg"), std::string::npos);
   EXPECT_NE(svg->find("tower 0"), std::string::npos);
-  EXPECT_NE(svg->find(deviceColor("gpu:1")), std::string::npos);
+  EXPECT_NE(svg->find(deviceColor(DeviceId::gpu(1))), std::string::npos);
 
   auto broken = renderSvg("digraph { a -> }", 60);
   ASSERT_FALSE(bool(broken));
@@ -341,7 +342,7 @@ TEST(DotView, IsAPassManagerDotWriter) {
     auto text = llvm::MemoryBuffer::getFile(path);
     ASSERT_TRUE(bool(text)) << path.str().str();
     EXPECT_TRUE((*text)->getBuffer().startswith("digraph \"towers\" {")) << file;
-    EXPECT_TRUE((*text)->getBuffer().contains(deviceColor("gpu:1"))) << file;
+    EXPECT_TRUE((*text)->getBuffer().contains(deviceColor(DeviceId::gpu(1)))) << file;
   }
   EXPECT_TRUE(toDot(*m).find("to_gpu_1") != std::string::npos);
   llvm::sys::fs::remove_directories(dir);

@@ -157,8 +157,9 @@ TEST_F(HtmlViewInBrowser, ScreenshotShowsTheCollapsedTowersInTheirColours) {
     colours.insert(image.pixels[i] << 16 | image.pixels[i + 1] << 8 | image.pixels[i + 2]);
   EXPECT_GT(colours.size(), 50u) << "the page looks blank";
   // Each collapsed tower box is filled mostly with its GPU's colour.
-  for (const char *gpu : {"gpu:0", "gpu:1", "gpu:2", "gpu:3"})
-    EXPECT_GT(image.count(deviceColor(gpu)), 2000u) << gpu << " " << deviceColor(gpu);
+  for (unsigned k = 0; k < 4; ++k)
+    EXPECT_GT(image.count(deviceColor(DeviceId::gpu(k))), 2000u)
+        << "gpu:" << k << " " << deviceColor(DeviceId::gpu(k));
 }
 
 TEST_F(HtmlViewInBrowser, DomShowsCollapsedTowerBoxes) {

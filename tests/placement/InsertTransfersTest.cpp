@@ -39,8 +39,8 @@ void expectNoBareCrossings(const Module &m) {
     for (const Value *v : n->operands())
       if (v->producer()->assignedDevice() != n->assignedDevice()) {
         EXPECT_TRUE(crossesDevicesByDesign(*v, *n))
-            << v->name() << " (" << v->producer()->assignedDevice() << ") -> " << n->name() << " ("
-            << n->assignedDevice() << ")";
+            << v->name() << " (" << deviceText(v->producer()->assignedDevice()) << ") -> "
+            << n->name() << " (" << deviceText(n->assignedDevice()) << ")";
       }
 }
 
@@ -65,8 +65,8 @@ TEST(InsertTransfers, OneTransferPerValueAndDestinationShared) {
   const Node &w1 = node(*m, "dense.weight/to_gpu_1");
   EXPECT_EQ(w1.attrs().getString("from"), "cpu:0");
   EXPECT_EQ(w1.attrs().getString("to"), "gpu:1");
-  EXPECT_EQ(w1.assignedDevice(), "gpu:1");
-  EXPECT_EQ(w1.requestedDevice(), "gpu:1");
+  EXPECT_EQ(w1.assignedDevice(), DeviceId::gpu(1));
+  EXPECT_EQ(w1.requestedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(w1.placementReason(), "transfer from cpu:0");
   EXPECT_EQ(w1.tower(), 1);
   std::set<std::string> readers;
@@ -102,7 +102,7 @@ TEST(InsertTransfers, IsIdempotent) {
 
 TEST(InsertTransfers, AllReduceEdgesAreExempt) {
   TowerGraphOptions o;
-  o.params = "mirrored";
+  o.mirrored = true;
   auto m = buildTowerGraph(o);
   // Make tower 1's all-reduce read tower 0's gradient: a collective may.
   Graph &g = m->main();

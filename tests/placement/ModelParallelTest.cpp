@@ -107,7 +107,8 @@ TEST(ModelParallel, AGraphThatFitsOnlyInTheMemoryOrder) {
   ASSERT_TRUE(bool(memory)) << llvm::toString(memory.takeError());
   EXPECT_LE(memory->devices[1].peakBytes, 5 * kMiB / 2);
   for (Node *n : f.m.main().nodes())
-    EXPECT_EQ(n->requestedDevice(), n->op() == Op::Input ? "cpu:0" : "gpu:0") << n->name();
+    EXPECT_EQ(n->requestedDevice(), n->op() == Op::Input ? DeviceId::host() : DeviceId::gpu(0))
+        << n->name();
   Fork g;
   auto etf = placeModelParallel(g.m, c, anyKernel, withOrder(ScheduleOrder::EarliestStart));
   ASSERT_FALSE(bool(etf));

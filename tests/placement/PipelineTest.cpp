@@ -58,7 +58,7 @@ Compiled compile(llvm::StringRef model, int towers, const std::string &params, i
 
 struct Mode {
   const char *params;
-  std::vector<std::string> storage; ///< expected Variable::devices of every variable
+  std::vector<DeviceId> storage; ///< expected Variable::devices of every variable
 };
 
 class PlacedPipeline : public ::testing::TestWithParam<std::tuple<const char *, int>> {};
@@ -67,11 +67,13 @@ class PlacedPipeline : public ::testing::TestWithParam<std::tuple<const char *, 
 
 TEST_P(PlacedPipeline, EveryModeHonoursRequestsAndCrossesOnlyThroughTransfers) {
   auto [model, towers] = GetParam();
-  std::vector<std::string> gpus;
+  std::vector<DeviceId> gpus;
   for (int t = 0; t < towers; ++t)
-    gpus.push_back("gpu:" + std::to_string(t));
-  std::vector<Mode> modes{
-      {"cpu", {"cpu:0"}}, {"gpu:1", {"gpu:1"}}, {"spread", {}}, {"mirrored", gpus}};
+    gpus.push_back(DeviceId::gpu((unsigned)t));
+  std::vector<Mode> modes{{"cpu", {DeviceId::host()}},
+                          {"gpu:1", {DeviceId::gpu(1)}},
+                          {"spread", {}},
+                          {"mirrored", gpus}};
   for (const Mode &mode : modes) {
     SCOPED_TRACE(std::string(model) + ", " + std::to_string(towers) + " towers, --params " +
                  mode.params);
@@ -80,12 +82,12 @@ TEST_P(PlacedPipeline, EveryModeHonoursRequestsAndCrossesOnlyThroughTransfers) {
     const Module &m = *c.module;
     ASSERT_EQ(errorText(verify(m)), "");
     for (const Node *n : m.findGraph("main")->nodes()) {
-      ASSERT_FALSE(n->assignedDevice().empty()) << n->name();
-      if (!n->requestedDevice().empty()) {
+      ASSERT_TRUE(n->assignedDevice().has_value()) << n->name();
+      if (n->requestedDevice()) {
         EXPECT_EQ(n->assignedDevice(), n->requestedDevice()) << n->name();
       }
-      if (n->tower() >= 0 && n->requestedDevice().empty()) {
-        EXPECT_EQ(n->assignedDevice(), "gpu:" + std::to_string(n->tower())) << n->name();
+      if (n->tower() >= 0 && !n->requestedDevice()) {
+        EXPECT_EQ(n->assignedDevice(), DeviceId::gpu((unsigned)n->tower())) << n->name();
       }
       for (const Value *v : n->operands())
         if (v->producer()->assignedDevice() != n->assignedDevice()) {

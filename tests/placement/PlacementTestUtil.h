@@ -25,7 +25,8 @@ namespace graphc::testing {
 
 struct TowerGraphOptions {
   int towers = 2;
-  std::string params = "cpu:0"; ///< a device name, or "mirrored"
+  bool mirrored = false;              ///< a replica of w per tower
+  DeviceId params = DeviceId::host(); ///< else: the parameter device
   int64_t batch = 8;
   bool requestTowerNodes = true; ///< false: tower nodes carry only their tower
   bool reverseTowers = false;    ///< create tower N-1 first (creation-order tests)
@@ -44,10 +45,10 @@ inline std::unique_ptr<Module> buildTowerGraph(const TowerGraphOptions &o) {
   auto m = std::make_unique<Module>("towers");
   Graph &g = m->main();
   Builder b(g);
-  bool mirrored = o.params == "mirrored";
-  std::vector<std::string> gpus;
+  const bool mirrored = o.mirrored;
+  std::vector<DeviceId> gpus;
   for (int t = 0; t < o.towers; ++t)
-    gpus.push_back("gpu:" + std::to_string(t));
+    gpus.push_back(DeviceId::gpu((unsigned)t));
   Variable w = makeVar("dense.weight", {4, 3}, VarKind::Param);
   Variable slot = makeVar("dense.weight.momentum", {4, 3}, VarKind::Slot);
   if (mirrored)
@@ -57,7 +58,7 @@ inline std::unique_ptr<Module> buildTowerGraph(const TowerGraphOptions &o) {
 
   Value *x = b.input("x", TensorType(DType::F32, {o.batch, 4}));
   Value *lr = b.input("lr", TensorType(DType::F32, {}));
-  b.setRequestedDevice("cpu:0");
+  b.setRequestedDevice(DeviceId::host());
   Ints sizes;
   for (int t = 0; t < o.towers; ++t)
     sizes.push_back(o.batch / o.towers + (t < o.batch % o.towers ? 1 : 0));
@@ -72,12 +73,17 @@ inline std::unique_ptr<Module> buildTowerGraph(const TowerGraphOptions &o) {
   for (int i = 0; i < o.towers; ++i) {
     int t = o.reverseTowers ? o.towers - 1 - i : i;
     b.setTower(t);
-    b.setRequestedDevice(o.requestTowerNodes ? gpus[t] : "");
+    auto towerRequest = [&]() -> std::optional<DeviceId> {
+      if (o.requestTowerNodes)
+        return gpus[t];
+      return std::nullopt;
+    };
+    b.setRequestedDevice(towerRequest());
     Value *wt = shared;
     if (mirrored) {
       b.setRequestedDevice(gpus[t]);
       wt = b.variable("dense.weight");
-      b.setRequestedDevice(o.requestTowerNodes ? gpus[t] : "");
+      b.setRequestedDevice(towerRequest());
     }
     Builder::Scope tower(b, "tower_" + std::to_string(t));
     Value *r;
@@ -94,7 +100,7 @@ inline std::unique_ptr<Module> buildTowerGraph(const TowerGraphOptions &o) {
     grads[t] = b.create(Op::Mul, {wt, b.scalar(0.5f, "scale")}, {}, "w");
   }
   b.setTower(-1);
-  b.setRequestedDevice("cpu:0");
+  b.setRequestedDevice(DeviceId::host());
   Value *joined = b.create(Op::ConcatBatch, logits, {}, "logits");
   g.addOutput(joined);
 

@@ -29,7 +29,7 @@ KernelAvailability noGpuKernelFor(Op op) {
 std::string placementOf(const Module &m) {
   std::string s;
   for (const Node *n : m.findGraph("main")->nodes())
-    s += n->name() + " -> " + n->assignedDevice() + " (" + n->placementReason() + ")\n";
+    s += n->name() + " -> " + deviceText(n->assignedDevice()) + " (" + n->placementReason() + ")\n";
   return s;
 }
 
@@ -39,16 +39,16 @@ TEST(Placer, HonoursRequestsAndGivesEveryNodeADeviceAndReason) {
   auto m = buildTowerGraph({});
   ASSERT_EQ(errorText(place(*m, 2)), "");
   for (const Node *n : m->main().nodes()) {
-    EXPECT_FALSE(n->assignedDevice().empty()) << n->name();
+    EXPECT_TRUE(n->assignedDevice().has_value()) << n->name();
     EXPECT_FALSE(n->placementReason().empty()) << n->name();
-    if (!n->requestedDevice().empty()) {
+    if (n->requestedDevice()) {
       EXPECT_EQ(n->assignedDevice(), n->requestedDevice()) << n->name();
       EXPECT_EQ(n->placementReason(), "requested") << n->name();
     }
   }
-  EXPECT_EQ(node(*m, "tower_1/dense/MatMul").assignedDevice(), "gpu:1");
-  EXPECT_EQ(node(*m, "dense.weight").assignedDevice(), "cpu:0");
-  EXPECT_EQ(node(*m, "update/dense.weight").assignedDevice(), "cpu:0");
+  EXPECT_EQ(node(*m, "tower_1/dense/MatMul").assignedDevice(), DeviceId::gpu(1));
+  EXPECT_EQ(node(*m, "dense.weight").assignedDevice(), DeviceId::host());
+  EXPECT_EQ(node(*m, "update/dense.weight").assignedDevice(), DeviceId::host());
   EXPECT_EQ(errorText(checkPlaced(*m)), "");
 }
 
@@ -58,7 +58,7 @@ TEST(Placer, NodesWithOnlyATowerFollowTheirTowersDevice) {
   auto m = buildTowerGraph(o);
   ASSERT_EQ(errorText(place(*m, 2)), "");
   const Node &relu = node(*m, "tower_1/dense/Relu");
-  EXPECT_EQ(relu.assignedDevice(), "gpu:1");
+  EXPECT_EQ(relu.assignedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(relu.placementReason(), "tower 1");
 }
 
@@ -67,47 +67,47 @@ TEST(Placer, TowerDeviceIsTheOneItsNodesRequestMost) {
   auto m = buildTowerGraph({});
   for (Node *n : m->main().nodes())
     if (n->tower() == 0 && n->name() != "tower_0/dense/Relu")
-      n->setRequestedDevice("gpu:1");
-  m->main().findNode("tower_0/dense/Relu")->setRequestedDevice("");
+      n->setRequestedDevice(DeviceId::gpu(1));
+  m->main().findNode("tower_0/dense/Relu")->setRequestedDevice(std::nullopt);
   ASSERT_EQ(errorText(place(*m, 2)), "");
-  EXPECT_EQ(node(*m, "tower_0/dense/Relu").assignedDevice(), "gpu:1");
+  EXPECT_EQ(node(*m, "tower_0/dense/Relu").assignedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(node(*m, "tower_0/dense/Relu").placementReason(), "tower 0");
 }
 
 TEST(Placer, UpdatesAndReadsOfAVariableStayTogether) {
   auto m = buildTowerGraph({});
   // Only the read asks; the update must follow it, and says why.
-  m->main().findNode("update/dense.weight")->setRequestedDevice("");
-  m->main().findNode("grad/dense.weight")->setRequestedDevice("");
+  m->main().findNode("update/dense.weight")->setRequestedDevice(std::nullopt);
+  m->main().findNode("grad/dense.weight")->setRequestedDevice(std::nullopt);
   ASSERT_EQ(errorText(place(*m, 2)), "");
   const Node &update = node(*m, "update/dense.weight");
-  EXPECT_EQ(update.assignedDevice(), "cpu:0");
+  EXPECT_EQ(update.assignedDevice(), DeviceId::host());
   EXPECT_EQ(update.placementReason(), "colocated with 'dense.weight' (Variable)");
   // Storage and the optimizer slot are recorded where the group went.
-  EXPECT_EQ(m->findVariable("dense.weight")->devices, std::vector<std::string>{"cpu:0"});
-  EXPECT_EQ(m->findVariable("dense.weight.momentum")->devices, std::vector<std::string>{"cpu:0"});
+  EXPECT_EQ(m->findVariable("dense.weight")->devices, std::vector<DeviceId>{DeviceId::host()});
+  EXPECT_EQ(m->findVariable("dense.weight.momentum")->devices, std::vector<DeviceId>{DeviceId::host()});
 }
 
 TEST(Placer, VariableStorageIsARequest) {
   auto m = buildTowerGraph({});
-  m->findVariable("dense.weight")->devices = {"gpu:1"};
+  m->findVariable("dense.weight")->devices = {DeviceId::gpu(1)};
   for (const char *name : {"dense.weight", "update/dense.weight", "grad/dense.weight"})
-    m->main().findNode(name)->setRequestedDevice("");
+    m->main().findNode(name)->setRequestedDevice(std::nullopt);
   ASSERT_EQ(errorText(place(*m, 2)), "");
-  EXPECT_EQ(node(*m, "dense.weight").assignedDevice(), "gpu:1");
+  EXPECT_EQ(node(*m, "dense.weight").assignedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(node(*m, "dense.weight").placementReason(),
             "colocated with the storage of variable 'dense.weight'");
-  EXPECT_EQ(node(*m, "update/dense.weight").assignedDevice(), "gpu:1");
+  EXPECT_EQ(node(*m, "update/dense.weight").assignedDevice(), DeviceId::gpu(1));
 }
 
 TEST(Placer, ColocateWithAttributeJoinsTheNamedNode) {
   auto m = buildTowerGraph({});
   Node *relu = m->main().findNode("tower_1/dense/Relu");
-  relu->setRequestedDevice("");
+  relu->setRequestedDevice(std::nullopt);
   relu->setTower(-1);
   relu->attrs().set("colocate_with", std::string("tower_0/dense/MatMul"));
   ASSERT_EQ(errorText(place(*m, 2)), "");
-  EXPECT_EQ(relu->assignedDevice(), "gpu:0");
+  EXPECT_EQ(relu->assignedDevice(), DeviceId::gpu(0));
   EXPECT_EQ(relu->placementReason(), "colocated with 'tower_0/dense/MatMul' (MatMul)");
 }
 
@@ -121,7 +121,7 @@ TEST(Placer, ColocateWithAnUnknownNodeIsAnError) {
 
 TEST(Placer, ConflictingRequestsInAGroupNameBothNodes) {
   auto m = buildTowerGraph({});
-  m->main().findNode("update/dense.weight")->setRequestedDevice("gpu:1");
+  m->main().findNode("update/dense.weight")->setRequestedDevice(DeviceId::gpu(1));
   std::string msg = errorText(place(*m, 2));
   EXPECT_EQ(msg, "Cannot assign a device for operation 'update/dense.weight' (ApplyMomentum): it "
                  "requested 'gpu:1', but it must be colocated with 'dense.weight' (Variable), "
@@ -133,7 +133,7 @@ TEST(Placer, ConflictingRequestsInAGroupNameBothNodes) {
 
 TEST(Placer, RequestConflictingWithStorageIsAnError) {
   auto m = buildTowerGraph({});
-  m->findVariable("dense.weight.momentum")->devices = {"gpu:0"};
+  m->findVariable("dense.weight.momentum")->devices = {DeviceId::gpu(0)};
   std::string msg = errorText(place(*m, 2));
   EXPECT_NE(msg.find("Cannot assign a device for operation 'dense.weight' (Variable): the storage "
                      "of variable 'dense.weight.momentum' is on 'gpu:0', but it must be colocated "
@@ -144,7 +144,7 @@ TEST(Placer, RequestConflictingWithStorageIsAnError) {
 
 TEST(Placer, RequestForAMissingDeviceListsTheVisibleOnes) {
   auto m = buildTowerGraph({});
-  m->main().findNode("tower_1/dense/Relu")->setRequestedDevice("gpu:5");
+  m->main().findNode("tower_1/dense/Relu")->setRequestedDevice(DeviceId::gpu(5));
   EXPECT_EQ(errorText(place(*m, 2)),
             "Cannot assign a device for operation 'tower_1/dense/Relu' (Relu): requested device "
             "'gpu:5' is not a device of this cluster; visible devices: cpu:0, gpu:0, gpu:1");
@@ -154,9 +154,9 @@ TEST(Placer, OpWithoutGpuKernelFallsBackToTheHostWithThatReason) {
   auto m = buildTowerGraph({});
   ASSERT_EQ(errorText(place(*m, 2, noGpuKernelFor(Op::Relu))), "");
   const Node &relu = node(*m, "tower_1/dense/Relu");
-  EXPECT_EQ(relu.assignedDevice(), "cpu:0");
+  EXPECT_EQ(relu.assignedDevice(), DeviceId::host());
   EXPECT_EQ(relu.placementReason(), "requested gpu:1, but no gpu kernel for Relu: cpu:0");
-  EXPECT_EQ(node(*m, "tower_1/dense/MatMul").assignedDevice(), "gpu:1");
+  EXPECT_EQ(node(*m, "tower_1/dense/MatMul").assignedDevice(), DeviceId::gpu(1));
 }
 
 TEST(Placer, PinnedOpWithoutKernelIsAnErrorWithoutSoftPlacement) {
@@ -171,15 +171,15 @@ TEST(Placer, PinnedOpWithoutKernelIsAnErrorWithoutSoftPlacement) {
 
 TEST(Placer, GroupFallsBackTogetherAndNamesTheMemberWithoutKernel) {
   auto m = buildTowerGraph({});
-  m->findVariable("dense.weight")->devices = {"gpu:0"};
+  m->findVariable("dense.weight")->devices = {DeviceId::gpu(0)};
   for (const char *name : {"dense.weight", "update/dense.weight", "grad/dense.weight"})
-    m->main().findNode(name)->setRequestedDevice("gpu:0");
+    m->main().findNode(name)->setRequestedDevice(DeviceId::gpu(0));
   ASSERT_EQ(errorText(place(*m, 2, noGpuKernelFor(Op::ApplyMomentum))), "");
-  EXPECT_EQ(node(*m, "dense.weight").assignedDevice(), "cpu:0");
+  EXPECT_EQ(node(*m, "dense.weight").assignedDevice(), DeviceId::host());
   EXPECT_EQ(node(*m, "dense.weight").placementReason(),
             "requested gpu:0, but no gpu kernel for 'update/dense.weight' (ApplyMomentum): cpu:0");
-  EXPECT_EQ(m->findVariable("dense.weight")->devices, std::vector<std::string>{"cpu:0"});
-  EXPECT_EQ(node(*m, "grad/dense.weight").assignedDevice(), "gpu:0");
+  EXPECT_EQ(m->findVariable("dense.weight")->devices, std::vector<DeviceId>{DeviceId::host()});
+  EXPECT_EQ(node(*m, "grad/dense.weight").assignedDevice(), DeviceId::gpu(0));
 }
 
 TEST(Placer, OpWithNoKernelAnywhereIsAnError) {
@@ -216,27 +216,27 @@ TEST(Placer, NodesWithoutRequestOrTowerFollowTheirNeighbours) {
   b.setTower(-1);
   Node *update = g.findNode("update/dense.weight");
   update->setOperand(1, b.create(Op::Mul, {update->operand(1), b.scalar(2.0f, "two")}, {}, "lr2"));
-  update->setRequestedDevice("gpu:1");
-  m->findVariable("dense.weight")->devices = {"gpu:1"};
+  update->setRequestedDevice(DeviceId::gpu(1));
+  m->findVariable("dense.weight")->devices = {DeviceId::gpu(1)};
   for (const char *name : {"dense.weight", "grad/dense.weight"})
-    g.findNode(name)->setRequestedDevice("gpu:1");
+    g.findNode(name)->setRequestedDevice(DeviceId::gpu(1));
   ASSERT_EQ(errorText(place(*m, 2)), "");
-  EXPECT_EQ(node(*m, "lr").assignedDevice(), "cpu:0");
+  EXPECT_EQ(node(*m, "lr").assignedDevice(), DeviceId::host());
   EXPECT_EQ(node(*m, "lr").placementReason(), "an input: fed on the host");
   EXPECT_EQ(node(*m, "x").placementReason(), "an input: fed on the host");
   EXPECT_EQ(node(*m, "lr2").placementReason(), "follows its input 'lr' (cpu:0)");
   EXPECT_EQ(node(*m, "two").placementReason(), "follows its consumer 'lr2' (cpu:0)");
   Node *scaled = b.createNode(Op::Mul, {g.findValue("tower_1/dense/Relu"), b.scalar(3.0f, "three")},
                               {}, "scaled");
-  scaled->setRequestedDevice("gpu:1");
+  scaled->setRequestedDevice(DeviceId::gpu(1));
   ASSERT_EQ(errorText(place(*m, 2)), "");
-  EXPECT_EQ(node(*m, "three").assignedDevice(), "gpu:1");
+  EXPECT_EQ(node(*m, "three").assignedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(node(*m, "three").placementReason(), "follows its consumer 'scaled' (gpu:1)");
 
   // A free node reading 48 bytes from gpu:1 and 4 from cpu:0 goes to gpu:1.
   Value *big = g.findValue("tower_1/dense/MatMul"); // [4,3] f32: 48 bytes
   Value *small = b.input("small", TensorType(DType::F32, {2}));
-  small->producer()->setRequestedDevice("cpu:0");
+  small->producer()->setRequestedDevice(DeviceId::host());
   Value *sum = b.create(Op::Add,
                         {big, b.create(Op::Reshape, {b.create(Op::ReduceSum, {small})},
                                        [] {
@@ -248,18 +248,18 @@ TEST(Placer, NodesWithoutRequestOrTowerFollowTheirNeighbours) {
   b.create(Op::Relu, {sum}, {}, "free/relu");
   b.scalar(1.0f, "isolated");
   ASSERT_EQ(errorText(place(*m, 2)), "");
-  EXPECT_EQ(node(*m, "free/add").assignedDevice(), "gpu:1");
+  EXPECT_EQ(node(*m, "free/add").assignedDevice(), DeviceId::gpu(1));
   EXPECT_EQ(node(*m, "free/add").placementReason(),
             "follows its input 'tower_1/dense/MatMul' (gpu:1)");
   EXPECT_EQ(node(*m, "free/relu").placementReason(), "follows its input 'free/add' (gpu:1)");
-  EXPECT_EQ(node(*m, "isolated").assignedDevice(), "cpu:0");
+  EXPECT_EQ(node(*m, "isolated").assignedDevice(), DeviceId::host());
   EXPECT_EQ(node(*m, "isolated").placementReason(),
             "no request, tower or placed neighbour: the host");
 }
 
 TEST(Placer, MirroredVariablesHaveAGroupPerReplica) {
   TowerGraphOptions o;
-  o.params = "mirrored";
+  o.mirrored = true;
   o.towers = 3;
   o.batch = 9;
   auto m = buildTowerGraph(o);
@@ -279,18 +279,18 @@ TEST(Placer, MirroredVariablesHaveAGroupPerReplica) {
     EXPECT_EQ(groups->storage(gi)[0], (VariableReplica{"dense.weight", (unsigned)t}));
   }
   ASSERT_EQ(errorText(place(*m, 3)), "");
-  EXPECT_EQ(node(*m, "tower_2/update/dense.weight").assignedDevice(), "gpu:2");
-  EXPECT_EQ(node(*m, "tower_2/allreduce").assignedDevice(), "gpu:2");
+  EXPECT_EQ(node(*m, "tower_2/update/dense.weight").assignedDevice(), DeviceId::gpu(2));
+  EXPECT_EQ(node(*m, "tower_2/allreduce").assignedDevice(), DeviceId::gpu(2));
   EXPECT_EQ(m->findVariable("dense.weight.momentum")->devices,
-            (std::vector<std::string>{"gpu:0", "gpu:1", "gpu:2"}));
+            (std::vector<DeviceId>{DeviceId::gpu(0), DeviceId::gpu(1), DeviceId::gpu(2)}));
 }
 
 TEST(Placer, MirroredReadWithoutRequestOrTowerIsAnError) {
   TowerGraphOptions o;
-  o.params = "mirrored";
+  o.mirrored = true;
   auto m = buildTowerGraph(o);
   Node *read = m->main().findNode("dense.weight_1");
-  read->setRequestedDevice("");
+  read->setRequestedDevice(std::nullopt);
   read->setTower(-1);
   EXPECT_EQ(errorText(place(*m, 2)),
             "node 'dense.weight_1' (Variable): uses variable 'dense.weight', which has a replica "
@@ -302,11 +302,11 @@ TEST(Placer, UnusedVariablesGetTheHost) {
   auto m = buildTowerGraph({});
   m->addVariable(makeVar("unused", {2}, VarKind::State));
   Variable kept = makeVar("kept", {2}, VarKind::State);
-  kept.devices = {"gpu:1"};
+  kept.devices = {DeviceId::gpu(1)};
   m->addVariable(kept);
   ASSERT_EQ(errorText(place(*m, 2)), "");
-  EXPECT_EQ(m->findVariable("unused")->devices, std::vector<std::string>{"cpu:0"});
-  EXPECT_EQ(m->findVariable("kept")->devices, std::vector<std::string>{"gpu:1"});
+  EXPECT_EQ(m->findVariable("unused")->devices, std::vector<DeviceId>{DeviceId::host()});
+  EXPECT_EQ(m->findVariable("kept")->devices, std::vector<DeviceId>{DeviceId::gpu(1)});
 }
 
 TEST(Placer, IsDeterministic) {
@@ -342,7 +342,7 @@ TEST(Placer, DoesNotDependOnTheOrderNodesWereCreatedIn) {
     auto byName = [](const Module &m) {
       std::map<std::string, std::string> out;
       for (const Node *n : m.findGraph("main")->nodes())
-        out[n->name()] = n->assignedDevice() + " / " + n->placementReason();
+        out[n->name()] = deviceText(n->assignedDevice()) + " / " + n->placementReason();
       return out;
     };
     EXPECT_EQ(byName(*forward), byName(*reversed)) << placementOf(*forward);

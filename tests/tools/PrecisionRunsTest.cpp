@@ -75,11 +75,7 @@ struct Machine {
 /// --emulate without a GPU: gpu:K runs as CPU device cpu:K+1.
 ExecutorOptions emulated() {
   ExecutorOptions e;
-  e.deviceMap = [](const std::string &d) {
-    if (std::optional<unsigned> k = gpuIndexOf(d))
-      return DeviceId::cpu(*k + 1).str();
-    return d;
-  };
+  e.deviceMap = [](DeviceId d) { return d.isGpu() ? DeviceId::cpu(d.index + 1) : d; };
   return e;
 }
 
@@ -90,7 +86,8 @@ TEST(PrecisionRuns, Bf16OnGpusAsksEachGpuOnceAndNotTheCpu) {
   // does not matter there.
   for (const Node *n : m->main().nodes()) {
     if (isConvolution(n->op())) {
-      EXPECT_TRUE(gpuIndexOf(n->assignedDevice())) << n->name() << " on " << n->assignedDevice();
+      EXPECT_TRUE(n->assignedDevice() && n->assignedDevice()->isGpu())
+          << n->name() << " on " << deviceText(n->assignedDevice());
     }
   }
   Machine good(/*cpuBf16=*/false, /*t4s=*/{});
@@ -130,9 +127,9 @@ TEST(PrecisionRuns, EveryBf16NodeOfAGpuPlanRunsOnAGpu) {
         if (!touches)
           continue;
         ++bf16;
-        EXPECT_TRUE(gpuIndexOf(n->assignedDevice()))
+        EXPECT_TRUE(n->assignedDevice() && n->assignedDevice()->isGpu())
             << model.str() << ": " << n->name() << " (" << opName(n->op()).str() << ") on "
-            << n->assignedDevice();
+            << deviceText(n->assignedDevice());
         if (gpuKernels) {
           EXPECT_TRUE(KernelRegistry::global().supports(*n, DeviceKind::GPU))
               << model.str() << ": " << n->name();
@@ -146,7 +143,7 @@ TEST(PrecisionRuns, GpusFoldedOntoOnePhysicalGpuAskThatOne) {
   auto m = plan(2, Precision::BF16);
   ASSERT_TRUE(m);
   ExecutorOptions folded;
-  folded.physicalGpu = [](const std::string &) { return 0; };
+  folded.physicalGpu = [](DeviceId) { return 0; };
   Machine t4(true, {0, 1});
   std::string refused = message(checkPrecisionRuns(*m, folded, t4.m));
   EXPECT_NE(refused.find("GPU 0 (Tesla T4)"), std::string::npos) << refused;

@@ -36,9 +36,9 @@ CompileOptions modeOf(const std::string &params, int towers = 2, int64_t batch =
 }
 
 /// Every variable, its reads, its tower sum and its update live on `device`.
-void expectAllOn(const Module &m, const std::string &device) {
+void expectAllOn(const Module &m, DeviceId device) {
   for (const Variable &v : m.variables())
-    EXPECT_EQ(v.devices, std::vector<std::string>{device}) << v.name;
+    EXPECT_EQ(v.devices, std::vector<DeviceId>{device}) << v.name;
   for (const Node *n : m.findGraph("main")->nodes()) {
     bool towerSum = n->op() == Op::AddN && n->tower() < 0 && n->result()->users().size() == 1 &&
                     isVariableUpdate(n->result()->users()[0]->op());
@@ -51,7 +51,7 @@ void expectAllOn(const Module &m, const std::string &device) {
 TEST(Aggregate, CpuModeIsAParameterServerOnTheHost) {
   auto m = compiled(modeOf("cpu"));
   ASSERT_TRUE(m);
-  expectAllOn(*m, "cpu:0");
+  expectAllOn(*m, DeviceId::host());
   for (const Node *n : m->main().nodes())
     EXPECT_NE(n->op(), Op::AllReduce);
 }
@@ -59,7 +59,7 @@ TEST(Aggregate, CpuModeIsAParameterServerOnTheHost) {
 TEST(Aggregate, OneGpuModeKeepsEverythingOnThatGpu) {
   auto m = compiled(modeOf("gpu:1", 3));
   ASSERT_TRUE(m);
-  expectAllOn(*m, "gpu:1");
+  expectAllOn(*m, DeviceId::gpu(1));
 }
 
 TEST(Aggregate, AGpuThatIsNotThereIsAnErrorListingTheDevices) {
@@ -97,11 +97,11 @@ TEST(Aggregate, BucketsCloseBeforeTheCap) {
 TEST(Aggregate, SpreadBalancesInceptionV3WithinTenPercent) {
   auto m = compiled(modeOf("spread", 4, 4), {}, "inception_v3");
   ASSERT_TRUE(m);
-  std::map<std::string, int64_t> load;
+  std::map<DeviceId, int64_t> load;
   int64_t total = 0;
   for (const Variable &v : m->variables()) {
     ASSERT_EQ(v.devices.size(), 1u) << v.name;
-    EXPECT_TRUE(llvm::StringRef(v.devices[0]).startswith("gpu:")) << v.name;
+    EXPECT_TRUE(v.devices[0].isGpu()) << v.name;
     load[v.devices[0]] += v.type.bytes();
     total += v.type.bytes();
   }
@@ -127,7 +127,7 @@ TEST(Aggregate, MirroredReducesInBucketsAsGradientsBecomeReady) {
   ASSERT_TRUE(m);
   const Graph &g = m->main();
   for (const Variable &v : m->variables())
-    EXPECT_EQ(v.devices, (std::vector<std::string>{"gpu:0", "gpu:1"})) << v.name;
+    EXPECT_EQ(v.devices, (std::vector<DeviceId>{DeviceId::gpu(0), DeviceId::gpu(1)})) << v.name;
 
   std::vector<const Node *> order(g.nodes().begin(), g.nodes().end());
   auto position = [&](const Node *n) {

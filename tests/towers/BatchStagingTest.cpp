@@ -24,8 +24,8 @@ using namespace graphc::towertest;
 
 namespace {
 
-std::string assigned(const Node &n) {
-  return n.assignedDevice().empty() ? "cpu:0" : n.assignedDevice();
+DeviceId assigned(const Node &n) {
+  return n.assignedDevice().value_or(DeviceId::host());
 }
 
 /// inception_v3 (75x75, batch 8), compiled and placed by the real placer on
@@ -53,9 +53,9 @@ std::unique_ptr<Module> placedInception(int towers, const std::string &params) {
 }
 
 /// Where each node of `g` runs once the batch is staged.
-std::map<const Node *, std::string> stagedDevices(const Graph &g) {
+std::map<const Node *, DeviceId> stagedDevices(const Graph &g) {
   auto moved = stageBatchOnDevices(g, assigned);
-  std::map<const Node *, std::string> where;
+  std::map<const Node *, DeviceId> where;
   for (const Node *n : g.nodes()) {
     auto it = moved.find(n);
     where[n] = it != moved.end() ? it->second : assigned(*n);
@@ -63,13 +63,13 @@ std::map<const Node *, std::string> stagedDevices(const Graph &g) {
   return where;
 }
 
-std::vector<DeviceKind> kindsOf(const std::map<const Node *, std::string> &where) {
-  std::set<std::string> names;
+std::vector<DeviceKind> kindsOf(const std::map<const Node *, DeviceId> &where) {
+  std::set<DeviceId> devices;
   for (auto &[n, d] : where)
-    names.insert(d);
+    devices.insert(d);
   std::vector<DeviceKind> kinds;
-  for (const std::string &d : names)
-    kinds.push_back(DeviceId::parse(d)->kind);
+  for (DeviceId d : devices)
+    kinds.push_back(d.kind);
   return kinds;
 }
 
@@ -91,22 +91,22 @@ TEST_P(StagedInception, NothingIsLeftOnTheHostAndTheStepIsCapturable) {
   // Before: the plan takes the batch and joins the outputs on the host.
   std::set<std::string> hostOps;
   for (const Node *n : g.nodes())
-    if (DeviceId::parse(assigned(*n))->kind == DeviceKind::CPU)
+    if (assigned(*n).kind == DeviceKind::CPU)
       hostOps.insert(opName(n->op()).str());
   EXPECT_TRUE(hostOps.count("SplitBatch") && hostOps.count("Input")) << c.params;
 
-  std::map<const Node *, std::string> where = stagedDevices(g);
+  std::map<const Node *, DeviceId> where = stagedDevices(g);
   for (auto &[n, d] : where)
-    EXPECT_EQ(DeviceId::parse(d)->kind, DeviceKind::GPU)
+    EXPECT_EQ(d.kind, DeviceKind::GPU)
         << n->name() << " (" << opName(n->op()).str() << ") stays on " << d;
   // The batch goes to tower 0's GPU, and is split there.
   for (const char *input : {"input", "labels"}) {
     const Node *in = g.findInput(input);
     ASSERT_TRUE(in) << input;
-    EXPECT_EQ(where[in], "gpu:0") << input;
+    EXPECT_EQ(where[in], DeviceId::gpu(0)) << input;
     for (const Node *u : in->result()->users()) {
       EXPECT_EQ(u->op(), Op::SplitBatch);
-      EXPECT_EQ(where[u], "gpu:0");
+      EXPECT_EQ(where[u], DeviceId::gpu(0));
     }
   }
   std::vector<DeviceKind> kinds = kindsOf(where);
@@ -115,7 +115,7 @@ TEST_P(StagedInception, NothingIsLeftOnTheHostAndTheStepIsCapturable) {
   // Against the plan as placed: the host device keeps it out of a graph.
   std::vector<DeviceKind> placedKinds;
   for (const Node *n : g.nodes())
-    placedKinds.push_back(DeviceId::parse(assigned(*n))->kind);
+    placedKinds.push_back(assigned(*n).kind);
   EXPECT_NE(stepCaptureRefusal(g, placedKinds, false, false).find("host device"),
             std::string::npos);
 }
@@ -142,8 +142,8 @@ TEST(BatchStaging, AParameterServerOnTheHostKeepsItsWorkButTheSplitMoves) {
   o.placer = makePlacerFunction(Cluster::defaultCluster(2), anyKernelAnywhere);
   ASSERT_FALSE(bool(
       runPipeline(*m, std::string(kTowerPipeline) + ",place-devices,insert-transfers,verify", o)));
-  std::map<const Node *, std::string> where = stagedDevices(m->main());
-  EXPECT_EQ(where[m->main().findInput("input")], "gpu:0");
+  std::map<const Node *, DeviceId> where = stagedDevices(m->main());
+  EXPECT_EQ(where[m->main().findInput("input")], DeviceId::gpu(0));
   // The variables and their updates stay on the host: no graph, and the
   // reason says so.
   std::string why = stepCaptureRefusal(m->main(), kindsOf(where), false, false);
@@ -170,23 +170,23 @@ TEST(BatchStaging, EmulatedGpusStayWhereThePlanPutThem) {
 struct HandMade {
   Module m;
   Node *input = nullptr, *toGpu = nullptr, *back = nullptr;
-  HandMade(const std::string &readerDevice) {
+  explicit HandMade(std::optional<DeviceId> readerDevice) {
     Builder b(m.main());
     Value *x = b.input("x", TensorType(DType::F32, {4, 3}));
     input = x->producer();
-    input->setAssignedDevice("cpu:0");
+    input->setAssignedDevice(DeviceId::host());
     Attrs t;
     t.set("to", std::string("gpu:0"));
     toGpu = b.createNode(Op::Transfer, {x}, t, "to_gpu");
-    toGpu->setAssignedDevice("gpu:0");
+    toGpu->setAssignedDevice(DeviceId::gpu(0));
     Node *relu = b.createNode(Op::Relu, {toGpu->result()}, {}, "relu");
-    relu->setAssignedDevice("gpu:0");
+    relu->setAssignedDevice(DeviceId::gpu(0));
     Attrs h;
     h.set("to", std::string("cpu:0"));
     back = b.createNode(Op::Transfer, {relu->result()}, h, "back");
-    back->setAssignedDevice("cpu:0");
+    back->setAssignedDevice(DeviceId::host());
     m.main().addOutput(back->result());
-    if (!readerDevice.empty()) {
+    if (readerDevice) {
       Node *other = b.createNode(Op::Neg, {x}, {}, "host_reader");
       other->setAssignedDevice(readerDevice);
       m.main().addOutput(other->result());
@@ -195,18 +195,19 @@ struct HandMade {
 };
 
 TEST(BatchStaging, AnInputOnlyGpusReadMovesAndSoDoesAnOutputOnlyCopiedBack) {
-  HandMade h("");
+  HandMade h(std::nullopt);
   auto moved = stageBatchOnDevices(h.m.main(), assigned);
-  EXPECT_EQ(moved.lookup(h.input), "gpu:0");
-  EXPECT_EQ(moved.lookup(h.back), "gpu:0");
+  EXPECT_EQ(moved.lookup(h.input), DeviceId::gpu(0));
+  EXPECT_EQ(moved.lookup(h.back), DeviceId::gpu(0));
   EXPECT_EQ(moved.size(), 2u);
 }
 
 TEST(BatchStaging, AnInputTheHostReadsStays) {
-  HandMade h("cpu:0");
+  HandMade h(DeviceId::host());
   auto moved = stageBatchOnDevices(h.m.main(), assigned);
   EXPECT_FALSE(moved.count(h.input));
-  EXPECT_EQ(moved.lookup(h.back), "gpu:0") << "the output copy is independent of the input";
+  EXPECT_EQ(moved.lookup(h.back), DeviceId::gpu(0))
+      << "the output copy is independent of the input";
 }
 
 TEST(BatchStaging, ASplitWithAHostTowerStays) {
@@ -225,9 +226,8 @@ TEST(BatchStaging, ASplitWithAHostTowerStays) {
   o.params = cantFail(parseParamPlacement("mirrored"));
   ASSERT_FALSE(bool(runPipeline(*m, kTowerPipeline, o)));
   for (Node *n : m->main().nodes())
-    n->setAssignedDevice(n->tower() == 1                ? "cpu:1"
-                         : n->requestedDevice().empty() ? "cpu:0"
-                                                        : n->requestedDevice());
+    n->setAssignedDevice(n->tower() == 1 ? DeviceId::cpu(1)
+                                         : n->requestedDevice().value_or(DeviceId::host()));
   ASSERT_FALSE(bool(runPipeline(*m, "insert-transfers,verify", o)));
   auto moved = stageBatchOnDevices(m->main(), assigned);
   for (const char *input : {"input", "labels"})
@@ -279,7 +279,7 @@ TEST_P(StagedTraining, BitForBitLikeThePlan) {
   // may stay).
   for (const Node *n : plans[1]->main().nodes())
     if (n->op() == Op::SplitBatch) {
-      EXPECT_NE(assigned(*n), "cpu:0") << n->name();
+      EXPECT_NE(assigned(*n), DeviceId::host()) << n->name();
       EXPECT_EQ(assigned(*n), assigned(*n->operand(0)->producer())) << n->name();
     }
 

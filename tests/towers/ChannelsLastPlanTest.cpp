@@ -52,7 +52,7 @@ struct PlanRequest {
 /// A placed plan with every value's layout and every GPU node's copies.
 struct PlanLayouts {
   std::unique_ptr<Module> module;
-  std::map<const Node *, std::string> device;
+  std::map<const Node *, DeviceId> device;
   std::vector<std::unique_ptr<Kernel>> kernels;
   llvm::DenseMap<const Value *, Layout> layouts;
   cuda::LayoutCopies copies;
@@ -62,7 +62,7 @@ struct PlanLayouts {
     auto it = layouts.find(v);
     return it == layouts.end() ? Layout::Plain : it->second;
   }
-  bool onGpu(const Node *n) const { return DeviceId::parse(device.at(n))->kind == DeviceKind::GPU; }
+  bool onGpu(const Node *n) const { return device.at(n).isGpu(); }
   int64_t channelsLast() const {
     return llvm::count_if(layouts, [](const auto &e) { return e.second == kCL; });
   }
@@ -94,23 +94,21 @@ PlanLayouts assignPlan(const PlanRequest &r) {
   }
   p.module = std::move(*m);
   const Graph &g = p.module->main();
-  auto assigned = [](const Node &n) {
-    return n.assignedDevice().empty() ? std::string("cpu:0") : n.assignedDevice();
-  };
+  auto assigned = [](const Node &n) { return n.assignedDevice().value_or(DeviceId::host()); };
   auto staged = stageBatchOnDevices(g, assigned);
   for (const Node *n : g.nodes()) {
     auto it = staged.find(n);
     p.device[n] = it != staged.end() ? it->second : assigned(*n);
   }
-  std::map<std::string, unsigned> index;
+  std::map<DeviceId, unsigned> index;
   std::vector<LayoutSite> sites;
   for (const Node *n : g.nodes()) {
     LayoutSite s;
     s.node = n;
     s.device = index.try_emplace(p.device[n], (unsigned)index.size()).first->second;
-    s.kind = DeviceId::parse(p.device[n])->kind;
+    s.kind = p.device[n].kind;
     if (n->op() == Op::Transfer)
-      s.copiesAsIs = DeviceId::parse(p.device[n->operand(0)->producer()])->kind == s.kind;
+      s.copiesAsIs = p.device[n->operand(0)->producer()].kind == s.kind;
     if (hasKernel(n->op())) {
       // The host's own kernels answer for Blocked only; a plain stand-in is
       // enough to see that nothing there becomes channels-last.

@@ -166,7 +166,7 @@ TEST(Equivalence, SplitAutoOnAHalfSpeedGpuTrainsLikeOneDevice) {
   eo.threads = 2;
   eo.seed = 7;
   eo.deviceMap = emulate;
-  eo.relativeSpeed["cpu:3"] = 0.5; // gpu:2
+  eo.relativeSpeed[emulate(DeviceId::gpu(2))] = 0.5; // cpu:3
   auto ex = Executor::create(*m, std::move(eo));
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);

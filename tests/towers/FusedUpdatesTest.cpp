@@ -48,7 +48,8 @@ TEST(FusedUpdates, EveryRuleTrainsBitForBitAsOneLaunchPerNode) {
         for (const Node *n : g.nodes) {
           EXPECT_TRUE(isApplyRule(n->op())) << n->name();
           EXPECT_EQ(n->op(), g.nodes.front()->op()) << n->name();
-          EXPECT_EQ(emulate(n->assignedDevice()), g.device) << n->name();
+          EXPECT_EQ(emulate(n->assignedDevice().value_or(DeviceId::host())).str(), g.device)
+              << n->name();
         }
       }
       EXPECT_EQ(grouped, updates);

@@ -138,7 +138,7 @@ TEST(LossScaling, TowersDecideOncePerUpdateDevice) {
       // Each tower decides on its all-reduced gradients, on its replica.
       ASSERT_EQ(steps.size(), 2u);
       EXPECT_EQ(checks, 2);
-      EXPECT_EQ(scale->devices, (std::vector<std::string>{"gpu:0", "gpu:1"}));
+      EXPECT_EQ(scale->devices, (std::vector<DeviceId>{DeviceId::gpu(0), DeviceId::gpu(1)}));
       for (const Node *s : steps)
         for (const Value *d : {s->result(0)})
           for (const Node *apply : d->users())

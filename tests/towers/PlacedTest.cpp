@@ -57,7 +57,7 @@ TEST_P(Placed, TrainsLikeOneDevice) {
       *towers, std::string(kTowerPipeline) + ",place-devices,insert-transfers,verify", o);
   ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
   for (Node *n : towers->main().nodes())
-    if (!n->requestedDevice().empty()) {
+    if (n->requestedDevice()) {
       EXPECT_EQ(n->assignedDevice(), n->requestedDevice()) << n->name();
     }
 

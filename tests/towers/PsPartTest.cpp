@@ -156,7 +156,7 @@ TEST(PsPart, WhatAWorkerAndATaskKeep) {
     EXPECT_EQ(task->findGraph("forward"), nullptr);
     for (const Node *n : task->main().nodes()) {
       EXPECT_TRUE(n->op() == Op::Input || n->op() == Op::ApplyMomentum) << n->name();
-      EXPECT_EQ(n->assignedDevice(), "cpu:0") << n->name();
+      EXPECT_EQ(n->assignedDevice(), DeviceId::host()) << n->name();
     }
   }
 }

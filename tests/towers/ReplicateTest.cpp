@@ -59,10 +59,10 @@ TEST(Replicate, TowersAreNamedPlacedAndShareTheVariables) {
     EXPECT_EQ(n->tower(), tower) << n->name();
     EXPECT_FALSE(base.startswith("tower_")) << n->name();
     if (n->op() == Op::Variable) {
-      EXPECT_EQ(n->requestedDevice(), "") << "storage is aggregate-gradients' choice";
+      EXPECT_EQ(n->requestedDevice(), std::nullopt) << "storage is aggregate-gradients' choice";
       ++reads[n->attrs().getString("var")];
     } else if (n->op() == Op::Input) {
-      EXPECT_EQ(n->requestedDevice(), "cpu:0") << n->name();
+      EXPECT_EQ(n->requestedDevice(), DeviceId::host()) << n->name();
       EXPECT_EQ(n->result()->type().shape[0], 2) << n->name();
     } else {
       EXPECT_EQ(n->requestedDevice(), towerDevice(tower)) << n->name();

@@ -44,16 +44,12 @@ inline llvm::Error runPipeline(Module &m, llvm::StringRef pipeline, const Compil
 inline void assignRequested(Module &m) {
   for (Graph *g : m.graphs())
     for (Node *n : g->nodes())
-      n->setAssignedDevice(n->requestedDevice().empty() ? "cpu:0" : n->requestedDevice());
+      n->setAssignedDevice(n->requestedDevice().value_or(DeviceId::host()));
 }
 
 /// gpu:t runs on the emulated CPU device cpu:(t+1).
-inline std::string emulate(const std::string &device) {
-  llvm::StringRef d(device);
-  unsigned index = 0;
-  if (d.consume_front("gpu:") && !d.getAsInteger(10, index))
-    return "cpu:" + std::to_string(index + 1);
-  return device.empty() ? "cpu:0" : device;
+inline DeviceId emulate(DeviceId device) {
+  return device.isGpu() ? DeviceId::cpu(device.index + 1) : device;
 }
 
 /// Compiles `m` in place: the tower pipeline, placement, transfers.

@@ -127,8 +127,9 @@ TEST(WorkerPart, KeepsTheWorkersTowersAndSumsAcrossWorkers) {
     unsigned acrossWorkers = 0;
     for (const Node *n : m->main().nodes()) {
       EXPECT_TRUE(n->tower() < 0 || n->tower() == 2 || n->tower() == 3) << n->name();
-      for (const std::string &d : {n->requestedDevice(), n->assignedDevice()})
-        EXPECT_TRUE(d.empty() || d == "cpu:0" || d == "gpu:0" || d == "gpu:1") << n->name();
+      for (std::optional<DeviceId> d : {n->requestedDevice(), n->assignedDevice()})
+        EXPECT_TRUE(!d || d == DeviceId::host() || d == DeviceId::gpu(0) || d == DeviceId::gpu(1))
+            << n->name();
       if (n->op() == Op::AllReduce) {
         EXPECT_EQ(n->attrs().getInt("workers"), 2) << n->name();
         ++acrossWorkers;
@@ -141,8 +142,9 @@ TEST(WorkerPart, KeepsTheWorkersTowersAndSumsAcrossWorkers) {
     // The loss's sum, and the gradient sums (cpu) or buckets (mirrored).
     EXPECT_GE(acrossWorkers, 2u);
     for (const Variable &v : m->variables())
-      for (const std::string &d : v.devices)
-        EXPECT_TRUE(d == "cpu:0" || d == "gpu:0" || d == "gpu:1") << v.name << " on " << d;
+      for (DeviceId d : v.devices)
+        EXPECT_TRUE(d == DeviceId::host() || d == DeviceId::gpu(0) || d == DeviceId::gpu(1))
+            << v.name << " on " << d;
   }
 }
 
@@ -180,9 +182,9 @@ TEST(WorkerPart, WorkersWithDifferentTowerCounts) {
   EXPECT_EQ(m->plan().towers, 1);
   for (const Node *n : m->main().nodes()) {
     EXPECT_TRUE(n->tower() < 0 || n->tower() == 2) << n->name();
-    EXPECT_TRUE(n->assignedDevice().empty() || n->assignedDevice() == "cpu:0" ||
-                n->assignedDevice() == "gpu:0")
-        << n->name() << " on " << n->assignedDevice();
+    EXPECT_TRUE(!n->assignedDevice() || n->assignedDevice() == DeviceId::host() ||
+                n->assignedDevice() == DeviceId::gpu(0))
+        << n->name() << " on " << deviceText(n->assignedDevice());
   }
   // Tower counts that do not add up to the plan's towers are refused.
   auto bad = plan("mlp", 10, {2, 1}, "cpu");

@@ -205,10 +205,10 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
     // Each link both ways (the slower counts), physical GPU K standing for gpu:K.
     for (size_t i = 0; i < cluster->links().size(); ++i) {
       const Link &l = cluster->links()[i];
-      auto a = DeviceId::parse(l.a), b = DeviceId::parse(l.b);
+      const ClusterDevice *a = cluster->find(l.a), *b = cluster->find(l.b);
       if (!a || !b)
-        return makeError("link " + l.a + " - " + l.b + ": not device names");
-      auto there = copyBandwidth(*a, *b), back = copyBandwidth(*b, *a);
+        return makeError("link " + l.a + " - " + l.b + ": not devices of the cluster");
+      auto there = copyBandwidth(a->id, b->id), back = copyBandwidth(b->id, a->id);
       if (!there)
         return withContext(there.takeError(), "link " + l.a + " - " + l.b);
       if (!back)

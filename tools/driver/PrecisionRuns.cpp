@@ -17,17 +17,16 @@ namespace {
 
 /// The device that runs a node, as the executor will map it.
 struct RunsOn {
-  std::string name;            ///< "cpu:0", "cpu:2" (an emulated GPU), "gpu:1"
+  DeviceId id;                 ///< cpu:0, cpu:2 (an emulated GPU), gpu:1
   std::optional<unsigned> gpu; ///< the physical GPU, for GPU devices
 };
 
 RunsOn runsOn(const Node &n, const ExecutorOptions &exec) {
   RunsOn r;
-  r.name = exec.deviceMap ? exec.deviceMap(n.assignedDevice()) : n.assignedDevice();
-  if (r.name.empty())
-    r.name = "cpu:0";
-  if (std::optional<unsigned> k = gpuIndexOf(r.name))
-    r.gpu = exec.physicalGpu ? (unsigned)exec.physicalGpu(r.name) : *k;
+  DeviceId planned = n.assignedDevice().value_or(DeviceId::host());
+  r.id = exec.deviceMap ? exec.deviceMap(planned) : planned;
+  if (r.id.isGpu())
+    r.gpu = exec.physicalGpu ? (unsigned)exec.physicalGpu(r.id) : r.id.index;
   return r;
 }
 
@@ -46,10 +45,10 @@ llvm::Error checkFp16(const Module &plan) {
   for (const auto &g : plan.graphs())
     for (const Node *n : g->nodes())
       if (n->op() == Op::Conv && n->result(0)->type().dtype == DType::F16 &&
-          !gpuIndexOf(n->assignedDevice()))
+          !(n->assignedDevice() && n->assignedDevice()->isGpu()))
         return makeError(
             "--precision fp16 runs on GPUs: the plan puts '" + n->name() + "' on " +
-            (n->assignedDevice().empty() ? std::string("the host") : n->assignedDevice()) +
+            (n->assignedDevice() ? n->assignedDevice()->str() : std::string("the host")) +
             ", and CPUs here have no f16 arithmetic (use --precision bf16 on a "
             "CPU with bf16 instructions, or --gpus N --emulate to try an fp16 "
             "plan on CPU devices)");
@@ -94,7 +93,7 @@ llvm::Error checkPrecisionRuns(const Module &plan, const ExecutorOptions &exec,
         continue;
       if (std::string why = machine.gpuRefusal(*where.gpu, DType::BF16); !why.empty())
         return makeError("--precision bf16: " + why + ", where the plan puts '" + n->name() +
-                         "' (" + where.name + "); use --precision fp16 there, or fp32");
+                         "' (" + where.id.str() + "); use --precision fp16 there, or fp32");
     }
   // Rule 2.
   if (bf16ConvolutionOnCpu(plan, exec) && !machine.cpuHasBf16)

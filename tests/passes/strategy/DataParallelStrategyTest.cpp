@@ -31,10 +31,11 @@ TEST(DataParallelStrategy, PlacesATowerPerGpuAndRecordsItsDecisionsInThePlan) {
   EXPECT_EQ(info.params, ParamPlacement{ParamPlacement::Cpu});
   EXPECT_FALSE(info.workers.has_value()) << "one worker records none";
   EXPECT_TRUE(everyNodePlaced(**plan));
-  std::set<std::string> devices;
+  std::set<std::optional<DeviceId>> devices;
   for (const Node *n : (*plan)->main().nodes())
     devices.insert(n->assignedDevice());
-  EXPECT_EQ(devices, (std::set<std::string>{"cpu:0", "gpu:0", "gpu:1"}));
+  EXPECT_EQ(devices, (std::set<std::optional<DeviceId>>{DeviceId::host(), DeviceId::gpu(0),
+                                                        DeviceId::gpu(1)}));
   // The forward model travels with the plan, and the input is left alone.
   EXPECT_NE((*plan)->findGraph("forward"), nullptr);
   EXPECT_TRUE(isCompiledForTraining(**plan));

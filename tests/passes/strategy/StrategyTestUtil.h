@@ -67,7 +67,7 @@ inline std::vector<std::string> namesOf(llvm::StringRef pipeline) {
 /// Whether every node of the main graph carries an assigned device.
 inline bool everyNodePlaced(const Module &m) {
   return llvm::all_of(m.findGraph("main")->nodes(),
-                      [](const Node *n) { return !n->assignedDevice().empty(); });
+                      [](const Node *n) { return n->assignedDevice().has_value(); });
 }
 
 } // namespace graphc::strategytest

@@ -45,29 +45,29 @@ std::unique_ptr<Module> handGraph() {
   Graph &g = m->main();
   Builder b(g);
   Variable w = makeVar("w", {16, 32}, VarKind::Param);
-  w.devices = {"cpu:0"};
+  w.devices = {DeviceId::host()};
   m->addVariable(w);
-  auto on = [](Value *v, const char *device) {
+  auto on = [](Value *v, DeviceId device) {
     v->producer()->setAssignedDevice(device);
     v->producer()->setPlacementReason("by hand");
     return v;
   };
-  Value *x = on(b.input("x", TensorType(DType::F32, {8, 16})), "cpu:0");
-  Value *wv = on(b.variable("w"), "cpu:0");
-  Value *y0 = on(b.create(Op::MatMul, {x, wv}, {}, "y0"), "gpu:0");
+  Value *x = on(b.input("x", TensorType(DType::F32, {8, 16})), DeviceId::host());
+  Value *wv = on(b.variable("w"), DeviceId::host());
+  Value *y0 = on(b.create(Op::MatMul, {x, wv}, {}, "y0"), DeviceId::gpu(0));
   Attrs shape;
   shape.set("shape", Ints{128});
-  Value *r0 = on(b.create(Op::Reshape, {x}, shape, "r0"), "gpu:0");
-  Value *y1 = on(b.create(Op::MatMul, {x, wv}, {}, "y1"), "gpu:1");
+  Value *r0 = on(b.create(Op::Reshape, {x}, shape, "r0"), DeviceId::gpu(0));
+  Value *y1 = on(b.create(Op::MatMul, {x, wv}, {}, "y1"), DeviceId::gpu(1));
   for (int rank : {0, 1}) {
     Attrs a;
     a.set("rank", int64_t(rank));
     a.set("nranks", int64_t(2));
     a.set("group", std::string("g"));
     on(b.create(Op::AllReduce, {rank ? y1 : y0}, a, "ar" + std::to_string(rank)),
-       rank ? "gpu:1" : "gpu:0");
+       DeviceId::gpu((unsigned)rank));
   }
-  g.addOutput(on(b.create(Op::Identity, {r0}, {}, "back"), "cpu:0"));
+  g.addOutput(on(b.create(Op::Identity, {r0}, {}, "back"), DeviceId::host()));
   EXPECT_EQ(errorText(verify(*m)), "");
   return m;
 }
@@ -154,7 +154,7 @@ TEST(CostModel, SameTrafficBeforeAndAfterInsertTransfers) {
 
 TEST(CostModel, ErrorsNameTheNodeOrTheDevices) {
   auto m = handGraph();
-  m->main().findNode("y1")->setAssignedDevice("gpu:7");
+  m->main().findNode("y1")->setAssignedDevice(DeviceId::gpu(7));
   auto bad = estimatePlacementCost(*m, handCluster());
   ASSERT_FALSE(bool(bad));
   EXPECT_EQ(llvm::toString(bad.takeError()),

@@ -32,10 +32,10 @@ SimOptions computeBound() {
   return o;
 }
 
-void placeAll(Module &m, llvm::StringRef device) {
+void placeAll(Module &m, DeviceId device) {
   for (Node *n : m.main().nodes())
-    if (n->assignedDevice().empty())
-      n->setAssignedDevice(device.str());
+    if (!n->assignedDevice())
+      n->setAssignedDevice(device);
 }
 
 TEST(StepSimulator, AChainAcrossTwoGpusAddsItsKernelsAndTheCopy) {
@@ -44,11 +44,11 @@ TEST(StepSimulator, AChainAcrossTwoGpusAddsItsKernelsAndTheCopy) {
   Value *x = b.input("x", TensorType(DType::F32, {64, 128}));
   Value *y = b.input("y", TensorType(DType::F32, {128, 128}));
   Node *mm = b.createNode(Op::MatMul, {x, y}, {}, "mm");
-  placeAll(m, "gpu:0");
+  placeAll(m, DeviceId::gpu(0));
   Node *copy = b.createNode(Op::Transfer, {mm->result()}, {}, "to_gpu_1");
   Node *relu = b.createNode(Op::Relu, {copy->result()}, {}, "relu");
-  copy->setAssignedDevice("gpu:1");
-  relu->setAssignedDevice("gpu:1");
+  copy->setAssignedDevice(DeviceId::gpu(1));
+  relu->setAssignedDevice(DeviceId::gpu(1));
   m.main().addOutput(relu->result());
 
   SimOptions o = computeBound();
@@ -76,7 +76,8 @@ TEST(StepSimulator, AnAllReduceStartsWhenItsLastRankIsReady) {
   Builder b(m.main());
   std::vector<Node *> ranks;
   for (int d = 0; d < 2; ++d) {
-    std::string dev = DeviceId::gpu(d).str(), name = "x";
+    const DeviceId dev = DeviceId::gpu((unsigned)d);
+    std::string name = "x";
     name += std::to_string(d);
     Value *v = b.input(name, TensorType(DType::F32, {256, 256}));
     v->producer()->setAssignedDevice(dev);
@@ -121,7 +122,8 @@ TEST(StepSimulator, EmulatedGpusTakeTurnsAtTheHostsCores) {
   Module m("turns");
   Builder b(m.main());
   for (int d = 0; d < 2; ++d) {
-    std::string dev = DeviceId::gpu(d).str(), name = "x";
+    const DeviceId dev = DeviceId::gpu((unsigned)d);
+    std::string name = "x";
     name += std::to_string(d);
     Value *v = b.input(name, TensorType(DType::F32, {256, 256}));
     v->producer()->setAssignedDevice(dev);

@@ -55,15 +55,15 @@ struct OneProduct {
     Value *w = b.input("w", TensorType(DType::F32, {128, 128}));
     Value *operand = w;
     if (placed) {
-      x->producer()->setAssignedDevice("gpu:0");
-      w->producer()->setAssignedDevice("cpu:0");
+      x->producer()->setAssignedDevice(DeviceId::gpu(0));
+      w->producer()->setAssignedDevice(DeviceId::host());
       Node *copy = b.createNode(Op::Transfer, {w}, {}, "w/to_gpu_0");
-      copy->setAssignedDevice("gpu:0");
+      copy->setAssignedDevice(DeviceId::gpu(0));
       operand = copy->result();
     }
     product = b.createNode(Op::MatMul, {x, operand}, {}, "product");
     if (placed)
-      product->setAssignedDevice("gpu:0");
+      product->setAssignedDevice(DeviceId::gpu(0));
     m.main().addOutput(product->result());
   }
 };
@@ -103,7 +103,7 @@ ThreeAnswers answer(const KernelTimes &times) {
   auto plan = placeModelParallel(unplaced.m, c, anyKernel, mo);
   EXPECT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   if (plan) {
-    EXPECT_EQ(unplaced.product->requestedDevice(), "gpu:0");
+    EXPECT_EQ(unplaced.product->requestedDevice(), DeviceId::gpu(0));
     a.metfStep = plan->stepSeconds;
     a.metfBusy = plan->devices[1].busySeconds;
   }
@@ -157,7 +157,8 @@ TEST(StepTimeModel, ARingCostsTheSameInTheCostModelAndTheSimulator) {
   Builder b(m.main());
   for (int d = 0; d < 2; ++d) {
     // Names built by += (GCC 12 warns falsely on "x" + std::to_string(d)).
-    std::string dev = DeviceId::gpu(d).str(), name = "x", sumName = "sum";
+    const DeviceId dev = DeviceId::gpu((unsigned)d);
+    std::string name = "x", sumName = "sum";
     name += std::to_string(d);
     sumName += std::to_string(d);
     Value *v = b.input(name, TensorType(DType::F32, {256, 256}));
