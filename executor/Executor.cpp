@@ -25,7 +25,7 @@ namespace graphc {
 
 using namespace exec;
 
-llvm::Error Executor::Impl::bind() {
+llvm::Error ExecutorImpl::bind() {
   std::vector<const Graph *> graphs{module->findGraph("main")};
   if (!graphs[0])
     return makeError("module '" + module->name() + "' has no main graph");
@@ -127,7 +127,7 @@ llvm::Error Executor::Impl::bind() {
   return llvm::Error::success();
 }
 
-llvm::Error Executor::Impl::createDevices() {
+llvm::Error ExecutorImpl::createDevices() {
   unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   int total = opts.threads > 0 ? opts.threads : (int)hardware;
   auto isCpu = [&](llvm::StringRef name) {
@@ -168,7 +168,7 @@ llvm::Error Executor::Impl::createDevices() {
   return llvm::Error::success();
 }
 
-llvm::Error Executor::Impl::createKernels() {
+llvm::Error ExecutorImpl::createKernels() {
   for (auto &e : nodes) {
     const Node *n = e->node;
     DeviceState &d = *devices[e->device];
@@ -222,7 +222,7 @@ llvm::Error Executor::Impl::createKernels() {
 /// its last member through runGroup(). Only nodes that produce nothing and
 /// that no other device waits for join, so running them a few positions late
 /// changes nothing: no other node of their device runs in between.
-void Executor::Impl::groupFusableKernels() {
+void ExecutorImpl::groupFusableKernels() {
   auto keyOf = [&](unsigned i) {
     const NodeExec &e = *nodes[i];
     if (e.action != Action::Kernel || !e.kernel || e.node->numResults() ||
@@ -246,7 +246,7 @@ void Executor::Impl::groupFusableKernels() {
       }
 }
 
-void Executor::Impl::assignLayouts() {
+void ExecutorImpl::assignLayouts() {
   std::vector<LayoutSite> sites;
   sites.reserve(nodes.size());
   for (auto &e : nodes) {
@@ -266,7 +266,7 @@ void Executor::Impl::assignLayouts() {
   layouts = graphc::assignLayouts(sites, o);
 }
 
-llvm::Error Executor::Impl::planMemory() {
+llvm::Error ExecutorImpl::planMemory() {
   for (unsigned i = 0; i < devices.size(); ++i) {
     DeviceState &d = *devices[i];
     // Each program's plan; one arena holds the largest.
@@ -302,7 +302,7 @@ llvm::Error Executor::Impl::planMemory() {
   return llvm::Error::success();
 }
 
-llvm::Error Executor::Impl::bindVariables() {
+llvm::Error ExecutorImpl::bindVariables() {
   variablesVersion = 1;
   // Main's (device, variable) pairs: another graph must find its variables
   // where main keeps them, or it would update a copy main never reads.
@@ -354,7 +354,7 @@ llvm::Error Executor::Impl::bindVariables() {
   return llvm::Error::success();
 }
 
-llvm::Error Executor::Impl::bindCollectives() {
+llvm::Error ExecutorImpl::bindCollectives() {
   // All members of a group must be on host devices (the project's own
   // reduction) or all on GPUs (the CUDA backend's engine); across workers,
   // the first sum with MPI, the second with NCCL (bindGroup).
@@ -426,7 +426,7 @@ llvm::Error Executor::Impl::bindCollectives() {
   return llvm::Error::success();
 }
 
-std::string Executor::Impl::hostWorkInStep() const {
+std::string ExecutorImpl::hostWorkInStep() const {
   for (const auto &d : devices) {
     if (d->device->kind() == DeviceKind::GPU)
       continue;
@@ -445,7 +445,7 @@ std::string Executor::Impl::hostWorkInStep() const {
   return "";
 }
 
-llvm::Error Executor::Impl::bindCapture() {
+llvm::Error ExecutorImpl::bindCapture() {
   if (opts.cudaGraphs == CudaGraphs::Off)
     return llvm::Error::success();
   std::vector<DeviceKind> kinds;
@@ -484,7 +484,7 @@ llvm::Error Executor::Impl::bindCapture() {
   return llvm::Error::success();
 }
 
-TensorView Executor::Impl::viewOf(const Value *v) {
+TensorView ExecutorImpl::viewOf(const Value *v) {
   TensorView view;
   view.dtype = v->type().dtype;
   view.shape = v->type().shape;
@@ -510,7 +510,7 @@ TensorView Executor::Impl::viewOf(const Value *v) {
 
 //===-- Executor -----------------------------------------------------------===//
 
-Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executor::Executor(std::unique_ptr<ExecutorImpl> impl) : impl_(std::move(impl)) {}
 Executor::~Executor() = default;
 
 llvm::Expected<std::unique_ptr<Executor>> Executor::create(const Module &m, ExecutorOptions opts) {
@@ -522,7 +522,7 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::create(const Module &m, Exec
                     return b->autoConvolutionsMayUseWinograd();
                   });
   ExecutorOptions direct = mayRetry ? opts : ExecutorOptions();
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<ExecutorImpl>();
   impl->module = &m;
   impl->opts = std::move(opts);
   if (auto e = impl->bind()) {

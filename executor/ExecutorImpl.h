@@ -8,12 +8,13 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "executor/Executor.h"
-
 #include "executor/Collectives.h"
 #include "executor/CoreBudget.h"
 #include "executor/Device.h"
+#include "executor/ExecutorOptions.h"
 #include "executor/StepCapture.h"
+#include "executor/StepTimes.h"
+#include "executor/Trace.h"
 #include "ir/Diagnostics.h"
 #include "placement/analysis/MemoryPlan.h"
 #include "placement/analysis/Schedule.h"
@@ -42,8 +43,8 @@ enum class Action : unsigned char {
 
 struct NodeExec {
   const Node *node = nullptr;
-  unsigned device = 0;  ///< index into Executor::Impl::devices
-  unsigned program = 0; ///< index into Executor::Impl::programs
+  unsigned device = 0;  ///< index into ExecutorImpl::devices
+  unsigned program = 0; ///< index into ExecutorImpl::programs
   Action action = Action::Kernel;
   std::unique_ptr<Kernel> kernel;
   std::vector<TensorView> inputs, outputs;
@@ -117,7 +118,7 @@ struct DeviceState {
 
 } // namespace exec
 
-struct Executor::Impl {
+struct ExecutorImpl {
   using Action = exec::Action;
   using NodeExec = exec::NodeExec;
   using DeviceState = exec::DeviceState;
@@ -222,7 +223,7 @@ struct Executor::Impl {
   std::string hostWorkInStep() const;
   void abortAll();
   void workerLoop(DeviceState &d);
-  ~Impl();
+  ~ExecutorImpl();
 };
 
 } // namespace graphc

@@ -67,7 +67,7 @@ bool isCopy(EventKind k) {
 
 } // namespace
 
-void Executor::Impl::collectTimings(DeviceState &d, int micro) {
+void ExecutorImpl::collectTimings(DeviceState &d, int micro) {
   std::vector<LaunchTiming> timings = d.device->takeTimings();
   llvm::append_range(timings, d.hostTimings);
   d.hostTimings.clear();
@@ -120,7 +120,7 @@ void Executor::Impl::collectTimings(DeviceState &d, int micro) {
   }
 }
 
-void Executor::Impl::noteWait(DeviceState &d, const NodeExec &pred, double startUs, int micro) {
+void ExecutorImpl::noteWait(DeviceState &d, const NodeExec &pred, double startUs, int micro) {
   double waited = trace.nowUs() - startUs;
   if (waited <= 1)
     return;
@@ -129,7 +129,7 @@ void Executor::Impl::noteWait(DeviceState &d, const NodeExec &pred, double start
   d.activities.push_back({startUs, startUs + waited, BreakdownPart::Wait});
 }
 
-void Executor::Impl::noteHostCopy(unsigned device, const std::string &name, llvm::StringRef op,
+void ExecutorImpl::noteHostCopy(unsigned device, const std::string &name, llvm::StringRef op,
                                   CopyRoute route, double startUs, int micro) {
   DeviceState &d = *devices[device];
   double endUs = trace.nowUs();
@@ -143,7 +143,7 @@ void Executor::Impl::noteHostCopy(unsigned device, const std::string &name, llvm
                                                            : BreakdownPart::CopyDeviceToHost});
 }
 
-void Executor::Impl::startRunTimeline() {
+void ExecutorImpl::startRunTimeline() {
   for (auto &d : devices) {
     d->activities.clear();
     // A run whose workers do not run (a replayed CUDA graph, which
@@ -152,7 +152,7 @@ void Executor::Impl::startRunTimeline() {
   }
 }
 
-void Executor::Impl::recordRunTimeline(int micro, double startUs, double devicesDoneUs) {
+void ExecutorImpl::recordRunTimeline(int micro, double startUs, double devicesDoneUs) {
   RunTimeline run;
   run.step = step;
   run.micro = micro;

@@ -32,7 +32,7 @@ bool allFinite(const Tensor &t) {
 
 } // namespace
 
-llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
+llvm::Error ExecutorImpl::runNode(NodeExec &e, DeviceState &d) {
   Device &dev = *d.device;
   switch (e.action) {
   case Action::Feed:
@@ -74,7 +74,7 @@ llvm::Error Executor::Impl::runNode(NodeExec &e, DeviceState &d) {
   return dev.launch(*e.kernel, ctx);
 }
 
-KernelContext Executor::Impl::contextFor(NodeExec &e, DeviceState &d) const {
+KernelContext ExecutorImpl::contextFor(NodeExec &e, DeviceState &d) const {
   KernelContext ctx;
   ctx.inputs = e.inputs;
   ctx.outputs = e.outputs;
@@ -109,7 +109,7 @@ public:
 
 } // namespace
 
-llvm::Error Executor::Impl::runFusedGroup(NodeExec &last, DeviceState &d) {
+llvm::Error ExecutorImpl::runFusedGroup(NodeExec &last, DeviceState &d) {
   GroupLaunch group;
   std::vector<TensorView> operands;
   for (unsigned i : last.fusedGroup) {
@@ -126,7 +126,7 @@ llvm::Error Executor::Impl::runFusedGroup(NodeExec &last, DeviceState &d) {
   return d.device->launch(group, ctx);
 }
 
-llvm::Error Executor::Impl::checkNumerics(NodeExec &e, DeviceState &d) {
+llvm::Error ExecutorImpl::checkNumerics(NodeExec &e, DeviceState &d) {
   if (auto err = d.device->synchronize())
     return err;
   for (unsigned r = 0; r < e.outputs.size(); ++r) {
@@ -142,7 +142,7 @@ llvm::Error Executor::Impl::checkNumerics(NodeExec &e, DeviceState &d) {
   return llvm::Error::success();
 }
 
-llvm::Error Executor::Impl::runDevice(DeviceState &d) {
+llvm::Error ExecutorImpl::runDevice(DeviceState &d) {
   const int micro = running == 0 ? -1 : (int)microStep;
   if (opts.profile)
     d.workerStartUs = trace.nowUs();
@@ -197,7 +197,7 @@ llvm::Error Executor::Impl::runDevice(DeviceState &d) {
   return llvm::Error::success();
 }
 
-void Executor::Impl::abortAll() {
+void ExecutorImpl::abortAll() {
   aborted.store(true);
   cpuCollectives->abort();
   for (auto &c : otherCollectives)
@@ -208,7 +208,7 @@ void Executor::Impl::abortAll() {
   }
 }
 
-void Executor::Impl::workerLoop(DeviceState &d) {
+void ExecutorImpl::workerLoop(DeviceState &d) {
   uint64_t seen = 0;
   for (;;) {
     {
@@ -228,7 +228,7 @@ void Executor::Impl::workerLoop(DeviceState &d) {
   }
 }
 
-Executor::Impl::~Impl() {
+ExecutorImpl::~ExecutorImpl() {
   // The prefetch helpers write into device buffers: let them finish first.
   for (Prefetched &p : prefetched)
     if (p.done.valid())
@@ -264,7 +264,7 @@ Executor::Impl::~Impl() {
         devices[nodes[node]->device]->device->deallocate(p);
 }
 
-llvm::Error Executor::Impl::checkFeeds(const Program &p,
+llvm::Error ExecutorImpl::checkFeeds(const Program &p,
                                        const llvm::StringMap<Tensor> &feeds) const {
   for (const auto &entry : feeds)
     if (!p.graph->findInput(entry.getKey()))
@@ -284,7 +284,7 @@ llvm::Error Executor::Impl::checkFeeds(const Program &p,
   return llvm::Error::success();
 }
 
-llvm::Error Executor::Impl::consumePrefetched(uint64_t stepNumber) {
+llvm::Error ExecutorImpl::consumePrefetched(uint64_t stepNumber) {
   Prefetched p = std::move(prefetched.front());
   prefetched.pop_front();
   std::string failed = p.done.get();
@@ -314,7 +314,7 @@ llvm::Error Executor::Impl::consumePrefetched(uint64_t stepNumber) {
   return llvm::Error::success();
 }
 
-llvm::Error Executor::Impl::runDevices() {
+llvm::Error ExecutorImpl::runDevices() {
   ++epoch;
   aborted.store(false);
   cpuCollectives->reset();
@@ -356,13 +356,13 @@ llvm::Expected<std::vector<Tensor>> Executor::run(const llvm::StringMap<Tensor> 
 
 llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
                                                   const llvm::StringMap<Tensor> &feeds) {
-  Impl &im = *impl_;
+  ExecutorImpl &im = *impl_;
   auto found =
-      llvm::find_if(im.programs, [&](const Impl::Program &p) { return p.graph->name() == graph; });
+      llvm::find_if(im.programs, [&](const ExecutorImpl::Program &p) { return p.graph->name() == graph; });
   if (found == im.programs.end())
     return makeError("the executor runs no graph '" + graph +
                      "' (bind it with ExecutorOptions::graphs)");
-  const Impl::Program &prog = *found;
+  const ExecutorImpl::Program &prog = *found;
   const bool main = found == im.programs.begin();
   double stepStart = im.trace.nowUs();
   im.step = step_;
@@ -454,12 +454,12 @@ llvm::Expected<std::vector<Tensor>> Executor::run(llvm::StringRef graph,
 }
 
 llvm::Error Executor::prefetch(llvm::StringMap<Tensor> feeds) {
-  Impl &im = *impl_;
+  ExecutorImpl &im = *impl_;
   if (im.prefetched.size() >= 2)
     return makeError("two steps' inputs are already prefetched; run a step first");
   if (auto err = im.checkFeeds(im.programs[0], feeds))
     return err;
-  Impl::Prefetched p;
+  ExecutorImpl::Prefetched p;
   p.slot = im.prefetchCount % 2;
   p.tensors = std::make_shared<const llvm::StringMap<Tensor>>(std::move(feeds));
   struct Copy {

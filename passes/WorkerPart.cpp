@@ -80,13 +80,6 @@ int gpuIndex(std::optional<DeviceId> device) {
   return device && device->isGpu() ? (int)device->index : -1;
 }
 
-/// A Transfer's "from" or "to" attribute: the one place the IR keeps a device
-/// as text (InsertTransfers writes it for the reader; the node's typed assigned
-/// device is what runs it).
-std::optional<DeviceId> transferEnd(const Node &n, llvm::StringRef key) {
-  return DeviceId::parse(n.attrs().getString(key));
-}
-
 using Renumber = std::function<std::optional<DeviceId>(std::optional<DeviceId>)>;
 
 /// The tower a value comes from, looking through transfers (-1: none).
@@ -149,8 +142,8 @@ llvm::Error cutGraph(Graph &g, const std::function<bool(int)> &local, unsigned W
         sums.push_back(n);
       if (kept == 0 && lost > 0)
         return makeError("node '" + n->name() + "' joins only other workers' towers");
-    } else if (lost > 0 || (n->op() == Op::Transfer && gpuIndex(transferEnd(*n, "to")) >= 0 &&
-                            !local(gpuIndex(transferEnd(*n, "to"))))) {
+    } else if (lost > 0 || (n->op() == Op::Transfer && gpuIndex(n->assignedDevice()) >= 0 &&
+                            !local(gpuIndex(n->assignedDevice())))) {
       gone.insert(n);
     }
   }
@@ -216,11 +209,14 @@ llvm::Error cutGraph(Graph &g, const std::function<bool(int)> &local, unsigned W
   for (Node *n : g.nodes()) {
     n->setRequestedDevice(renumber(n->requestedDevice()));
     n->setAssignedDevice(renumber(n->assignedDevice()));
-    if (n->op() == Op::Transfer)
-      for (const char *key : {"from", "to"})
-        if (std::optional<DeviceId> d = renumber(transferEnd(*n, key)))
-          n->attrs().set(key, d->str());
   }
+  // A Transfer's "from" and "to" spell its ends for the reader
+  // (InsertTransfers.h): its producer's assigned device and its own.
+  for (Node *n : g.nodes())
+    if (n->op() == Op::Transfer) {
+      n->attrs().set("from", n->operand(0)->producer()->assignedDevice()->str());
+      n->attrs().set("to", n->assignedDevice()->str());
+    }
   return llvm::Error::success();
 }
 
