@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""graphc simulate's predicted step against the measured one, on emulated devices.
+"""graphc simulate's predicted step against the measured one, on emulated devices or real GPUs.
 
 For 1, 2 and 4 emulated GPUs (data parallel, mirrored) and for a model-parallel plan over 4,
 each cluster file is calibrated first (`graphrun calibrate --emulate`: a resnet18 workload,
 not the model measured here), the plan is placed on it, `graphc simulate` predicts its step,
 and `graphrun train --emulate` measures it (median after the first steps). Prints both and
-their ratio; the issue's bar is within 20%.
+their ratio; the issue's bar is within 20%. With --real the machine's own GPUs are calibrated
+and measured (no --emulate), and --keep DIR keeps each calibrated cluster file there.
 
     bench/sim_check.py                         # inception_v3 75x75, 16 images per GPU
     bench/sim_check.py --model small_cnn --image-size 28
     bench/sim_check.py --calibrate-with inception_v3:75:8   # calibrate on the model's own ops
+    bench/sim_check.py --real --gpus 1 --no-model-parallel --image-size 299 --per-gpu 128 \
+        --keep out/    # one GPU: its calibrated file, and the 1-GPU step predicted and measured
 
 Machines are noisy (and a loaded machine slows the calibration and the runs unequally): this
 prints figures, it asserts nothing.
@@ -23,7 +26,6 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BIN = os.path.normpath(os.path.join(HERE, "..", "build", "bin"))
 
 
 def cluster(path, gpus, memory=16 << 30):
@@ -43,16 +45,17 @@ def run(*args):
 
 
 def measure(args, tmp, name, gpus, place_extra, batch, memory=16 << 30):
-    c = os.path.join(tmp, name + ".json")
+    graphc, graphrun = os.path.join(args.bin, "graphc"), os.path.join(args.bin, "graphrun")
+    emulate = [] if args.real else ["--emulate"]
+    c = os.path.join(args.keep or tmp, name.replace(" ", "-") + ".json")
     cluster(c, gpus, memory)
-    calibration = run(os.path.join(BIN, "graphrun"), "calibrate", "--cluster", c, "--emulate",
-                      *args.calibrate)
+    calibration = run(graphrun, "calibrate", "--cluster", c, *emulate, *args.calibrate)
     plan = os.path.join(tmp, name + ".placed")
-    run(os.path.join(BIN, "graphc"), "place", "--model", args.model, "--image-size", args.image_size,
+    run(graphc, "place", "--model", args.model, "--image-size", args.image_size,
         "--batch", batch, "--cluster", c, *place_extra, "-o", plan)
-    predicted = json.loads(run(os.path.join(BIN, "graphc"), "simulate", plan, "--json"))["step_seconds"]
+    predicted = json.loads(run(graphc, "simulate", plan, "--json"))["step_seconds"]
     metrics = os.path.join(tmp, name + ".jsonl")
-    run(os.path.join(BIN, "graphrun"), "train", plan, "--emulate", "--steps", args.steps, "--no-eval",
+    run(graphrun, "train", plan, *emulate, "--steps", args.steps, "--no-eval",
         "--no-progress", "--metrics", metrics)
     with open(metrics) as f:
         steps = [r["seconds"] for r in map(json.loads, f) if r.get("kind") == "step"]
@@ -73,7 +76,16 @@ def main():
     p.add_argument("--calibrate-with", default="",
                    help="graphrun calibrate's workload as MODEL:SIZE:PER_DEVICE (default: its own, "
                         "resnet18 64x64, 8 per device)")
+    p.add_argument("--gpus", default="1,2,4", help="data-parallel GPU counts, comma-separated")
+    p.add_argument("--no-model-parallel", action="store_true", help="leave out the 4-GPU model-parallel plan")
+    p.add_argument("--real", action="store_true", help="the machine's own GPUs (no --emulate)")
+    p.add_argument("--memory-gib", type=float, default=16, help="each GPU's memory in the cluster files")
+    p.add_argument("--keep", default="", help="keep each calibrated cluster file in this folder")
+    p.add_argument("--bin", default=os.path.normpath(os.path.join(HERE, "..", "build", "bin")),
+                   help="the folder of graphc and graphrun")
     args = p.parse_args()
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
     args.calibrate = []
     if args.calibrate_with:
         model, size, per = args.calibrate_with.split(":")
@@ -83,11 +95,14 @@ def main():
         args.model, args.image_size, args.image_size, args.per_gpu, args.calibrate_with or "resnet18:64:8",
         cpu, os.cpu_count(), os.getloadavg()[0]))
     print("  %-28s %10s %10s %7s" % ("plan", "predicted", "measured", "ratio"))
+    memory = int(args.memory_gib * (1 << 30))
     with tempfile.TemporaryDirectory() as tmp:
-        for gpus in (1, 2, 4):
+        for gpus in map(int, args.gpus.split(",")):
             measure(args, tmp, "%d GPU data parallel" % gpus, gpus, ["--params", "mirrored"],
-                    args.per_gpu * gpus)
-        measure(args, tmp, "4 GPU model parallel", 4, ["--strategy", "model-parallel"], args.per_gpu)
+                    args.per_gpu * gpus, memory)
+        if not args.no_model_parallel:
+            measure(args, tmp, "4 GPU model parallel", 4, ["--strategy", "model-parallel"],
+                    args.per_gpu, memory)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,13 @@
 #                     peak, oneDNN's convolutions by activation format (blocked against
 #                     channels-last: does AMX need it?), and where a bf16 and an fp32 step go
 #                     per oneDNN implementation (about 10 minutes on 2 threads)
-#   all               env tests sanitizer train profile graphs layouts batchnorm bench mpi
+#   calibrate         the GPU calibrated without --emulate (issue 29 point 8, calibrate.txt):
+#                     bench/sim_check.py --real on one GPU, inception_v3 299x299, 128 per GPU,
+#                     calibrated on inception_v3's own ops at batch 32; the calibrated cluster
+#                     file (1-GPU-data-parallel.json, to be committed as the GPU's file) and
+#                     graphc simulate's step against the measured one (within 20% is the bar)
+#   all               env tests sanitizer train profile graphs layouts batchnorm calibrate
+#                     bench mpi
 # Where one command may run only so long (10 minutes, say), run `tests` and
 # `sanitizer bench mpi` in separate calls.
 set -u
@@ -581,6 +587,14 @@ run_cpu() {
   cat "$results/cpu.txt"
 }
 
+# graphc simulate's 1-GPU inception_v3 step against the measured one, on a calibrated file.
+run_calibrate() {
+  timeout 900 "$py" "$here/src/bench/sim_check.py" --real --bin "$here/build/bin" --gpus 1 \
+    --no-model-parallel --model inception_v3 --image-size 299 --per-gpu 128 --steps 8 \
+    --calibrate-with inception_v3:299:32 --memory-gib 130 --keep "$results" 2>&1 |
+    tee "$results/calibrate.txt"
+}
+
 # Worker processes under mpirun with NCCL across them: the machine's mpirun, since the bundle
 # carries Open MPI's library (the binaries link it) but not its launcher and plug-ins.
 run_mpi() {
@@ -630,7 +644,8 @@ for mode in "$@"; do
   cpu) run_cpu ;;
   layouts) run_layouts ;;
   batchnorm) run_batchnorm ;;
-  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_graphs; run_layouts; run_batchnorm; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
+  calibrate) run_calibrate ;;
+  all) run_env; run_tests ""; run_sanitizer all; run_train; run_profile; run_graphs; run_layouts; run_batchnorm; run_calibrate; run_bench ${GRAPHC_BENCH_ARGS:-}; run_mpi ;;
   *) echo "usage: run-gpu.sh [env|tests|tests=SUBSTRING|sanitizer|sanitizer=fp16|train|profile|graphs|layouts|batchnorm|bench|mpi|cpu|all]..." >&2; exit 2 ;;
   esac
 done
