@@ -11,6 +11,7 @@
 
 #include "executor/BatchStaging.h"
 #include "executor/DeviceRegistry.h"
+#include "executor/Executor.h"
 #include "executor/ExecutorImpl.h"
 #include "executor/LayoutAssignment.h"
 #include "ir/Cost.h"

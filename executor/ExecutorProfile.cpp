@@ -27,6 +27,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/Executor.h"
+
 #include "executor/ExecutorImpl.h"
 
 #include <cmath>

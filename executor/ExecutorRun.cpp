@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "executor/Executor.h"
+
 #include "executor/ExecutorImpl.h"
 
 #include <cmath>
