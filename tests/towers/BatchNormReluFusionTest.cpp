@@ -96,7 +96,7 @@ struct TowerRun {
 /// `model` on two towers of emulated GPUs, fuse-bn-relu's gradient half on
 /// or off, trained 3 steps on one random batch of 8.
 TowerRun trainTwoTowers(llvm::StringRef model, models::ModelOptions mo, Precision p, BnMode bn,
-                        bool gradients) {
+                        bool gradients, bool blockedLayouts = true) {
   TowerRun run;
   auto m = buildOrFail(model, mo);
   if (!m)
@@ -121,7 +121,7 @@ TowerRun trainTwoTowers(llvm::StringRef model, models::ModelOptions mo, Precisio
       ++run.batchNormGradients;
       run.fusedGradients += n->numOperands() == 6;
     }
-  auto ex = makeExecutor(*m);
+  auto ex = makeExecutor(*m, 7, true, blockedLayouts);
   if (!ex)
     return run;
   Batch b = randomBatch(m->main().findInput("input")->result()->type(), 10, 42);
@@ -160,8 +160,15 @@ TEST(BatchNormReluFusion, InceptionOnEmulatedGpusTrainsToTheSameBits) {
   mo.imageSize = 75;
   mo.dropout = 0;
   mo.numClasses = 10;
-  TowerRun fused = trainTwoTowers("inception_v3", mo, Precision::FP32, BnMode::Local, true);
-  TowerRun plain = trainTwoTowers("inception_v3", mo, Precision::FP32, BnMode::Local, false);
+  // Plain layouts: with blocked ones the executor may give the unfused
+  // gradient's dy (the ReluGrad's result) another layout than the fused
+  // gradient's, and oneDNN's batch-norm gradient sums in the order of its
+  // input's layout (below AVX2 they differ; the kernel test holds the mask
+  // itself to the bits in every layout).
+  TowerRun fused =
+      trainTwoTowers("inception_v3", mo, Precision::FP32, BnMode::Local, true, false);
+  TowerRun plain =
+      trainTwoTowers("inception_v3", mo, Precision::FP32, BnMode::Local, false, false);
   ASSERT_FALSE(plain.variables.empty());
   EXPECT_EQ(fused.fusedGradients, fused.batchNormGradients);
   EXPECT_GT(fused.fusedGradients, 0);

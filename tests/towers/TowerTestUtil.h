@@ -61,9 +61,10 @@ inline llvm::Error compileTowers(Module &m, const CompileOptions &o) {
 }
 
 inline std::unique_ptr<Executor> makeExecutor(const Module &m, uint64_t seed = 7,
-                                              bool fuseUpdates = true) {
+                                              bool fuseUpdates = true, bool blockedLayouts = true) {
   ExecutorOptions eo;
   eo.fuseUpdates = fuseUpdates;
+  eo.blockedLayouts = blockedLayouts;
   eo.threads = 2;
   eo.seed = seed;
   eo.deviceMap = emulate;
