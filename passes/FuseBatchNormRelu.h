@@ -23,7 +23,7 @@
 //     (docs/cuda.md); CPU plans keep the ReluGrad (oneDNN's kernels are
 //     fast apart), so their modules and numbers stay as they were. The CPU
 //     kernel of the fused gradient (emulated GPUs) masks dy into scratch and
-//     runs the unfused gradient: the same bits.
+//     runs the unfused gradient: the same bits, given dy in the same layout.
 //
 // What does not match is left as it is: a batch norm whose result is read
 // twice or is an output keeps its Relu (and so its ReluGrad); a ReluGrad
