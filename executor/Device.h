@@ -31,8 +31,17 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace graphc {
+
+/// What a physical device is: its model as its maker names it ("NVIDIA
+/// H200") and its memory.
+struct DeviceModel {
+  std::string name;
+  int64_t memoryBytes = 0;
+};
 
 class CoreBudget;
 

@@ -66,6 +66,11 @@ int visibleDeviceCount(DeviceKind kind) {
   return backend ? backend->visibleCount() : 0;
 }
 
+std::optional<DeviceModel> deviceModel(const DeviceId &id) {
+  const DeviceBackend *backend = DeviceRegistry::global().find(id.kind);
+  return backend ? backend->model(id.index) : std::nullopt;
+}
+
 std::vector<std::string> visibleDevices() {
   std::vector<std::string> out;
   for (const DeviceBackend *backend : DeviceRegistry::global().backends())

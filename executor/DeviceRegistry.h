@@ -23,6 +23,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ public:
   virtual llvm::Expected<double> copyBandwidth(const DeviceId &from, const DeviceId &to,
                                                size_t bytes) const = 0;
 
+  /// The model of device `index` of this kind, or none where there is no
+  /// such device or the kind has no models (the host). Default: none.
+  virtual std::optional<DeviceModel> model(unsigned index) const { return std::nullopt; }
   /// Why device `index` of this kind cannot compute in `dtype` (bf16 on a
   /// GPU before compute capability 8.0), or "" where it can or where there is
   /// no such device to ask (creating it reports that). Default: it can.
@@ -100,6 +104,9 @@ std::vector<std::string> visibleDevices();
 /// Number of devices of a kind usable now (GPUs: 0 without a driver, a GPU
 /// or a backend for them).
 int visibleDeviceCount(DeviceKind kind);
+
+/// The model of a physical device (a GPU this machine has), or none.
+std::optional<DeviceModel> deviceModel(const DeviceId &id);
 
 /// Bytes per second of a `bytes` copy from device `from` to `to` ("cpu:0",
 /// "gpu:K" for physical GPU K; two CPU devices: a memcpy in this machine's

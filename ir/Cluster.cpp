@@ -23,23 +23,52 @@ static std::string shortNumber(double v) {
   return text;
 }
 
-Cluster Cluster::defaultCluster(int gpus) {
+Cluster Cluster::uniform(ClusterDevice host, ClusterDevice gpu, int gpus, double hostGpu,
+                         double gpuGpu, double cpuPeakFlops, double gpuPeakFlops) {
   assert(gpus >= 0 && (unsigned)gpus < kMaxDevices && "callers bound the GPU count");
-  const std::string host = DeviceId::host().str();
-  std::vector<ClusterDevice> devices{{host, DeviceKind::CPU, ClusterDefaults::kHostMemory, 1.0}};
+  host.name = DeviceId::host().str();
+  std::vector<ClusterDevice> devices{host};
   std::vector<Link> links;
   for (int i = 0; i < gpus; ++i) {
-    std::string name = DeviceId::gpu(i).str();
-    devices.push_back({name, DeviceKind::GPU, ClusterDefaults::kGpuMemory, 1.0});
-    links.push_back({host, name, ClusterDefaults::kHostGpuBandwidth});
+    gpu.name = DeviceId::gpu(i).str();
+    devices.push_back(gpu);
+    links.push_back({host.name, gpu.name, hostGpu});
   }
   for (int i = 0; i < gpus; ++i)
     for (int j = i + 1; j < gpus; ++j)
-      links.push_back(
-          {DeviceId::gpu(i).str(), DeviceId::gpu(j).str(), ClusterDefaults::kGpuGpuBandwidth});
-  auto c = create(std::move(devices), std::move(links));
-  assert(c && "the default cluster is valid");
+      links.push_back({DeviceId::gpu(i).str(), DeviceId::gpu(j).str(), gpuGpu});
+  auto c = create(std::move(devices), std::move(links), cpuPeakFlops, gpuPeakFlops);
+  assert(c && "a uniform cluster of valid devices is valid");
   return std::move(*c);
+}
+
+Cluster Cluster::defaultCluster(int gpus) {
+  return uniform({"", DeviceKind::CPU, ClusterDefaults::kHostMemory, 1.0},
+                 {"", DeviceKind::GPU, ClusterDefaults::kGpuMemory, 1.0}, gpus,
+                 ClusterDefaults::kHostGpuBandwidth, ClusterDefaults::kGpuGpuBandwidth,
+                 ClusterDefaults::kCpuPeakFlops, ClusterDefaults::kGpuPeakFlops);
+}
+
+llvm::Expected<Cluster> Cluster::ofCalibrated(const Cluster &calibrated, int gpus) {
+  const ClusterDevice *gpu = calibrated.find(DeviceId::gpu(0));
+  if (!gpu)
+    return makeError("a calibrated cluster needs the GPU 'gpu:0' whose figures it copies");
+  if (!calibrated.calibration(DeviceKind::GPU).present())
+    return makeError("the cluster has no GPU calibration (graphrun calibrate writes it)");
+  auto linked = [&](DeviceId a, DeviceId b, double otherwise) {
+    for (const Link &l : calibrated.links())
+      if ((l.a == a.str() && l.b == b.str()) || (l.a == b.str() && l.b == a.str()))
+        return l.bandwidth;
+    return otherwise;
+  };
+  Cluster c = uniform(calibrated.host(), *gpu, gpus,
+                      linked(DeviceId::host(), DeviceId::gpu(0), ClusterDefaults::kHostGpuBandwidth),
+                      linked(DeviceId::gpu(0), DeviceId::gpu(1), ClusterDefaults::kGpuGpuBandwidth),
+                      calibrated.kindPeakFlops(DeviceKind::CPU),
+                      calibrated.kindPeakFlops(DeviceKind::GPU));
+  c.cpuCal_ = calibrated.cpuCal_;
+  c.gpuCal_ = calibrated.gpuCal_;
+  return c;
 }
 
 llvm::Expected<Cluster> Cluster::create(std::vector<ClusterDevice> devices, std::vector<Link> links,
@@ -252,7 +281,7 @@ llvm::Expected<KindCalibration> parseCalibration(const JsonFields &parent, llvm:
     return e;
   JsonFields f(*o, "calibration." + kind.str());
   if (auto e = f.unknownKeys({"launch_seconds", "conv_flops", "gemm_flops", "memory_bytes",
-                              "measured", "threads", "cores"}))
+                              "measured", "model", "threads", "cores"}))
     return e;
   KindCalibration k;
   for (auto [key, field] :
@@ -268,6 +297,9 @@ llvm::Expected<KindCalibration> parseCalibration(const JsonFields &parent, llvm:
   }
   if (o->get("measured"))
     if (auto e = into(f.string("measured"), k.measured))
+      return e;
+  if (o->get("model"))
+    if (auto e = into(f.string("model"), k.model))
       return e;
   if (o->get("threads") || o->get("cores")) {
     if (auto e = into(f.count("threads", kMaxCores + 1), k.threads))
@@ -399,18 +431,37 @@ std::string clusterToJson(const Cluster &c) {
                                                           {"gemm_flops", k.gemmFlops},
                                                           {"memory_bytes", k.memoryBytes},
                                                           {"measured", k.measured}};
-  for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU})
-    if (const KindCalibration &k = c.calibration(t); k.present() && k.emulated()) {
-      llvm::json::Object &o = *calibration[deviceKindName(t)].getAsObject();
+  for (DeviceKind t : {DeviceKind::CPU, DeviceKind::GPU}) {
+    const KindCalibration &k = c.calibration(t);
+    if (!k.present())
+      continue;
+    llvm::json::Object &o = *calibration[deviceKindName(t)].getAsObject();
+    if (!k.model.empty())
+      o["model"] = k.model;
+    if (k.emulated()) {
       o["threads"] = k.threads;
       o["cores"] = k.cores;
     }
+  }
   if (!calibration.empty())
     root["calibration"] = std::move(calibration);
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));
   return os.str();
+}
+
+std::string calibratedClusterFileName(llvm::StringRef gpuModel) {
+  std::string slug;
+  for (char ch : gpuModel) {
+    if (llvm::isAlnum(ch))
+      slug += llvm::toLower(ch);
+    else if (!slug.empty() && slug.back() != '-')
+      slug += '-';
+  }
+  while (!slug.empty() && slug.back() == '-')
+    slug.pop_back();
+  return slug.empty() ? "" : slug + ".json";
 }
 
 } // namespace graphc

@@ -3,7 +3,8 @@
 // A cluster is a host ("cpu:0") plus accelerators, each with a kind, memory
 // and a relative speed, and the links between them with their bandwidths.
 // It comes from `--gpus N` (defaultCluster: H100-like figures, documented in
-// docs/placement.md) or from a JSON file (parseClusterJson). A cluster that
+// docs/placement.md; or N copies of a calibrated GPU: ofCalibrated) or from a
+// JSON file (parseClusterJson). A cluster that
 // exists has passed validation: names are "<kind>:<index>" and unique, the
 // host "cpu:0" is present, links join two different known devices once, and
 // every figure is positive. Device order is the order devices were listed,
@@ -58,6 +59,10 @@ struct KindCalibration {
   double launchSeconds = 0;
   double convFlops = 0, gemmFlops = 0, memoryBytes = 0;
   std::string measured; ///< on what, for the reader ("AMD EPYC, 2 cores, ...")
+  /// The model of device the figures are for ("NVIDIA H200"): what `--gpus
+  /// N` looks a calibrated cluster up by (calibratedClusterFileName). Empty:
+  /// not named (emulated devices unless named when calibrated).
+  std::string model;
   /// Devices emulated on the host's CPU cores (`--emulate`): the rates are
   /// one device's with `threads` threads, and the CPU devices of a run share
   /// `cores` cores, a kernel holding its device's threads while it runs (as
@@ -79,6 +84,12 @@ public:
   /// figures: every GPU linked to the host and to every other GPU. `gpus`
   /// is below kMaxDevices.
   static Cluster defaultCluster(int gpus);
+  /// The host and `gpus` copies of a calibrated cluster's gpu:0 (memory,
+  /// speed), with its calibration and peaks, every GPU linked to the host and
+  /// to every other GPU at the file's bandwidths (host - gpu:0, gpu:0 -
+  /// gpu:1; ClusterDefaults' where the file has no such link). An error names
+  /// what the file lacks (a GPU, the GPU calibration).
+  static llvm::Expected<Cluster> ofCalibrated(const Cluster &calibrated, int gpus);
   /// Builds a cluster and validates it; an error names what is wrong.
   static llvm::Expected<Cluster> create(std::vector<ClusterDevice> devices, std::vector<Link> links,
                                         double cpuPeakFlops = ClusterDefaults::kCpuPeakFlops,
@@ -123,8 +134,14 @@ public:
     (t == DeviceKind::GPU ? gpuCal_ : cpuCal_) = std::move(c);
   }
   void setLinkBandwidth(size_t link, double bandwidth) { links_[link].bandwidth = bandwidth; }
+  /// A measured memory (positive) for devices()[device].
+  void setMemory(size_t device, int64_t bytes) { devices_[device].memoryBytes = bytes; }
 
 private:
+  /// The host and `gpus` copies of `gpu`, all pairs linked.
+  static Cluster uniform(ClusterDevice host, ClusterDevice gpu, int gpus, double hostGpu,
+                         double gpuGpu, double cpuPeakFlops, double gpuPeakFlops);
+
   KindCalibration cpuCal_, gpuCal_;
   std::vector<ClusterDevice> devices_;
   std::vector<Link> links_;
@@ -148,5 +165,9 @@ llvm::Expected<Cluster> parseClusterJson(llvm::StringRef text);
 llvm::Expected<Cluster> loadClusterFile(llvm::StringRef path);
 /// The JSON form parseClusterJson reads back.
 std::string clusterToJson(const Cluster &c);
+/// The file a calibrated cluster of a GPU model is kept in: the model in
+/// lower case, each run of other characters than letters and digits one '-'
+/// ("NVIDIA H200" -> "nvidia-h200.json"); empty for a model without either.
+std::string calibratedClusterFileName(llvm::StringRef gpuModel);
 
 } // namespace graphc

@@ -77,7 +77,8 @@
 #   calibrate         the GPU calibrated without --emulate (issue 29 point 8, calibrate.txt):
 #                     bench/sim_check.py --real on one GPU, inception_v3 299x299, 128 per GPU,
 #                     calibrated on inception_v3's own ops at batch 32; the calibrated cluster
-#                     file (1-GPU-data-parallel.json, to be committed as the GPU's file) and
+#                     file (1-GPU-data-parallel.json, also copied as clusters/<model>.json, the
+#                     file to commit: `graphc place --gpus N` then takes that GPU's figures) and
 #                     graphc simulate's step against the measured one (within 20% is the bar)
 #   all               env tests sanitizer train profile graphs layouts batchnorm calibrate
 #                     bench mpi
@@ -593,6 +594,15 @@ run_calibrate() {
     --no-model-parallel --model inception_v3 --image-size 299 --per-gpu 128 --steps 8 \
     --calibrate-with inception_v3:299:32 --memory-gib 130 --keep "$results" 2>&1 |
     tee "$results/calibrate.txt"
+  # Named as --gpu-model looks it up (ir/Cluster.h, calibratedClusterFileName).
+  "$py" - "$results/1-GPU-data-parallel.json" "$results/clusters" <<'PY' 2>&1 | tee -a "$results/calibrate.txt"
+import json, os, re, shutil, sys
+model = json.load(open(sys.argv[1]))["calibration"]["gpu"].get("model", "")
+slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+os.makedirs(sys.argv[2], exist_ok=True)
+shutil.copy(sys.argv[1], os.path.join(sys.argv[2], slug + ".json"))
+print("calibrated cluster of %s: clusters/%s.json" % (model, slug))
+PY
 }
 
 # Worker processes under mpirun with NCCL across them: the machine's mpirun, since the bundle

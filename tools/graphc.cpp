@@ -259,6 +259,8 @@ struct PlaceCommand {
     po.seed = args.seed;
     if (auto e = placementFlags.apply(po, placement))
       return fail(std::move(e));
+    if (auto e = placementFlags.findCalibrated(placement, /*emulated=*/false))
+      return fail(std::move(e));
     if (auto e = taskFlags.readTasks(placement))
       return fail(std::move(e));
     placement.hostWithoutDevices = false; // a placed plan needs --gpus or --cluster
@@ -334,6 +336,7 @@ struct PlaceCommand {
     llvm::outs() << ")\n";
     if (!split.empty())
       llvm::outs() << "split: " << split << "\n";
+    printCalibrated(placementFlags.calibrated(), llvm::outs());
     if (!params.empty() && !explain)
       llvm::outs() << params << "\n";
     if (batch < towers)
@@ -386,7 +389,7 @@ struct ViewCommand {
 struct SimulateCommand {
   ModelArgs args;
   bool json = false;
-  std::string gpus, params = "mirrored";
+  std::string gpus, params = "mirrored", gpuModel = "auto";
   ScalingRequest scaling;
   double networkGbps = scaling.sim.networkBandwidth * 8 / 1e9;
   CLI::App *cmd = nullptr;
@@ -408,6 +411,7 @@ struct SimulateCommand {
     cmd->add_option("--params", params, "cpu | gpu:K | spread | mirrored")->capture_default_str();
     cmd->add_option("--cluster", scaling.clusterFile,
                     "with --gpus: one worker's machine (its GPUs are --workers-of)");
+    addGpuModelFlag(cmd, gpuModel);
   }
 
   int run() {
@@ -461,7 +465,10 @@ struct SimulateCommand {
     if (!rows)
       return fail(rows.takeError());
     llvm::outs() << "graphc simulate: " << forward->name() << " data-parallel, --params " << params
-                 << ", default cluster figures (docs/placement.md)\n";
+                 << (scaling.clusterFile.empty() && scaling.calibratedFile.empty()
+                         ? ", default cluster figures (docs/placement.md)"
+                         : "")
+                 << "\n";
     printScalingTable(*rows, scaling, llvm::outs());
     return 0;
   }
@@ -482,8 +489,18 @@ struct SimulateCommand {
       return e;
     if (auto e = checkAtLeast("--workers-of", scaling.workersOf, 1, "the GPUs per worker"))
       return e;
-    if (scaling.clusterFile.empty())
+    if (scaling.clusterFile.empty()) {
+      auto found = findCalibratedGpu(gpuModel, /*emulated=*/false);
+      if (!found)
+        return found.takeError();
+      if (!found->note.empty())
+        llvm::errs() << "note: " << found->note << "\n";
+      scaling.calibratedFile = found->file;
       return llvm::Error::success();
+    }
+    if (cmd->count("--gpu-model") > 0)
+      return makeError("--gpu-model goes with --gpus LIST without --cluster: a cluster file (" +
+                       scaling.clusterFile + ") has its own figures");
     auto worker = loadClusterFile(scaling.clusterFile);
     if (!worker)
       return worker.takeError();

@@ -7,7 +7,7 @@
 //   graphrun eval   --checkpoint CKPT [--data SPEC] [--batch N] [--seed S]
 //   graphrun infer  MODEL --input x.npy -o y.npy [--batch-size-from-input]
 //   graphrun export --checkpoint CKPT -o model.onnx
-//   graphrun calibrate --cluster FILE [--emulate] [-o FILE]
+//   graphrun calibrate --cluster FILE [--emulate] [--gpu-model NAME] [-o FILE]
 //   graphrun cpu
 //
 // Every subcommand is a struct: add() declares its flags (the ones graphc
@@ -128,6 +128,10 @@ struct TrainCommand {
       return e;
     if (auto e = placementFlags.apply(co, t.placement))
       return e;
+    if (auto e = placementFlags.findCalibrated(t.placement, t.emulate))
+      return e;
+    if (t.placement.wanted())
+      printCalibrated(placementFlags.calibrated(), llvm::errs());
     t.lossScaleGiven = placementFlags.lossScaleGiven();
     t.executor.blockedLayouts = !plainLayouts;
     auto graphs = parseCudaGraphs(cudaGraphs);
@@ -283,6 +287,9 @@ struct CalibrateCommand {
     cmd->add_flag("--emulate", cal.emulate,
                   "measure the CPU devices that stand for the cluster's GPUs");
     cmd->add_option("-o,--output", cal.output, "write here instead of over --cluster");
+    cmd->add_option("--gpu-model", cal.gpuModel,
+                    "the model of GPU the figures are for, recorded in the file (default: the "
+                    "physical GPUs'; with --emulate, none)");
     cmd->add_option("--threads", threads, "CPU threads (default: all cores)");
     cmd->add_option("--steps", cal.steps, "calibration steps per run")->capture_default_str();
     cmd->add_option("--model", cal.model, "the calibration workload, a built-in model")

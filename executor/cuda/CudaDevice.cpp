@@ -208,6 +208,16 @@ std::string cudaDeviceDescription(int ordinal) {
   return std::string(prop.name) + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB";
 }
 
+std::optional<DeviceModel> cudaDeviceModel(int ordinal) {
+  cudaDeviceProp prop;
+  if (ordinal < 0 || ordinal >= cudaVisibleDeviceCount() ||
+      cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return DeviceModel{prop.name, (int64_t)prop.totalGlobalMem};
+}
+
 std::string cudaDTypeRefusal(int ordinal, DType dtype) {
   cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {

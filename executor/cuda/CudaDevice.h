@@ -45,6 +45,7 @@
 #include <array>
 #include <chrono>
 #include <mutex>
+#include <optional>
 
 namespace graphc {
 
@@ -215,6 +216,8 @@ int cudaVisibleDeviceCount();
 std::string cudaUnavailableReason();
 /// "NVIDIA H100 80GB HBM3, 79 GiB".
 std::string cudaDeviceDescription(int ordinal);
+/// Physical GPU `ordinal`'s name and memory, or none where it cannot be asked.
+std::optional<DeviceModel> cudaDeviceModel(int ordinal);
 /// Why physical GPU `ordinal` cannot compute in `dtype` (kernels/cuda/
 /// ComputeCapability.h), or "" where it can or cannot be asked.
 std::string cudaDTypeRefusal(int ordinal, DType dtype);

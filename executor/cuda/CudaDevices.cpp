@@ -26,6 +26,9 @@ public:
       out.push_back(DeviceId::gpu((unsigned)i).str() + " (" + cudaDeviceDescription(i) + ")");
     return out;
   }
+  std::optional<DeviceModel> model(unsigned index) const override {
+    return cudaDeviceModel((int)index);
+  }
   std::string dtypeRefusal(unsigned index, DType dtype) const override {
     return cudaDTypeRefusal((int)index, dtype);
   }

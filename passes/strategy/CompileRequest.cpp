@@ -21,7 +21,15 @@ llvm::Expected<Cluster> clusterFor(const PlacementRequest &place) {
                      " is more than graphc places on: at most " +
                      llvm::Twine(Cluster::kMaxDevices - 1) + " GPUs (" +
                      llvm::Twine(Cluster::kMaxDevices) + " devices with the host)");
-  return Cluster::defaultCluster(place.gpus);
+  if (place.calibratedFile.empty())
+    return Cluster::defaultCluster(place.gpus);
+  auto calibrated = loadClusterFile(place.calibratedFile);
+  if (!calibrated)
+    return calibrated.takeError();
+  auto cluster = Cluster::ofCalibrated(*calibrated, place.gpus);
+  if (!cluster)
+    return withContext(cluster.takeError(), place.calibratedFile);
+  return cluster;
 }
 
 /// A build without a GPU backend registers no GPU kernels; it plans as a GPU

@@ -29,6 +29,10 @@ struct CompileRequest {
 struct PlacementRequest {
   int gpus = 0;            ///< --gpus N (0: no placement)
   std::string clusterFile; ///< or a cluster description
+  /// --gpus N as N copies of the GPU of this calibrated cluster file
+  /// (Cluster::ofCalibrated); the tools find it by the GPU's model. Empty:
+  /// the default cluster's figures.
+  std::string calibratedFile;
   bool softPlacement = true;
   /// --towers: GPU towers (one per GPU when unset, 0: the single-device
   /// graph placed on the cluster); more towers than GPUs is an error.
@@ -67,8 +71,8 @@ struct PlacementRequest {
   bool onHost() const { return !wanted() && hostWithoutDevices; }
 };
 
-/// The cluster a placed compile is for: the cluster file's, or the default
-/// cluster of --gpus GPUs.
+/// The cluster a placed compile is for: the cluster file's, or --gpus GPUs
+/// of the calibrated file's model, or of the default cluster.
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
 /// Whether the kernel registry runs `n` on devices of kind `kind` (a build
 /// without CUDA kernels plans as a CUDA build would, from the CPU's).

@@ -29,6 +29,7 @@ scalingTable(const Module &forward, const CompileRequest &req, const ScalingRequ
       one.options.batch = scaling.batchPerGpu * row.perWorker;
       PlacementRequest place;
       place.gpus = (int)row.perWorker;
+      place.calibratedFile = scaling.calibratedFile;
       if (!scaling.clusterFile.empty()) {
         place.clusterFile = scaling.clusterFile;
         place.towers = (int)row.perWorker;

@@ -28,6 +28,9 @@ struct ScalingRequest {
   /// workersOf, a row with fewer uses its first ones; empty: the default
   /// (H100-like) cluster of workersOf GPUs.
   std::string clusterFile;
+  /// Or workersOf copies of this calibrated file's GPU (PlacementRequest::
+  /// calibratedFile).
+  std::string calibratedFile;
   int64_t batchPerGpu = 32;
   SimOptions sim; ///< network bandwidth and latency per worker
 };

@@ -88,11 +88,13 @@ TEST(Cluster, CalibrationRoundTrips) {
   k.gemmFlops = 1e10;
   k.memoryBytes = 4e9;
   k.measured = "a test";
+  k.model = "NVIDIA H200";
   a.setCalibration(DeviceKind::GPU, k);
   auto b = parseClusterJson(clusterToJson(a));
   ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
   EXPECT_EQ(b->calibration(DeviceKind::GPU).convFlops, 2e10);
   EXPECT_EQ(b->calibration(DeviceKind::GPU).measured, "a test");
+  EXPECT_EQ(b->calibration(DeviceKind::GPU).model, "NVIDIA H200");
   EXPECT_FALSE(b->calibration(DeviceKind::CPU).present());
   // How calibrated kinds time kernels: tests/placement/analysis/StepTimeModelTest.cpp.
   // Bad figures are one message naming the field.
@@ -119,6 +121,52 @@ TEST(Cluster, CalibrationRoundTrips) {
       parseError(unpaired).find("'threads' and 'cores' (emulated devices) must both be given"),
       std::string::npos)
       << parseError(unpaired);
+}
+
+TEST(Cluster, CalibratedFilesAreNamedByTheirModel) {
+  EXPECT_EQ(calibratedClusterFileName("NVIDIA H200"), "nvidia-h200.json");
+  EXPECT_EQ(calibratedClusterFileName("  NVIDIA H100 80GB HBM3 "), "nvidia-h100-80gb-hbm3.json");
+  EXPECT_EQ(calibratedClusterFileName("a/../b"), "a-b.json"); // never a path
+  EXPECT_EQ(calibratedClusterFileName(" -/- "), "");
+  EXPECT_EQ(calibratedClusterFileName(""), "");
+}
+
+TEST(Cluster, OfCalibratedCopiesTheFilesGpuNTimes) {
+  auto file = parseClusterJson(kGood);
+  ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+  auto uncalibrated = Cluster::ofCalibrated(*file, 3);
+  ASSERT_FALSE(bool(uncalibrated));
+  EXPECT_NE(llvm::toString(uncalibrated.takeError()).find("no GPU calibration"), std::string::npos);
+
+  KindCalibration k;
+  k.launchSeconds = 1e-5;
+  k.convFlops = k.gemmFlops = k.memoryBytes = 1e9;
+  k.model = "Test GPU";
+  file->setCalibration(DeviceKind::GPU, k);
+  auto c = Cluster::ofCalibrated(*file, 3);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  ASSERT_EQ(c->devices().size(), 4u);
+  EXPECT_EQ(c->host().memoryBytes, 274877906944);
+  for (unsigned i = 0; i < 3; ++i) {
+    const ClusterDevice *g = c->find(DeviceId::gpu(i));
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g->memoryBytes, 42949672960) << i; // gpu:0's, not gpu:1's
+    EXPECT_EQ(g->relativeSpeed, 1.0) << i;
+    EXPECT_EQ(c->bandwidth("cpu:0", g->name), 32e9) << i; // the file's host - gpu:0 link
+  }
+  // The file joins no two GPUs: theirs is the default NVLink figure.
+  EXPECT_EQ(c->links().size(), 3u + 3u);
+  EXPECT_EQ(c->bandwidth("gpu:1", "gpu:2"), ClusterDefaults::kGpuGpuBandwidth);
+  EXPECT_EQ(c->kindPeakFlops(DeviceKind::GPU), 20e12);
+  EXPECT_EQ(c->calibration(DeviceKind::GPU).model, "Test GPU");
+  EXPECT_EQ(c->calibration(DeviceKind::GPU).convFlops, 1e9);
+
+  auto hostOnly = parseClusterJson(R"({"devices": [{"name": "cpu:0", "kind": "cpu",
+    "memory_bytes": 1e9, "relative_speed": 1}]})");
+  ASSERT_TRUE(bool(hostOnly));
+  auto none = Cluster::ofCalibrated(*hostOnly, 2);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(llvm::toString(none.takeError()).find("needs the GPU 'gpu:0'"), std::string::npos);
 }
 
 TEST(Cluster, UnconnectedDevicesHaveNoBandwidth) {

@@ -9,8 +9,10 @@ wait on it.
 import json
 import os
 import re
+import shutil
 import sys
 import unittest
+from unittest import mock
 
 import numpy as np
 
@@ -256,6 +258,59 @@ class CalibrateTest(CliCase):
         run(GRAPHC, "place", "--model", "small_cnn", "--cluster", c, "--batch", "32", "-o", plan)
         default = json.loads(run(GRAPHC, "simulate", plan, "--json").stdout)["step_seconds"]
         self.assertGreater(calibrated, 2 * default)  # this CPU is far slower than an H100
+
+
+class CalibratedGpuTest(CliCase):
+    """--gpus N takes a calibrated GPU model's figures from the calibrated clusters' folder."""
+
+    def place(self, *args, ok=True):
+        return run(GRAPHC, "place", "--model", "small_cnn", "--gpus", "4", "-o", self.path("m.placed"), *args,
+                   ok=ok)
+
+    def step(self):
+        return json.loads(run(GRAPHC, "simulate", self.path("m.placed"), "--json").stdout)["step_seconds"]
+
+    def test_gpus_of_a_calibrated_model(self):
+        folder = self.path("clusters")
+        os.mkdir(folder)
+        kept = os.path.join(folder, "test-gpu-16mb.json")
+        # Two GPUs of 16 MiB measured on emulated devices, named for the test's model.
+        c = write_cluster(self.path("c.json"), 5e9, gpus=2, gpu_memory=16 << 20, gpu_link=7e9)
+        run(GRAPHRUN, "calibrate", "--cluster", c, "--emulate", "--gpu-model", "Test GPU 16MB", "--steps", "2",
+            "-o", kept)
+        with mock.patch.dict(os.environ, {"GRAPHC_CLUSTERS": folder}):
+            # Four copies of the file's GPU: its memory refuses a batch the default 80 GiB holds ...
+            p = self.place("--gpu-model", "Test GPU 16MB", "--batch", "64", "--params", "mirrored", ok=False)
+            self.assertFailsClearly(p, "gpu:0 needs", "and has 16.0 MiB")
+            self.place("--gpu-model", "none", "--batch", "64", "--params", "mirrored")
+            # ... and its calibration times the step: this CPU is far slower than an H100.
+            p = self.place("--gpu-model", "Test GPU 16MB", "--batch", "8", "--params", "cpu")
+            self.assertIn("4 towers", p.stdout)
+            self.assertIn("cluster: GPUs of Test GPU 16MB with the calibrated figures of " + kept, p.stdout)
+            calibrated = self.step()
+            p = self.place("--batch", "8", "--params", "cpu")  # auto: this machine has no GPU to name
+            self.assertNotIn("cluster:", p.stdout)
+            self.assertGreater(calibrated, 2 * self.step())
+            # Emulated devices train on the calibrated plan.
+            run(GRAPHRUN, "train", "--model", "small_cnn", "--gpus", "2", "--gpu-model", "Test GPU 16MB",
+                "--emulate", "--batch", "8", "--params", "cpu", "--steps", "2", "--synthetic-samples", "16",
+                "--no-eval", "--no-progress", "--threads", "2")
+            # The scaling table's workers are the calibrated GPUs too.
+            p = run(GRAPHC, "simulate", "--model", "small_cnn", "--gpus", "1,2", "--gpu-model", "Test GPU 16MB",
+                    "--batch-per-gpu", "4", "--params", "cpu")
+            self.assertIn("workers of calibrated GPUs, " + kept, p.stdout)
+            # A model without a file, a file for another model, and --gpu-model with a cluster file.
+            self.assertFailsClearly(self.place("--gpu-model", "NVIDIA A100", ok=False),
+                                    "--gpu-model 'NVIDIA A100': no calibrated cluster for NVIDIA A100",
+                                    "kept: test-gpu-16mb", "--gpu-model none")
+            shutil.copy(kept, os.path.join(folder, "other-gpu.json"))
+            self.assertFailsClearly(self.place("--gpu-model", "Other GPU", ok=False),
+                                    "other-gpu.json is calibrated for Test GPU 16MB, not Other GPU")
+            self.assertFailsClearly(
+                run(GRAPHC, "place", "--model", "small_cnn", "--cluster", c, "--gpu-model", "Test GPU 16MB",
+                    "-o", self.path("m.placed"), ok=False), "--gpu-model goes with --gpus")
+            self.assertFailsClearly(self.place("--gpu-model", "+++", ok=False),
+                                    "a model of GPU is named with letters and digits")
 
 
 class MemoryConstraintTest(CliCase):

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <thread>
 
 namespace graphc {
@@ -98,6 +99,31 @@ llvm::Expected<Measured> measure(const CalibrateRequest &req, unsigned gpus) {
     return makeError("the calibration run timed no kernel");
   m.outsideKernels = std::max(0.0, (r->steadySeconds - kernelSeconds) / (double)runs);
   return m;
+}
+
+/// Each GPU's memory as the physical GPU K that stands for gpu:K has it,
+/// and the GPUs' model when they are all one.
+llvm::Error recordPhysicalGpus(Cluster &cluster, llvm::raw_ostream &log) {
+  std::set<std::string> models;
+  for (size_t i = 0; i < cluster.devices().size(); ++i) {
+    const ClusterDevice &d = cluster.devices()[i];
+    if (d.kind != DeviceKind::GPU)
+      continue;
+    std::optional<DeviceModel> gpu = deviceModel(d.id);
+    if (!gpu)
+      return makeError(d.name + ": this machine's GPU " + llvm::Twine(d.id.index) +
+                       " cannot be asked its model");
+    models.insert(gpu->name);
+    if (gpu->memoryBytes > 0)
+      cluster.setMemory(i, gpu->memoryBytes);
+    log << d.name << ": " << gpu->name << llvm::format(", %.1f GiB\n", gpu->memoryBytes / 1073741824.0);
+  }
+  KindCalibration k = cluster.calibration(DeviceKind::GPU);
+  k.model = models.size() == 1 ? *models.begin() : "";
+  if (models.size() > 1)
+    log << "the GPUs are of " << models.size() << " models: no model recorded (--gpu-model names one)\n";
+  cluster.setCalibration(DeviceKind::GPU, std::move(k));
+  return llvm::Error::success();
 }
 
 } // namespace
@@ -202,6 +228,8 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
             calibrateKind(DeviceKind::GPU, gpus, 0, std::to_string(gpus) + " GPUs data parallel",
                           "; " + std::to_string(gpus) + " GPUs at once"))
       return e;
+    if (auto e = recordPhysicalGpus(*cluster, log))
+      return e;
     // Each link both ways (the slower counts), physical GPU K standing for gpu:K.
     for (size_t i = 0; i < cluster->links().size(); ++i) {
       const Link &l = cluster->links()[i];
@@ -217,6 +245,11 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
       log << llvm::format("link %s - %s %.2f GB/s\n", l.a.c_str(), l.b.c_str(),
                           std::min(*there, *back) / 1e9);
     }
+  }
+  if (gpus > 0 && !req.gpuModel.empty()) {
+    KindCalibration k = cluster->calibration(DeviceKind::GPU);
+    k.model = req.gpuModel;
+    cluster->setCalibration(DeviceKind::GPU, std::move(k));
   }
   std::string out = req.output.empty() ? req.clusterFile : req.output;
   if (auto e = writeOutputFile(out, clusterToJson(*cluster) + "\n"))

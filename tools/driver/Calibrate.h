@@ -21,6 +21,11 @@
 //             class, work per second after the launches (convolutions and
 //             matrix products in FLOP/s, the rest in bytes/s);
 //             calibration.{cpu,gpu}.
+//   model     the model of GPU the figures are for (calibration.gpu.model,
+//             what `--gpus N --gpu-model` finds them by: CalibratedGpu.h):
+//             --gpu-model NAME, else the physical GPUs' (when they are all one
+//             model; with --emulate, none). Without --emulate each GPU's
+//             memory is the physical GPU's.
 //   links     with --emulate, a copy between devices is a copy in this
 //             machine's memory: every link gets the measured bandwidth of a
 //             64 MiB memcpy; without, each link is timed both ways with 64
@@ -43,7 +48,8 @@ struct CalibrateRequest {
   std::string clusterFile;
   std::string output; ///< empty: rewrite clusterFile
   bool emulate = false;
-  int threads = 0; ///< 0: every core
+  std::string gpuModel; ///< --gpu-model: the model recorded; empty: the physical GPUs'
+  int threads = 0;      ///< 0: every core
   int64_t steps = 4;
   /// The calibration workload: a built-in model, its image size and the
   /// images per device (a workload like the one to be predicted calibrates

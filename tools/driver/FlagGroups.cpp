@@ -78,9 +78,20 @@ llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into) {
   return llvm::Error::success();
 }
 
+void addGpuModelFlag(CLI::App *cmd, std::string &model) {
+  cmd->add_option("--gpu-model", model,
+                  "--gpus N as GPUs of this model with its calibrated figures (a file in the "
+                  "calibrated clusters' folder, $GRAPHC_CLUSTERS or clusters/): a model name, "
+                  "auto (this machine's GPU's, where a file is kept) or none (default figures)")
+      ->capture_default_str();
+}
+
 void PlacementFlags::add(CLI::App *cmd, PlacementRequest &place) {
-  cmd->add_option("--gpus", place.gpus, "GPUs of the default cluster (one tower each)");
+  cmd->add_option("--gpus", place.gpus,
+                  "GPUs of the default or calibrated cluster (one tower each)");
   cmd->add_option("--cluster", place.clusterFile, "compile for the devices of a cluster file");
+  addGpuModelFlag(cmd, gpuModel_);
+  gpuModelOption_ = cmd->get_option("--gpu-model");
   cmd->add_option("--params", modes_.params,
                   "where variables live: cpu | gpu:K | spread | mirrored | auto (by predicted "
                   "step under memory)")
@@ -138,6 +149,21 @@ llvm::Error PlacementFlags::apply(CompileOptions &options, PlacementRequest &pla
 
 bool PlacementFlags::lossScaleGiven() const {
   return lossScaleOption_->count() > 0;
+}
+
+llvm::Error PlacementFlags::findCalibrated(PlacementRequest &place, bool emulated) {
+  if (!place.clusterFile.empty()) {
+    if (gpuModelOption_->count() > 0)
+      return makeError("--gpu-model goes with --gpus: a cluster file (--cluster " +
+                       place.clusterFile + ") has its own figures");
+    return llvm::Error::success();
+  }
+  auto found = findCalibratedGpu(gpuModel_, emulated);
+  if (!found)
+    return found.takeError();
+  calibrated_ = std::move(*found);
+  place.calibratedFile = calibrated_.file;
+  return llvm::Error::success();
 }
 
 void TaskFlags::add(CLI::App *cmd, PlacementRequest &place, TasksFor use) {

@@ -7,8 +7,9 @@
 //
 //   MemoryLimitFlag    --memory-limit (every subcommand of both tools)
 //   ModelSourceFlags   MODEL, --model and a built-in model's flags
-//   PlacementFlags     --gpus, --cluster, the tower modes, --strategy,
-//                      --bucket-mb, --accumulate
+//   PlacementFlags     --gpus, --cluster, --gpu-model, the tower modes,
+//                      --strategy, --bucket-mb, --accumulate
+//   addGpuModelFlag    --gpu-model (also graphc simulate's scaling table)
 //   TaskFlags          --workers, --tasks, --ps, --ps-async
 //   addOptimizerFlag   --optimizer
 //   addDumpFlags       --dump-dir and the pass manager's other dumps
@@ -27,6 +28,7 @@
 #include "executor/Executor.h"
 #include "frontend/onnx/OnnxExporter.h"
 #include "passes/strategy/CompileRequest.h"
+#include "tools/driver/CalibratedGpu.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"
 
@@ -82,8 +84,12 @@ struct TowerModeFlags {
 /// Parses them once into the typed options; an error names the flag.
 llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into);
 
+/// --gpu-model NAME | auto | none: whose calibrated figures --gpus N takes
+/// (tools/driver/CalibratedGpu.h).
+void addGpuModelFlag(CLI::App *cmd, std::string &model);
+
 /// The devices of a compile and how its towers use them: --gpus, --cluster,
-/// --params, --bn, --precision, --loss-scale, --loss-scale-interval,
+/// --gpu-model, --params, --bn, --precision, --loss-scale, --loss-scale-interval,
 /// --remainder, --split, --strategy, --bucket-mb, --accumulate.
 class PlacementFlags {
 public:
@@ -97,9 +103,17 @@ public:
   llvm::Error apply(CompileOptions &options, PlacementRequest &place) const;
   /// --loss-scale was given (a compiled plan keeps its own).
   bool lossScaleGiven() const;
+  /// --gpu-model into place.calibratedFile, for --gpus without --cluster;
+  /// `emulated`: the run maps its GPUs onto CPU devices (auto finds none).
+  llvm::Error findCalibrated(PlacementRequest &place, bool emulated);
+  /// What findCalibrated found (its note, where a GPU has no file).
+  const CalibratedGpu &calibrated() const { return calibrated_; }
 
 private:
   TowerModeFlags modes_;
+  std::string gpuModel_ = "auto";
+  CLI::Option *gpuModelOption_ = nullptr;
+  CalibratedGpu calibrated_;
   std::string strategy_ = "data-parallel", accumulate_ = "1";
   double bucketMb_ = 25;
   CLI::Option *bucketOption_ = nullptr, *lossScaleOption_ = nullptr;

@@ -16,8 +16,9 @@ void printScalingTable(llvm::ArrayRef<ScalingRow> rows, const ScalingRequest &sc
                      (long long)scaling.batchPerGpu, scaling.workersOf,
                      scaling.sim.networkBandwidth * 8 / 1e9,
                      scaling.sim.networkLatencySeconds * 1e6)
-     << (scaling.clusterFile.empty() ? std::string("default (H100-like) worker")
-                                     : "each worker " + scaling.clusterFile)
+     << (!scaling.clusterFile.empty()      ? "each worker " + scaling.clusterFile
+         : !scaling.calibratedFile.empty() ? "workers of calibrated GPUs, " + scaling.calibratedFile
+                                           : std::string("default (H100-like) worker"))
      << "\n";
   os << "published, Inception v3 on other hardware (for orientation):\n"
         "  TensorFlow benchmarks (May 2017), DGX-1 with 8 P100s, synthetic data: 7.99x at 8 "
