@@ -126,6 +126,36 @@ llvm::Error recordPhysicalGpus(Cluster &cluster, llvm::raw_ostream &log) {
   return llvm::Error::success();
 }
 
+/// Every link's bandwidth: with emulated devices a copy in this machine's
+/// memory; between physical devices each link timed both ways (the slower
+/// counts), physical GPU K standing for gpu:K.
+llvm::Error measureLinks(Cluster &cluster, bool emulated, llvm::raw_ostream &log) {
+  if (emulated) {
+    auto copy = copyBandwidth(DeviceId::host(), DeviceId::host());
+    if (!copy)
+      return copy.takeError();
+    for (size_t i = 0; i < cluster.links().size(); ++i)
+      cluster.setLinkBandwidth(i, *copy);
+    log << llvm::format("links %.2f GB/s (a copy in this machine's memory)\n", *copy / 1e9);
+    return llvm::Error::success();
+  }
+  for (size_t i = 0; i < cluster.links().size(); ++i) {
+    const Link &l = cluster.links()[i];
+    const ClusterDevice *a = cluster.find(l.a), *b = cluster.find(l.b);
+    if (!a || !b)
+      return makeError("link " + l.a + " - " + l.b + ": not devices of the cluster");
+    auto there = copyBandwidth(a->id, b->id), back = copyBandwidth(b->id, a->id);
+    if (!there)
+      return withContext(there.takeError(), "link " + l.a + " - " + l.b);
+    if (!back)
+      return withContext(back.takeError(), "link " + l.b + " - " + l.a);
+    cluster.setLinkBandwidth(i, std::min(*there, *back));
+    log << llvm::format("link %s - %s %.2f GB/s\n", l.a.c_str(), l.b.c_str(),
+                        std::min(*there, *back) / 1e9);
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 KindCalibration fitCalibration(llvm::ArrayRef<KernelTiming> kernels, llvm::StringRef measured,
@@ -217,12 +247,8 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
             "; each of " + std::to_string(gpus) + " emulated GPUs, " + std::to_string(each) +
                 " of " + std::to_string(cores) + " threads"))
       return e;
-    auto copy = copyBandwidth(DeviceId::host(), DeviceId::host());
-    if (!copy)
-      return copy.takeError();
-    for (size_t i = 0; i < cluster->links().size(); ++i)
-      cluster->setLinkBandwidth(i, *copy);
-    log << llvm::format("links %.2f GB/s (a copy in this machine's memory)\n", *copy / 1e9);
+    if (auto e = measureLinks(*cluster, /*emulated=*/true, log))
+      return e;
   } else if (gpus > 0) {
     if (auto e =
             calibrateKind(DeviceKind::GPU, gpus, 0, std::to_string(gpus) + " GPUs data parallel",
@@ -230,21 +256,8 @@ llvm::Expected<Cluster> calibrateCluster(const CalibrateRequest &req, llvm::raw_
       return e;
     if (auto e = recordPhysicalGpus(*cluster, log))
       return e;
-    // Each link both ways (the slower counts), physical GPU K standing for gpu:K.
-    for (size_t i = 0; i < cluster->links().size(); ++i) {
-      const Link &l = cluster->links()[i];
-      const ClusterDevice *a = cluster->find(l.a), *b = cluster->find(l.b);
-      if (!a || !b)
-        return makeError("link " + l.a + " - " + l.b + ": not devices of the cluster");
-      auto there = copyBandwidth(a->id, b->id), back = copyBandwidth(b->id, a->id);
-      if (!there)
-        return withContext(there.takeError(), "link " + l.a + " - " + l.b);
-      if (!back)
-        return withContext(back.takeError(), "link " + l.b + " - " + l.a);
-      cluster->setLinkBandwidth(i, std::min(*there, *back));
-      log << llvm::format("link %s - %s %.2f GB/s\n", l.a.c_str(), l.b.c_str(),
-                          std::min(*there, *back) / 1e9);
-    }
+    if (auto e = measureLinks(*cluster, /*emulated=*/false, log))
+      return e;
   }
   if (gpus > 0 && !req.gpuModel.empty()) {
     KindCalibration k = cluster->calibration(DeviceKind::GPU);
