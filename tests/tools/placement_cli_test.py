@@ -280,9 +280,9 @@ class CalibratedGpuTest(CliCase):
             "-o", kept)
         with mock.patch.dict(os.environ, {"GRAPHC_CLUSTERS": folder}):
             # Four copies of the file's GPU: its memory refuses a batch the default 80 GiB holds ...
-            p = self.place("--gpu-model", "Test GPU 16MB", "--batch", "64", "--params", "mirrored", ok=False)
+            p = self.place("--gpu-model", "Test GPU 16MB", "--batch", "128", "--params", "mirrored", ok=False)
             self.assertFailsClearly(p, "gpu:0 needs", "and has 16.0 MiB")
-            self.place("--gpu-model", "none", "--batch", "64", "--params", "mirrored")
+            self.place("--gpu-model", "none", "--batch", "128", "--params", "mirrored")
             # ... and its calibration times the step: this CPU is far slower than an H100.
             p = self.place("--gpu-model", "Test GPU 16MB", "--batch", "8", "--params", "cpu")
             self.assertIn("4 towers", p.stdout)
