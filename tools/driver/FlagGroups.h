@@ -8,7 +8,7 @@
 //   MemoryLimitFlag    --memory-limit (every subcommand of both tools)
 //   ModelSourceFlags   MODEL, --model and a built-in model's flags
 //   PlacementFlags     --gpus, --cluster, the tower modes, --strategy,
-//                      --bucket-mb, --accumulate
+//                      --bucket-mb, --accumulate, --recompute
 //   TaskFlags          --workers, --tasks, --ps, --ps-async
 //   addOptimizerFlag   --optimizer
 //   addDumpFlags       --dump-dir and the pass manager's other dumps
@@ -84,7 +84,7 @@ llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into);
 
 /// The devices of a compile and how its towers use them: --gpus, --cluster,
 /// --params, --bn, --precision, --loss-scale, --loss-scale-interval,
-/// --remainder, --split, --strategy, --bucket-mb, --accumulate.
+/// --remainder, --split, --strategy, --bucket-mb, --accumulate, --recompute.
 class PlacementFlags {
 public:
   /// --gpus and --cluster go to `place`; the others are kept here until
@@ -100,7 +100,7 @@ public:
 
 private:
   TowerModeFlags modes_;
-  std::string strategy_ = "data-parallel", accumulate_ = "1";
+  std::string strategy_ = "data-parallel", accumulate_ = "1", recompute_ = "off";
   double bucketMb_ = 25;
   CLI::Option *bucketOption_ = nullptr, *lossScaleOption_ = nullptr;
 };

@@ -1,5 +1,7 @@
 #include "tools/driver/Inspect.h"
 
+#include "tools/driver/RecomputeReport.h"
+
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
 #include "passes/PsPart.h"
@@ -309,10 +311,15 @@ llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool 
       return std::nullopt;
     return it->second;
   };
-  if (json)
-    os << costReportJson(*cost, *cluster, peakOf) << "\n";
-  else
+  if (json) {
+    llvm::json::Value report = costReportJson(*cost, *cluster, peakOf);
+    if (auto recompute = recomputeReportJson(placed); recompute && report.getAsObject())
+      report.getAsObject()->try_emplace("recompute", std::move(*recompute));
+    os << report << "\n";
+  } else {
     printCostReport(*cost, *cluster, os, peakOf);
+    printRecomputeReport(placed, os);
+  }
   return llvm::Error::success();
 }
 
