@@ -66,6 +66,22 @@ void RecomputeAnalysis::closure(const Value *v, const llvm::DenseSet<const Value
   out.push_back(n);
 }
 
+std::vector<Value *> droppableValues(const Graph &g, const RecomputeAnalysis &analysis) {
+  std::vector<Value *> out;
+  for (const Node *n : g.nodes()) {
+    if (analysis.isBackward(n) || !analysis.mayCopy(n, n))
+      continue;
+    for (const auto &r : n->results()) {
+      bool local = llvm::all_of(r->users(), [&](const Node *u) {
+        return u->assignedDevice() == n->assignedDevice();
+      });
+      if (local && analysis.isSaved(r.get()) && !analysis.isOutput(r.get()))
+        out.push_back(r.get());
+    }
+  }
+  return out;
+}
+
 namespace {
 
 /// The copies of one rewrite and where they stand.

@@ -75,6 +75,7 @@ public:
   bool isBackward(const Node *n) const { return backward_.contains(n); }
   /// Read by a backward node.
   bool isSaved(const Value *v) const;
+  bool isOutput(const Value *v) const { return outputs_.contains(v); }
   /// Whether the copy of `reader` may copy `n` too: a forward node of the
   /// same device that computes from its operands alone.
   bool mayCopy(const Node *n, const Node *reader) const;
@@ -91,6 +92,11 @@ private:
   llvm::DenseSet<const Node *> backward_;
   llvm::DenseSet<const Value *> outputs_;
 };
+
+/// The values that may be dropped: results of forward nodes that may be
+/// copied, read by the backward pass, by no other device and not graph
+/// outputs; in graph order.
+std::vector<Value *> droppableValues(const Graph &g, const RecomputeAnalysis &analysis);
 
 /// Copies the forward nodes that recompute `dropped` (values of forward nodes
 /// that backward nodes read) and points their backward readers at the

@@ -43,19 +43,9 @@ public:
 
   /// Candidates of the devices in `over`.
   void collect(const llvm::StringMap<int64_t> &over) {
-    for (const Node *n : g_.nodes()) {
-      if (analysis_.isBackward(n) || !over.count(deviceOf(*n)) || !analysis_.mayCopy(n, n))
-        continue;
-      for (const auto &r : n->results()) {
-        const Value *v = r.get();
-        bool local = llvm::all_of(v->users(), [&](const Node *u) {
-          return u->assignedDevice() == n->assignedDevice();
-        });
-        if (local && analysis_.isSaved(v) && v->type().bytes() >= kSmallestDrop &&
-            analysis_.isKept(v, n, dropped_))
-          candidates_.push_back(v);
-      }
-    }
+    for (const Value *v : droppableValues(g_, analysis_))
+      if (over.count(deviceOf(*v->producer())) && v->type().bytes() >= kSmallestDrop)
+        candidates_.push_back(v);
   }
 
   /// One round: drops candidates until about `lack` bytes per device are
