@@ -337,6 +337,8 @@ struct PlaceCommand {
       llvm::outs() << "split: " << split << "\n";
     if (!params.empty() && !explain)
       llvm::outs() << params << "\n";
+    if (std::string recompute = describeRecompute(c); !recompute.empty())
+      llvm::outs() << recompute << " (graphc inspect lists them)\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
                    << towers << " towers without samples (--remainder error refuses this)\n";

@@ -1,7 +1,5 @@
 #include "tools/driver/Inspect.h"
 
-#include "tools/driver/RecomputeReport.h"
-
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
 #include "passes/PsPart.h"
@@ -10,6 +8,7 @@
 #include "placement/CostReport.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "placement/analysis/StepTimeModel.h"
+#include "tools/driver/RecomputeReport.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"

@@ -16,6 +16,23 @@ std::string percent(double part, double whole) {
 
 } // namespace
 
+std::string describeRecompute(const Module &placed) {
+  std::vector<DeviceRecompute> devices = recomputeByDevice(placed);
+  if (devices.empty())
+    return "";
+  unsigned copies = 0;
+  const DeviceRecompute *most = &devices.front();
+  for (const DeviceRecompute &d : devices) {
+    copies += d.nodes;
+    if (d.flops * most->deviceFlops > most->flops * d.deviceFlops)
+      most = &d;
+  }
+  return "--recompute auto: " + std::to_string(copies) + " copies in the backward pass, +" +
+         percent((double)most->flops, (double)(most->deviceFlops - most->flops)) +
+         " FLOPs and +" + percent(most->seconds, most->deviceSeconds - most->seconds) +
+         " kernel time on " + most->device;
+}
+
 void printRecomputeReport(const Module &placed, llvm::raw_ostream &os,
                           std::optional<double> stepSeconds) {
   std::vector<DeviceRecompute> devices = recomputeByDevice(placed);
@@ -27,9 +44,9 @@ void printRecomputeReport(const Module &placed, llvm::raw_ostream &os,
   if (stepSeconds)
     rows[0].push_back("of the step");
   for (const DeviceRecompute &d : devices) {
-    rows.push_back({d.device, std::to_string(d.nodes), llvm::formatv("{0:f2}", d.flops / 1e9),
+    rows.push_back({d.device, std::to_string(d.nodes), llvm::formatv("{0:f2}", d.flops / 1e9).str(),
                     percent((double)d.flops, (double)d.deviceFlops),
-                    llvm::formatv("{0:f2}", d.seconds * 1e3), percent(d.seconds, d.deviceSeconds)});
+                    llvm::formatv("{0:f2}", d.seconds * 1e3).str(), percent(d.seconds, d.deviceSeconds)});
     if (stepSeconds)
       rows.back().push_back(percent(d.seconds, *stepSeconds));
   }

@@ -16,9 +16,14 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
+#include <string>
 
 namespace graphc {
 
+/// One line for `graphc place` and graphrun's run plan: "--recompute auto:
+/// 212 copies in the backward pass, +18.3% FLOPs and +12.1% kernel time on
+/// gpu:0" (the device with the largest share); "" without copies.
+std::string describeRecompute(const Module &placed);
 /// The report; `stepSeconds`: the simulator's predicted step, when known.
 void printRecomputeReport(const Module &placed, llvm::raw_ostream &os,
                           std::optional<double> stepSeconds = std::nullopt);
