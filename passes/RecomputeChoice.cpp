@@ -75,18 +75,25 @@ private:
   /// Seconds of the copies `v` would add, and whether its closure (and every
   /// dropped value's that would read its copy) stays within the depth.
   std::pair<double, bool> price(const Value *v) {
-    llvm::DenseSet<const Value *> with = dropped_;
-    with.insert(v);
+    bool added = dropped_.insert(v).second;
+    std::pair<double, bool> p = priceDropped(v);
+    if (added)
+      dropped_.erase(v);
+    return p;
+  }
+
+  /// price() with `v` in dropped_.
+  std::pair<double, bool> priceDropped(const Value *v) const {
     llvm::DenseSet<const Node *> seen;
     std::vector<const Node *> nodes;
-    analysis_.closure(v, with, seen, nodes);
+    analysis_.closure(v, dropped_, seen, nodes);
     double cost = 0;
     for (const Node *n : nodes)
       if (!copied_.contains(n))
         cost += seconds(*n);
     // The chains through v: v's own, and those of dropped values downstream.
     llvm::DenseMap<const Value *, unsigned> memo;
-    if (depthOf(v, with, memo) > depth_)
+    if (depthOf(v, dropped_, memo) > depth_)
       return {cost, false};
     llvm::SmallVector<const Value *, 16> work{v};
     llvm::DenseSet<const Value *> visited{v};
@@ -96,9 +103,9 @@ private:
         if (analysis_.isBackward(u) || !analysis_.mayCopy(u, w->producer()))
           continue;
         for (const auto &r : u->results()) {
-          if (analysis_.isKept(r.get(), u, with) || !visited.insert(r.get()).second)
+          if (analysis_.isKept(r.get(), u, dropped_) || !visited.insert(r.get()).second)
             continue;
-          if (with.contains(r.get()) && depthOf(r.get(), with, memo) > depth_)
+          if (dropped_.contains(r.get()) && depthOf(r.get(), dropped_, memo) > depth_)
             return {cost, false};
           work.push_back(r.get());
         }

@@ -79,7 +79,7 @@ MemoryNeed gpuNeed(const Module &plan) {
 }
 
 unsigned copiesIn(const Module &plan) {
-  return (unsigned)llvm::count_if(plan.main().nodes(),
+  return (unsigned)llvm::count_if(plan.findGraph("main")->nodes(),
                                   [](const Node *n) { return isRecomputed(*n); });
 }
 
@@ -103,12 +103,12 @@ Trained trainEmulated(const Module &plan, int steps) {
   eo.threads = 2;
   eo.seed = 7;
   emulateDevices(plan, eo);
-  auto ex = Executor::create(*runnablePart(plan), std::move(eo));
+  auto ex = Executor::create(plan, std::move(eo));
   if (!ex) {
     ADD_FAILURE() << llvm::toString(ex.takeError());
     return t;
   }
-  const TensorType xt = plan.main().findInput("input")->result()->type();
+  const TensorType xt = plan.findGraph("main")->findInput("input")->result()->type();
   Tensor x(xt), labels(TensorType(DType::I64, {xt.shape[0]}));
   RandomStream r(42, 1);
   for (int64_t i = 0; i < x.numElements(); ++i)

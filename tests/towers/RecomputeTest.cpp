@@ -3,8 +3,8 @@
 // The rewrite alone, on tower plans whose GPUs are emulated by CPU devices:
 // every value it may drop dropped at once (dropout masks and batch norms
 // included) trains to the same bits as the plan that keeps them; the copies
-// stand in the backward pass (the schedule issues them after every forward
-// node of their device) and nothing in the backward pass reads a dropped
+// stand in the backward pass (the schedule issues them after every node of
+// their device that the loss depends on) and nothing in the backward pass reads a dropped
 // value any more. The choice under a memory limit, through the compiler and
 // the emulated run, is tests/tools/RecomputeTest.cpp.
 //
@@ -31,7 +31,7 @@ Trained trainPlan(const Module &m, int steps) {
   auto ex = makeExecutor(m, 7, true);
   if (!ex)
     return t;
-  Batch b = randomBatch(m.main().findInput("input")->result()->type(), 10, 42);
+  Batch b = randomBatch(m.findGraph("main")->findInput("input")->result()->type(), 10, 42);
   auto out = train(*ex, b, steps, 0.05f);
   if (!out) {
     ADD_FAILURE() << llvm::toString(out.takeError());
@@ -71,8 +71,16 @@ compiledBothWays(llvm::StringRef model, models::ModelOptions mo, int64_t batch, 
     for (const Node *u : v->users())
       EXPECT_FALSE(backward.contains(u) && !isRecomputed(*u))
           << u->name() << " reads dropped " << v->name();
-  // Each copy is issued after every forward node of its device: the
-  // forward values it replaces are dead by then.
+  // Each copy is issued after every node of its device that the loss
+  // depends on: the forward pass is over, its dropped values dead.
+  llvm::DenseSet<const Node *> forward;
+  llvm::SmallVector<const Node *, 64> work{g.outputs()[0]->producer()};
+  while (!work.empty()) {
+    const Node *n = work.pop_back_val();
+    if (forward.insert(n).second)
+      for (const Value *v : n->operands())
+        work.push_back(v->producer());
+  }
   auto s = buildSchedule(
       g, [](const Node &n) { return n.assignedDevice().value_or(DeviceId::host()).str(); });
   if (!s) {
@@ -84,7 +92,7 @@ compiledBothWays(llvm::StringRef model, models::ModelOptions mo, int64_t batch, 
     for (const Node *n : s->order[d]) {
       if (isRecomputed(*n))
         firstCopy = std::min(firstCopy, s->position.lookup(n));
-      else if (!backward.contains(n))
+      else if (forward.contains(n))
         lastForward = std::max(lastForward, s->position.lookup(n));
     }
     EXPECT_TRUE(firstCopy == ~0u || firstCopy > lastForward) << s->devices[d];
