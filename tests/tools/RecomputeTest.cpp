@@ -174,7 +174,7 @@ void checkModel(llvm::StringRef model, models::ModelOptions mo, int64_t batch, i
   ASSERT_FALSE(want.variables.empty());
   EXPECT_EQ(got.loss, want.loss);
   ASSERT_EQ(got.variables.size(), want.variables.size());
-  for (const auto &[name, value] : want) {
+  for (const auto &[name, value] : want.variables) {
     auto it = got.variables.find(name);
     ASSERT_NE(it, got.variables.end()) << name;
     EXPECT_TRUE(sumbound::sameBits(it->second, value)) << name;
