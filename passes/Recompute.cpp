@@ -72,9 +72,8 @@ std::vector<Value *> droppableValues(const Graph &g, const RecomputeAnalysis &an
     if (analysis.isBackward(n) || !analysis.mayCopy(n, n))
       continue;
     for (const auto &r : n->results()) {
-      bool local = llvm::all_of(r->users(), [&](const Node *u) {
-        return u->assignedDevice() == n->assignedDevice();
-      });
+      bool local = llvm::all_of(
+          r->users(), [&](const Node *u) { return u->assignedDevice() == n->assignedDevice(); });
       if (local && analysis.isSaved(r.get()) && !analysis.isOutput(r.get()))
         out.push_back(r.get());
     }
@@ -111,9 +110,8 @@ private:
       return done;
     llvm::SmallVector<Value *, 4> operands;
     for (Value *o : n->operands())
-      operands.push_back(analysis_.isKept(o, n, dropped_)
-                             ? o
-                             : copyOf(o->producer())->result(o->resultIndex()));
+      operands.push_back(
+          analysis_.isKept(o, n, dropped_) ? o : copyOf(o->producer())->result(o->resultIndex()));
     llvm::SmallVector<TensorType, 3> types;
     for (const auto &r : n->results())
       types.push_back(r->type());

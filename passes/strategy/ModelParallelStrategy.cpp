@@ -102,8 +102,7 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
     std::unique_ptr<Module> m = cloneModule(forward);
     m->plan().cluster = cluster;
     m->plan().strategy = Strategy::ModelParallel;
-    llvm::Error compiled =
-        runPipelines(*m, req.options, req.dump, pipelines);
+    llvm::Error compiled = runPipelines(*m, req.options, req.dump, pipelines);
     if (compiled && lastMisfit.empty())
       return compiled;
     if (compiled) { // less memory than a plan that did not fit: that plan's figures say more

@@ -14,8 +14,7 @@
 namespace graphc {
 
 void setRecomputeMeasures(CompileOptions &options, const Cluster &cluster) {
-  options.recompute.measure =
-      [](const Module &m) -> llvm::Expected<std::vector<DeviceFit>> {
+  options.recompute.measure = [](const Module &m) -> llvm::Expected<std::vector<DeviceFit>> {
     auto needs = memoryNeeds(m);
     if (!needs)
       return needs.takeError();

@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Recompute.h"
 #include "SumBound.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
 #include "ir/Printer.h"
 #include "ir/Random.h"
-#include "passes/Recompute.h"
 #include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "placement/analysis/MemoryNeeds.h"

@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Recompute.h"
 #include "ir/Clone.h"
 #include "ir/Verifier.h"
-#include "passes/Recompute.h"
 #include "placement/analysis/Schedule.h"
 #include "tests/towers/TowerTestUtil.h"
 

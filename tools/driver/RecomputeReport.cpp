@@ -28,9 +28,9 @@ std::string describeRecompute(const Module &placed) {
       most = &d;
   }
   return "--recompute auto: " + std::to_string(copies) + " copies in the backward pass, +" +
-         percent((double)most->flops, (double)(most->deviceFlops - most->flops)) +
-         " FLOPs and +" + percent(most->seconds, most->deviceSeconds - most->seconds) +
-         " kernel time on " + most->device;
+         percent((double)most->flops, (double)(most->deviceFlops - most->flops)) + " FLOPs and +" +
+         percent(most->seconds, most->deviceSeconds - most->seconds) + " kernel time on " +
+         most->device;
 }
 
 void printRecomputeReport(const Module &placed, llvm::raw_ostream &os,
@@ -46,7 +46,8 @@ void printRecomputeReport(const Module &placed, llvm::raw_ostream &os,
   for (const DeviceRecompute &d : devices) {
     rows.push_back({d.device, std::to_string(d.nodes), llvm::formatv("{0:f2}", d.flops / 1e9).str(),
                     percent((double)d.flops, (double)d.deviceFlops),
-                    llvm::formatv("{0:f2}", d.seconds * 1e3).str(), percent(d.seconds, d.deviceSeconds)});
+                    llvm::formatv("{0:f2}", d.seconds * 1e3).str(),
+                    percent(d.seconds, d.deviceSeconds)});
     if (stepSeconds)
       rows.back().push_back(percent(d.seconds, *stepSeconds));
   }

@@ -28,8 +28,7 @@ std::string describeRecompute(const Module &placed);
 void printRecomputeReport(const Module &placed, llvm::raw_ostream &os,
                           std::optional<double> stepSeconds = std::nullopt);
 /// The same figures; none for a plan without copies.
-std::optional<llvm::json::Value> recomputeReportJson(const Module &placed,
-                                                     std::optional<double> stepSeconds =
-                                                         std::nullopt);
+std::optional<llvm::json::Value>
+recomputeReportJson(const Module &placed, std::optional<double> stepSeconds = std::nullopt);
 
 } // namespace graphc
