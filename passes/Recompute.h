@@ -40,8 +40,10 @@
 // at most `depth` contractions (convolutions, products) one after another to
 // be recomputed, so the segments that the backward pass recomputes at once
 // stay short. Each round drops about what the devices lack, then the memory
-// plan that the placement checks use is measured again; the depth grows only
-// when nothing more can be dropped at the current one. A plan that fits is
+// plan that the placement checks use is measured again, and a round that
+// does not bring the devices closer is taken back (its values are not tried
+// again); the depth grows only when nothing more can be dropped at the
+// current one. A plan that fits is
 // left alone; one that cannot be made to fit is left alone too, for the
 // placement's refusal to explain.
 //

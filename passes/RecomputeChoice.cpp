@@ -60,6 +60,24 @@ public:
     }
   }
 
+  /// How many values are dropped so far.
+  size_t mark() const { return order_.size(); }
+  /// Takes back the values dropped after `mark`; they are not tried again.
+  void rollBack(size_t mark) {
+    for (size_t i = mark; i < order_.size(); ++i) {
+      dropped_.erase(order_[i]);
+      rejected_.insert(order_[i]);
+    }
+    order_.resize(mark);
+    copied_.clear();
+    for (const Value *v : order_) {
+      llvm::DenseSet<const Node *> seen;
+      std::vector<const Node *> nodes;
+      analysis_.closure(v, dropped_, seen, nodes);
+      copied_.insert(nodes.begin(), nodes.end());
+    }
+  }
+
   std::vector<std::string> droppedNames() const {
     std::vector<std::string> names;
     for (const Value *v : order_)
@@ -136,7 +154,7 @@ private:
     };
     std::vector<Scored> scored;
     for (const Value *v : candidates_)
-      if (!dropped_.contains(v)) {
+      if (!dropped_.contains(v) && !rejected_.contains(v)) {
         double cost = price(v).first;
         scored.push_back({v, (double)v->type().bytes() / std::max(cost, 1e-12)});
       }
@@ -174,7 +192,7 @@ private:
   int64_t batch_;
   unsigned depth_ = 1;
   std::vector<const Value *> candidates_, order_;
-  llvm::DenseSet<const Value *> dropped_;
+  llvm::DenseSet<const Value *> dropped_, rejected_;
   llvm::DenseSet<const Node *> copied_;
 };
 
@@ -218,7 +236,14 @@ llvm::Expected<std::vector<std::string>> chooseRecompute(const Module &m,
                      ": the recomputation rewrites graph main only, not the micro-batches' graph");
   Chooser chooser(m, opts);
   chooser.collect(*lack);
+  auto total = [](const llvm::StringMap<int64_t> &l) {
+    int64_t sum = 0;
+    for (const auto &e : l)
+      sum += e.getValue();
+    return sum;
+  };
   for (unsigned r = 0; r < kRounds; ++r) {
+    size_t mark = chooser.mark();
     if (!chooser.round(*lack))
       break;
     std::vector<std::string> names = chooser.droppedNames();
@@ -227,7 +252,12 @@ llvm::Expected<std::vector<std::string>> chooseRecompute(const Module &m,
       return after.takeError();
     if (after->empty())
       return names;
-    *lack = std::move(*after);
+    // A round that does not bring the devices closer (the peak moved into
+    // the backward pass, where recomputed segments live) is taken back.
+    if (total(*after) < total(*lack))
+      *lack = std::move(*after);
+    else
+      chooser.rollBack(mark);
   }
   return std::vector<std::string>{}; // cannot fit: the placement's check says so
 }
