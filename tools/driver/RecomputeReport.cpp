@@ -27,7 +27,8 @@ std::string describeRecompute(const Module &placed) {
     if (d.flops * most->deviceFlops > most->flops * d.deviceFlops)
       most = &d;
   }
-  return "--recompute auto: " + std::to_string(copies) + " copies in the backward pass, +" +
+  return "--recompute auto: " + std::to_string(copies) + (copies == 1 ? " copy" : " copies") +
+         " in the backward pass, +" +
          percent((double)most->flops, (double)(most->deviceFlops - most->flops)) + " FLOPs and +" +
          percent(most->seconds, most->deviceSeconds - most->seconds) + " kernel time on " +
          most->device;
