@@ -31,7 +31,8 @@
 //     same input with the same kernel (the same bits), and only its normalised
 //     result is read; the running averages are updated once, from the
 //     original's statistics, and the gradient reads the original's saved
-//     statistics.
+//     statistics (per channel: below what the choice drops; a caller that
+//     drops them too gets the copy's, the same bits).
 //
 // The choice (chooseRecompute, RecomputeChoice.cpp), for the devices that do
 // not fit: greedy by bytes freed per second of recomputation (each node timed
@@ -43,12 +44,12 @@
 // plan that the placement checks use is measured again, and a round that
 // does not bring the devices closer is taken back (its values are not tried
 // again); the depth grows only when nothing more can be dropped at the
-// current one. A plan that fits is
-// left alone; one that cannot be made to fit is left alone too, for the
-// placement's refusal to explain.
+// current one. A plan that fits is left alone; one that cannot be made to fit
+// is left alone too, for the placement's refusal to explain.
 //
 // Left to others: graphs other than "main" (gradient accumulation's micro
-// graph) are not rewritten, so the pass refuses --accumulate.
+// graph) are not rewritten, so a plan with --accumulate that does not fit is
+// refused.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
