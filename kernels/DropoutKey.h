@@ -41,9 +41,12 @@ inline uint64_t mixedKey(uint64_t x) {
   return splitmix64(x);
 }
 
-/// A DropoutTrain node's key, the same for every step.
+/// A DropoutTrain node's key, the same for every step. A copy that recomputes
+/// a node for the backward pass (`recompute_of`, passes/Recompute.h) draws
+/// that node's masks.
 inline uint64_t dropoutNodeKey(const Node &n) {
-  uint64_t key = stableHash(withoutTowerPrefix(n.name()));
+  std::string name = n.attrs().getString("recompute_of", n.name());
+  uint64_t key = stableHash(withoutTowerPrefix(name));
   // A graph without towers (tower -1) draws as tower 0: one tower and none are one run.
   key = mixedKey(key ^ ((uint64_t)(std::max(n.tower(), 0) + 1) * 0x9e3779b97f4a7c15ull));
   return mixedKey(key ^ (uint64_t)n.attrs().getInt("seed"));

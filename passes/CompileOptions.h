@@ -23,6 +23,7 @@
 namespace graphc {
 
 class Module;
+class Node;
 
 /// add-loss.
 struct LossOptions {
@@ -96,6 +97,31 @@ struct PsOptions {
 /// Unset: place-devices fails and says so.
 using PlacerFunction = std::function<llvm::Error(Module &)>;
 
+/// recompute (passes/Recompute.h): --recompute.
+enum class RecomputeMode : unsigned char {
+  Off,  ///< never (the default)
+  Auto, ///< when the placed plan does not fit its devices' memory, as little as fits
+};
+
+/// One device of a placed plan against its memory (the figures of
+/// placement/analysis/MemoryNeeds.h).
+struct DeviceFit {
+  std::string device;
+  int64_t need = 0, capacity = 0;
+};
+
+/// recompute: like the placer, its measures come from placement/ through the
+/// strategies (passes may not depend on it).
+struct RecomputeOptions {
+  RecomputeMode mode = RecomputeMode::Off;
+  /// Every device of a placed module that the cluster describes, with what
+  /// its memory plan needs.
+  std::function<llvm::Expected<std::vector<DeviceFit>>(const Module &)> measure;
+  /// The predicted seconds of one node on its device (the step-time model).
+  std::function<double(const Node &)> seconds;
+  unsigned accumulate = 1; ///< --accumulate (refused: only graph main is rewritten)
+};
+
 struct CompileOptions {
   // bind-batch
   int64_t batch = 0; ///< global batch; 0 keeps the module's own
@@ -142,6 +168,9 @@ struct CompileOptions {
   // place-devices
   PlacerFunction placer;
 
+  // recompute (the strategies fill its measures)
+  RecomputeOptions recompute;
+
   // shard-over-ps
   unsigned psTasks = PsOptions().tasks;
   bool psAsync = false;
@@ -179,6 +208,11 @@ inline LossScaleOptions lossScaleOptions(const CompileOptions &o) {
 }
 inline BatchNormReluOptions batchNormReluOptions(const CompileOptions &o) {
   return {o.fuseBatchNormReluGradients};
+}
+inline RecomputeOptions recomputeOptions(const CompileOptions &o) {
+  RecomputeOptions r = o.recompute;
+  r.accumulate = o.accumulate;
+  return r;
 }
 inline PsOptions psOptions(const CompileOptions &o) {
   return {o.psTasks, o.psAsync};

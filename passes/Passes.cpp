@@ -12,6 +12,7 @@
 #include "passes/MixedPrecision.h"
 #include "passes/PlaceDevices.h"
 #include "passes/PsPart.h"
+#include "passes/Recompute.h"
 #include "passes/SplitBatch.h"
 #include "passes/TowerReplication.h"
 #include "passes/TrainingMode.h"
@@ -101,6 +102,10 @@ void registerBuiltinPasses(PassRegistry &r) {
   addFunctionPass(r, "insert-transfers",
                   "one Transfer per value and destination device on every crossing edge",
                   insertTransfers);
+  addFunctionPass(r, "recompute",
+                  "--recompute auto: where a placed plan does not fit its devices' memory, drop "
+                  "activations and recompute them before the backward pass reads them",
+                  recompute, recomputeOptions);
   addFunctionPass(
       r, "shard-over-ps",
       "--ps P: the updated variables and their slots sharded over P parameter-server tasks "

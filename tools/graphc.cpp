@@ -37,6 +37,7 @@
 #include "tools/driver/FlagGroups.h"
 #include "tools/driver/Inspect.h"
 #include "tools/driver/ModelSource.h"
+#include "tools/driver/RecomputeReport.h"
 #include "tools/driver/RunChecks.h"
 #include "tools/driver/ScalingTable.h"
 #include "tools/driver/Simulate.h"
@@ -339,6 +340,8 @@ struct PlaceCommand {
     printCalibrated(placementFlags.calibrated(), llvm::outs());
     if (!params.empty() && !explain)
       llvm::outs() << params << "\n";
+    if (std::string recompute = describeRecompute(c); !recompute.empty())
+      llvm::outs() << recompute << " (graphc inspect lists them)\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
                    << towers << " towers without samples (--remainder error refuses this)\n";
@@ -433,12 +436,16 @@ struct SimulateCommand {
     if (!sim)
       return fail(sim.takeError());
     if (json) {
-      llvm::outs() << simulationJson(*sim) << "\n";
+      llvm::json::Value report = simulationJson(*sim);
+      if (auto recompute = recomputeReportJson(**loaded, sim->stepSeconds))
+        report.getAsObject()->try_emplace("recompute", std::move(*recompute));
+      llvm::outs() << report << "\n";
       return 0;
     }
     llvm::outs() << "graphc simulate: " << args.source.path << ", one step at batch "
                  << (*loaded)->batch().value_or(1) << "\n";
     printSimulation(*sim, llvm::outs());
+    printRecomputeReport(**loaded, llvm::outs(), sim->stepSeconds);
     return 0;
   }
 

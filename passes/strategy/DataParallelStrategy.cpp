@@ -4,6 +4,7 @@
 #include "ir/Diagnostics.h"
 #include "passes/TowerReplication.h"
 #include "passes/strategy/Compile.h"
+#include "passes/strategy/RecomputeMeasures.h"
 #include "placement/Placer.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -32,12 +33,14 @@ void recordWorkers(PlanInfo &plan, const PlacementRequest &place,
 }
 
 /// The pipelines of a data-parallel compile: training, `placement` (none on
-/// the host), then `after`.
+/// the host) and --recompute's, then `after`.
 std::vector<llvm::StringRef> pipelinesOf(const CompileRequest &req, llvm::StringRef placement,
                                          llvm::ArrayRef<llvm::StringRef> after) {
   std::vector<llvm::StringRef> all{trainingPipeline(req)};
-  if (!placement.empty())
+  if (!placement.empty()) {
     all.push_back(placement);
+    llvm::append_range(all, recomputePipelines(req.options));
+  }
   all.insert(all.end(), after.begin(), after.end());
   return all;
 }
@@ -135,6 +138,7 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
   PlacerOptions po;
   po.softPlacement = place.softPlacement;
   req.options.placer = makePlacerFunction(*cluster, kernelFor, po);
+  setRecomputeMeasures(req.options, *cluster);
   if (auto e = runPipelines(*m, req.options, req.dump, pipelinesOf(req, kPlacementPipeline, after)))
     return e;
   keepForwardGraph(forward, *m);

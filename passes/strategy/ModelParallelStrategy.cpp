@@ -3,6 +3,7 @@
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
 #include "passes/strategy/Compile.h"
+#include "passes/strategy/RecomputeMeasures.h"
 #include "placement/ModelParallel.h"
 #include "placement/Placer.h"
 #include "placement/analysis/MemoryNeeds.h"
@@ -93,13 +94,15 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
   std::string lastMisfit;
   ModelParallelOptions mo;
   mo.order = order;
+  setRecomputeMeasures(req.options, cluster);
+  std::vector<llvm::StringRef> pipelines{trainingPipeline(req), kPlacementPipeline};
+  llvm::append_range(pipelines, recomputePipelines(req.options));
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     req.options.placer = scheduleAndPlace(cluster, mo, po);
     std::unique_ptr<Module> m = cloneModule(forward);
     m->plan().cluster = cluster;
     m->plan().strategy = Strategy::ModelParallel;
-    llvm::Error compiled =
-        runPipelines(*m, req.options, req.dump, {trainingPipeline(req), kPlacementPipeline});
+    llvm::Error compiled = runPipelines(*m, req.options, req.dump, pipelines);
     if (compiled && lastMisfit.empty())
       return compiled;
     if (compiled) { // less memory than a plan that did not fit: that plan's figures say more

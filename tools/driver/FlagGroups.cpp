@@ -5,6 +5,7 @@
 #include "kernels/Kernel.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/LossScaling.h"
+#include "passes/Recompute.h"
 #include "tools/driver/TrainOptions.h"
 
 #include <CLI/CLI.hpp>
@@ -125,6 +126,11 @@ void PlacementFlags::add(CLI::App *cmd, PlacementRequest &place) {
                   "K x batch samples, gradients aggregated once per update; training steps and "
                   "the lr schedule count updates)")
       ->capture_default_str();
+  cmd->add_option("--recompute", recompute_,
+                  "auto | off: where a placed plan does not fit its devices' memory, drop the "
+                  "activations cheapest to recompute and compute them again in the backward "
+                  "pass, as few as fit (passes/Recompute.h)")
+      ->capture_default_str();
 }
 
 llvm::Error PlacementFlags::checkBucket() const {
@@ -144,6 +150,10 @@ llvm::Error PlacementFlags::apply(CompileOptions &options, PlacementRequest &pla
   if (!steps)
     return steps.takeError();
   options.accumulate = *steps;
+  auto recompute = parseRecomputeMode(recompute_);
+  if (!recompute)
+    return recompute.takeError();
+  options.recompute.mode = *recompute;
   return llvm::Error::success();
 }
 

@@ -8,7 +8,7 @@
 //   MemoryLimitFlag    --memory-limit (every subcommand of both tools)
 //   ModelSourceFlags   MODEL, --model and a built-in model's flags
 //   PlacementFlags     --gpus, --cluster, --gpu-model, the tower modes,
-//                      --strategy, --bucket-mb, --accumulate
+//                      --strategy, --bucket-mb, --accumulate, --recompute
 //   addGpuModelFlag    --gpu-model (also graphc simulate's scaling table)
 //   TaskFlags          --workers, --tasks, --ps, --ps-async
 //   addOptimizerFlag   --optimizer
@@ -90,7 +90,7 @@ void addGpuModelFlag(CLI::App *cmd, std::string &model);
 
 /// The devices of a compile and how its towers use them: --gpus, --cluster,
 /// --gpu-model, --params, --bn, --precision, --loss-scale, --loss-scale-interval,
-/// --remainder, --split, --strategy, --bucket-mb, --accumulate.
+/// --remainder, --split, --strategy, --bucket-mb, --accumulate, --recompute.
 class PlacementFlags {
 public:
   /// --gpus and --cluster go to `place`; the others are kept here until
@@ -114,7 +114,7 @@ private:
   std::string gpuModel_ = "auto";
   CLI::Option *gpuModelOption_ = nullptr;
   CalibratedGpu calibrated_;
-  std::string strategy_ = "data-parallel", accumulate_ = "1";
+  std::string strategy_ = "data-parallel", accumulate_ = "1", recompute_ = "off";
   double bucketMb_ = 25;
   CLI::Option *bucketOption_ = nullptr, *lossScaleOption_ = nullptr;
 };

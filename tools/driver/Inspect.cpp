@@ -8,6 +8,7 @@
 #include "placement/CostReport.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "placement/analysis/StepTimeModel.h"
+#include "tools/driver/RecomputeReport.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -309,10 +310,15 @@ llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool 
       return std::nullopt;
     return it->second;
   };
-  if (json)
-    os << costReportJson(*cost, *cluster, peakOf) << "\n";
-  else
+  if (json) {
+    llvm::json::Value report = costReportJson(*cost, *cluster, peakOf);
+    if (auto recompute = recomputeReportJson(placed); recompute && report.getAsObject())
+      report.getAsObject()->try_emplace("recompute", std::move(*recompute));
+    os << report << "\n";
+  } else {
     printCostReport(*cost, *cluster, os, peakOf);
+    printRecomputeReport(placed, os);
+  }
   return llvm::Error::success();
 }
 

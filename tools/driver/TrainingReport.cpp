@@ -17,6 +17,7 @@
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
 #include "tools/driver/Profile.h"
+#include "tools/driver/RecomputeReport.h"
 #include "tools/driver/StepBreakdownTable.h"
 #include "tools/driver/Progress.h"
 #include "tools/driver/TrainingData.h"
@@ -88,6 +89,8 @@ void TrainingSession::printRunPlan() {
     out_ << "  params     " << params << "\n";
   if (std::string mp = describeModelParallel(*compiled_); !mp.empty())
     out_ << "  strategy   " << mp << "\n";
+  if (std::string recompute = describeRecompute(*compiled_); !recompute.empty())
+    out_ << "  recompute  " << recompute << "\n";
   printProcesses();
   out_ << "  batch      " << batch_ << " global";
   if (towersInAll_ > 1)
