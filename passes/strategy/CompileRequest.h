@@ -29,6 +29,9 @@ struct CompileRequest {
 struct PlacementRequest {
   int gpus = 0;            ///< --gpus N (0: no placement)
   std::string clusterFile; ///< or a cluster description
+  /// Or the cluster itself (the fit advisor's larger clusters,
+  /// passes/strategy/FitAdvisor.h); before clusterFile.
+  std::optional<Cluster> cluster;
   bool softPlacement = true;
   /// --towers: GPU towers (one per GPU when unset, 0: the single-device
   /// graph placed on the cluster); more towers than GPUs is an error.
@@ -58,7 +61,9 @@ struct PlacementRequest {
   /// worker (graphrun train); false: devices are needed (graphc place), and
   /// their absence is an error.
   bool hostWithoutDevices = true;
-  bool wanted() const { return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty(); }
+  bool wanted() const {
+    return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty() || cluster.has_value();
+  }
   /// The training workers' GPUs (one entry per worker; 0: a host tower).
   std::vector<unsigned> workerGpus() const;
   /// The ps tasks: the cluster's, or --ps.
@@ -67,8 +72,8 @@ struct PlacementRequest {
   bool onHost() const { return !wanted() && hostWithoutDevices; }
 };
 
-/// The cluster a placed compile is for: the cluster file's, or the default
-/// cluster of --gpus GPUs.
+/// The cluster a placed compile is for: the one given, the cluster file's,
+/// or the default cluster of --gpus GPUs.
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
 /// Whether the kernel registry runs `n` on devices of kind `kind` (a build
 /// without CUDA kernels plans as a CUDA build would, from the CPU's).

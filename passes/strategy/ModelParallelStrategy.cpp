@@ -2,6 +2,7 @@
 
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "passes/strategy/Compile.h"
 #include "placement/ModelParallel.h"
 #include "placement/Placer.h"
@@ -85,12 +86,13 @@ bool lowerShares(llvm::ArrayRef<MemoryNeed> needs, ModelParallelOptions &mo) {
 }
 
 /// Compiles with one list schedule, lowering the memory shares of devices
-/// whose executor plan does not fit, up to kAttempts schedules.
+/// whose executor plan does not fit, up to kAttempts schedules. A
+/// MemoryMisfit with the last plan's figures when none fits.
 llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, CompileRequest req,
                                                          const Cluster &cluster,
                                                          const PlacerOptions &po,
                                                          ScheduleOrder order) {
-  std::string lastMisfit;
+  std::vector<MemoryNeed> lastNeeds;
   ModelParallelOptions mo;
   mo.order = order;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
@@ -100,7 +102,7 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
     m->plan().strategy = Strategy::ModelParallel;
     llvm::Error compiled =
         runPipelines(*m, req.options, req.dump, {trainingPipeline(req), kPlacementPipeline});
-    if (compiled && lastMisfit.empty())
+    if (compiled && lastNeeds.empty())
       return compiled;
     if (compiled) { // less memory than a plan that did not fit: that plan's figures say more
       llvm::consumeError(std::move(compiled));
@@ -109,18 +111,56 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
     auto needs = memoryNeeds(*m);
     if (!needs)
       return needs.takeError();
-    llvm::Error fits = checkFits(*needs);
-    if (!fits) {
+    if (llvm::all_of(*needs, [](const MemoryNeed &n) { return n.fits(); })) {
       keepForwardGraph(forward, *m);
       return m;
     }
-    lastMisfit = llvm::toString(std::move(fits));
-    if (!lowerShares(*needs, mo))
+    lastNeeds = std::move(*needs);
+    if (!lowerShares(lastNeeds, mo))
       break;
   }
-  return makeError("no schedule fits: scheduled to fill less of each device's memory, the "
-                   "executor's plan still needs more than it has (" +
-                   lastMisfit + ")");
+  return llvm::make_error<MemoryMisfit>(
+      (scheduleOrderName(order) + ": no schedule fits (scheduled to fill less of each device's "
+                                  "memory, the executor's plan still needs more than it has)")
+          .str(),
+      std::move(lastNeeds));
+}
+
+/// How far a misfit's fullest device is over its memory.
+int64_t overflow(const MemoryMisfit &m) {
+  const MemoryNeed *worst = m.worst();
+  return worst ? worst->total() - worst->capacity : 0;
+}
+
+/// One error for both schedules' failures: a MemoryMisfit with the figures
+/// of the plan that came closer when either is one, the other's said after
+/// them; otherwise both messages.
+llvm::Error bothRefused(llvm::Error etf, llvm::Error memory) {
+  std::unique_ptr<MemoryMisfit> misfits[2];
+  std::string texts[2];
+  llvm::Error errors[2] = {std::move(etf), std::move(memory)};
+  for (int i = 0; i < 2; ++i)
+    llvm::handleAllErrors(
+        std::move(errors[i]), [&](std::unique_ptr<MemoryMisfit> m) { misfits[i] = std::move(m); },
+        [&](const llvm::ErrorInfoBase &e) { texts[i] = e.message(); });
+  if (!misfits[0] && !misfits[1])
+    return makeError("--strategy model-parallel: m-ETF: " + texts[0] + "; memory order: " +
+                     texts[1]);
+  // The plan shown: the one misfit, or of two the one whose fullest device
+  // lacks less (the memory order on a tie).
+  const int shown = !misfits[0]   ? 1
+                    : !misfits[1] ? 0
+                                  : (overflow(*misfits[0]) < overflow(*misfits[1]) ? 0 : 1);
+  const int other = 1 - shown;
+  std::string otherText = (other == 0 ? "m-ETF: " : "memory order: ") + texts[other];
+  if (misfits[other]) {
+    const MemoryNeed *worst = misfits[other]->worst();
+    otherText = misfits[other]->headline() + "; its fullest device, " + worst->device +
+                ", needs " + bytesText(worst->total()) + " of " + bytesText(worst->capacity);
+  }
+  return llvm::make_error<MemoryMisfit>("--strategy model-parallel: neither list schedule fits; " +
+                                            misfits[shown]->headline(),
+                                        misfits[shown]->needs(), otherText);
 }
 
 double predictedStep(const Module &m) {
@@ -173,8 +213,7 @@ ModelParallelStrategy::compile(const Module &forward, const CompileRequest &requ
   auto etf = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::EarliestStart);
   auto memory = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::MemoryOrder);
   if (!etf && !memory)
-    return makeError("--strategy model-parallel: m-ETF: " + llvm::toString(etf.takeError()) +
-                     "; memory order: " + llvm::toString(memory.takeError()));
+    return bothRefused(etf.takeError(), memory.takeError());
   if (etf && memory) {
     double etfStep = predictedStep(**etf), memoryStep = predictedStep(**memory);
     if (memoryStep < etfStep) {

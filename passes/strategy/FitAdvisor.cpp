@@ -1,0 +1,256 @@
+//===- FitAdvisor.cpp - Changes that fit, found by compiling ---------------===//
+
+#include "passes/strategy/FitAdvisor.h"
+
+#include "passes/AccumulateGradients.h"
+#include "passes/strategy/CompilePlan.h"
+#include "passes/strategy/CompiledModule.h"
+#include "placement/analysis/StepSimulator.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+
+namespace graphc {
+
+namespace {
+
+/// The predicted time of one update of a placed plan: its last step (graph
+/// main) and, accumulating, its K-1 micro-steps.
+llvm::Expected<double> predictedUpdate(const Module &plan) {
+  std::unique_ptr<Module> runnable = runnablePart(plan);
+  const Cluster &cluster = *plan.plan().cluster;
+  auto step = simulateStep(*runnable, cluster);
+  if (!step)
+    return step.takeError();
+  double seconds = step->stepSeconds;
+  const int64_t k = plan.plan().accumulate.value_or(1);
+  if (k > 1) {
+    SimOptions micro;
+    micro.graph = kMicroGraph.str();
+    auto m = simulateStep(*runnable, cluster, micro);
+    if (!m)
+      return m.takeError();
+    seconds += (double)(k - 1) * m->stepSeconds;
+  }
+  return seconds;
+}
+
+/// Compiles edited requests within a budget.
+class Prober {
+public:
+  Prober(const FitContext &c, unsigned budget) : c_(c), budget_(budget) {}
+
+  bool spent() const { return compiles_ >= budget_; }
+  unsigned compiles() const { return compiles_; }
+
+  /// The change, when the edited request's plan compiles and fits.
+  std::optional<FitFound> probe(const RequestEdit &edit, FitChange change) {
+    ++compiles_;
+    CompileRequest req = c_.req;
+    PlacementRequest place = c_.place;
+    req.dump = DumpOptions(); // compile only
+    place.searchBuckets = false;
+    edit.apply(req, place);
+    auto plan = compilePlan(c_.forward, req, place);
+    if (!plan) {
+      llvm::consumeError(plan.takeError());
+      return std::nullopt;
+    }
+    if (llvm::Error e = checkPlanFitsCluster(**plan)) {
+      llvm::consumeError(std::move(e));
+      return std::nullopt;
+    }
+    FitFound found{edit.flags, edit.what, change};
+    const int64_t k = (*plan)->plan().accumulate.value_or(1);
+    found.samplesPerUpdate = (*plan)->batch().value_or(0) * k;
+    auto seconds = predictedUpdate(**plan);
+    if (seconds) {
+      found.updateSeconds = *seconds;
+    } else { // fits, and is ranked last of its class
+      llvm::consumeError(seconds.takeError());
+      found.updateSeconds = std::numeric_limits<double>::infinity();
+    }
+    return found;
+  }
+
+private:
+  const FitContext &c_;
+  unsigned budget_;
+  unsigned compiles_ = 0;
+};
+
+/// Every edit of an unordered kind.
+void searchEach(const FitOptionKind &kind, llvm::ArrayRef<RequestEdit> edits, Prober &prober,
+                FitAdvice &advice) {
+  for (const RequestEdit &e : edits) {
+    if (prober.spent()) {
+      advice.budgetSpent = true;
+      return;
+    }
+    if (auto found = prober.probe(e, kind.change))
+      advice.fits.push_back(std::move(*found));
+    else
+      advice.tried.push_back(e.flags);
+  }
+}
+
+/// The first edit of an ordered kind that fits: from the guess, galloping
+/// (1, 2, 4, ... edits) towards the boundary, then bisecting; the answer is
+/// proven when the edit before it was compiled and does not fit.
+void searchFirst(const FitContext &c, const FitOptionKind &kind,
+                 llvm::ArrayRef<RequestEdit> edits, Prober &prober, FitAdvice &advice) {
+  const long n = (long)edits.size();
+  long lo = -1, hi = n; // lo does not fit, hi fits (n: none known to)
+  std::optional<FitFound> best;
+  auto probeAt = [&](long i) {
+    if (auto found = prober.probe(edits[(size_t)i], kind.change)) {
+      hi = i;
+      best = std::move(found);
+      return true;
+    }
+    lo = i;
+    return false;
+  };
+  long start = kind.guess ? (long)kind.guess(c, edits) : 0;
+  if (prober.spent()) {
+    advice.budgetSpent = true;
+    return;
+  }
+  const bool down = probeAt(std::clamp(start, 0L, n - 1));
+  bool bisect = false;
+  long step = 1;
+  while (hi - lo > 1) {
+    if (prober.spent()) {
+      advice.budgetSpent = true;
+      break;
+    }
+    long i = down ? hi - step : lo + step;
+    step *= 2;
+    if (bisect || i <= lo || i >= hi)
+      i = lo + (hi - lo) / 2;
+    if (probeAt(i) != down)
+      bisect = true;
+  }
+  if (best) {
+    if (hi - lo > 1)
+      best->what += " (an earlier option may fit too: the search stopped at its compile budget)";
+    advice.fits.push_back(std::move(*best));
+  } else if (lo == n - 1) {
+    advice.tried.push_back(edits.back().flags);
+  }
+}
+
+/// The cluster of every worker's GPUs (as the data-parallel strategy
+/// builds it).
+llvm::Expected<Cluster> wholeCluster(const PlacementRequest &place) {
+  std::vector<unsigned> gpus = place.workerGpus();
+  PlacementRequest whole = place;
+  if (gpus.size() > 1 || place.tasks)
+    whole.gpus = (int)std::accumulate(gpus.begin(), gpus.end(), 0u);
+  return clusterFor(whole);
+}
+
+/// The global batch a request's step has.
+int64_t globalBatch(const Module &forward, const CompileRequest &req,
+                    const PlacementRequest &place, const Cluster &cluster) {
+  if (req.options.batch > 0)
+    return req.options.batch;
+  if (forward.batch())
+    return *forward.batch();
+  if (place.strategy == Strategy::ModelParallel)
+    return kDefaultBatchPerTower;
+  return kDefaultBatchPerTower * std::max(1, place.towers.value_or((int)cluster.numGpus()));
+}
+
+std::string ms(double seconds) {
+  if (seconds == std::numeric_limits<double>::infinity())
+    return "no prediction";
+  return llvm::formatv("predicted {0:f2} ms per update", seconds * 1e3).str();
+}
+
+} // namespace
+
+std::string FitAdvice::text() const {
+  std::string cost = llvm::formatv("[fit advisor: {0} compile{1}, {2:f1} s{3}]", compiles,
+                                   compiles == 1 ? "" : "s", seconds,
+                                   budgetSpent ? ", its budget spent" : "")
+                         .str();
+  if (fits.empty())
+    return "no change tried fits" +
+           (tried.empty() ? std::string() : " (" + llvm::join(tried, "; ") + ")") + " " + cost;
+  const FitFound &first = fits.front();
+  std::string text = "would fit with: " + first.flags + " (" + first.what + "; " +
+                     ms(first.updateSeconds) + ")";
+  std::vector<std::string> others;
+  for (size_t i = 1; i < fits.size(); ++i)
+    others.push_back(fits[i].flags + " (" + ms(fits[i].updateSeconds) + ")");
+  if (!others.empty())
+    text += "; also fits: " + llvm::join(others, ", ");
+  return text + " " + cost;
+}
+
+FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
+                    const PlacementRequest &place, const MemoryMisfit &misfit,
+                    const FitAdvisorOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  FitAdvice advice;
+  auto cluster = wholeCluster(place);
+  if (!cluster || !misfit.worst()) {
+    if (!cluster)
+      llvm::consumeError(cluster.takeError());
+    return advice;
+  }
+  FitContext c{forward, req, place, *cluster, globalBatch(forward, req, place, *cluster),
+               std::max(1u, req.options.accumulate), misfit};
+  Prober prober(c, options.maxCompiles);
+  // The kinds by how much they change the training; a later class is
+  // searched only while nothing fits.
+  std::vector<const FitOptionKind *> kinds;
+  for (const FitOptionKind &k : fitOptions())
+    kinds.push_back(&k);
+  llvm::stable_sort(kinds, [](const FitOptionKind *a, const FitOptionKind *b) {
+    return a->change < b->change;
+  });
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (i > 0 && kinds[i]->change != kinds[i - 1]->change && !advice.fits.empty())
+      break;
+    std::vector<RequestEdit> edits = kinds[i]->edits(c);
+    if (edits.empty())
+      continue;
+    if (kinds[i]->ordered)
+      searchFirst(c, *kinds[i], edits, prober, advice);
+    else
+      searchEach(*kinds[i], edits, prober, advice);
+  }
+  // Cheapest first: the class, then the predicted time per sample; the
+  // list's order on a tie (stable).
+  llvm::stable_sort(advice.fits, [](const FitFound &a, const FitFound &b) {
+    if (a.change != b.change)
+      return a.change < b.change;
+    return a.secondsPerSample() < b.secondsPerSample();
+  });
+  advice.compiles = prober.compiles();
+  advice.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return advice;
+}
+
+llvm::Expected<std::unique_ptr<Module>>
+compileThatFits(const Module &forward, const CompileRequest &req, const PlacementRequest &place,
+                const FitAdvisorOptions &options) {
+  auto plan = compilePlan(forward, req, place);
+  llvm::Error e = plan ? checkPlanFitsCluster(**plan) : plan.takeError();
+  if (!e)
+    return plan;
+  return llvm::handleErrors(std::move(e), [&](std::unique_ptr<MemoryMisfit> m) -> llvm::Error {
+    m->setAdvice(adviseFit(forward, req, place, *m, options).text());
+    return llvm::Error(std::move(m));
+  });
+}
+
+} // namespace graphc
