@@ -65,7 +65,7 @@ public:
       llvm::consumeError(std::move(e));
       return std::nullopt;
     }
-    FitFound found{edit.flags, edit.what, change};
+    FitFound found{edit, change};
     const int64_t k = (*plan)->plan().accumulate.value_or(1);
     found.samplesPerUpdate = (*plan)->batch().value_or(0) * k;
     auto seconds = predictedUpdate(**plan);
@@ -85,9 +85,10 @@ private:
 };
 
 /// Every edit of an unordered kind.
-void searchEach(const FitOptionKind &kind, llvm::ArrayRef<RequestEdit> edits, Prober &prober,
+void searchEach(const FitOptionKind &kind, const EditList &edits, Prober &prober,
                 FitAdvice &advice) {
-  for (const RequestEdit &e : edits) {
+  for (size_t i = 0; i < edits.size; ++i) {
+    RequestEdit e = edits.at(i);
     if (prober.spent()) {
       advice.budgetSpent = true;
       return;
@@ -102,13 +103,13 @@ void searchEach(const FitOptionKind &kind, llvm::ArrayRef<RequestEdit> edits, Pr
 /// The first edit of an ordered kind that fits: from the guess, galloping
 /// (1, 2, 4, ... edits) towards the boundary, then bisecting; the answer is
 /// proven when the edit before it was compiled and does not fit.
-void searchFirst(const FitContext &c, const FitOptionKind &kind,
-                 llvm::ArrayRef<RequestEdit> edits, Prober &prober, FitAdvice &advice) {
-  const long n = (long)edits.size();
+void searchFirst(const FitContext &c, const FitOptionKind &kind, const EditList &edits,
+                 Prober &prober, FitAdvice &advice) {
+  const long n = (long)edits.size;
   long lo = -1, hi = n; // lo does not fit, hi fits (n: none known to)
   std::optional<FitFound> best;
   auto probeAt = [&](long i) {
-    if (auto found = prober.probe(edits[(size_t)i], kind.change)) {
+    if (auto found = prober.probe(edits.at((size_t)i), kind.change)) {
       hi = i;
       best = std::move(found);
       return true;
@@ -116,7 +117,7 @@ void searchFirst(const FitContext &c, const FitOptionKind &kind,
     lo = i;
     return false;
   };
-  long start = kind.guess ? (long)kind.guess(c, edits) : 0;
+  long start = kind.guess ? (long)kind.guess(c, edits.size) : 0;
   if (prober.spent()) {
     advice.budgetSpent = true;
     return;
@@ -138,10 +139,11 @@ void searchFirst(const FitContext &c, const FitOptionKind &kind,
   }
   if (best) {
     if (hi - lo > 1)
-      best->what += " (an earlier option may fit too: the search stopped at its compile budget)";
+      best->edit.what +=
+          " (an earlier option may fit too: the search stopped at its compile budget)";
     advice.fits.push_back(std::move(*best));
   } else if (lo == n - 1) {
-    advice.tried.push_back(edits.back().flags);
+    advice.tried.push_back(edits.at(edits.size - 1).flags);
   }
 }
 
@@ -184,11 +186,11 @@ std::string FitAdvice::text() const {
     return "no change tried fits" +
            (tried.empty() ? std::string() : " (" + llvm::join(tried, "; ") + ")") + " " + cost;
   const FitFound &first = fits.front();
-  std::string text = "would fit with: " + first.flags + " (" + first.what + "; " +
+  std::string text = "would fit with: " + first.edit.flags + " (" + first.edit.what + "; " +
                      ms(first.updateSeconds) + ")";
   std::vector<std::string> others;
   for (size_t i = 1; i < fits.size(); ++i)
-    others.push_back(fits[i].flags + " (" + ms(fits[i].updateSeconds) + ")");
+    others.push_back(fits[i].edit.flags + " (" + ms(fits[i].updateSeconds) + ")");
   if (!others.empty())
     text += "; also fits: " + llvm::join(others, ", ");
   return text + " " + cost;
@@ -219,8 +221,8 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
   for (size_t i = 0; i < kinds.size(); ++i) {
     if (i > 0 && kinds[i]->change != kinds[i - 1]->change && !advice.fits.empty())
       break;
-    std::vector<RequestEdit> edits = kinds[i]->edits(c);
-    if (edits.empty())
+    EditList edits = kinds[i]->edits(c);
+    if (edits.size == 0)
       continue;
     if (kinds[i]->ordered)
       searchFirst(c, *kinds[i], edits, prober, advice);

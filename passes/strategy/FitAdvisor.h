@@ -45,7 +45,7 @@ struct FitAdvisorOptions {
 
 /// One change that fits, with the step simulator's prediction.
 struct FitFound {
-  std::string flags, what;
+  RequestEdit edit; ///< its flags, what it means, and the change itself
   FitChange change = FitChange::SameTraining;
   double updateSeconds = 0;     ///< predicted time of one update
   int64_t samplesPerUpdate = 0;

@@ -7,7 +7,9 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <memory>
 
 namespace graphc {
 
@@ -39,12 +41,18 @@ double sampleShareThatFits(const FitContext &c, int64_t extra) {
   return room / (double)w.arena();
 }
 
-/// The first of `n` indices that passes `ok`, or the last.
+/// The first of `n` indices that passes `ok` (the last when none does),
+/// by bisection: `ok` is monotone.
 size_t firstIndex(size_t n, const std::function<bool(size_t)> &ok) {
-  for (size_t i = 0; i < n; ++i)
-    if (ok(i))
-      return i;
-  return n ? n - 1 : 0;
+  size_t lo = 0, hi = n ? n - 1 : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ok(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
 }
 
 std::vector<ParamPlacement> otherModes(const FitContext &c) {
@@ -66,9 +74,11 @@ std::vector<ParamPlacement> otherModes(const FitContext &c) {
   return modes;
 }
 
-std::vector<RequestEdit> paramsEdits(const FitContext &c) {
+/// Not under --params auto (it tried every mode) nor with ps tasks (they
+/// hold the variables).
+EditList paramsEdits(const FitContext &c) {
   if (c.place.strategy != Strategy::DataParallel ||
-      c.req.options.params.kind == ParamPlacement::Auto)
+      c.req.options.params.kind == ParamPlacement::Auto || c.place.psTasks() > 0)
     return {};
   std::vector<RequestEdit> edits;
   for (ParamPlacement mode : otherModes(c))
@@ -78,56 +88,71 @@ std::vector<RequestEdit> paramsEdits(const FitContext &c) {
                                                                        : "placed as " +
                                                                              modeName(mode)),
                      [mode](CompileRequest &r, PlacementRequest &) { r.options.params = mode; }});
-  return edits;
+  return editList(std::move(edits));
 }
 
-std::vector<RequestEdit> modelParallelEdits(const FitContext &c) {
+EditList modelParallelEdits(const FitContext &c) {
   const PlacementRequest &p = c.place;
   if (p.strategy != Strategy::DataParallel || p.tasks || p.workers > 1 || p.psTasks() > 0 ||
       (p.towers && *p.towers != (int)c.gpus()) || c.req.options.split.kind != SplitSpec::Even ||
       c.gpus() < 2)
     return {};
-  return {{"--strategy model-parallel",
-           "the same training, one replica spread over the " + str(c.gpus()) + " GPUs",
-           [](CompileRequest &, PlacementRequest &p) {
-             p.strategy = Strategy::ModelParallel;
-             p.towers.reset();
-           }}};
+  return editList({{"--strategy model-parallel",
+                    "the same training, one replica spread over the " + str(c.gpus()) + " GPUs",
+                    [](CompileRequest &, PlacementRequest &p) {
+                      p.strategy = Strategy::ModelParallel;
+                      p.towers.reset();
+                    }}});
 }
 
-std::vector<RequestEdit> accumulateEdits(const FitContext &c) {
+/// The micro-batches --accumulate may split the batch into: b/k for the
+/// divisors k > 1 of b, at least one sample per tower (the same number for
+/// each under --remainder error), largest first.
+std::vector<int64_t> microBatches(const FitContext &c) {
+  std::vector<int64_t> out;
+  for (int64_t k = 2; k * k <= c.batch; ++k)
+    if (c.batch % k == 0) {
+      out.push_back(c.batch / k);
+      if (k * k != c.batch)
+        out.push_back(k);
+    }
+  if (c.batch > 1)
+    out.push_back(1);
+  const bool even = c.req.options.remainder == RemainderPolicy::Error;
+  llvm::erase_if(out, [&](int64_t m) {
+    return m < fewestSamples(c) || (even && m % fewestSamples(c) != 0);
+  });
+  llvm::sort(out, std::greater<int64_t>());
+  return out;
+}
+
+EditList accumulateEdits(const FitContext &c) {
   if (c.place.psAsync)
     return {};
-  std::vector<RequestEdit> edits;
+  auto micro = std::make_shared<std::vector<int64_t>>(microBatches(c));
   const int64_t b = c.batch, a = c.accumulate;
-  for (int64_t k = 2; k <= b; ++k) {
-    if (b % k || b / k < fewestSamples(c))
-      continue;
-    const int64_t micro = b / k;
-    edits.push_back({"--batch " + str(micro) + " --accumulate " + str(a * k),
-                     "the same " + str(a * b) + " samples per update in " + str(a * k) +
-                         " micro-batches of " + str(micro),
-                     [micro, k, a](CompileRequest &r, PlacementRequest &) {
-                       r.options.batch = micro;
-                       r.options.accumulate = (unsigned)(a * k);
-                     }});
-  }
-  return edits;
+  return {micro->size(), [micro, b, a](size_t i) {
+            const int64_t m = (*micro)[i], k = a * (b / m);
+            return RequestEdit{"--batch " + str(m) + " --accumulate " + str(k),
+                               "the same " + str(a * b) + " samples per update in " + str(k) +
+                                   " micro-batches of " + str(m),
+                               [m, k](CompileRequest &r, PlacementRequest &) {
+                                 r.options.batch = m;
+                                 r.options.accumulate = (unsigned)k;
+                               }};
+          }};
 }
 
 /// Each tower accumulates its gradients on its own device: about every
 /// trainable parameter's bytes more on each GPU.
-size_t accumulateGuess(const FitContext &c, llvm::ArrayRef<RequestEdit> edits) {
+size_t accumulateGuess(const FitContext &c, size_t size) {
   int64_t params = 0;
   for (const Variable &v : c.forward.variables())
     if (v.trainable())
       params += v.type.bytes();
   const double share = sampleShareThatFits(c, c.accumulate > 1 ? 0 : params);
-  std::vector<int64_t> micro;
-  for (int64_t k = 2; k <= c.batch; ++k)
-    if (c.batch % k == 0 && c.batch / k >= fewestSamples(c))
-      micro.push_back(c.batch / k);
-  return firstIndex(edits.size(), [&](size_t i) { return (double)micro[i] <= share * c.batch; });
+  std::vector<int64_t> micro = microBatches(c);
+  return firstIndex(size, [&](size_t i) { return (double)micro[i] <= share * (double)c.batch; });
 }
 
 /// The cluster file's cluster with `gpus` GPUs: the last GPU repeated, with
@@ -177,6 +202,13 @@ llvm::Expected<Cluster> withMoreGpus(const Cluster &c, unsigned gpus) {
   return bigger;
 }
 
+const ClusterDevice *firstGpu(const Cluster &c) {
+  for (const ClusterDevice &d : c.devices())
+    if (d.id.isGpu())
+      return &d;
+  return nullptr;
+}
+
 /// Whether every GPU of the cluster is alike (memory and speed).
 bool gpusAlike(const Cluster &c) {
   const ClusterDevice *first = nullptr;
@@ -190,59 +222,70 @@ bool gpusAlike(const Cluster &c) {
   return first != nullptr;
 }
 
-std::vector<RequestEdit> moreGpuEdits(const FitContext &c) {
+EditList moreGpuEdits(const FitContext &c) {
   const PlacementRequest &p = c.place;
   if (p.tasks || (p.towers && *p.towers != (int)c.gpus()) ||
       c.req.options.split.kind == SplitSpec::Weights)
     return {};
-  std::vector<RequestEdit> edits;
   const std::string batch = " (the same global batch of " + str(c.batch) + ")";
+  // Data parallel: one sample per tower at least.
+  const int64_t most = p.strategy == Strategy::DataParallel ? c.batch : INT64_MAX;
+  auto count = [&](int64_t have, int64_t per) {
+    int64_t last = std::min<int64_t>(have * kMoreDevicesFactor, (Cluster::kMaxDevices - 1) / per);
+    last = std::min(last, most / per);
+    return (size_t)std::max<int64_t>(0, last - have);
+  };
   if (p.workers > 1) {
-    for (int w = p.workers + 1; w <= p.workers * (int)kMoreDevicesFactor; ++w)
-      if ((int64_t)w * p.gpus <= c.batch && (unsigned)(w * p.gpus) < Cluster::kMaxDevices)
-        edits.push_back({"--workers " + str(w), str(w) + " workers of " + str(p.gpus) + " GPUs" +
-                                                    batch,
-                         [w](CompileRequest &, PlacementRequest &p) { p.workers = w; }});
-    return edits;
+    const int w0 = p.workers, gpus = p.gpus;
+    return {count(w0, gpus), [=](size_t i) {
+              const int w = w0 + 1 + (int)i;
+              return RequestEdit{"--workers " + str(w),
+                                 str(w) + " workers of " + str(gpus) + " GPUs" + batch,
+                                 [w](CompileRequest &, PlacementRequest &p) { p.workers = w; }};
+            }};
   }
-  const unsigned n = c.gpus();
-  const bool fileCluster = !p.clusterFile.empty() || p.cluster;
-  if (fileCluster && !gpusAlike(c.cluster))
+  const int n = (int)c.gpus();
+  if (p.clusterFile.empty() && !p.cluster)
+    return {count(n, 1), [=](size_t i) {
+              const int g = n + 1 + (int)i;
+              return RequestEdit{"--gpus " + str(g), str(g) + " GPUs" + batch,
+                                 [g](CompileRequest &, PlacementRequest &p) {
+                                   p.gpus = g;
+                                   if (p.towers)
+                                     p.towers = g;
+                                 }};
+            }};
+  if (!gpusAlike(c.cluster))
     return {};
-  for (unsigned g = n + 1; g <= n * kMoreDevicesFactor && g < Cluster::kMaxDevices; ++g) {
-    if (p.strategy == Strategy::DataParallel && (int64_t)g > c.batch)
-      break;
-    if (!fileCluster) {
-      edits.push_back({"--gpus " + str(g), str(g) + " GPUs" + batch,
-                       [g](CompileRequest &, PlacementRequest &p) {
-                         p.gpus = (int)g;
-                         if (p.towers)
-                           p.towers = (int)g;
-                       }});
-      continue;
-    }
-    auto bigger = withMoreGpus(c.cluster, g);
-    if (!bigger) {
-      llvm::consumeError(bigger.takeError());
-      break;
-    }
-    const ClusterDevice *gpu = &bigger->devices().back();
-    edits.push_back({"a cluster of " + str(g) + " GPUs like " + gpu->name + " (" +
-                         bytesText(gpu->memoryBytes) + " each)",
-                     str(g) + " GPUs" + batch,
-                     [cluster = *bigger, g](CompileRequest &, PlacementRequest &p) {
-                       p.cluster = cluster;
-                       p.clusterFile.clear();
-                       if (p.towers)
-                         p.towers = (int)g;
-                     }});
-  }
-  return edits;
+  const Cluster cluster = c.cluster;
+  return {count(n, 1), [=](size_t i) {
+            const int g = n + 1 + (int)i;
+            auto bigger = withMoreGpus(cluster, (unsigned)g);
+            std::optional<Cluster> made;
+            if (bigger)
+              made = std::move(*bigger);
+            else
+              llvm::consumeError(bigger.takeError()); // its compile says so
+            const ClusterDevice &gpu = *firstGpu(cluster);
+            return RequestEdit{"a cluster of " + str(g) + " GPUs like " + gpu.name + " (" +
+                                   bytesText(gpu.memoryBytes) + " each)",
+                               str(g) + " GPUs" + batch,
+                               [made, g](CompileRequest &, PlacementRequest &p) {
+                                 p.cluster = made;
+                                 p.clusterFile.clear();
+                                 if (!made) { // no cluster: the compile fails
+                                   p.gpus = 0;
+                                   p.hostWithoutDevices = false;
+                                 }
+                                 if (p.towers)
+                                   p.towers = g;
+                               }};
+          }};
 }
 
 /// Data parallel: each tower's share of the batch shrinks with the GPUs;
 /// model parallel: the whole replica spreads over them.
-size_t moreGpuGuess(const FitContext &c, llvm::ArrayRef<RequestEdit> edits) {
+size_t moreGpuGuess(const FitContext &c, size_t size) {
   double factor;
   if (c.place.strategy == Strategy::ModelParallel) {
     int64_t all = 0, capacity = 0;
@@ -254,31 +297,42 @@ size_t moreGpuGuess(const FitContext &c, llvm::ArrayRef<RequestEdit> edits) {
     double share = sampleShareThatFits(c, 0);
     factor = share > 0 ? 1 / share : (double)kMoreDevicesFactor;
   }
-  const double wanted = std::ceil(factor * (c.place.workers > 1 ? c.place.workers : c.gpus()));
-  const double have = c.place.workers > 1 ? c.place.workers : c.gpus();
-  return (size_t)std::clamp(wanted - have - 1, 0.0, (double)(edits.size() ? edits.size() - 1 : 0));
+  const double have = c.place.workers > 1 ? (double)c.place.workers : (double)c.gpus();
+  const double wanted = std::ceil(factor * have);
+  return (size_t)std::clamp(wanted - have - 1, 0.0, (double)(size ? size - 1 : 0));
 }
 
-std::vector<RequestEdit> smallerBatchEdits(const FitContext &c) {
-  std::vector<RequestEdit> edits;
-  const int64_t step = c.req.options.remainder == RemainderPolicy::Error ? fewestSamples(c) : 1;
-  const int64_t a = c.accumulate;
-  for (int64_t b = (c.batch - 1) / step * step; b >= fewestSamples(c); b -= step)
-    edits.push_back({"--batch " + str(b),
-                     str(a * b) + " samples per update instead of " + str(a * c.batch),
-                     [b](CompileRequest &r, PlacementRequest &) { r.options.batch = b; }});
-  return edits;
+/// Batches step samples apart: one, or one per tower under --remainder error.
+int64_t batchStep(const FitContext &c) {
+  return c.req.options.remainder == RemainderPolicy::Error ? fewestSamples(c) : 1;
 }
 
-size_t smallerBatchGuess(const FitContext &c, llvm::ArrayRef<RequestEdit> edits) {
-  const int64_t step = c.req.options.remainder == RemainderPolicy::Error ? fewestSamples(c) : 1;
+EditList smallerBatchEdits(const FitContext &c) {
+  const int64_t step = batchStep(c), largest = (c.batch - 1) / step * step;
+  if (largest < fewestSamples(c))
+    return {};
+  const int64_t a = c.accumulate, was = c.batch;
+  return {(size_t)((largest - fewestSamples(c)) / step + 1), [=](size_t i) {
+            const int64_t b = largest - (int64_t)i * step;
+            return RequestEdit{"--batch " + str(b),
+                               str(a * b) + " samples per update instead of " + str(a * was),
+                               [b](CompileRequest &r, PlacementRequest &) { r.options.batch = b; }};
+          }};
+}
+
+size_t smallerBatchGuess(const FitContext &c, size_t size) {
+  const int64_t step = batchStep(c), largest = (c.batch - 1) / step * step;
   const double fits = sampleShareThatFits(c, 0) * (double)c.batch;
-  const double largest = (double)((c.batch - 1) / step * step);
-  return (size_t)std::clamp(std::ceil((largest - fits) / (double)step), 0.0,
-                            (double)(edits.size() ? edits.size() - 1 : 0));
+  return (size_t)std::clamp(std::ceil(((double)largest - fits) / (double)step), 0.0,
+                            (double)(size ? size - 1 : 0));
 }
 
 } // namespace
+
+EditList editList(std::vector<RequestEdit> edits) {
+  auto all = std::make_shared<std::vector<RequestEdit>>(std::move(edits));
+  return {all->size(), [all](size_t i) { return (*all)[i]; }};
+}
 
 const std::vector<FitOptionKind> &fitOptions() {
   static const std::vector<FitOptionKind> all = {

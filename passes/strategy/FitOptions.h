@@ -65,16 +65,25 @@ struct RequestEdit {
   std::function<void(CompileRequest &, PlacementRequest &)> apply;
 };
 
+/// A kind's edits, made when asked for (a batch of a million has a million
+/// smaller batches; a search compiles a few of them).
+struct EditList {
+  size_t size = 0;
+  std::function<RequestEdit(size_t)> at;
+};
+/// The edits of a list made up front.
+EditList editList(std::vector<RequestEdit> edits);
+
 /// One kind of change: its edits (none: not applicable) and how to search
 /// them.
 struct FitOptionKind {
   const char *name;
   FitChange change;
   bool ordered; ///< monotone along the edits: the first that fits is searched for
-  std::function<std::vector<RequestEdit>(const FitContext &)> edits;
+  std::function<EditList(const FitContext &)> edits;
   /// Ordered: the index where the search starts (the refused plan's figures
   /// under a linear model of memory; only a start, every answer is compiled).
-  std::function<size_t(const FitContext &, llvm::ArrayRef<RequestEdit>)> guess;
+  std::function<size_t(const FitContext &, size_t size)> guess;
 };
 
 /// The list, in the order the advisor tries them (ties in predicted time go

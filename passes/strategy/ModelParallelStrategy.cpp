@@ -12,6 +12,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
+#include <memory>
 
 namespace graphc {
 
@@ -55,16 +56,35 @@ llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &plac
   return llvm::Error::success();
 }
 
+/// The scheduler's refusal (a MemoryMisfit), kept beside the pass manager,
+/// which passes errors on as text.
+struct Refusal {
+  std::string headline;
+  std::vector<MemoryNeed> needs;
+  std::unique_ptr<MemoryMisfit> error() {
+    auto e = std::make_unique<MemoryMisfit>(std::move(headline), std::move(needs));
+    e->setEstimated();
+    return e;
+  }
+};
+
 /// The placer of one attempt: m-ETF under the memory shares `mo`, its
 /// schedule recorded in the plan, then the placer proper for what m-ETF
-/// leaves (colocation, kernels).
+/// leaves (colocation, kernels). A refusal for memory is also kept in
+/// `refused`.
 PlacerFunction scheduleAndPlace(const Cluster &cluster, const ModelParallelOptions &mo,
-                                const PlacerOptions &po) {
-  return [cluster, mo, po](Module &m) -> llvm::Error {
+                                const PlacerOptions &po, std::shared_ptr<Refusal> refused) {
+  return [cluster, mo, po, refused](Module &m) -> llvm::Error {
     auto start = std::chrono::steady_clock::now();
     auto plan = placeModelParallel(m, cluster, kernelFor, mo);
-    if (!plan)
-      return withContext(plan.takeError(), "--strategy model-parallel");
+    if (!plan) {
+      llvm::Error e = llvm::handleErrors(
+          plan.takeError(), [&](std::unique_ptr<MemoryMisfit> misfit) -> llvm::Error {
+            *refused = Refusal{misfit->headline(), misfit->needs()};
+            return llvm::Error(std::move(misfit));
+          });
+      return withContext(std::move(e), "--strategy model-parallel");
+    }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     m.plan().modelParallel = planJson(*plan, mo, seconds);
@@ -96,12 +116,18 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
   ModelParallelOptions mo;
   mo.order = order;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    req.options.placer = scheduleAndPlace(cluster, mo, po);
+    auto refused = std::make_shared<Refusal>();
+    req.options.placer = scheduleAndPlace(cluster, mo, po, refused);
     std::unique_ptr<Module> m = cloneModule(forward);
     m->plan().cluster = cluster;
     m->plan().strategy = Strategy::ModelParallel;
     llvm::Error compiled =
         runPipelines(*m, req.options, req.dump, {trainingPipeline(req), kPlacementPipeline});
+    if (compiled && lastNeeds.empty() && !refused->needs.empty()) {
+      llvm::consumeError(std::move(compiled));
+      refused->headline = (scheduleOrderName(order) + ": " + refused->headline).str();
+      return llvm::Error(refused->error());
+    }
     if (compiled && lastNeeds.empty())
       return compiled;
     if (compiled) { // less memory than a plan that did not fit: that plan's figures say more
@@ -146,21 +172,25 @@ llvm::Error bothRefused(llvm::Error etf, llvm::Error memory) {
   if (!misfits[0] && !misfits[1])
     return makeError("--strategy model-parallel: m-ETF: " + texts[0] + "; memory order: " +
                      texts[1]);
-  // The plan shown: the one misfit, or of two the one whose fullest device
-  // lacks less (the memory order on a tie).
-  const int shown = !misfits[0]   ? 1
-                    : !misfits[1] ? 0
-                                  : (overflow(*misfits[0]) < overflow(*misfits[1]) ? 0 : 1);
+  // The plan shown: the one misfit, or of two the executor's plan before
+  // the scheduler's estimate, then the one whose fullest device lacks less
+  // (the memory order on a tie).
+  auto key = [&](int i) { return std::make_pair(misfits[i]->estimated(), overflow(*misfits[i])); };
+  const int shown = !misfits[0] ? 1 : !misfits[1] ? 0 : (key(0) < key(1) ? 0 : 1);
   const int other = 1 - shown;
   std::string otherText = (other == 0 ? "m-ETF: " : "memory order: ") + texts[other];
   if (misfits[other]) {
-    const MemoryNeed *worst = misfits[other]->worst();
-    otherText = misfits[other]->headline() + "; its fullest device, " + worst->device +
-                ", needs " + bytesText(worst->total()) + " of " + bytesText(worst->capacity);
+    otherText = misfits[other]->headline();
+    if (const MemoryNeed *worst = misfits[other]->worst())
+      otherText += "; its fullest device, " + worst->device + ", needs " +
+                   bytesText(worst->total()) + " of " + bytesText(worst->capacity);
   }
-  return llvm::make_error<MemoryMisfit>("--strategy model-parallel: neither list schedule fits; " +
-                                            misfits[shown]->headline(),
-                                        misfits[shown]->needs(), otherText);
+  auto both = std::make_unique<MemoryMisfit>(
+      "--strategy model-parallel: neither list schedule fits; " + misfits[shown]->headline(),
+      misfits[shown]->needs(), otherText);
+  if (misfits[shown]->estimated())
+    both->setEstimated();
+  return llvm::Error(std::move(both));
 }
 
 double predictedStep(const Module &m) {

@@ -70,6 +70,10 @@ public:
   /// The need of the device that lacks the most (the first in cluster order
   /// on a tie).
   const MemoryNeed *worst() const;
+  /// The figures are a scheduler's estimate, not the executor's memory plan
+  /// (--strategy model-parallel when its list schedule stops).
+  bool estimated() const { return estimated_; }
+  void setEstimated() { estimated_ = true; }
   /// What would fit (the fit advisor's), said after the figures.
   void setAdvice(std::string advice) { advice_ = std::move(advice); }
   const std::string &advice() const { return advice_; }
@@ -81,6 +85,7 @@ public:
 private:
   std::string headline_, detail_, advice_;
   std::vector<MemoryNeed> needs_;
+  bool estimated_ = false;
 };
 
 /// "the plan does not fit its cluster's memory: ..." (a MemoryMisfit), or
