@@ -19,20 +19,19 @@ namespace graphc {
 
 namespace {
 
-/// The predicted time of one update of a placed plan: its last step (graph
-/// main) and, accumulating, its K-1 micro-steps.
-llvm::Expected<double> predictedUpdate(const Module &plan) {
-  std::unique_ptr<Module> runnable = runnablePart(plan);
-  const Cluster &cluster = *plan.plan().cluster;
-  auto step = simulateStep(*runnable, cluster);
+/// The predicted time of one update of a placed plan (`runnable`, on
+/// `cluster`): its last step (graph main) and, accumulating, its K-1
+/// micro-steps.
+llvm::Expected<double> predictedUpdate(const Module &runnable, const Cluster &cluster) {
+  auto step = simulateStep(runnable, cluster);
   if (!step)
     return step.takeError();
   double seconds = step->stepSeconds;
-  const int64_t k = plan.plan().accumulate.value_or(1);
+  const int64_t k = runnable.plan().accumulate.value_or(1);
   if (k > 1) {
     SimOptions micro;
     micro.graph = kMicroGraph.str();
-    auto m = simulateStep(*runnable, cluster, micro);
+    auto m = simulateStep(runnable, cluster, micro);
     if (!m)
       return m.takeError();
     seconds += (double)(k - 1) * m->stepSeconds;
@@ -61,14 +60,21 @@ public:
       llvm::consumeError(plan.takeError());
       return std::nullopt;
     }
-    if (llvm::Error e = checkPlanFitsCluster(**plan)) {
-      llvm::consumeError(std::move(e));
+    // As checkPlanFitsCluster, on the one copy the simulator reads too; a
+    // plan without devices is not an answer.
+    std::unique_ptr<Module> runnable = runnablePart(**plan);
+    if (!runnable->plan().cluster)
+      return std::nullopt;
+    auto needs = memoryNeeds(*runnable);
+    if (!needs || !llvm::all_of(*needs, [](const MemoryNeed &n) { return n.fits(); })) {
+      if (!needs)
+        llvm::consumeError(needs.takeError());
       return std::nullopt;
     }
     FitFound found{edit, change};
-    const int64_t k = (*plan)->plan().accumulate.value_or(1);
-    found.samplesPerUpdate = (*plan)->batch().value_or(0) * k;
-    auto seconds = predictedUpdate(**plan);
+    const int64_t k = runnable->plan().accumulate.value_or(1);
+    found.samplesPerUpdate = runnable->batch().value_or(0) * k;
+    auto seconds = predictedUpdate(*runnable, *runnable->plan().cluster);
     if (seconds) {
       found.updateSeconds = *seconds;
     } else { // fits, and is ranked last of its class
