@@ -213,8 +213,13 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
       llvm::consumeError(cluster.takeError());
     return advice;
   }
-  FitContext c{forward, req, place, *cluster, globalBatch(forward, req, place, *cluster),
-               std::max(1u, req.options.accumulate), misfit};
+  const int64_t batch = globalBatch(forward, req, place, *cluster);
+  const bool given = req.options.batch > 0 || forward.batch();
+  FitContext c{forward, req,   place, *cluster, batch, given, std::max(1u, req.options.accumulate),
+               misfit};
+  // Every edit keeps the batch unless it changes it: more towers would
+  // otherwise take the default per tower.
+  c.req.options.batch = given ? req.options.batch : batch;
   Prober prober(c, options.maxCompiles);
   // The kinds by how much they change the training; a later class is
   // searched only while nothing fits.

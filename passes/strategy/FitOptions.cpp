@@ -228,6 +228,9 @@ EditList moreGpuEdits(const FitContext &c) {
       c.req.options.split.kind == SplitSpec::Weights)
     return {};
   const std::string batch = " (the same global batch of " + str(c.batch) + ")";
+  // Without --batch, more towers would take more samples: the flags pin it.
+  const std::string pin = c.batchGiven ? "" : "--batch " + str(c.batch) + " ";
+  const std::string with = c.batchGiven ? "" : " with --batch " + str(c.batch);
   // Data parallel: one sample per tower at least.
   const int64_t most = p.strategy == Strategy::DataParallel ? c.batch : INT64_MAX;
   auto count = [&](int64_t have, int64_t per) {
@@ -239,7 +242,7 @@ EditList moreGpuEdits(const FitContext &c) {
     const int w0 = p.workers, gpus = p.gpus;
     return {count(w0, gpus), [=](size_t i) {
               const int w = w0 + 1 + (int)i;
-              return RequestEdit{"--workers " + str(w),
+              return RequestEdit{pin + "--workers " + str(w),
                                  str(w) + " workers of " + str(gpus) + " GPUs" + batch,
                                  [w](CompileRequest &, PlacementRequest &p) { p.workers = w; }};
             }};
@@ -248,7 +251,7 @@ EditList moreGpuEdits(const FitContext &c) {
   if (p.clusterFile.empty() && !p.cluster)
     return {count(n, 1), [=](size_t i) {
               const int g = n + 1 + (int)i;
-              return RequestEdit{"--gpus " + str(g), str(g) + " GPUs" + batch,
+              return RequestEdit{pin + "--gpus " + str(g), str(g) + " GPUs" + batch,
                                  [g](CompileRequest &, PlacementRequest &p) {
                                    p.gpus = g;
                                    if (p.towers)
@@ -268,7 +271,7 @@ EditList moreGpuEdits(const FitContext &c) {
               llvm::consumeError(bigger.takeError()); // its compile says so
             const ClusterDevice &gpu = *firstGpu(cluster);
             return RequestEdit{"a cluster of " + str(g) + " GPUs like " + gpu.name + " (" +
-                                   bytesText(gpu.memoryBytes) + " each)",
+                                   bytesText(gpu.memoryBytes) + " each)" + with,
                                str(g) + " GPUs" + batch,
                                [made, g](CompileRequest &, PlacementRequest &p) {
                                  p.cluster = made;
