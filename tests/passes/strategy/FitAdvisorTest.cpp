@@ -247,7 +247,13 @@ TEST(FitAdvisor, ParamsAutoRefusal) {
 }
 
 TEST(FitAdvisor, ModelParallelRefusalAndMoreGpusOfAClusterFile) {
-  auto forward = model("small_cnn");
+  // A deep mlp: its largest colocation group (the first layer's weights
+  // and momentum) is a fifth of the replica, so a few devices can hold it.
+  models::ModelOptions deep;
+  deep.hiddenSizes = std::vector<int64_t>(12, 256);
+  auto built = models::buildModel("mlp", deep);
+  ASSERT_TRUE(bool(built)) << errorOf(built);
+  std::unique_ptr<Module> forward = std::move(*built);
   CompileRequest req = request(1);
   PlacementRequest place;
   place.gpus = 1;
