@@ -8,10 +8,10 @@
 #include "placement/analysis/StepSimulator.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -175,28 +175,31 @@ int64_t globalBatch(const Module &forward, const CompileRequest &req,
   return kDefaultBatchPerTower * std::max(1, place.towers.value_or((int)cluster.numGpus()));
 }
 
-std::string ms(double seconds) {
+std::string predicted(double seconds) {
   if (seconds == std::numeric_limits<double>::infinity())
     return "no prediction";
-  return llvm::formatv("predicted {0:f2} ms per update", seconds * 1e3).str();
+  char text[48];
+  std::snprintf(text, sizeof text, "predicted %.2f ms per update", seconds * 1e3);
+  return text;
 }
 
 } // namespace
 
 std::string FitAdvice::text() const {
-  std::string cost = llvm::formatv("[fit advisor: {0} compile{1}, {2:f1} s{3}]", compiles,
-                                   compiles == 1 ? "" : "s", seconds,
-                                   budgetSpent ? ", its budget spent" : "")
-                         .str();
+  char spent[32];
+  std::snprintf(spent, sizeof spent, "%.1f s", seconds);
+  std::string cost = "[fit advisor: " + std::to_string(compiles) +
+                     (compiles == 1 ? " compile, " : " compiles, ") + spent +
+                     (budgetSpent ? ", its budget spent]" : "]");
   if (fits.empty())
     return "no change tried fits" +
            (tried.empty() ? std::string() : " (" + llvm::join(tried, "; ") + ")") + " " + cost;
   const FitFound &first = fits.front();
   std::string text = "would fit with: " + first.edit.flags + " (" + first.edit.what + "; " +
-                     ms(first.updateSeconds) + ")";
+                     predicted(first.updateSeconds) + ")";
   std::vector<std::string> others;
   for (size_t i = 1; i < fits.size(); ++i)
-    others.push_back(fits[i].edit.flags + " (" + ms(fits[i].updateSeconds) + ")");
+    others.push_back(fits[i].edit.flags + " (" + predicted(fits[i].updateSeconds) + ")");
   if (!others.empty())
     text += "; also fits: " + llvm::join(others, ", ");
   return text + " " + cost;

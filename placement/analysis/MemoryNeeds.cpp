@@ -27,6 +27,16 @@ llvm::Expected<llvm::StringMap<ArenaParts>> plannedArenas(const Module &placed) 
 
 } // namespace
 
+llvm::Expected<llvm::StringMap<int64_t>> plannedArenaBytes(const Module &placed) {
+  auto arenas = plannedArenas(placed);
+  if (!arenas)
+    return arenas.takeError();
+  llvm::StringMap<int64_t> bytes;
+  for (const auto &a : *arenas)
+    bytes[a.getKey()] = a.getValue().activations + a.getValue().copies + a.getValue().gaps;
+  return bytes;
+}
+
 std::string MemoryNeed::text() const {
   std::string parts = "variables " + bytesText(variables) + " + optimizer slots " +
                       bytesText(slots);

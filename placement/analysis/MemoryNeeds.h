@@ -22,6 +22,7 @@
 #include "ir/Cluster.h"
 #include "ir/Module.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -49,6 +50,10 @@ struct MemoryNeed {
   /// 1.00 GiB" (accumulators and layout gaps named when there are any).
   std::string text() const;
 };
+
+/// Each device's planned arena bytes for graph main, in the executor's issue
+/// order (no in-place reuse: the kernels' answers are the executor's).
+llvm::Expected<llvm::StringMap<int64_t>> plannedArenaBytes(const Module &placed);
 
 /// Every device of `runnable` (placed, without its kept forward graph) that
 /// the cluster describes, in cluster order.
