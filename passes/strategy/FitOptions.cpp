@@ -243,7 +243,8 @@ EditList moreGpuEdits(const FitContext &c) {
     return {count(w0, gpus), [=](size_t i) {
               const int w = w0 + 1 + (int)i;
               return RequestEdit{pin + "--workers " + str(w),
-                                 str(w) + " workers of " + str(gpus) + " GPUs" + batch,
+                                 str(w) + " workers of " + str(gpus) +
+                                     (gpus == 1 ? " GPU" : " GPUs") + batch,
                                  [w](CompileRequest &, PlacementRequest &p) { p.workers = w; }};
             }};
   }

@@ -309,7 +309,8 @@ TEST(FitAdvisor, SeveralWorkersTakeMoreWorkers) {
   const int64_t per4096 = fullestGpuNeed(*forward, probe, place);
   ASSERT_GT(per4096, 0);
   CompileRequest req = probe;
-  req.options.batch = primeFrom(2 * 4096 * (perWorker * 5 / 4 / per4096));
+  // per4096: a GPU's need with 2048 samples; 1.25 times a GPU's memory each.
+  req.options.batch = primeFrom(4096 * (perWorker * 5 / 4 / per4096));
   FitAdvice advice = refusedWithAdvice(*forward, req, place);
   expectAdviceFits(*forward, req, place, advice);
   ASSERT_FALSE(advice.fits.empty());
@@ -327,7 +328,7 @@ TEST(FitAdvisor, ParameterServerRefusal) {
   const int64_t per4096 = fullestGpuNeed(*forward, probe, place);
   ASSERT_GT(per4096, 0);
   CompileRequest req = probe;
-  req.options.batch = 2 * 4096 * ((80LL << 30) * 5 / 4 / per4096);
+  req.options.batch = 4096 * ((80LL << 30) * 5 / 4 / per4096); // 1.25 times a GPU
   FitAdvice advice = refusedWithAdvice(*forward, req, place);
   expectAdviceFits(*forward, req, place, advice);
 }
