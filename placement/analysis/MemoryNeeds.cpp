@@ -45,8 +45,12 @@ std::string MemoryNeed::text() const {
   parts += " + peak activations " + bytesText(activations) + " + copies " + bytesText(copies);
   if (gaps)
     parts += " + layout gaps " + bytesText(gaps);
-  return device + " needs " + bytesText(total()) + " = " + parts + ", and has " +
-         bytesText(capacity);
+  std::string text =
+      device + " needs " + bytesText(total()) + " = " + parts + ", and has " + bytesText(capacity);
+  // Rounded, a need a few bytes over its memory reads as equal to it.
+  if (!fits())
+    text += " (" + bytesText(total() - capacity) + " short)";
+  return text;
 }
 
 llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable,

@@ -47,7 +47,8 @@ struct MemoryNeed {
   bool fits() const { return total() <= capacity; }
   /// "gpu:1 needs 1.50 GiB = variables 600.00 MiB + optimizer slots
   /// 600.00 MiB + peak activations 300.00 MiB + copies 36.00 MiB, and has
-  /// 1.00 GiB" (accumulators and layout gaps named when there are any).
+  /// 1.00 GiB (512.00 MiB short)" (accumulators and layout gaps named when
+  /// there are any; what it lacks when it does not fit).
   std::string text() const;
 };
 

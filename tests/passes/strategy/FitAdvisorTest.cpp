@@ -353,7 +353,7 @@ TEST(MemoryNeeds, AMisfitTellsTheDevicesThatFitInOnePhrase) {
   MemoryNeed a{"gpu:1", 100, 100, 0, 100, 0, 0, 512, DeviceKind::GPU};
   MemoryNeed b{"gpu:2", 100, 100, 0, 200, 0, 0, 512, DeviceKind::GPU};
   EXPECT_EQ(over.text(), "gpu:0 needs 564 B = variables 100 B + optimizer slots 100 B + peak "
-                         "activations 300 B + copies 50 B + layout gaps 14 B, and has 512 B");
+                         "activations 300 B + copies 50 B + layout gaps 14 B, and has 512 B (52 B short)");
   EXPECT_EQ(misfitText({over, a, b}),
             over.text() + "; gpu:1, gpu:2 fit (the fullest, gpu:2, needs 400 B of 512 B)");
   EXPECT_EQ(misfitText({a, b}), "");
