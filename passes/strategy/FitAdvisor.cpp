@@ -42,9 +42,16 @@ llvm::Expected<double> predictedUpdate(const Module &runnable, const Cluster &cl
 /// Compiles edited requests within a budget.
 class Prober {
 public:
-  Prober(const FitContext &c, unsigned budget) : c_(c), budget_(budget) {}
+  Prober(const FitContext &c, const FitAdvisorOptions &budget)
+      : c_(c), budget_(budget), start_(std::chrono::steady_clock::now()) {}
 
-  bool spent() const { return compiles_ >= budget_; }
+  bool spent() const {
+    return compiles_ >= budget_.maxCompiles ||
+           (compiles_ > 0 && seconds() >= budget_.maxSeconds);
+  }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
   unsigned compiles() const { return compiles_; }
 
   /// The change, when the edited request's plan compiles and fits.
@@ -86,7 +93,8 @@ public:
 
 private:
   const FitContext &c_;
-  unsigned budget_;
+  FitAdvisorOptions budget_;
+  std::chrono::steady_clock::time_point start_;
   unsigned compiles_ = 0;
 };
 
@@ -146,7 +154,7 @@ void searchFirst(const FitContext &c, const FitOptionKind &kind, const EditList 
   if (best) {
     if (hi - lo > 1)
       best->edit.what +=
-          " (an earlier option may fit too: the search stopped at its compile budget)";
+          " (an earlier option may fit too: the search stopped at its budget)";
     advice.fits.push_back(std::move(*best));
   } else if (lo == n - 1) {
     advice.tried.push_back(edits.at(edits.size - 1).flags);
@@ -223,7 +231,7 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
   // Every edit keeps the batch unless it changes it: more towers would
   // otherwise take the default per tower.
   c.req.options.batch = given ? req.options.batch : batch;
-  Prober prober(c, options.maxCompiles);
+  Prober prober(c, options);
   // The kinds by how much they change the training; a later class is
   // searched only while nothing fits.
   std::vector<const FitOptionKind *> kinds;

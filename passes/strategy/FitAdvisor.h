@@ -21,9 +21,10 @@
 //             last step, over its samples), then by list order. A kind of
 //             change is only searched while no change of an earlier
 //             FitChange fits.
-//   cost      at most FitAdvisorOptions::maxCompiles compiles in all; a
-//             search the budget stops reports what it found so far
-//             (docs/placement.md gives the time this adds to a refusal).
+//   cost      at most FitAdvisorOptions::maxCompiles compiles, none started
+//             after maxSeconds; a search the budget stops reports what it
+//             found so far (docs/placement.md gives the time this adds to
+//             a refusal).
 //
 // The advice names one change ("would fit with: --batch 24 --accumulate 2
 // (...)"), the others of its class that fit, or what was tried when none
@@ -39,8 +40,11 @@
 
 namespace graphc {
 
+/// The advisor's budget: no compile starts once either is spent (the first
+/// always runs, so a refusal names a change whenever the first edit fits).
 struct FitAdvisorOptions {
   unsigned maxCompiles = 16;
+  double maxSeconds = 10; ///< wall clock, from the advisor's start
 };
 
 /// One change that fits, with the step simulator's prediction.
