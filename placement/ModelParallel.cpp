@@ -338,10 +338,11 @@ private:
     if (where.empty())
       return nodeError(*closest, "cannot be placed model-parallel: an operand has no link to " +
                                      llvm::join(unlinked, ", "));
-    std::string at = where.size() == 1 ? where[0] + (groupDevice_[grp] >= 0
-                                                         ? ", where its colocation group is, has"
-                                                         : " has")
-                                       : "none of " + llvm::join(where, ", ") + " has";
+    std::string at = where.size() == 1
+                         ? where[0] + (groupDevice_[grp] >= 0
+                                           ? ", where its colocation group is, has no"
+                                           : " has no")
+                         : "none of " + llvm::join(where, ", ") + " has";
     std::string headline = "node '" + printable(closest->name(), 256) + "' (" +
                            opName(closest->op()).str() + "): cannot be placed model-parallel: " +
                            at +
