@@ -338,14 +338,13 @@ private:
     if (where.empty())
       return nodeError(*closest, "cannot be placed model-parallel: an operand has no link to " +
                                      llvm::join(unlinked, ", "));
-    std::string at = where.size() == 1
-                         ? where[0] + (groupDevice_[grp] >= 0
-                                           ? ", where its colocation group is, has no"
-                                           : " has no")
-                         : "none of " + llvm::join(where, ", ") + " has";
+    std::string at = where.size() == 1 ? where[0] + (groupDevice_[grp] >= 0
+                                                         ? ", where its colocation group is, has no"
+                                                         : " has no")
+                                       : "none of " + llvm::join(where, ", ") + " has";
     std::string headline = "node '" + printable(closest->name(), 256) + "' (" +
-                           opName(closest->op()).str() + "): cannot be placed model-parallel: " +
-                           at +
+                           opName(closest->op()).str() +
+                           "): cannot be placed model-parallel: " + at +
                            " room for its results, copies of its operands and its group's "
                            "variables (the scheduler's estimate of what each device holds then)";
     if (!unlinked.empty())

@@ -46,8 +46,7 @@ public:
       : c_(c), budget_(budget), start_(std::chrono::steady_clock::now()) {}
 
   bool spent() const {
-    return compiles_ >= budget_.maxCompiles ||
-           (compiles_ > 0 && seconds() >= budget_.maxSeconds);
+    return compiles_ >= budget_.maxCompiles || (compiles_ > 0 && seconds() >= budget_.maxSeconds);
   }
   double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -153,8 +152,7 @@ void searchFirst(const FitContext &c, const FitOptionKind &kind, const EditList 
   }
   if (best) {
     if (hi - lo > 1)
-      best->edit.what +=
-          " (an earlier option may fit too: the search stopped at its budget)";
+      best->edit.what += " (an earlier option may fit too: the search stopped at its budget)";
     advice.fits.push_back(std::move(*best));
   } else if (lo == n - 1) {
     advice.tried.push_back(edits.at(edits.size - 1).flags);
@@ -172,8 +170,8 @@ llvm::Expected<Cluster> wholeCluster(const PlacementRequest &place) {
 }
 
 /// The global batch a request's step has.
-int64_t globalBatch(const Module &forward, const CompileRequest &req,
-                    const PlacementRequest &place, const Cluster &cluster) {
+int64_t globalBatch(const Module &forward, const CompileRequest &req, const PlacementRequest &place,
+                    const Cluster &cluster) {
   if (req.options.batch > 0)
     return req.options.batch;
   if (forward.batch())
@@ -213,9 +211,8 @@ std::string FitAdvice::text() const {
   return text + " " + cost;
 }
 
-FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
-                    const PlacementRequest &place, const MemoryMisfit &misfit,
-                    const FitAdvisorOptions &options) {
+FitAdvice adviseFit(const Module &forward, const CompileRequest &req, const PlacementRequest &place,
+                    const MemoryMisfit &misfit, const FitAdvisorOptions &options) {
   auto start = std::chrono::steady_clock::now();
   FitAdvice advice;
   auto cluster = wholeCluster(place);
@@ -226,7 +223,7 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
   }
   const int64_t batch = globalBatch(forward, req, place, *cluster);
   const bool given = req.options.batch > 0 || forward.batch();
-  FitContext c{forward, req,   place, *cluster, batch, given, std::max(1u, req.options.accumulate),
+  FitContext c{forward, req, place, *cluster, batch, given, std::max(1u, req.options.accumulate),
                misfit};
   // Every edit keeps the batch unless it changes it: more towers would
   // otherwise take the default per tower.
@@ -237,9 +234,8 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
   std::vector<const FitOptionKind *> kinds;
   for (const FitOptionKind &k : fitOptions())
     kinds.push_back(&k);
-  llvm::stable_sort(kinds, [](const FitOptionKind *a, const FitOptionKind *b) {
-    return a->change < b->change;
-  });
+  llvm::stable_sort(
+      kinds, [](const FitOptionKind *a, const FitOptionKind *b) { return a->change < b->change; });
   for (size_t i = 0; i < kinds.size(); ++i) {
     if (i > 0 && kinds[i]->change != kinds[i - 1]->change && !advice.fits.empty())
       break;
@@ -259,14 +255,14 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
     return a.secondsPerSample() < b.secondsPerSample();
   });
   advice.compiles = prober.compiles();
-  advice.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  advice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return advice;
 }
 
-llvm::Expected<std::unique_ptr<Module>>
-compileThatFits(const Module &forward, const CompileRequest &req, const PlacementRequest &place,
-                const FitAdvisorOptions &options) {
+llvm::Expected<std::unique_ptr<Module>> compileThatFits(const Module &forward,
+                                                        const CompileRequest &req,
+                                                        const PlacementRequest &place,
+                                                        const FitAdvisorOptions &options) {
   auto plan = compilePlan(forward, req, place);
   llvm::Error e = plan ? checkPlanFitsCluster(**plan) : plan.takeError();
   if (!e)

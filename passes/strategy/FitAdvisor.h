@@ -51,7 +51,7 @@ struct FitAdvisorOptions {
 struct FitFound {
   RequestEdit edit; ///< its flags, what it means, and the change itself
   FitChange change = FitChange::SameTraining;
-  double updateSeconds = 0;     ///< predicted time of one update
+  double updateSeconds = 0; ///< predicted time of one update
   int64_t samplesPerUpdate = 0;
   double secondsPerSample() const {
     return samplesPerUpdate ? updateSeconds / (double)samplesPerUpdate : updateSeconds;
@@ -59,8 +59,8 @@ struct FitFound {
 };
 
 struct FitAdvice {
-  std::vector<FitFound> fits;      ///< cheapest first
-  std::vector<std::string> tried;  ///< what was compiled and did not fit, per kind
+  std::vector<FitFound> fits;     ///< cheapest first
+  std::vector<std::string> tried; ///< what was compiled and did not fit, per kind
   unsigned compiles = 0;
   bool budgetSpent = false;
   double seconds = 0;
@@ -70,14 +70,14 @@ struct FitAdvice {
 };
 
 /// Searches fitOptions() for changes to `req`/`place` whose plan fits.
-FitAdvice adviseFit(const Module &forward, const CompileRequest &req,
-                    const PlacementRequest &place, const MemoryMisfit &misfit,
-                    const FitAdvisorOptions &options = {});
+FitAdvice adviseFit(const Module &forward, const CompileRequest &req, const PlacementRequest &place,
+                    const MemoryMisfit &misfit, const FitAdvisorOptions &options = {});
 
 /// compilePlan, then checkPlanFitsCluster; a MemoryMisfit from either gets
 /// the advice of adviseFit. Other errors pass unchanged.
-llvm::Expected<std::unique_ptr<Module>>
-compileThatFits(const Module &forward, const CompileRequest &req, const PlacementRequest &place,
-                const FitAdvisorOptions &options = {});
+llvm::Expected<std::unique_ptr<Module>> compileThatFits(const Module &forward,
+                                                        const CompileRequest &req,
+                                                        const PlacementRequest &place,
+                                                        const FitAdvisorOptions &options = {});
 
 } // namespace graphc

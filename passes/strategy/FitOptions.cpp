@@ -15,7 +15,9 @@ namespace graphc {
 
 namespace {
 
-std::string str(int64_t n) { return std::to_string(n); }
+std::string str(int64_t n) {
+  return std::to_string(n);
+}
 
 /// The towers of a data-parallel request (one per GPU unless --towers).
 unsigned towersOf(const FitContext &c) {
@@ -25,10 +27,14 @@ unsigned towersOf(const FitContext &c) {
 }
 
 /// The fewest samples a step may have: one per tower.
-int64_t fewestSamples(const FitContext &c) { return std::max<int64_t>(1, towersOf(c)); }
+int64_t fewestSamples(const FitContext &c) {
+  return std::max<int64_t>(1, towersOf(c));
+}
 
 /// The device that lacks the most in the refused plan.
-const MemoryNeed &worst(const FitContext &c) { return *c.misfit.worst(); }
+const MemoryNeed &worst(const FitContext &c) {
+  return *c.misfit.worst();
+}
 
 /// The largest share of the step's samples the worst device holds when
 /// `extra` more bytes are stored on it, under a linear model: what it stores
@@ -82,12 +88,12 @@ EditList paramsEdits(const FitContext &c) {
     return {};
   std::vector<RequestEdit> edits;
   for (ParamPlacement mode : otherModes(c))
-    edits.push_back({"--params " + modeName(mode), "the same training, the variables " +
-                                                       std::string(mode.kind == ParamPlacement::Cpu
-                                                                       ? "on the host"
-                                                                       : "placed as " +
-                                                                             modeName(mode)),
-                     [mode](CompileRequest &r, PlacementRequest &) { r.options.params = mode; }});
+    edits.push_back(
+        {"--params " + modeName(mode),
+         "the same training, the variables " + std::string(mode.kind == ParamPlacement::Cpu
+                                                               ? "on the host"
+                                                               : "placed as " + modeName(mode)),
+         [mode](CompileRequest &r, PlacementRequest &) { r.options.params = mode; }});
   return editList(std::move(edits));
 }
 
@@ -119,9 +125,8 @@ std::vector<int64_t> microBatches(const FitContext &c) {
   if (c.batch > 1)
     out.push_back(1);
   const bool even = c.req.options.remainder == RemainderPolicy::Error;
-  llvm::erase_if(out, [&](int64_t m) {
-    return m < fewestSamples(c) || (even && m % fewestSamples(c) != 0);
-  });
+  llvm::erase_if(
+      out, [&](int64_t m) { return m < fewestSamples(c) || (even && m % fewestSamples(c) != 0); });
   llvm::sort(out, std::greater<int64_t>());
   return out;
 }

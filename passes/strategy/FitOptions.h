@@ -51,7 +51,7 @@ struct FitContext {
   const Module &forward;
   CompileRequest req;
   PlacementRequest place;
-  Cluster cluster;        ///< the request's cluster (all workers' GPUs)
+  Cluster cluster;         ///< the request's cluster (all workers' GPUs)
   int64_t batch = 0;       ///< the global batch of a step (or micro-step)
   bool batchGiven = true;  ///< false: the default per tower (the edits pin it)
   unsigned accumulate = 1; ///< micro-batches per update asked for

@@ -78,11 +78,11 @@ PlacerFunction scheduleAndPlace(const Cluster &cluster, const ModelParallelOptio
     auto start = std::chrono::steady_clock::now();
     auto plan = placeModelParallel(m, cluster, kernelFor, mo);
     if (!plan) {
-      llvm::Error e = llvm::handleErrors(
-          plan.takeError(), [&](std::unique_ptr<MemoryMisfit> misfit) -> llvm::Error {
-            *refused = Refusal{misfit->headline(), misfit->needs()};
-            return llvm::Error(std::move(misfit));
-          });
+      llvm::Error e = llvm::handleErrors(plan.takeError(),
+                                         [&](std::unique_ptr<MemoryMisfit> misfit) -> llvm::Error {
+                                           *refused = Refusal{misfit->headline(), misfit->needs()};
+                                           return llvm::Error(std::move(misfit));
+                                         });
       return withContext(std::move(e), "--strategy model-parallel");
     }
     double seconds =
@@ -170,8 +170,8 @@ llvm::Error bothRefused(llvm::Error etf, llvm::Error memory) {
         std::move(errors[i]), [&](std::unique_ptr<MemoryMisfit> m) { misfits[i] = std::move(m); },
         [&](const llvm::ErrorInfoBase &e) { texts[i] = e.message(); });
   if (!misfits[0] && !misfits[1])
-    return makeError("--strategy model-parallel: m-ETF: " + texts[0] + "; memory order: " +
-                     texts[1]);
+    return makeError("--strategy model-parallel: m-ETF: " + texts[0] +
+                     "; memory order: " + texts[1]);
   // The plan shown: the one misfit, or of two the executor's plan before
   // the scheduler's estimate, then the one whose fullest device lacks less
   // (the memory order on a tie).

@@ -38,8 +38,8 @@ llvm::Expected<llvm::StringMap<int64_t>> plannedArenaBytes(const Module &placed)
 }
 
 std::string MemoryNeed::text() const {
-  std::string parts = "variables " + bytesText(variables) + " + optimizer slots " +
-                      bytesText(slots);
+  std::string parts =
+      "variables " + bytesText(variables) + " + optimizer slots " + bytesText(slots);
   if (accumulators)
     parts += " + gradient accumulators " + bytesText(accumulators);
   parts += " + peak activations " + bytesText(activations) + " + copies " + bytesText(copies);

@@ -33,13 +33,13 @@ namespace graphc {
 /// What one device of a placed plan holds at its peak, against its memory.
 struct MemoryNeed {
   std::string device;
-  int64_t variables = 0;    ///< parameters and running state (VarKind Param, State)
-  int64_t slots = 0;        ///< optimizer slots (VarKind Slot)
-  int64_t accumulators = 0; ///< gradient accumulators (--accumulate)
-  int64_t activations = 0;  ///< the arena's live results at its fullest moment
-  int64_t copies = 0;       ///< the arena's live copies from other devices then
-  int64_t gaps = 0;         ///< the rest of the arena: what its layout leaves unused
-  int64_t capacity = 0;     ///< the cluster's memory_bytes
+  int64_t variables = 0;             ///< parameters and running state (VarKind Param, State)
+  int64_t slots = 0;                 ///< optimizer slots (VarKind Slot)
+  int64_t accumulators = 0;          ///< gradient accumulators (--accumulate)
+  int64_t activations = 0;           ///< the arena's live results at its fullest moment
+  int64_t copies = 0;                ///< the arena's live copies from other devices then
+  int64_t gaps = 0;                  ///< the rest of the arena: what its layout leaves unused
+  int64_t capacity = 0;              ///< the cluster's memory_bytes
   DeviceKind kind = DeviceKind::CPU; ///< the cluster's kind of the device
   int64_t arena() const { return activations + copies + gaps; }
   int64_t stored() const { return variables + slots + accumulators; }

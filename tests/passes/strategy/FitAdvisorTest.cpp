@@ -61,7 +61,9 @@ std::unique_ptr<MemoryMisfit> misfitOf(llvm::Error e) {
   std::unique_ptr<MemoryMisfit> misfit;
   llvm::handleAllErrors(
       std::move(e), [&](std::unique_ptr<MemoryMisfit> m) { misfit = std::move(m); },
-      [&](const llvm::ErrorInfoBase &other) { ADD_FAILURE() << "not a misfit: " << other.message(); });
+      [&](const llvm::ErrorInfoBase &other) {
+        ADD_FAILURE() << "not a misfit: " << other.message();
+      });
   return misfit;
 }
 
@@ -71,7 +73,8 @@ void expectEachDeviceNamed(const MemoryMisfit &m) {
   const std::string text = m.message();
   unsigned over = 0;
   for (const MemoryNeed &n : m.needs()) {
-    EXPECT_EQ(n.total(), n.variables + n.slots + n.accumulators + n.activations + n.copies + n.gaps);
+    EXPECT_EQ(n.total(),
+              n.variables + n.slots + n.accumulators + n.activations + n.copies + n.gaps);
     if (n.fits())
       continue;
     ++over;
@@ -118,8 +121,8 @@ FitAdvice refusedWithAdvice(const Module &forward, const CompileRequest &req,
 
 TEST(MemoryNeeds, ThePartsAreTheMemoryPlansAndAddUpToTheNeed) {
   auto forward = model("small_cnn");
-  for (ParamPlacement mode : {ParamPlacement{ParamPlacement::Cpu},
-                              ParamPlacement{ParamPlacement::Mirrored}}) {
+  for (ParamPlacement mode :
+       {ParamPlacement{ParamPlacement::Cpu}, ParamPlacement{ParamPlacement::Mirrored}}) {
     CompileRequest req = request(16);
     req.options.params = mode;
     PlacementRequest place;
@@ -352,8 +355,9 @@ TEST(MemoryNeeds, AMisfitTellsTheDevicesThatFitInOnePhrase) {
   MemoryNeed over{"gpu:0", 100, 100, 0, 300, 50, 14, 512, DeviceKind::GPU};
   MemoryNeed a{"gpu:1", 100, 100, 0, 100, 0, 0, 512, DeviceKind::GPU};
   MemoryNeed b{"gpu:2", 100, 100, 0, 200, 0, 0, 512, DeviceKind::GPU};
-  EXPECT_EQ(over.text(), "gpu:0 needs 564 B = variables 100 B + optimizer slots 100 B + peak "
-                         "activations 300 B + copies 50 B + layout gaps 14 B, and has 512 B (52 B short)");
+  EXPECT_EQ(over.text(),
+            "gpu:0 needs 564 B = variables 100 B + optimizer slots 100 B + peak "
+            "activations 300 B + copies 50 B + layout gaps 14 B, and has 512 B (52 B short)");
   EXPECT_EQ(misfitText({over, a, b}),
             over.text() + "; gpu:1, gpu:2 fit (the fullest, gpu:2, needs 400 B of 512 B)");
   EXPECT_EQ(misfitText({a, b}), "");
