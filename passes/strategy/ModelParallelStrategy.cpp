@@ -2,7 +2,6 @@
 
 #include "ir/Clone.h"
 #include "ir/Diagnostics.h"
-#include "ir/MemoryLimit.h"
 #include "passes/strategy/Compile.h"
 #include "placement/ModelParallel.h"
 #include "placement/Placer.h"
@@ -152,12 +151,6 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
       std::move(lastNeeds));
 }
 
-/// How far a misfit's fullest device is over its memory.
-int64_t overflow(const MemoryMisfit &m) {
-  const MemoryNeed *worst = m.worst();
-  return worst ? worst->total() - worst->capacity : 0;
-}
-
 /// One error for both schedules' failures: a MemoryMisfit with the figures
 /// of the plan that came closer when either is one, the other's said after
 /// them; otherwise both messages.
@@ -175,15 +168,16 @@ llvm::Error bothRefused(llvm::Error etf, llvm::Error memory) {
   // The plan shown: the one misfit, or of two the executor's plan before
   // the scheduler's estimate, then the one whose fullest device lacks less
   // (the memory order on a tie).
-  auto key = [&](int i) { return std::make_pair(misfits[i]->estimated(), overflow(*misfits[i])); };
+  auto key = [&](int i) {
+    return std::make_pair(misfits[i]->estimated(), shortfall(misfits[i]->needs()));
+  };
   const int shown = !misfits[0] ? 1 : !misfits[1] ? 0 : (key(0) < key(1) ? 0 : 1);
   const int other = 1 - shown;
   std::string otherText = (other == 0 ? "m-ETF: " : "memory order: ") + texts[other];
   if (misfits[other]) {
     otherText = misfits[other]->headline();
     if (const MemoryNeed *worst = misfits[other]->worst())
-      otherText += "; its fullest device, " + worst->device + ", needs " +
-                   bytesText(worst->total()) + " of " + bytesText(worst->capacity);
+      otherText += "; its fullest device: " + worst->brief();
   }
   auto both = std::make_unique<MemoryMisfit>(
       "--strategy model-parallel: neither list schedule fits; " + misfits[shown]->headline(),

@@ -1,7 +1,6 @@
 #include "passes/strategy/ParamsAutoStrategy.h"
 
 #include "ir/Diagnostics.h"
-#include "ir/MemoryLimit.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ParameterServerStrategy.h"
@@ -199,14 +198,6 @@ std::vector<Candidate> candidatesFor(const Cluster &cluster, const CompileReques
   return all;
 }
 
-/// How far a compiled candidate's fullest device is over its memory.
-int64_t overflow(const Candidate &c) {
-  int64_t most = 0;
-  for (const MemoryNeed &n : c.needs)
-    most = std::max(most, n.total() - n.capacity);
-  return most;
-}
-
 /// The usable candidate to choose, or an error that lists why none is: a
 /// MemoryMisfit with the figures of the mode that came closest when any
 /// compiled, each other mode's fullest device (or refusal) after them.
@@ -215,7 +206,8 @@ llvm::Expected<size_t> choose(const std::vector<Candidate> &all) {
   for (size_t i = 0; i < all.size(); ++i) {
     if (all[i].usable() && (!best || better(all[i], all[*best])))
       best = i;
-    if (!all[i].needs.empty() && (!closest || overflow(all[i]) < overflow(all[*closest])))
+    if (!all[i].needs.empty() &&
+        (!closest || shortfall(all[i].needs) < shortfall(all[*closest].needs)))
       closest = i;
   }
   if (best)
@@ -229,12 +221,7 @@ llvm::Expected<size_t> choose(const std::vector<Candidate> &all) {
       each.push_back(nameOf(c) + ": " + (c.refused.empty() ? c.unfit : c.refused));
       continue;
     }
-    const MemoryNeed *worst = &c.needs.front();
-    for (const MemoryNeed &n : c.needs)
-      if (n.total() - n.capacity > worst->total() - worst->capacity)
-        worst = &n;
-    each.push_back(nameOf(c) + ": " + worst->device + " needs " + bytesText(worst->total()) +
-                   " of " + bytesText(worst->capacity));
+    each.push_back(nameOf(c) + ": " + mostShort(c.needs)->brief());
   }
   if (!closest)
     return makeError("--params auto: no parameter mode fits this cluster (" +

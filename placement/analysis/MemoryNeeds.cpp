@@ -53,6 +53,23 @@ std::string MemoryNeed::text() const {
   return text;
 }
 
+std::string MemoryNeed::brief() const {
+  return device + " needs " + bytesText(total()) + " of " + bytesText(capacity);
+}
+
+const MemoryNeed *mostShort(llvm::ArrayRef<MemoryNeed> needs) {
+  const MemoryNeed *most = nullptr;
+  for (const MemoryNeed &n : needs)
+    if (!n.fits() && (!most || n.total() - n.capacity > most->total() - most->capacity))
+      most = &n;
+  return most;
+}
+
+int64_t shortfall(llvm::ArrayRef<MemoryNeed> needs) {
+  const MemoryNeed *most = mostShort(needs);
+  return most ? most->total() - most->capacity : 0;
+}
+
 llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable,
                                                     const Cluster &cluster) {
   auto arenas = plannedArenas(runnable);
@@ -93,14 +110,6 @@ char MemoryMisfit::ID = 0;
 
 MemoryMisfit::MemoryMisfit(std::string headline, std::vector<MemoryNeed> needs, std::string detail)
     : headline_(std::move(headline)), detail_(std::move(detail)), needs_(std::move(needs)) {}
-
-const MemoryNeed *MemoryMisfit::worst() const {
-  const MemoryNeed *worst = nullptr;
-  for (const MemoryNeed &n : needs_)
-    if (!n.fits() && (!worst || n.total() - n.capacity > worst->total() - worst->capacity))
-      worst = &n;
-  return worst;
-}
 
 void MemoryMisfit::log(llvm::raw_ostream &os) const {
   os << headline_;

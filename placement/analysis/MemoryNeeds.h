@@ -45,6 +45,8 @@ struct MemoryNeed {
   int64_t stored() const { return variables + slots + accumulators; }
   int64_t total() const { return stored() + arena(); }
   bool fits() const { return total() <= capacity; }
+  /// "gpu:1 needs 1.50 GiB of 1.00 GiB".
+  std::string brief() const;
   /// "gpu:1 needs 1.50 GiB = variables 600.00 MiB + optimizer slots
   /// 600.00 MiB + peak activations 300.00 MiB + copies 36.00 MiB, and has
   /// 1.00 GiB (512.00 MiB short)" (accumulators and layout gaps named when
@@ -55,6 +57,11 @@ struct MemoryNeed {
 /// Each device's planned arena bytes for graph main, in the executor's issue
 /// order (no in-place reuse: the kernels' answers are the executor's).
 llvm::Expected<llvm::StringMap<int64_t>> plannedArenaBytes(const Module &placed);
+
+/// The device that lacks the most (the first on a tie); null when all fit.
+const MemoryNeed *mostShort(llvm::ArrayRef<MemoryNeed> needs);
+/// What that device lacks; 0 when all fit.
+int64_t shortfall(llvm::ArrayRef<MemoryNeed> needs);
 
 /// Every device of `runnable` (placed, without its kept forward graph) that
 /// the cluster describes, in cluster order.
@@ -73,9 +80,8 @@ public:
   MemoryMisfit(std::string headline, std::vector<MemoryNeed> needs, std::string detail = "");
   const std::vector<MemoryNeed> &needs() const { return needs_; }
   const std::string &headline() const { return headline_; }
-  /// The need of the device that lacks the most (the first in cluster order
-  /// on a tie).
-  const MemoryNeed *worst() const;
+  /// The need of the device that lacks the most (mostShort).
+  const MemoryNeed *worst() const { return mostShort(needs_); }
   /// The figures are a scheduler's estimate, not the executor's memory plan
   /// (--strategy model-parallel when its list schedule stops).
   bool estimated() const { return estimated_; }
