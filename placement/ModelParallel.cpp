@@ -5,9 +5,11 @@
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
 #include "placement/ColocationGroups.h"
+#include "placement/analysis/MemoryNeeds.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -32,6 +34,7 @@ public:
     }
     free_.assign(c_.devices().size(), 0.0);
     live_.assign(c_.devices().size(), 0);
+    held_.assign(c_.devices().size(), MemoryNeed());
     groupDevice_.assign(groups_.numGroups(), -1);
     if (auto e = prepare())
       return e;
@@ -128,11 +131,14 @@ private:
         (void)succ, ++consumersLeft_[n];
     // Each group's variable storage, and the devices every member can run on.
     groupBytes_.assign(groups_.numGroups(), 0);
+    groupStored_.assign(groups_.numGroups(), MemoryNeed());
     groupDevices_.assign(groups_.numGroups(), {});
     for (unsigned grp = 0; grp < groups_.numGroups(); ++grp) {
       for (const VariableReplica &r : groups_.storage(grp))
-        if (const Variable *v = g_.module().findVariable(r.var))
+        if (const Variable *v = g_.module().findVariable(r.var)) {
           groupBytes_[grp] += v->type.bytes();
+          addStored(groupStored_[grp], *v);
+        }
       bool input =
           llvm::any_of(groups_.members(grp), [](const Node *n) { return n->op() == Op::Input; });
       for (unsigned d = 0; d < c_.devices().size(); ++d) {
@@ -247,12 +253,16 @@ private:
       groupDevice_[grp] = (int)d;
       live_[d] += groupBytes_[grp];
       dev.persistentBytes += groupBytes_[grp];
+      held_[d].variables += groupStored_[grp].variables;
+      held_[d].slots += groupStored_[grp].slots;
+      held_[d].accumulators += groupStored_[grp].accumulators;
     }
     // Operands from other devices arrive as copies held on d until their
     // producer's last consumer is placed (when d's last use is not known).
     for (Node *p : producers(n))
       if (device_[p] != d && copies_.insert({p, d}).second) {
         live_[d] += outBytes_[p];
+        held_[d].copies += outBytes_[p];
         copiedTo_[p].push_back(d);
       }
     device_[n] = d;
@@ -269,8 +279,10 @@ private:
       Node *p = v->producer();
       if (seen.insert(p).second && --consumersLeft_[p] == 0) {
         live_[device_[p]] -= outBytes_[p];
-        for (unsigned to : copiedTo_[p])
+        for (unsigned to : copiedTo_[p]) {
           live_[to] -= outBytes_[p];
+          held_[to].copies -= outBytes_[p];
+        }
       }
     }
     if (consumersLeft_[n] == 0)
@@ -285,9 +297,12 @@ private:
     return (double)(need(n, (int)d) - (capacity_[d] - live_[d]));
   }
 
-  /// Names the ready node that comes closest to fitting, with what it needs
-  /// on each device it may use: its results, its group's variables when
-  /// the group is not placed, and copies of operands held elsewhere.
+  /// Names the ready node that comes closest to fitting, as a MemoryMisfit
+  /// of the scheduler's figures when it stopped: each device holds its
+  /// groups' variables, the live results and the copies it received; each
+  /// device the node may use would also hold the node's results, copies of
+  /// its operands from other devices and its group's variables if not yet
+  /// placed, and that is more than it has.
   llvm::Error unplaceable(llvm::ArrayRef<Node *> ready) {
     Node *closest = nullptr;
     double least = std::numeric_limits<double>::infinity();
@@ -295,22 +310,54 @@ private:
       for (unsigned d : candidates(ready[i]))
         if (double lacks = shortfall(ready[i], d); !closest || lacks < least)
           closest = ready[i], least = lacks;
-    std::string each;
-    for (unsigned d : candidates(closest)) {
-      if (!each.empty())
-        each += "; ";
-      each += c_.devices()[d].name;
-      if (shortfall(closest, d) == std::numeric_limits<double>::infinity())
-        each += ": an operand has no link to it";
-      else
-        each += llvm::formatv(" {0}, which has {1} free of {2}", bytesText(need(closest, (int)d)),
-                              bytesText(capacity_[d] - live_[d]), bytesText(capacity_[d]))
-                    .str();
+    std::vector<MemoryNeed> needs;
+    std::vector<std::string> where, unlinked;
+    const unsigned grp = groups_.groupOf(closest);
+    for (unsigned d = 0; d < c_.devices().size(); ++d) {
+      MemoryNeed n = held_[d];
+      n.device = c_.devices()[d].name;
+      n.kind = c_.devices()[d].kind;
+      n.capacity = capacity_[d];
+      n.activations = live_[d] - n.stored() - n.copies;
+      if (llvm::is_contained(candidates(closest), d)) {
+        if (shortfall(closest, d) == std::numeric_limits<double>::infinity()) {
+          unlinked.push_back(n.device);
+        } else {
+          where.push_back(n.device);
+          n.activations += outBytes_.lookup(closest);
+          n.copies += need(closest, (int)d) - need(closest);
+          if (groupDevice_[grp] < 0) {
+            n.variables += groupStored_[grp].variables;
+            n.slots += groupStored_[grp].slots;
+            n.accumulators += groupStored_[grp].accumulators;
+          }
+        }
+      }
+      needs.push_back(std::move(n));
     }
-    return nodeError(*closest, "cannot be placed model-parallel: it needs " + each +
-                                   " (its results, copies of operands from other devices and "
-                                   "its group's variables if not yet placed); give the devices "
-                                   "more memory or lower --batch");
+    if (where.empty())
+      return nodeError(*closest, "cannot be placed model-parallel: an operand has no link to " +
+                                     llvm::join(unlinked, ", "));
+    std::string at = where.size() == 1 ? where[0] + (groupDevice_[grp] >= 0
+                                                         ? ", where its colocation group is, has no"
+                                                         : " has no")
+                                       : "none of " + llvm::join(where, ", ") + " has";
+    std::string headline = "node '" + printable(closest->name(), 256) + "' (" +
+                           opName(closest->op()).str() +
+                           "): cannot be placed model-parallel: " + at +
+                           " room for its results, copies of its operands and its group's "
+                           "variables (the scheduler's estimate of what each device holds then)";
+    if (!unlinked.empty())
+      headline += "; an operand has no link to " + llvm::join(unlinked, ", ");
+    auto misfit = std::make_unique<MemoryMisfit>(std::move(headline), std::move(needs));
+    misfit->setEstimated();
+    return llvm::Error(std::move(misfit));
+  }
+
+  static void addStored(MemoryNeed &n, const Variable &v) {
+    (v.kind == VarKind::Slot          ? n.slots
+     : v.kind == VarKind::Accumulator ? n.accumulators
+                                      : n.variables) += v.type.bytes();
   }
 
   Graph &g_;
@@ -322,6 +369,9 @@ private:
   ColocationGroups groups_;
   ModelParallelPlan plan_;
   std::vector<int64_t> capacity_, live_, groupBytes_;
+  /// What each device holds now by kind (activations: live_ less the rest),
+  /// and what each group stores.
+  std::vector<MemoryNeed> held_, groupStored_;
   std::vector<double> free_;
   std::vector<int> groupDevice_;
   std::vector<std::vector<unsigned>> groupDevices_;

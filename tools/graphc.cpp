@@ -25,9 +25,9 @@
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "passes/strategy/Compile.h"
-#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/DataParallelStrategy.h"
+#include "passes/strategy/FitAdvisor.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
 #include "placement/DotView.h"
@@ -267,13 +267,12 @@ struct PlaceCommand {
     placement.hostWithoutDevices = false; // a placed plan needs --gpus or --cluster
     bool defaultBatch = po.batch <= 0 && !(*m)->batch();
     auto compileStart = Clock::now();
-    auto c = compilePlan(**m, req, placement);
+    // Memory is a constraint: nothing is written for a plan that does not
+    // fit, and the refusal says what would (passes/strategy/FitAdvisor.h).
+    auto c = compileThatFits(**m, req, placement);
     if (!c)
       return fail(c.takeError());
     double compileSeconds = since(compileStart);
-    // Memory is a constraint: nothing is written for a plan that does not fit.
-    if (auto e = checkPlanFitsCluster(**c))
-      return fail(std::move(e));
     std::string split = describeSplit(**c);
     std::string params = describeParamsChoice(**c, explain);
     if (std::string mp = describeModelParallel(**c); !mp.empty())

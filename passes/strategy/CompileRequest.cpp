@@ -12,6 +12,8 @@ std::vector<unsigned> PlacementRequest::workerGpus() const {
 }
 
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place) {
+  if (place.cluster)
+    return *place.cluster;
   if (!place.clusterFile.empty())
     return loadClusterFile(place.clusterFile);
   if (place.gpus <= 0)

@@ -33,6 +33,9 @@ struct PlacementRequest {
   /// (Cluster::ofCalibrated); the tools find it by the GPU's model. Empty:
   /// the default cluster's figures.
   std::string calibratedFile;
+  /// Or the cluster itself (the fit advisor's larger clusters,
+  /// passes/strategy/FitAdvisor.h); before clusterFile.
+  std::optional<Cluster> cluster;
   bool softPlacement = true;
   /// --towers: GPU towers (one per GPU when unset, 0: the single-device
   /// graph placed on the cluster); more towers than GPUs is an error.
@@ -62,7 +65,9 @@ struct PlacementRequest {
   /// worker (graphrun train); false: devices are needed (graphc place), and
   /// their absence is an error.
   bool hostWithoutDevices = true;
-  bool wanted() const { return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty(); }
+  bool wanted() const {
+    return tasks ? tasks->hasGpus() : gpus > 0 || !clusterFile.empty() || cluster.has_value();
+  }
   /// The training workers' GPUs (one entry per worker; 0: a host tower).
   std::vector<unsigned> workerGpus() const;
   /// The ps tasks: the cluster's, or --ps.
@@ -71,8 +76,8 @@ struct PlacementRequest {
   bool onHost() const { return !wanted() && hostWithoutDevices; }
 };
 
-/// The cluster a placed compile is for: the cluster file's, or --gpus GPUs
-/// of the calibrated file's model, or of the default cluster.
+/// The cluster a placed compile is for: the one given, the cluster file's,
+/// or --gpus GPUs of the calibrated file's model or of the default cluster.
 llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
 /// Whether the kernel registry runs `n` on devices of kind `kind` (a build
 /// without CUDA kernels plans as a CUDA build would, from the CPU's).

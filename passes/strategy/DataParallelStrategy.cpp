@@ -82,7 +82,7 @@ llvm::Expected<int> placedTowers(const PlacementRequest &place, llvm::ArrayRef<u
 llvm::Expected<Cluster> wholeCluster(const PlacementRequest &place,
                                      llvm::ArrayRef<unsigned> workerGpus) {
   const bool several = workerGpus.size() > 1 || place.tasks;
-  if (several && !place.clusterFile.empty())
+  if (several && (!place.clusterFile.empty() || place.cluster))
     return makeError("--cluster with several workers or --tasks is not supported (a cluster file "
                      "describes one process's devices): give each worker's GPUs with --gpus or "
                      "--tasks");

@@ -12,6 +12,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
+#include <memory>
 
 namespace graphc {
 
@@ -55,16 +56,35 @@ llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &plac
   return llvm::Error::success();
 }
 
+/// The scheduler's refusal (a MemoryMisfit), kept beside the pass manager,
+/// which passes errors on as text.
+struct Refusal {
+  std::string headline;
+  std::vector<MemoryNeed> needs;
+  std::unique_ptr<MemoryMisfit> error() {
+    auto e = std::make_unique<MemoryMisfit>(std::move(headline), std::move(needs));
+    e->setEstimated();
+    return e;
+  }
+};
+
 /// The placer of one attempt: m-ETF under the memory shares `mo`, its
 /// schedule recorded in the plan, then the placer proper for what m-ETF
-/// leaves (colocation, kernels).
+/// leaves (colocation, kernels). A refusal for memory is also kept in
+/// `refused`.
 PlacerFunction scheduleAndPlace(const Cluster &cluster, const ModelParallelOptions &mo,
-                                const PlacerOptions &po) {
-  return [cluster, mo, po](Module &m) -> llvm::Error {
+                                const PlacerOptions &po, std::shared_ptr<Refusal> refused) {
+  return [cluster, mo, po, refused](Module &m) -> llvm::Error {
     auto start = std::chrono::steady_clock::now();
     auto plan = placeModelParallel(m, cluster, kernelFor, mo);
-    if (!plan)
-      return withContext(plan.takeError(), "--strategy model-parallel");
+    if (!plan) {
+      llvm::Error e = llvm::handleErrors(plan.takeError(),
+                                         [&](std::unique_ptr<MemoryMisfit> misfit) -> llvm::Error {
+                                           *refused = Refusal{misfit->headline(), misfit->needs()};
+                                           return llvm::Error(std::move(misfit));
+                                         });
+      return withContext(std::move(e), "--strategy model-parallel");
+    }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     m.plan().modelParallel = planJson(*plan, mo, seconds);
@@ -86,24 +106,31 @@ bool lowerShares(llvm::ArrayRef<MemoryNeed> needs, ModelParallelOptions &mo) {
 }
 
 /// Compiles with one list schedule, lowering the memory shares of devices
-/// whose executor plan does not fit, up to kAttempts schedules.
+/// whose executor plan does not fit, up to kAttempts schedules. A
+/// MemoryMisfit with the last plan's figures when none fits.
 llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, CompileRequest req,
                                                          const Cluster &cluster,
                                                          const PlacerOptions &po,
                                                          ScheduleOrder order) {
-  std::string lastMisfit;
+  std::vector<MemoryNeed> lastNeeds;
   ModelParallelOptions mo;
   mo.order = order;
   setRecomputeMeasures(req.options, cluster);
   std::vector<llvm::StringRef> pipelines{trainingPipeline(req), kPlacementPipeline};
   llvm::append_range(pipelines, recomputePipelines(req.options));
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    req.options.placer = scheduleAndPlace(cluster, mo, po);
+    auto refused = std::make_shared<Refusal>();
+    req.options.placer = scheduleAndPlace(cluster, mo, po, refused);
     std::unique_ptr<Module> m = cloneModule(forward);
     m->plan().cluster = cluster;
     m->plan().strategy = Strategy::ModelParallel;
     llvm::Error compiled = runPipelines(*m, req.options, req.dump, pipelines);
-    if (compiled && lastMisfit.empty())
+    if (compiled && lastNeeds.empty() && !refused->needs.empty()) {
+      llvm::consumeError(std::move(compiled));
+      refused->headline = (scheduleOrderName(order) + ": " + refused->headline).str();
+      return llvm::Error(refused->error());
+    }
+    if (compiled && lastNeeds.empty())
       return compiled;
     if (compiled) { // less memory than a plan that did not fit: that plan's figures say more
       llvm::consumeError(std::move(compiled));
@@ -112,18 +139,55 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
     auto needs = memoryNeeds(*m);
     if (!needs)
       return needs.takeError();
-    llvm::Error fits = checkFits(*needs);
-    if (!fits) {
+    if (llvm::all_of(*needs, [](const MemoryNeed &n) { return n.fits(); })) {
       keepForwardGraph(forward, *m);
       return m;
     }
-    lastMisfit = llvm::toString(std::move(fits));
-    if (!lowerShares(*needs, mo))
+    lastNeeds = std::move(*needs);
+    if (!lowerShares(lastNeeds, mo))
       break;
   }
-  return makeError("no schedule fits: scheduled to fill less of each device's memory, the "
-                   "executor's plan still needs more than it has (" +
-                   lastMisfit + ")");
+  return llvm::make_error<MemoryMisfit>(
+      (scheduleOrderName(order) + ": no schedule fits (scheduled to fill less of each device's "
+                                  "memory, the executor's plan still needs more than it has)")
+          .str(),
+      std::move(lastNeeds));
+}
+
+/// One error for both schedules' failures: a MemoryMisfit with the figures
+/// of the plan that came closer when either is one, the other's said after
+/// them; otherwise both messages.
+llvm::Error bothRefused(llvm::Error etf, llvm::Error memory) {
+  std::unique_ptr<MemoryMisfit> misfits[2];
+  std::string texts[2];
+  llvm::Error errors[2] = {std::move(etf), std::move(memory)};
+  for (int i = 0; i < 2; ++i)
+    llvm::handleAllErrors(
+        std::move(errors[i]), [&](std::unique_ptr<MemoryMisfit> m) { misfits[i] = std::move(m); },
+        [&](const llvm::ErrorInfoBase &e) { texts[i] = e.message(); });
+  if (!misfits[0] && !misfits[1])
+    return makeError("--strategy model-parallel: m-ETF: " + texts[0] +
+                     "; memory order: " + texts[1]);
+  // The plan shown: the one misfit, or of two the executor's plan before
+  // the scheduler's estimate, then the one whose fullest device lacks less
+  // (the memory order on a tie).
+  auto key = [&](int i) {
+    return std::make_pair(misfits[i]->estimated(), shortfall(misfits[i]->needs()));
+  };
+  const int shown = !misfits[0] ? 1 : !misfits[1] ? 0 : (key(0) < key(1) ? 0 : 1);
+  const int other = 1 - shown;
+  std::string otherText = (other == 0 ? "m-ETF: " : "memory order: ") + texts[other];
+  if (misfits[other]) {
+    otherText = misfits[other]->headline();
+    if (const MemoryNeed *worst = misfits[other]->worst())
+      otherText += "; its fullest device: " + worst->brief();
+  }
+  auto both = std::make_unique<MemoryMisfit>(
+      "--strategy model-parallel: neither list schedule fits; " + misfits[shown]->headline(),
+      misfits[shown]->needs(), otherText);
+  if (misfits[shown]->estimated())
+    both->setEstimated();
+  return llvm::Error(std::move(both));
 }
 
 double predictedStep(const Module &m) {
@@ -176,8 +240,7 @@ ModelParallelStrategy::compile(const Module &forward, const CompileRequest &requ
   auto etf = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::EarliestStart);
   auto memory = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::MemoryOrder);
   if (!etf && !memory)
-    return makeError("--strategy model-parallel: m-ETF: " + llvm::toString(etf.takeError()) +
-                     "; memory order: " + llvm::toString(memory.takeError()));
+    return bothRefused(etf.takeError(), memory.takeError());
   if (etf && memory) {
     double etfStep = predictedStep(**etf), memoryStep = predictedStep(**memory);
     if (memoryStep < etfStep) {

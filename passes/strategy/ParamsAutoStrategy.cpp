@@ -34,6 +34,7 @@ struct Candidate {
   int64_t traffic = 0;
   std::string fullestGpu; ///< the GPU that needs the most memory
   int64_t fullestGpuBytes = 0;
+  std::vector<MemoryNeed> needs; ///< every device's, when compiled
   bool usable() const { return refused.empty() && unfit.empty(); }
 };
 
@@ -77,7 +78,7 @@ llvm::Error measure(const Module &plan, Candidate &c) {
   auto cost = estimatePlacementCost(*runnable, *cluster);
   if (!cost)
     return cost.takeError();
-  auto needs = memoryNeeds(*runnable, *cluster, *cost);
+  auto needs = memoryNeeds(*runnable, *cluster);
   if (!needs)
     return needs.takeError();
   auto simulated = simulateStep(*runnable, *cluster, SimOptions());
@@ -99,6 +100,7 @@ llvm::Error measure(const Module &plan, Candidate &c) {
     }
   }
   c.unfit = llvm::join(over, "; ");
+  c.needs = std::move(*needs);
   return llvm::Error::success();
 }
 
@@ -196,19 +198,39 @@ std::vector<Candidate> candidatesFor(const Cluster &cluster, const CompileReques
   return all;
 }
 
-/// The usable candidate to choose, or an error that lists why none is.
+/// The usable candidate to choose, or an error that lists why none is: a
+/// MemoryMisfit with the figures of the mode that came closest when any
+/// compiled, each other mode's fullest device (or refusal) after them.
 llvm::Expected<size_t> choose(const std::vector<Candidate> &all) {
-  std::optional<size_t> best;
-  for (size_t i = 0; i < all.size(); ++i)
+  std::optional<size_t> best, closest;
+  for (size_t i = 0; i < all.size(); ++i) {
     if (all[i].usable() && (!best || better(all[i], all[*best])))
       best = i;
+    if (!all[i].needs.empty() &&
+        (!closest || shortfall(all[i].needs) < shortfall(all[*closest].needs)))
+      closest = i;
+  }
   if (best)
     return *best;
   std::vector<std::string> each;
-  for (const Candidate &c : all)
-    each.push_back(nameOf(c) + ": " + (c.refused.empty() ? c.unfit : c.refused));
-  return makeError("--params auto: no parameter mode fits this cluster (" + llvm::join(each, "; ") +
-                   "); lower --batch or give devices with more memory");
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Candidate &c = all[i];
+    if (closest && i == *closest)
+      continue;
+    if (!c.refused.empty() || !closest) {
+      each.push_back(nameOf(c) + ": " + (c.refused.empty() ? c.unfit : c.refused));
+      continue;
+    }
+    each.push_back(nameOf(c) + ": " + mostShort(c.needs)->brief());
+  }
+  if (!closest)
+    return makeError("--params auto: no parameter mode fits this cluster (" +
+                     llvm::join(each, "; ") + ")");
+  return llvm::make_error<MemoryMisfit>("--params auto: no parameter mode fits this cluster; the "
+                                        "closest, " +
+                                            nameOf(all[*closest]),
+                                        all[*closest].needs,
+                                        "the other modes: " + llvm::join(each, "; "));
 }
 
 } // namespace

@@ -1,78 +1,156 @@
 #include "placement/analysis/MemoryNeeds.h"
 
-#include "ir/Diagnostics.h"
+#include "ir/MemoryLimit.h"
 #include "placement/analysis/MemoryPlan.h"
 #include "placement/analysis/Schedule.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace graphc {
 
 namespace {
 
-std::string sizeText(int64_t b) {
-  char buf[32];
-  if (b >= 1 << 20)
-    snprintf(buf, sizeof(buf), "%.1f MiB", b / double(1 << 20));
-  else if (b >= 1 << 10)
-    snprintf(buf, sizeof(buf), "%.1f KiB", b / double(1 << 10));
-  else
-    snprintf(buf, sizeof(buf), "%lld B", (long long)b);
-  return buf;
-}
-
-} // namespace
-
-llvm::Expected<llvm::StringMap<int64_t>> plannedArenaBytes(const Module &placed) {
+/// Each device's planned arena for graph main, in parts.
+llvm::Expected<llvm::StringMap<ArenaParts>> plannedArenas(const Module &placed) {
   const Graph &g = *placed.findGraph("main");
   auto schedule = buildSchedule(
       g, [](const Node &n) { return n.assignedDevice().value_or(DeviceId::host()).str(); });
   if (!schedule)
     return schedule.takeError();
-  llvm::StringMap<int64_t> peak;
+  llvm::StringMap<ArenaParts> arenas;
   for (unsigned d = 0; d < schedule->devices.size(); ++d)
-    peak[schedule->devices[d]] = planDeviceMemory(*schedule, d, nullptr).plan.arenaBytes;
-  return peak;
+    arenas[schedule->devices[d]] = arenaParts(planDeviceMemory(*schedule, d, nullptr));
+  return arenas;
+}
+
+} // namespace
+
+llvm::Expected<llvm::StringMap<int64_t>> plannedArenaBytes(const Module &placed) {
+  auto arenas = plannedArenas(placed);
+  if (!arenas)
+    return arenas.takeError();
+  llvm::StringMap<int64_t> bytes;
+  for (const auto &a : *arenas)
+    bytes[a.getKey()] = a.getValue().activations + a.getValue().copies + a.getValue().gaps;
+  return bytes;
 }
 
 std::string MemoryNeed::text() const {
-  return device + " needs " + sizeText(total()) + " (" + sizeText(variables) + " of variables, " +
-         sizeText(activations) + " of activations) and has " + sizeText(capacity);
+  std::string parts =
+      "variables " + bytesText(variables) + " + optimizer slots " + bytesText(slots);
+  if (accumulators)
+    parts += " + gradient accumulators " + bytesText(accumulators);
+  parts += " + peak activations " + bytesText(activations) + " + copies " + bytesText(copies);
+  if (gaps)
+    parts += " + layout gaps " + bytesText(gaps);
+  std::string text =
+      device + " needs " + bytesText(total()) + " = " + parts + ", and has " + bytesText(capacity);
+  // Rounded, a need a few bytes over its memory reads as equal to it.
+  if (!fits())
+    text += " (" + bytesText(total() - capacity) + " short)";
+  return text;
 }
 
-llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable, const Cluster &cluster,
-                                                    const PlacementCost &cost) {
-  auto peak = plannedArenaBytes(runnable);
-  if (!peak)
-    return peak.takeError();
-  std::vector<MemoryNeed> needs;
-  for (const DeviceCost &d : cost.devices)
-    if (const ClusterDevice *dev = cluster.find(d.device))
-      needs.push_back(
-          {d.device, d.variableBytes, peak->lookup(d.device), dev->memoryBytes, dev->kind});
-  return needs;
+std::string MemoryNeed::brief() const {
+  return device + " needs " + bytesText(total()) + " of " + bytesText(capacity);
 }
 
-llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs) {
-  std::vector<std::string> over;
+const MemoryNeed *mostShort(llvm::ArrayRef<MemoryNeed> needs) {
+  const MemoryNeed *most = nullptr;
   for (const MemoryNeed &n : needs)
-    if (!n.fits())
-      over.push_back(n.text());
-  if (over.empty())
-    return llvm::Error::success();
-  return makeError("the plan does not fit its cluster's memory: " + llvm::join(over, "; ") +
-                   " (lower --batch, give the devices their real memory_bytes, or let --params "
-                   "auto move the variables)");
+    if (!n.fits() && (!most || n.total() - n.capacity > most->total() - most->capacity))
+      most = &n;
+  return most;
+}
+
+int64_t shortfall(llvm::ArrayRef<MemoryNeed> needs) {
+  const MemoryNeed *most = mostShort(needs);
+  return most ? most->total() - most->capacity : 0;
+}
+
+llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable,
+                                                    const Cluster &cluster) {
+  auto arenas = plannedArenas(runnable);
+  if (!arenas)
+    return arenas.takeError();
+  std::vector<MemoryNeed> needs;
+  for (const ClusterDevice &d : cluster.devices()) {
+    MemoryNeed n;
+    n.device = d.name;
+    n.capacity = d.memoryBytes;
+    n.kind = d.kind;
+    ArenaParts arena = arenas->lookup(d.name);
+    n.activations = arena.activations;
+    n.copies = arena.copies;
+    n.gaps = arena.gaps;
+    needs.push_back(std::move(n));
+  }
+  // A variable's storage counts on each device that holds a replica, as in
+  // the cost model.
+  for (const Variable &v : runnable.variables())
+    for (DeviceId at : v.devices)
+      if (auto i = cluster.indexOf(at)) {
+        MemoryNeed &n = needs[*i];
+        (v.kind == VarKind::Slot          ? n.slots
+         : v.kind == VarKind::Accumulator ? n.accumulators
+                                          : n.variables) += v.type.bytes();
+      }
+  return needs;
 }
 
 llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable) {
   if (!runnable.plan().cluster)
     return std::vector<MemoryNeed>{};
-  const Cluster &cluster = *runnable.plan().cluster;
-  auto cost = estimatePlacementCost(runnable, cluster);
-  if (!cost)
-    return cost.takeError();
-  return memoryNeeds(runnable, cluster, *cost);
+  return memoryNeeds(runnable, *runnable.plan().cluster);
+}
+
+char MemoryMisfit::ID = 0;
+
+MemoryMisfit::MemoryMisfit(std::string headline, std::vector<MemoryNeed> needs, std::string detail)
+    : headline_(std::move(headline)), detail_(std::move(detail)), needs_(std::move(needs)) {}
+
+void MemoryMisfit::log(llvm::raw_ostream &os) const {
+  os << headline_;
+  if (std::string each = misfitText(needs_); !each.empty())
+    os << ": " << each;
+  if (!detail_.empty())
+    os << "; " << detail_;
+  if (!advice_.empty())
+    os << "; " << advice_;
+}
+
+std::string misfitText(llvm::ArrayRef<MemoryNeed> needs) {
+  std::vector<std::string> over, fit;
+  const MemoryNeed *fullest = nullptr; // of those that fit, by share of its memory
+  for (const MemoryNeed &n : needs) {
+    if (!n.fits()) {
+      over.push_back(n.text());
+      continue;
+    }
+    fit.push_back(n.device);
+    if (!fullest || (double)n.total() * (double)fullest->capacity >
+                        (double)fullest->total() * (double)n.capacity)
+      fullest = &n;
+  }
+  if (over.empty())
+    return "";
+  std::string text = llvm::join(over, "; ");
+  if (fit.size() == 1)
+    text += "; " + fit[0] + " fits (" + bytesText(fullest->total()) + " of " +
+            bytesText(fullest->capacity) + ")";
+  else if (!fit.empty())
+    text += "; " + llvm::join(fit, ", ") + " fit (the fullest, " + fullest->device + ", needs " +
+            bytesText(fullest->total()) + " of " + bytesText(fullest->capacity) + ")";
+  return text;
+}
+
+llvm::Error checkFits(llvm::ArrayRef<MemoryNeed> needs) {
+  if (llvm::all_of(needs, [](const MemoryNeed &n) { return n.fits(); }))
+    return llvm::Error::success();
+  return llvm::make_error<MemoryMisfit>("the plan does not fit its cluster's memory",
+                                        std::vector<MemoryNeed>(needs.begin(), needs.end()));
 }
 
 } // namespace graphc

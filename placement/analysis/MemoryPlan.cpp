@@ -61,7 +61,10 @@ OffsetPlan planOffsets(llvm::ArrayRef<BufferRequest> requests, int64_t alignment
   });
   int64_t live = 0;
   for (auto [pos, delta] : events)
-    p.peakLiveBytes = std::max(p.peakLiveBytes, live += delta);
+    if ((live += delta) > p.peakLiveBytes) {
+      p.peakLiveBytes = live;
+      p.peakPosition = pos;
+    }
   return p;
 }
 
@@ -148,8 +151,10 @@ planDeviceMemory(const Schedule &s, unsigned device,
     // Feeds are copied in before the first node runs.
     unsigned first = v->producer()->op() == Op::Input ? 0 : s.position.lookup(v->producer());
     auto [it, fresh] = requestOf.try_emplace(root, requests.size());
-    if (fresh)
+    if (fresh) {
       requests.push_back({0, first, 0});
+      out.copied.push_back(root->producer()->op() == Op::Transfer);
+    }
     BufferRequest &r = requests[it->second];
     r.bytes = std::max<int64_t>(r.bytes, v->type().bytes());
     r.first = std::min(r.first, first);
@@ -162,7 +167,26 @@ planDeviceMemory(const Schedule &s, unsigned device,
     if (it != requestOf.end())
       out.offset[v] = out.plan.offsets[it->second];
   }
+  out.buffers = std::move(requests);
   return out;
+}
+
+ArenaParts arenaParts(const DeviceMemoryPlan &p, int64_t alignment) {
+  ArenaParts parts;
+  if (p.plan.peakLiveBytes == 0) {
+    parts.gaps = p.plan.arenaBytes;
+    return parts;
+  }
+  const unsigned at = p.plan.peakPosition;
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const BufferRequest &b = p.buffers[i];
+    if (b.first > at || at > b.last)
+      continue;
+    int64_t bytes = (b.bytes + alignment - 1) / alignment * alignment;
+    (p.copied[i] ? parts.copies : parts.activations) += bytes;
+  }
+  parts.gaps = p.plan.arenaBytes - parts.activations - parts.copies;
+  return parts;
 }
 
 } // namespace graphc

@@ -15,6 +15,12 @@
 //      Lite's and TVM's static planners do the same); 64-byte aligned.
 // Variables and constants are not in the arena (the executor owns them).
 //
+// arenaParts() splits an arena for messages that say why a device is full:
+// at the position where the most bytes are live, the buffers received from
+// another device (Transfer results: copies) and the rest (activations), plus
+// the bytes the layout leaves between them (gaps, arenaBytes - peakLiveBytes).
+// The three add up to arenaBytes.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -36,6 +42,7 @@ struct OffsetPlan {
   std::vector<int64_t> offsets;
   int64_t arenaBytes = 0;    ///< the plan's size
   int64_t peakLiveBytes = 0; ///< the lower bound: most bytes live at one time
+  unsigned peakPosition = 0; ///< the first position where peakLiveBytes are live
   int64_t naiveBytes = 0;    ///< one allocation per buffer
 };
 
@@ -49,7 +56,19 @@ struct DeviceMemoryPlan {
   /// views of them): the value they alias.
   llvm::DenseMap<const Value *, const Value *> external;
   OffsetPlan plan;
+  /// The buffers planned (one per group of values sharing storage), and
+  /// whether each holds a copy received from another device.
+  std::vector<BufferRequest> buffers;
+  std::vector<bool> copied;
 };
+
+/// An arena at its fullest moment; activations + copies + gaps = arenaBytes.
+struct ArenaParts {
+  int64_t activations = 0; ///< live results of this device's nodes (and feeds)
+  int64_t copies = 0;      ///< live buffers received from other devices
+  int64_t gaps = 0;        ///< what the layout leaves unused at that moment
+};
+ArenaParts arenaParts(const DeviceMemoryPlan &p, int64_t alignment = 64);
 
 /// Plans the arena of device `device` of a schedule. `inPlaceOperand` says,
 /// per node, which operand's buffer its result 0 may reuse (the kernel's

@@ -356,7 +356,10 @@ llvm::Expected<SimResult> simulateStep(const Module &runnable, const Cluster &cl
                                        const SimOptions &opts) {
   int64_t batch = opts.batch > 0 ? opts.batch : runnable.batch().value_or(1);
   Simulator sim(cluster, opts, batch);
-  if (auto e = sim.run(*runnable.findGraph("main")))
+  const Graph *g = runnable.findGraph(opts.graph);
+  if (!g)
+    return makeError("module '" + runnable.name() + "' has no graph '" + opts.graph + "'");
+  if (auto e = sim.run(*g))
     return e;
   return std::move(sim).result();
 }

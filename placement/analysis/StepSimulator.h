@@ -53,6 +53,9 @@ struct SimOptions {
   unsigned workers = 1;
   double networkBandwidth = 400e9; ///< bytes/s per worker: DGX H100, 8 x 400 Gb/s
   double networkLatencySeconds = 5e-6;
+  /// The graph played: main (a step, or an update with --accumulate), or
+  /// an accumulating plan's micro-step graph.
+  std::string graph = "main";
 };
 
 struct SimDevice {
@@ -78,8 +81,8 @@ struct SimResult {
   std::vector<SimStep> criticalPath; ///< first node to last
 };
 
-/// Plays graph main only (a compiled module's kept forward graph is not
-/// read). The result points at `runnable`'s nodes. Errors: a node without a
+/// Plays graph main (or opts.graph; a compiled module's kept forward graph
+/// is not read). The result points at `runnable`'s nodes. Errors: a node without a
 /// device in the cluster, a collective whose ranks wait on each other in an
 /// order no stream can issue.
 llvm::Expected<SimResult> simulateStep(const Module &runnable, const Cluster &cluster,

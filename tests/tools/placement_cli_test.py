@@ -79,8 +79,8 @@ class ParamsAutoTest(CliCase):
     def test_nothing_fits(self):
         tiny = write_cluster(self.path("tiny.json"), 1e10, gpus=2, gpu_memory=1 << 20, host_memory=1 << 20)
         p = self.place(tiny, ok=False)
-        self.assertFailsClearly(p, "--params auto: no parameter mode fits this cluster", "cpu: cpu:0 needs",
-                                "mirrored, 25 MB buckets: ", "and has 1.0 MiB")
+        self.assertFailsClearly(p, "--params auto: no parameter mode fits this cluster; the closest, ",
+                                "the other modes: ", "mirrored, 25 MB buckets: ", ", and has 1.00 MiB")
         self.assertFalse(os.path.exists(self.path("m.placed")))
 
 
@@ -97,7 +97,7 @@ class ModelParallelTest(CliCase):
         four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=300 << 20)
         self.assertFailsClearly(run(GRAPHC, "place", *self.ARGS, "--cluster", one, "--params", "gpu:0",
                                     "-o", self.path("one.placed"), ok=False),
-                                "the plan does not fit its cluster's memory: gpu:0 needs", "and has 300.0 MiB")
+                                "the plan does not fit its cluster's memory: gpu:0 needs", ", and has 300.00 MiB")
         plan = self.path("mp.placed")
         p = run(GRAPHC, "place", *self.ARGS, "--cluster", four, "--strategy", "model-parallel", "-o", plan)
         line = next(l for l in p.stdout.splitlines() if l.startswith("model-parallel (m-ETF)"))
@@ -146,19 +146,130 @@ class ModelParallelTest(CliCase):
         tiny = write_cluster(self.path("tiny.json"), 64e9, gpus=4, gpu_memory=1 << 20)
         p = run(GRAPHC, "place", *self.ARGS, "--cluster", tiny, "--strategy", "model-parallel",
                 "-o", self.path("x.placed"), ok=False)
-        self.assertFailsClearly(p, "cannot be placed model-parallel: it needs", "free of 1.00 MiB")
-        # Each schedule names what its node needs on each device, operand copies included: more
-        # than that device has free (the message once said a node needs 0.0 MiB).
-        size = r"([\d.]+ (?:B|KiB|MiB))"
-        needs = re.findall(r"(gpu:\d) %s, which has %s free of 1.00 MiB" % (size, size), p.stderr)
-        self.assertGreaterEqual(len(needs), 2, p.stderr)
-        in_bytes = lambda t: float(t.split()[0]) * {"B": 1, "KiB": 1024, "MiB": 1 << 20}[t.split()[1]]
-        for device, need, free in needs:
-            self.assertGreater(in_bytes(need), in_bytes(free), p.stderr)
+        self.assertFailsClearly(p, "cannot be placed model-parallel: ", "and has 1.00 MiB")
+        # The node's devices are named with what each would hold with it, in parts that add up: more
+        # than the device has (the message once said a node needs 0.0 MiB).
+        needs = NEED.findall(p.stderr)
+        self.assertGreaterEqual(len(needs), 1, p.stderr)
+        for device, total, *parts, capacity, short in needs:
+            self.assertAlmostEqual(sum(map(in_bytes, parts)) / in_bytes(total), 1, delta=0.01, msg=p.stderr)
+            self.assertGreaterEqual(in_bytes(total), in_bytes(capacity), p.stderr)
+            self.assertGreater(in_bytes(short), 0, p.stderr)
         self.assertFalse(os.path.exists(self.path("x.placed")))
         self.assertFailsClearly(run(GRAPHC, "place", *self.ARGS, "--cluster", tiny, "--strategy", "pipeline",
                                     "-o", self.path("x.placed"), ok=False),
                                 "--strategy: unknown strategy 'pipeline'")
+
+
+SIZE = r"([\d.]+ (?:B|KiB|MiB|GiB|TiB))"
+# "gpu:0 needs X = variables a + optimizer slots b [+ gradient accumulators c] + peak activations d +
+# copies e [+ layout gaps f], and has Y (Z short)": a device over its memory.
+NEED = re.compile(r"((?:gpu|cpu):\d+) needs %s = variables %s \+ optimizer slots %s"
+                  r"(?: \+ gradient accumulators %s)? \+ peak activations %s \+ copies %s"
+                  r"(?: \+ layout gaps %s)?, and has %s \(%s short\)" % ((SIZE,) * 9))
+
+
+def in_bytes(text):
+    if not text:
+        return 0.0
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[unit]
+
+
+def with_flags(args, flags):
+    """`args` with the options of `flags` ("--batch 24 --accumulate 2") set: replaced where given."""
+    args, words = list(args), flags.split()
+    for name, value in zip(words[::2], words[1::2]):
+        if name in args:
+            args[args.index(name) + 1] = value
+        else:
+            args += [name, value]
+    return args
+
+
+class FitAdviceTest(CliCase):
+    """Every refusal for memory names each device's need, in parts that add up to it, against its
+    memory, and a change that fits, which then compiles (docs/placement.md: "A refusal says what would
+    fit")."""
+
+    def refused(self, tool, *args):
+        """The refusal of `tool args`: each device over its memory, and the change the advice names."""
+        p = run(tool, *args, ok=False)
+        self.assertFailsClearly(p, "would fit with: ", "[fit advisor: ")
+        needs = NEED.findall(p.stderr)
+        self.assertGreaterEqual(len(needs), 1, p.stderr)
+        for device, total, *parts, capacity, short in needs:
+            # The parts are rounded to two decimals in their own unit.
+            self.assertAlmostEqual(sum(map(in_bytes, parts)) / in_bytes(total), 1, delta=0.01, msg=p.stderr)
+            self.assertGreaterEqual(in_bytes(total), in_bytes(capacity), p.stderr)
+            self.assertGreater(in_bytes(short), 0, p.stderr)
+        flags = re.search(r"would fit with: (.+?) \(", p.stderr).group(1)
+        return p, flags
+
+    def cluster_of(self, flags):
+        """The cluster file a "a cluster of N GPUs like gpu:0 (X each)" advice names."""
+        m = re.match(r"a cluster of (\d+) GPUs like gpu:0 \((.+) each\)$", flags)
+        self.assertTrue(m, flags)
+        return write_cluster(self.path("advised.json"), 64e9, gpus=int(m.group(1)),
+                             gpu_memory=int(round(in_bytes(m.group(2)))))
+
+    def place_with(self, args, flags):
+        if flags.startswith("a cluster of "):
+            args = with_flags(args, "--cluster " + self.cluster_of(flags))
+        else:
+            args = with_flags(args, flags)
+        p = run(GRAPHC, "place", *args)
+        self.assertIn("wrote ", p.stdout)
+        return p
+
+    def test_data_parallel(self):
+        small = write_cluster(self.path("small.json"), 1e10, gpus=2, gpu_memory=16 << 20)
+        args = ["--model", "small_cnn", "--cluster", small, "--batch", "64", "--params", "mirrored",
+                "-o", self.path("m.placed")]
+        p, flags = self.refused(GRAPHC, "place", *args)
+        self.assertIn("the plan does not fit its cluster's memory: gpu:0 needs ", p.stderr)
+        self.place_with(args, flags)
+
+    def test_params_auto(self):
+        small = write_cluster(self.path("small.json"), 1e10, gpus=2, gpu_memory=8 << 20)
+        args = ["--model", "small_cnn", "--cluster", small, "--batch", "64", "--params", "auto",
+                "-o", self.path("m.placed")]
+        p, flags = self.refused(GRAPHC, "place", *args)
+        self.assertIn("--params auto: no parameter mode fits this cluster; the closest, ", p.stderr)
+        self.assertFalse(flags.startswith("--params"), flags)
+        self.place_with(args, flags)
+
+    def test_model_parallel(self):
+        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=160 << 20)
+        args = [*ModelParallelTest.ARGS, "--cluster", four, "--strategy", "model-parallel",
+                "-o", self.path("m.placed")]
+        p, flags = self.refused(GRAPHC, "place", *args)
+        self.assertIn("--strategy model-parallel: neither list schedule fits; ", p.stderr)
+        self.place_with(args, flags)
+
+    def test_parameter_servers(self):
+        small = write_cluster(self.path("small.json"), 1e10, gpus=2, gpu_memory=8 << 20)
+        args = ["--model", "small_cnn", "--cluster", small, "--batch", "64", "--ps", "1",
+                "-o", self.path("m.placed")]
+        p, flags = self.refused(GRAPHC, "place", *args)
+        self.place_with(args, flags)
+
+    def test_workers(self):
+        # mlp on the default cluster's 80 GiB GPUs, a prime batch no micro-batch divides: the fewest
+        # workers whose towers share it.
+        args = ["--model", "mlp", "--gpus", "1", "--workers", "2", "--params", "mirrored", "--batch",
+                "29500043", "-o", self.path("m.placed")]
+        p, flags = self.refused(GRAPHC, "place", *args)
+        self.assertRegex(flags, r"^--workers \d+$")
+        self.place_with(args, flags)
+
+    def test_graphrun_train_refuses_with_the_advice_and_trains_with_it(self):
+        small = write_cluster(self.path("small.json"), 1e10, gpus=2, gpu_memory=16 << 20)
+        args = ["train", "--model", "small_cnn", "--cluster", small, "--emulate", "--batch", "64", "--params",
+                "mirrored", "--steps", "1", "--no-eval", "--no-progress"]
+        p, flags = self.refused(GRAPHRUN, *args)
+        self.assertNotIn("a cluster of", flags)
+        run(GRAPHRUN, *with_flags(args, flags))
 
 
 class SimulateTest(CliCase):
@@ -281,7 +392,7 @@ class CalibratedGpuTest(CliCase):
         with mock.patch.dict(os.environ, {"GRAPHC_CLUSTERS": folder}):
             # Four copies of the file's GPU: its memory refuses a batch the default 80 GiB holds ...
             p = self.place("--gpu-model", "Test GPU 16MB", "--batch", "128", "--params", "mirrored", ok=False)
-            self.assertFailsClearly(p, "gpu:0 needs", "and has 16.0 MiB")
+            self.assertFailsClearly(p, "gpu:0 needs", "and has 16.00 MiB")
             self.place("--gpu-model", "none", "--batch", "128", "--params", "mirrored")
             # ... and its calibration times the step: this CPU is far slower than an H100.
             p = self.place("--gpu-model", "Test GPU 16MB", "--batch", "8", "--params", "cpu")
@@ -322,7 +433,7 @@ class MemoryConstraintTest(CliCase):
         p = run(GRAPHC, "place", "--model", "small_cnn", "--cluster", small, "--batch", "64", "--params",
                 "mirrored", "-o", out, ok=False)
         self.assertFailsClearly(p, "the plan does not fit its cluster's memory: gpu:0 needs",
-                                "of variables", "of activations) and has 16.0 MiB")
+                                "= variables ", " + peak activations ", ", and has 16.00 MiB")
         with open(out) as f:
             self.assertEqual(f.read(), "an earlier file")
         # The same cluster holds a smaller batch with the variables on the host.

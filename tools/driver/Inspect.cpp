@@ -6,6 +6,7 @@
 #include "passes/WorkerPart.h"
 #include "passes/strategy/CompiledModule.h"
 #include "placement/CostReport.h"
+#include "placement/analysis/CostModel.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "placement/analysis/StepTimeModel.h"
 #include "tools/driver/RecomputeReport.h"

@@ -6,8 +6,8 @@
 #include "passes/AccumulateGradients.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
-#include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
+#include "passes/strategy/FitAdvisor.h"
 #include "tools/driver/Emulation.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/PrecisionRuns.h"
@@ -60,7 +60,7 @@ llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const 
                                                 std::unique_ptr<Module> precompiled) {
   if (precompiled)
     return precompiled;
-  return compilePlan(forward, opts.compile, opts.placement);
+  return compileThatFits(forward, opts.compile, opts.placement);
 }
 
 } // namespace

@@ -96,3 +96,27 @@ TEST(DeviceMemoryPlan, InputsDefinedLateStillLiveFromTheStart) {
     }
   }
 }
+
+TEST(ArenaParts, TheFullestMomentSplitIntoActivationsCopiesAndGaps) {
+  std::mt19937 rng(7);
+  DeviceMemoryPlan p;
+  for (int i = 0; i < 200; ++i) {
+    unsigned a = rng() % 100, b = a + rng() % 20;
+    p.buffers.push_back({(int64_t)(1 + rng() % 50000), a, b});
+    p.copied.push_back(rng() % 4 == 0);
+  }
+  p.plan = planOffsets(p.buffers);
+  ArenaParts parts = arenaParts(p);
+  EXPECT_EQ(parts.activations + parts.copies + parts.gaps, p.plan.arenaBytes);
+  EXPECT_EQ(parts.activations + parts.copies, p.plan.peakLiveBytes);
+  EXPECT_GE(parts.gaps, 0);
+  // At the peak position exactly these buffers are live.
+  int64_t copies = 0;
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    if (p.copied[i] && p.buffers[i].first <= p.plan.peakPosition &&
+        p.plan.peakPosition <= p.buffers[i].last)
+      copies += (p.buffers[i].bytes + 63) / 64 * 64;
+  EXPECT_EQ(parts.copies, copies);
+  EXPECT_GT(parts.copies, 0);
+  EXPECT_GT(parts.activations, 0);
+}
