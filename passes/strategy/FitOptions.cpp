@@ -111,6 +111,23 @@ EditList modelParallelEdits(const FitContext &c) {
                     }}});
 }
 
+/// Activations recomputed in the backward pass (passes/Recompute.h): the
+/// same training to the bit, for extra compute. The data-parallel and
+/// model-parallel strategies run the pass (not --params auto, ps tasks, nor
+/// --accumulate, which it refuses).
+EditList recomputeEdits(const FitContext &c) {
+  const PlacementRequest &p = c.place;
+  if (c.req.options.recompute.mode != RecomputeMode::Off || c.accumulate > 1 ||
+      p.psTasks() > 0 || c.req.options.params.kind == ParamPlacement::Auto ||
+      (p.strategy != Strategy::DataParallel && p.strategy != Strategy::ModelParallel))
+    return {};
+  return editList({{"--recompute auto",
+                    "the same training, activations recomputed in the backward pass",
+                    [](CompileRequest &r, PlacementRequest &) {
+                      r.options.recompute.mode = RecomputeMode::Auto;
+                    }}});
+}
+
 /// The micro-batches --accumulate may split the batch into: b/k for the
 /// divisors k > 1 of b, at least one sample per tower (the same number for
 /// each under --remainder error), largest first.
@@ -347,6 +364,7 @@ const std::vector<FitOptionKind> &fitOptions() {
   static const std::vector<FitOptionKind> all = {
       {"params", FitChange::SameTraining, false, paramsEdits, nullptr},
       {"model-parallel", FitChange::SameTraining, false, modelParallelEdits, nullptr},
+      {"recompute", FitChange::SameTraining, false, recomputeEdits, nullptr},
       {"accumulate", FitChange::SameTraining, true, accumulateEdits, accumulateGuess},
       {"gpus", FitChange::MoreDevices, true, moreGpuEdits, moreGpuGuess},
       {"batch", FitChange::SmallerBatch, true, smallerBatchEdits, smallerBatchGuess},
