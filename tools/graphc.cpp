@@ -30,6 +30,7 @@
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
+#include "placement/CostReport.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
@@ -336,6 +337,8 @@ struct PlaceCommand {
       llvm::outs() << "split: " << split << "\n";
     if (!params.empty() && !explain)
       llvm::outs() << params << "\n";
+    if (std::string sharded = describeShardedSlots(c); !sharded.empty())
+      llvm::outs() << sharded << "\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
                    << towers << " towers without samples (--remainder error refuses this)\n";

@@ -102,6 +102,7 @@ private:
   TowerModeFlags modes_;
   std::string strategy_ = "data-parallel", accumulate_ = "1";
   double bucketMb_ = 25;
+  bool shardOptimizer_ = false;
   CLI::Option *bucketOption_ = nullptr, *lossScaleOption_ = nullptr;
 };
 

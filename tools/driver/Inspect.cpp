@@ -313,6 +313,8 @@ llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool 
     os << costReportJson(*cost, *cluster, peakOf) << "\n";
   else
     printCostReport(*cost, *cluster, os, peakOf);
+  if (std::string sharded = describeShardedSlots(placed); !json && !sharded.empty())
+    os << sharded << "\n";
   return llvm::Error::success();
 }
 
