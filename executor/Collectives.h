@@ -28,6 +28,8 @@
 #include "executor/StepTimes.h"
 #include "kernels/Kernel.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <chrono>
 #include <memory>
 #include <set>

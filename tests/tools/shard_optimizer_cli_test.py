@@ -75,6 +75,12 @@ class ShardOptimizerCliTest(CliCase):
         train(*args, "--checkpoint", self.path("s"), "--shard-optimizer")
         self.assertSameTensors(self.latest(self.path("m")), self.latest(self.path("s")))
 
+    def test_gradient_accumulation(self):
+        args = SMALL + ["--gpus", "2", "--steps", "2", "--accumulate", "2"]
+        train(*args, "--checkpoint", self.path("m"))
+        train(*args, "--checkpoint", self.path("s"), "--shard-optimizer")
+        self.assertSameTensors(self.latest(self.path("m")), self.latest(self.path("s")))
+
     def test_unsupported_combinations_fail_clearly(self):
         place = [GRAPHC, "place", "--model", "small_cnn", "--gpus", "2", "--batch", "16",
                  "-o", self.path("m.placed"), "--shard-optimizer"]
