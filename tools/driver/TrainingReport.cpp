@@ -16,6 +16,7 @@
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
+#include "placement/CostReport.h"
 #include "tools/driver/Profile.h"
 #include "tools/driver/StepBreakdownTable.h"
 #include "tools/driver/Progress.h"
@@ -88,6 +89,8 @@ void TrainingSession::printRunPlan() {
     out_ << "  params     " << params << "\n";
   if (std::string mp = describeModelParallel(*compiled_); !mp.empty())
     out_ << "  strategy   " << mp << "\n";
+  if (std::string sharded = describeShardedSlots(*compiled_); !sharded.empty())
+    out_ << "  optimizer  " << sharded << "\n";
   printProcesses();
   out_ << "  batch      " << batch_ << " global";
   if (towersInAll_ > 1)
