@@ -17,6 +17,8 @@
 #include "TowerTestUtil.h"
 #include "placement/analysis/CostModel.h"
 
+#include <sstream>
+
 using namespace graphc;
 using namespace graphc::towertest;
 
