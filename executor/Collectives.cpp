@@ -127,14 +127,15 @@ llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsi
   RendezvousArrival arrival;
   arrival.inputs.assign(inputs.begin(), inputs.end());
   arrival.outputs.assign(outputs.begin(), outputs.end());
-  return meet(group, rank, nranks, std::move(arrival), what,
-              [&](const RendezvousMeeting &m) { sumSlice(m, rank); }, true);
+  return meet(
+      group, rank, nranks, std::move(arrival), what,
+      [&](const RendezvousMeeting &m) { sumSlice(m, rank); }, true);
 }
 
 llvm::Error CpuCollectives::reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,
                                           llvm::ArrayRef<TensorView> inputs,
-                                          llvm::ArrayRef<TensorView> outputs,
-                                          llvm::StringRef what, Device &) {
+                                          llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
+                                          Device &) {
   if (acrossGroups_.count(group))
     return makeError("collective '" + group + "' (ReduceScatter, " + what +
                      ") spans workers, which sharded optimizer state does not");

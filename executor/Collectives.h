@@ -151,9 +151,8 @@ public:
 private:
   /// Meets the other ranks, runs this rank's share, and returns once every
   /// rank has run its share (they read and write each other's tensors).
-  llvm::Error meet(llvm::StringRef group, unsigned rank, unsigned nranks,
-                   RendezvousArrival arrival, llvm::StringRef what,
-                   llvm::function_ref<void(const RendezvousMeeting &)> share,
+  llvm::Error meet(llvm::StringRef group, unsigned rank, unsigned nranks, RendezvousArrival arrival,
+                   llvm::StringRef what, llvm::function_ref<void(const RendezvousMeeting &)> share,
                    bool acrossWorkers);
   /// The last rank's part: the sum across workers (where the group spans
   /// them) into every rank's outputs.

@@ -610,10 +610,9 @@ llvm::Error Executor::writeVariable(llvm::StringRef name, const Tensor &value) {
         return makeError("variable '" + name + "' is " + toString(v->type) + ", given " +
                          toString(value.type()));
       const int64_t elem = (int64_t)dtypeSize(v->type.dtype);
-      if (auto e = d->device->copyIn(it->second.data,
-                                     static_cast<const char *>(value.raw()) +
-                                         piece->second.begin * elem,
-                                     piece->second.size() * elem))
+      if (auto e = d->device->copyIn(
+              it->second.data, static_cast<const char *>(value.raw()) + piece->second.begin * elem,
+              piece->second.size() * elem))
         return e;
       found = true;
       continue;

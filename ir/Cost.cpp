@@ -119,8 +119,7 @@ NodeCost updateCost(const CostCtx &c) {
     perElem += 2; // g + wd * w
   bool readsVar = c.n.op() != Op::Assign;
   return NodeCost{0, perElem * elems,
-                  c.operandBytes() + (readsVar ? stateBytes : stateBytes - varBytes),
-                  stateBytes};
+                  c.operandBytes() + (readsVar ? stateBytes : stateBytes - varBytes), stateBytes};
 }
 
 NodeCost convCost(const CostCtx &c, const TensorType &filter, const Value *outGrad,

@@ -262,9 +262,9 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
       a.set("nranks", (int64_t)towers);
       if (!scatter)
         a.set("reduction", std::string("sum"));
-      Node *ar = b.createNode(scatter ? Op::ReduceScatter : Op::AllReduce, parts, std::move(a),
-                              towerPrefix((int)t) + (scatter ? "reducescatter/" : "allreduce/") +
-                                  group);
+      Node *ar =
+          b.createNode(scatter ? Op::ReduceScatter : Op::AllReduce, parts, std::move(a),
+                       towerPrefix((int)t) + (scatter ? "reducescatter/" : "allreduce/") + group);
       // After its last part, after the previous bucket, and (moving averages)
       // after everything else the tower does.
       Node *anchor = previous[t];
@@ -321,8 +321,8 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
       a.set("rank", (int64_t)t);
       a.set("nranks", (int64_t)towers);
       a.set("var", var);
-      auto gather = b.tryCreate(Op::AllGather, {}, std::move(a),
-                                towerPrefix((int)t) + "allgather/" + var);
+      auto gather =
+          b.tryCreate(Op::AllGather, {}, std::move(a), towerPrefix((int)t) + "allgather/" + var);
       if (!gather)
         return gather.takeError();
     }

@@ -270,18 +270,18 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
   return d->endOperation(CudaStream::Collective);
 }
 
-llvm::Error CudaCollectives::shardedCall(
-    llvm::StringRef group, unsigned rank, unsigned nranks, llvm::ArrayRef<TensorView> reads,
-    llvm::ArrayRef<TensorView> writes, llvm::StringRef what, Device &device, llvm::StringRef op,
-    llvm::function_ref<llvm::Error(ncclComm_t, cudaStream_t)> enqueue) {
+llvm::Error
+CudaCollectives::shardedCall(llvm::StringRef group, unsigned rank, unsigned nranks,
+                             llvm::ArrayRef<TensorView> reads, llvm::ArrayRef<TensorView> writes,
+                             llvm::StringRef what, Device &device, llvm::StringRef op,
+                             llvm::function_ref<llvm::Error(ncclComm_t, cudaStream_t)> enqueue) {
   auto git = groups_.find(group.str());
   if (git == groups_.end())
     return makeError("collective '" + group + "' was not bound to the CUDA engine (" + what + ")");
   Group &g = git->second;
   if (g.path != CollectivePath::Nccl)
     return makeError("collective '" + group + "' (" + op + ", " + what + ") takes the " +
-                     collectivePathName(g.path) +
-                     " path, which has no " + op +
+                     collectivePathName(g.path) + " path, which has no " + op +
                      "; sharded optimizer state needs one GPU per rank in one process");
   auto *d = dynamic_cast<CudaDevice *>(&device);
   if (!d || rank >= g.devices.size() || g.devices[rank] != d)
@@ -324,8 +324,8 @@ llvm::Error CudaCollectives::shardedCall(
 
 llvm::Error CudaCollectives::reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,
                                            llvm::ArrayRef<TensorView> inputs,
-                                           llvm::ArrayRef<TensorView> outputs,
-                                           llvm::StringRef what, Device &device) {
+                                           llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
+                                           Device &device) {
   return shardedCall(
       group, rank, nranks, inputs, outputs, what, device, "ReduceScatter",
       [&](ncclComm_t comm, cudaStream_t stream) -> llvm::Error {
@@ -344,8 +344,8 @@ llvm::Error CudaCollectives::reduceScatter(llvm::StringRef group, unsigned rank,
             ShardRange piece = shardRange(n, r, nranks);
             GRAPHC_NCCL_TRY(api, comm,
                             api.ncclReduce(in + piece.begin, r == rank ? outputs[t].data : nullptr,
-                                           (size_t)piece.size(), ncclFloat32, ncclSum, (int)r,
-                                           comm, stream));
+                                           (size_t)piece.size(), ncclFloat32, ncclSum, (int)r, comm,
+                                           stream));
           }
         }
         return llvm::Error::success();
@@ -355,28 +355,27 @@ llvm::Error CudaCollectives::reduceScatter(llvm::StringRef group, unsigned rank,
 llvm::Error CudaCollectives::allGather(llvm::StringRef group, unsigned rank, unsigned nranks,
                                        const TensorView &whole, llvm::StringRef what,
                                        Device &device) {
-  return shardedCall(
-      group, rank, nranks, whole, whole, what, device, "AllGather",
-      [&](ncclComm_t comm, cudaStream_t stream) -> llvm::Error {
-        const NcclApi &api = *nccl_;
-        const int64_t n = whole.numElements();
-        float *all = whole.as<float>();
-        if (n % nranks == 0) { // in place: rank r's piece is where it belongs
-          const size_t count = (size_t)(n / nranks);
-          GRAPHC_NCCL_TRY(api, comm,
-                          api.ncclAllGather(all + rank * count, all, count, ncclFloat32, comm,
-                                            stream));
-          return llvm::Error::success();
-        }
-        for (unsigned r = 0; r < nranks; ++r) {
-          ShardRange piece = shardRange(n, r, nranks);
-          GRAPHC_NCCL_TRY(api, comm,
-                          api.ncclBroadcast(all + piece.begin, all + piece.begin,
-                                            (size_t)piece.size(), ncclFloat32, (int)r, comm,
-                                            stream));
-        }
-        return llvm::Error::success();
-      });
+  return shardedCall(group, rank, nranks, whole, whole, what, device, "AllGather",
+                     [&](ncclComm_t comm, cudaStream_t stream) -> llvm::Error {
+                       const NcclApi &api = *nccl_;
+                       const int64_t n = whole.numElements();
+                       float *all = whole.as<float>();
+                       if (n % nranks == 0) { // in place: rank r's piece is where it belongs
+                         const size_t count = (size_t)(n / nranks);
+                         GRAPHC_NCCL_TRY(api, comm,
+                                         api.ncclAllGather(all + rank * count, all, count,
+                                                           ncclFloat32, comm, stream));
+                         return llvm::Error::success();
+                       }
+                       for (unsigned r = 0; r < nranks; ++r) {
+                         ShardRange piece = shardRange(n, r, nranks);
+                         GRAPHC_NCCL_TRY(api, comm,
+                                         api.ncclBroadcast(all + piece.begin, all + piece.begin,
+                                                           (size_t)piece.size(), ncclFloat32,
+                                                           (int)r, comm, stream));
+                       }
+                       return llvm::Error::success();
+                     });
 }
 
 } // namespace graphc

@@ -81,8 +81,7 @@ llvm::Expected<void *> pieceOf(const Node &n, KernelContext &ctx, const std::str
   if (v->dtype != grad.dtype || piece.size() != grad.numElements() || v->layout != Layout::Plain)
     return nodeError(n, "variable '" + name + "' is " + toString(TensorType(v->dtype, v->shape)) +
                             ", whose piece " + llvm::Twine(rank) + " of " + llvm::Twine(nranks) +
-                            " is not the update's " +
-                            toString(TensorType(grad.dtype, grad.shape)));
+                            " is not the update's " + toString(TensorType(grad.dtype, grad.shape)));
   return static_cast<char *>(v->data) + piece.begin * (int64_t)dtypeSize(v->dtype);
 }
 

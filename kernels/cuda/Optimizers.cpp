@@ -61,8 +61,8 @@ llvm::Expected<void *> storage(KernelContext &ctx, const std::string &name,
 
 /// A sharded update's piece of its variable (rank, nranks: ir/Shards.h),
 /// inside the whole replica.
-llvm::Expected<void *> pieceOf(KernelContext &ctx, const std::string &name,
-                               const TensorView &grad, int64_t rank, int64_t nranks) {
+llvm::Expected<void *> pieceOf(KernelContext &ctx, const std::string &name, const TensorView &grad,
+                               int64_t rank, int64_t nranks) {
   if (!ctx.variables)
     return makeError("no variable storage given");
   auto v = ctx.variables->variable(name);

@@ -21,7 +21,8 @@ llvm::Error checkShardRequest(const CompileRequest &req, const PlacementRequest 
                      ")");
   if (place.strategy != Strategy::DataParallel)
     return makeError("--shard-optimizer shards the optimizer state over data-parallel towers; "
-                     "--strategy " + modeName(place.strategy) + " has none");
+                     "--strategy " +
+                     modeName(place.strategy) + " has none");
   if (place.workers > 1 || place.tasks || place.psTasks() > 0)
     return makeError("--shard-optimizer runs in one process: its reduce-scatter and all-gather "
                      "do not cross workers yet (drop --workers, --tasks and --ps, or drop "

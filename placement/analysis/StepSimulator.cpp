@@ -83,10 +83,10 @@ public:
 
 private:
   static llvm::StringRef kindOf(const Node &n) {
-    return n.op() == Op::Transfer       ? "transfer"
-           : n.op() == Op::AllReduce    ? "all-reduce"
-           : isCollective(n.op())       ? "collective"
-                                        : "compute";
+    return n.op() == Op::Transfer    ? "transfer"
+           : n.op() == Op::AllReduce ? "all-reduce"
+           : isCollective(n.op())    ? "collective"
+                                     : "compute";
   }
 
   llvm::Expected<double> duration(const Node &n, unsigned d) {

@@ -119,7 +119,8 @@ TEST(Executor, ReduceScatterAndAllGatherInUnevenPieces) {
     read->operand(0)->producer()->setAssignedDevice(dev);
     read->setAssignedDevice(dev);
     m.main().addOutput(read->result());
-    Node *rs = b.createNode(Op::ReduceScatter, {g}, allReduce("rs", r, 3), "rs" + std::to_string(r));
+    Node *rs =
+        b.createNode(Op::ReduceScatter, {g}, allReduce("rs", r, 3), "rs" + std::to_string(r));
     rs->setAssignedDevice(dev);
     EXPECT_EQ(rs->result()->type(), TensorType(DType::F32, {r == 2 ? 3 : 2}));
     Attrs u = allReduce("unused", r, 3);

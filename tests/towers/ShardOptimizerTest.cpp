@@ -109,8 +109,8 @@ TEST_P(ShardOptimizer, SameBitsAsMirroredAndOneNthOfTheSlotsPerDevice) {
   // The plan: reduce-scatters instead of the gradient all-reduces, one
   // all-gather per trained variable and tower, every slot sharded.
   const Module &m = *sharded.module;
-  EXPECT_EQ(count(m, Op::ReduceScatter), count(*mirrored.module, Op::AllReduce) -
-                                             count(m, Op::AllReduce));
+  EXPECT_EQ(count(m, Op::ReduceScatter),
+            count(*mirrored.module, Op::AllReduce) - count(m, Op::AllReduce));
   int64_t trained = 0, slotBytes = 0;
   for (const Variable &v : m.variables()) {
     trained += v.trainable();
@@ -134,7 +134,7 @@ TEST_P(ShardOptimizer, SameBitsAsMirroredAndOneNthOfTheSlotsPerDevice) {
   for (size_t d = 0; d < a.size(); ++d) {
     int64_t held = b[d].variableBytes - a[d].variableBytes;
     if (a[d].device.rfind("cpu:0", 0) == 0)
-      continue; // the host holds no replica
+      continue;                       // the host holds no replica
     int64_t piece = slotBytes - held; // what this device keeps of the slots
     EXPECT_NEAR((double)piece, (double)slotBytes / c.towers, 4.0 * slots) << a[d].device;
     heldSum += piece;
@@ -211,8 +211,8 @@ TEST(ShardOptimizer, TrainsLikeOneDevice) {
       ASSERT_TRUE(sharded.executor);
       std::ostringstream what;
       PrintTo(c, &what);
-      expectWithinBound(sharded.variables, want,
-                        stepBound(c.model, modelOptions(c.model), c.batch), what.str());
+      expectWithinBound(sharded.variables, want, stepBound(c.model, modelOptions(c.model), c.batch),
+                        what.str());
     }
 }
 

@@ -18,8 +18,8 @@
 #include "passes/strategy/ParamsAutoStrategy.h"
 #include "placement/CostReport.h"
 #include "tools/driver/Profile.h"
-#include "tools/driver/StepBreakdownTable.h"
 #include "tools/driver/Progress.h"
+#include "tools/driver/StepBreakdownTable.h"
 #include "tools/driver/TrainingData.h"
 
 #include "llvm/ADT/StringExtras.h"
