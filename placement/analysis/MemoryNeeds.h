@@ -1,7 +1,8 @@
 //===- MemoryNeeds.h - What each device of a placed plan holds at its peak -*- C++ -*-===//
 //
 // A device needs its variables (parameters, optimizer slots and state stored
-// there: the cost model's variable bytes) plus its planned arena: the memory
+// there: the cost model's variable bytes, Variable::bytesOn, so only its piece
+// of sharded optimizer slots) plus its planned arena: the memory
 // plan (MemoryPlan.h) for the very order the executor issues (Schedule.h),
 // unassigned nodes on the host. Placement decisions check a plan against its
 // cluster's memory_bytes with these figures: --params auto skips a mode that
