@@ -138,14 +138,14 @@ TEST(Executor, ReduceScatterAndAllGatherInUnevenPieces) {
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   llvm::StringMap<Tensor> feeds;
   feeds["x"] = Tensor::fromFloats({7}, {1, 1, 1, 1, 1, 1, 2});
-  feeds["lr"] = Tensor::scalar(0.5f);
+  feeds["lr"] = Tensor::scalar(0.25f);
   for (int step = 0; step < 2; ++step) {
     auto out = (*ex)->run(feeds);
     ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
-    // Each replica as the step began: w - step * 0.5 * 3x.
+    // Each replica as the step began: w - step * 0.25 * 3x (all positive).
     for (const Tensor &t : *out)
       for (int i = 0; i < 7; ++i)
-        EXPECT_EQ(t.at(i), (i + 1) - step * 1.5 * (i == 6 ? 2 : 1)) << "step " << step;
+        EXPECT_EQ(t.at(i), (i + 1) - step * 0.75 * (i == 6 ? 2 : 1)) << "step " << step;
   }
 }
 

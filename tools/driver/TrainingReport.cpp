@@ -90,7 +90,7 @@ void TrainingSession::printRunPlan() {
   if (std::string mp = describeModelParallel(*compiled_); !mp.empty())
     out_ << "  strategy   " << mp << "\n";
   if (std::string sharded = describeShardedSlots(*compiled_); !sharded.empty())
-    out_ << "  optimizer  " << sharded << "\n";
+    out_ << "  sharding   " << sharded << "\n";
   printProcesses();
   out_ << "  batch      " << batch_ << " global";
   if (towersInAll_ > 1)
