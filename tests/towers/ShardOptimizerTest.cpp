@@ -60,14 +60,14 @@ CompileOptions compileOptions(const Case &c, bool shard) {
   return o;
 }
 
-struct Run {
+struct TowerRun {
   std::unique_ptr<Module> module;
   std::unique_ptr<Executor> executor;
   std::map<std::string, Tensor> variables;
 };
 
-Run trainTowers(const Case &c, bool shard, bool blockedLayouts = true) {
-  Run r;
+TowerRun trainTowers(const Case &c, bool shard, bool blockedLayouts = true) {
+  TowerRun r;
   r.module = buildOrFail(c.model, modelOptions(c.model));
   if (!r.module)
     return r;
@@ -99,7 +99,7 @@ class ShardOptimizer : public testing::TestWithParam<Case> {};
 
 TEST_P(ShardOptimizer, SameBitsAsMirroredAndOneNthOfTheSlotsPerDevice) {
   const Case &c = GetParam();
-  Run sharded = trainTowers(c, true), mirrored = trainTowers(c, false);
+  TowerRun sharded = trainTowers(c, true), mirrored = trainTowers(c, false);
   ASSERT_TRUE(sharded.executor && mirrored.executor);
   ASSERT_FALSE(mirrored.variables.empty());
   std::ostringstream what;
@@ -120,8 +120,9 @@ TEST_P(ShardOptimizer, SameBitsAsMirroredAndOneNthOfTheSlotsPerDevice) {
     }
   }
   EXPECT_EQ(count(m, Op::AllGather), trained * c.towers);
-  if (c.optimizer != "sgd")
+  if (c.optimizer != "sgd") {
     ASSERT_GT(slotBytes, 0);
+  }
 
   // Memory: each device holds the replica less (N-1)/N of the slots, to
   // within an element per slot; the cost model says the same.
@@ -207,7 +208,7 @@ TEST(ShardOptimizer, TrainsLikeOneDevice) {
       Case c{"small_cnn_nobn", towers, optimizer};
       auto want = oneDevice(c.model, optimizer, c.batch);
       ASSERT_FALSE(want.empty());
-      Run sharded = trainTowers(c, true, /*blockedLayouts=*/false);
+      TowerRun sharded = trainTowers(c, true, /*blockedLayouts=*/false);
       ASSERT_TRUE(sharded.executor);
       std::ostringstream what;
       PrintTo(c, &what);
@@ -220,7 +221,7 @@ TEST(ShardOptimizer, TrainsLikeOneDevice) {
 // gathered, restored into either plan.
 TEST(ShardOptimizer, VariablesReadAndWriteWhole) {
   Case c{"mlp", 4, "adam"};
-  Run sharded = trainTowers(c, true), mirrored = trainTowers(c, false);
+  TowerRun sharded = trainTowers(c, true), mirrored = trainTowers(c, false);
   ASSERT_TRUE(sharded.executor && mirrored.executor);
   for (const auto &[name, value] : mirrored.variables) {
     ASSERT_TRUE(bool(sharded.executor->writeVariable(name, value)));
