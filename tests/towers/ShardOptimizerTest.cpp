@@ -201,9 +201,13 @@ std::map<std::string, Tensor> oneDevice(const std::string &model, const std::str
 }
 
 // Against one device in plain layouts: within the bound of the towers'
-// grouping of the sums (K·u of the step's longest sum, EquivalenceTest.cpp).
+// grouping of the sums (K·u of the step's longest sum, EquivalenceTest.cpp),
+// and within 1e-5. Momentum and SGD only: Adam divides each update by the
+// root of its second moment, so a gradient near zero that the towers round
+// otherwise moves its parameter by up to lr either way (the unsharded
+// mirrored plan does the same: it has the sharded plan's bits).
 TEST(ShardOptimizer, TrainsLikeOneDevice) {
-  for (const char *optimizer : {"momentum", "adam"})
+  for (const char *optimizer : {"momentum", "sgd"})
     for (int towers : {2, 4}) {
       Case c{"small_cnn_nobn", towers, optimizer};
       auto want = oneDevice(c.model, optimizer, c.batch);
@@ -214,6 +218,8 @@ TEST(ShardOptimizer, TrainsLikeOneDevice) {
       PrintTo(c, &what);
       expectWithinBound(sharded.variables, want, stepBound(c.model, modelOptions(c.model), c.batch),
                         what.str());
+      for (const auto &[name, value] : want)
+        EXPECT_TRUE(sumbound::within(sharded.variables[name], value, 1e-5)) << what.str() << name;
     }
 }
 
@@ -224,7 +230,8 @@ TEST(ShardOptimizer, VariablesReadAndWriteWhole) {
   TowerRun sharded = trainTowers(c, true), mirrored = trainTowers(c, false);
   ASSERT_TRUE(sharded.executor && mirrored.executor);
   for (const auto &[name, value] : mirrored.variables) {
-    ASSERT_TRUE(bool(sharded.executor->writeVariable(name, value)));
+    llvm::Error e = sharded.executor->writeVariable(name, value);
+    ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
     auto back = sharded.executor->readVariable(name);
     ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
     EXPECT_TRUE(sumbound::sameBits(*back, value)) << name;
