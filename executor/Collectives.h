@@ -5,6 +5,10 @@
 // calls allReduce from its own device thread with its tensors; the call
 // returns when all ranks have arrived and each output holds the elementwise
 // sum over ranks. Work is shared: rank r sums the r-th slice of every tensor.
+// Sharded optimizer state adds reduceScatter (rank r sums only its piece, in
+// the same rank order, so the bits are the all-reduce's) and allGather (rank
+// r copies its piece of a variable into every other rank's replica); neither
+// crosses workers.
 //
 // The ranks meet at the rendezvous every engine shares (Rendezvous.h): a
 // participant that waits longer than the timeout gets an error naming the
