@@ -1,8 +1,11 @@
 #include "executor/Collectives.h"
 
+#include "executor/Device.h"
 #include "ir/Diagnostics.h"
+#include "ir/Shards.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 namespace graphc {
@@ -102,6 +105,21 @@ llvm::Error CpuCollectives::complete(llvm::StringRef group, const RendezvousMeet
   return llvm::Error::success();
 }
 
+llvm::Error CollectiveEngine::reduceScatter(llvm::StringRef group, unsigned, unsigned,
+                                            llvm::ArrayRef<TensorView>, llvm::ArrayRef<TensorView>,
+                                            llvm::StringRef what, Device &device) {
+  return makeError("collective '" + group + "' (ReduceScatter, " + what +
+                   "): this path has no reduce-scatter on " + device.name() +
+                   " (sharded optimizer state needs NCCL, one GPU per rank, or host devices)");
+}
+
+llvm::Error CollectiveEngine::allGather(llvm::StringRef group, unsigned, unsigned,
+                                        const TensorView &, llvm::StringRef what, Device &device) {
+  return makeError("collective '" + group + "' (AllGather, " + what +
+                   "): this path has no all-gather on " + device.name() +
+                   " (sharded optimizer state needs NCCL, one GPU per rank, or host devices)");
+}
+
 llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
                                       llvm::ArrayRef<TensorView> inputs,
                                       llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
@@ -109,18 +127,80 @@ llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsi
   RendezvousArrival arrival;
   arrival.inputs.assign(inputs.begin(), inputs.end());
   arrival.outputs.assign(outputs.begin(), outputs.end());
+  return meet(
+      group, rank, nranks, std::move(arrival), what,
+      [&](const RendezvousMeeting &m) { sumSlice(m, rank); }, true);
+}
+
+llvm::Error CpuCollectives::reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                          llvm::ArrayRef<TensorView> inputs,
+                                          llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
+                                          Device &) {
+  if (acrossGroups_.count(group))
+    return makeError("collective '" + group + "' (ReduceScatter, " + what +
+                     ") spans workers, which sharded optimizer state does not");
+  // The rendezvous checks that every rank brings the same shapes: each
+  // brings its whole inputs (its outputs are its own pieces, written here).
+  RendezvousArrival arrival;
+  arrival.inputs.assign(inputs.begin(), inputs.end());
+  arrival.outputs = arrival.inputs;
+  return meet(
+      group, rank, nranks, std::move(arrival), what,
+      [&](const RendezvousMeeting &m) {
+        // Each element summed from 0 in rank order, as sumSlice does.
+        for (size_t t = 0; t < inputs.size(); ++t) {
+          ShardRange piece = shardRange(inputs[t].numElements(), rank, nranks);
+          assert(outputs[t].numElements() == piece.size() && "a piece per rank");
+          float *out = outputs[t].as<float>();
+          std::fill(out, out + piece.size(), 0.0f);
+          for (const RendezvousArrival &a : m.arrivals) {
+            const float *x = a.inputs[t].as<const float>() + piece.begin;
+            for (int64_t i = 0; i < piece.size(); ++i)
+              out[i] += x[i];
+          }
+        }
+      },
+      false);
+}
+
+llvm::Error CpuCollectives::allGather(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                      const TensorView &whole, llvm::StringRef what, Device &) {
+  if (acrossGroups_.count(group))
+    return makeError("collective '" + group + "' (AllGather, " + what +
+                     ") spans workers, which sharded optimizer state does not");
+  RendezvousArrival arrival;
+  arrival.inputs = {whole};
+  arrival.outputs = {whole};
+  return meet(
+      group, rank, nranks, std::move(arrival), what,
+      [&](const RendezvousMeeting &m) {
+        ShardRange piece = shardRange(whole.numElements(), rank, nranks);
+        const float *mine = whole.as<const float>() + piece.begin;
+        for (unsigned r = 0; r < m.arrivals.size(); ++r)
+          if (r != rank)
+            std::memcpy(m.arrivals[r].outputs[0].as<float>() + piece.begin, mine,
+                        piece.size() * sizeof(float));
+      },
+      false);
+}
+
+llvm::Error CpuCollectives::meet(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                 RendezvousArrival arrival, llvm::StringRef what,
+                                 llvm::function_ref<void(const RendezvousMeeting &)> share,
+                                 bool acrossWorkers) {
   arrival.caller = what.str();
   auto meeting = rendezvous_.arrive(group, rank, nranks, std::move(arrival));
   if (!meeting)
     return meeting.takeError();
   const uint64_t seq = meeting->sequence;
-  sumSlice(*meeting, rank);
-  // The last rank to finish its slice completes the call; the others return
-  // once it has, so that every rank's outputs hold the whole sum. A failed
+  share(*meeting);
+  // The last rank to finish its share completes the call; the others return
+  // once it has, so that every rank's outputs hold the whole result. A failed
   // completion publishes nothing: the executor aborts the waiting ranks.
   if (rendezvous_.finishShare(group, seq)) {
-    if (auto e = complete(group, *meeting, what))
-      return e;
+    if (acrossWorkers)
+      if (auto e = complete(group, *meeting, what))
+        return e;
     rendezvous_.publish(group, seq, nullptr);
   } else if (auto done =
                  rendezvous_.awaitPublished(group, seq, rank, "every rank to finish its share");

@@ -5,6 +5,10 @@
 // calls allReduce from its own device thread with its tensors; the call
 // returns when all ranks have arrived and each output holds the elementwise
 // sum over ranks. Work is shared: rank r sums the r-th slice of every tensor.
+// Sharded optimizer state adds reduceScatter (rank r sums only its piece, in
+// the same rank order, so the bits are the all-reduce's) and allGather (rank
+// r copies its piece of a variable into every other rank's replica); neither
+// crosses workers.
 //
 // The ranks meet at the rendezvous every engine shares (Rendezvous.h): a
 // participant that waits longer than the timeout gets an error naming the
@@ -27,6 +31,8 @@
 #include "executor/Rendezvous.h"
 #include "executor/StepTimes.h"
 #include "kernels/Kernel.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <chrono>
 #include <memory>
@@ -101,6 +107,17 @@ public:
                                 llvm::ArrayRef<TensorView> inputs,
                                 llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
                                 Device &device) = 0;
+  /// Sharded optimizer state (ir/Shards.h): `outputs[i]` of rank r gets
+  /// piece r of the sum of `inputs[i]` over the ranks, flattened. An engine
+  /// without it refuses, naming the group.
+  virtual llvm::Error reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                    llvm::ArrayRef<TensorView> inputs,
+                                    llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
+                                    Device &device);
+  /// In place: piece r of rank r's `whole` (ir/Shards.h) into every rank's
+  /// `whole`, so that all hold every rank's piece.
+  virtual llvm::Error allGather(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                const TensorView &whole, llvm::StringRef what, Device &device);
   /// Wakes every waiting participant with an error (another device failed).
   virtual void abort() = 0;
   /// Before each step.
@@ -125,10 +142,22 @@ public:
   llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
                         llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
                         llvm::StringRef what, Device &device) override;
+  /// Each rank sums its own pieces, in rank order (the all-reduce's order).
+  llvm::Error reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,
+                            llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
+                            llvm::StringRef what, Device &device) override;
+  /// Each rank copies its piece into the other ranks' tensors.
+  llvm::Error allGather(llvm::StringRef group, unsigned rank, unsigned nranks,
+                        const TensorView &whole, llvm::StringRef what, Device &device) override;
   void abort() override;
   void reset() override;
 
 private:
+  /// Meets the other ranks, runs this rank's share, and returns once every
+  /// rank has run its share (they read and write each other's tensors).
+  llvm::Error meet(llvm::StringRef group, unsigned rank, unsigned nranks, RendezvousArrival arrival,
+                   llvm::StringRef what, llvm::function_ref<void(const RendezvousMeeting &)> share,
+                   bool acrossWorkers);
   /// The last rank's part: the sum across workers (where the group spans
   /// them) into every rank's outputs.
   llvm::Error complete(llvm::StringRef group, const RendezvousMeeting &m, llvm::StringRef what);

@@ -173,6 +173,11 @@ llvm::Error ExecutorImpl::createKernels() {
   for (auto &e : nodes) {
     const Node *n = e->node;
     DeviceState &d = *devices[e->device];
+    if (isCollective(n->op())) { // AllReduce, ReduceScatter, AllGather
+      e->action = Action::Collective;
+      e->kind = EventKind::Collective;
+      continue;
+    }
     switch (n->op()) {
     case Op::Input:
       e->action = Action::Feed;
@@ -181,10 +186,6 @@ llvm::Error ExecutorImpl::createKernels() {
     case Op::Variable:
     case Op::Constant:
       e->action = Action::Alias;
-      continue;
-    case Op::AllReduce:
-      e->action = Action::Collective;
-      e->kind = EventKind::Collective;
       continue;
     case Op::Transfer:
       e->action = Action::Transfer;
@@ -329,6 +330,8 @@ llvm::Error ExecutorImpl::bindVariables() {
     std::vector<std::string> names{n->attrs().getString("var")};
     for (const std::string &slot : n->attrs().getStrings("slots"))
       names.push_back(slot);
+    // A sharded update's slots: this device holds its rank's piece only.
+    const int64_t rank = n->attrs().getInt("rank", 0), nranks = n->attrs().getInt("nranks", 0);
     for (const std::string &name : names) {
       if (e->program == 0)
         mainHolds.insert({e->device, name});
@@ -341,15 +344,26 @@ llvm::Error ExecutorImpl::bindVariables() {
       const Variable *v = module->findVariable(name);
       if (!v)
         return nodeError(*n, "uses unknown variable '" + name + "'");
+      if (v->sharded && (!isApplyRule(n->op()) || nranks == 0))
+        return nodeError(*n, "uses sharded variable '" + name +
+                                 "' whole; only a sharded update of its piece may");
       auto value = initialValue(*v, opts.seed);
       if (!value)
         return value.takeError();
-      auto p = d.device->allocate(value->bytes());
+      TensorType type = v->type;
+      const char *from = static_cast<const char *>(value->raw());
+      if (v->sharded) {
+        ShardRange piece = shardRange(v->type.numElements(), rank, nranks);
+        type = TensorType(v->type.dtype, {piece.size()});
+        from += piece.begin * (int64_t)dtypeSize(v->type.dtype);
+        d.variables.pieces[name] = piece;
+      }
+      auto p = d.device->allocate(type.bytes());
       if (!p)
         return withContext(p.takeError(), "variable '" + name + "'");
-      if (auto err = d.device->copyIn(*p, value->raw(), value->bytes()))
+      if (auto err = d.device->copyIn(*p, from, type.bytes()))
         return err;
-      d.variables.storage[name] = {*p, v->type};
+      d.variables.storage[name] = {*p, type};
     }
   }
   return llvm::Error::success();
@@ -551,6 +565,26 @@ const std::string &Executor::cudaGraphNote() const { return impl_->graphNote; }
 const std::string &Executor::algorithmNote() const { return impl_->algorithmNote; }
 
 llvm::Expected<Tensor> Executor::readVariable(llvm::StringRef name) const {
+  const Variable *v = impl_->module->findVariable(name);
+  if (v && v->sharded) { // whole again from every device's piece
+    Tensor t(v->type);
+    int64_t covered = 0;
+    for (auto &d : impl_->devices) {
+      auto it = d->variables.pieces.find(name);
+      if (it == d->variables.pieces.end())
+        continue;
+      const int64_t elem = (int64_t)dtypeSize(v->type.dtype);
+      if (auto e = d->device->copyOut(static_cast<char *>(t.raw()) + it->second.begin * elem,
+                                      d->variables.storage[name].data, it->second.size() * elem))
+        return e;
+      covered += it->second.size();
+    }
+    if (covered != v->type.numElements())
+      return makeError("sharded variable '" + name + "': the devices of this process hold " +
+                       llvm::Twine(covered) + " of its " + llvm::Twine(v->type.numElements()) +
+                       " elements");
+    return t;
+  }
   for (auto &d : impl_->devices) {
     auto it = d->variables.storage.find(name);
     if (it == d->variables.storage.end())
@@ -569,6 +603,20 @@ llvm::Error Executor::writeVariable(llvm::StringRef name, const Tensor &value) {
     auto it = d->variables.storage.find(name);
     if (it == d->variables.storage.end())
       continue;
+    if (auto piece = d->variables.pieces.find(name); piece != d->variables.pieces.end()) {
+      // Sharded: this device's piece of the whole value.
+      const Variable *v = impl_->module->findVariable(name);
+      if (v->type != value.type())
+        return makeError("variable '" + name + "' is " + toString(v->type) + ", given " +
+                         toString(value.type()));
+      const int64_t elem = (int64_t)dtypeSize(v->type.dtype);
+      if (auto e = d->device->copyIn(
+              it->second.data, static_cast<const char *>(value.raw()) + piece->second.begin * elem,
+              piece->second.size() * elem))
+        return e;
+      found = true;
+      continue;
+    }
     if (it->second.type != value.type())
       return makeError("variable '" + name + "' is " + toString(it->second.type) + ", given " +
                        toString(value.type()));

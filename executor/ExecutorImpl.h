@@ -74,6 +74,9 @@ struct Storage {
 class DeviceVariables : public VariableAccess {
 public:
   llvm::StringMap<Storage> storage;
+  /// Sharded variables (Variable::sharded): the piece of the whole that
+  /// this device's storage holds.
+  llvm::StringMap<ShardRange> pieces;
   llvm::Expected<TensorView> variable(llvm::StringRef name) override {
     auto it = storage.find(name);
     if (it == storage.end())

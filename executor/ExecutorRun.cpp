@@ -57,9 +57,23 @@ llvm::Error ExecutorImpl::runNode(NodeExec &e, DeviceState &d) {
     bool timed = opts.profile && dev.kind() == DeviceKind::CPU;
     double start = timed ? trace.nowUs() : 0;
     StepClock::Scope part(&stepClock, StepPart::IntraWorker);
-    llvm::Error err = e.collectives->allReduce(
-        a.getString("group"), (unsigned)a.getInt("rank"), (unsigned)a.getInt("nranks"), e.inputs,
-        e.outputs, "node '" + e.node->name() + "' on " + dev.name(), dev);
+    const std::string &group = a.getString("group");
+    const unsigned rank = (unsigned)a.getInt("rank"), nranks = (unsigned)a.getInt("nranks");
+    const std::string what = "node '" + e.node->name() + "' on " + dev.name();
+    llvm::Error err = [&]() -> llvm::Error {
+      switch (e.node->op()) {
+      case Op::ReduceScatter:
+        return e.collectives->reduceScatter(group, rank, nranks, e.inputs, e.outputs, what, dev);
+      case Op::AllGather: { // in place, in this device's replica of the variable
+        auto whole = d.variables.variable(a.getString("var"));
+        if (!whole)
+          return whole.takeError();
+        return e.collectives->allGather(group, rank, nranks, *whole, what, dev);
+      }
+      default:
+        return e.collectives->allReduce(group, rank, nranks, e.inputs, e.outputs, what, dev);
+      }
+    }();
     if (timed && !err)
       d.hostTimings.push_back({node, EventKind::Collective, start, trace.nowUs() - start});
     return err;

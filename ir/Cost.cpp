@@ -83,6 +83,12 @@ NodeCost updateCost(const CostCtx &c) {
     assert(s && "update with an unknown slot: verify the module first");
     stateBytes += s->type.bytes();
   }
+  int64_t varBytes = var->type.bytes();
+  if (c.n.attrs().has("nranks")) { // a sharded update touches its piece only
+    elems = c.n.operand(0)->type().numElements();
+    varBytes = elems * (int64_t)dtypeSize(var->type.dtype);
+    stateBytes = varBytes * (1 + (int64_t)c.n.attrs().getStrings("slots").size());
+  }
   int64_t perElem = 0;
   switch (c.n.op()) {
   case Op::Assign:
@@ -113,8 +119,7 @@ NodeCost updateCost(const CostCtx &c) {
     perElem += 2; // g + wd * w
   bool readsVar = c.n.op() != Op::Assign;
   return NodeCost{0, perElem * elems,
-                  c.operandBytes() + (readsVar ? stateBytes : stateBytes - var->type.bytes()),
-                  stateBytes};
+                  c.operandBytes() + (readsVar ? stateBytes : stateBytes - varBytes), stateBytes};
 }
 
 NodeCost convCost(const CostCtx &c, const TensorType &filter, const Value *outGrad,
@@ -259,14 +264,18 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
 
   case Op::AddN:
     return c.streaming((int64_t)(n.numOperands() - 1) * c.out());
-  case Op::AllReduce: {
-    // A ring all-reduce adds (nranks - 1) / nranks of each tensor per rank.
+  case Op::AllReduce:
+  case Op::ReduceScatter: {
+    // A ring all-reduce (or its first half) adds (nranks - 1) / nranks of
+    // each tensor per rank.
     int64_t ranks = std::max<int64_t>(1, n.attrs().getInt("nranks", 1));
     int64_t total = 0;
     for (const Value *v : n.operands())
       total += c.elems(v);
     return c.streaming(total * (ranks - 1) / ranks);
   }
+  case Op::AllGather: // copies only
+    return {};
   }
   llvm_unreachable("unknown op");
 }
@@ -307,6 +316,7 @@ int64_t sumLength(const Node &n, int64_t batch) {
   case Op::AddN:
     return n.numOperands();
   case Op::AllReduce:
+  case Op::ReduceScatter:
     return std::max<int64_t>(1, n.attrs().getInt("nranks", 1));
   default:
     return 1;
@@ -340,6 +350,24 @@ int64_t longestSum(const Graph &g, int64_t batch) {
     }
   }
   return k;
+}
+
+int64_t collectiveRingBytes(const Node &n, int64_t batch) {
+  int64_t bytes = 0;
+  for (const Value *v : n.operands())
+    bytes += v->type().bytes(batch);
+  switch (n.op()) {
+  case Op::AllReduce:
+    return bytes;
+  case Op::ReduceScatter: // the all-reduce's first half
+    return bytes / 2;
+  case Op::AllGather: { // its second half, over the whole variable
+    const Variable *v = n.graph().module().findVariable(n.attrs().getString("var"));
+    return v ? v->type.bytes() / 2 : 0;
+  }
+  default:
+    return 0;
+  }
 }
 
 } // namespace graphc

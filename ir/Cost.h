@@ -51,6 +51,11 @@ NodeCost nodeCost(const Node &n, int64_t batch = 1);
 /// operands, AllReduce's ranks.
 int64_t sumLength(const Node &n, int64_t batch = 1);
 
+/// The bytes whose ring all-reduce moves what collective `n` moves: an
+/// AllReduce's operands; half of that for a ReduceScatter (the ring's first
+/// phase) and for an AllGather of its variable (the second); 0 otherwise.
+int64_t collectiveRingBytes(const Node &n, int64_t batch = 1);
+
 /// K, the number of terms of the longest sum a training step of `g` takes
 /// (a forward graph counts its gradients' sums too): contraction lengths
 /// (a convolution's window times its input channels per group, and its data

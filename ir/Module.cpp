@@ -342,6 +342,16 @@ bool Graph::sortTopologically() {
 
 //===-- Module ------------------------------------------------------------===//
 
+int64_t Variable::bytesOn(DeviceId d) const {
+  auto it = llvm::find(devices, d);
+  if (it == devices.end())
+    return 0;
+  if (!sharded)
+    return type.bytes();
+  ShardRange piece = shardRange(type.numElements(), it - devices.begin(), devices.size());
+  return piece.size() * (int64_t)dtypeSize(type.dtype);
+}
+
 llvm::StringRef varKindName(VarKind k) {
   switch (k) {
   case VarKind::Param:

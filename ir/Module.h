@@ -25,6 +25,7 @@
 #include "ir/DeviceId.h"
 #include "ir/Op.h"
 #include "ir/PlanInfo.h"
+#include "ir/Shards.h"
 #include "ir/Type.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -239,14 +240,20 @@ struct Variable {
   /// Where the storage lives once placed: one device, or one per replica
   /// (mirrored). Empty before placement.
   std::vector<DeviceId> devices;
+  /// Sharded optimizer state (--shard-optimizer): devices[r] holds only
+  /// piece r of the value (shardRange over devices.size()), not a replica.
+  /// The variable itself (its type, its checkpoint tensor) stays whole.
+  bool sharded = false;
 
+  /// The bytes of its storage on `d`: 0 where it has none.
+  int64_t bytesOn(DeviceId d) const;
   bool trainable() const { return kind == VarKind::Param; }
   /// Whether its value outlives an update and belongs in checkpoints (all
   /// but accumulators).
   bool persistent() const { return kind != VarKind::Accumulator; }
   bool operator==(const Variable &o) const {
     return name == o.name && type == o.type && kind == o.kind && init == o.init && data == o.data &&
-           devices == o.devices;
+           devices == o.devices && sharded == o.sharded;
   }
 };
 

@@ -23,6 +23,7 @@ enum : unsigned {
   Communication = 1u << 4,
   ActivationGradient = 1u << 5,
   Convolution = 1u << 6,
+  Collective = 1u << 7,
 };
 } // namespace optrait
 
@@ -61,9 +62,13 @@ inline bool isOptimizerUpdate(Op op) {
 inline bool isApplyRule(Op op) {
   return hasTrait(op, optrait::ApplyRule);
 }
-/// Transfer and AllReduce.
+/// Transfer and the collectives.
 inline bool isCommunication(Op op) {
   return hasTrait(op, optrait::Communication);
+}
+/// AllReduce, ReduceScatter, AllGather: run by a collective engine.
+inline bool isCollective(Op op) {
+  return hasTrait(op, optrait::Collective);
 }
 /// ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, ClipGrad.
 inline bool isActivationGradient(Op op) {

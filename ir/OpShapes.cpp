@@ -806,9 +806,24 @@ Result inferUpdate(const Ctx &c) {
   const Variable *v = m.findVariable(name);
   if (!v)
     return c.fail("writes unknown variable '" + printable(name) + "'");
-  if (v->type != c[0])
+  // A sharded update (rank, nranks) reads rank's piece of the gradient and
+  // keeps only that piece of its slots (Module.h: Variable::sharded).
+  const bool sharded = c.attrs().has("nranks");
+  if (sharded) {
+    int64_t rank = c.attrs().getInt("rank", 0), nranks = c.attrs().getInt("nranks");
+    if (rank >= nranks)
+      return c.fail("rank " + llvm::Twine(rank) + " is not below nranks " + llvm::Twine(nranks));
+    TensorType piece(v->type.dtype, {shardRange(v->type.numElements(), rank, nranks).size()});
+    if (c[0] != piece)
+      return c.fail("value " + c.from(0) + " is not piece " + llvm::Twine(rank) + " of " +
+                    llvm::Twine(nranks) + " of variable '" + printable(name) + "' (" +
+                    toString(piece) + ")");
+  } else if (c.attrs().has("rank")) {
+    return c.fail("has a rank but no nranks");
+  } else if (v->type != c[0]) {
     return c.fail("value " + c.from(0) + " does not match variable '" + printable(name) + "' (" +
                   toString(v->type) + ")");
+  }
   llvm::ArrayRef<std::string> slots = c.strings("slots");
   size_t wanted = c.n.op() == Op::ApplyMomentum                               ? 1
                   : c.n.op() == Op::ApplyRMSProp || c.n.op() == Op::ApplyAdam ? 2
@@ -820,6 +835,9 @@ Result inferUpdate(const Ctx &c) {
     const Variable *s = m.findVariable(slot);
     if (!s || s->type.shape != v->type.shape)
       return c.fail("optimizer slot '" + printable(slot) + "' is missing or mis-shaped");
+    if (s->sharded != sharded)
+      return c.fail("optimizer slot '" + printable(slot) + "' is " +
+                    (s->sharded ? "sharded, the update is not" : "not sharded, the update is"));
   }
   if (c.in.size() >= 2 && c[1].numElements() != 1)
     return c.fail("learning rate " + c.from(1) + " must be a scalar");
@@ -889,6 +907,33 @@ Result inferAllSame(const Ctx &c) {
   for (const TensorType *t : c.in)
     out.push_back(*t);
   return out;
+}
+
+// ReduceScatter: group, rank < nranks; f32 operands; result i is rank's piece
+// of operand i, flattened (ir/Shards.h).
+Result inferReduceScatter(const Ctx &c) {
+  int64_t rank = c.attrs().getInt("rank"), nranks = c.attrs().getInt("nranks");
+  if (rank >= nranks)
+    return c.fail("rank " + llvm::Twine(rank) + " is not below nranks " + llvm::Twine(nranks));
+  Types out;
+  for (unsigned i = 0; i < c.in.size(); ++i) {
+    if (c[i].dtype != DType::F32 || !c[i].isStatic())
+      return c.fail("operand " + c.from(i) + " is not an f32 tensor of a static shape");
+    out.push_back(TensorType(DType::F32, {shardRange(c[i].numElements(), rank, nranks).size()}));
+  }
+  return out;
+}
+
+// AllGather: group, rank < nranks, var (an f32 variable); no result.
+Result inferAllGather(const Ctx &c) {
+  int64_t rank = c.attrs().getInt("rank"), nranks = c.attrs().getInt("nranks");
+  if (rank >= nranks)
+    return c.fail("rank " + llvm::Twine(rank) + " is not below nranks " + llvm::Twine(nranks));
+  const Variable *v = c.n.graph().module().findVariable(c.string("var"));
+  if (!v || v->type.dtype != DType::F32)
+    return c.fail("writes variable '" + printable(c.string("var")) +
+                  "', which is missing or not f32");
+  return Types{};
 }
 
 #define inferIdentity inferSameAsFirst

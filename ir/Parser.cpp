@@ -466,6 +466,10 @@ llvm::Error Parser::variable(Module &m) {
         return d.takeError();
       v.devices.push_back(*d);
     } while (consume(','));
+    if (peekWord() == "sharded") { // each device holds a piece (Module.h)
+      pos_ += llvm::StringRef("sharded").size();
+      v.sharded = true;
+    }
   }
   m.addVariable(std::move(v));
   return llvm::Error::success();

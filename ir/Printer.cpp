@@ -141,6 +141,8 @@ void print(const Module &m, llvm::raw_ostream &os, PrintOptions opts) {
       os << " @ ";
       llvm::interleave(
           v.devices, os, [&](DeviceId d) { printString(d.str(), os); }, ", ");
+      if (v.sharded)
+        os << " sharded";
     }
     os << '\n';
   }

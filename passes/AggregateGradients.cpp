@@ -7,7 +7,9 @@
 //     sum and its update.
 //  3. Mirrored only: order the reductions by readiness, cut them into
 //     buckets, and replace the tower sums and updates by per-tower
-//     AllReduces and per-replica updates.
+//     AllReduces and per-replica updates; with --shard-optimizer, gradient
+//     buckets by ReduceScatters, updates of one piece each, and an AllGather
+//     per variable.
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,12 +158,18 @@ const Node *workOf(const Value *part) {
 }
 
 llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduction> &reductions,
-                   unsigned towers, const std::vector<int64_t> &sizes, int64_t cap) {
+                   unsigned towers, const std::vector<int64_t> &sizes, int64_t cap, bool shard) {
   std::vector<DeviceId> all;
   for (unsigned t = 0; t < towers; ++t)
     all.push_back(towerDevice((int)t));
   for (const std::string &var : placed.vars)
     setStorage(m, placed, var, all);
+  // Sharded optimizer state: tower t keeps piece t of every update's slots.
+  if (shard)
+    for (const Reduction &r : reductions)
+      if (!r.state)
+        for (const std::string &slot : r.update->attrs().getStrings("slots"))
+          m.findVariable(slot)->sharded = true;
   for (Graph *each : m.graphs()) // the micro-step graph reads the same replicas
     for (Node *n : each->nodes())
       if (n->op() == Op::Variable && n->tower() >= 0)
@@ -238,6 +246,9 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
     bool state = reductions[bucket.front()].state;
     std::string group = state ? "state_" + std::to_string(stateBuckets++)
                               : "grads_" + std::to_string(gradBuckets++);
+    // Sharded, a gradient bucket is reduce-scattered: tower t gets piece t
+    // of each gradient's sum, which is all its update reads.
+    const bool scatter = shard && !state;
     for (unsigned t = 0; t < towers; ++t) {
       llvm::SmallVector<Value *, 8> parts;
       for (size_t i : bucket)
@@ -249,9 +260,11 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
       a.set("group", group);
       a.set("rank", (int64_t)t);
       a.set("nranks", (int64_t)towers);
-      a.set("reduction", std::string("sum"));
-      Node *ar = b.createNode(Op::AllReduce, parts, std::move(a),
-                              towerPrefix((int)t) + "allreduce/" + group);
+      if (!scatter)
+        a.set("reduction", std::string("sum"));
+      Node *ar =
+          b.createNode(scatter ? Op::ReduceScatter : Op::AllReduce, parts, std::move(a),
+                       towerPrefix((int)t) + (scatter ? "reducescatter/" : "allreduce/") + group);
       // After its last part, after the previous bucket, and (moving averages)
       // after everything else the tower does.
       Node *anchor = previous[t];
@@ -287,9 +300,31 @@ llvm::Error mirror(Module &m, Graph &g, const Placed &placed, std::vector<Reduct
       llvm::SmallVector<Value *, 3> operands{reduced[i][t]};
       for (unsigned k = 1; k < u->numOperands(); ++k)
         operands.push_back(u->operand(k));
-      auto copy = b.tryCreate(u->op(), operands, u->attrs(), towerPrefix((int)t) + u->name());
+      Attrs a = u->attrs();
+      if (shard && !reductions[i].state) { // the update of piece t
+        a.set("rank", (int64_t)t);
+        a.set("nranks", (int64_t)towers);
+      }
+      auto copy = b.tryCreate(u->op(), operands, std::move(a), towerPrefix((int)t) + u->name());
       if (!copy)
         return copy.takeError();
+    }
+    // Then each updated piece goes to every replica, in the same order on
+    // every tower (the schedule puts each after its variable's update on the
+    // tower: placement/analysis/Schedule.h).
+    for (size_t i = 0; shard && i < reductions.size(); ++i) {
+      if (reductions[i].state)
+        continue;
+      const std::string &var = reductions[i].update->attrs().getString("var");
+      Attrs a;
+      a.set("group", "gather_" + std::to_string(i));
+      a.set("rank", (int64_t)t);
+      a.set("nranks", (int64_t)towers);
+      a.set("var", var);
+      auto gather =
+          b.tryCreate(Op::AllGather, {}, std::move(a), towerPrefix((int)t) + "allgather/" + var);
+      if (!gather)
+        return gather.takeError();
     }
   }
   llvm::DenseSet<const Node *> replaced;
@@ -318,6 +353,8 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
     gpus += (t ? ", " : "") + towerDevice((int)t).str();
 
   const ParamPlacement mode = opts.params;
+  if (opts.shardOptimizer && mode.kind != ParamPlacement::Mirrored)
+    return makeError(kShardNeedsMirrored + (" (got --params " + modeName(mode) + ")"));
   if (mode.kind == ParamPlacement::Auto)
     return makeError("aggregate-gradients: --params auto is decided on a cluster (graphc place "
                      "or graphrun train with --gpus N or --cluster FILE), not inside a compile");
@@ -331,7 +368,8 @@ llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts)
     return reductions.takeError();
   Placed placed = usedVariables(m, *g);
   if (mode.kind == ParamPlacement::Mirrored) {
-    if (auto e = mirror(m, *g, placed, *reductions, towers, *sizes, opts.bucketBytes))
+    if (auto e = mirror(m, *g, placed, *reductions, towers, *sizes, opts.bucketBytes,
+                        opts.shardOptimizer))
       return withContext(std::move(e), "aggregate-gradients");
     return true;
   }

@@ -27,6 +27,19 @@
 //     bucket: they are not needed before the updates, and a collective in the
 //     forward pass would make every tower wait for the slowest. Each tower
 //     issues its buckets in the same order; an empty tower all-reduces zeros.
+//  2b. `mirrored` with --shard-optimizer (docs/placement.md): the same
+//     buckets, but a gradient bucket is a ReduceScatter per tower (result i:
+//     piece t of gradient i's sum, ir/Shards.h: uneven pieces, no padding);
+//     tower t's update of each variable carries {rank = t, nranks = N},
+//     reads that piece and updates that piece of its replica; the variable's
+//     optimizer slots are `sharded` (gpu:t holds piece t only, 1/N of their
+//     bytes); after tower t's updates, one AllGather {group gather_<i>, rank,
+//     nranks, var} per variable brings every tower's updated piece into
+//     every replica. The collectives per tower come in one order, so no rank
+//     waits on a call another rank makes later. Sums are grouped as the
+//     all-reduce's (each element in rank order), so parameters equal the
+//     unsharded run's bit for bit. Moving averages stay all-reduced. Other
+//     modes refuse the flag (kShardNeedsMirrored).
 //  3. Variables that are read but never updated (frozen statistics) follow
 //     the same placement. No variable, slot or update lands on a device the
 //     mode did not ask for.
@@ -49,6 +62,12 @@
 namespace graphc {
 
 llvm::Expected<bool> aggregateGradients(Module &m, const AggregateOptions &opts);
+
+/// The one refusal of --shard-optimizer with another --params (the tools
+/// check it first, with the same words).
+inline constexpr const char *kShardNeedsMirrored =
+    "--shard-optimizer shards the optimizer state of mirrored variables: it needs --params "
+    "mirrored";
 
 /// Greedy balancing: items sorted by bytes, largest first (ties: lower
 /// index), each onto the device with the fewest bytes so far (ties: lower

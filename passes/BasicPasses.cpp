@@ -38,7 +38,7 @@ bool eliminateDeadCode(Module &m) {
     for (Value *v : g->outputs())
       roots.push_back(v->producer());
     for (Node *n : g->nodes())
-      if (isVariableUpdate(n->op()) || n->op() == Op::Input || n->op() == Op::AllReduce)
+      if (isVariableUpdate(n->op()) || n->op() == Op::Input || isCollective(n->op()))
         roots.push_back(n);
     changed |= keepWhatRootsNeed(*g, roots);
   }

@@ -59,6 +59,9 @@ struct AggregateOptions {
   int towers = 1;                 ///< 0: no towers were asked for
   ParamPlacement params;          ///< default cpu
   int64_t bucketBytes = 25 << 20; ///< all-reduce bucket cap (mirrored)
+  /// --shard-optimizer (mirrored only): each tower updates and keeps the
+  /// optimizer slots of 1/N of every variable; reduce-scatter, all-gather.
+  bool shardOptimizer = false;
 };
 
 /// mixed-precision.
@@ -154,6 +157,7 @@ struct CompileOptions {
   SplitSpec split;       ///< --split: per-device batch shares
   ParamPlacement params; ///< --params
   int64_t bucketBytes = AggregateOptions().bucketBytes;
+  bool shardOptimizer = false; ///< --shard-optimizer
 
   // accumulate-gradients
   unsigned accumulate = AccumulateOptions().steps;
@@ -195,7 +199,7 @@ inline PlacerFunction placerOptions(const CompileOptions &o) {
   return o.placer;
 }
 inline AggregateOptions aggregateOptions(const CompileOptions &o) {
-  return {o.towers, o.params, o.bucketBytes};
+  return {o.towers, o.params, o.bucketBytes, o.shardOptimizer};
 }
 inline PrecisionOptions precisionOptions(const CompileOptions &o) {
   return {o.precision};

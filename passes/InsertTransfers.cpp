@@ -10,7 +10,7 @@
 namespace graphc {
 
 bool crossesDevicesByDesign(const Value &v, const Node &reader) {
-  return isCommunication(reader.op()) || v.producer()->op() == Op::AllReduce;
+  return isCommunication(reader.op()) || isCollective(v.producer()->op());
 }
 
 static std::string nameSafe(llvm::StringRef s) {

@@ -220,6 +220,10 @@ llvm::Expected<bool> addLossScaling(Module &m, const LossScaleOptions &opts) {
                      llvm::Twine(opts.growthInterval));
   if (m.plan().lossScale)
     return makeError("loss-scaling: module '" + m.name() + "' scales its loss already");
+  for (const Variable &v : m.variables())
+    if (v.sharded)
+      return makeError("loss-scaling: the optimizer state is sharded (--shard-optimizer), so "
+                       "each replica would check only its piece of the gradients for overflow");
   Graph *main = m.findGraph("main");
   if (!main)
     return makeError("loss-scaling: the module has no graph 'main'");

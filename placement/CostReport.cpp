@@ -10,6 +10,7 @@
 #include "llvm/Support/Format.h"
 
 #include <array>
+#include <map>
 
 namespace graphc {
 namespace {
@@ -102,6 +103,28 @@ void printCostReport(const PlacementCost &cost, const Cluster &c, llvm::raw_ostr
        << " MiB (variables" << (peakOf(peak, d) ? " and peak activations" : "") << ") but has "
        << mib(c.find(d)->memoryBytes) << " MiB\n";
   }
+}
+
+std::string describeShardedSlots(const Module &m) {
+  int64_t whole = 0;
+  std::map<DeviceId, int64_t> held;
+  size_t ranks = 0;
+  for (const Variable &v : m.variables()) {
+    if (!v.sharded)
+      continue;
+    whole += v.type.bytes();
+    ranks = std::max(ranks, v.devices.size());
+    for (DeviceId d : v.devices)
+      held[d] += v.bytesOn(d);
+  }
+  if (held.empty())
+    return "";
+  int64_t most = 0;
+  for (auto &[device, bytes] : held)
+    most = std::max(most, bytes);
+  return "optimizer slots sharded over " + std::to_string(ranks) + " devices: " + mib(most) +
+         " MiB on each at most (" + mib(whole) +
+         " MiB whole, which each device would hold without --shard-optimizer)";
 }
 
 llvm::json::Value costReportJson(const PlacementCost &cost, const Cluster &c,

@@ -33,6 +33,10 @@ void printCostReport(const PlacementCost &cost, const Cluster &c, llvm::raw_ostr
 /// (names), the others right (numbers); rows[0] is the header.
 void printTable(llvm::ArrayRef<std::vector<std::string>> rows, llvm::raw_ostream &os,
                 unsigned leftColumns = 1);
+/// Sharded optimizer state (--shard-optimizer): "optimizer slots sharded
+/// over N devices: X MiB on each (Y MiB whole, which each device would hold
+/// without sharding)"; empty when no variable of `m` is sharded.
+std::string describeShardedSlots(const Module &m);
 /// The same figures as JSON (bytes, FLOPs and seconds unscaled).
 llvm::json::Value costReportJson(const PlacementCost &cost, const Cluster &c,
                                  const PeakActivationBytes &peak = nullptr);

@@ -32,10 +32,9 @@ bool runsWithoutKernel(Op op) {
   case Op::Variable:
   case Op::Constant:
   case Op::Transfer:
-  case Op::AllReduce:
     return true;
   default:
-    return false;
+    return isCollective(op);
   }
 }
 

@@ -30,6 +30,7 @@
 #include "passes/strategy/FitAdvisor.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
+#include "placement/CostReport.h"
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
@@ -341,6 +342,8 @@ struct PlaceCommand {
       llvm::outs() << params << "\n";
     if (std::string recompute = describeRecompute(c); !recompute.empty())
       llvm::outs() << recompute << " (graphc inspect lists them)\n";
+    if (std::string sharded = describeShardedSlots(c); !sharded.empty())
+      llvm::outs() << sharded << "\n";
     if (batch < towers)
       llvm::outs() << "note: a global batch of " << batch << " leaves " << towers - batch << " of "
                    << towers << " towers without samples (--remainder error refuses this)\n";

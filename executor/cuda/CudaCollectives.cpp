@@ -5,6 +5,7 @@
 #include "executor/cuda/CudaDevice.h"
 #include "executor/cuda/SumRanks.h"
 #include "ir/Diagnostics.h"
+#include "ir/Shards.h"
 #include "kernels/cuda/CudaCheck.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -267,6 +268,114 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
                                            llvm::Twine(meeting->sequence) + " rank " +
                                            llvm::Twine(rank));
   return d->endOperation(CudaStream::Collective);
+}
+
+llvm::Error
+CudaCollectives::shardedCall(llvm::StringRef group, unsigned rank, unsigned nranks,
+                             llvm::ArrayRef<TensorView> reads, llvm::ArrayRef<TensorView> writes,
+                             llvm::StringRef what, Device &device, llvm::StringRef op,
+                             llvm::function_ref<llvm::Error(ncclComm_t, cudaStream_t)> enqueue) {
+  auto git = groups_.find(group.str());
+  if (git == groups_.end())
+    return makeError("collective '" + group + "' was not bound to the CUDA engine (" + what + ")");
+  Group &g = git->second;
+  if (g.path != CollectivePath::Nccl)
+    return makeError("collective '" + group + "' (" + op + ", " + what + ") takes the " +
+                     collectivePathName(g.path) + " path, which has no " + op +
+                     "; sharded optimizer state needs one GPU per rank in one process");
+  auto *d = dynamic_cast<CudaDevice *>(&device);
+  if (!d || rank >= g.devices.size() || g.devices[rank] != d)
+    return makeError("collective '" + group + "': " + what + " calls as rank " + llvm::Twine(rank) +
+                     " from a device that is not that rank's");
+  llvm::SmallVector<ByteRange, 8> in, out;
+  for (const TensorView &v : reads)
+    in.push_back(ByteRange::of(v.data, v.bytes()));
+  for (const TensorView &v : writes)
+    out.push_back(ByteRange::of(v.data, v.bytes()));
+  auto stream = d->beginOperation(CudaStream::Collective, in, out,
+                                  "collective '" + group.str() + "' (" + op.str() + ")");
+  if (!stream)
+    return stream.takeError();
+  RendezvousArrival arrival;
+  arrival.inputs.assign(reads.begin(), reads.end());
+  arrival.outputs = arrival.inputs; // the shapes every rank must agree on
+  arrival.caller = what.str();
+  auto meeting = rendezvous_.arrive(group, rank, nranks, std::move(arrival));
+  if (!meeting)
+    return meeting.takeError();
+  const NcclApi &api = *nccl_;
+  ncclComm_t comm = g.comms[rank];
+  llvm::Error err = [&]() -> llvm::Error {
+    GRAPHC_NCCL_TRY(api, comm, api.ncclGroupStart());
+    if (auto e = enqueue(comm, *stream)) {
+      api.ncclGroupEnd();
+      return e;
+    }
+    GRAPHC_NCCL_TRY(api, comm, api.ncclGroupEnd());
+    return llvm::Error::success();
+  }();
+  rendezvous_.leave(group, meeting->sequence);
+  if (err)
+    return withContext(std::move(err), "collective '" + group + "' #" +
+                                           llvm::Twine(meeting->sequence) + " rank " +
+                                           llvm::Twine(rank));
+  return d->endOperation(CudaStream::Collective);
+}
+
+llvm::Error CudaCollectives::reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                           llvm::ArrayRef<TensorView> inputs,
+                                           llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
+                                           Device &device) {
+  return shardedCall(
+      group, rank, nranks, inputs, outputs, what, device, "ReduceScatter",
+      [&](ncclComm_t comm, cudaStream_t stream) -> llvm::Error {
+        const NcclApi &api = *nccl_;
+        for (size_t t = 0; t < inputs.size(); ++t) {
+          const int64_t n = inputs[t].numElements();
+          const float *in = inputs[t].as<const float>();
+          if (n % nranks == 0) {
+            GRAPHC_NCCL_TRY(api, comm,
+                            api.ncclReduceScatter(in, outputs[t].data, (size_t)(n / nranks),
+                                                  ncclFloat32, ncclSum, comm, stream));
+            continue;
+          }
+          // Uneven pieces: rank r is the root of its own piece's sum.
+          for (unsigned r = 0; r < nranks; ++r) {
+            ShardRange piece = shardRange(n, r, nranks);
+            GRAPHC_NCCL_TRY(api, comm,
+                            api.ncclReduce(in + piece.begin, r == rank ? outputs[t].data : nullptr,
+                                           (size_t)piece.size(), ncclFloat32, ncclSum, (int)r, comm,
+                                           stream));
+          }
+        }
+        return llvm::Error::success();
+      });
+}
+
+llvm::Error CudaCollectives::allGather(llvm::StringRef group, unsigned rank, unsigned nranks,
+                                       const TensorView &whole, llvm::StringRef what,
+                                       Device &device) {
+  return shardedCall(group, rank, nranks, whole, whole, what, device, "AllGather",
+                     [&](ncclComm_t comm, cudaStream_t stream) -> llvm::Error {
+                       const NcclApi &api = *nccl_;
+                       const int64_t n = whole.numElements();
+                       float *all = whole.as<float>();
+                       if (n % nranks == 0) { // in place: rank r's piece is where it belongs
+                         const size_t count = (size_t)(n / nranks);
+                         GRAPHC_NCCL_TRY(api, comm,
+                                         api.ncclAllGather(all + rank * count, all, count,
+                                                           ncclFloat32, comm, stream));
+                         return llvm::Error::success();
+                       }
+                       for (unsigned r = 0; r < nranks; ++r) {
+                         ShardRange piece = shardRange(n, r, nranks);
+                         GRAPHC_NCCL_TRY(api, comm,
+                                         api.ncclBroadcast(all + piece.begin, all + piece.begin,
+                                                           (size_t)piece.size(), ncclFloat32,
+                                                           (int)r, comm, stream));
+                       }
+                       return llvm::Error::success();
+                     });
 }
 
 } // namespace graphc

@@ -63,6 +63,14 @@ public:
   llvm::Error allReduce(llvm::StringRef group, unsigned rank, unsigned nranks,
                         llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
                         llvm::StringRef what, Device &device) override;
+  /// Sharded optimizer state, NCCL path only (others refuse): pieces that
+  /// divide evenly are ncclReduceScatter / ncclAllGather (in place); uneven
+  /// ones one ncclReduce / ncclBroadcast per rank's piece, in one group.
+  llvm::Error reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,
+                            llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs,
+                            llvm::StringRef what, Device &device) override;
+  llvm::Error allGather(llvm::StringRef group, unsigned rank, unsigned nranks,
+                        const TensorView &whole, llvm::StringRef what, Device &device) override;
   void abort() override;
   void reset() override;
 
@@ -90,6 +98,12 @@ private:
   llvm::Error ownAllReduce(llvm::StringRef name, const RendezvousMeeting &m, unsigned rank,
                            cudaStream_t stream, Token &mine);
   Token *newToken(CudaDevice &d);
+  /// A sharded call on the NCCL path: checks the group and rank, meets the
+  /// other ranks' threads, and enqueues `enqueue` on the collective stream.
+  llvm::Error shardedCall(llvm::StringRef group, unsigned rank, unsigned nranks,
+                          llvm::ArrayRef<TensorView> reads, llvm::ArrayRef<TensorView> writes,
+                          llvm::StringRef what, Device &device, llvm::StringRef op,
+                          llvm::function_ref<llvm::Error(ncclComm_t, cudaStream_t)> enqueue);
 
   Rendezvous rendezvous_;
   std::map<std::string, Group> groups_;

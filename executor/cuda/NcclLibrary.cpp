@@ -50,6 +50,10 @@ llvm::Error open(NcclApi &t, const LibrarySearchEnv &env) {
   GRAPHC_RESOLVE(ncclCommAbort)
   GRAPHC_RESOLVE(ncclCommGetAsyncError)
   GRAPHC_RESOLVE(ncclAllReduce)
+  GRAPHC_RESOLVE(ncclReduceScatter)
+  GRAPHC_RESOLVE(ncclAllGather)
+  GRAPHC_RESOLVE(ncclReduce)
+  GRAPHC_RESOLVE(ncclBroadcast)
   GRAPHC_RESOLVE(ncclGroupStart)
   GRAPHC_RESOLVE(ncclGroupEnd)
 #undef GRAPHC_RESOLVE

@@ -35,6 +35,10 @@ struct NcclApi {
   GRAPHC_FN(ncclCommAbort);
   GRAPHC_FN(ncclCommGetAsyncError);
   GRAPHC_FN(ncclAllReduce);
+  GRAPHC_FN(ncclReduceScatter);
+  GRAPHC_FN(ncclAllGather);
+  GRAPHC_FN(ncclReduce);
+  GRAPHC_FN(ncclBroadcast);
   GRAPHC_FN(ncclGroupStart);
   GRAPHC_FN(ncclGroupEnd);
   std::string path; ///< where it was found

@@ -16,6 +16,10 @@
 //                correction at t = step + 1
 //  Assign        var = operand
 //
+// Sharded optimizer state (attributes rank, nranks): the gradient is piece
+// `rank` of the variable (ir/Shards.h), the rule updates that piece of the
+// replica in place, and the slots this device holds are that piece only.
+//
 // Under dynamic loss scaling an Apply* has a third operand, LossScaleStep's
 // decision {apply, 1 / scale, skipped steps before}: a step whose gradients
 // were not finite changes nothing, otherwise the gradient is multiplied by
@@ -35,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "ir/Shards.h"
 #include "kernels/cpu/PlainLoops.h"
 
 #include <algorithm>
@@ -61,6 +66,23 @@ llvm::Expected<void *> storage(const Node &n, KernelContext &ctx, const std::str
     return nodeError(n, "variable '" + name + "' is " + toString(TensorType(v->dtype, v->shape)) +
                             ", the update is " + toString(TensorType(like.dtype, like.shape)));
   return v->data;
+}
+
+/// A sharded update's part of its variable (rank, nranks: ir/Shards.h): the
+/// piece its gradient covers, inside the whole replica.
+llvm::Expected<void *> pieceOf(const Node &n, KernelContext &ctx, const std::string &name,
+                               const TensorView &grad, int64_t rank, int64_t nranks) {
+  if (!ctx.variables)
+    return nodeError(n, "no variable storage given");
+  auto v = ctx.variables->variable(name);
+  if (!v)
+    return withContext(v.takeError(), "node '" + n.name() + "' (" + opName(n.op()) + ")");
+  ShardRange piece = shardRange(v->numElements(), rank, nranks);
+  if (v->dtype != grad.dtype || piece.size() != grad.numElements() || v->layout != Layout::Plain)
+    return nodeError(n, "variable '" + name + "' is " + toString(TensorType(v->dtype, v->shape)) +
+                            ", whose piece " + llvm::Twine(rank) + " of " + llvm::Twine(nranks) +
+                            " is not the update's " + toString(TensorType(grad.dtype, grad.shape)));
+  return static_cast<char *>(v->data) + piece.begin * (int64_t)dtypeSize(v->dtype);
 }
 
 /// Everything an update reads besides the tensors, by value so the loops
@@ -128,6 +150,8 @@ public:
   ApplyKernel(const Node &n, const KernelEnv &)
       : node_(&n), var_(n.attrs().getString("var")), slots_(n.attrs().getStrings("slots")) {
     const Attrs &a = n.attrs();
+    rank_ = a.getInt("rank", 0);
+    nranks_ = a.getInt("nranks", 0);
     wd_ = (float)a.getFloat("weight_decay", 0);
     switch (R) {
     case Rule::SGD:
@@ -195,7 +219,9 @@ private:
       return nodeError(*node_, "needs " + llvm::Twine(needed) + " optimizer slots, has " +
                                    llvm::Twine(slots_.size()));
     const TensorView &grad = ctx.inputs[0];
-    auto p = storage(*node_, ctx, var_, grad);
+    // Sharded: the gradient is this rank's piece, the slots hold only it.
+    auto p = nranks_ ? pieceOf(*node_, ctx, var_, grad, rank_, nranks_)
+                     : storage(*node_, ctx, var_, grad);
     if (!p)
       return p.takeError();
     Work w;
@@ -262,6 +288,7 @@ private:
   float wd_ = 0, momentum_ = 0, decay_ = 0, restOfDecay_ = 0, epsilon_ = 0;
   bool nesterov_ = false;
   double beta1_ = 0, beta2_ = 0;
+  int64_t rank_ = 0, nranks_ = 0; ///< nranks 0: the whole variable
 };
 
 } // namespace

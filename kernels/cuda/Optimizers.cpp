@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/Shards.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/KernelPlans.h"
 #include "kernels/cuda/OptimizerDevice.h"
@@ -58,6 +59,23 @@ llvm::Expected<void *> storage(KernelContext &ctx, const std::string &name,
   return v->data;
 }
 
+/// A sharded update's piece of its variable (rank, nranks: ir/Shards.h),
+/// inside the whole replica.
+llvm::Expected<void *> pieceOf(KernelContext &ctx, const std::string &name, const TensorView &grad,
+                               int64_t rank, int64_t nranks) {
+  if (!ctx.variables)
+    return makeError("no variable storage given");
+  auto v = ctx.variables->variable(name);
+  if (!v)
+    return v.takeError();
+  ShardRange piece = shardRange(v->numElements(), rank, nranks);
+  if (v->dtype != grad.dtype || piece.size() != grad.numElements() || v->layout != Layout::Plain)
+    return makeError("variable '" + name + "' is " + toString(TensorType(v->dtype, v->shape)) +
+                     ", whose piece " + llvm::Twine(rank) + " of " + llvm::Twine(nranks) +
+                     " is not the update's " + toString(TensorType(grad.dtype, grad.shape)));
+  return static_cast<char *>(v->data) + piece.begin * (int64_t)dtypeSize(v->dtype);
+}
+
 class AssignKernel : public CudaKernel {
 public:
   using CudaKernel::CudaKernel;
@@ -84,6 +102,8 @@ public:
     rule_ = updateRuleOf(node().op());
     var_ = a.getString("var");
     slots_ = a.getStrings("slots");
+    rank_ = a.getInt("rank", 0);
+    nranks_ = a.getInt("nranks", 0);
     h_.wd = (float)a.getFloat("weight_decay", 0);
     switch (rule_) {
     case UpdateRule::SGD:
@@ -192,7 +212,8 @@ private:
   llvm::Expected<ListTensor> tensor(KernelContext &ctx) {
     const TensorView &grad = ctx.inputs[0];
     ListTensor t;
-    auto p = storage(ctx, var_, grad);
+    // Sharded: the gradient is this rank's piece, the slots hold only it.
+    auto p = nranks_ ? pieceOf(ctx, var_, grad, rank_, nranks_) : storage(ctx, var_, grad);
     if (!p)
       return p.takeError();
     t.param = static_cast<float *>(*p);
@@ -230,6 +251,7 @@ private:
   Strings slots_;
   UpdateHyper h_;
   double beta1_ = 0, beta2_ = 0;
+  int64_t rank_ = 0, nranks_ = 0; ///< nranks 0: the whole variable
 };
 
 } // namespace

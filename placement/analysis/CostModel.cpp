@@ -85,13 +85,13 @@ public:
       DeviceCost &dc = out_.devices[*d];
       ++dc.nodes;
       dc.flops += times * nodeCost(*n, batch_).flops;
-      if (n->op() == Op::AllReduce) {
+      if (isCollective(n->op())) {
         allReduces_[n->attrs().getString("group")].push_back({n, *d, times});
         continue;
       }
       for (const Value *v : n->operands()) {
         const Node &p = *v->producer();
-        if (p.op() == Op::AllReduce)
+        if (isCollective(p.op()))
           continue; // a collective delivers on each participant
         auto from = deviceOf(p);
         if (!from)
@@ -130,9 +130,7 @@ public:
       const double slowest = links.slowest;
       for (const GroupMember &m : nodes) {
         const Node *a = m.node;
-        int64_t bytes = 0;
-        for (const Value *v : a->operands())
-          bytes += v->type().bytes(batch_);
+        int64_t bytes = collectiveRingBytes(*a, batch_);
         int64_t volume = m.times * StepTimeModel::ringBytes(bytes, n);
         auto it = deviceOfRank.find(a->attrs().getInt("rank"));
         auto next = std::next(it) == deviceOfRank.end() ? deviceOfRank.begin() : std::next(it);
@@ -149,7 +147,7 @@ public:
     for (const Variable &v : vars)
       for (DeviceId d : v.devices)
         if (auto i = c_.indexOf(d))
-          out_.devices[*i].variableBytes += v.type.bytes();
+          out_.devices[*i].variableBytes += v.bytesOn(d);
     out_.overlap = overlap;
     for (unsigned i = 0; i < out_.devices.size(); ++i) {
       DeviceCost &d = out_.devices[i];

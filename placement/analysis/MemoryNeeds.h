@@ -1,12 +1,13 @@
 //===- MemoryNeeds.h - What each device of a placed plan holds at its peak -*- C++ -*-===//
 //
 // A device needs its variables (parameters and running state, optimizer
-// slots, gradient accumulators stored there) plus its planned arena: the
-// memory plan (MemoryPlan.h) for the very order the executor issues
-// (Schedule.h), unassigned nodes on the host. The arena is told in the
-// parts arenaParts() gives at its fullest moment: activations, copies
-// received from other devices, and the gaps the layout leaves; every part
-// is a figure of that plan, and the parts add up to the need. Kernel
+// slots, gradient accumulators stored there: the cost model's variable
+// bytes, Variable::bytesOn, so only its piece of sharded optimizer slots)
+// plus its planned arena: the memory plan (MemoryPlan.h) for the very order
+// the executor issues (Schedule.h), unassigned nodes on the host. The arena
+// is told in the parts arenaParts() gives at its fullest moment: activations,
+// copies received from other devices, and the gaps the layout leaves; every
+// part is a figure of that plan, and the parts add up to the need. Kernel
 // scratch outside the arena is not counted.
 //
 // Placement decisions check a plan against its cluster's memory_bytes with

@@ -6,6 +6,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
 #include <queue>
 
 namespace graphc {
@@ -96,6 +97,23 @@ llvm::Expected<Schedule> buildSchedule(const Graph &g,
     for (const Node *r : it->second)
       if (r != n && !isVariableUpdate(r->op()))
         s.controlDeps[n].push_back(r);
+  }
+
+  // Rule 3: a collective that writes a variable (AllGather) follows the
+  // writers of that variable before it on its device: it sends what they
+  // wrote (sharded optimizer state: the update of this device's piece).
+  {
+    std::map<std::pair<std::string, std::string>, llvm::SmallVector<const Node *, 2>> written;
+    unsigned i = 0;
+    for (const Node *n : g.nodes()) {
+      const std::string &device = names[i++];
+      if (!isVariableUpdate(n->op()))
+        continue;
+      auto &before = written[{n->attrs().getString("var"), device}];
+      if (isCollective(n->op()))
+        llvm::append_range(s.controlDeps[n], before);
+      before.push_back(n);
+    }
   }
 
   // Kahn's algorithm, lowest graph position first.

@@ -7,7 +7,9 @@
 //   2. A node that writes a variable (Assign, Apply*) comes after every node
 //      that reads the variable in the same step, directly or through a view
 //      (Reshape and friends alias their operand), on any device. Reads see the
-//      value at the start of the step.
+//      value at the start of the step. A collective that writes a variable
+//      (AllGather, sharded optimizer state) also comes after the writers of
+//      that variable before it in the graph on its device.
 //   3. Among ready nodes the graph's own order wins (stable, deterministic),
 //      so forward and backward interleave as the passes built them.
 //   4. A device's optimizer updates (Apply*) of one op that nothing waits
@@ -34,7 +36,8 @@ struct Schedule {
   std::vector<std::vector<const Node *>> order;    ///< per device, issue order
   llvm::DenseMap<const Node *, unsigned> deviceOf; ///< index into devices
   llvm::DenseMap<const Node *, unsigned> position; ///< global issue position
-  /// Extra predecessors from rule 2 (a variable's readers before its writer).
+  /// Extra predecessors from rule 2 (a variable's readers before its writer,
+  /// an AllGather after its variable's update).
   llvm::DenseMap<const Node *, llvm::SmallVector<const Node *, 4>> controlDeps;
 
   /// Predecessors of `n`: operand producers plus control dependencies.

@@ -53,7 +53,7 @@ public:
         for (const Node *p : s_.predecessors(n))
           successors_[p].push_back(n);
         waiting_[n] = (unsigned)s_.predecessors(n).size();
-        if (n->op() == Op::AllReduce)
+        if (isCollective(n->op()))
           groups_[n->attrs().getString("group")].push_back(n);
         if (*dur > 0 || onCommStream(*n))
           queues_[onCommStream(*n) ? commQueue(d) : 2 * d].push_back(n);
@@ -83,7 +83,10 @@ public:
 
 private:
   static llvm::StringRef kindOf(const Node &n) {
-    return n.op() == Op::Transfer ? "transfer" : n.op() == Op::AllReduce ? "all-reduce" : "compute";
+    return n.op() == Op::Transfer    ? "transfer"
+           : n.op() == Op::AllReduce ? "all-reduce"
+           : isCollective(n.op())    ? "collective"
+                                     : "compute";
   }
 
   llvm::Expected<double> duration(const Node &n, unsigned d) {
@@ -99,7 +102,7 @@ private:
                                 " but the cluster has no link between them");
       return times_.copySeconds(n.operand(0)->type().bytes(batch_), *bw);
     }
-    if (n.op() == Op::AllReduce)
+    if (isCollective(n.op()))
       return 0.0; // decided with its group, when every rank is ready
     double seconds = times_.kernelSeconds(n.op(), nodeCost(n, batch_), dev);
     if (threads_[d] == 0 || seconds == 0)
@@ -181,7 +184,7 @@ private:
     const Node *n = queues_[q][heads_[q]];
     if (waiting_[n] != 0)
       return std::nullopt;
-    if (n->op() == Op::AllReduce)
+    if (isCollective(n->op()))
       return collectiveStart(n);
     auto [at, by] = ready(n);
     if (heads_[q] && free_[q] > at) {
@@ -241,10 +244,7 @@ private:
     int64_t bytes = 0;
     for (const Node *r : ranks) {
       deviceOfRank.try_emplace(r->attrs().getInt("rank"), deviceText(r->assignedDevice()));
-      int64_t mine = 0;
-      for (const Value *v : r->operands())
-        mine += v->type().bytes(batch_);
-      bytes = std::max(bytes, mine);
+      bytes = std::max(bytes, collectiveRingBytes(*r, batch_));
     }
     int64_t n =
         std::max<int64_t>(ranks.front()->attrs().getInt("nranks", 1), (int64_t)deviceOfRank.size());
@@ -281,7 +281,7 @@ private:
         break;
       unsigned q = (unsigned)best;
       const Node *n = queues_[q][heads_[q]];
-      if (n->op() == Op::AllReduce) {
+      if (isCollective(n->op())) {
         startCollective(n, at.first, at.second);
         continue;
       }

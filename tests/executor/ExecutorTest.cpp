@@ -89,6 +89,66 @@ TEST(Executor, AllReduceAcrossThreeCpuDevicesWithTransfers) {
   }
 }
 
+// Sharded optimizer state's collectives on the CPU engine, in uneven pieces
+// (7 elements over 3 ranks: 2, 2, 3): each rank sums its piece of the
+// gradient, updates its piece of its replica, and the all-gather leaves every
+// replica with every updated piece.
+TEST(Executor, ReduceScatterAndAllGatherInUnevenPieces) {
+  Module m;
+  Variable w;
+  w.name = "w";
+  w.type = TensorType(DType::F32, {7});
+  w.data = Tensor::fromFloats({7}, {1, 2, 3, 4, 5, 6, 7});
+  m.addVariable(w);
+  Builder b(m.main());
+  Value *x = b.input("x", TensorType(DType::F32, {7}));
+  Value *lr = b.input("lr", TensorType(DType::F32, {}));
+  for (Value *in : {x, lr})
+    in->producer()->setAssignedDevice(DeviceId::host());
+  for (int r = 0; r < 3; ++r) {
+    const DeviceId dev = DeviceId::cpu((unsigned)r);
+    auto to = [&](Value *v, const std::string &name) {
+      Attrs t;
+      t.set("to", dev.str());
+      Node *copy = b.createNode(Op::Transfer, {v}, t, name + std::to_string(r));
+      copy->setAssignedDevice(dev);
+      return copy->result();
+    };
+    Value *g = to(x, "x"), *rate = to(lr, "lr");
+    Node *read = b.createNode(Op::Relu, {b.variable("w")}, {}, "read" + std::to_string(r));
+    read->operand(0)->producer()->setAssignedDevice(dev);
+    read->setAssignedDevice(dev);
+    m.main().addOutput(read->result());
+    Node *rs =
+        b.createNode(Op::ReduceScatter, {g}, allReduce("rs", r, 3), "rs" + std::to_string(r));
+    rs->setAssignedDevice(dev);
+    EXPECT_EQ(rs->result()->type(), TensorType(DType::F32, {r == 2 ? 3 : 2}));
+    Attrs u = allReduce("unused", r, 3);
+    u.erase("group");
+    u.set("var", std::string("w"));
+    Node *apply = b.createNode(Op::ApplySGD, {rs->result(), rate}, u, "apply" + std::to_string(r));
+    apply->setAssignedDevice(dev);
+    Attrs a = allReduce("ag", r, 3);
+    a.set("var", std::string("w"));
+    b.createNode(Op::AllGather, {}, a, "ag" + std::to_string(r))->setAssignedDevice(dev);
+  }
+  ExecutorOptions opts;
+  opts.threads = 2;
+  auto ex = Executor::create(m, opts);
+  ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+  llvm::StringMap<Tensor> feeds;
+  feeds["x"] = Tensor::fromFloats({7}, {1, 1, 1, 1, 1, 1, 2});
+  feeds["lr"] = Tensor::scalar(0.25f);
+  for (int step = 0; step < 2; ++step) {
+    auto out = (*ex)->run(feeds);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    // Each replica as the step began: w - step * 0.25 * 3x (all positive).
+    for (const Tensor &t : *out)
+      for (int i = 0; i < 7; ++i)
+        EXPECT_EQ(t.at(i), (i + 1) - step * 0.75 * (i == 6 ? 2 : 1)) << "step " << step;
+  }
+}
+
 TEST(Executor, ProfiledCpuCollectivesAreTimedAndCountAsCommunication) {
   Module m;
   Builder b(m.main());

@@ -80,6 +80,31 @@ TEST(Parser, RoundTripsPrintedModules) {
   EXPECT_FALSE(bool(verify(**back)));
 }
 
+// Sharded optimizer state: the device list ends with `sharded`, and each
+// device holds its piece (ir/Shards.h: 3 elements over 2 devices, 1 and 2).
+TEST(Parser, ShardedStorageRoundTrips) {
+  auto m = sample();
+  Variable slot;
+  slot.name = "fc.bias/momentum";
+  slot.type = TensorType(DType::F32, {3});
+  slot.kind = VarKind::Slot;
+  slot.devices = {DeviceId::gpu(0), DeviceId::gpu(1)};
+  slot.sharded = true;
+  m->addVariable(slot);
+  std::string text = toText(*m);
+  EXPECT_NE(text.find("@ \"gpu:0\", \"gpu:1\" sharded\n"), std::string::npos) << text;
+  auto back = parseModule(text);
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  const Variable *v = (*back)->findVariable("fc.bias/momentum");
+  ASSERT_TRUE(v);
+  EXPECT_TRUE(v->sharded);
+  EXPECT_FALSE((*back)->findVariable("fc.weight")->sharded);
+  EXPECT_EQ(v->bytesOn(DeviceId::gpu(0)), 4);
+  EXPECT_EQ(v->bytesOn(DeviceId::gpu(1)), 8);
+  EXPECT_EQ(v->bytesOn(DeviceId::host()), 0);
+  EXPECT_EQ((*back)->findVariable("fc.weight")->bytesOn(DeviceId::host()), 48);
+}
+
 TEST(Parser, ElidedWeightsAreMarked) {
   auto m = sample();
   std::string text = toText(*m);

@@ -121,6 +121,10 @@ void PlacementFlags::add(CLI::App *cmd, PlacementRequest &place) {
   bucketOption_ =
       cmd->add_option("--bucket-mb", bucketMb_, "all-reduce bucket cap in MB (mirrored)");
   bucketOption_->capture_default_str();
+  cmd->add_flag("--shard-optimizer", shardOptimizer_,
+                "with --params mirrored: each replica keeps and updates 1/N of the optimizer "
+                "state (gradients reduce-scattered, updated weights all-gathered; the same "
+                "update as without)");
   cmd->add_option("--accumulate", accumulate_,
                   "K micro-batches of --batch per update (gradient accumulation: one update on "
                   "K x batch samples, gradients aggregated once per update; training steps and "
@@ -139,6 +143,7 @@ llvm::Error PlacementFlags::checkBucket() const {
 
 llvm::Error PlacementFlags::apply(CompileOptions &options, PlacementRequest &place) const {
   options.bucketBytes = (int64_t)(bucketMb_ * 1e6);
+  options.shardOptimizer = shardOptimizer_;
   place.searchBuckets = bucketOption_->count() == 0;
   if (auto e = parseTowerModes(modes_, options))
     return e;

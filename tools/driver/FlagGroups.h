@@ -116,6 +116,7 @@ private:
   CalibratedGpu calibrated_;
   std::string strategy_ = "data-parallel", accumulate_ = "1", recompute_ = "off";
   double bucketMb_ = 25;
+  bool shardOptimizer_ = false;
   CLI::Option *bucketOption_ = nullptr, *lossScaleOption_ = nullptr;
 };
 

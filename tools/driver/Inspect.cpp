@@ -320,6 +320,8 @@ llvm::Error printPlacedReport(const Module &placed, llvm::raw_ostream &os, bool 
     printCostReport(*cost, *cluster, os, peakOf);
     printRecomputeReport(placed, os);
   }
+  if (std::string sharded = describeShardedSlots(placed); !json && !sharded.empty())
+    os << sharded << "\n";
   return llvm::Error::success();
 }
 

@@ -16,10 +16,11 @@
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
+#include "placement/CostReport.h"
 #include "tools/driver/Profile.h"
+#include "tools/driver/Progress.h"
 #include "tools/driver/RecomputeReport.h"
 #include "tools/driver/StepBreakdownTable.h"
-#include "tools/driver/Progress.h"
 #include "tools/driver/TrainingData.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -91,6 +92,8 @@ void TrainingSession::printRunPlan() {
     out_ << "  strategy   " << mp << "\n";
   if (std::string recompute = describeRecompute(*compiled_); !recompute.empty())
     out_ << "  recompute  " << recompute << "\n";
+  if (std::string sharded = describeShardedSlots(*compiled_); !sharded.empty())
+    out_ << "  sharding   " << sharded << "\n";
   printProcesses();
   out_ << "  batch      " << batch_ << " global";
   if (towersInAll_ > 1)
