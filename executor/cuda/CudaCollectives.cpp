@@ -12,6 +12,14 @@
 
 namespace graphc {
 
+/// The bytes the views cover, for the stream's hazard tracking.
+static llvm::SmallVector<ByteRange, 8> byteRanges(llvm::ArrayRef<TensorView> views) {
+  llvm::SmallVector<ByteRange, 8> ranges;
+  for (const TensorView &v : views)
+    ranges.push_back(ByteRange::of(v.data, v.bytes()));
+  return ranges;
+}
+
 llvm::Expected<std::unique_ptr<CudaCollectives>>
 CudaCollectives::create(std::chrono::milliseconds timeout,
                         const std::map<std::string, std::vector<CudaDevice *>> &groups,
@@ -223,20 +231,12 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
                                        llvm::ArrayRef<TensorView> inputs,
                                        llvm::ArrayRef<TensorView> outputs, llvm::StringRef what,
                                        Device &device) {
-  auto git = groups_.find(group.str());
-  if (git == groups_.end())
-    return makeError("collective '" + group + "' was not bound to the CUDA engine (" + what + ")");
-  Group &g = git->second;
-  auto *d = dynamic_cast<CudaDevice *>(&device);
-  if (!d || rank >= g.devices.size() || g.devices[rank] != d)
-    return makeError("collective '" + group + "': " + what + " calls as rank " + llvm::Twine(rank) +
-                     " from a device that is not that rank's");
-  llvm::SmallVector<ByteRange, 8> reads, writes;
-  for (const TensorView &v : inputs)
-    reads.push_back(ByteRange::of(v.data, v.bytes()));
-  for (const TensorView &v : outputs)
-    writes.push_back(ByteRange::of(v.data, v.bytes()));
-  auto stream = d->beginOperation(CudaStream::Collective, reads, writes,
+  auto m = member(group, rank, what, device);
+  if (!m)
+    return m.takeError();
+  auto [gp, d] = *m;
+  Group &g = *gp;
+  auto stream = d->beginOperation(CudaStream::Collective, byteRanges(inputs), byteRanges(outputs),
                                   "collective '" + group.str() + "' (" +
                                       collectivePathName(g.path).str() + ")");
   if (!stream)
@@ -270,29 +270,35 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
   return d->endOperation(CudaStream::Collective);
 }
 
+llvm::Expected<std::pair<CudaCollectives::Group *, CudaDevice *>>
+CudaCollectives::member(llvm::StringRef group, unsigned rank, llvm::StringRef what,
+                        Device &device) {
+  auto git = groups_.find(group.str());
+  if (git == groups_.end())
+    return makeError("collective '" + group + "' was not bound to the CUDA engine (" + what + ")");
+  Group &g = git->second;
+  auto *d = dynamic_cast<CudaDevice *>(&device);
+  if (!d || rank >= g.devices.size() || g.devices[rank] != d)
+    return makeError("collective '" + group + "': " + what + " calls as rank " + llvm::Twine(rank) +
+                     " from a device that is not that rank's");
+  return std::pair<Group *, CudaDevice *>{&g, d};
+}
+
 llvm::Error
 CudaCollectives::shardedCall(llvm::StringRef group, unsigned rank, unsigned nranks,
                              llvm::ArrayRef<TensorView> reads, llvm::ArrayRef<TensorView> writes,
                              llvm::StringRef what, Device &device, llvm::StringRef op,
                              llvm::function_ref<llvm::Error(ncclComm_t, cudaStream_t)> enqueue) {
-  auto git = groups_.find(group.str());
-  if (git == groups_.end())
-    return makeError("collective '" + group + "' was not bound to the CUDA engine (" + what + ")");
-  Group &g = git->second;
+  auto m = member(group, rank, what, device);
+  if (!m)
+    return m.takeError();
+  auto [gp, d] = *m;
+  Group &g = *gp;
   if (g.path != CollectivePath::Nccl)
     return makeError("collective '" + group + "' (" + op + ", " + what + ") takes the " +
                      collectivePathName(g.path) + " path, which has no " + op +
                      "; sharded optimizer state needs one GPU per rank in one process");
-  auto *d = dynamic_cast<CudaDevice *>(&device);
-  if (!d || rank >= g.devices.size() || g.devices[rank] != d)
-    return makeError("collective '" + group + "': " + what + " calls as rank " + llvm::Twine(rank) +
-                     " from a device that is not that rank's");
-  llvm::SmallVector<ByteRange, 8> in, out;
-  for (const TensorView &v : reads)
-    in.push_back(ByteRange::of(v.data, v.bytes()));
-  for (const TensorView &v : writes)
-    out.push_back(ByteRange::of(v.data, v.bytes()));
-  auto stream = d->beginOperation(CudaStream::Collective, in, out,
+  auto stream = d->beginOperation(CudaStream::Collective, byteRanges(reads), byteRanges(writes),
                                   "collective '" + group.str() + "' (" + op.str() + ")");
   if (!stream)
     return stream.takeError();

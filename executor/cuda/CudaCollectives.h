@@ -98,6 +98,10 @@ private:
   llvm::Error ownAllReduce(llvm::StringRef name, const RendezvousMeeting &m, unsigned rank,
                            cudaStream_t stream, Token &mine);
   Token *newToken(CudaDevice &d);
+  /// The group bound as `group` and rank `rank`'s device in it; an error
+  /// names the call (`what`) when either is not.
+  llvm::Expected<std::pair<Group *, CudaDevice *>> member(llvm::StringRef group, unsigned rank,
+                                                          llvm::StringRef what, Device &device);
   /// A sharded call on the NCCL path: checks the group and rank, meets the
   /// other ranks' threads, and enqueues `enqueue` on the collective stream.
   llvm::Error shardedCall(llvm::StringRef group, unsigned rank, unsigned nranks,

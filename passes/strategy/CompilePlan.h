@@ -22,6 +22,11 @@ namespace graphc {
 llvm::Expected<std::unique_ptr<CompileStrategy>> strategyFor(const CompileRequest &req,
                                                              const PlacementRequest &place);
 
+/// Success unless --shard-optimizer is asked where it cannot shard: other
+/// --params than mirrored, another strategy, several workers or ps tasks,
+/// dynamic loss scaling; the error says which.
+llvm::Error checkShardRequest(const CompileRequest &req, const PlacementRequest &place);
+
 /// The plan of `forward` by the strategy the request asks for.
 llvm::Expected<std::unique_ptr<Module>>
 compilePlan(const Module &forward, const CompileRequest &req, const PlacementRequest &place);

@@ -3,6 +3,7 @@
 #include "passes/strategy/FitOptions.h"
 
 #include "ir/MemoryLimit.h"
+#include "passes/strategy/CompilePlan.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -126,6 +127,23 @@ EditList recomputeEdits(const FitContext &c) {
                     [](CompileRequest &r, PlacementRequest &) {
                       r.options.recompute.mode = RecomputeMode::Auto;
                     }}});
+}
+
+/// Mirrored variables' optimizer slots split over the towers: the same
+/// update to the bit, 1/N of the slots on each GPU (where the request allows
+/// it: checkShardRequest).
+EditList shardEdits(const FitContext &c) {
+  if (c.req.options.shardOptimizer || c.req.options.params.kind != ParamPlacement::Mirrored)
+    return {};
+  CompileRequest sharded = c.req;
+  sharded.options.shardOptimizer = true;
+  if (llvm::Error refused = checkShardRequest(sharded, c.place)) {
+    llvm::consumeError(std::move(refused));
+    return {};
+  }
+  return editList({{"--shard-optimizer",
+                    "the same training, the optimizer slots split over the towers",
+                    [](CompileRequest &r, PlacementRequest &) { r.options.shardOptimizer = true; }}});
 }
 
 /// The micro-batches --accumulate may split the batch into: b/k for the
@@ -365,6 +383,7 @@ const std::vector<FitOptionKind> &fitOptions() {
       {"params", FitChange::SameTraining, false, paramsEdits, nullptr},
       {"model-parallel", FitChange::SameTraining, false, modelParallelEdits, nullptr},
       {"recompute", FitChange::SameTraining, false, recomputeEdits, nullptr},
+      {"shard-optimizer", FitChange::SameTraining, false, shardEdits, nullptr},
       {"accumulate", FitChange::SameTraining, true, accumulateEdits, accumulateGuess},
       {"gpus", FitChange::MoreDevices, true, moreGpuEdits, moreGpuGuess},
       {"batch", FitChange::SmallerBatch, true, smallerBatchEdits, smallerBatchGuess},

@@ -40,7 +40,7 @@ def train(*args, **kw):
     return run(GRAPHRUN, "train", *args, **kw)
 
 
-class Case(unittest.TestCase):
+class Case(gck.CheckpointAssertions, unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="graphc-ckpt-")
 
@@ -58,17 +58,6 @@ class Case(unittest.TestCase):
         self.assertIn("error:", lines[0])
         for f in fragments:
             self.assertIn(f, lines[0])
-
-    def latest(self, d):
-        with open(os.path.join(d, "latest")) as f:
-            return os.path.join(d, f.read().strip())
-
-    def assertSameTensors(self, a, b):
-        x, y = gck.read(a), gck.read(b)
-        self.assertEqual(x.names(), y.names())
-        for (name, _, sa, ra), (_, _, sb, rb) in zip(x.tensors, y.tensors):
-            self.assertEqual(sa, sb, name)
-            self.assertTrue(ra == rb, "tensor %s differs between %s and %s" % (name, a, b))
 
 
 class StrictRestoreTest(Case):

@@ -4,6 +4,7 @@ The format is ir/Archive.h's, version 2: the tests use this to take files
 apart, damage them on purpose (a removed tensor, another shape, a NaN) with
 valid checksums, and compare checkpoints bit for bit.
 """
+import os
 import struct
 import zlib
 
@@ -88,3 +89,19 @@ def write(path, archive):
     out += END
     with open(path, "wb") as f:
         f.write(out)
+
+
+class CheckpointAssertions:
+    """For unittest cases: a checkpoint directory's newest file, and two checkpoints whose tensors
+    are the same bits."""
+
+    def latest(self, d):
+        with open(os.path.join(d, "latest")) as f:
+            return os.path.join(d, f.read().strip())
+
+    def assertSameTensors(self, a, b):
+        x, y = read(a), read(b)
+        self.assertEqual(x.names(), y.names())
+        for (name, _, sa, ra), (_, _, sb, rb) in zip(x.tensors, y.tensors):
+            self.assertEqual(sa, sb, name)
+            self.assertTrue(ra == rb, "tensor %s differs between %s and %s" % (name, a, b))

@@ -24,18 +24,7 @@ def train(*args, ok=True):
     return run(GRAPHRUN, "train", *args, ok=ok)
 
 
-class ShardOptimizerCliTest(CliCase):
-    def latest(self, d):
-        with open(os.path.join(d, "latest")) as f:
-            return os.path.join(d, f.read().strip())
-
-    def assertSameTensors(self, a, b):
-        x, y = gck.read(a), gck.read(b)
-        self.assertEqual(x.names(), y.names())
-        for (name, _, sa, ra), (_, _, sb, rb) in zip(x.tensors, y.tensors):
-            self.assertEqual(sa, sb, name)
-            self.assertTrue(ra == rb, "tensor %s differs between %s and %s" % (name, a, b))
-
+class ShardOptimizerCliTest(gck.CheckpointAssertions, CliCase):
     def test_place_reports_the_slots_each_device_keeps(self):
         def var_mib(*extra):
             out = self.path("m.placed")
