@@ -262,12 +262,16 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
   llvm::Error err = g.workers ? g.workers->allReduce(rank, group, inputs, outputs, *stream)
                     : nccl    ? ncclAllReduce(g, rank, inputs, outputs, *stream)
                               : ownAllReduce(group, *meeting, rank, *stream, *token);
-  rendezvous_.leave(group, meeting->sequence);
+  return finish(group, meeting->sequence, rank, std::move(err), *d);
+}
+
+llvm::Error CudaCollectives::finish(llvm::StringRef group, uint64_t sequence, unsigned rank,
+                                    llvm::Error err, CudaDevice &d) {
+  rendezvous_.leave(group, sequence);
   if (err)
-    return withContext(std::move(err), "collective '" + group + "' #" +
-                                           llvm::Twine(meeting->sequence) + " rank " +
-                                           llvm::Twine(rank));
-  return d->endOperation(CudaStream::Collective);
+    return withContext(std::move(err), "collective '" + group + "' #" + llvm::Twine(sequence) +
+                                           " rank " + llvm::Twine(rank));
+  return d.endOperation(CudaStream::Collective);
 }
 
 llvm::Expected<std::pair<CudaCollectives::Group *, CudaDevice *>>
@@ -320,12 +324,7 @@ CudaCollectives::shardedCall(llvm::StringRef group, unsigned rank, unsigned nran
     GRAPHC_NCCL_TRY(api, comm, api.ncclGroupEnd());
     return llvm::Error::success();
   }();
-  rendezvous_.leave(group, meeting->sequence);
-  if (err)
-    return withContext(std::move(err), "collective '" + group + "' #" +
-                                           llvm::Twine(meeting->sequence) + " rank " +
-                                           llvm::Twine(rank));
-  return d->endOperation(CudaStream::Collective);
+  return finish(group, meeting->sequence, rank, std::move(err), *d);
 }
 
 llvm::Error CudaCollectives::reduceScatter(llvm::StringRef group, unsigned rank, unsigned nranks,

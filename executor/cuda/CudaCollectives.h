@@ -102,6 +102,10 @@ private:
   /// names the call (`what`) when either is not.
   llvm::Expected<std::pair<Group *, CudaDevice *>> member(llvm::StringRef group, unsigned rank,
                                                           llvm::StringRef what, Device &device);
+  /// After a call: leaves the rendezvous and ends the device's operation; a
+  /// failed call's error names its group, call and rank.
+  llvm::Error finish(llvm::StringRef group, uint64_t sequence, unsigned rank, llvm::Error err,
+                     CudaDevice &d);
   /// A sharded call on the NCCL path: checks the group and rank, meets the
   /// other ranks' threads, and enqueues `enqueue` on the collective stream.
   llvm::Error shardedCall(llvm::StringRef group, unsigned rank, unsigned nranks,
