@@ -399,7 +399,8 @@ class CalibratedGpuTest(CliCase):
             self.assertIn("4 towers", p.stdout)
             self.assertIn("cluster: GPUs of Test GPU 16MB with the calibrated figures of " + kept, p.stdout)
             calibrated = self.step()
-            p = self.place("--batch", "8", "--params", "cpu")  # auto: this machine has no GPU to name
+            # The default figures (auto would take this machine's GPU's file where it has one).
+            p = self.place("--gpu-model", "none", "--batch", "8", "--params", "cpu")
             self.assertNotIn("cluster:", p.stdout)
             self.assertGreater(calibrated, 2 * self.step())
             # Emulated devices train on the calibrated plan.
