@@ -83,7 +83,7 @@ void printCalibrated(const CalibratedGpu &found, llvm::raw_ostream &os) {
     os << "cluster: GPUs of " << found.model << " with the calibrated figures of " << found.file
        << "\n";
   else if (!found.note.empty())
-    os << "note: " << found.note << "\n";
+    llvm::errs() << "note: " << found.note << "\n";
 }
 
 } // namespace graphc

@@ -42,8 +42,9 @@ std::string calibratedClustersDir();
 /// error names the model and the files that are kept.
 llvm::Expected<CalibratedGpu> findCalibratedGpu(llvm::StringRef flag, bool emulated);
 
-/// "cluster: GPUs of <model> with the calibrated figures of <file>", or
-/// "note: <why the default figures>"; nothing where no model was looked up.
+/// "cluster: GPUs of <model> with the calibrated figures of <file>" to `os`,
+/// or "note: <why the default figures>" to stderr (a diagnostic, out of
+/// what scripts read); nothing where no model was looked up.
 void printCalibrated(const CalibratedGpu &found, llvm::raw_ostream &os);
 
 } // namespace graphc
