@@ -127,6 +127,7 @@ llvm::Error CpuCollectives::allReduce(llvm::StringRef group, unsigned rank, unsi
   RendezvousArrival arrival;
   arrival.inputs.assign(inputs.begin(), inputs.end());
   arrival.outputs.assign(outputs.begin(), outputs.end());
+  arrival.kind = "AllReduce";
   return meet(
       group, rank, nranks, std::move(arrival), what,
       [&](const RendezvousMeeting &m) { sumSlice(m, rank); }, true);
@@ -144,6 +145,7 @@ llvm::Error CpuCollectives::reduceScatter(llvm::StringRef group, unsigned rank, 
   RendezvousArrival arrival;
   arrival.inputs.assign(inputs.begin(), inputs.end());
   arrival.outputs = arrival.inputs;
+  arrival.kind = "ReduceScatter";
   return meet(
       group, rank, nranks, std::move(arrival), what,
       [&](const RendezvousMeeting &m) {
@@ -171,6 +173,7 @@ llvm::Error CpuCollectives::allGather(llvm::StringRef group, unsigned rank, unsi
   RendezvousArrival arrival;
   arrival.inputs = {whole};
   arrival.outputs = {whole};
+  arrival.kind = "AllGather";
   return meet(
       group, rank, nranks, std::move(arrival), what,
       [&](const RendezvousMeeting &m) {

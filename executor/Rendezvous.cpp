@@ -29,7 +29,8 @@ llvm::Error Rendezvous::timedOut(const Group &g, const Call &c, llvm::StringRef 
     if (!c.present[r])
       missing.push_back(std::to_string(r));
   return makeError(
-      "collective '" + group + "' (AllReduce) #" + llvm::Twine(seq) + ": rank " +
+      "collective '" + group + "' (" + c.arrivals[rank].kind + ") #" + llvm::Twine(seq) +
+      ": rank " +
       llvm::Twine(rank) + " waited " + llvm::Twine((int64_t)timeout_.count()) + " ms to " + phase +
       "; ranks not arrived: " +
       (missing.empty() ? std::string("none") : llvm::join(missing, ", ")) +
@@ -115,8 +116,8 @@ llvm::Expected<void *> Rendezvous::awaitPublished(llvm::StringRef group, uint64_
   Group &g = known(group);
   Call &c = g.calls[sequence];
   if (!cv_.wait_for(lock, timeout_, [&] { return aborted_ || c.hasPublished; }))
-    return makeError("collective '" + group + "' (AllReduce) #" + llvm::Twine(sequence) +
-                     ": rank " + llvm::Twine(rank) + " waited " +
+    return makeError("collective '" + group + "' (" + c.arrivals[rank].kind + ") #" +
+                     llvm::Twine(sequence) + ": rank " + llvm::Twine(rank) + " waited " +
                      llvm::Twine((int64_t)timeout_.count()) + " ms for " + publisher);
   if (aborted_)
     return aborted(group, sequence, rank);

@@ -43,6 +43,7 @@ namespace graphc {
 struct RendezvousArrival {
   std::vector<TensorView> inputs, outputs;
   std::string caller;    ///< "node 'x' on gpu:1", for messages
+  llvm::StringRef kind;  ///< "AllReduce", "ReduceScatter" or "AllGather", for messages
   void *token = nullptr; ///< the engine's per-rank data (its device, an event)
 };
 

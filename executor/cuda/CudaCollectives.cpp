@@ -255,6 +255,7 @@ llvm::Error CudaCollectives::allReduce(llvm::StringRef group, unsigned rank, uns
   arrival.inputs.assign(inputs.begin(), inputs.end());
   arrival.outputs.assign(outputs.begin(), outputs.end());
   arrival.caller = what.str();
+  arrival.kind = "AllReduce";
   arrival.token = token;
   auto meeting = rendezvous_.arrive(group, rank, nranks, std::move(arrival));
   if (!meeting)

@@ -25,8 +25,10 @@ TensorView view(Dims shape, DType dtype = DType::F32) {
   return v;
 }
 
-RendezvousArrival arrival(std::vector<Dims> shapes, std::string caller, void *token = nullptr) {
+RendezvousArrival arrival(std::vector<Dims> shapes, std::string caller, void *token = nullptr,
+                          llvm::StringRef kind = "AllReduce") {
   RendezvousArrival a;
+  a.kind = kind;
   for (Dims &s : shapes) {
     a.inputs.push_back(view(s));
     a.outputs.push_back(view(s));
@@ -73,21 +75,23 @@ TEST(Rendezvous, AllRanksMeetAndSeeEveryArrival) {
   }
 }
 
-TEST(Rendezvous, AMissingRankTimesOutNamingGroupSequenceRankAndShapes) {
+TEST(Rendezvous, AMissingRankTimesOutNamingGroupKindSequenceRankAndShapes) {
   Rendezvous r(150ms);
   std::string e0, e2;
   std::thread t0([&] {
-    auto m = r.arrive("grads/bucket3", 0, 3, arrival({{4, 5}, {7}}, "node 'ar0' on gpu:0"));
+    auto m = r.arrive("grads/bucket3", 0, 3,
+                      arrival({{4, 5}, {7}}, "node 'rs0' on gpu:0", nullptr, "ReduceScatter"));
     e0 = m ? "" : llvm::toString(m.takeError());
   });
   std::thread t2([&] {
-    auto m = r.arrive("grads/bucket3", 2, 3, arrival({{4, 5}, {7}}, "node 'ar2' on gpu:2"));
+    auto m = r.arrive("grads/bucket3", 2, 3,
+                      arrival({{4, 5}, {7}}, "node 'rs2' on gpu:2", nullptr, "ReduceScatter"));
     e2 = m ? "" : llvm::toString(m.takeError());
   });
   t0.join();
   t2.join();
   for (const std::string &e : {e0, e2}) {
-    EXPECT_NE(e.find("collective 'grads/bucket3' (AllReduce) #0"), std::string::npos) << e;
+    EXPECT_NE(e.find("collective 'grads/bucket3' (ReduceScatter) #0"), std::string::npos) << e;
     EXPECT_NE(e.find("ranks not arrived: 1"), std::string::npos) << e;
     EXPECT_NE(e.find("f32[4,5], f32[7]"), std::string::npos) << e;
     EXPECT_NE(e.find("waited 150 ms"), std::string::npos) << e;
