@@ -72,6 +72,18 @@ llvm::StringRef modeName(Strategy s) {
   return s == Strategy::ModelParallel ? "model-parallel" : "data-parallel";
 }
 
+llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s) {
+  if (s == "off")
+    return RecomputeMode::Off;
+  if (s == "auto")
+    return RecomputeMode::Auto;
+  return makeError("--recompute " + printable(s) + ": expected auto or off");
+}
+
+llvm::StringRef modeName(RecomputeMode m) {
+  return m == RecomputeMode::Auto ? "auto" : "off";
+}
+
 llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
   if (s == "cpu")
     return ParamPlacement{ParamPlacement::Cpu};

@@ -1,9 +1,10 @@
 //===- Modes.h - The tower passes' modes, parsed once -----------*- C++ -*-===//
 //
 // The choices a user makes on the command line (--params, --bn, --remainder,
-// --split) as enums and small structs. The tools parse each once, at the
-// edge, with the functions below (whose errors are the one line a user
-// sees); passes switch on the values and never read the text again.
+// --split, --strategy, --precision, --recompute) as enums and small structs.
+// The tools parse each once, at the edge, with the functions below (whose
+// errors are the one line a user sees); passes switch on the values and never
+// read the text again.
 // modeName() gives the text back for messages, module meta and reports.
 //
 //===----------------------------------------------------------------------===//
@@ -76,6 +77,12 @@ enum class Precision : unsigned char {
   FP16, ///< f16 with dynamic loss scaling (GPUs; not implemented: refused)
 };
 
+/// --recompute: activations recomputed in the backward pass (passes/Recompute.h).
+enum class RecomputeMode : unsigned char {
+  Off,  ///< never (the default)
+  Auto, ///< when the placed plan does not fit its devices' memory, as little as fits
+};
+
 llvm::Expected<BnMode> parseBnMode(llvm::StringRef s);
 /// "fp32", "bf16" or "fp16".
 llvm::Expected<Precision> parsePrecision(llvm::StringRef s);
@@ -87,11 +94,14 @@ llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
 /// "auto", or "4,4,2": finite non-negative weights (their count, and that
 /// they are not all zero, is checked against the towers by planBatchSplit).
 llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s);
+/// "auto" or "off".
+llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s);
 
 llvm::StringRef modeName(BnMode m);
 llvm::StringRef modeName(Strategy s);
 llvm::StringRef modeName(Precision p);
 llvm::StringRef modeName(RemainderPolicy p);
+llvm::StringRef modeName(RecomputeMode m);
 std::string modeName(ParamPlacement p);
 std::string modeName(const SplitSpec &s);
 

@@ -100,11 +100,6 @@ struct PsOptions {
 /// Unset: place-devices fails and says so.
 using PlacerFunction = std::function<llvm::Error(Module &)>;
 
-/// recompute (passes/Recompute.h): --recompute.
-enum class RecomputeMode : unsigned char {
-  Off,  ///< never (the default)
-  Auto, ///< when the placed plan does not fit its devices' memory, as little as fits
-};
 
 /// One device of a placed plan against its memory (the figures of
 /// placement/analysis/MemoryNeeds.h).

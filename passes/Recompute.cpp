@@ -192,16 +192,4 @@ llvm::Expected<bool> recompute(Module &m, const RecomputeOptions &opts) {
   return true;
 }
 
-llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s) {
-  if (s == "off")
-    return RecomputeMode::Off;
-  if (s == "auto")
-    return RecomputeMode::Auto;
-  return makeError("--recompute " + s + ": expected auto or off");
-}
-
-llvm::StringRef modeName(RecomputeMode m) {
-  return m == RecomputeMode::Auto ? "auto" : "off";
-}
-
 } // namespace graphc

@@ -115,7 +115,4 @@ llvm::Expected<std::vector<std::string>> chooseRecompute(const Module &m,
 /// The pass: chooseRecompute, then recomputeValues on graph main.
 llvm::Expected<bool> recompute(Module &m, const RecomputeOptions &opts);
 
-llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s);
-llvm::StringRef modeName(RecomputeMode m);
-
 } // namespace graphc

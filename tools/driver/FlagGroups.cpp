@@ -2,10 +2,10 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/MemoryLimit.h"
+#include "ir/Modes.h"
 #include "kernels/Kernel.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/LossScaling.h"
-#include "passes/Recompute.h"
 #include "tools/driver/TrainOptions.h"
 
 #include <CLI/CLI.hpp>
