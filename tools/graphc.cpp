@@ -270,7 +270,10 @@ struct PlaceCommand {
     auto compileStart = Clock::now();
     // Memory is a constraint: nothing is written for a plan that does not
     // fit, and the refusal says what would (passes/strategy/FitAdvisor.h).
-    auto c = compileThatFits(**m, req, placement);
+    auto advisor = FitAdvisorOptions::fromEnvironment();
+    if (!advisor)
+      return fail(advisor.takeError());
+    auto c = compileThatFits(**m, req, placement, *advisor);
     if (!c)
       return fail(c.takeError());
     double compileSeconds = since(compileStart);

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <numeric>
@@ -46,7 +48,8 @@ public:
       : c_(c), budget_(budget), start_(std::chrono::steady_clock::now()) {}
 
   bool spent() const {
-    return compiles_ >= budget_.maxCompiles || (compiles_ > 0 && seconds() >= budget_.maxSeconds);
+    return compiles_ >= budget_.maxCompiles ||
+           (compiles_ > 0 && budget_.maxSeconds > 0 && seconds() >= budget_.maxSeconds);
   }
   double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -257,6 +260,19 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req, const Plac
   advice.compiles = prober.compiles();
   advice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return advice;
+}
+
+llvm::Expected<FitAdvisorOptions> FitAdvisorOptions::fromEnvironment() {
+  FitAdvisorOptions o;
+  const char *text = std::getenv("GRAPHC_FIT_ADVICE_SECONDS");
+  if (!text)
+    return o;
+  double seconds = 0;
+  if (llvm::StringRef(text).trim().getAsDouble(seconds) || !(seconds >= 0) || std::isinf(seconds))
+    return makeError("GRAPHC_FIT_ADVICE_SECONDS '" + printable(text) +
+                     "': expected seconds, a number >= 0 (0: no time limit)");
+  o.maxSeconds = seconds;
+  return o;
 }
 
 llvm::Expected<std::unique_ptr<Module>> compileThatFits(const Module &forward,

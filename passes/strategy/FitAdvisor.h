@@ -44,7 +44,13 @@ namespace graphc {
 /// always runs, so a refusal names a change whenever the first edit fits).
 struct FitAdvisorOptions {
   unsigned maxCompiles = 16;
-  double maxSeconds = 10; ///< wall clock, from the advisor's start
+  double maxSeconds = 10; ///< wall clock, from the advisor's start; 0: none
+
+  /// The defaults, with maxSeconds from $GRAPHC_FIT_ADVICE_SECONDS when set
+  /// (0 turns the clock off, so that the advice depends on nothing but the
+  /// request: the tests do that on loaded machines). An error names a value
+  /// that is not a number >= 0.
+  static llvm::Expected<FitAdvisorOptions> fromEnvironment();
 };
 
 /// One change that fits, with the step simulator's prediction.

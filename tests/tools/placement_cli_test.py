@@ -192,6 +192,13 @@ class FitAdviceTest(CliCase):
     memory, and a change that fits, which then compiles (docs/placement.md: "A refusal says what would
     fit")."""
 
+    def setUp(self):
+        super().setUp()
+        # The advisor without its clock: the advice depends on the request alone, not on the load.
+        patch = mock.patch.dict(os.environ, {"GRAPHC_FIT_ADVICE_SECONDS": "0"})
+        patch.start()
+        self.addCleanup(patch.stop)
+
     def refused(self, tool, *args):
         """The refusal of `tool args`: each device over its memory, and the change the advice names."""
         p = run(tool, *args, ok=False)

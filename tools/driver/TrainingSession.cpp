@@ -60,7 +60,10 @@ llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const 
                                                 std::unique_ptr<Module> precompiled) {
   if (precompiled)
     return precompiled;
-  return compileThatFits(forward, opts.compile, opts.placement);
+  auto advisor = FitAdvisorOptions::fromEnvironment();
+  if (!advisor)
+    return advisor.takeError();
+  return compileThatFits(forward, opts.compile, opts.placement, *advisor);
 }
 
 } // namespace

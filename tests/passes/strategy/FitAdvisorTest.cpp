@@ -24,6 +24,10 @@ using namespace graphc::strategytest;
 
 namespace {
 
+/// The budget without its clock: the advice then depends only on the request,
+/// however loaded the machine running the tests is.
+const FitAdvisorOptions kUntimed{FitAdvisorOptions().maxCompiles, 0};
+
 /// A host of 1 TiB and `gpus` GPUs of `gpuBytes` each, every pair linked.
 Cluster gpusOf(unsigned gpus, int64_t gpuBytes) {
   std::vector<ClusterDevice> devices{{"cpu:0", DeviceKind::CPU, 1LL << 40, 1.0}};
@@ -103,7 +107,7 @@ void expectAdviceFits(const Module &forward, const CompileRequest &req,
 /// The refusal of compileThatFits, checked, and its advice recomputed.
 FitAdvice refusedWithAdvice(const Module &forward, const CompileRequest &req,
                             const PlacementRequest &place) {
-  auto plan = compileThatFits(forward, req, place);
+  auto plan = compileThatFits(forward, req, place, kUntimed);
   EXPECT_FALSE(bool(plan));
   if (plan)
     return {};
@@ -112,7 +116,7 @@ FitAdvice refusedWithAdvice(const Module &forward, const CompileRequest &req,
     return {};
   expectEachDeviceNamed(*misfit);
   EXPECT_NE(misfit->advice().find("would fit with: "), std::string::npos) << misfit->message();
-  FitAdvice advice = adviseFit(forward, req, place, *misfit);
+  FitAdvice advice = adviseFit(forward, req, place, *misfit, kUntimed);
   EXPECT_NE(misfit->advice().find(advice.fits.empty() ? "@" : advice.fits.front().edit.flags),
             std::string::npos)
       << misfit->message();
@@ -234,7 +238,7 @@ TEST(FitAdvisor, ParamsAutoRefusal) {
   place.gpus = 0;
   place.cluster = gpusOf(2, need / 2);
   place.searchBuckets = false;
-  auto plan = compileThatFits(*forward, req, place);
+  auto plan = compileThatFits(*forward, req, place, kUntimed);
   ASSERT_FALSE(bool(plan));
   std::unique_ptr<MemoryMisfit> misfit = misfitOf(plan.takeError());
   ASSERT_TRUE(misfit);
@@ -243,7 +247,7 @@ TEST(FitAdvisor, ParamsAutoRefusal) {
             std::string::npos)
       << misfit->message();
   expectEachDeviceNamed(*misfit);
-  FitAdvice advice = adviseFit(*forward, req, place, *misfit);
+  FitAdvice advice = adviseFit(*forward, req, place, *misfit, kUntimed);
   expectAdviceFits(*forward, req, place, advice);
   // --params auto tried every mode: the advice changes something else.
   EXPECT_FALSE(llvm::StringRef(advice.fits.front().edit.flags).startswith("--params"));
@@ -341,7 +345,7 @@ TEST(FitAdvisor, NothingFitsSaysWhatWasTried) {
   CompileRequest req = request(8);
   PlacementRequest place;
   place.cluster = gpusOf(2, 1024);
-  auto plan = compileThatFits(*forward, req, place);
+  auto plan = compileThatFits(*forward, req, place, kUntimed);
   ASSERT_FALSE(bool(plan));
   std::unique_ptr<MemoryMisfit> misfit = misfitOf(plan.takeError());
   ASSERT_TRUE(misfit);
@@ -368,3 +372,22 @@ TEST(MemoryNeeds, AMisfitTellsTheDevicesThatFitInOnePhrase) {
 }
 
 } // namespace
+
+TEST(FitAdvisorBudget, TheClockComesFromTheEnvironmentAndZeroTurnsItOff) {
+  auto seconds = [](const char *value) -> std::string {
+    if (value)
+      setenv("GRAPHC_FIT_ADVICE_SECONDS", value, 1);
+    else
+      unsetenv("GRAPHC_FIT_ADVICE_SECONDS");
+    auto o = FitAdvisorOptions::fromEnvironment();
+    unsetenv("GRAPHC_FIT_ADVICE_SECONDS");
+    return o ? std::to_string(o->maxSeconds) : llvm::toString(o.takeError());
+  };
+  EXPECT_EQ(seconds(nullptr), std::to_string(FitAdvisorOptions().maxSeconds));
+  EXPECT_EQ(seconds("2.5"), std::to_string(2.5));
+  EXPECT_EQ(seconds("0"), std::to_string(0.0));
+  for (const char *bad : {"-1", "soon", "", "inf", "nan"})
+    EXPECT_EQ(seconds(bad), "GRAPHC_FIT_ADVICE_SECONDS '" + std::string(bad) +
+                                "': expected seconds, a number >= 0 (0: no time limit)")
+        << bad;
+}
