@@ -16,6 +16,8 @@ find_package(ONNX 1.12 REQUIRED CONFIG)
 
 find_package(dnnl 2.6 REQUIRED CONFIG)
 find_package(Threads REQUIRED)
+# OpenMP: the plain CPU kernels' loops (and the flag set of the precompiled headers).
+find_package(OpenMP REQUIRED)
 # Open MPI: launch, rendezvous and CPU collectives of multi-worker runs (executor/dist, the
 # only user; its C API, so no MPI C++ bindings).
 find_package(MPI 3.1 REQUIRED COMPONENTS C)

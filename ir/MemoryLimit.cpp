@@ -2,6 +2,7 @@
 
 #include "ir/MemoryLimit.h"
 
+#include "ir/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -14,10 +15,6 @@ namespace {
 
 std::atomic<int64_t> limit{0};
 std::atomic<int64_t> hostBytes{0};
-
-llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 } // namespace
 
