@@ -64,6 +64,22 @@ struct AggregateOptions {
   bool shardOptimizer = false;
 };
 
+/// pipeline-stages (passes/PipelineStages.h): --strategy pipeline.
+enum class PipelineSchedule : unsigned char {
+  GPipe,    ///< every micro-batch's forward pass, then every backward pass
+  OneFOneB, ///< 1F1B: after a warm-up, one forward and one backward in turn
+};
+struct PipelineOptions {
+  unsigned stages = 0;       ///< S; 0: not a pipeline plan (the pass refuses)
+  unsigned microBatches = 1; ///< M micro-batches per pipeline
+  unsigned pipelines = 1;    ///< P pipelines, data parallel (M·P towers)
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// The predicted seconds of a node on a stage's device (the step-time
+  /// model, from the strategy: passes may not include placement/); unset:
+  /// every node counts one.
+  std::function<double(const Node &)> seconds;
+};
+
 /// mixed-precision.
 struct PrecisionOptions {
   Precision precision = Precision::FP32;
@@ -162,6 +178,9 @@ struct CompileOptions {
   // accumulate-gradients
   unsigned accumulate = AccumulateOptions().steps;
 
+  // pipeline-stages (the pipeline strategy fills it)
+  PipelineOptions pipeline;
+
   // loss-scaling
   double lossScale = LossScaleOptions().initial;
   int64_t lossScaleInterval = LossScaleOptions().growthInterval;
@@ -200,6 +219,9 @@ inline PlacerFunction placerOptions(const CompileOptions &o) {
 }
 inline AggregateOptions aggregateOptions(const CompileOptions &o) {
   return {o.towers, o.params, o.bucketBytes, o.shardOptimizer};
+}
+inline PipelineOptions pipelineOptions(const CompileOptions &o) {
+  return o.pipeline;
 }
 inline PrecisionOptions precisionOptions(const CompileOptions &o) {
   return {o.precision};

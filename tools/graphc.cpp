@@ -29,6 +29,7 @@
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/FitAdvisor.h"
 #include "passes/strategy/ModelParallelStrategy.h"
+#include "passes/strategy/PipelineStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
 #include "placement/CostReport.h"
 #include "placement/DotView.h"
@@ -278,6 +279,8 @@ struct PlaceCommand {
     std::string params = describeParamsChoice(**c, explain);
     if (std::string mp = describeModelParallel(**c); !mp.empty())
       params = mp;
+    if (std::string pipeline = describePipeline(**c); !pipeline.empty())
+      params = pipeline;
     if (explain) {
       if (!params.empty())
         llvm::outs() << params << (params.back() == '\n' ? "" : "\n");
