@@ -332,7 +332,10 @@ struct PlaceCommand {
       llvm::outs() << " x " << po.accumulate << " micro-batches per update";
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
-                   << kDefaultBatchPerTower << " per tower";
+                   << kDefaultBatchPerTower
+                   << (placement.strategy == Strategy::Pipeline
+                           ? " per pipeline (up to a multiple of the micro-batches)"
+                           : " per tower");
     if (po.precision != Precision::FP32)
       llvm::outs() << "; " << modeName(po.precision) << " compute";
     if (std::optional<double> scale = c.plan().lossScale)

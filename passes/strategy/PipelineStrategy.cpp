@@ -38,11 +38,12 @@ llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &plac
                           "pipelines): drop --params " +
                      modeName(o.params));
   if (o.accumulate > 1)
-    return makeError(us + " already sums its micro-batches' gradients within a step: give "
-                          "--micro-batches " +
-                     str((int64_t)o.pipeline.microBatches * o.accumulate) +
-                     " instead of --accumulate " + str(o.accumulate) +
-                     " (the same samples per update need a batch that many times larger)");
+    return makeError(us + " already sums its micro-batches' gradients within a step: instead of "
+                          "--accumulate " +
+                     str(o.accumulate) + ", give " +
+                     (o.batch > 0 ? "--batch " + str(o.batch * o.accumulate) + " " : std::string()) +
+                     "--micro-batches " + str((int64_t)o.pipeline.microBatches * o.accumulate) +
+                     " (the same samples per update in one step)");
   if (o.bn == BnMode::Sync)
     return makeError(us + ": --bn sync would make the micro-batches of a stage, which run one "
                           "after another on its GPU, wait for each other; use --bn local "
