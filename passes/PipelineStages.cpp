@@ -265,10 +265,38 @@ void setStorage(Module &m, const Node &update, const std::vector<DeviceId> &devi
       v->devices = devices;
 }
 
+/// Nodes that are not a tower's but run right after one of its nodes (the
+/// links of a chained sum after the part they add): rule 4 orders them
+/// there.
+using Anchors = llvm::DenseMap<const Node *, const Node *>;
+
+/// parts[0] + parts[1] + ... as a chain of two-operand AddNs on `device`
+/// (AddN adds left to right: the same bits as one AddN of all), so each
+/// micro-batch's part dies once it is added instead of living until the
+/// last micro-batch's; `last` (when given) becomes the final link.
+Value *chainSum(Graph &g, llvm::ArrayRef<Value *> parts, DeviceId device, const std::string &name,
+                Node *last, Anchors &anchors) {
+  Value *sum = parts[0];
+  for (size_t k = 1; k < parts.size(); ++k) {
+    Node *link = last;
+    if (k + 1 < parts.size() || !last) {
+      Builder b(g);
+      b.setRequestedDevice(device);
+      link = b.createNode(Op::AddN, {sum, parts[k]}, {}, name + "/add_" + std::to_string(k));
+    } else {
+      link->setOperands({sum, parts[k]});
+      link->setRequestedDevice(device);
+    }
+    anchors[link] = parts[k]->producer();
+    sum = link->result();
+  }
+  return sum;
+}
+
 /// Several pipelines: per-pipeline sums, an all-reduce per stage and
 /// pipeline, an update per replica (file comment, rule 3).
 llvm::Error allReduceStages(Module &m, Graph &g, std::vector<Reduction> &reductions,
-                            const PipelineOptions &o) {
+                            const PipelineOptions &o, Anchors &anchors) {
   const unsigned S = o.stages, M = o.microBatches, P = o.pipelines;
   // partial[i][p]: pipeline p's sum of reduction i.
   std::vector<std::vector<Value *>> partial(reductions.size(), std::vector<Value *>(P));
@@ -278,10 +306,9 @@ llvm::Error allReduceStages(Module &m, Graph &g, std::vector<Reduction> &reducti
       llvm::SmallVector<Value *, 8> parts;
       for (unsigned k = 0; k < M; ++k)
         parts.push_back(r.sum->operand(p * M + k));
-      Builder b(g);
-      b.setRequestedDevice(stageDevice(p, r.stage, S));
-      partial[i][p] =
-          b.create(Op::AddN, parts, {}, "pipeline_" + std::to_string(p) + "/" + r.sum->name());
+      partial[i][p] = chainSum(g, parts, stageDevice(p, r.stage, S),
+                               "pipeline_" + std::to_string(p) + "/" + r.sum->name(), nullptr,
+                               anchors);
     }
   std::vector<std::vector<Value *>> reduced(reductions.size(), std::vector<Value *>(P));
   for (unsigned s = 0; s < S; ++s)
@@ -339,7 +366,7 @@ llvm::Error allReduceStages(Module &m, Graph &g, std::vector<Reduction> &reducti
 /// Rule 4: the host's feeding nodes, the towers by their blocks' starts,
 /// then the rest, each in graph order.
 void orderBySchedule(Graph &g, const llvm::DenseSet<const Node *> &backward, const Stages &st,
-                     const PipelineOptions &o) {
+                     const PipelineOptions &o, const Anchors &anchors) {
   const BlockStarts starts = scheduleStarts(o.schedule, o.stages, o.microBatches);
   std::vector<Node *> nodes(g.nodes().begin(), g.nodes().end());
   // Untowered nodes some tower node needs (the batch split, lr) go first.
@@ -361,13 +388,16 @@ void orderBySchedule(Graph &g, const llvm::DenseSet<const Node *> &backward, con
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node *n = nodes[i];
     Key key{2, 0, i};
+    const Node *block = anchors.lookup(n);
+    if (!block && n->tower() >= 0)
+      block = n;
     if (n->tower() >= 0 && isSource(*n))
       key.group = 0;
-    else if (n->tower() >= 0) {
-      const unsigned k = (unsigned)n->tower() % o.microBatches;
-      const unsigned s = st.of.lookup(stripTowerPrefix(n->name()));
+    else if (block) {
+      const unsigned k = (unsigned)block->tower() % o.microBatches;
+      const unsigned s = st.of.lookup(stripTowerPrefix(block->name()));
       key.group = 1;
-      key.start = backward.contains(n) ? starts.backward[s][k] : starts.forward[s][k];
+      key.start = backward.contains(block) ? starts.backward[s][k] : starts.forward[s][k];
     } else if (feeding.contains(n))
       key.group = 0;
     keyed.push_back({key, n});
@@ -436,17 +466,21 @@ llvm::Expected<bool> pipelineStages(Module &m, const PipelineOptions &o) {
   auto reductions = findReductions(*g, *st, towers);
   if (!reductions)
     return reductions.takeError();
+  Anchors anchors;
   if (o.pipelines == 1) {
     for (Reduction &r : *reductions) {
       DeviceId device = stageDevice(0, r.stage, o.stages);
+      llvm::SmallVector<Value *, 8> parts(r.sum->operands().begin(), r.sum->operands().end());
+      if (parts.size() > 1)
+        chainSum(*g, parts, device, r.sum->name(), r.sum, anchors);
       r.sum->setRequestedDevice(device);
       r.update->setRequestedDevice(device);
       setStorage(m, *r.update, {device});
     }
-  } else if (auto e = allReduceStages(m, *g, *reductions, o)) {
+  } else if (auto e = allReduceStages(m, *g, *reductions, o, anchors)) {
     return withContext(std::move(e), "pipeline-stages");
   }
-  orderBySchedule(*g, backward, *st, o);
+  orderBySchedule(*g, backward, *st, o, anchors);
   m.plan().pipeline = summary(*st, o);
   return true;
 }
