@@ -78,13 +78,6 @@ struct BlockStarts {
 };
 BlockStarts scheduleStarts(PipelineSchedule schedule, unsigned stages, unsigned microBatches);
 
-/// The theory's bubble: the share of a stage's time idle, (S-1)/(M+S-1).
-inline double theoreticalBubble(unsigned stages, unsigned microBatches) {
-  return stages + microBatches > 1
-             ? (double)(stages - 1) / (double)(microBatches + stages - 1)
-             : 0.0;
-}
-
 llvm::Expected<PipelineSchedule> parsePipelineSchedule(llvm::StringRef s);
 /// "gpipe" or "1f1b".
 llvm::StringRef modeName(PipelineSchedule s);

@@ -447,12 +447,15 @@ struct SimulateCommand {
       llvm::json::Value report = simulationJson(*sim);
       if (auto recompute = recomputeReportJson(**loaded, sim->stepSeconds))
         report.getAsObject()->try_emplace("recompute", std::move(*recompute));
+      if (auto bubble = pipelineBubbleJson(**loaded, *sim))
+        report.getAsObject()->try_emplace("pipeline", std::move(*bubble));
       llvm::outs() << report << "\n";
       return 0;
     }
     llvm::outs() << "graphc simulate: " << args.source.path << ", one step at batch "
                  << (*loaded)->batch().value_or(1) << "\n";
     printSimulation(*sim, llvm::outs());
+    printPipelineBubble(**loaded, *sim, llvm::outs());
     printRecomputeReport(**loaded, llvm::outs(), sim->stepSeconds);
     return 0;
   }

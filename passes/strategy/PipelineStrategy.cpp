@@ -6,6 +6,7 @@
 #include "passes/PipelineStages.h"
 #include "passes/strategy/Compile.h"
 #include "placement/Placer.h"
+#include "placement/analysis/PipelineBubble.h"
 #include "placement/analysis/StepTimeModel.h"
 
 #include "llvm/ADT/StringExtras.h"

@@ -15,6 +15,7 @@
 #include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/PipelineStrategy.h"
+#include "placement/analysis/PipelineBubble.h"
 
 #include "llvm/Support/JSON.h"
 
