@@ -78,6 +78,9 @@ struct PipelineOptions {
   /// model, from the strategy: passes may not include placement/); unset:
   /// every node counts one.
   std::function<double(const Node &)> seconds;
+  /// The predicted seconds of adding two tensors of this many bytes on a
+  /// stage's device (a micro-batch's gradient into the sum); unset: 0.
+  std::function<double(int64_t)> sumSeconds;
 };
 
 /// mixed-precision.

@@ -176,6 +176,15 @@ llvm::Expected<Stages> assignStages(const Graph &g, const llvm::DenseSet<const N
     if (n->tower() == 0 && backward.contains(n))
       if (auto f = namedAfter(stripTowerPrefix(n->name()), index))
         costs[*f] += secondsOf(*n);
+  // A variable's gradient is added into its sum once per micro-batch and
+  // updated once per step (about as long as two more additions), on the
+  // stage of its first reader.
+  const unsigned M = o.microBatches;
+  llvm::DenseSet<const Node *> counted;
+  for (size_t i = 0; i < chain.size() && o.sumSeconds; ++i)
+    for (const Value *v : chain[i]->operands())
+      if (v->producer()->op() == Op::Variable && counted.insert(v->producer()).second)
+        costs[i] += o.sumSeconds(v->type().bytes()) * (double)(M + 1) / (double)M;
   std::vector<size_t> cuts = balancedCuts(costs, S);
 
   Stages st;

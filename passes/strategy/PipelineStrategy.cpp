@@ -148,6 +148,13 @@ PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
   po.seconds = [held, model, gpu](const Node &n) {
     return gpu ? model->kernelSeconds(n.op(), nodeCost(n), *gpu) : 1.0;
   };
+  po.sumSeconds = [held, model, gpu](int64_t bytes) {
+    NodeCost add;
+    add.flops = bytes / 4;
+    add.bytesRead = 2 * bytes;
+    add.bytesWritten = bytes;
+    return gpu ? model->kernelSeconds(Op::AddN, add, *gpu) : 0.0;
+  };
   auto training = withStages(trainingPipeline(req));
   if (!training)
     return training.takeError();

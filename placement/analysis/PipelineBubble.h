@@ -6,10 +6,11 @@
 // works M of the M+S-1 block times, so the theory's bubble is
 // (S-1)/(M+S-1) of the time. pipelineBubble() measures it on a simulated
 // step (StepSimulator.h): over the span from the first tower kernel's start
-// to the last one's end, the share the stages' GPUs are not running tower
-// kernels (their mean). Unbalanced stages, copies between them and a
-// backward block that is not twice a forward one all show in it; the sums,
-// all-reduces and updates after the span do not.
+// to the last one's end, the share the stages' GPUs (those that run tower
+// kernels) run no kernel, their mean. Unbalanced stages, copies between them
+// and a backward block that is not twice a forward one all show in it, and
+// so do emulated GPUs that wait for the host's cores (docs/placement.md);
+// the updates and all-reduces after the span do not.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,7 +31,7 @@ inline double theoreticalBubble(unsigned stages, unsigned microBatches) {
 struct PipelineBubble {
   unsigned stages = 0, microBatches = 0, pipelines = 1;
   double spanSeconds = 0; ///< the first tower kernel's start to the last one's end
-  double bubble = 0;      ///< 1 - the stages' mean busy time in tower kernels / span
+  double bubble = 0;      ///< 1 - the stages' mean busy time / span
   double theory = 0;      ///< theoreticalBubble(stages, microBatches)
 };
 
