@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 
 namespace graphc {
 
@@ -129,8 +128,8 @@ llvm::StringRef modeName(PipelineSchedule s) {
 
 namespace {
 
-/// Tower 0's nodes by their names without the tower prefix: stage, and
-/// whether in the backward pass.
+/// The stage of each of tower 0's nodes, by its name without the tower
+/// prefix, and of each variable; what the plan records of each stage.
 struct Stages {
   llvm::StringMap<unsigned> of;
   llvm::StringMap<unsigned> ofVariable;
@@ -215,8 +214,8 @@ llvm::Expected<Stages> assignStages(const Graph &g, const llvm::DenseSet<const N
     if (!namedAfter(name, index))
       st.seconds[st.of[name]] += secondsOf(*n);
   }
-  // Sources: a variable's stage is its earliest reader's; others their
-  // earliest reader's.
+  // Sources take their earliest reader's stage; a variable's reads all take
+  // the earliest over every read (where it lives).
   auto earliestReader = [&](const Node &n) {
     unsigned stage = S - 1;
     for (const auto &v : n.results())
@@ -227,7 +226,7 @@ llvm::Expected<Stages> assignStages(const Graph &g, const llvm::DenseSet<const N
   };
   for (const Node *n : g.nodes())
     if (n->tower() == 0 && n->op() == Op::Variable) {
-      auto [it, fresh] = st.ofVariable.try_emplace(n->attrs().getString("var"), S - 1);
+      auto it = st.ofVariable.try_emplace(n->attrs().getString("var"), S - 1).first;
       it->second = std::min(it->second, earliestReader(*n));
     }
   for (const Node *n : g.nodes())
