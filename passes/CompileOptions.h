@@ -81,6 +81,10 @@ struct PipelineOptions {
   /// The predicted seconds of adding two tensors of this many bytes on a
   /// stage's device (a micro-batch's gradient into the sum); unset: 0.
   std::function<double(int64_t)> sumSeconds;
+  /// What the cut weighs each stage's seconds by (empty: 1 each): the
+  /// strategy raises a stage's whose GPU's memory it overflows, so its run
+  /// shrinks.
+  std::vector<double> stageWeights;
 };
 
 /// mixed-precision.

@@ -31,7 +31,8 @@ DeviceId stageDevice(unsigned pipeline, unsigned stage, unsigned stages) {
   return DeviceId::gpu(pipeline * stages + stage);
 }
 
-std::vector<size_t> balancedCuts(llvm::ArrayRef<double> costs, unsigned parts) {
+std::vector<size_t> balancedCuts(llvm::ArrayRef<double> costs, unsigned parts,
+                                 llvm::ArrayRef<double> weights) {
   const size_t n = costs.size();
   assert(parts >= 1 && parts <= n);
   std::vector<double> prefix(n + 1, 0);
@@ -46,7 +47,8 @@ std::vector<size_t> balancedCuts(llvm::ArrayRef<double> costs, unsigned parts) {
   for (unsigned j = 1; j <= parts; ++j)
     for (size_t i = j; i <= n - (parts - j); ++i)
       for (size_t k = j - 1; k < i; ++k) {
-        double worst = std::max(best[j - 1][k], prefix[i] - prefix[k]);
+        const double weight = weights.empty() ? 1.0 : weights[j - 1];
+        double worst = std::max(best[j - 1][k], weight * (prefix[i] - prefix[k]));
         if (worst < best[j][i]) { // strict: ties keep the earliest cut
           best[j][i] = worst;
           from[j][i] = k;
@@ -184,7 +186,8 @@ llvm::Expected<Stages> assignStages(const Graph &g, const llvm::DenseSet<const N
     for (const Value *v : chain[i]->operands())
       if (v->producer()->op() == Op::Variable && counted.insert(v->producer()).second)
         costs[i] += o.sumSeconds(v->type().bytes()) * (double)(M + 1) / (double)M;
-  std::vector<size_t> cuts = balancedCuts(costs, S);
+  std::vector<size_t> cuts = balancedCuts(
+      costs, S, o.stageWeights.size() == S ? llvm::ArrayRef<double>(o.stageWeights) : llvm::ArrayRef<double>());
 
   Stages st;
   st.nodes.assign(S, 0);

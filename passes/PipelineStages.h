@@ -65,9 +65,10 @@ llvm::Expected<bool> pipelineStages(Module &m, const PipelineOptions &opts);
 DeviceId stageDevice(unsigned pipeline, unsigned stage, unsigned stages);
 
 /// The first index of each of `parts` contiguous non-empty runs of `costs`
-/// whose largest sum is the smallest possible, then costs.size()
-/// (parts <= costs.size()).
-std::vector<size_t> balancedCuts(llvm::ArrayRef<double> costs, unsigned parts);
+/// whose largest sum (run j's weighted by weights[j], 1 without weights) is
+/// the smallest possible, then costs.size() (parts <= costs.size()).
+std::vector<size_t> balancedCuts(llvm::ArrayRef<double> costs, unsigned parts,
+                                 llvm::ArrayRef<double> weights = {});
 
 /// When each block of one pipeline starts under `schedule` with a forward
 /// block taking one unit and a backward block two: [stage][k] for the

@@ -6,6 +6,7 @@
 #include "passes/PipelineStages.h"
 #include "passes/strategy/Compile.h"
 #include "placement/Placer.h"
+#include "placement/analysis/MemoryNeeds.h"
 #include "placement/analysis/PipelineBubble.h"
 #include "placement/analysis/StepTimeModel.h"
 
@@ -16,6 +17,9 @@
 namespace graphc {
 
 namespace {
+
+/// The most cuts a compile tries (rule of PipelineStrategy::compile).
+constexpr int kCuts = 4;
 
 std::string str(int64_t n) {
   return std::to_string(n);
@@ -161,13 +165,33 @@ PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
   PlacerOptions placer;
   placer.softPlacement = place.softPlacement;
   req.options.placer = makePlacerFunction(*cluster, kernelFor, placer);
-  std::unique_ptr<Module> m = cloneModule(forward);
-  m->plan().cluster = *cluster;
-  m->plan().strategy = Strategy::Pipeline;
-  if (auto e = runPipelines(*m, req.options, req.dump, {*training, kPlacementPipeline}))
-    return e;
-  keepForwardGraph(forward, *m);
-  return m;
+  // The cut balances time. A stage whose GPU the plan overflows weighs more
+  // (by need / capacity) and the step is cut again, while the cut moves, up
+  // to kCuts; the last plan goes on (the tools refuse one that does not fit,
+  // with each device's figures and advice).
+  po.stageWeights.assign(po.stages, 1.0);
+  std::optional<std::string> previousCut;
+  for (int cut = 1;; ++cut) {
+    std::unique_ptr<Module> m = cloneModule(forward);
+    m->plan().cluster = *cluster;
+    m->plan().strategy = Strategy::Pipeline;
+    if (auto e = runPipelines(*m, req.options, req.dump, {*training, kPlacementPipeline}))
+      return e;
+    auto needs = memoryNeeds(*m);
+    if (!needs)
+      return needs.takeError();
+    bool fits = true;
+    for (const MemoryNeed &n : *needs)
+      if (const ClusterDevice *d = cluster->find(n.device); d && d->id.isGpu() && !n.fits()) {
+        po.stageWeights[d->id.index % po.stages] *= 1.05 * (double)n.total() / (double)n.capacity;
+        fits = false;
+      }
+    if (fits || cut == kCuts || m->plan().pipeline == previousCut) {
+      keepForwardGraph(forward, *m);
+      return m;
+    }
+    previousCut = m->plan().pipeline;
+  }
 }
 
 std::string describePipeline(const Module &plan) {

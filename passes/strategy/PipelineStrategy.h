@@ -8,7 +8,10 @@
 // per-stage sums all-reduced. The compile is the training pipeline with
 // M·P towers and pipeline-stages in place of aggregate-gradients, then
 // kPlacementPipeline; the plan records strategy = pipeline and meta
-// `pipeline`. Whether it fits is checked by the tools as for every plan
+// `pipeline`. The stages are cut by time; where the executor's memory plan
+// overflows a stage's GPU, that stage's time weighs more in the cut and the
+// step is cut again (up to four cuts), so that the cut moves work off it.
+// Whether the plan finally fits is checked by the tools as for every plan
 // (FitAdvisor.h: compileThatFits).
 //
 // Refused, each with one line that says what to give instead: several

@@ -18,6 +18,7 @@
 #include "placement/analysis/PipelineBubble.h"
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <set>
 
@@ -122,11 +123,59 @@ TEST(PipelineStrategy, TowersOverPipelinesAllReduceEachStageBetweenThePipelines)
   }
 }
 
+/// A cluster file in `dir`: the host and four GPUs of `gpuBytes`.
+std::string fourGpus(const TempDir &dir, int64_t gpuBytes) {
+  std::string path = dir.file("four.json");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  os << R"({"devices": [{"name": "cpu:0", "kind": "cpu", "memory_bytes": 68719476736, )"
+     << R"("relative_speed": 1})";
+  for (int g = 0; g < 4; ++g)
+    os << R"(, {"name": "gpu:)" << g << R"(", "kind": "gpu", "memory_bytes": )" << gpuBytes
+       << R"(, "relative_speed": 1})";
+  os << R"(], "links": [)";
+  for (int g = 0; g < 4; ++g)
+    os << (g ? ", " : "") << R"({"endpoints": ["cpu:0", "gpu:)" << g << R"("], "bandwidth": 6.4e10})";
+  os << "]}";
+  return path;
+}
+
+/// The stages' first nodes of a pipeline plan.
+std::string cutOf(const Module &plan) {
+  std::string cut;
+  auto meta = llvm::json::parse(plan.plan().pipeline.value_or(""));
+  EXPECT_TRUE(bool(meta));
+  if (meta)
+    for (const llvm::json::Value &stage : *meta->getAsObject()->getArray("each"))
+      cut += stage.getAsObject()->getString("first").getValueOr("").str() + ";";
+  return cut;
+}
+
+// inception_v3 75x75, batch 64, 4 stages x 8 micro-batches: cut by time
+// alone, a stage overflows GPUs of 150 MiB; cut again with that stage's time
+// weighed more, the plan fits.
+TEST(PipelineStrategy, AStageThatOverflowsItsGpuIsCutAgainSmaller) {
+  auto built = models::buildModel("inception_v3", {0, false, 75});
+  ASSERT_TRUE(bool(built)) << errorOf(built);
+  TempDir roomy, tight;
+  PlacementRequest place = pipelineOn(0);
+  place.clusterFile = fourGpus(roomy, 1LL << 30);
+  auto byTime = compilePlan(**built, micro(8, 64), place);
+  ASSERT_TRUE(bool(byTime)) << errorOf(byTime);
+  place.clusterFile = fourGpus(tight, 150LL << 20);
+  auto underMemory = compilePlan(**built, micro(8, 64), place);
+  ASSERT_TRUE(bool(underMemory)) << errorOf(underMemory);
+  EXPECT_FALSE(bool(checkPlanFitsCluster(**underMemory)));
+  EXPECT_NE(cutOf(**byTime), cutOf(**underMemory));
+}
+
 TEST(PipelineStages, TheCutBalancesContiguousRuns) {
   EXPECT_EQ(balancedCuts({1, 1, 1, 1}, 2), (std::vector<size_t>{0, 2, 4}));
   EXPECT_EQ(balancedCuts({5, 1, 1, 1, 1, 1}, 2), (std::vector<size_t>{0, 1, 6}));
   EXPECT_EQ(balancedCuts({1, 2, 3}, 3), (std::vector<size_t>{0, 1, 2, 3}));
   EXPECT_EQ(balancedCuts({4, 1, 1, 1, 1, 4}, 3), (std::vector<size_t>{0, 1, 5, 6}));
+  // A stage weighed double takes half as much.
+  EXPECT_EQ(balancedCuts({1, 1, 1, 1, 1, 1}, 2, {2, 1}), (std::vector<size_t>{0, 2, 6}));
 }
 
 TEST(PipelineStages, TheSchedulesBubbleIsTheTheorys) {
