@@ -156,9 +156,10 @@ class ModelParallelTest(CliCase):
             self.assertGreaterEqual(in_bytes(total), in_bytes(capacity), p.stderr)
             self.assertGreater(in_bytes(short), 0, p.stderr)
         self.assertFalse(os.path.exists(self.path("x.placed")))
-        self.assertFailsClearly(run(GRAPHC, "place", *self.ARGS, "--cluster", tiny, "--strategy", "pipeline",
+        self.assertFailsClearly(run(GRAPHC, "place", *self.ARGS, "--cluster", tiny, "--strategy", "zigzag",
                                     "-o", self.path("x.placed"), ok=False),
-                                "--strategy: unknown strategy 'pipeline'")
+                                "--strategy: unknown strategy 'zigzag'; known: data-parallel, model-parallel, "
+                                "pipeline")
 
 
 SIZE = r"([\d.]+ (?:B|KiB|MiB|GiB|TiB))"
