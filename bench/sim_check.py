@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """graphc simulate's predicted step against the measured one, on emulated devices or real GPUs.
 
-For 1, 2 and 4 emulated GPUs (data parallel, mirrored) and for a model-parallel plan over 4,
+For 1, 2 and 4 emulated GPUs (data parallel, mirrored), for a model-parallel plan over 4 and
+for a pipeline over 4 (--pipeline S:M stages and micro-batches, default 4:8, a batch of 2 x
+--per-gpu; its simulated bubble is printed beside the theory's (S-1)/(M+S-1)),
 each cluster file is calibrated first (`graphrun calibrate --emulate`: a resnet18 workload,
 not the model measured here), the plan is placed on it, `graphc simulate` predicts its step,
 and `graphrun train --emulate` measures it (median after the first steps). Prints both and
@@ -53,7 +55,8 @@ def measure(args, tmp, name, gpus, place_extra, batch, memory=16 << 30):
     plan = os.path.join(tmp, name + ".placed")
     run(graphc, "place", "--model", args.model, "--image-size", args.image_size,
         "--batch", batch, "--cluster", c, *place_extra, "-o", plan)
-    predicted = json.loads(run(graphc, "simulate", plan, "--json"))["step_seconds"]
+    simulated = json.loads(run(graphc, "simulate", plan, "--json"))
+    predicted = simulated["step_seconds"]
     metrics = os.path.join(tmp, name + ".jsonl")
     run(graphrun, "train", plan, *emulate, "--steps", args.steps, "--no-eval",
         "--no-progress", "--metrics", metrics)
@@ -62,6 +65,9 @@ def measure(args, tmp, name, gpus, place_extra, batch, memory=16 << 30):
     measured = statistics.median(steps[args.warmup:])
     print("  %-28s %10.1f %10.1f %7.2f" % (name, predicted * 1e3, measured * 1e3, predicted / measured),
           flush=True)
+    if "pipeline" in simulated:
+        b = simulated["pipeline"]
+        print("      bubble %.1f%% simulated, theory (S-1)/(M+S-1) %.1f%%" % (100 * b["bubble"], 100 * b["theory"]))
     for line in calibration.splitlines()[:2]:
         print("      " + line)
 
@@ -76,8 +82,10 @@ def main():
     p.add_argument("--calibrate-with", default="",
                    help="graphrun calibrate's workload as MODEL:SIZE:PER_DEVICE (default: its own, "
                         "resnet18 64x64, 8 per device)")
-    p.add_argument("--gpus", default="1,2,4", help="data-parallel GPU counts, comma-separated")
+    p.add_argument("--gpus", default="1,2,4", help="data-parallel GPU counts, comma-separated (none: \"\")")
     p.add_argument("--no-model-parallel", action="store_true", help="leave out the 4-GPU model-parallel plan")
+    p.add_argument("--pipeline", default="4:8", help="the pipeline's stages:micro-batches on 4 GPUs "
+                   "(none: leave it out)")
     p.add_argument("--real", action="store_true", help="the machine's own GPUs (no --emulate)")
     p.add_argument("--memory-gib", type=float, default=16, help="each GPU's memory in the cluster files")
     p.add_argument("--keep", default="", help="keep each calibrated cluster file in this folder")
@@ -97,12 +105,17 @@ def main():
     print("  %-28s %10s %10s %7s" % ("plan", "predicted", "measured", "ratio"))
     memory = int(args.memory_gib * (1 << 30))
     with tempfile.TemporaryDirectory() as tmp:
-        for gpus in map(int, args.gpus.split(",")):
+        for gpus in map(int, filter(None, args.gpus.split(","))):
             measure(args, tmp, "%d GPU data parallel" % gpus, gpus, ["--params", "mirrored"],
                     args.per_gpu * gpus, memory)
         if not args.no_model_parallel:
             measure(args, tmp, "4 GPU model parallel", 4, ["--strategy", "model-parallel"],
                     args.per_gpu, memory)
+        if args.pipeline != "none":
+            stages, micro = args.pipeline.split(":")
+            measure(args, tmp, "4 GPU pipeline %sx%s" % (stages, micro), 4,
+                    ["--strategy", "pipeline", "--stages", stages, "--micro-batches", micro],
+                    args.per_gpu * 2, memory)
 
 
 if __name__ == "__main__":

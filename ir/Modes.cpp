@@ -65,11 +65,21 @@ llvm::Expected<Strategy> parseStrategy(llvm::StringRef s) {
     return Strategy::DataParallel;
   if (s == "model-parallel")
     return Strategy::ModelParallel;
-  return makeError("unknown strategy '" + printable(s) + "'; known: data-parallel, model-parallel");
+  if (s == "pipeline")
+    return Strategy::Pipeline;
+  return makeError("unknown strategy '" + printable(s) +
+                   "'; known: data-parallel, model-parallel, pipeline");
 }
 
 llvm::StringRef modeName(Strategy s) {
-  return s == Strategy::ModelParallel ? "model-parallel" : "data-parallel";
+  switch (s) {
+  case Strategy::ModelParallel:
+    return "model-parallel";
+  case Strategy::Pipeline:
+    return "pipeline";
+  default:
+    return "data-parallel";
+  }
 }
 
 llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s) {

@@ -67,6 +67,7 @@ struct SplitSpec {
 enum class Strategy : unsigned char {
   DataParallel,  ///< a tower per device, the batch split among them (the default)
   ModelParallel, ///< one replica's graph spread over the devices (placement/ModelParallel.h)
+  Pipeline,      ///< stages of one replica, micro-batches through them (passes/PipelineStages.h)
 };
 
 /// --precision: what the forward and backward passes compute in. Variables,
@@ -86,7 +87,7 @@ enum class RecomputeMode : unsigned char {
 llvm::Expected<BnMode> parseBnMode(llvm::StringRef s);
 /// "fp32", "bf16" or "fp16".
 llvm::Expected<Precision> parsePrecision(llvm::StringRef s);
-/// "data-parallel" or "model-parallel".
+/// "data-parallel", "model-parallel" or "pipeline".
 llvm::Expected<Strategy> parseStrategy(llvm::StringRef s);
 llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s);
 /// "cpu", "gpu:K", "spread", "mirrored" or "auto".

@@ -50,7 +50,8 @@ const Field<double> kFloats[] = {
 const Field<std::string> kStrings[] = {
     {"model_parallel", &PlanInfo::modelParallel}, {"optimizer", &PlanInfo::optimizer},
     {"params_auto", &PlanInfo::paramsAuto},       {"params_chosen", &PlanInfo::paramsChosen},
-    {"params_why", &PlanInfo::paramsWhy},         {"source", &PlanInfo::source},
+    {"params_why", &PlanInfo::paramsWhy},         {"pipeline", &PlanInfo::pipeline},
+    {"source", &PlanInfo::source},
 };
 const Field<Ints> kIntLists[] = {
     {"ps_owners", &PlanInfo::psOwners},

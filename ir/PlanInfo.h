@@ -17,8 +17,8 @@
 //   - modes are enums (ir/Modes.h), the cluster and the task list parsed
 //     structures (ir/Cluster.h, ir/Tasks.h), written back with the same
 //     functions that wrote them, so a module prints byte for byte as before;
-//   - three report fields (the `--params auto` comparison, the model-parallel
-//     schedule summary) stay the JSON text the tools wrote for people;
+//   - the report fields (the `--params auto` comparison, the model-parallel
+//     schedule summary, the pipeline's stages) stay the JSON text the tools wrote for people;
 //   - keys graphc does not know pass through untouched (`other`).
 //
 //===----------------------------------------------------------------------===//
@@ -68,6 +68,7 @@ struct PlanInfo {
   std::optional<std::string> paramsAuto;   ///< --params auto: every mode's figures (JSON)
   std::optional<Strategy> strategy;
   std::optional<std::string> modelParallel; ///< the schedule's summary (JSON)
+  std::optional<std::string> pipeline;      ///< the stages, micro-batches and pipelines (JSON)
 
   // Precision (MixedPrecision, LossScaling).
   std::optional<Precision> precision;

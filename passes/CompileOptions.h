@@ -64,6 +64,29 @@ struct AggregateOptions {
   bool shardOptimizer = false;
 };
 
+/// pipeline-stages (passes/PipelineStages.h): --strategy pipeline.
+enum class PipelineSchedule : unsigned char {
+  GPipe,    ///< every micro-batch's forward pass, then every backward pass
+  OneFOneB, ///< 1F1B: after a warm-up, one forward and one backward in turn
+};
+struct PipelineOptions {
+  unsigned stages = 0;       ///< S; 0: not a pipeline plan (the pass refuses)
+  unsigned microBatches = 1; ///< M micro-batches per pipeline
+  unsigned pipelines = 1;    ///< P pipelines, data parallel (M·P towers)
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// The predicted seconds of a node on a stage's device (the step-time
+  /// model, from the strategy: passes may not include placement/); unset:
+  /// every node counts one.
+  std::function<double(const Node &)> seconds;
+  /// The predicted seconds of adding two tensors of this many bytes on a
+  /// stage's device (a micro-batch's gradient into the sum); unset: 0.
+  std::function<double(int64_t)> sumSeconds;
+  /// What the cut weighs each stage's seconds by (empty: 1 each): the
+  /// strategy raises a stage's whose GPU's memory it overflows, so its run
+  /// shrinks.
+  std::vector<double> stageWeights;
+};
+
 /// mixed-precision.
 struct PrecisionOptions {
   Precision precision = Precision::FP32;
@@ -157,6 +180,9 @@ struct CompileOptions {
   // accumulate-gradients
   unsigned accumulate = AccumulateOptions().steps;
 
+  // pipeline-stages (the pipeline strategy fills it)
+  PipelineOptions pipeline;
+
   // loss-scaling
   double lossScale = LossScaleOptions().initial;
   int64_t lossScaleInterval = LossScaleOptions().growthInterval;
@@ -195,6 +221,9 @@ inline PlacerFunction placerOptions(const CompileOptions &o) {
 }
 inline AggregateOptions aggregateOptions(const CompileOptions &o) {
   return {o.towers, o.params, o.bucketBytes, o.shardOptimizer};
+}
+inline PipelineOptions pipelineOptions(const CompileOptions &o) {
+  return o.pipeline;
 }
 inline PrecisionOptions precisionOptions(const CompileOptions &o) {
   return {o.precision};

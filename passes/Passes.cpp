@@ -10,6 +10,7 @@
 #include "passes/InsertTransfers.h"
 #include "passes/LossScaling.h"
 #include "passes/MixedPrecision.h"
+#include "passes/PipelineStages.h"
 #include "passes/PlaceDevices.h"
 #include "passes/PsPart.h"
 #include "passes/Recompute.h"
@@ -76,6 +77,10 @@ void registerBuiltinPasses(PassRegistry &r) {
   addFunctionPass(r, "aggregate-gradients",
                   "variable storage by --params and the towers' sums or all-reduce buckets",
                   aggregateGradients, aggregateOptions);
+  addFunctionPass(r, "pipeline-stages",
+                  "--strategy pipeline: the towers' micro-batches through stages on their "
+                  "devices, per-stage sums (all-reduced between pipelines), the schedule's order",
+                  pipelineStages, pipelineOptions);
   addFunctionPass(r, "loss-scaling",
                   "dynamic loss scaling (--loss-scale; fp16): scaled loss gradient, checked "
                   "updates",

@@ -29,6 +29,7 @@
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/FitAdvisor.h"
 #include "passes/strategy/ModelParallelStrategy.h"
+#include "passes/strategy/PipelineStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
 #include "placement/CostReport.h"
 #include "placement/DotView.h"
@@ -281,6 +282,8 @@ struct PlaceCommand {
     std::string params = describeParamsChoice(**c, explain);
     if (std::string mp = describeModelParallel(**c); !mp.empty())
       params = mp;
+    if (std::string pipeline = describePipeline(**c); !pipeline.empty())
+      params = pipeline;
     if (explain) {
       if (!params.empty())
         llvm::outs() << params << (params.back() == '\n' ? "" : "\n");
@@ -332,7 +335,10 @@ struct PlaceCommand {
       llvm::outs() << " x " << po.accumulate << " micro-batches per update";
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
-                   << kDefaultBatchPerTower << " per tower";
+                   << kDefaultBatchPerTower
+                   << (placement.strategy == Strategy::Pipeline
+                           ? " per pipeline (up to a multiple of the micro-batches)"
+                           : " per tower");
     if (po.precision != Precision::FP32)
       llvm::outs() << "; " << modeName(po.precision) << " compute";
     if (std::optional<double> scale = c.plan().lossScale)
@@ -444,12 +450,15 @@ struct SimulateCommand {
       llvm::json::Value report = simulationJson(*sim);
       if (auto recompute = recomputeReportJson(**loaded, sim->stepSeconds))
         report.getAsObject()->try_emplace("recompute", std::move(*recompute));
+      if (auto bubble = pipelineBubbleJson(**loaded, *sim))
+        report.getAsObject()->try_emplace("pipeline", std::move(*bubble));
       llvm::outs() << report << "\n";
       return 0;
     }
     llvm::outs() << "graphc simulate: " << args.source.path << ", one step at batch "
                  << (*loaded)->batch().value_or(1) << "\n";
     printSimulation(*sim, llvm::outs());
+    printPipelineBubble(**loaded, *sim, llvm::outs());
     printRecomputeReport(**loaded, llvm::outs(), sim->stepSeconds);
     return 0;
   }

@@ -9,6 +9,7 @@
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParameterServerStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
+#include "passes/strategy/PipelineStrategy.h"
 
 namespace graphc {
 
@@ -42,6 +43,11 @@ llvm::Expected<std::unique_ptr<CompileStrategy>> strategyFor(const CompileReques
     return e;
   if (!place.onHost() && place.strategy == Strategy::ModelParallel)
     return std::make_unique<ModelParallelStrategy>();
+  if (!place.onHost() && place.strategy == Strategy::Pipeline)
+    return std::make_unique<PipelineStrategy>();
+  if (place.strategy == Strategy::Pipeline)
+    return makeError("--strategy pipeline puts its stages on GPUs: give --gpus N or --cluster "
+                     "FILE (with --emulate to run them on CPU devices)");
   if (!place.onHost() && req.options.params.kind == ParamPlacement::Auto)
     return std::make_unique<ParamsAutoStrategy>();
   if (place.psTasks() > 0)

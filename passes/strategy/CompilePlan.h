@@ -15,7 +15,8 @@ namespace graphc {
 
 /// The strategy a request asks for: for the host's plan (place.onHost())
 /// data-parallel or, with ps tasks, parameter-server;
-/// otherwise model-parallel by --strategy, params-auto by --params auto,
+/// otherwise model-parallel or pipeline by --strategy (a pipeline without
+/// devices is an error), params-auto by --params auto,
 /// parameter-server with ps tasks, data-parallel. Errors: the ps tasks given
 /// twice (--ps and a cluster of tasks) or negative, --ps-async without ps
 /// tasks.

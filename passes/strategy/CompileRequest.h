@@ -55,9 +55,13 @@ struct PlacementRequest {
   /// worker's update is applied as it arrives.
   int ps = 0;
   bool psAsync = false;
-  /// --strategy: towers per device (data-parallel), or one replica spread
-  /// over the devices (model-parallel; ModelParallelStrategy.h).
+  /// --strategy: towers per device (data-parallel), one replica spread
+  /// over the devices (model-parallel; ModelParallelStrategy.h), or stages
+  /// of it fed micro-batches (pipeline; PipelineStrategy.h).
   Strategy strategy = Strategy::DataParallel;
+  /// --stages S (--strategy pipeline): stages per pipeline; unset: one
+  /// pipeline over every GPU. GPUs / S pipelines, data parallel.
+  std::optional<int> stages;
   /// --params auto also tries other all-reduce bucket caps (not when
   /// --bucket-mb was given).
   bool searchBuckets = true;

@@ -11,6 +11,9 @@
 //                     P ps tasks (ParameterServerStrategy.h);
 //   model-parallel    one replica spread over the devices by m-ETF under
 //                     their memory (ModelParallelStrategy.h);
+//   pipeline          stages of one replica on the GPUs, micro-batches
+//                     flowing through them, pipelines data parallel
+//                     (PipelineStrategy.h);
 //   params-auto       the data-parallel (or parameter-server) plan in every
 //                     parameter mode, the one predicted fastest among those
 //                     that fit (ParamsAutoStrategy.h).
@@ -37,7 +40,8 @@ namespace graphc {
 class CompileStrategy {
 public:
   virtual ~CompileStrategy() = default;
-  /// "data-parallel", "parameter-server", "model-parallel" or "params-auto".
+  /// "data-parallel", "parameter-server", "model-parallel", "pipeline" or
+  /// "params-auto".
   virtual llvm::StringRef name() const = 0;
   /// The plan of `forward` (a single-device forward model, left as it is)
   /// under `req` and `place`; it keeps `forward` as graph "forward".

@@ -146,6 +146,30 @@ EditList shardEdits(const FitContext &c) {
                     [](CompileRequest &r, PlacementRequest &) { r.options.shardOptimizer = true; }}});
 }
 
+/// A pipeline's micro-batches: more of them, each smaller, the same
+/// samples in one update; under 1F1B a stage holds at most S of them.
+EditList pipelineEdits(const FitContext &c) {
+  if (c.place.strategy != Strategy::Pipeline || c.gpus() == 0)
+    return {};
+  const int64_t stages = c.place.stages.value_or((int)c.gpus());
+  if (stages < 1 || c.gpus() % stages != 0)
+    return {};
+  const int64_t perPipeline = c.batch / ((int64_t)c.gpus() / stages);
+  auto more = std::make_shared<std::vector<int64_t>>();
+  for (int64_t m = c.req.options.pipeline.microBatches + 1; m <= perPipeline; ++m)
+    if (perPipeline % m == 0)
+      more->push_back(m);
+  return {more->size(), [more, perPipeline](size_t i) {
+            const int64_t m = (*more)[i];
+            return RequestEdit{"--micro-batches " + str(m),
+                               "the same update, each pipeline's " + str(perPipeline) +
+                                   " samples in " + str(m) + " micro-batches",
+                               [m](CompileRequest &r, PlacementRequest &) {
+                                 r.options.pipeline.microBatches = (unsigned)m;
+                               }};
+          }};
+}
+
 /// The micro-batches --accumulate may split the batch into: b/k for the
 /// divisors k > 1 of b, at least one sample per tower (the same number for
 /// each under --remainder error), largest first.
@@ -384,6 +408,8 @@ const std::vector<FitOptionKind> &fitOptions() {
       {"model-parallel", FitChange::SameTraining, false, modelParallelEdits, nullptr},
       {"recompute", FitChange::SameTraining, false, recomputeEdits, nullptr},
       {"shard-optimizer", FitChange::SameTraining, false, shardEdits, nullptr},
+      {"micro-batches", FitChange::SameTraining, true, pipelineEdits,
+       [](const FitContext &, size_t) { return size_t(0); }},
       {"accumulate", FitChange::SameTraining, true, accumulateEdits, accumulateGuess},
       {"gpus", FitChange::MoreDevices, true, moreGpuEdits, moreGpuGuess},
       {"batch", FitChange::SmallerBatch, true, smallerBatchEdits, smallerBatchGuess},

@@ -10,6 +10,9 @@
 //                   tried them): each is compiled;
 //   model-parallel  --strategy model-parallel (a data-parallel request of one
 //                   process with two GPUs or more);
+//   micro-batches   --strategy pipeline: more --micro-batches dividing each
+//                   pipeline's share of the batch (1F1B holds at most S per
+//                   stage); the fewest that fit;
 //   accumulate      --accumulate K·A with --batch B/K (B the global batch, A
 //                   the micro-batches already asked for, K dividing B): the
 //                   same samples per update; the smallest K that fits;

@@ -165,6 +165,8 @@ private:
       ++dev.kernels;
       dev.computeSeconds += duration_[n];
     }
+    if (!costless_.count(n))
+      out_.timeline.push_back({n, dev.device, start, end_[n], kindOf(*n)});
     dev.finishSeconds = std::max(dev.finishSeconds, end_[n]);
     for (const Node *succ : successors_[n])
       if (--waiting_[succ] == 0 && costless_.count(succ))

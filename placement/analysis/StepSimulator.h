@@ -79,6 +79,7 @@ struct SimResult {
   double stepSeconds = 0;
   std::vector<SimDevice> devices;    ///< every device that runs a node, sorted
   std::vector<SimStep> criticalPath; ///< first node to last
+  std::vector<SimStep> timeline;     ///< every node with a cost, in the order they finish
 };
 
 /// Plays graph main (or opts.graph; a compiled module's kept forward graph

@@ -6,6 +6,7 @@
 #include "kernels/Kernel.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/LossScaling.h"
+#include "passes/PipelineStages.h"
 #include "tools/driver/TrainOptions.h"
 
 #include <CLI/CLI.hpp>
@@ -116,8 +117,21 @@ void PlacementFlags::add(CLI::App *cmd, PlacementRequest &place) {
   cmd->add_option("--split", modes_.split, "per-device batch weights, e.g. 4,4,2, or auto");
   cmd->add_option("--strategy", strategy_,
                   "data-parallel (a tower per device) | model-parallel (one replica spread "
-                  "over the devices by m-ETF under their memory)")
+                  "over the devices by m-ETF under their memory) | pipeline (stages of one "
+                  "replica on the GPUs, micro-batches through them)")
       ->capture_default_str();
+  microBatchesOption_ = cmd->add_option(
+      "--micro-batches", microBatches_,
+      "--strategy pipeline: micro-batches per pipeline and step (the batch split M ways; one "
+      "update from their summed gradients)");
+  microBatchesOption_->capture_default_str();
+  stagesOption_ = cmd->add_option("--stages", place.stages,
+                                  "--strategy pipeline: stages per pipeline, cut by the cost "
+                                  "model (default: every GPU; --gpus N gives N/S pipelines)");
+  scheduleOption_ = cmd->add_option("--pipeline-schedule", schedule_,
+                                    "--strategy pipeline: 1f1b (at most S micro-batches' "
+                                    "activations per stage) | gpipe (all M)");
+  scheduleOption_->capture_default_str();
   bucketOption_ =
       cmd->add_option("--bucket-mb", bucketMb_, "all-reduce bucket cap in MB (mirrored)");
   bucketOption_->capture_default_str();
@@ -151,6 +165,8 @@ llvm::Error PlacementFlags::apply(CompileOptions &options, PlacementRequest &pla
   if (!strategy)
     return withContext(strategy.takeError(), "--strategy");
   place.strategy = *strategy;
+  if (auto e = applyPipeline(options, place))
+    return e;
   auto steps = parseAccumulateSteps(accumulate_);
   if (!steps)
     return steps.takeError();
@@ -159,6 +175,24 @@ llvm::Error PlacementFlags::apply(CompileOptions &options, PlacementRequest &pla
   if (!recompute)
     return recompute.takeError();
   options.recompute.mode = *recompute;
+  return llvm::Error::success();
+}
+
+llvm::Error PlacementFlags::applyPipeline(CompileOptions &options,
+                                          const PlacementRequest &place) const {
+  const bool pipeline = place.strategy == Strategy::Pipeline;
+  for (CLI::Option *o : {microBatchesOption_, stagesOption_, scheduleOption_})
+    if (o->count() > 0 && !pipeline)
+      return makeError(o->get_name() + " goes with --strategy pipeline (the strategy is " +
+                       modeName(place.strategy) + ")");
+  if (microBatches_ < 1)
+    return makeError("--micro-batches " + std::to_string(microBatches_) +
+                     ": a pipeline needs one micro-batch at least");
+  auto schedule = parsePipelineSchedule(schedule_);
+  if (!schedule)
+    return withContext(schedule.takeError(), "--pipeline-schedule");
+  options.pipeline.microBatches = (unsigned)microBatches_;
+  options.pipeline.schedule = *schedule;
   return llvm::Error::success();
 }
 

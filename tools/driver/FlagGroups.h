@@ -118,6 +118,13 @@ private:
   double bucketMb_ = 25;
   bool shardOptimizer_ = false;
   CLI::Option *bucketOption_ = nullptr, *lossScaleOption_ = nullptr;
+  int microBatches_ = 1;
+  std::string schedule_ = "1f1b";
+  CLI::Option *microBatchesOption_ = nullptr, *stagesOption_ = nullptr,
+              *scheduleOption_ = nullptr;
+  /// --micro-batches, --stages and --pipeline-schedule: only with
+  /// --strategy pipeline.
+  llvm::Error applyPipeline(CompileOptions &options, const PlacementRequest &place) const;
 };
 
 /// What the tasks of a run are for: a plan to write (its chief and workers

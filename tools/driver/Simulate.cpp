@@ -1,5 +1,7 @@
 #include "tools/driver/Simulate.h"
 
+#include "placement/analysis/PipelineBubble.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -67,6 +69,29 @@ llvm::json::Value simulationJson(const SimResult &r) {
   return llvm::json::Object{{"step_seconds", r.stepSeconds},
                             {"devices", std::move(devices)},
                             {"critical_path", std::move(path)}};
+}
+
+void printPipelineBubble(const Module &plan, const SimResult &r, llvm::raw_ostream &os) {
+  std::optional<PipelineBubble> b = pipelineBubble(plan, r);
+  if (!b)
+    return;
+  os << llvm::formatv("pipeline: {0} stages x {1} micro-batches{2}: bubble {3:P1} of the stages' "
+                      "time over the {4} ms the micro-batches span; theory (S-1)/(M+S-1) = {5:P1}\n",
+                      std::to_string(b->stages), std::to_string(b->microBatches),
+                      b->pipelines > 1 ? ", " + std::to_string(b->pipelines) + " pipelines" : "",
+                      b->bubble, ms(b->spanSeconds), b->theory);
+}
+
+std::optional<llvm::json::Value> pipelineBubbleJson(const Module &plan, const SimResult &r) {
+  std::optional<PipelineBubble> b = pipelineBubble(plan, r);
+  if (!b)
+    return std::nullopt;
+  return llvm::json::Value(llvm::json::Object{{"stages", (int64_t)b->stages},
+                                              {"micro_batches", (int64_t)b->microBatches},
+                                              {"pipelines", (int64_t)b->pipelines},
+                                              {"span_seconds", b->spanSeconds},
+                                              {"bubble", b->bubble},
+                                              {"theory", b->theory}});
 }
 
 } // namespace graphc

@@ -16,6 +16,7 @@
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ModelParallelStrategy.h"
 #include "passes/strategy/ParamsAutoStrategy.h"
+#include "passes/strategy/PipelineStrategy.h"
 #include "placement/CostReport.h"
 #include "tools/driver/Profile.h"
 #include "tools/driver/Progress.h"
@@ -90,6 +91,8 @@ void TrainingSession::printRunPlan() {
     out_ << "  params     " << params << "\n";
   if (std::string mp = describeModelParallel(*compiled_); !mp.empty())
     out_ << "  strategy   " << mp << "\n";
+  if (std::string pipeline = describePipeline(*compiled_); !pipeline.empty())
+    out_ << "  strategy   " << pipeline << "\n";
   if (std::string recompute = describeRecompute(*compiled_); !recompute.empty())
     out_ << "  recompute  " << recompute << "\n";
   if (std::string sharded = describeShardedSlots(*compiled_); !sharded.empty())

@@ -185,7 +185,8 @@ TEST(FitAdvisor, DataParallelRefusalNamesEachDeviceAndAChangeThatFits) {
   expectAdviceFits(*forward, req, place, advice);
   // The same update on the same devices comes first.
   ASSERT_FALSE(advice.fits.empty());
-  EXPECT_EQ(advice.fits.front().change, FitChange::SameTraining) << advice.text();
+  EXPECT_EQ(advice.fits.front().change, FitChange::SameTraining)
+      << advice.text() << llvm::join(advice.tried, "; ");
   for (size_t i = 1; i < advice.fits.size(); ++i)
     EXPECT_LE(advice.fits[i - 1].secondsPerSample(), advice.fits[i].secondsPerSample());
 }
@@ -301,6 +302,25 @@ int64_t primeFrom(int64_t n) {
     if (prime)
       return n;
   }
+}
+
+// A pipeline's first stage holds the activations of the micro-batches in
+// flight (1F1B: at most S of them): more, smaller micro-batches fit, the
+// same update.
+TEST(FitAdvisor, APipelineTakesMoreMicroBatches) {
+  auto forward = model("small_cnn");
+  CompileRequest req = request(256);
+  req.options.pipeline.microBatches = 2;
+  PlacementRequest place;
+  place.strategy = Strategy::Pipeline;
+  place.cluster = gpusOf(4, 40LL << 20);
+  FitAdvice advice = refusedWithAdvice(*forward, req, place);
+  expectAdviceFits(*forward, req, place, advice);
+  ASSERT_FALSE(advice.fits.empty());
+  EXPECT_EQ(advice.fits.front().change, FitChange::SameTraining)
+      << advice.text() << llvm::join(advice.tried, "; ");
+  EXPECT_EQ(advice.fits.front().edit.flags.rfind("--micro-batches ", 0), 0u)
+      << advice.fits.front().edit.flags;
 }
 
 TEST(FitAdvisor, SeveralWorkersTakeMoreWorkers) {

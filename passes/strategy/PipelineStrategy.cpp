@@ -1,0 +1,226 @@
+#include "passes/strategy/PipelineStrategy.h"
+
+#include "ir/Clone.h"
+#include "ir/Cost.h"
+#include "ir/Diagnostics.h"
+#include "passes/PipelineStages.h"
+#include "passes/strategy/Compile.h"
+#include "placement/Placer.h"
+#include "placement/analysis/MemoryNeeds.h"
+#include "placement/analysis/PipelineBubble.h"
+#include "placement/analysis/StepTimeModel.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+namespace graphc {
+
+namespace {
+
+/// The most cuts a compile tries (rule of PipelineStrategy::compile).
+constexpr int kCuts = 4;
+
+std::string str(int64_t n) {
+  return std::to_string(n);
+}
+
+/// The flags a pipeline does not combine with (file comment).
+llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &place) {
+  const CompileOptions &o = req.options;
+  const std::string us = "--strategy pipeline";
+  if (place.workers > 1 || place.tasks || place.psTasks() > 0)
+    return makeError(us + " runs in one process: several workers, --tasks and --ps are not "
+                          "supported with it (drop them, or use --strategy data-parallel)");
+  if (place.towers)
+    return makeError(us + " makes its own towers (one per micro-batch and pipeline): drop "
+                          "--towers " +
+                     str(*place.towers) + " (--stages S with --gpus N gives N/S pipelines)");
+  if (o.split.kind != SplitSpec::Even)
+    return makeError(us + " splits the batch evenly into micro-batches: drop --split");
+  if (o.params.kind != ParamPlacement::Cpu)
+    return makeError(us + " keeps each variable on its stage's GPU (mirrored between "
+                          "pipelines): drop --params " +
+                     modeName(o.params));
+  if (o.accumulate > 1)
+    return makeError(us + " already sums its micro-batches' gradients within a step: instead of "
+                          "--accumulate " +
+                     str(o.accumulate) + ", give " +
+                     (o.batch > 0 ? "--batch " + str(o.batch * o.accumulate) + " " : std::string()) +
+                     "--micro-batches " + str((int64_t)o.pipeline.microBatches * o.accumulate) +
+                     " (the same samples per update in one step)");
+  if (o.bn == BnMode::Sync)
+    return makeError(us + ": --bn sync would make the micro-batches of a stage, which run one "
+                          "after another on its GPU, wait for each other; use --bn local "
+                          "(statistics per micro-batch) or --bn frozen");
+  if (o.recompute.mode != RecomputeMode::Off)
+    return makeError(us + " does not combine with --recompute auto yet; give more "
+                          "--micro-batches (1F1B holds at most S of them per stage) or more "
+                          "GPUs");
+  if (o.lossScale != 0)
+    return makeError(us + " does not combine with dynamic loss scaling (--precision fp16 or "
+                          "--loss-scale) yet: give --loss-scale off, or another strategy");
+  return llvm::Error::success();
+}
+
+/// S stages and P pipelines on `gpus` GPUs.
+llvm::Expected<std::pair<unsigned, unsigned>> stagesAndPipelines(const PlacementRequest &place,
+                                                                 unsigned gpus) {
+  const int stages = place.stages.value_or((int)gpus);
+  if (stages < 1)
+    return makeError("--stages " + str(stages) + ": a pipeline needs one stage at least");
+  if ((unsigned)stages > gpus)
+    return makeError("--stages " + str(stages) + " needs a GPU per stage; the cluster has " +
+                     str(gpus) + " (give --gpus " + str(stages) + ", or --stages " + str(gpus) +
+                     " or fewer)");
+  if (gpus % (unsigned)stages != 0)
+    return makeError("--stages " + str(stages) + " with " + str(gpus) +
+                     " GPUs: each pipeline takes " + str(stages) +
+                     " GPUs, so the GPUs must be a multiple of the stages (give --gpus " +
+                     str((int64_t)gpus / stages * stages) + " or " +
+                     str((int64_t)(gpus / stages + 1) * stages) + ")");
+  return std::make_pair((unsigned)stages, gpus / (unsigned)stages);
+}
+
+/// The global batch: given, the model's, or 32 samples per pipeline (made a
+/// multiple of the micro-batches); refused when M·P does not divide it.
+llvm::Expected<int64_t> batchOf(const Module &forward, const CompileRequest &req, unsigned towers,
+                                unsigned pipelines, unsigned microBatches) {
+  int64_t batch = req.options.batch > 0 ? req.options.batch : forward.batch().value_or(0);
+  if (batch <= 0) {
+    int64_t perPipeline = (kDefaultBatchPerTower + microBatches - 1) / microBatches * microBatches;
+    return perPipeline * pipelines;
+  }
+  if (batch % towers != 0) {
+    int64_t lower = batch / towers * towers, higher = lower + towers;
+    return makeError(
+        "--micro-batches " + str(microBatches) + " does not divide the batch " + str(batch) +
+        (pipelines > 1 ? " among " + str(pipelines) + " pipelines" : std::string()) +
+        ": the batch must be a multiple of " + str(towers) + " (give --batch " +
+        (lower > 0 ? str(lower) + " or " : std::string()) + str(higher) +
+        ", or --micro-batches dividing " + str(batch / pipelines) + ")");
+  }
+  return batch;
+}
+
+/// The training pipeline with pipeline-stages where aggregate-gradients
+/// was.
+llvm::Expected<std::string> withStages(llvm::StringRef training) {
+  llvm::SmallVector<llvm::StringRef, 24> names;
+  training.split(names, ',');
+  auto aggregate = llvm::find_if(names, [](llvm::StringRef n) {
+    return n.trim() == "aggregate-gradients";
+  });
+  if (aggregate == names.end())
+    return makeError("--strategy pipeline runs pipeline-stages where aggregate-gradients is; "
+                     "the --pipeline given has no aggregate-gradients");
+  *aggregate = "pipeline-stages";
+  return llvm::join(names, ",");
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Module>>
+PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
+                          const PlacementRequest &place) const {
+  if (auto e = checkRequest(request, place))
+    return e;
+  auto cluster = clusterFor(place);
+  if (!cluster)
+    return cluster.takeError();
+  if (cluster->numGpus() == 0)
+    return makeError("--strategy pipeline: the cluster has no GPU to put stages on");
+  auto sp = stagesAndPipelines(place, cluster->numGpus());
+  if (!sp)
+    return sp.takeError();
+  CompileRequest req = request;
+  PipelineOptions &po = req.options.pipeline;
+  po.stages = sp->first;
+  po.pipelines = sp->second;
+  const unsigned towers = po.microBatches * po.pipelines;
+  auto batch = batchOf(forward, req, towers, po.pipelines, po.microBatches);
+  if (!batch)
+    return batch.takeError();
+  req.options.batch = *batch;
+  req.options.towers = (int)towers;
+  req.options.remainder = RemainderPolicy::Error;
+  req.options.fuseBatchNormReluGradients = true; // the stages are GPUs
+  // A node's time on the first stage's GPU; the stages are cut by it.
+  auto held = std::make_shared<Cluster>(*cluster);
+  auto model = std::make_shared<StepTimeModel>(*held);
+  const ClusterDevice *gpu = held->find(stageDevice(0, 0, po.stages));
+  po.seconds = [held, model, gpu](const Node &n) {
+    return gpu ? model->kernelSeconds(n.op(), nodeCost(n), *gpu) : 1.0;
+  };
+  po.sumSeconds = [held, model, gpu](int64_t bytes) {
+    NodeCost add;
+    add.flops = bytes / 4;
+    add.bytesRead = 2 * bytes;
+    add.bytesWritten = bytes;
+    return gpu ? model->kernelSeconds(Op::AddN, add, *gpu) : 0.0;
+  };
+  auto training = withStages(trainingPipeline(req));
+  if (!training)
+    return training.takeError();
+  PlacerOptions placer;
+  placer.softPlacement = place.softPlacement;
+  req.options.placer = makePlacerFunction(*cluster, kernelFor, placer);
+  // The cut balances time. A stage whose GPU the plan overflows weighs more
+  // (by need / capacity) and the step is cut again, while the cut moves, up
+  // to kCuts; the last plan goes on (the tools refuse one that does not fit,
+  // with each device's figures and advice).
+  po.stageWeights.assign(po.stages, 1.0);
+  std::optional<std::string> previousCut;
+  for (int cut = 1;; ++cut) {
+    std::unique_ptr<Module> m = cloneModule(forward);
+    m->plan().cluster = *cluster;
+    m->plan().strategy = Strategy::Pipeline;
+    if (auto e = runPipelines(*m, req.options, req.dump, {*training, kPlacementPipeline}))
+      return e;
+    auto needs = memoryNeeds(*m);
+    if (!needs)
+      return needs.takeError();
+    bool fits = true;
+    for (const MemoryNeed &n : *needs)
+      if (const ClusterDevice *d = cluster->find(n.device); d && d->id.isGpu() && !n.fits()) {
+        po.stageWeights[d->id.index % po.stages] *= 1.05 * (double)n.total() / (double)n.capacity;
+        fits = false;
+      }
+    if (fits || cut == kCuts || m->plan().pipeline == previousCut) {
+      keepForwardGraph(forward, *m);
+      return m;
+    }
+    previousCut = m->plan().pipeline;
+  }
+}
+
+std::string describePipeline(const Module &plan) {
+  if (plan.plan().strategy != Strategy::Pipeline)
+    return "";
+  auto parsed = llvm::json::parse(plan.plan().pipeline.value_or(""));
+  if (!parsed || !parsed->getAsObject()) {
+    llvm::consumeError(parsed.takeError());
+    return "pipeline";
+  }
+  const llvm::json::Object &o = *parsed->getAsObject();
+  const int64_t S = o.getInteger("stages").getValueOr(0), M = o.getInteger("micro_batches").getValueOr(0),
+                P = o.getInteger("pipelines").getValueOr(1);
+  std::string each;
+  if (const llvm::json::Array *stages = o.getArray("each"))
+    for (const llvm::json::Value &v : *stages)
+      if (const llvm::json::Object *s = v.getAsObject())
+        each += llvm::formatv("{0}{1} from {2} ({3} forward nodes, {4:f2} ms)",
+                              each.empty() ? "" : "; ", s->getString("device").getValueOr(""),
+                              s->getString("first").getValueOr(""),
+                              std::to_string(s->getInteger("forward_nodes").getValueOr(0)),
+                              s->getNumber("seconds").getValueOr(0) * 1e3)
+                    .str();
+  return llvm::formatv("pipeline: {0} stages x {1} micro-batches ({2}), {3} pipeline{4}{5}; "
+                       "bubble in theory (S-1)/(M+S-1) = {6:P1}; {7}",
+                       std::to_string(S), std::to_string(M), o.getString("schedule").getValueOr("1f1b"), std::to_string(P), P == 1 ? "" : "s",
+                       P > 1 ? " (per-stage gradients all-reduced between them)" : "",
+                       theoreticalBubble((unsigned)S, (unsigned)M), each)
+      .str();
+}
+
+} // namespace graphc
