@@ -194,6 +194,19 @@ PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
   }
 }
 
+std::optional<PipelineShape> pipelineShape(const Module &plan) {
+  if (plan.plan().strategy != Strategy::Pipeline)
+    return std::nullopt;
+  auto parsed = llvm::json::parse(plan.plan().pipeline.value_or(""));
+  if (!parsed || !parsed->getAsObject()) {
+    llvm::consumeError(parsed.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object &o = *parsed->getAsObject();
+  return PipelineShape{(unsigned)std::max<int64_t>(1, o.getInteger("pipelines").getValueOr(1)),
+                       (unsigned)std::max<int64_t>(1, o.getInteger("micro_batches").getValueOr(1))};
+}
+
 std::string describePipeline(const Module &plan) {
   if (plan.plan().strategy != Strategy::Pipeline)
     return "";

@@ -25,6 +25,8 @@
 
 #include "passes/strategy/CompileStrategy.h"
 
+#include <optional>
+
 namespace graphc {
 
 class PipelineStrategy : public CompileStrategy {
@@ -37,5 +39,12 @@ public:
 /// "pipeline: 4 stages x 8 micro-batches (1f1b), 1 pipeline; gpu:0 from
 /// conv1 (12 nodes, 1.20 ms), ..." for a pipeline plan; "" otherwise.
 std::string describePipeline(const Module &plan);
+
+/// A pipeline plan's pipelines and micro-batches (its towers are their
+/// product); nullopt for other plans.
+struct PipelineShape {
+  unsigned pipelines = 1, microBatches = 1;
+};
+std::optional<PipelineShape> pipelineShape(const Module &plan);
 
 } // namespace graphc

@@ -397,6 +397,11 @@ class PipelineTest(CliCase):
         t = run(GRAPHRUN, "train", plan, "--emulate", "--steps", "6", "--no-eval", "--no-progress",
                 "--metrics", metrics)
         self.assertIn("strategy   pipeline: 2 stages x 4 micro-batches", t.stdout)
+        self.assertIn("batch      64 global over 1 pipeline x 4 micro-batches;", t.stdout)
+        # --scale-lr counts replicas: one pipeline, not its four micro-batch towers.
+        scaled = run(GRAPHRUN, "train", plan, "--emulate", "--steps", "1", "--no-eval", "--no-progress",
+                     "--lr", "0.01", "--scale-lr").stdout
+        self.assertRegex(scaled, r"optimizer  \w+, lr 0\.01 \(", scaled)
         with open(metrics) as f:
             measured = min(r["seconds"] for r in map(json.loads, f) if r.get("kind") == "step")
         # Loosely: other tests running beside this one (ctest -j) load the machine unequally during

@@ -301,7 +301,7 @@ void addTrainingFlags(CLI::App *cmd, TrainOptions &t) {
   cmd->add_option("--momentum", co.momentum, "momentum (momentum, rmsprop)")->capture_default_str();
   cmd->add_flag("--nesterov", co.nesterov, "Nesterov momentum");
   cmd->add_option("--weight-decay", co.weightDecay, "L2 weight decay")->capture_default_str();
-  cmd->add_flag("--scale-lr", t.scaleLrByTowers, "multiply --lr by the number of towers");
+  cmd->add_flag("--scale-lr", t.scaleLrByTowers, "multiply --lr by the number of towers (pipelines under --strategy pipeline)");
 }
 
 void addSyntheticDataFlags(CLI::App *cmd, SyntheticData &data) {

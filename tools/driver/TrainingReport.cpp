@@ -99,7 +99,10 @@ void TrainingSession::printRunPlan() {
     out_ << "  sharding   " << sharded << "\n";
   printProcesses();
   out_ << "  batch      " << batch_ << " global";
-  if (towersInAll_ > 1)
+  if (std::optional<PipelineShape> p = pipelineShape(*compiled_))
+    out_ << " over " << p->pipelines << (p->pipelines == 1 ? " pipeline" : " pipelines") << " x "
+         << p->microBatches << " micro-batches";
+  else if (towersInAll_ > 1)
     out_ << " over " << towersInAll_ << " towers";
   if (std::string split = describeSplit(*compiled_); !split.empty())
     out_ << ", " << split;
@@ -192,7 +195,8 @@ void TrainingSession::printTrainingSetup() {
   auto num = [](double d) { return llvm::format("%g", d); };
   out_ << "  optimizer  " << co.optimizer << ", lr " << num(co.learningRate * lrScale());
   if (lrScale() != 1)
-    out_ << " (" << num(co.learningRate) << " x " << towersInAll_ << " towers)";
+    out_ << " (" << num(co.learningRate) << " x " << replicas()
+         << (pipelineShape(*compiled_) ? " pipelines)" : " towers)");
   out_ << " (" << opts_.lrSchedule << ")";
   if (co.optimizer == "momentum")
     out_ << ", momentum " << num(co.momentum) << (co.nesterov ? " nesterov" : "");

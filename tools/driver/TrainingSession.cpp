@@ -8,6 +8,7 @@
 #include "passes/WorkerPart.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/FitAdvisor.h"
+#include "passes/strategy/PipelineStrategy.h"
 #include "tools/driver/Emulation.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/PrecisionRuns.h"
@@ -375,8 +376,14 @@ llvm::Expected<std::pair<double, uint64_t>> TrainingSession::lossScaleState() co
   return std::pair{scale->at(0), (uint64_t)skipped->at(0)};
 }
 
+int TrainingSession::replicas() const {
+  // A pipeline's towers are its micro-batches: its replicas are the pipelines.
+  std::optional<PipelineShape> p = pipelineShape(*compiled_);
+  return p ? (int)p->pipelines : towersInAll_;
+}
+
 double TrainingSession::lrScale() const {
-  return opts_.scaleLrByTowers ? towersInAll_ : 1;
+  return opts_.scaleLrByTowers ? replicas() : 1;
 }
 
 } // namespace graphc

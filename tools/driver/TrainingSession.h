@@ -120,6 +120,9 @@ private:
   void planLength();
   /// Dynamic loss scaling: the scale and the skipped steps so far.
   llvm::Expected<std::pair<double, uint64_t>> lossScaleState() const;
+  /// Data-parallel replicas: the towers, or a pipeline plan's pipelines.
+  int replicas() const;
+  /// What --scale-lr multiplies the learning rate by: the replicas.
   double lrScale() const;
   llvm::Expected<Update> runUpdate(int64_t step);
   /// After an update: the exchange with the ps tasks, the agreement on
