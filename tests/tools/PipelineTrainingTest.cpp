@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExecutorVariables.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
 #include "ir/Random.h"
@@ -131,11 +132,7 @@ Trained train(const Module &plan, int steps) {
       }
       t.loss = (*out)[0].at(0);
     }
-  for (const std::string &name : (*ex)->variableNames())
-    if (auto v = (*ex)->readVariable(name))
-      t.variables[name] = *v;
-    else
-      ADD_FAILURE() << llvm::toString(v.takeError());
+  t.variables = variables(**ex);
   return t;
 }
 

@@ -11,6 +11,7 @@
 
 #include "passes/Recompute.h"
 #include "SumBound.h"
+#include "ExecutorVariables.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
 #include "ir/Printer.h"
@@ -129,11 +130,7 @@ Trained trainEmulated(const Module &plan, int steps) {
     }
     t.loss = (*out)[0].at(0);
   }
-  for (const std::string &name : (*ex)->variableNames())
-    if (auto v = (*ex)->readVariable(name))
-      t.variables[name] = *v;
-    else
-      ADD_FAILURE() << llvm::toString(v.takeError());
+  t.variables = variables(**ex);
   return t;
 }
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ExecutorVariables.h"
 #include "SumBound.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
@@ -119,19 +120,6 @@ inline llvm::Expected<std::vector<Tensor>> train(Executor &ex, const Batch &b, i
     if (!r)
       return r.takeError();
     out = std::move(*r);
-  }
-  return out;
-}
-
-/// Every variable's value (first replica).
-inline std::map<std::string, Tensor> variables(const Executor &ex) {
-  std::map<std::string, Tensor> out;
-  for (const std::string &name : ex.variableNames()) {
-    auto t = ex.readVariable(name);
-    if (t)
-      out[name] = *t;
-    else
-      ADD_FAILURE() << llvm::toString(t.takeError());
   }
   return out;
 }
