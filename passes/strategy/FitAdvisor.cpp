@@ -2,6 +2,7 @@
 
 #include "passes/strategy/FitAdvisor.h"
 
+#include "ir/Diagnostics.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/strategy/CompilePlan.h"
 #include "passes/strategy/CompiledModule.h"
