@@ -94,6 +94,18 @@ llvm::StringRef modeName(RecomputeMode m) {
   return m == RecomputeMode::Auto ? "auto" : "off";
 }
 
+llvm::Expected<PipelineSchedule> parsePipelineSchedule(llvm::StringRef s) {
+  if (s == "gpipe")
+    return PipelineSchedule::GPipe;
+  if (s == "1f1b")
+    return PipelineSchedule::OneFOneB;
+  return makeError("unknown pipeline schedule '" + s + "'; known: 1f1b, gpipe");
+}
+
+llvm::StringRef modeName(PipelineSchedule s) {
+  return s == PipelineSchedule::GPipe ? "gpipe" : "1f1b";
+}
+
 llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
   if (s == "cpu")
     return ParamPlacement{ParamPlacement::Cpu};

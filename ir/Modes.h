@@ -78,6 +78,12 @@ enum class Precision : unsigned char {
   FP16, ///< f16 with dynamic loss scaling (GPUs; not implemented: refused)
 };
 
+/// --pipeline-schedule: the order of a pipeline's blocks (passes/PipelineStages.h).
+enum class PipelineSchedule : unsigned char {
+  GPipe,    ///< every micro-batch's forward pass, then every backward pass
+  OneFOneB, ///< 1F1B: after a warm-up, one forward and one backward in turn
+};
+
 /// --recompute: activations recomputed in the backward pass (passes/Recompute.h).
 enum class RecomputeMode : unsigned char {
   Off,  ///< never (the default)
@@ -97,12 +103,15 @@ llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
 llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s);
 /// "auto" or "off".
 llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s);
+/// "1f1b" or "gpipe".
+llvm::Expected<PipelineSchedule> parsePipelineSchedule(llvm::StringRef s);
 
 llvm::StringRef modeName(BnMode m);
 llvm::StringRef modeName(Strategy s);
 llvm::StringRef modeName(Precision p);
 llvm::StringRef modeName(RemainderPolicy p);
 llvm::StringRef modeName(RecomputeMode m);
+llvm::StringRef modeName(PipelineSchedule s);
 std::string modeName(ParamPlacement p);
 std::string modeName(const SplitSpec &s);
 

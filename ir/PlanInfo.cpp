@@ -20,6 +20,9 @@ const Field<int64_t> kInts[] = {
     {"batch", &PlanInfo::batch},
     {"global_batch", &PlanInfo::globalBatch},
     {"loss_scale_interval", &PlanInfo::lossScaleInterval},
+    {"micro_batches", &PlanInfo::microBatches},
+    {"pipeline_stages", &PlanInfo::pipelineStages},
+    {"pipelines", &PlanInfo::pipelines},
     {"ps", &PlanInfo::ps},
     {"ps_task", &PlanInfo::psTask},
     {"seed", &PlanInfo::seed},
@@ -101,6 +104,10 @@ const TextField kTexts[] = {
      [](PlanInfo &p, llvm::StringRef s) { return take(parseClusterJson(s), p.cluster); }},
     {"params", [](const PlanInfo &p) { return written(p.params); },
      [](PlanInfo &p, llvm::StringRef s) { return take(parseParamPlacement(s), p.params); }},
+    {"pipeline_schedule", [](const PlanInfo &p) { return written(p.pipelineSchedule); },
+     [](PlanInfo &p, llvm::StringRef s) {
+       return take(parsePipelineSchedule(s), p.pipelineSchedule);
+     }},
     {"precision", [](const PlanInfo &p) { return written(p.precision); },
      [](PlanInfo &p, llvm::StringRef s) { return take(parsePrecision(s), p.precision); }},
     {"split", [](const PlanInfo &p) { return written(p.split); },
@@ -199,7 +206,20 @@ llvm::Expected<PlanInfo> PlanInfo::fromAttrs(const Attrs &meta) {
 }
 
 llvm::Error checkPlanInfo(const PlanInfo &plan) {
-  return checkModuleMeta(plan.toAttrs());
+  if (auto e = checkModuleMeta(plan.toAttrs()))
+    return e;
+  const int set = plan.pipelineStages.has_value() + plan.microBatches.has_value() +
+                  plan.pipelines.has_value() + plan.pipelineSchedule.has_value();
+  if (set != 0 && set != 4)
+    return makeError("module meta: a pipeline's 'pipeline_stages', 'micro_batches', 'pipelines' "
+                     "and 'pipeline_schedule' go together; " +
+                     llvm::Twine(set) + " of them are set");
+  if (set == 4 && plan.towers && *plan.towers != *plan.pipelines * *plan.microBatches)
+    return makeError("module meta: " + llvm::Twine(*plan.pipelines) + " pipeline(s) of " +
+                     llvm::Twine(*plan.microBatches) + " micro-batches need " +
+                     llvm::Twine(*plan.pipelines * *plan.microBatches) + " towers; 'towers' is " +
+                     llvm::Twine(*plan.towers));
+  return llvm::Error::success();
 }
 
 } // namespace graphc

@@ -18,7 +18,8 @@
 //     structures (ir/Cluster.h, ir/Tasks.h), written back with the same
 //     functions that wrote them, so a module prints byte for byte as before;
 //   - the report fields (the `--params auto` comparison, the model-parallel
-//     schedule summary, the pipeline's stages) stay the JSON text the tools wrote for people;
+//     schedule summary, each pipeline stage's description) stay the JSON
+//     text the tools wrote for people;
 //   - keys graphc does not know pass through untouched (`other`).
 //
 //===----------------------------------------------------------------------===//
@@ -68,7 +69,13 @@ struct PlanInfo {
   std::optional<std::string> paramsAuto;   ///< --params auto: every mode's figures (JSON)
   std::optional<Strategy> strategy;
   std::optional<std::string> modelParallel; ///< the schedule's summary (JSON)
-  std::optional<std::string> pipeline;      ///< the stages, micro-batches and pipelines (JSON)
+
+  // A pipeline (PipelineStages): all four or none; towers = pipelines x micro-batches.
+  std::optional<int64_t> pipelineStages; ///< S stages, a device each
+  std::optional<int64_t> microBatches;   ///< M micro-batches per pipeline
+  std::optional<int64_t> pipelines;      ///< P pipelines, data parallel
+  std::optional<PipelineSchedule> pipelineSchedule;
+  std::optional<std::string> pipeline; ///< each stage's device, first node, size, seconds (JSON)
 
   // Precision (MixedPrecision, LossScaling).
   std::optional<Precision> precision;

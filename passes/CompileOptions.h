@@ -65,10 +65,6 @@ struct AggregateOptions {
 };
 
 /// pipeline-stages (passes/PipelineStages.h): --strategy pipeline.
-enum class PipelineSchedule : unsigned char {
-  GPipe,    ///< every micro-batch's forward pass, then every backward pass
-  OneFOneB, ///< 1F1B: after a warm-up, one forward and one backward in turn
-};
 struct PipelineOptions {
   unsigned stages = 0;       ///< S; 0: not a pipeline plan (the pass refuses)
   unsigned microBatches = 1; ///< M micro-batches per pipeline

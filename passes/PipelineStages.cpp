@@ -116,18 +116,6 @@ BlockStarts scheduleStarts(PipelineSchedule schedule, unsigned stages, unsigned 
   return b;
 }
 
-llvm::Expected<PipelineSchedule> parsePipelineSchedule(llvm::StringRef s) {
-  if (s == "gpipe")
-    return PipelineSchedule::GPipe;
-  if (s == "1f1b")
-    return PipelineSchedule::OneFOneB;
-  return makeError("unknown pipeline schedule '" + s + "'; known: 1f1b, gpipe");
-}
-
-llvm::StringRef modeName(PipelineSchedule s) {
-  return s == PipelineSchedule::GPipe ? "gpipe" : "1f1b";
-}
-
 namespace {
 
 /// The stage of each of tower 0's nodes, by its name without the tower
@@ -421,7 +409,9 @@ void orderBySchedule(Graph &g, const llvm::DenseSet<const Node *> &backward, con
   g.reorder(order);
 }
 
-std::string summary(const Stages &st, const PipelineOptions &o) {
+/// Each stage's device (of pipeline 0), first forward node, forward nodes
+/// and predicted seconds, as JSON for people (rule 5).
+std::string describeStages(const Stages &st, const PipelineOptions &o) {
   llvm::json::Array stages;
   for (unsigned s = 0; s < o.stages; ++s)
     stages.push_back(llvm::json::Object{{"device", stageDevice(0, s, o.stages).str()},
@@ -430,11 +420,7 @@ std::string summary(const Stages &st, const PipelineOptions &o) {
                                         {"seconds", st.seconds[s]}});
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(llvm::json::Object{{"stages", (int64_t)o.stages},
-                                             {"micro_batches", (int64_t)o.microBatches},
-                                             {"pipelines", (int64_t)o.pipelines},
-                                             {"schedule", modeName(o.schedule)},
-                                             {"each", std::move(stages)}});
+  os << llvm::json::Value(std::move(stages));
   return os.str();
 }
 
@@ -492,7 +478,12 @@ llvm::Expected<bool> pipelineStages(Module &m, const PipelineOptions &o) {
     return withContext(std::move(e), "pipeline-stages");
   }
   orderBySchedule(*g, backward, *st, o, anchors);
-  m.plan().pipeline = summary(*st, o);
+  PlanInfo &plan = m.plan();
+  plan.pipelineStages = o.stages;
+  plan.microBatches = o.microBatches;
+  plan.pipelines = o.pipelines;
+  plan.pipelineSchedule = o.schedule;
+  plan.pipeline = describeStages(*st, o);
   return true;
 }
 

@@ -22,9 +22,11 @@
 //     back in the backward pass: the stages form a pipeline.
 //  2. Variables. A variable lives with the stage of its first reader, with
 //     its optimizer slots: on that stage's device of every pipeline.
-//  3. Gradients. With one pipeline, each tower sum (the AddN over the M
-//     micro-batches) and its update run on the variable's stage device: one
-//     update per step from the sum over the whole batch. With P pipelines,
+//  3. Gradients. With one pipeline, each tower sum over the M micro-batches
+//     (a chain of two-operand AddNs, so each micro-batch's gradient dies
+//     once added; the same bits as one AddN) and its update run on the
+//     variable's stage device: one update per step from the sum over the
+//     whole batch. With P pipelines,
 //     each pipeline sums its M micro-batches on its stage device
 //     (`pipeline_<p>/<sum>`), one AllReduce per stage and pipeline (group
 //     `stage_<s>/grads`, rank p of P; moving averages in `stage_<s>/state`)
@@ -41,8 +43,9 @@
 //     runs S-s-1 forward blocks on stage s, then one forward and one
 //     backward in turn, so a stage holds the activations of at most S-s
 //     micro-batches, not M.
-//  5. The plan records meta `pipeline` (JSON): stages, micro_batches,
-//     pipelines, schedule, and per stage its device (of pipeline 0), its
+//  5. The plan records S, M, P and the schedule as typed fields of PlanInfo
+//     (pipelineStages, microBatches, pipelines, pipelineSchedule) and, for
+//     people, `pipeline` (JSON): per stage its device (of pipeline 0), its
 //     first forward node, its forward nodes and its predicted seconds.
 //
 // Batch norm keeps per-micro-batch statistics (the towers' `local` mode):
@@ -78,9 +81,5 @@ struct BlockStarts {
   double end = 0; ///< when the last block ends
 };
 BlockStarts scheduleStarts(PipelineSchedule schedule, unsigned stages, unsigned microBatches);
-
-llvm::Expected<PipelineSchedule> parsePipelineSchedule(llvm::StringRef s);
-/// "gpipe" or "1f1b".
-llvm::StringRef modeName(PipelineSchedule s);
 
 } // namespace graphc

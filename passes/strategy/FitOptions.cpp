@@ -16,10 +16,6 @@ namespace graphc {
 
 namespace {
 
-std::string str(int64_t n) {
-  return std::to_string(n);
-}
-
 /// The towers of a data-parallel request (one per GPU unless --towers).
 unsigned towersOf(const FitContext &c) {
   if (c.place.strategy == Strategy::ModelParallel)
@@ -104,12 +100,13 @@ EditList modelParallelEdits(const FitContext &c) {
       (p.towers && *p.towers != (int)c.gpus()) || c.req.options.split.kind != SplitSpec::Even ||
       c.gpus() < 2)
     return {};
-  return editList({{"--strategy model-parallel",
-                    "the same training, one replica spread over the " + str(c.gpus()) + " GPUs",
-                    [](CompileRequest &, PlacementRequest &p) {
-                      p.strategy = Strategy::ModelParallel;
-                      p.towers.reset();
-                    }}});
+  return editList(
+      {{"--strategy model-parallel",
+        "the same training, one replica spread over the " + llvm::itostr(c.gpus()) + " GPUs",
+        [](CompileRequest &, PlacementRequest &p) {
+          p.strategy = Strategy::ModelParallel;
+          p.towers.reset();
+        }}});
 }
 
 /// Activations recomputed in the backward pass (passes/Recompute.h): the
@@ -161,9 +158,9 @@ EditList pipelineEdits(const FitContext &c) {
       more->push_back(m);
   return {more->size(), [more, perPipeline](size_t i) {
             const int64_t m = (*more)[i];
-            return RequestEdit{"--micro-batches " + str(m),
-                               "the same update, each pipeline's " + str(perPipeline) +
-                                   " samples in " + str(m) + " micro-batches",
+            return RequestEdit{"--micro-batches " + llvm::itostr(m),
+                               "the same update, each pipeline's " + llvm::itostr(perPipeline) +
+                                   " samples in " + llvm::itostr(m) + " micro-batches",
                                [m](CompileRequest &r, PlacementRequest &) {
                                  r.options.pipeline.microBatches = (unsigned)m;
                                }};
@@ -197,9 +194,9 @@ EditList accumulateEdits(const FitContext &c) {
   const int64_t b = c.batch, a = c.accumulate;
   return {micro->size(), [micro, b, a](size_t i) {
             const int64_t m = (*micro)[i], k = a * (b / m);
-            return RequestEdit{"--batch " + str(m) + " --accumulate " + str(k),
-                               "the same " + str(a * b) + " samples per update in " + str(k) +
-                                   " micro-batches of " + str(m),
+            return RequestEdit{"--batch " + llvm::itostr(m) + " --accumulate " + llvm::itostr(k),
+                               "the same " + llvm::itostr(a * b) + " samples per update in " +
+                                   llvm::itostr(k) + " micro-batches of " + llvm::itostr(m),
                                [m, k](CompileRequest &r, PlacementRequest &) {
                                  r.options.batch = m;
                                  r.options.accumulate = (unsigned)k;
@@ -291,10 +288,10 @@ EditList moreGpuEdits(const FitContext &c) {
   if (p.tasks || (p.towers && *p.towers != (int)c.gpus()) ||
       c.req.options.split.kind == SplitSpec::Weights)
     return {};
-  const std::string batch = " (the same global batch of " + str(c.batch) + ")";
+  const std::string batch = " (the same global batch of " + llvm::itostr(c.batch) + ")";
   // Without --batch, more towers would take more samples: the flags pin it.
-  const std::string pin = c.batchGiven ? "" : "--batch " + str(c.batch) + " ";
-  const std::string with = c.batchGiven ? "" : " with --batch " + str(c.batch);
+  const std::string pin = c.batchGiven ? "" : "--batch " + llvm::itostr(c.batch) + " ";
+  const std::string with = c.batchGiven ? "" : " with --batch " + llvm::itostr(c.batch);
   // Data parallel: one sample per tower at least.
   const int64_t most = p.strategy == Strategy::DataParallel ? c.batch : INT64_MAX;
   auto count = [&](int64_t have, int64_t per) {
@@ -306,8 +303,8 @@ EditList moreGpuEdits(const FitContext &c) {
     const int w0 = p.workers, gpus = p.gpus;
     return {count(w0, gpus), [=](size_t i) {
               const int w = w0 + 1 + (int)i;
-              return RequestEdit{pin + "--workers " + str(w),
-                                 str(w) + " workers of " + str(gpus) +
+              return RequestEdit{pin + "--workers " + llvm::itostr(w),
+                                 llvm::itostr(w) + " workers of " + llvm::itostr(gpus) +
                                      (gpus == 1 ? " GPU" : " GPUs") + batch,
                                  [w](CompileRequest &, PlacementRequest &p) { p.workers = w; }};
             }};
@@ -316,7 +313,8 @@ EditList moreGpuEdits(const FitContext &c) {
   if (p.clusterFile.empty() && !p.cluster)
     return {count(n, 1), [=](size_t i) {
               const int g = n + 1 + (int)i;
-              return RequestEdit{pin + "--gpus " + str(g), str(g) + " GPUs" + batch,
+              return RequestEdit{pin + "--gpus " + llvm::itostr(g),
+                                 llvm::itostr(g) + " GPUs" + batch,
                                  [g](CompileRequest &, PlacementRequest &p) {
                                    p.gpus = g;
                                    if (p.towers)
@@ -335,9 +333,9 @@ EditList moreGpuEdits(const FitContext &c) {
             else
               llvm::consumeError(bigger.takeError()); // its compile says so
             const ClusterDevice &gpu = *firstGpu(cluster);
-            return RequestEdit{"a cluster of " + str(g) + " GPUs like " + gpu.name + " (" +
+            return RequestEdit{"a cluster of " + llvm::itostr(g) + " GPUs like " + gpu.name + " (" +
                                    bytesText(gpu.memoryBytes) + " each)" + with,
-                               str(g) + " GPUs" + batch,
+                               llvm::itostr(g) + " GPUs" + batch,
                                [made, g](CompileRequest &, PlacementRequest &p) {
                                  p.cluster = made;
                                  p.clusterFile.clear();
@@ -382,8 +380,9 @@ EditList smallerBatchEdits(const FitContext &c) {
   const int64_t a = c.accumulate, was = c.batch;
   return {(size_t)((largest - fewestSamples(c)) / step + 1), [=](size_t i) {
             const int64_t b = largest - (int64_t)i * step;
-            return RequestEdit{"--batch " + str(b),
-                               str(a * b) + " samples per update instead of " + str(a * was),
+            return RequestEdit{"--batch " + llvm::itostr(b),
+                               llvm::itostr(a * b) + " samples per update instead of " +
+                                   llvm::itostr(a * was),
                                [b](CompileRequest &r, PlacementRequest &) { r.options.batch = b; }};
           }};
 }

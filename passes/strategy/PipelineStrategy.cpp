@@ -21,10 +21,6 @@ namespace {
 /// The most cuts a compile tries (rule of PipelineStrategy::compile).
 constexpr int kCuts = 4;
 
-std::string str(int64_t n) {
-  return std::to_string(n);
-}
-
 /// The flags a pipeline does not combine with (file comment).
 llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &place) {
   const CompileOptions &o = req.options;
@@ -33,9 +29,11 @@ llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &plac
     return makeError(us + " runs in one process: several workers, --tasks and --ps are not "
                           "supported with it (drop them, or use --strategy data-parallel)");
   if (place.towers)
-    return makeError(us + " makes its own towers (one per micro-batch and pipeline): drop "
-                          "--towers " +
-                     str(*place.towers) + " (--stages S with --gpus N gives N/S pipelines)");
+    return makeError(us +
+                     " makes its own towers (one per micro-batch and pipeline): drop "
+                     "--towers " +
+                     llvm::itostr(*place.towers) +
+                     " (--stages S with --gpus N gives N/S pipelines)");
   if (o.split.kind != SplitSpec::Even)
     return makeError(us + " splits the batch evenly into micro-batches: drop --split");
   if (o.params.kind != ParamPlacement::Cpu)
@@ -43,12 +41,14 @@ llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &plac
                           "pipelines): drop --params " +
                      modeName(o.params));
   if (o.accumulate > 1)
-    return makeError(us + " already sums its micro-batches' gradients within a step: instead of "
-                          "--accumulate " +
-                     str(o.accumulate) + ", give " +
-                     (o.batch > 0 ? "--batch " + str(o.batch * o.accumulate) + " " : std::string()) +
-                     "--micro-batches " + str((int64_t)o.pipeline.microBatches * o.accumulate) +
-                     " (the same samples per update in one step)");
+    return makeError(
+        us +
+        " already sums its micro-batches' gradients within a step: instead of "
+        "--accumulate " +
+        llvm::itostr(o.accumulate) + ", give " +
+        (o.batch > 0 ? "--batch " + llvm::itostr(o.batch * o.accumulate) + " " : std::string()) +
+        "--micro-batches " + llvm::itostr((int64_t)o.pipeline.microBatches * o.accumulate) +
+        " (the same samples per update in one step)");
   if (o.bn == BnMode::Sync)
     return makeError(us + ": --bn sync would make the micro-batches of a stage, which run one "
                           "after another on its GPU, wait for each other; use --bn local "
@@ -68,17 +68,18 @@ llvm::Expected<std::pair<unsigned, unsigned>> stagesAndPipelines(const Placement
                                                                  unsigned gpus) {
   const int stages = place.stages.value_or((int)gpus);
   if (stages < 1)
-    return makeError("--stages " + str(stages) + ": a pipeline needs one stage at least");
+    return makeError("--stages " + llvm::itostr(stages) + ": a pipeline needs one stage at least");
   if ((unsigned)stages > gpus)
-    return makeError("--stages " + str(stages) + " needs a GPU per stage; the cluster has " +
-                     str(gpus) + " (give --gpus " + str(stages) + ", or --stages " + str(gpus) +
-                     " or fewer)");
+    return makeError("--stages " + llvm::itostr(stages) +
+                     " needs a GPU per stage; the cluster has " + llvm::itostr(gpus) +
+                     " (give --gpus " + llvm::itostr(stages) + ", or --stages " +
+                     llvm::itostr(gpus) + " or fewer)");
   if (gpus % (unsigned)stages != 0)
-    return makeError("--stages " + str(stages) + " with " + str(gpus) +
-                     " GPUs: each pipeline takes " + str(stages) +
+    return makeError("--stages " + llvm::itostr(stages) + " with " + llvm::itostr(gpus) +
+                     " GPUs: each pipeline takes " + llvm::itostr(stages) +
                      " GPUs, so the GPUs must be a multiple of the stages (give --gpus " +
-                     str((int64_t)gpus / stages * stages) + " or " +
-                     str((int64_t)(gpus / stages + 1) * stages) + ")");
+                     llvm::itostr((int64_t)gpus / stages * stages) + " or " +
+                     llvm::itostr((int64_t)(gpus / stages + 1) * stages) + ")");
   return std::make_pair((unsigned)stages, gpus / (unsigned)stages);
 }
 
@@ -94,11 +95,12 @@ llvm::Expected<int64_t> batchOf(const Module &forward, const CompileRequest &req
   if (batch % towers != 0) {
     int64_t lower = batch / towers * towers, higher = lower + towers;
     return makeError(
-        "--micro-batches " + str(microBatches) + " does not divide the batch " + str(batch) +
-        (pipelines > 1 ? " among " + str(pipelines) + " pipelines" : std::string()) +
-        ": the batch must be a multiple of " + str(towers) + " (give --batch " +
-        (lower > 0 ? str(lower) + " or " : std::string()) + str(higher) +
-        ", or --micro-batches dividing " + str(batch / pipelines) + ")");
+        "--micro-batches " + llvm::itostr(microBatches) + " does not divide the batch " +
+        llvm::itostr(batch) +
+        (pipelines > 1 ? " among " + llvm::itostr(pipelines) + " pipelines" : std::string()) +
+        ": the batch must be a multiple of " + llvm::itostr(towers) + " (give --batch " +
+        (lower > 0 ? llvm::itostr(lower) + " or " : std::string()) + llvm::itostr(higher) +
+        ", or --micro-batches dividing " + llvm::itostr(batch / pipelines) + ")");
   }
   return batch;
 }
@@ -195,31 +197,24 @@ PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
 }
 
 std::optional<PipelineShape> pipelineShape(const Module &plan) {
-  if (plan.plan().strategy != Strategy::Pipeline)
+  const PlanInfo &p = plan.plan();
+  if (p.strategy != Strategy::Pipeline || !p.pipelineStages)
     return std::nullopt;
-  auto parsed = llvm::json::parse(plan.plan().pipeline.value_or(""));
-  if (!parsed || !parsed->getAsObject()) {
-    llvm::consumeError(parsed.takeError());
-    return std::nullopt;
-  }
-  const llvm::json::Object &o = *parsed->getAsObject();
-  return PipelineShape{(unsigned)std::max<int64_t>(1, o.getInteger("pipelines").getValueOr(1)),
-                       (unsigned)std::max<int64_t>(1, o.getInteger("micro_batches").getValueOr(1))};
+  return PipelineShape{(unsigned)*p.pipelineStages, (unsigned)p.microBatches.value_or(1),
+                       (unsigned)p.pipelines.value_or(1),
+                       p.pipelineSchedule.value_or(PipelineSchedule::OneFOneB)};
 }
 
 std::string describePipeline(const Module &plan) {
-  if (plan.plan().strategy != Strategy::Pipeline)
+  std::optional<PipelineShape> shape = pipelineShape(plan);
+  if (!shape)
     return "";
-  auto parsed = llvm::json::parse(plan.plan().pipeline.value_or(""));
-  if (!parsed || !parsed->getAsObject()) {
-    llvm::consumeError(parsed.takeError());
-    return "pipeline";
-  }
-  const llvm::json::Object &o = *parsed->getAsObject();
-  const int64_t S = o.getInteger("stages").getValueOr(0), M = o.getInteger("micro_batches").getValueOr(0),
-                P = o.getInteger("pipelines").getValueOr(1);
+  const unsigned S = shape->stages, M = shape->microBatches, P = shape->pipelines;
   std::string each;
-  if (const llvm::json::Array *stages = o.getArray("each"))
+  auto parsed = llvm::json::parse(plan.plan().pipeline.value_or(""));
+  if (!parsed)
+    llvm::consumeError(parsed.takeError());
+  else if (const llvm::json::Array *stages = parsed->getAsArray())
     for (const llvm::json::Value &v : *stages)
       if (const llvm::json::Object *s = v.getAsObject())
         each += llvm::formatv("{0}{1} from {2} ({3} forward nodes, {4:f2} ms)",
@@ -230,9 +225,9 @@ std::string describePipeline(const Module &plan) {
                     .str();
   return llvm::formatv("pipeline: {0} stages x {1} micro-batches ({2}), {3} pipeline{4}{5}; "
                        "bubble in theory (S-1)/(M+S-1) = {6:P1}; {7}",
-                       std::to_string(S), std::to_string(M), o.getString("schedule").getValueOr("1f1b"), std::to_string(P), P == 1 ? "" : "s",
+                       S, M, modeName(shape->schedule), P, P == 1 ? "" : "s",
                        P > 1 ? " (per-stage gradients all-reduced between them)" : "",
-                       theoreticalBubble((unsigned)S, (unsigned)M), each)
+                       theoreticalBubble(S, M), each)
       .str();
 }
 

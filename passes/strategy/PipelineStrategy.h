@@ -40,10 +40,12 @@ public:
 /// conv1 (12 nodes, 1.20 ms), ..." for a pipeline plan; "" otherwise.
 std::string describePipeline(const Module &plan);
 
-/// A pipeline plan's pipelines and micro-batches (its towers are their
-/// product); nullopt for other plans.
+/// A pipeline plan's stages, micro-batches per pipeline and pipelines (its
+/// towers are M x P) and its schedule, from its PlanInfo; nullopt for other
+/// plans.
 struct PipelineShape {
-  unsigned pipelines = 1, microBatches = 1;
+  unsigned stages = 1, microBatches = 1, pipelines = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 };
 std::optional<PipelineShape> pipelineShape(const Module &plan);
 

@@ -1,7 +1,6 @@
 #include "placement/analysis/PipelineBubble.h"
 
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/JSON.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,16 +8,13 @@
 namespace graphc {
 
 std::optional<PipelineBubble> pipelineBubble(const Module &plan, const SimResult &r) {
-  auto meta = llvm::json::parse(plan.plan().pipeline.value_or(""));
-  if (!meta || !meta->getAsObject()) {
-    llvm::consumeError(meta.takeError());
+  const PlanInfo &p = plan.plan();
+  if (p.strategy != Strategy::Pipeline || !p.pipelineStages || !p.microBatches)
     return std::nullopt;
-  }
-  const llvm::json::Object &o = *meta->getAsObject();
   PipelineBubble b;
-  b.stages = (unsigned)o.getInteger("stages").getValueOr(0);
-  b.microBatches = (unsigned)o.getInteger("micro_batches").getValueOr(0);
-  b.pipelines = (unsigned)o.getInteger("pipelines").getValueOr(1);
+  b.stages = (unsigned)*p.pipelineStages;
+  b.microBatches = (unsigned)*p.microBatches;
+  b.pipelines = (unsigned)p.pipelines.value_or(1);
   b.theory = theoreticalBubble(b.stages, b.microBatches);
   // The span: the towers' kernels; the stages: the devices that run them.
   double first = std::numeric_limits<double>::infinity(), last = 0;

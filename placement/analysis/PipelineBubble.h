@@ -36,7 +36,7 @@ struct PipelineBubble {
 };
 
 /// The bubble of `plan`'s simulated step `r`; none for a plan that is not a
-/// pipeline (meta `pipeline`) or whose step runs no tower kernel.
+/// pipeline (PlanInfo's pipelineStages) or whose step runs no tower kernel.
 std::optional<PipelineBubble> pipelineBubble(const Module &plan, const SimResult &r);
 
 } // namespace graphc

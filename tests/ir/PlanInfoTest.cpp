@@ -37,6 +37,11 @@ PlanInfo everyField() {
   p.paramsAuto = "[]";
   p.strategy = Strategy::ModelParallel;
   p.modelParallel = "{\"step_seconds\":1}";
+  p.pipelineStages = 2;
+  p.microBatches = 3; // x 1 pipeline: the 3 towers
+  p.pipelines = 1;
+  p.pipelineSchedule = PipelineSchedule::GPipe;
+  p.pipeline = "[]";
   p.precision = Precision::FP16;
   p.lossScale = 65536;
   p.lossScaleInterval = 2000;
@@ -65,8 +70,10 @@ PlanInfo everyField() {
 TEST(PlanInfo, EveryFieldGoesToItsKeyAndBack) {
   PlanInfo p = everyField();
   Attrs a = p.toAttrs();
-  // One key per field, the unknown one included: 38 fields and "note".
-  EXPECT_EQ(a.entries().size(), 39u);
+  // One key per field, the unknown one included: 43 fields and "note".
+  EXPECT_EQ(a.entries().size(), 44u);
+  EXPECT_EQ(a.getString("pipeline_schedule"), "gpipe");
+  EXPECT_EQ(a.getInt("micro_batches"), 3);
   EXPECT_EQ(a.getString("params"), "gpu:1");
   EXPECT_EQ(a.getString("split"), "4,4,2.5");
   EXPECT_EQ(a.getString("precision"), "fp16");
@@ -80,6 +87,7 @@ TEST(PlanInfo, EveryFieldGoesToItsKeyAndBack) {
   EXPECT_TRUE(*back == p);
   EXPECT_EQ(back->params, p.params);
   EXPECT_EQ(back->strategy, Strategy::ModelParallel);
+  EXPECT_EQ(back->pipelineSchedule, PipelineSchedule::GPipe);
   EXPECT_EQ(back->cluster->devices().size(), p.cluster->devices().size());
   EXPECT_EQ(back->tasks->numPs(), 1u);
   EXPECT_EQ(back->checkpoint, p.checkpoint);
@@ -128,6 +136,9 @@ TEST(PlanInfo, KindsRangesAndTypedTextsAreCheckedWhereTheModuleIsRead) {
       << readError("cluster = \"{\"");
   EXPECT_NE(readError("tasks = \"[]\"").find("attribute 'tasks'"), std::string::npos);
   EXPECT_NE(readError("split = \"1,x\"").find("attribute 'split'"), std::string::npos);
+  EXPECT_NE(readError("pipeline_schedule = \"2f2b\"").find("attribute 'pipeline_schedule'"),
+            std::string::npos);
+  EXPECT_NE(readError("micro_batches = 0").find("'micro_batches' must be"), std::string::npos);
   // Keys graphc does not read pass freely, whatever their kind.
   EXPECT_EQ(readError("mine = \"x\", yours = [1, 2]"), "no error");
 }
@@ -144,6 +155,23 @@ TEST(PlanInfo, TheVerifierHoldsModulesBuiltInMemoryToTheSameRules) {
   llvm::Error owners = verify(m);
   ASSERT_TRUE((bool)owners);
   EXPECT_NE(llvm::toString(std::move(owners)).find("'ps_owners'"), std::string::npos);
+  m.plan().psOwners.reset();
+  // A pipeline's shape comes whole, and its towers are pipelines x micro-batches.
+  m.plan().pipelineStages = 4;
+  llvm::Error partial = verify(m);
+  ASSERT_TRUE((bool)partial);
+  EXPECT_NE(llvm::toString(std::move(partial)).find("go together; 1 of them"), std::string::npos);
+  m.plan().microBatches = 8;
+  m.plan().pipelines = 2;
+  m.plan().pipelineSchedule = PipelineSchedule::OneFOneB;
+  m.plan().towers = 8;
+  llvm::Error towers = verify(m);
+  ASSERT_TRUE((bool)towers);
+  EXPECT_NE(
+      llvm::toString(std::move(towers)).find("2 pipeline(s) of 8 micro-batches need 16 towers"),
+      std::string::npos);
+  m.plan().towers = 16;
+  EXPECT_FALSE((bool)verify(m));
 }
 
 } // namespace

@@ -6,7 +6,6 @@
 #include "kernels/Kernel.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/LossScaling.h"
-#include "passes/PipelineStages.h"
 #include "tools/driver/TrainOptions.h"
 
 #include <CLI/CLI.hpp>

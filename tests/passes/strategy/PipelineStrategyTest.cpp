@@ -65,10 +65,17 @@ TEST(PipelineStrategy, CutsOneReplicaIntoStagesThatOnlyPassForwardThenBack) {
   EXPECT_EQ(info.strategy, Strategy::Pipeline);
   EXPECT_EQ(info.towerBatches, (Ints{8, 8}));
   EXPECT_TRUE(everyNodePlaced(**plan));
-  auto meta = llvm::json::parse(info.pipeline.value_or(""));
-  ASSERT_TRUE(bool(meta)) << llvm::toString(meta.takeError());
-  EXPECT_EQ(meta->getAsObject()->getInteger("stages").getValueOr(0), 4);
-  EXPECT_EQ(meta->getAsObject()->getInteger("micro_batches").getValueOr(0), 2);
+  EXPECT_EQ(info.pipelineStages, 4);
+  EXPECT_EQ(info.microBatches, 2);
+  EXPECT_EQ(info.pipelines, 1);
+  EXPECT_EQ(info.pipelineSchedule, PipelineSchedule::OneFOneB);
+  std::optional<PipelineShape> shape = pipelineShape(**plan);
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(shape->stages * shape->microBatches * shape->pipelines, 8u);
+  auto stages = llvm::json::parse(info.pipeline.value_or(""));
+  ASSERT_TRUE(bool(stages)) << llvm::toString(stages.takeError());
+  ASSERT_TRUE(stages->getAsArray());
+  EXPECT_EQ(stages->getAsArray()->size(), 4u);
   EXPECT_NE(describePipeline(**plan).find("4 stages x 2 micro-batches (1f1b), 1 pipeline"),
             std::string::npos)
       << describePipeline(**plan);
@@ -146,7 +153,7 @@ std::string cutOf(const Module &plan) {
   auto meta = llvm::json::parse(plan.plan().pipeline.value_or(""));
   EXPECT_TRUE(bool(meta));
   if (meta)
-    for (const llvm::json::Value &stage : *meta->getAsObject()->getArray("each"))
+    for (const llvm::json::Value &stage : *meta->getAsArray())
       cut += stage.getAsObject()->getString("first").getValueOr("").str() + ";";
   return cut;
 }
