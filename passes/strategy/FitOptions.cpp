@@ -110,14 +110,12 @@ EditList modelParallelEdits(const FitContext &c) {
 }
 
 /// Activations recomputed in the backward pass (passes/Recompute.h): the
-/// same training to the bit, for extra compute. The data-parallel and
-/// model-parallel strategies run the pass (not --params auto, ps tasks, nor
-/// --accumulate, which it refuses).
+/// same training to the bit, for extra compute. Every strategy runs the pass
+/// (not --params auto, ps tasks, nor --accumulate, which it refuses).
 EditList recomputeEdits(const FitContext &c) {
   const PlacementRequest &p = c.place;
-  if (c.req.options.recompute.mode != RecomputeMode::Off || c.accumulate > 1 ||
-      p.psTasks() > 0 || c.req.options.params.kind == ParamPlacement::Auto ||
-      (p.strategy != Strategy::DataParallel && p.strategy != Strategy::ModelParallel))
+  if (c.req.options.recompute.mode != RecomputeMode::Off || c.accumulate > 1 || p.psTasks() > 0 ||
+      c.req.options.params.kind == ParamPlacement::Auto)
     return {};
   return editList({{"--recompute auto",
                     "the same training, activations recomputed in the backward pass",

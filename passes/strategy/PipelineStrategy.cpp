@@ -5,6 +5,7 @@
 #include "ir/Diagnostics.h"
 #include "passes/PipelineStages.h"
 #include "passes/strategy/Compile.h"
+#include "passes/strategy/RecomputeMeasures.h"
 #include "placement/Placer.h"
 #include "placement/analysis/MemoryNeeds.h"
 #include "placement/analysis/PipelineBubble.h"
@@ -53,10 +54,6 @@ llvm::Error checkRequest(const CompileRequest &req, const PlacementRequest &plac
     return makeError(us + ": --bn sync would make the micro-batches of a stage, which run one "
                           "after another on its GPU, wait for each other; use --bn local "
                           "(statistics per micro-batch) or --bn frozen");
-  if (o.recompute.mode != RecomputeMode::Off)
-    return makeError(us + " does not combine with --recompute auto yet; give more "
-                          "--micro-batches (1F1B holds at most S of them per stage) or more "
-                          "GPUs");
   if (o.lossScale != 0)
     return makeError(us + " does not combine with dynamic loss scaling (--precision fp16 or "
                           "--loss-scale) yet: give --loss-scale off, or another strategy");
@@ -167,10 +164,13 @@ PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
   PlacerOptions placer;
   placer.softPlacement = place.softPlacement;
   req.options.placer = makePlacerFunction(*cluster, kernelFor, placer);
+  setRecomputeMeasures(req.options, *cluster);
   // The cut balances time. A stage whose GPU the plan overflows weighs more
   // (by need / capacity) and the step is cut again, while the cut moves, up
-  // to kCuts; the last plan goes on (the tools refuse one that does not fit,
-  // with each device's figures and advice).
+  // to kCuts. A plan that still does not fit has activations recomputed
+  // under --recompute auto (a cut costs no compute; a copy does); the last
+  // plan goes on (the tools refuse one that does not fit, with each
+  // device's figures and advice).
   po.stageWeights.assign(po.stages, 1.0);
   std::optional<std::string> previousCut;
   for (int cut = 1;; ++cut) {
@@ -189,6 +189,9 @@ PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
         fits = false;
       }
     if (fits || cut == kCuts || m->plan().pipeline == previousCut) {
+      if (!fits)
+        if (auto e = runPipelines(*m, req.options, req.dump, recomputePipelines(req.options)))
+          return e;
       keepForwardGraph(forward, *m);
       return m;
     }

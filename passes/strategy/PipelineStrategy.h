@@ -7,16 +7,19 @@
 // parallel, each on micro-batches of its share of the batch, their
 // per-stage sums all-reduced. The compile is the training pipeline with
 // M·P towers and pipeline-stages in place of aggregate-gradients, then
-// kPlacementPipeline; the plan records strategy = pipeline and meta
-// `pipeline`. The stages are cut by time; where the executor's memory plan
-// overflows a stage's GPU, that stage's time weighs more in the cut and the
-// step is cut again (up to four cuts), so that the cut moves work off it.
-// Whether the plan finally fits is checked by the tools as for every plan
+// kPlacementPipeline; the plan records strategy = pipeline and the
+// pipeline's shape (PlanInfo). The stages are cut by time; where the
+// executor's memory plan overflows a stage's GPU, that stage's time weighs
+// more in the cut and the step is cut again (up to four cuts), so that the
+// cut moves work off it. A plan that still overflows has activations
+// recomputed under --recompute auto (passes/Recompute.h; each stage's
+// copies stay on its GPU and in its micro-batch's backward block). Whether
+// the plan finally fits is checked by the tools as for every plan
 // (FitAdvisor.h: compileThatFits).
 //
 // Refused, each with one line that says what to give instead: several
 // workers, tasks or ps tasks; --towers, --split, --params, --accumulate,
-// --shard-optimizer, --bn sync, --recompute auto, dynamic loss scaling;
+// --shard-optimizer, --bn sync, dynamic loss scaling;
 // more stages than GPUs or GPUs not a multiple of the stages; a batch that
 // P pipelines of M micro-batches do not divide.
 //

@@ -10,17 +10,24 @@
 //   - small_cnn (local batch norm, dropout): per-micro-batch statistics and
 //     masks, so the reference is M data-parallel towers (the same towers,
 //     their sums grouped alike: the same bits with one pipeline);
-//   - GPipe and 1F1B issue the same nodes in another order: the same bits.
+//   - GPipe and 1F1B issue the same nodes in another order: the same bits;
+//   - a pipeline whose stages overflow their GPUs, made to fit by
+//     --recompute auto, trains to the bits of the one that keeps every
+//     activation (batch norm and dropout recomputed as they were).
 //
 //===----------------------------------------------------------------------===//
 
+#include "ClusterFile.h"
 #include "ExecutorVariables.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
 #include "ir/Random.h"
 #include "passes/AccumulateGradients.h"
 #include "passes/PipelineStages.h"
+#include "passes/Recompute.h"
 #include "passes/strategy/CompilePlan.h"
+#include "passes/strategy/CompiledModule.h"
+#include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/Emulation.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +37,7 @@
 #include <map>
 
 using namespace graphc;
+using graphc::testcluster::ClusterFile;
 
 namespace {
 
@@ -235,6 +243,46 @@ TEST(PipelineTraining, GpipeAndOneFOneBTrainToTheSameBits) {
   auto gpipe = place(*forward, kBatch, 4, 4, {}, PipelineSchedule::GPipe);
   ASSERT_TRUE(oneF && gpipe);
   expectSameBits(train(*gpipe, kSteps), train(*oneF, kSteps), "gpipe against 1f1b");
+}
+
+std::unique_ptr<Module> pipelineOn(const Module &forward, const ClusterFile &cluster,
+                                   RecomputeMode recompute) {
+  CompileRequest req;
+  req.options.batch = kBatch;
+  req.options.pipeline.microBatches = 4;
+  req.options.recompute.mode = recompute;
+  PlacementRequest p;
+  p.clusterFile = cluster.path;
+  p.strategy = Strategy::Pipeline;
+  auto plan = compilePlan(forward, req, p);
+  if (!plan) {
+    ADD_FAILURE() << llvm::toString(plan.takeError());
+    return nullptr;
+  }
+  return std::move(*plan);
+}
+
+TEST(PipelineTraining, RecomputedActivationsTrainToTheSameBits) {
+  auto forward = model("small_cnn", -1);
+  ASSERT_TRUE(forward);
+  ClusterFile roomy(2, 16LL << 30);
+  auto keeps = pipelineOn(*forward, roomy, RecomputeMode::Off);
+  ASSERT_TRUE(keeps);
+  auto needs = memoryNeeds(*runnablePart(*keeps));
+  ASSERT_TRUE(bool(needs)) << llvm::toString(needs.takeError());
+  int64_t least = INT64_MAX;
+  for (const MemoryNeed &n : *needs)
+    if (n.device != "cpu:0")
+      least = std::min(least, n.total());
+  // Both stages over their GPUs: cutting again cannot help.
+  ClusterFile tight(2, least * 97 / 100);
+  auto recomputed = pipelineOn(*forward, tight, RecomputeMode::Auto);
+  ASSERT_TRUE(recomputed);
+  EXPECT_FALSE(bool(checkPlanFitsCluster(*recomputed)));
+  EXPECT_GT(
+      llvm::count_if((*recomputed)->main().nodes(), [](const Node *n) { return isRecomputed(*n); }),
+      0);
+  expectSameBits(train(*recomputed, kSteps), train(*keeps, kSteps), "recomputed against kept");
 }
 
 } // namespace

@@ -10,8 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Recompute.h"
-#include "SumBound.h"
+#include "ClusterFile.h"
 #include "ExecutorVariables.h"
+#include "SumBound.h"
 #include "executor/Executor.h"
 #include "frontend/models/Models.h"
 #include "ir/Printer.h"
@@ -21,8 +22,6 @@
 #include "placement/analysis/MemoryNeeds.h"
 #include "tools/driver/Emulation.h"
 
-#include "llvm/ADT/SmallString.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -30,27 +29,9 @@
 #include <map>
 
 using namespace graphc;
+using graphc::testcluster::ClusterFile;
 
 namespace {
-
-/// A cluster file of the host and one GPU of `gpuBytes`, removed with it.
-struct ClusterFile {
-  std::string path;
-  explicit ClusterFile(int64_t gpuBytes) {
-    llvm::SmallString<128> p;
-    if (llvm::sys::fs::createTemporaryFile("graphc-recompute", "json", p))
-      return;
-    path = p.str().str();
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    os << R"({"devices": [{"name": "cpu:0", "kind": "cpu", "memory_bytes": 68719476736,)"
-       << R"( "relative_speed": 1},)"
-       << R"( {"name": "gpu:0", "kind": "gpu", "memory_bytes": )" << gpuBytes
-       << R"(, "relative_speed": 1}],)"
-       << R"( "links": [{"endpoints": ["cpu:0", "gpu:0"], "bandwidth": 1e10}]})";
-  }
-  ~ClusterFile() { llvm::sys::fs::remove(path); }
-};
 
 std::unique_ptr<Module> compileOn(const Module &forward, int64_t batch, const std::string &cluster,
                                   RecomputeMode mode) {
@@ -142,7 +123,7 @@ void checkModel(llvm::StringRef model, models::ModelOptions mo, int64_t batch, i
   SCOPED_TRACE(model.str());
   auto forward = models::buildModel(model, mo);
   ASSERT_TRUE(bool(forward)) << llvm::toString(forward.takeError());
-  ClusterFile roomy(16LL << 30);
+  ClusterFile roomy(1, 16LL << 30, 1e10);
   auto keeps = compileOn(**forward, batch, roomy.path, RecomputeMode::Off);
   ASSERT_TRUE(keeps);
   // With room, --recompute auto changes nothing.
@@ -152,7 +133,7 @@ void checkModel(llvm::StringRef model, models::ModelOptions mo, int64_t batch, i
 
   MemoryNeed full = gpuNeed(*keeps);
   ASSERT_GT(full.activations, 0);
-  ClusterFile tight(full.total() * 95 / 100);
+  ClusterFile tight(1, full.total() * 95 / 100, 1e10);
   auto refused = compileOn(**forward, batch, tight.path, RecomputeMode::Off);
   ASSERT_TRUE(refused);
   EXPECT_EQ(copiesIn(*refused), 0u);

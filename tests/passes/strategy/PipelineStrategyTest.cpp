@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ClusterFile.h"
 #include "StrategyTestUtil.h"
 
 #include "passes/PipelineStages.h"
@@ -24,6 +25,7 @@
 
 using namespace graphc;
 using namespace graphc::strategytest;
+using graphc::testcluster::ClusterFile;
 
 namespace {
 
@@ -130,23 +132,6 @@ TEST(PipelineStrategy, TowersOverPipelinesAllReduceEachStageBetweenThePipelines)
   }
 }
 
-/// A cluster file in `dir`: the host and four GPUs of `gpuBytes`.
-std::string fourGpus(const TempDir &dir, int64_t gpuBytes) {
-  std::string path = dir.file("four.json");
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  os << R"({"devices": [{"name": "cpu:0", "kind": "cpu", "memory_bytes": 68719476736, )"
-     << R"("relative_speed": 1})";
-  for (int g = 0; g < 4; ++g)
-    os << R"(, {"name": "gpu:)" << g << R"(", "kind": "gpu", "memory_bytes": )" << gpuBytes
-       << R"(, "relative_speed": 1})";
-  os << R"(], "links": [)";
-  for (int g = 0; g < 4; ++g)
-    os << (g ? ", " : "") << R"({"endpoints": ["cpu:0", "gpu:)" << g << R"("], "bandwidth": 6.4e10})";
-  os << "]}";
-  return path;
-}
-
 /// The stages' first nodes of a pipeline plan.
 std::string cutOf(const Module &plan) {
   std::string cut;
@@ -164,16 +149,60 @@ std::string cutOf(const Module &plan) {
 TEST(PipelineStrategy, AStageThatOverflowsItsGpuIsCutAgainSmaller) {
   auto built = models::buildModel("inception_v3", {0, false, 75});
   ASSERT_TRUE(bool(built)) << errorOf(built);
-  TempDir roomy, tight;
+  ClusterFile roomy(4, 1LL << 30), tight(4, 150LL << 20);
   PlacementRequest place = pipelineOn(0);
-  place.clusterFile = fourGpus(roomy, 1LL << 30);
+  place.clusterFile = roomy.path;
   auto byTime = compilePlan(**built, micro(8, 64), place);
   ASSERT_TRUE(bool(byTime)) << errorOf(byTime);
-  place.clusterFile = fourGpus(tight, 150LL << 20);
+  place.clusterFile = tight.path;
   auto underMemory = compilePlan(**built, micro(8, 64), place);
   ASSERT_TRUE(bool(underMemory)) << errorOf(underMemory);
   EXPECT_FALSE(bool(checkPlanFitsCluster(**underMemory)));
   EXPECT_NE(cutOf(**byTime), cutOf(**underMemory));
+}
+
+unsigned copiesIn(const Module &plan) {
+  return (unsigned)llvm::count_if(plan.main().nodes(),
+                                  [](const Node *n) { return isRecomputed(*n); });
+}
+
+// The same pipeline on GPUs of kTightMiB: cut again, a stage still
+// overflows; --recompute auto drops activations until every stage fits, each
+// copy on its original's GPU and in its micro-batch. With room it changes
+// nothing.
+TEST(PipelineStrategy, RecomputeFitsWhatCuttingAgainCannot) {
+  constexpr int64_t kTightMiB = 120;
+  auto built = models::buildModel("inception_v3", {0, false, 75});
+  ASSERT_TRUE(bool(built)) << errorOf(built);
+  ClusterFile roomy(4, 1LL << 30), tight(4, kTightMiB << 20);
+  PlacementRequest place = pipelineOn(0);
+  CompileRequest req = micro(8, 64);
+  req.options.recompute.mode = RecomputeMode::Auto;
+  place.clusterFile = roomy.path;
+  auto untouched = compilePlan(**built, req, place);
+  ASSERT_TRUE(bool(untouched)) << errorOf(untouched);
+  EXPECT_EQ(copiesIn(**untouched), 0u);
+
+  place.clusterFile = tight.path;
+  auto cutOnly = compilePlan(**built, micro(8, 64), place);
+  ASSERT_TRUE(bool(cutOnly)) << errorOf(cutOnly);
+  llvm::Error overflows = checkPlanFitsCluster(**cutOnly);
+  EXPECT_TRUE(bool(overflows)) << "the cut alone was to leave a stage over its GPU";
+  llvm::consumeError(std::move(overflows));
+
+  auto recomputed = compilePlan(**built, req, place);
+  ASSERT_TRUE(bool(recomputed)) << errorOf(recomputed);
+  EXPECT_FALSE(bool(checkPlanFitsCluster(**recomputed)));
+  EXPECT_GT(copiesIn(**recomputed), 0u);
+  const Graph &g = (*recomputed)->main();
+  for (const Node *n : g.nodes()) {
+    if (!isRecomputed(*n))
+      continue;
+    const Node *original = g.findNode(n->attrs().getString(kRecomputeOf));
+    ASSERT_TRUE(original) << n->name();
+    EXPECT_EQ(n->assignedDevice(), original->assignedDevice()) << n->name();
+    EXPECT_EQ(n->tower(), original->tower()) << n->name();
+  }
 }
 
 TEST(PipelineStages, TheCutBalancesContiguousRuns) {
@@ -250,11 +279,6 @@ TEST(PipelineStrategy, EveryRefusalSaysWhatToGiveInstead) {
       {"bn sync", [](CompileRequest &r, PlacementRequest &) { r.options.bn = BnMode::Sync; },
        "--bn sync would make the micro-batches of a stage, which run one after another on its "
        "GPU, wait for each other; use --bn local"},
-      {"recompute",
-       [](CompileRequest &r, PlacementRequest &) {
-         r.options.recompute.mode = RecomputeMode::Auto;
-       },
-       "does not combine with --recompute auto yet; give more --micro-batches"},
       {"loss scaling", [](CompileRequest &r, PlacementRequest &) { r.options.lossScale = 1024; },
        "does not combine with dynamic loss scaling"},
       {"split",
