@@ -55,10 +55,8 @@ TEST(WorldOfOne, RefusesPsTasksAndMessages) {
             "sending gradients: this process runs no parameter-server exchange");
 }
 
-TEST(WorldOfOne, IsTheWorldOfAProcessMpirunDidNotLaunch) {
-  if (launchedByMpirun())
-    GTEST_SKIP() << "this test runs under mpirun";
-  auto world = startWorkers();
+TEST(WorldOfOne, IsTheWorldOfAProcessNoLauncherStarted) {
+  auto world = startWorkers(LaunchedWorld{});
   ASSERT_TRUE(bool(world)) << llvm::toString(world.takeError());
   EXPECT_NE(dynamic_cast<WorldOfOne *>(world->get()), nullptr);
 }
