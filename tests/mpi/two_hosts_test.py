@@ -6,8 +6,9 @@ TCP between the namespaces node0 and node1. Here 2 hosts x 2 workers x 1 emulate
 started as the docs start them (no --workers: the world size comes from mpirun), end 5 steps
 with the parameters of one process with 4 devices, to 1e-5 of each tensor's largest value
 (mlp; small_cnn with BatchNorm `sync`), and node1's link carried at least the gradients of every
-step. The comparison is mpi_test's (checkpoints read by tests/tools/gck.py, compared by
-tests/tools/sumbound.py).
+step; the README's form, a plan placed once for 4 workers (`graphc place --workers 4`) and run
+from the hostfile, ends there too. The comparison is mpi_test's (checkpoints read by
+tests/tools/gck.py, compared by tests/tools/sumbound.py).
 
 Exits 77 (ctest's SKIP_RETURN_CODE) with scripts/two-hosts' reason where the machine cannot
 make network namespaces (not root, no `ip`, refused).
@@ -19,7 +20,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mpi_test import GRAPHRUN, MLP, Case, run  # noqa: E402
+from mpi_test import GRAPHC, GRAPHRUN, MLP, Case, run  # noqa: E402
 
 TWO_HOSTS = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "two-hosts")
 SKIP = 77
@@ -47,22 +48,34 @@ class TwoHosts(Case):
         self.assertEqual(sorted(p.stdout.split()), ["node0", "node0", "node1", "node1"], p.stderr)
         self.assertIn("hostfile: node0 slots=2, node1 slots=2", p.stderr)
 
-    def check(self, what, model, one_process, per_host, parameters):
-        """2 hosts x 2 workers x 1 emulated device against 1 process x 4, after 5 steps."""
+    def reference(self, what, model, one_process):
+        """The parameters of 1 process x 4 devices after 5 steps."""
         ref = self.path(what + "-one-process")
         run(GRAPHRUN, "train", *model, *one_process, "--gpus", "4", "--checkpoint", ref)
+        return self.params(ref)
+
+    def check(self, what, ref, run_args, parameters):
+        """2 hosts x 2 workers x 1 emulated device (`graphrun train RUN_ARGS`) against `ref`."""
         ckpt = self.path(what + "-two-hosts")
-        p = two_hosts(GRAPHRUN, "train", *model, *per_host, "--gpus", "1", "--checkpoint", ckpt)
+        p = two_hosts(GRAPHRUN, "train", *run_args, "--checkpoint", ckpt)
         self.assertIn("workers    4 processes", p.stdout)
         self.assertEqual(p.stdout.count("trained 5 steps"), 1, p.stdout)
-        self.assertSameParams(self.params(ref), self.params(ckpt), what + ", 2 hosts x 2 workers", BOUND)
+        self.assertSameParams(ref, self.params(ckpt), what + ", 2 hosts x 2 workers", BOUND)
         # Ranks 2 and 3 need node0's part of every step's gradient sum: at least the
         # gradients' bytes per step crossed the link (over shared memory, almost nothing would).
         self.assertGreaterEqual(link_bytes(p.stderr), 5 * 4 * parameters, p.stderr)
 
     def test_mlp(self):
         mirrored = ["--emulate", "--params", "mirrored"]
-        self.check("mlp", MLP + ["--steps", "5"], mirrored, mirrored, 269322)
+        model = MLP + ["--steps", "5"]
+        ref = self.reference("mlp", model, mirrored)
+        self.check("mlp", ref, model + mirrored + ["--gpus", "1"], 269322)
+        # The README's form: a plan placed once for 4 workers, run from the hostfile.
+        placed = self.path("model.placed")
+        run(GRAPHC, "place", "--model", "mlp", "--batch", "10", "--seed", "3", "--optimizer", "momentum",
+            "--workers", "4", "--gpus", "1", "--params", "mirrored", "-o", placed)
+        self.check("mlp placed", ref, [placed, "--emulate", "--seed", "3", "--threads", "1", "--no-progress",
+                                       "--no-eval", "--steps", "5"], 269322)
 
     def test_small_cnn_batch_norm_sync(self):
         # small_cnn has dropout: its masks follow (seed, tower), so the reference has the same
@@ -70,7 +83,7 @@ class TwoHosts(Case):
         cnn = ["--model", "small_cnn", "--batch", "10", "--seed", "3", "--lr", "0.02", "--threads", "1",
                "--no-progress", "--no-eval", "--steps", "5", "--bn", "sync", "--emulate", "--params",
                "mirrored"]
-        self.check("small_cnn", cnn, [], [], 421738)
+        self.check("small_cnn", self.reference("small_cnn", cnn, []), cnn + ["--gpus", "1"], 421738)
 
 
 if __name__ == "__main__":

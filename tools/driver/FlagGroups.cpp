@@ -217,8 +217,11 @@ llvm::Error PlacementFlags::findCalibrated(PlacementRequest &place, bool emulate
 void TaskFlags::add(CLI::App *cmd, PlacementRequest &place, TasksFor use) {
   use_ = use;
   const bool training = use == TasksFor::Training;
-  workersOption_ = cmd->add_option("--workers", place.workers,
-                                   "worker processes (mpirun -np W), each with the GPUs of --gpus");
+  workersOption_ = cmd->add_option(
+      "--workers", place.workers,
+      std::string("worker processes (mpirun -np W), each with the GPUs of --gpus") +
+          (training ? "; without it, the launcher's processes (mpirun, srun) less the ps tasks"
+                    : ""));
   workersOption_->capture_default_str();
   cmd->add_option("--tasks", file_,
                   std::string("the run's tasks by role (chief, worker, ps) with each one's host "
