@@ -29,7 +29,6 @@ TEST(WorldOfOne, IsTheChiefAndEveryCollectiveIsItsOwnAnswer) {
   EXPECT_EQ(alone.numWorkers(), 1u);
   EXPECT_TRUE(alone.chief());
   EXPECT_FALSE(alone.isPsTask());
-  EXPECT_FALSE(alone.startedByMpirun());
   EXPECT_EQ(alone.whoAmI(), "");
   WorkerCollectives &c = alone.collectives();
   EXPECT_EQ(errorOf(c.agree(42, "plan")), "");

@@ -84,7 +84,8 @@ llvm::Error TrainingSession::readModel() {
       return fwd.takeError();
     loaded_.forward = std::move(*fwd);
     const bool fromEnvironment = place.tasksSource == "TF_CONFIG";
-    const bool workersGiven = opts_.workersSource == WorkersSource::Flag && place.workers > 1;
+    // The launcher's count is no --workers given to a plan with its own.
+    const bool workersGiven = place.workers > 1 && opts_.workersSource != WorkersSource::Launcher;
     if (place.gpus > 0 || !place.clusterFile.empty() || workersGiven ||
         (place.tasks && !fromEnvironment))
       return makeError("'" + opts_.model.path +
