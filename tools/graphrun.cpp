@@ -157,11 +157,15 @@ struct TrainCommand {
     if (auto e = applyFlags())
       return fail(std::move(e));
     // Under mpirun: MPI starts here, every rank runs its part of the plan.
-    auto workers = startWorkers();
+    auto launched = launchedWorld(std::getenv);
+    if (!launched)
+      return fail(launched.takeError());
+    t.launched = *launched;
+    auto workers = startWorkers(t.launched);
     if (!workers)
       return fail(workers.takeError());
     Workers &w = **workers;
-    taskFlags.workersFromWorld(t.placement, w.size());
+    t.workersSource = taskFlags.workersFrom(t.placement, t.launched);
     w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
     t.stopRequested = &installStopHandlers();
     w.watchStop(t.stopRequested);

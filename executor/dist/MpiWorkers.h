@@ -31,7 +31,6 @@ public:
   unsigned rank() const override;
   unsigned size() const override;
   unsigned numPsTasks() const override;
-  bool startedByMpirun() const override { return true; }
   llvm::Error setPsTasks(unsigned ps) override;
 
   WorkerCollectives &collectives() override;

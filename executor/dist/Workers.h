@@ -46,8 +46,6 @@ public:
   unsigned numWorkers() const { return size() - numPsTasks(); }
   bool chief() const { return rank() == 0; }
   bool isPsTask() const { return rank() >= numWorkers(); }
-  /// mpirun started this process (even as a world of one rank).
-  virtual bool startedByMpirun() const = 0;
   /// The last `ps` ranks are parameter-server tasks; every rank calls it
   /// once, with the same value, after the plan's rendezvous. Collectives
   /// across workers span the training ranks from then on.

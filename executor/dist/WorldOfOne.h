@@ -21,7 +21,6 @@ public:
   unsigned rank() const override { return 0; }
   unsigned size() const override { return 1; }
   unsigned numPsTasks() const override { return 0; }
-  bool startedByMpirun() const override { return false; }
   /// Refuses any ps task: no rank would be left to train.
   llvm::Error setPsTasks(unsigned ps) override;
 

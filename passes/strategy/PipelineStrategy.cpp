@@ -228,7 +228,8 @@ std::string describePipeline(const Module &plan) {
                     .str();
   return llvm::formatv("pipeline: {0} stages x {1} micro-batches ({2}), {3} pipeline{4}{5}; "
                        "bubble in theory (S-1)/(M+S-1) = {6:P1}; {7}",
-                       S, M, modeName(shape->schedule), P, P == 1 ? "" : "s",
+                       std::to_string(S), std::to_string(M), modeName(shape->schedule),
+                       std::to_string(P), P == 1 ? "" : "s",
                        P > 1 ? " (per-stage gradients all-reduced between them)" : "",
                        theoreticalBubble(S, M), each)
       .str();

@@ -29,7 +29,6 @@ TEST(WorldOfOne, IsTheChiefAndEveryCollectiveIsItsOwnAnswer) {
   EXPECT_EQ(alone.numWorkers(), 1u);
   EXPECT_TRUE(alone.chief());
   EXPECT_FALSE(alone.isPsTask());
-  EXPECT_FALSE(alone.startedByMpirun());
   EXPECT_EQ(alone.whoAmI(), "");
   WorkerCollectives &c = alone.collectives();
   EXPECT_EQ(errorOf(c.agree(42, "plan")), "");
@@ -55,10 +54,8 @@ TEST(WorldOfOne, RefusesPsTasksAndMessages) {
             "sending gradients: this process runs no parameter-server exchange");
 }
 
-TEST(WorldOfOne, IsTheWorldOfAProcessMpirunDidNotLaunch) {
-  if (launchedByMpirun())
-    GTEST_SKIP() << "this test runs under mpirun";
-  auto world = startWorkers();
+TEST(WorldOfOne, IsTheWorldOfAProcessNoLauncherStarted) {
+  auto world = startWorkers(LaunchedWorld{});
   ASSERT_TRUE(bool(world)) << llvm::toString(world.takeError());
   EXPECT_NE(dynamic_cast<WorldOfOne *>(world->get()), nullptr);
 }

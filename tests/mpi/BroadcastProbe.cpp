@@ -14,6 +14,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -34,7 +35,12 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  auto started = startWorkers();
+  auto launched = launchedWorld(std::getenv);
+  if (!launched) {
+    std::fprintf(stderr, "error: %s\n", llvm::toString(launched.takeError()).c_str());
+    return 1;
+  }
+  auto started = startWorkers(*launched);
   if (!started) {
     std::fprintf(stderr, "error: %s\n", llvm::toString(started.takeError()).c_str());
     return 1;

@@ -7,7 +7,8 @@ Open MPI's allow-run-as-root variables):
 - equivalence: mlp, 5 momentum steps, ends with the parameters of one process
   with 4 devices (within the rounding bound of the step's longest sum, K*u of
   each tensor's largest value: tests/tools/sumbound.py) for 2 workers x 2
-  emulated devices, 4 workers x 1 (over TCP: --mca btl tcp,self), 3 workers
+  emulated devices (also without --workers: the workers are mpirun's processes),
+  4 workers x 1 (over TCP: --mca btl tcp,self), 3 workers
   with uneven parts of the batch, and a plan placed by `graphc place --workers`;
   each rank loads only its part of every global batch, and a folder of images
   some of which cannot be decoded trains on 3 workers as in one process;
@@ -15,7 +16,9 @@ Open MPI's allow-run-as-root variables):
   2 workers x 2 devices and 4 workers x 1, likewise (moving averages included);
   and a run checkpointed on 2 workers and resumed on 4 ends where one
   uninterrupted process ends;
-- a plan whose workers differ from mpirun's processes, or ranks that hold
+- a plan whose workers differ from mpirun's processes (the message names
+  --workers and both numbers), --workers against TF_CONFIG's cluster, srun's
+  tasks without PMIx (Slurm's variables, no srun here), or ranks that hold
   different plans: one error line on every rank, non-zero exit;
 - clusters of tasks: a cluster file with a chief of 2 devices and a worker of
   1 (mlp; small_cnn with BatchNorm `sync`), run directly and through a plan
@@ -147,6 +150,8 @@ class Equivalence(Case):
             ("2 workers x 2 devices, mirrored", 2,
              MLP + ["--workers", "2", "--gpus", "2", "--emulate", "--params", "mirrored"], ()),
             ("4 workers x 1 device over TCP", 4, MLP + ["--workers", "4"], ("--mca", "btl", "tcp,self")),
+            ("2 workers x 2 devices, the workers from mpirun's world (no --workers)", 2,
+             MLP + ["--gpus", "2", "--emulate", "--params", "mirrored"], ()),
             ("3 workers, parts 4, 3, 3", 3, MLP + ["--workers", "3"], ()),
             ("a plan placed with --workers 2", 2, run_placed, ()),
         ]
@@ -443,8 +448,8 @@ class ParameterServers(Case):
         errors = graphrun_errors(p.stderr)
         self.assertEqual(len(errors), 3, p.stderr)
         for r in range(3):
-            self.assertEqual(sum("rank %d of 3: the plan is for 2 workers and 2 ps tasks (4 processes), "
-                                 "but mpirun started 3 processes: pass `mpirun -np 4`" % r in l
+            self.assertEqual(sum("rank %d of 3: the plan is for 2 workers (--workers 2) and 2 ps tasks (4 "
+                                 "processes), but mpirun started 3 processes: pass `mpirun -np 4`" % r in l
                                  for l in errors), 1, p.stderr)
         p = run(GRAPHRUN, "train", *MLP, "--steps", "2", "--ps", "1", ok=False)
         self.assertEqual(p.returncode, 1)
@@ -572,14 +577,32 @@ class Mismatch(Case):
         errors = graphrun_errors(p.stderr)
         self.assertEqual(len(errors), 2, p.stderr)
         for r in range(2):
-            self.assertEqual(sum("rank %d of 2: the plan is for 3 workers, but mpirun started 2" % r in l
+            self.assertEqual(sum("rank %d of 2: the plan is for 3 workers (--workers 3), but mpirun started 2 "
+                                 "processes: pass `mpirun -np 3`, or leave --workers out to train on 2" % r in l
                                  for l in errors), 1, p.stderr)
 
-    def test_one_worker_plan_under_mpirun(self):
-        p = mpirun(2, GRAPHRUN, "train", *MLP, "--steps", "2", ok=False)
+    def test_srun_tasks_without_pmix(self):
+        # Slurm's srun gives the world size (SLURM_NTASKS in a job step); without PMIx its tasks are
+        # not one MPI world, which each task says rather than train alone.
+        p = run(GRAPHRUN, "train", *MLP, "--steps", "2", ok=False, env={"SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"})
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(graphrun_errors(p.stderr), [
+            "graphrun: error: srun started 2 processes (SLURM_NTASKS), but MPI joined 1: srun's tasks form one "
+            "MPI world only with PMIx (srun --mpi=pmix); or run mpirun inside the allocation"], p.stderr)
+        # A batch script's own process (SLURM_NTASKS, no step) trains alone.
+        p = run(GRAPHRUN, "train", *MLP, "--steps", "2", env={"SLURM_NTASKS": "4", "SLURM_JOB_ID": "7"})
+        self.assertIn("trained 2 steps", p.stdout)
+
+    def test_workers_that_contradict_tf_config(self):
+        config = {"cluster": {"chief": ["localhost:2222"], "worker": ["localhost:2223"]},
+                  "task": {"type": "chief", "index": 0}}
+        p = run(MPIRUN, "--oversubscribe", "-x", "TF_CONFIG", "-np", "2", GRAPHRUN, "train", *MLP, "--steps", "2",
+                "--workers", "3", ok=False, env={"TF_CONFIG": json.dumps(config)})
         self.assertNotEqual(p.returncode, 0)
-        self.assertEqual(len(graphrun_errors(p.stderr)), 2, p.stderr)
-        self.assertIn("or --workers 2", p.stderr)
+        errors = graphrun_errors(p.stderr)
+        self.assertEqual(len(errors), 2, p.stderr)
+        self.assertTrue(all("--workers 3, but TF_CONFIG's cluster has 2 training tasks" in l for l in errors),
+                        p.stderr)
 
     def test_workers_without_mpirun(self):
         p = run(GRAPHRUN, "train", *MLP, "--steps", "2", "--workers", "2", ok=False)

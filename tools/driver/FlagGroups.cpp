@@ -217,8 +217,11 @@ llvm::Error PlacementFlags::findCalibrated(PlacementRequest &place, bool emulate
 void TaskFlags::add(CLI::App *cmd, PlacementRequest &place, TasksFor use) {
   use_ = use;
   const bool training = use == TasksFor::Training;
-  workersOption_ = cmd->add_option("--workers", place.workers,
-                                   "worker processes (mpirun -np W), each with the GPUs of --gpus");
+  workersOption_ = cmd->add_option(
+      "--workers", place.workers,
+      std::string("worker processes (mpirun -np W), each with the GPUs of --gpus") +
+          (training ? "; without it, the launcher's processes (mpirun, srun) less the ps tasks"
+                    : ""));
   workersOption_->capture_default_str();
   cmd->add_option("--tasks", file_,
                   std::string("the run's tasks by role (chief, worker, ps) with each one's host "
@@ -250,22 +253,36 @@ llvm::Error TaskFlags::readTasks(PlacementRequest &place) const {
     place.tasksSource = "--tasks " + file_;
     return llvm::Error::success();
   }
-  if (use_ == TasksFor::Placement || place.workers > 1)
+  if (use_ == TasksFor::Placement)
     return llvm::Error::success();
   auto tasks = tasksFromEnvironment(gpus);
   if (!tasks)
     return tasks.takeError();
-  if (*tasks) {
-    place.tasks = std::move(**tasks);
-    place.tasksSource = "TF_CONFIG";
-  }
+  if (!*tasks)
+    return llvm::Error::success();
+  // TF_CONFIG's cluster is the launcher's word on the workers: --workers may
+  // repeat it, not contradict it.
+  const unsigned fromConfig = (*tasks)->numWorkers();
+  if (workersOption_->count() > 0 && (unsigned)std::max(0, place.workers) != fromConfig)
+    return makeError("--workers " + std::to_string(place.workers) +
+                     ", but TF_CONFIG's cluster has " + std::to_string(fromConfig) +
+                     " training task" + (fromConfig == 1 ? "" : "s") +
+                     " (chief and workers): leave --workers out, or unset TF_CONFIG");
+  place.tasks = std::move(**tasks);
+  place.tasksSource = "TF_CONFIG";
   return llvm::Error::success();
 }
 
-void TaskFlags::workersFromWorld(PlacementRequest &place, unsigned worldSize) const {
-  if (place.ps > 0 && workersOption_->count() == 0 && !place.tasks &&
-      worldSize > (unsigned)place.ps)
-    place.workers = (int)worldSize - place.ps;
+WorkersSource TaskFlags::workersFrom(PlacementRequest &place, const LaunchedWorld &launched) const {
+  if (workersOption_->count() > 0)
+    return WorkersSource::Flag;
+  if (place.tasks)
+    return WorkersSource::Tasks;
+  if (launched.launcher == Launcher::None)
+    return WorkersSource::Default;
+  const unsigned ps = (unsigned)std::max(0, place.ps);
+  place.workers = launched.size > ps ? (int)(launched.size - ps) : 1;
+  return WorkersSource::Launcher;
 }
 
 void addOptimizerFlag(CLI::App *cmd, std::string &optimizer) {

@@ -31,6 +31,7 @@
 #include "tools/driver/CalibratedGpu.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"
+#include "tools/driver/WorldSize.h"
 
 #include "llvm/Support/Error.h"
 
@@ -139,9 +140,10 @@ public:
   /// --tasks FILE into `place` (or TF_CONFIG, for training); each task
   /// without "gpus" gets --gpus. --tasks with --workers is an error.
   llvm::Error readTasks(PlacementRequest &place) const;
-  /// Training with ps tasks and no --workers (nor tasks): the ranks of
-  /// `worldSize` that are not ps tasks train.
-  void workersFromWorld(PlacementRequest &place, unsigned worldSize) const;
+  /// What gives a training run its workers: --workers, the tasks, or the
+  /// launcher, whose processes that are not ps tasks train (at least one;
+  /// tools/driver/WorldSize.h checks the plan against the world).
+  WorkersSource workersFrom(PlacementRequest &place, const LaunchedWorld &launched) const;
 
 private:
   std::string file_;

@@ -10,6 +10,7 @@
 #include "executor/Executor.h"
 #include "passes/strategy/CompileRequest.h"
 #include "tools/driver/ModelSource.h"
+#include "tools/driver/WorldSize.h"
 
 #include <atomic>
 #include <optional>
@@ -39,6 +40,10 @@ struct TrainOptions {
   bool lossScaleGiven = false;
   /// --gpus N / --cluster FILE: compile for several devices (one tower each).
   PlacementRequest placement;
+  /// What gave placement.workers, and the world the launcher started
+  /// (tools/driver/WorldSize.h).
+  WorkersSource workersSource = WorkersSource::Default;
+  LaunchedWorld launched;
   /// Run a plan's GPUs on CPU devices (or on fewer physical GPUs).
   bool emulate = false;
   std::string data = "synthetic";

@@ -34,27 +34,6 @@ uint64_t planHash(const Module &plan) {
   return h;
 }
 
-/// The workers and ps tasks a run's plan asks for against the processes
-/// mpirun started.
-llvm::Error checkWorldSize(unsigned planned, unsigned ps, const Workers &workers) {
-  const unsigned processes = planned + ps;
-  if (processes == workers.size())
-    return llvm::Error::success();
-  std::string plan =
-      "the plan is for " + std::to_string(planned) + " worker" + (planned == 1 ? "" : "s");
-  if (ps)
-    plan += " and " + std::to_string(ps) + " ps task" + (ps == 1 ? "" : "s") + " (" +
-            std::to_string(processes) + " processes)";
-  if (!workers.startedByMpirun())
-    return makeError(plan +
-                     ", but this process was not started by mpirun: run it as "
-                     "`mpirun -np " +
-                     llvm::Twine(processes) + " graphrun train ...`");
-  return makeError(plan + ", but mpirun started " + llvm::Twine(workers.size()) +
-                   " processes: pass `mpirun -np " + llvm::Twine(processes) + "`" +
-                   (processes == 1 ? " or --workers " + llvm::Twine(workers.size()) : ""));
-}
-
 /// The run's plan: the module as loaded when it was compiled already,
 /// otherwise the model compiled as the options ask (passes/strategy).
 llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const Module &forward,
@@ -105,7 +84,9 @@ llvm::Error TrainingSession::readModel() {
       return fwd.takeError();
     loaded_.forward = std::move(*fwd);
     const bool fromEnvironment = place.tasksSource == "TF_CONFIG";
-    if (place.gpus > 0 || !place.clusterFile.empty() || place.workers > 1 ||
+    // The launcher's count is no --workers given to a plan with its own.
+    const bool workersGiven = place.workers > 1 && opts_.workersSource != WorkersSource::Launcher;
+    if (place.gpus > 0 || !place.clusterFile.empty() || workersGiven ||
         (place.tasks && !fromEnvironment))
       return makeError("'" + opts_.model.path +
                        "' is already compiled; --gpus, --cluster, --workers and --tasks apply "
@@ -127,7 +108,8 @@ llvm::Error TrainingSession::readModel() {
   if (precompiled_)
     if (auto e = checkFlagsAgainstPlan())
       return e;
-  if (auto e = checkWorldSize(plannedWorkers_, plannedPs_, workers_))
+  const WorkersSource source = precompiled_ ? WorkersSource::Default : opts_.workersSource;
+  if (auto e = checkWorldSize(plannedWorkers_, plannedPs_, source, opts_.launched, workers_.size()))
     return e;
   several_ = plannedWorkers_ > 1 || plannedPs_ > 0;
   return llvm::Error::success();
