@@ -117,6 +117,29 @@ llvm::Expected<std::string> withStages(llvm::StringRef training) {
   return llvm::join(names, ",");
 }
 
+/// Whether every GPU of `plan` fits its memory (the executor's plan); a
+/// stage whose GPU overflows weighs more in `weights`, by need / capacity
+/// and 5% more.
+llvm::Expected<bool> weighOverflows(const Module &plan, const Cluster &cluster,
+                                    std::vector<double> &weights) {
+  auto needs = memoryNeeds(plan);
+  if (!needs)
+    return needs.takeError();
+  bool fits = true;
+  for (const MemoryNeed &n : *needs)
+    if (const ClusterDevice *d = cluster.find(n.device); d && d->id.isGpu() && !n.fits()) {
+      weights[d->id.index % weights.size()] *= 1.05 * (double)n.total() / (double)n.capacity;
+      fits = false;
+    }
+  return fits;
+}
+
+/// `plan`, with the forward graph kept (keepForwardGraph).
+std::unique_ptr<Module> withForwardGraph(const Module &forward, std::unique_ptr<Module> plan) {
+  keepForwardGraph(forward, *plan);
+  return plan;
+}
+
 } // namespace
 
 llvm::Expected<std::unique_ptr<Module>>
@@ -167,36 +190,56 @@ PipelineStrategy::compile(const Module &forward, const CompileRequest &request,
   setRecomputeMeasures(req.options, *cluster);
   // The cut balances time. A stage whose GPU the plan overflows weighs more
   // (by need / capacity) and the step is cut again, while the cut moves, up
-  // to kCuts. A plan that still does not fit has activations recomputed
-  // under --recompute auto (a cut costs no compute; a copy does); the last
-  // plan goes on (the tools refuse one that does not fit, with each
-  // device's figures and advice).
-  po.stageWeights.assign(po.stages, 1.0);
-  std::optional<std::string> previousCut;
-  for (int cut = 1;; ++cut) {
+  // to kCuts. When none fits, --recompute auto tries the cuts again in the
+  // same order with activations recomputed (a cut costs no compute; a copy
+  // does) and keeps the first that fits; the last plan goes on otherwise
+  // (the tools refuse one that does not fit, with each device's figures and
+  // advice).
+  auto compileCut = [&](llvm::ArrayRef<llvm::StringRef> passes)
+      -> llvm::Expected<std::unique_ptr<Module>> {
     std::unique_ptr<Module> m = cloneModule(forward);
     m->plan().cluster = *cluster;
     m->plan().strategy = Strategy::Pipeline;
-    if (auto e = runPipelines(*m, req.options, req.dump, {*training, kPlacementPipeline}))
+    if (auto e = runPipelines(*m, req.options, req.dump, passes))
       return e;
-    auto needs = memoryNeeds(*m);
-    if (!needs)
-      return needs.takeError();
-    bool fits = true;
-    for (const MemoryNeed &n : *needs)
-      if (const ClusterDevice *d = cluster->find(n.device); d && d->id.isGpu() && !n.fits()) {
-        po.stageWeights[d->id.index % po.stages] *= 1.05 * (double)n.total() / (double)n.capacity;
-        fits = false;
-      }
-    if (fits || cut == kCuts || m->plan().pipeline == previousCut) {
-      if (!fits)
-        if (auto e = runPipelines(*m, req.options, req.dump, recomputePipelines(req.options)))
-          return e;
-      keepForwardGraph(forward, *m);
-      return m;
-    }
-    previousCut = m->plan().pipeline;
+    return m;
+  };
+  std::vector<llvm::StringRef> plain{*training, kPlacementPipeline};
+  po.stageWeights.assign(po.stages, 1.0);
+  std::vector<std::vector<double>> cuts;
+  std::optional<std::string> previousCut;
+  std::unique_ptr<Module> last;
+  for (int cut = 1; !last; ++cut) {
+    auto m = compileCut(plain);
+    if (!m)
+      return m.takeError();
+    cuts.push_back(po.stageWeights);
+    auto fits = weighOverflows(**m, *cluster, po.stageWeights);
+    if (!fits)
+      return fits.takeError();
+    if (*fits)
+      return withForwardGraph(forward, std::move(*m));
+    if (cut == kCuts || (*m)->plan().pipeline == previousCut)
+      last = std::move(*m);
+    else
+      previousCut = (*m)->plan().pipeline;
   }
+  std::vector<llvm::StringRef> recomputing = plain;
+  llvm::append_range(recomputing, recomputePipelines(req.options));
+  if (recomputing.size() > plain.size())
+    for (const std::vector<double> &weights : cuts) {
+      po.stageWeights = weights;
+      auto m = compileCut(recomputing);
+      if (!m)
+        return m.takeError();
+      std::vector<double> ignored = weights;
+      auto fits = weighOverflows(**m, *cluster, ignored);
+      if (!fits)
+        return fits.takeError();
+      if (*fits)
+        return withForwardGraph(forward, std::move(*m));
+    }
+  return withForwardGraph(forward, std::move(last));
 }
 
 std::optional<PipelineShape> pipelineShape(const Module &plan) {

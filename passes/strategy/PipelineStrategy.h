@@ -11,9 +11,10 @@
 // pipeline's shape (PlanInfo). The stages are cut by time; where the
 // executor's memory plan overflows a stage's GPU, that stage's time weighs
 // more in the cut and the step is cut again (up to four cuts), so that the
-// cut moves work off it. A plan that still overflows has activations
-// recomputed under --recompute auto (passes/Recompute.h; each stage's
-// copies stay on its GPU and in its micro-batch's backward block). Whether
+// cut moves work off it. When no cut fits, --recompute auto compiles the
+// cuts again in the same order with activations recomputed
+// (passes/Recompute.h; each stage's copies stay on its GPU and in its
+// micro-batch's backward block) and keeps the first that fits. Whether
 // the plan finally fits is checked by the tools as for every plan
 // (FitAdvisor.h: compileThatFits).
 //

@@ -262,6 +262,9 @@ std::unique_ptr<Module> pipelineOn(const Module &forward, const ClusterFile &clu
   return std::move(*plan);
 }
 
+// 2 stages x 4 micro-batches, gpu:0 given 80% of what its stage needs with
+// room: no cut fits, the recomputed plan does (tests/passes/strategy/
+// PipelineStrategyTest.cpp).
 TEST(PipelineTraining, RecomputedActivationsTrainToTheSameBits) {
   auto forward = model("small_cnn", -1);
   ASSERT_TRUE(forward);
@@ -270,17 +273,14 @@ TEST(PipelineTraining, RecomputedActivationsTrainToTheSameBits) {
   ASSERT_TRUE(keeps);
   auto needs = memoryNeeds(*runnablePart(*keeps));
   ASSERT_TRUE(bool(needs)) << llvm::toString(needs.takeError());
-  int64_t least = INT64_MAX;
-  for (const MemoryNeed &n : *needs)
-    if (n.device != "cpu:0")
-      least = std::min(least, n.total());
-  // Both stages over their GPUs: cutting again cannot help.
-  ClusterFile tight(2, least * 97 / 100);
+  auto first = llvm::find_if(*needs, [](const MemoryNeed &n) { return n.device == "gpu:0"; });
+  ASSERT_NE(first, needs->end());
+  ClusterFile tight(std::vector<int64_t>{first->total() * 8 / 10, 16LL << 30});
   auto recomputed = pipelineOn(*forward, tight, RecomputeMode::Auto);
   ASSERT_TRUE(recomputed);
   EXPECT_FALSE(bool(checkPlanFitsCluster(*recomputed)));
   EXPECT_GT(
-      llvm::count_if((*recomputed)->main().nodes(), [](const Node *n) { return isRecomputed(*n); }),
+      llvm::count_if(recomputed->main().nodes(), [](const Node *n) { return isRecomputed(*n); }),
       0);
   expectSameBits(train(*recomputed, kSteps), train(*keeps, kSteps), "recomputed against kept");
 }
