@@ -167,8 +167,9 @@ struct TrainCommand {
     Workers &w = **workers;
     t.workersSource = taskFlags.workersFrom(t.placement, t.launched);
     w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
-    t.stopRequested = &installStopHandlers();
-    w.watchStop(t.stopRequested);
+    const StopFlags &stop = installStopHandlers();
+    t.stopRequested = &stop.signal;
+    w.watchStop(&stop);
     auto r = runTraining(t, llvm::outs(), w);
     if (!r) {
       if (w.size() > 1)

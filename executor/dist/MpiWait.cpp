@@ -18,6 +18,7 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
   // microseconds), then sleep longer between tests, up to 200 us.
   std::chrono::microseconds nap(0);
   auto nextPeerCheck = start;
+  Clock::time_point launcherStopSeen{};
   for (;;) {
     int done = 0, rc;
     {
@@ -29,13 +30,24 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
     if (done)
       return llvm::Error::success();
     // mpirun ends the job with SIGTERM when a rank dies: say which one.
-    if (stop_ && stop_->load() != 0 && Clock::now() >= nextPeerCheck) {
-      nextPeerCheck = Clock::now() + std::chrono::milliseconds(20);
+    if (stop_ && stop_->signal.load() != 0 && Clock::now() >= nextPeerCheck) {
+      const auto now = Clock::now();
+      nextPeerCheck = now + std::chrono::milliseconds(20);
       std::string gone = peers_.goneRanks();
       if (!gone.empty())
         return makeError(what + " did not complete: " + gone +
                          (gone.find(", ") == std::string::npos ? " is" : " are") +
                          " gone (killed or crashed); mpirun is ending every rank");
+      // A rank on another host died, or a host was lost: the launcher ends the job, and
+      // nothing will answer this wait.
+      if (stop_->byLauncher.load()) {
+        if (launcherStopSeen == Clock::time_point{})
+          launcherStopSeen = now;
+        else if (now - launcherStopSeen >= kLauncherGrace)
+          return makeError(what + " did not complete: mpirun is ending the job (a rank or a host "
+                                  "was lost) and the other ranks did not answer within " +
+                           secondsText(kLauncherGrace) + " s of its stop signal");
+      }
     }
     if (Clock::now() > deadline) {
       // The caller names the step; before the first one, say so.

@@ -10,13 +10,17 @@
 //
 // Waiting sleeps between tests (up to 200 us), so device threads waiting on
 // the network leave the cores to the compute. After a stop signal the wait
-// also asks the PeerWatch whether a rank of this host died, and names it.
+// also asks the PeerWatch whether a rank of this host died, and names it;
+// after the launcher's own stop signal (StopFlags.h: mpirun is ending the
+// job, a rank or a host is lost) a wait that stays silent for kLauncherGrace
+// fails, naming itself, before the launcher's SIGKILL a second later.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "executor/dist/MpiSession.h"
 #include "executor/dist/PeerWatch.h"
+#include "executor/dist/StopFlags.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
@@ -33,7 +37,11 @@ public:
   void setTimeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   void setStep(int64_t step) { step_.store(step); }
-  void watchStop(const std::atomic<int> *flag) { stop_ = flag; }
+  void watchStop(const StopFlags *flags) { stop_ = flags; }
+
+  /// How long a wait may stay silent after the launcher's stop signal: under
+  /// Open MPI's one second between its SIGTERM and its SIGKILL.
+  static constexpr std::chrono::milliseconds kLauncherGrace{500};
 
   /// Waits for `n` requests (their statuses into `statuses` when given)
   /// until `deadline`, by default the timeout from now. The error names
@@ -48,7 +56,7 @@ private:
   const PeerWatch &peers_;
   std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
   std::atomic<int64_t> step_{-1};
-  const std::atomic<int> *stop_ = nullptr;
+  const StopFlags *stop_ = nullptr;
 };
 
 } // namespace graphc
