@@ -18,7 +18,6 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
   // microseconds), then sleep longer between tests, up to 200 us.
   std::chrono::microseconds nap(0);
   auto nextPeerCheck = start;
-  Clock::time_point launcherStopSeen{};
   for (;;) {
     int done = 0, rc;
     {
@@ -40,14 +39,10 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
                          " gone (killed or crashed); mpirun is ending every rank");
       // A rank on another host died, or a host was lost: the launcher ends the job, and
       // nothing will answer this wait.
-      if (stop_->byLauncher.load()) {
-        if (launcherStopSeen == Clock::time_point{})
-          launcherStopSeen = now;
-        else if (now - launcherStopSeen >= kLauncherGrace)
-          return makeError(what + " did not complete: mpirun is ending the job (a rank or a host "
-                                  "was lost) and the other ranks did not answer within " +
-                           secondsText(kLauncherGrace) + " s of its stop signal");
-      }
+      if (stop_->byLauncherAt.load() != 0 && now - stop_->launcherSignal() >= kLauncherGrace)
+        return makeError(what + " did not complete: mpirun is ending the job (a rank or a host "
+                                "was lost) and the other ranks did not answer within " +
+                         secondsText(kLauncherGrace) + " s of its stop signal");
     }
     if (Clock::now() > deadline) {
       // The caller names the step; before the first one, say so.

@@ -11,9 +11,9 @@
 // Waiting sleeps between tests (up to 200 us), so device threads waiting on
 // the network leave the cores to the compute. After a stop signal the wait
 // also asks the PeerWatch whether a rank of this host died, and names it;
-// after the launcher's own stop signal (StopFlags.h: mpirun is ending the
-// job, a rank or a host is lost) a wait that stays silent for kLauncherGrace
-// fails, naming itself, before the launcher's SIGKILL a second later.
+// kLauncherGrace after the launcher's own stop signal (StopFlags.h: mpirun
+// is ending the job, a rank or a host is lost) a wait still silent fails,
+// naming itself, before the launcher's SIGKILL a second after its signal.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -39,9 +39,11 @@ public:
   void setStep(int64_t step) { step_.store(step); }
   void watchStop(const StopFlags *flags) { stop_ = flags; }
 
-  /// How long a wait may stay silent after the launcher's stop signal: under
-  /// Open MPI's one second between its SIGTERM and its SIGKILL.
-  static constexpr std::chrono::milliseconds kLauncherGrace{500};
+  /// How long after the launcher's stop signal a wait may still be silent: well under Open
+  /// MPI's one second between its SIGTERM and its SIGKILL, on a loaded machine too, and
+  /// long enough for a step whose peers are all alive to finish its collectives (a clean
+  /// stop, when mpirun was interrupted by hand).
+  static constexpr std::chrono::milliseconds kLauncherGrace{300};
 
   /// Waits for `n` requests (their statuses into `statuses` when given)
   /// until `deadline`, by default the timeout from now. The error names
