@@ -40,8 +40,9 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
       // A rank on another host died, or a host was lost: the launcher ends the job, and
       // nothing will answer this wait.
       if (stop_->byLauncherAt.load() != 0 && now - stop_->launcherSignal() >= kLauncherGrace)
-        return makeError(what + " did not complete: mpirun is ending the job (a rank or a host "
-                                "was lost) and the other ranks did not answer within " +
+        return makeError(what +
+                         " did not complete: mpirun is ending the job (a rank or a host "
+                         "was lost) and the other ranks did not answer within " +
                          secondsText(kLauncherGrace) + " s of its stop signal");
     }
     if (Clock::now() > deadline) {

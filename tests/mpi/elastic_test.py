@@ -14,7 +14,10 @@ for the steps redone; and those losses follow one uninterrupted process's (the s
 batch, so the same update on any number of workers) to within 1e-4 of each loss: the sums over
 2 or 4 workers round otherwise, and 800 steps carry the difference on.
 
-Exits 77 where the machine cannot make network namespaces.
+Refusals (no namespaces needed): a bad --elastic range, a bad hostfile line, training flags
+without --checkpoint, with --workers, or with --metrics in CSV are each one error line and exit 1,
+before any mpirun. The elastic case is skipped where the machine cannot make network namespaces
+(scripts/two-hosts' reason).
 """
 import json
 import os
@@ -37,7 +40,41 @@ TRAIN = ["--model", "mlp", "--batch", "12", "--seed", "3", "--optimizer", "momen
 REL = 1e-4  # measured: 9.9e-6
 
 
+class Refusals(Case):
+    def refused(self, hostfile_text, elastic, train, message):
+        hosts = self.path("hosts")
+        with open(hosts, "w") as f:
+            f.write(hostfile_text)
+        p = run(GRAPHRUN, "launch", "--hostfile", hosts, "--elastic", elastic, "--mpirun", "/nonexistent/mpirun",
+                "--", *train, ok=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(p.stderr.splitlines(), ["graphrun: error: " + message.replace("HOSTS", hosts)])
+
+    def test_bad_input(self):
+        ok = "node0 slots=2\nnode1 slots=2\n"
+        train = TRAIN + ["--checkpoint", self.path("ckpt")]
+        for elastic in ("4:2", "0:2", "two", "2:"):
+            self.refused(ok, elastic, train, "--elastic '%s': expected MIN:MAX, the fewest and the most workers, "
+                                             "1 <= MIN <= MAX" % elastic)
+        self.refused("node0 slots=2\nnode1 slot=2\n", "2:4", train,
+                     "HOSTS:2: 'slot=2': expected slots=N (N >= 1) after the host name")
+        self.refused("# nothing\n", "2:4", train, "HOSTS: no hosts")
+        self.refused(ok, "2:4", TRAIN, "an elastic run restarts from its checkpoints: give the training flags "
+                                       "--checkpoint DIR (and --checkpoint-every N)")
+        self.refused(ok, "2:4", train + ["--workers", "4"],
+                     "--workers: an elastic run's workers are each segment's processes (mpirun's); leave it out")
+        self.refused(ok, "2:4", train + ["--metrics=m.csv"],
+                     "--metrics m.csv: an elastic run records its segments among the steps in JSON lines; "
+                     "name a .jsonl file")
+
+
 class Elastic(Case):
+    def setUp(self):
+        probe = subprocess.run([TWO_HOSTS, "--probe"], capture_output=True, text=True)
+        if probe.returncode == SKIP:
+            self.skipTest(probe.stderr.strip())
+        super().setUp()
+
     def latest(self):
         try:
             with open(os.path.join(self.ckpt, "latest")) as f:
@@ -121,8 +158,4 @@ class Elastic(Case):
 
 
 if __name__ == "__main__":
-    probe = subprocess.run([TWO_HOSTS, "--probe"], capture_output=True, text=True)
-    if probe.returncode == SKIP:
-        print(probe.stderr.strip(), flush=True)
-        sys.exit(SKIP)
     unittest.main()

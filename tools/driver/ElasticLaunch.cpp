@@ -15,6 +15,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+
+extern char **environ;
 
 namespace graphc {
 
@@ -124,8 +127,9 @@ uint64_t lastRecordedStep(llvm::StringRef metrics, uint64_t fallback) {
     if (!it->startswith("{\"kind\":\"step\",\"step\":"))
       continue;
     uint64_t step = 0;
-    if (!it->drop_front(strlen("{\"kind\":\"step\",\"step\":")).split(',').first.getAsInteger(
-            10, step))
+    if (!it->drop_front(strlen("{\"kind\":\"step\",\"step\":"))
+             .split(',')
+             .first.getAsInteger(10, step))
       return step;
   }
   return fallback;
@@ -138,7 +142,9 @@ std::string describeHosts(llvm::ArrayRef<HostSlots> hosts) {
   return llvm::join(parts, ", ");
 }
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 class Supervisor {
 public:
@@ -176,7 +182,8 @@ public:
       if (segment > 1)
         out_ << llvm::format("graphrun launch: restart %u: %llu steps to redo (the failed segment "
                              "reached step %llu), %.1f s from the failure to the restart\n",
-                             segment - 1, (unsigned long long)(failedReached - std::min(failedReached, from)),
+                             segment - 1,
+                             (unsigned long long)(failedReached - std::min(failedReached, from)),
                              (unsigned long long)failedReached, seconds(Clock::now() - failedAt));
       out_.flush();
       const Clock::time_point start = Clock::now();
@@ -196,8 +203,9 @@ public:
       }
       if (int sig = stop.signal.load())
         return 128 + sig; // the launch itself was stopped: no restart
-      out_ << llvm::format("graphrun launch: segment %u failed (exit %d) after %.1f s, at step %llu\n",
-                           segment, *rc, seconds(failedAt - start), (unsigned long long)failedReached);
+      out_ << llvm::format(
+          "graphrun launch: segment %u failed (exit %d) after %.1f s, at step %llu\n", segment, *rc,
+          seconds(failedAt - start), (unsigned long long)failedReached);
       if (segment > o_.maxRestarts)
         return makeError("segment " + llvm::Twine(segment) + " failed (exit " + llvm::Twine(*rc) +
                          ") after " + llvm::Twine(o_.maxRestarts) +
@@ -226,7 +234,7 @@ private:
     if (!program)
       return false;
     llvm::Optional<llvm::StringRef> quiet[] = {llvm::StringRef(""), llvm::StringRef(""),
-                                                llvm::StringRef("")};
+                                               llvm::StringRef("")};
     return llvm::sys::ExecuteAndWait(*program, args, llvm::None, quiet,
                                      (unsigned)std::ceil(o_.probeTimeout)) == 0;
   }
@@ -240,8 +248,8 @@ private:
       text += h.name + " slots=" + std::to_string(h.slots) + "\n";
     if (auto e = writeOutputFile(hostfile, text))
       return e;
-    std::vector<std::string> extra = {"--hostfile", hostfile.str().str(), "-np",
-                                      std::to_string(workers), o_.graphrun, "train"};
+    std::vector<std::string> extra = {
+        "--hostfile", hostfile.str().str(), "-np", std::to_string(workers), o_.graphrun, "train"};
     extra.insert(extra.end(), o_.trainArgs.begin(), o_.trainArgs.end());
     if (llvm::find(o_.trainArgs, "--resume") == o_.trainArgs.end())
       extra.push_back("--resume");
@@ -250,7 +258,9 @@ private:
     if (!program)
       return makeError("cannot find '" + args[0] + "' (--mpirun)");
     std::string message;
-    int rc = llvm::sys::ExecuteAndWait(*program, args, llvm::None, {}, 0, 0, &message);
+    std::vector<llvm::StringRef> env(environment_.begin(), environment_.end());
+    int rc = llvm::sys::ExecuteAndWait(*program, args, llvm::ArrayRef<llvm::StringRef>(env), {}, 0,
+                                       0, &message);
     llvm::sys::fs::remove(hostfile);
     if (rc == -1)
       return makeError("cannot run '" + *program + "': " + message);
@@ -280,8 +290,26 @@ private:
     return llvm::Error::success();
   }
 
+  /// This process's environment, and Open MPI's settings that let mpirun notice a lost host
+  /// within seconds ("Host failures" in docs/multi-worker.md) unless it says otherwise (a
+  /// setting on mpirun's command line also wins over these).
+  static std::vector<std::string> launcherEnvironment() {
+    std::vector<std::string> env;
+    for (char **e = environ; *e; ++e)
+      env.push_back(*e);
+    for (const char *setting :
+         {"OMPI_MCA_oob_tcp_keepalive_time=1", "OMPI_MCA_oob_tcp_keepalive_intvl=1",
+          "OMPI_MCA_oob_tcp_keepalive_probes=3", "OMPI_MCA_odls_base_sigkill_timeout=3"}) {
+      llvm::StringRef name = llvm::StringRef(setting).split('=').first;
+      if (!std::getenv(name.str().c_str()))
+        env.push_back(setting);
+    }
+    return env;
+  }
+
   const ElasticOptions &o_;
   llvm::raw_ostream &out_;
+  std::vector<std::string> environment_ = launcherEnvironment();
   std::string checkpointDir_, metrics_;
   std::vector<std::string> args_;
   std::vector<unsigned> workersPerSegment_;

@@ -6,7 +6,8 @@
 //
 //   1. Which hosts answer: `mpirun --host NAME:1 -np 1 true` per hostfile line, killed after
 //      --probe-timeout (a host cut off never answers; mpirun would wait for its daemon).
-//   2. A segment: `mpirun --hostfile SEGMENT -np W graphrun train TRAIN-ARGS --resume`, W the
+//   2. A segment: `mpirun --hostfile SEGMENT -np W graphrun train TRAIN-ARGS --resume` (with
+//      Open MPI's keepalive set to notice a lost host in seconds), W the
 //      answering hosts' slots, in the hostfile's order, at most MAX; fewer than MIN ends the
 //      launch with one error line. graphrun takes the world size from mpirun (WorldSize.h) and
 //      compiles the plan for W workers with the same global batch (--batch), so each worker's

@@ -21,7 +21,8 @@ void onStop(int sig, siginfo_t *info, void *) {
   int expected = 0;
   // Set before the signal, which the waits read first. clock_gettime is async-signal-safe;
   // CLOCK_MONOTONIC is the steady clock's.
-  if (stopFlags.signal.load() == 0 && info && info->si_code == SI_USER && info->si_pid == ::getppid()) {
+  if (stopFlags.signal.load() == 0 && info && info->si_code == SI_USER &&
+      info->si_pid == ::getppid()) {
     timespec now;
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     stopFlags.byLauncherAt.store((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
