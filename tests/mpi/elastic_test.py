@@ -8,7 +8,8 @@ checkpoint. The link comes back; once the second segment has written a checkpoin
 ranks is killed: the third segment takes node1 in again (4 workers) and trains to the end.
 
 Checked: the launch exits 0; it printed 3 segments of 4, 2 and 4 workers, each from the step
-of the checkpoint it resumed, and 2 restarts with the steps to redo and the seconds lost; the
+of the checkpoint it resumed, and 2 restarts with the steps to redo and what each cost (its
+parts add up, and the metrics' segment records say the same); the
 metrics hold the 3 segments (workers, hosts, steps) and every step's loss, the last segment's
 for the steps redone; and those losses follow one uninterrupted process's (the same global
 batch, so the same update on any number of workers) to within 1e-4 of each loss: the sums over
@@ -135,6 +136,11 @@ class Elastic(Case):
         self.assertEqual(len(re.findall(r"graphrun launch: restart \d: \d+ steps to redo \(the failed segment "
                                         r"reached step \d+\), [\d.]+ s from the failure to the restart", text)), 2, text)
         self.assertIn("graphrun launch: done after 3 segments (workers 4, 2, 4), 2 restarts", text)
+        costs = re.findall(r"graphrun launch: restart (\d) cost ([\d.]+) s: ([\d.]+) s of steps redone, ([\d.]+) s "
+                           r"between the segments, ([\d.]+) s of segment \d outside its steps", text)
+        self.assertEqual([c[0] for c in costs], ["1", "2"], text)
+        for c in costs:
+            self.assertAlmostEqual(float(c[1]), sum(map(float, c[2:])), delta=0.2)
 
         with open(metrics) as f:
             rows = [json.loads(line) for line in f]
@@ -142,6 +148,10 @@ class Elastic(Case):
         self.assertEqual([(r["workers"], r["hosts"], r["exit"] == 0) for r in seg],
                          [(4, ["node0", "node1"], False), (2, ["node0"], False), (4, ["node0", "node1"], True)])
         self.assertEqual(seg[-1]["to_step"], STEPS)
+        self.assertNotIn("restart_seconds", seg[0])
+        self.assertEqual([round(s["restart_seconds"], 1) for s in seg[1:]], [float(c[1]) for c in costs])
+        for s in seg:
+            self.assertLessEqual(s["step_seconds"], s["seconds"])
         losses = {}
         for r in rows:
             if r["kind"] == "step":

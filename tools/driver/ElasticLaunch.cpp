@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 extern char **environ;
 
@@ -116,23 +117,37 @@ uint64_t latestStep(llvm::StringRef dir) {
   return step;
 }
 
-/// The last step the metrics recorded, or `fallback`.
-uint64_t lastRecordedStep(llvm::StringRef metrics, uint64_t fallback) {
+/// A step's record in the metrics: its number and seconds.
+struct StepTime {
+  uint64_t step = 0;
+  double seconds = 0;
+};
+
+/// The steps the metrics recorded after byte `offset` (a segment's).
+std::vector<StepTime> recordedSteps(llvm::StringRef metrics, uint64_t offset) {
+  std::vector<StepTime> steps;
   auto buf = metrics.empty() ? nullptr : llvm::MemoryBuffer::getFile(metrics);
-  if (!buf)
-    return fallback;
+  if (!buf || offset > (*buf)->getBufferSize())
+    return steps;
   llvm::SmallVector<llvm::StringRef, 0> lines;
-  (*buf)->getBuffer().split(lines, '\n', -1, false);
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    if (!it->startswith("{\"kind\":\"step\",\"step\":"))
-      continue;
-    uint64_t step = 0;
-    if (!it->drop_front(strlen("{\"kind\":\"step\",\"step\":"))
-             .split(',')
-             .first.getAsInteger(10, step))
-      return step;
+  (*buf)->getBuffer().drop_front(offset).split(lines, '\n', -1, false);
+  auto field = [](llvm::StringRef line, llvm::StringRef name) {
+    size_t at = line.find(("\"" + name + "\":").str());
+    return at == llvm::StringRef::npos ? llvm::StringRef()
+                                       : line.drop_front(at + name.size() + 3).split(',').first;
+  };
+  for (llvm::StringRef line : lines) {
+    StepTime t;
+    if (line.startswith("{\"kind\":\"step\",") && !field(line, "step").getAsInteger(10, t.step) &&
+        !field(line, "seconds").getAsDouble(t.seconds))
+      steps.push_back(t);
   }
-  return fallback;
+  return steps;
+}
+
+uint64_t fileSize(llvm::StringRef path) {
+  uint64_t size = 0;
+  return path.empty() || llvm::sys::fs::file_size(path, size) ? 0 : size;
 }
 
 std::string describeHosts(llvm::ArrayRef<HostSlots> hosts) {
@@ -160,8 +175,10 @@ public:
     if (auto e = readTrainFlags(o_.trainArgs, checkpointDir_, metrics_))
       return e;
     const StopFlags &stop = installStopHandlers();
+    // The segment before this one: when it ended, the step it reached, its steps' times.
     Clock::time_point failedAt;
     uint64_t failedReached = 0;
+    std::vector<StepTime> failedSteps;
     for (unsigned segment = 1;; ++segment) {
       std::vector<HostSlots> answering;
       std::vector<std::string> silent;
@@ -187,13 +204,37 @@ public:
                              (unsigned long long)failedReached, seconds(Clock::now() - failedAt));
       out_.flush();
       const Clock::time_point start = Clock::now();
+      const uint64_t offset = fileSize(metrics_);
       auto rc = runSegment(taken, workers);
       if (!rc)
         return rc.takeError();
-      failedAt = Clock::now();
-      failedReached = lastRecordedStep(metrics_, latestStep(checkpointDir_));
+      const Clock::time_point end = Clock::now();
+      std::vector<StepTime> steps = recordedSteps(metrics_, offset);
+      double stepSeconds = 0;
+      for (const StepTime &t : steps)
+        stepSeconds += t.seconds;
+      // What the restart before this segment cost: the steps redone, the time between the
+      // segments, and this segment's time outside its steps (start-up, checkpoints, the end;
+      // an uninterrupted run pays the last two once, so this is an upper bound).
+      std::optional<double> restartCost;
+      if (segment > 1 && !metrics_.empty()) {
+        double redone = 0;
+        for (const StepTime &t : failedSteps)
+          redone += t.step > from ? t.seconds : 0;
+        const double between = seconds(start - failedAt),
+                     outside = std::max(0.0, seconds(end - start) - stepSeconds);
+        restartCost = redone + between + outside;
+        out_ << llvm::format("graphrun launch: restart %u cost %.1f s: %.1f s of steps redone, "
+                             "%.1f s between the segments, %.1f s of segment %u outside its "
+                             "steps (start-up, checkpoints, its end or failure)\n",
+                             segment - 1, *restartCost, redone, between, outside, segment);
+      }
+      failedAt = end;
+      failedReached = steps.empty() ? latestStep(checkpointDir_) : steps.back().step;
+      failedSteps = std::move(steps);
       workersPerSegment_.push_back(workers);
-      if (auto e = record(segment, workers, taken, from, failedReached, *rc, failedAt - start))
+      if (auto e = record(segment, workers, taken, from, failedReached, *rc, end - start,
+                          stepSeconds, restartCost))
         return e;
       if (*rc == 0) {
         out_ << "graphrun launch: done after " << segment << " segment" << (segment > 1 ? "s" : "")
@@ -205,7 +246,7 @@ public:
         return 128 + sig; // the launch itself was stopped: no restart
       out_ << llvm::format(
           "graphrun launch: segment %u failed (exit %d) after %.1f s, at step %llu\n", segment, *rc,
-          seconds(failedAt - start), (unsigned long long)failedReached);
+          seconds(end - start), (unsigned long long)failedReached);
       if (segment > o_.maxRestarts)
         return makeError("segment " + llvm::Twine(segment) + " failed (exit " + llvm::Twine(*rc) +
                          ") after " + llvm::Twine(o_.maxRestarts) +
@@ -268,7 +309,8 @@ private:
   }
 
   llvm::Error record(unsigned segment, unsigned workers, llvm::ArrayRef<HostSlots> hosts,
-                     uint64_t from, uint64_t reached, int rc, Clock::duration took) {
+                     uint64_t from, uint64_t reached, int rc, Clock::duration took,
+                     double stepSeconds, std::optional<double> restartCost) {
     if (metrics_.empty())
       return llvm::Error::success();
     std::vector<std::string> names;
@@ -278,9 +320,13 @@ private:
     llvm::raw_fd_ostream os(metrics_, ec, llvm::sys::fs::OF_Append);
     if (!ec) {
       os << llvm::format("{\"kind\":\"segment\",\"segment\":%u,\"workers\":%u,\"hosts\":[%s],"
-                         "\"from_step\":%llu,\"to_step\":%llu,\"exit\":%d,\"seconds\":%.3f}\n",
+                         "\"from_step\":%llu,\"to_step\":%llu,\"exit\":%d,\"seconds\":%.3f,"
+                         "\"step_seconds\":%.3f",
                          segment, workers, llvm::join(names, ",").c_str(), (unsigned long long)from,
-                         (unsigned long long)reached, rc, seconds(took));
+                         (unsigned long long)reached, rc, seconds(took), stepSeconds);
+      if (restartCost)
+        os << llvm::format(",\"restart_seconds\":%.3f", *restartCost);
+      os << "}\n";
       os.close();
       ec = os.error();
     }

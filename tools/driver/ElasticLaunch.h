@@ -18,10 +18,12 @@
 //      in docs/multi-worker.md) is followed by the next, from step 1, after at most
 //      --max-restarts restarts. A host that answers again is taken in at the next restart.
 //   4. Each segment and restart is printed (`graphrun launch: segment 2: 2 workers on node0
-//      (2) from step 140; node1 did not answer`, `restart 1: ... N steps to redo, T s from the
-//      failure to the restart`) and, with --metrics FILE.jsonl among the training flags,
-//      appended there as a record of kind "segment" (workers, hosts, first and last step,
-//      exit status, seconds), between the steps' records of the segments.
+//      (2) from step 140; node1 did not answer`, `restart 1: N steps to redo ...`) and, with
+//      --metrics FILE.jsonl among the training flags, appended there as a record of kind
+//      "segment" (workers, hosts, first and last step, exit status, seconds, seconds of
+//      steps), between the steps' records of the segments. From those records each restart's
+//      cost is printed once the next segment ends: the steps redone, the time between the
+//      segments, and the new segment's time outside its steps (start-up, checkpoints, its end).
 //
 // Left to later: growing the job while it runs (a returning host waits for the next failure),
 // and a supervisor that survives its own host's loss (it runs where mpirun runs).
