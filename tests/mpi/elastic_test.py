@@ -133,7 +133,7 @@ class Elastic(Case):
         self.assertIn("node0 (2) from step %d; node1 did not answer" % int(segments[1][3]), text)
         self.assertGreaterEqual(int(segments[1][3]), 25)
         self.assertGreater(int(segments[2][3]), int(segments[1][3]))
-        self.assertEqual(len(re.findall(r"graphrun launch: restart \d: \d+ steps to redo \(the failed segment "
+        self.assertEqual(len(re.findall(r"graphrun launch: restart \d: \d+ steps? to redo \(the failed segment "
                                         r"reached step \d+\), [\d.]+ s from the failure to the restart", text)), 2, text)
         self.assertIn("graphrun launch: done after 3 segments (workers 4, 2, 4), 2 restarts", text)
         costs = re.findall(r"graphrun launch: restart (\d) cost ([\d.]+) s: ([\d.]+) s of steps redone, ([\d.]+) s "

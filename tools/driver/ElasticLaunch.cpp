@@ -196,12 +196,13 @@ public:
       const uint64_t from = latestStep(checkpointDir_);
       out_ << "graphrun launch: segment " << segment << ": " << workers << " workers on "
            << describeHosts(taken) << " from step " << from << notes << "\n";
-      if (segment > 1)
-        out_ << llvm::format("graphrun launch: restart %u: %llu steps to redo (the failed segment "
-                             "reached step %llu), %.1f s from the failure to the restart\n",
-                             segment - 1,
-                             (unsigned long long)(failedReached - std::min(failedReached, from)),
+      if (segment > 1) {
+        const uint64_t redo = failedReached - std::min(failedReached, from);
+        out_ << llvm::format("graphrun launch: restart %u: %llu step%s to redo (the failed "
+                             "segment reached step %llu), %.1f s from the failure to the restart\n",
+                             segment - 1, (unsigned long long)redo, redo == 1 ? "" : "s",
                              (unsigned long long)failedReached, seconds(Clock::now() - failedAt));
+      }
       out_.flush();
       const Clock::time_point start = Clock::now();
       const uint64_t offset = fileSize(metrics_);
