@@ -182,8 +182,12 @@ public:
     for (unsigned segment = 1;; ++segment) {
       std::vector<HostSlots> answering;
       std::vector<std::string> silent;
-      for (const HostSlots &h : *hosts)
-        (answers(h.name) ? answering.push_back(h) : silent.push_back(h.name));
+      for (const HostSlots &h : *hosts) {
+        if (answers(h.name))
+          answering.push_back(h);
+        else
+          silent.push_back(h.name);
+      }
       std::vector<HostSlots> taken = segmentHosts(answering, o_.maxWorkers);
       unsigned workers = 0;
       for (const HostSlots &h : taken)
@@ -263,6 +267,8 @@ private:
     return s;
   }
 
+  /// mpirun's command line followed by `extra`, as references into args_ (valid until the
+  /// next call).
   std::vector<llvm::StringRef> mpirunWith(llvm::ArrayRef<std::string> extra) {
     args_.assign(o_.mpirun.begin(), o_.mpirun.end());
     args_.insert(args_.end(), extra.begin(), extra.end());
