@@ -181,16 +181,9 @@ struct TrainCommand {
         fail(r.takeError());
       // Past the start-up rendezvous the other ranks may wait on this one
       // (or this one on a stalled rank): end them all. Before it, every rank
-      // meets the same error. When the launcher's signal started the end, the
-      // launcher is already ending them, and MPI_Abort would wait for its
-      // daemon, busy doing so, until its SIGKILL.
-      if (w.size() > 1 && w.collectives().rendezvousDone()) {
-        if (stop.byLauncherAt.load() != 0) {
-          llvm::outs().flush();
-          std::_Exit(1);
-        }
+      // meets the same error.
+      if (w.size() > 1 && w.collectives().rendezvousDone())
         w.abortAll(1);
-      }
       w.finish();
       return 1;
     }

@@ -18,7 +18,22 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
   // microseconds), then sleep longer between tests, up to 200 us.
   std::chrono::microseconds nap(0);
   auto nextPeerCheck = start;
+  auto goneError = [&](const std::string &gone) {
+    return makeError(what + " did not complete: " + gone +
+                     (gone.find(", ") == std::string::npos ? " is" : " are") +
+                     " gone (killed or crashed); mpirun is ending every rank");
+  };
   for (;;) {
+    // The launcher's own stop signal (StopFlags.h): the job is over and nothing will complete.
+    // Stop driving MPI: its TCP transport ends this process the moment it reads that a peer
+    // on a killed host hung up, before this rank could say where it was.
+    if (stop_ && stop_->byLauncher.load()) {
+      std::string gone = peers_.goneRanks();
+      if (!gone.empty())
+        return goneError(gone);
+      return makeError(what + " did not complete: mpirun is ending the job (a rank or a host "
+                              "was lost, or mpirun was stopped)");
+    }
     int done = 0, rc;
     {
       std::lock_guard<std::mutex> lock(mpi_.mutex);
@@ -30,20 +45,10 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
       return llvm::Error::success();
     // mpirun ends the job with SIGTERM when a rank dies: say which one.
     if (stop_ && stop_->signal.load() != 0 && Clock::now() >= nextPeerCheck) {
-      const auto now = Clock::now();
-      nextPeerCheck = now + std::chrono::milliseconds(20);
+      nextPeerCheck = Clock::now() + std::chrono::milliseconds(20);
       std::string gone = peers_.goneRanks();
       if (!gone.empty())
-        return makeError(what + " did not complete: " + gone +
-                         (gone.find(", ") == std::string::npos ? " is" : " are") +
-                         " gone (killed or crashed); mpirun is ending every rank");
-      // A rank on another host died, or a host was lost: the launcher ends the job, and
-      // nothing will answer this wait.
-      if (stop_->byLauncherAt.load() != 0 && now - stop_->launcherSignal() >= kLauncherGrace)
-        return makeError(what +
-                         " did not complete: mpirun is ending the job (a rank or a host "
-                         "was lost) and the other ranks did not answer within " +
-                         secondsText(kLauncherGrace) + " s of its stop signal");
+        return goneError(gone);
     }
     if (Clock::now() > deadline) {
       // The caller names the step; before the first one, say so.

@@ -11,9 +11,10 @@
 // Waiting sleeps between tests (up to 200 us), so device threads waiting on
 // the network leave the cores to the compute. After a stop signal the wait
 // also asks the PeerWatch whether a rank of this host died, and names it;
-// kLauncherGrace after the launcher's own stop signal (StopFlags.h: mpirun
-// is ending the job, a rank or a host is lost) a wait still silent fails,
-// naming itself, before the launcher's SIGKILL a second after its signal.
+// after the launcher's own stop signal (StopFlags.h: mpirun is ending the
+// job, a rank or a host is lost) a wait fails at once, naming itself, and no
+// longer drives MPI, whose TCP transport would end the process unheard on
+// reading that a peer on a killed host hung up.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -38,12 +39,6 @@ public:
   std::chrono::milliseconds timeout() const { return timeout_; }
   void setStep(int64_t step) { step_.store(step); }
   void watchStop(const StopFlags *flags) { stop_ = flags; }
-
-  /// How long after the launcher's stop signal a wait may still be silent: well under Open
-  /// MPI's one second between its SIGTERM and its SIGKILL, on a loaded machine too, and
-  /// long enough for a step whose peers are all alive to finish its collectives (a clean
-  /// stop, when mpirun was interrupted by hand).
-  static constexpr std::chrono::milliseconds kLauncherGrace{300};
 
   /// Waits for `n` requests (their statuses into `statuses` when given)
   /// until `deadline`, by default the timeout from now. The error names

@@ -60,7 +60,7 @@ public:
   /// The training step, for messages.
   virtual void setStep(int64_t step) = 0;
   /// The stop signals' flags: once a signal came, waiting calls check whether a rank died;
-  /// once the launcher sent it, a wait still silent a short grace later fails (MpiWait.h).
+  /// once the launcher sent it, every wait fails at once (MpiWait.h).
   virtual void watchStop(const StopFlags *flags) = 0;
   /// "rank 1 of 4" (for messages; "" in a world of one).
   virtual std::string whoAmI() const = 0;

