@@ -4,6 +4,7 @@
 //                   [--steps N | --epochs N | --more-steps N] [--optimizer O] [--lr X]
 //                   [--checkpoint DIR [--resume]] [--metrics FILE]
 //                   [--gpus N] [--workers W | --tasks FILE] ...
+//   graphrun launch --hostfile HOSTS --elastic MIN:MAX [--mpirun PROGRAM] -- TRAIN-FLAGS...
 //   graphrun eval   --checkpoint CKPT [--data SPEC] [--batch N] [--seed S]
 //   graphrun infer  MODEL --input x.npy -o y.npy [--batch-size-from-input]
 //   graphrun export --checkpoint CKPT -o model.onnx
@@ -28,6 +29,7 @@
 #include "kernels/cpu/CpuIsa.h"
 #include "tools/driver/Calibrate.h"
 #include "tools/driver/CommandLine.h"
+#include "tools/driver/ElasticLaunch.h"
 #include "tools/driver/FlagGroups.h"
 #include "tools/driver/Inference.h"
 #include "tools/driver/Interrupt.h"
@@ -35,6 +37,7 @@
 #include "tools/driver/Trainer.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -167,8 +170,9 @@ struct TrainCommand {
     Workers &w = **workers;
     t.workersSource = taskFlags.workersFrom(t.placement, t.launched);
     w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
-    t.stopRequested = &installStopHandlers();
-    w.watchStop(t.stopRequested);
+    const StopFlags &stop = installStopHandlers();
+    t.stopRequested = &stop.signal;
+    w.watchStop(&stop);
     auto r = runTraining(t, llvm::outs(), w);
     if (!r) {
       if (w.size() > 1)
@@ -185,6 +189,45 @@ struct TrainCommand {
     }
     w.finish();
     return r->stoppedBySignal ? 128 + r->stoppedBySignal : 0;
+  }
+};
+
+struct LaunchCommand {
+  ElasticOptions o;
+  std::string elastic, mpirun = "mpirun";
+  CLI::App *cmd = nullptr;
+
+  void add(CLI::App &app) {
+    cmd = app.add_subcommand("launch", "train under mpirun, restarting from the newest checkpoint "
+                                       "on the hosts still answering when a worker or host fails "
+                                       "(flags of `train` after --)");
+    cmd->add_option("--hostfile", o.hostfile, "mpirun's hostfile: NAME slots=N per line")
+        ->required();
+    cmd->add_option("--elastic", elastic, "MIN:MAX workers: fewer than MIN answering ends the run")
+        ->required();
+    cmd->add_option("--mpirun", mpirun, "the mpirun to start each segment with")
+        ->capture_default_str();
+    cmd->add_option("--max-restarts", o.maxRestarts, "restarts before giving up")
+        ->capture_default_str();
+    cmd->add_option("--probe-timeout", o.probeTimeout,
+                    "seconds a host may take to start a process before it counts as lost")
+        ->capture_default_str();
+    cmd->add_option("TRAIN", o.trainArgs, "graphrun train's flags (after --)")->required();
+  }
+
+  int run(const char *argv0) {
+    if (auto e = parseElasticRange(elastic, o.minWorkers, o.maxWorkers))
+      return fail(std::move(e));
+    if (!(o.probeTimeout >= 1) || !(o.probeTimeout <= 3600))
+      return fail(makeError("--probe-timeout " + numberText(o.probeTimeout) +
+                            ": must be 1 to 3600 seconds"));
+    o.mpirun = {mpirun};
+    static int anchor;
+    o.graphrun = llvm::sys::fs::getMainExecutable(argv0, &anchor);
+    auto rc = runElastic(o, llvm::outs());
+    if (!rc)
+      return fail(rc.takeError());
+    return *rc;
   }
 };
 
@@ -329,6 +372,8 @@ int run(int argc, char **argv) {
   memoryLimit.add(app);
   TrainCommand train;
   train.add(app);
+  LaunchCommand launch;
+  launch.add(app);
   EvalCommand eval;
   eval.add(app);
   InferCommand infer;
@@ -354,6 +399,8 @@ int run(int argc, char **argv) {
   pauseWritesIfTesting();
   if (*train.cmd)
     return train.run();
+  if (*launch.cmd)
+    return launch.run(argv[0]);
   if (*eval.cmd)
     return eval.run();
   if (*infer.cmd)

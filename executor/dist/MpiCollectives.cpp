@@ -21,6 +21,8 @@ llvm::Expected<std::vector<uint64_t>> MpiCollectives::gatherOn(bool world, uint6
   std::vector<unsigned long long> all(world ? mpi_.size : numWorkers());
   unsigned long long mine = value;
   MPI_Request req;
+  if (auto e = wait_.jobEnding(what + " (all-gather)"))
+    return e;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
     int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
@@ -37,6 +39,8 @@ llvm::Error MpiCollectives::broadcast(llvm::MutableArrayRef<uint8_t> bytes, llvm
   if (numWorkers() == 1 || bytes.empty())
     return llvm::Error::success();
   MPI_Request req;
+  if (auto e = wait_.jobEnding(what + " (broadcast from rank 0)"))
+    return e;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
     int rc = MPI_Ibcast(bytes.data(), (int)bytes.size(), MPI_BYTE, 0, mpi_.workers(), &req);
@@ -81,6 +85,8 @@ llvm::Error MpiCollectives::orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::
   if (numWorkers() == 1 || flags.empty())
     return llvm::Error::success();
   MPI_Request req;
+  if (auto e = wait_.jobEnding(what))
+    return e;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, flags.data(), (int)flags.size(), MPI_UNSIGNED_CHAR,
@@ -96,6 +102,8 @@ llvm::Expected<bool> MpiCollectives::any(bool flag, llvm::StringRef what) {
     return flag;
   int mine = flag ? 1 : 0, result = 0;
   MPI_Request req;
+  if (auto e = wait_.jobEnding(what))
+    return e;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
     int rc = MPI_Iallreduce(&mine, &result, 1, MPI_INT, MPI_MAX, mpi_.workers(), &req);
@@ -129,6 +137,11 @@ llvm::Error MpiCollectives::allReduceSum(llvm::StringRef group, llvm::ArrayRef<T
   if (it == mpi_.groups.end())
     return makeError("collective '" + group + "' crosses workers but was not prepared (" + what +
                      ")");
+  const std::string collective = ("the all-reduce '" + group + "' across " +
+                                  llvm::Twine(numWorkers()) + " workers (" + what + ")")
+                                     .str();
+  if (auto e = wait_.jobEnding(collective))
+    return e;
   std::vector<MPI_Request> reqs;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
@@ -145,9 +158,7 @@ llvm::Error MpiCollectives::allReduceSum(llvm::StringRef group, llvm::ArrayRef<T
       reqs.push_back(r);
     }
   }
-  return wait_.waitAll(reqs.data(), (int)reqs.size(),
-                       "the all-reduce '" + group + "' across " + llvm::Twine(numWorkers()) +
-                           " workers (" + what + ")");
+  return wait_.waitAll(reqs.data(), (int)reqs.size(), collective);
 }
 
 } // namespace graphc

@@ -12,6 +12,8 @@ llvm::Error MpiMessages::exchange(llvm::ArrayRef<Message> sends,
                                   llvm::MutableArrayRef<Message> receives, llvm::StringRef what) {
   if (mpi_.messages == MPI_COMM_NULL)
     return noExchangeError(what);
+  if (auto e = wait_.jobEnding(what))
+    return e;
   std::vector<MPI_Request> reqs;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
@@ -47,6 +49,8 @@ llvm::Error MpiMessages::receiveAny(Message &into, std::chrono::steady_clock::ti
   if (mpi_.messages == MPI_COMM_NULL)
     return noExchangeError(what);
   MPI_Request req;
+  if (auto e = wait_.jobEnding(what))
+    return e;
   {
     std::lock_guard<std::mutex> lock(mpi_.mutex);
     int rc = MPI_Irecv(into.data, (int)into.bytes, MPI_BYTE, MPI_ANY_SOURCE, into.tag,

@@ -9,6 +9,22 @@
 
 namespace graphc {
 
+static llvm::Error goneError(const llvm::Twine &what, const std::string &gone) {
+  return makeError(what + " did not complete: " + gone +
+                   (gone.find(", ") == std::string::npos ? " is" : " are") +
+                   " gone (killed or crashed); mpirun is ending every rank");
+}
+
+llvm::Error MpiWait::jobEnding(const llvm::Twine &what) const {
+  if (!stop_ || !stop_->byLauncher.load())
+    return llvm::Error::success();
+  std::string gone = peers_.goneRanks();
+  if (!gone.empty())
+    return goneError(what, gone);
+  return makeError(what + " did not complete: mpirun is ending the job (a rank or a host was "
+                          "lost, or mpirun was stopped)");
+}
+
 llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &what,
                              MPI_Status *statuses, std::chrono::steady_clock::time_point until) {
   using Clock = std::chrono::steady_clock;
@@ -19,6 +35,11 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
   std::chrono::microseconds nap(0);
   auto nextPeerCheck = start;
   for (;;) {
+    // The launcher's own stop signal (StopFlags.h): the job is over and nothing will complete.
+    // Stop driving MPI: its TCP transport ends this process the moment it reads that a peer
+    // on a killed host hung up, before this rank could say where it was.
+    if (auto e = jobEnding(what))
+      return e;
     int done = 0, rc;
     {
       std::lock_guard<std::mutex> lock(mpi_.mutex);
@@ -29,13 +50,11 @@ llvm::Error MpiWait::waitAll(MPI_Request *requests, int n, const llvm::Twine &wh
     if (done)
       return llvm::Error::success();
     // mpirun ends the job with SIGTERM when a rank dies: say which one.
-    if (stop_ && stop_->load() != 0 && Clock::now() >= nextPeerCheck) {
+    if (stop_ && stop_->signal.load() != 0 && Clock::now() >= nextPeerCheck) {
       nextPeerCheck = Clock::now() + std::chrono::milliseconds(20);
       std::string gone = peers_.goneRanks();
       if (!gone.empty())
-        return makeError(what + " did not complete: " + gone +
-                         (gone.find(", ") == std::string::npos ? " is" : " are") +
-                         " gone (killed or crashed); mpirun is ending every rank");
+        return goneError(what, gone);
     }
     if (Clock::now() > deadline) {
       // The caller names the step; before the first one, say so.

@@ -64,8 +64,8 @@ void MpiWorkers::setTimeout(std::chrono::milliseconds t) {
 void MpiWorkers::setStep(int64_t step) {
   wait_->setStep(step);
 }
-void MpiWorkers::watchStop(const std::atomic<int> *flag) {
-  wait_->watchStop(flag);
+void MpiWorkers::watchStop(const StopFlags *flags) {
+  wait_->watchStop(flags);
 }
 
 std::string MpiWorkers::whoAmI() const {

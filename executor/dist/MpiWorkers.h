@@ -38,7 +38,7 @@ public:
 
   void setTimeout(std::chrono::milliseconds t) override;
   void setStep(int64_t step) override;
-  void watchStop(const std::atomic<int> *flag) override;
+  void watchStop(const StopFlags *flags) override;
   std::string whoAmI() const override;
   void finish() override;
   [[noreturn]] void abortAll(int code) override;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "executor/dist/MessageChannel.h"
+#include "executor/dist/StopFlags.h"
 #include "executor/dist/WorkerCollectives.h"
 
 #include "llvm/Support/Error.h"
@@ -58,9 +59,9 @@ public:
   virtual void setTimeout(std::chrono::milliseconds t) = 0;
   /// The training step, for messages.
   virtual void setStep(int64_t step) = 0;
-  /// A stop signal's flag (SIGINT/SIGTERM, non-zero once one came): while
-  /// it is set, waiting calls check whether a rank died.
-  virtual void watchStop(const std::atomic<int> *flag) = 0;
+  /// The stop signals' flags: once a signal came, waiting calls check whether a rank died;
+  /// once the launcher sent it, every wait fails at once (MpiWait.h).
+  virtual void watchStop(const StopFlags *flags) = 0;
   /// "rank 1 of 4" (for messages; "" in a world of one).
   virtual std::string whoAmI() const = 0;
   /// Ends the world cleanly (every rank must call it).

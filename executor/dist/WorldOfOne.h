@@ -29,7 +29,7 @@ public:
 
   void setTimeout(std::chrono::milliseconds t) override;
   void setStep(int64_t) override {}
-  void watchStop(const std::atomic<int> *) override {}
+  void watchStop(const StopFlags *) override {}
   std::string whoAmI() const override { return ""; }
   void finish() override {}
   [[noreturn]] void abortAll(int code) override;

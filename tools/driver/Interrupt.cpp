@@ -8,7 +8,7 @@ namespace graphc {
 
 namespace {
 
-std::atomic<int> stopSignal{0};
+StopFlags stopFlags;
 
 void say(const char *msg) {
   // write() is async-signal-safe; a short write to stderr is no matter.
@@ -16,9 +16,13 @@ void say(const char *msg) {
   (void)ignored;
 }
 
-void onStop(int sig) {
+void onStop(int sig, siginfo_t *info, void *) {
   int expected = 0;
-  if (!stopSignal.compare_exchange_strong(expected, sig)) {
+  // Set before the signal, which the waits read first.
+  if (stopFlags.signal.load() == 0 && info && info->si_code == SI_USER &&
+      info->si_pid == ::getppid())
+    stopFlags.byLauncher.store(true);
+  if (!stopFlags.signal.compare_exchange_strong(expected, sig)) {
     say("\ngraphrun: second interrupt: exiting at once\n");
     ::_exit(128 + expected);
   }
@@ -30,15 +34,15 @@ void onStop(int sig) {
 
 } // namespace
 
-const std::atomic<int> &installStopHandlers() {
+const StopFlags &installStopHandlers() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = onStop;
+  sa.sa_sigaction = onStop;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  return stopSignal;
+  return stopFlags;
 }
 
 } // namespace graphc

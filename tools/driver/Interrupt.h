@@ -5,16 +5,18 @@
 // checkpoint and stops; the tool then exits with 128 + the number, 130 or
 // 143, as a shell reports a process the signal ended) and says so on
 // stderr; a second one exits at once with the same code. (SIGXFSZ is
-// ignored by both tools from the start: ir/OutputFile.h.)
+// ignored by both tools from the start: ir/OutputFile.h.) The flags also
+// say whether the parent process (mpirun or its daemon, which sends SIGTERM
+// when it ends the job) sent the first one: executor/dist/StopFlags.h.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include <atomic>
+#include "executor/dist/StopFlags.h"
 
 namespace graphc {
 
-/// Installs the handlers (once per process) and returns the flag they set.
-const std::atomic<int> &installStopHandlers();
+/// Installs the handlers (once per process) and returns the flags they set.
+const StopFlags &installStopHandlers();
 
 } // namespace graphc
