@@ -48,8 +48,10 @@ LAST_WORDS = re.compile(r"^graphrun: error: rank (\d) of 4: (after )?step \d+: (
                         r"complete", re.M)
 
 
-def rank_pids(marker):
-    """{rank: pid} of the graphrun processes whose environment holds `marker`."""
+def rank_pids(marker, namespace=None):
+    """{rank: pid} of the graphrun processes whose environment holds `marker` (those in the
+    network namespace named `namespace` only, if one is given)."""
+    net = "net:[%d]" % os.stat("/run/netns/" + namespace).st_ino if namespace else None
     ranks = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -58,6 +60,8 @@ def rank_pids(marker):
             with open("/proc/%s/environ" % pid, "rb") as f:
                 env = f.read().split(b"\0")
             exe = os.readlink("/proc/%s/exe" % pid)
+            if net and os.readlink("/proc/%s/ns/net" % pid) != net:
+                continue
         except OSError:
             continue
         if marker not in env or not exe.endswith("/graphrun"):
