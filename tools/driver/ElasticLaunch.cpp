@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -43,11 +44,15 @@ llvm::Expected<std::vector<HostSlots>> parseHostfile(llvm::StringRef text, llvm:
     if (line.empty())
       continue;
     llvm::SmallVector<llvm::StringRef, 4> words;
-    line.split(words, ' ', -1, /*KeepEmpty=*/false);
+    llvm::SplitString(line, words); // at spaces and tabs
     HostSlots h{words[0].str(), 1};
     for (llvm::StringRef w : llvm::ArrayRef<llvm::StringRef>(words).drop_front()) {
       auto [key, value] = w.split('=');
-      if (key != "slots" || value.getAsInteger(10, h.slots) || h.slots == 0)
+      unsigned n = 0;
+      const bool number = !value.getAsInteger(10, n) && n > 0;
+      if (key == "slots" && number)
+        h.slots = n;
+      else if (!((key == "max_slots" || key == "max-slots") && number))
         return makeError(path + ":" + llvm::Twine(i + 1) + ": '" + w +
                          "': expected slots=N (N >= 1) after the host name");
     }
@@ -131,16 +136,19 @@ std::vector<StepTime> recordedSteps(llvm::StringRef metrics, uint64_t offset) {
     return steps;
   llvm::SmallVector<llvm::StringRef, 0> lines;
   (*buf)->getBuffer().drop_front(offset).split(lines, '\n', -1, false);
-  auto field = [](llvm::StringRef line, llvm::StringRef name) {
-    size_t at = line.find(("\"" + name + "\":").str());
-    return at == llvm::StringRef::npos ? llvm::StringRef()
-                                       : line.drop_front(at + name.size() + 3).split(',').first;
-  };
   for (llvm::StringRef line : lines) {
-    StepTime t;
-    if (line.startswith("{\"kind\":\"step\",") && !field(line, "step").getAsInteger(10, t.step) &&
-        !field(line, "seconds").getAsDouble(t.seconds))
-      steps.push_back(t);
+    auto value = llvm::json::parse(line);
+    if (!value) { // a line cut short by a rank killed while writing
+      llvm::consumeError(value.takeError());
+      continue;
+    }
+    const llvm::json::Object *record = value->getAsObject();
+    if (!record || record->getString("kind") != llvm::StringRef("step"))
+      continue;
+    auto step = record->getInteger("step");
+    auto seconds = record->getNumber("seconds");
+    if (step && *step >= 0 && seconds)
+      steps.push_back({(uint64_t)*step, *seconds});
   }
   return steps;
 }
@@ -180,26 +188,14 @@ public:
     uint64_t failedReached = 0;
     std::vector<StepTime> failedSteps;
     for (unsigned segment = 1;; ++segment) {
-      std::vector<HostSlots> answering;
-      std::vector<std::string> silent;
-      for (const HostSlots &h : *hosts) {
-        if (answers(h.name))
-          answering.push_back(h);
-        else
-          silent.push_back(h.name);
-      }
-      std::vector<HostSlots> taken = segmentHosts(answering, o_.maxWorkers);
-      unsigned workers = 0;
-      for (const HostSlots &h : taken)
-        workers += h.slots;
-      std::string notes = silent.empty() ? "" : "; " + llvm::join(silent, ", ") + " did not answer";
-      if (workers < o_.minWorkers)
-        return makeError("segment " + llvm::Twine(segment) + ": " + llvm::Twine(workers) +
-                         " workers answer, fewer than --elastic's minimum " +
-                         llvm::Twine(o_.minWorkers) + notes);
+      auto chosen = chooseHosts(*hosts, segment);
+      if (!chosen)
+        return chosen.takeError();
+      const std::vector<HostSlots> &taken = chosen->hosts;
+      const unsigned workers = chosen->workers;
       const uint64_t from = latestStep(checkpointDir_);
       out_ << "graphrun launch: segment " << segment << ": " << workers << " workers on "
-           << describeHosts(taken) << " from step " << from << notes << "\n";
+           << describeHosts(taken) << " from step " << from << chosen->notes << "\n";
       if (segment > 1) {
         const uint64_t redo = failedReached - std::min(failedReached, from);
         out_ << llvm::format("graphrun launch: restart %u: %llu step%s to redo (the failed "
@@ -218,21 +214,13 @@ public:
       double stepSeconds = 0;
       for (const StepTime &t : steps)
         stepSeconds += t.seconds;
-      // What the restart before this segment cost: the steps redone, the time between the
-      // segments, and this segment's time outside its steps (start-up, checkpoints, the end;
-      // an uninterrupted run pays the last two once, so this is an upper bound).
       std::optional<double> restartCost;
       if (segment > 1 && !metrics_.empty()) {
         double redone = 0;
         for (const StepTime &t : failedSteps)
           redone += t.step > from ? t.seconds : 0;
-        const double between = seconds(start - failedAt),
-                     outside = std::max(0.0, seconds(end - start) - stepSeconds);
-        restartCost = redone + between + outside;
-        out_ << llvm::format("graphrun launch: restart %u cost %.1f s: %.1f s of steps redone, "
-                             "%.1f s between the segments, %.1f s of segment %u outside its "
-                             "steps (start-up, checkpoints, its end or failure)\n",
-                             segment - 1, *restartCost, redone, between, outside, segment);
+        restartCost = reportRestartCost(segment, redone, seconds(start - failedAt),
+                                        std::max(0.0, seconds(end - start) - stepSeconds));
       }
       failedAt = end;
       failedReached = steps.empty() ? latestStep(checkpointDir_) : steps.back().step;
@@ -260,6 +248,49 @@ public:
   }
 
 private:
+  /// A segment's hosts: those that answer, in the hostfile's order, up to --elastic's MAX
+  /// workers; the notes name the hosts that did not answer.
+  struct Chosen {
+    std::vector<HostSlots> hosts;
+    unsigned workers = 0;
+    std::string notes;
+  };
+
+  llvm::Expected<Chosen> chooseHosts(llvm::ArrayRef<HostSlots> hosts, unsigned segment) {
+    std::vector<HostSlots> answering;
+    std::vector<std::string> silent;
+    for (const HostSlots &h : hosts) {
+      if (answers(h.name))
+        answering.push_back(h);
+      else
+        silent.push_back(h.name);
+    }
+    Chosen c;
+    c.hosts = segmentHosts(answering, o_.maxWorkers);
+    for (const HostSlots &h : c.hosts)
+      c.workers += h.slots;
+    if (!silent.empty())
+      c.notes = "; " + llvm::join(silent, ", ") + " did not answer";
+    if (c.workers < o_.minWorkers)
+      return makeError("segment " + llvm::Twine(segment) + ": " + llvm::Twine(c.workers) +
+                       " workers answer, fewer than --elastic's minimum " +
+                       llvm::Twine(o_.minWorkers) + c.notes);
+    return c;
+  }
+
+  /// Prints what the restart before `segment` cost, and returns it: the steps redone, the
+  /// time between the segments, and the segment's time outside its steps (start-up,
+  /// checkpoints, the end; an uninterrupted run pays the last two once, so this is an upper
+  /// bound).
+  double reportRestartCost(unsigned segment, double redone, double between, double outside) {
+    const double cost = redone + between + outside;
+    out_ << llvm::format("graphrun launch: restart %u cost %.1f s: %.1f s of steps redone, "
+                         "%.1f s between the segments, %.1f s of segment %u outside its "
+                         "steps (start-up, checkpoints, its end or failure)\n",
+                         segment - 1, cost, redone, between, outside, segment);
+    return cost;
+  }
+
   static std::vector<std::string> map(llvm::ArrayRef<unsigned> v) {
     std::vector<std::string> s;
     for (unsigned x : v)

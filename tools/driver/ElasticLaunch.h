@@ -59,7 +59,8 @@ struct ElasticOptions {
 
 /// "MIN:MAX" (or "N" for N:N): 1 <= MIN <= MAX.
 llvm::Error parseElasticRange(llvm::StringRef text, unsigned &min, unsigned &max);
-/// A hostfile's lines "NAME [slots=N]" (# comments, blank lines); an error names the line.
+/// A hostfile's lines "NAME [slots=N] [max_slots=N]" (# comments, blank lines; max_slots,
+/// Open MPI's, is accepted and not used: a segment takes `slots`); an error names the line.
 llvm::Expected<std::vector<HostSlots>> parseHostfile(llvm::StringRef text, llvm::StringRef path);
 /// The answering hosts' slots, in order, at most `max` workers in all.
 std::vector<HostSlots> segmentHosts(llvm::ArrayRef<HostSlots> answering, unsigned max);
