@@ -40,15 +40,15 @@ public:
   void setStep(int64_t step) { step_.store(step); }
   void watchStop(const StopFlags *flags) { stop_ = flags; }
 
-  /// Waits for `n` requests (their statuses into `statuses` when given)
-  /// until `deadline`, by default the timeout from now. The error names
-  /// `what` (built only then), and the step; a deadline the caller set is the timeout counted
-  /// from a silent peer's last message (which the caller names).
   /// Fails, naming `what`, once the launcher's stop signal came: every MPI call checks it
   /// before it starts, since the job is over and Open MPI's TCP transport may end the process
   /// unheard inside any call that reads a dead peer's hang-up.
   llvm::Error jobEnding(const llvm::Twine &what) const;
 
+  /// Waits for `n` requests (their statuses into `statuses` when given)
+  /// until `deadline`, by default the timeout from now. The error names
+  /// `what` (built only then), and the step; a deadline the caller set is the timeout counted
+  /// from a silent peer's last message (which the caller names).
   llvm::Error waitAll(MPI_Request *requests, int n, const llvm::Twine &what,
                       MPI_Status *statuses = nullptr,
                       std::chrono::steady_clock::time_point deadline = {});
