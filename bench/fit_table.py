@@ -13,7 +13,13 @@ statistics per tower or micro-batch, so K towers train as one device accumulatin
 micro-batches), and the parameters and optimizer slots of both are compared: the largest
 difference of any tensor over its largest magnitude. Batch norm's moving averages are left
 out (towers average theirs once per step, accumulation updates them per micro-batch), and
-dropout is off (a tower and a micro-step draw different masks).
+dropout is off (a tower and a micro-step draw different masks). Both train with one thread
+each (--threads), side by side: a kernel that splits a sum over its threads groups it by their
+number, and emulated devices share the threads otherwise than one device does, so with more
+threads the two sides round apart by ~1e-7 in a step, and a batch norm over a few samples
+per micro-batch carries that to O(1) by the second step (inception_v3 at 75x75, micro-batches
+of 2: one tensor 9e-8 apart after one step, every tensor O(1) apart after two; with one
+thread, bit-identical after three).
 
     bench/fit_table.py                           # search only: a few minutes
     bench/fit_table.py --steps 2                 # and train each row: long on a CPU
@@ -146,18 +152,24 @@ class Bench:
             raise SystemExit("no need in graphc's refusal:\n" + out)
         return float(m.group(1)) / (1024 if m.group(2) == "MiB" else 1)
 
-    def train(self, name, flags, batch):
-        """The checkpoint after --steps steps of `flags` at `batch`, and the median step (s)."""
+    def start(self, name, flags, batch):
+        """Starts --steps steps of `flags` at `batch`; finish() waits for them."""
         ckpt = os.path.join(self.tmp, name)
         metrics = os.path.join(self.tmp, name + ".jsonl")
-        p = subprocess.run([self.graphrun, "train", *self.model, "--batch", str(batch), *flags,
-                            "--steps", str(self.args.steps), "--threads", str(self.args.threads),
-                            "--plain-layouts", "--seed", "1", "--dropout", "0", "--no-eval",
-                            "--no-progress",
-                            "--checkpoint", ckpt, "--metrics", metrics],
-                           capture_output=True, text=True)
+        p = subprocess.Popen([self.graphrun, "train", *self.model, "--batch", str(batch), *flags,
+                              "--steps", str(self.args.steps), "--threads", str(self.args.threads),
+                              "--plain-layouts", "--seed", "1", "--dropout", "0", "--no-eval",
+                              "--no-progress", "--checkpoint", ckpt, "--metrics", metrics],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return name, p, ckpt, metrics
+
+    @staticmethod
+    def finish(run):
+        """The checkpoint after the steps of a start()ed run, and its median step (s)."""
+        name, p, ckpt, metrics = run
+        out = p.communicate()[0]
         if p.returncode != 0:
-            raise SystemExit("graphrun train (%s) failed:\n%s%s" % (name, p.stdout, p.stderr))
+            raise SystemExit("graphrun train (%s) failed:\n%s" % (name, out))
         with open(metrics) as f:
             steps = [json.loads(line) for line in f if line.strip()]
         seconds = sorted(s["seconds"] for s in steps if s.get("kind") == "step")
@@ -186,7 +198,8 @@ def main():
     ap.add_argument("--memory-mib", type=int, default=3072, help="each GPU's memory")
     ap.add_argument("--micro-batches", type=int, default=8, help="the pipeline rows' M")
     ap.add_argument("--steps", type=int, default=0, help="train each row this many steps")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads of each training (1: the sums are grouped alike on both sides)")
     ap.add_argument("--only", default="", help="row keys, comma-separated")
     args = ap.parse_args()
     chosen = [r for r in rows(args.micro_batches)
@@ -208,9 +221,11 @@ def main():
                 title, batch, need, need * 1024 / args.memory_mib, seconds)
             if args.steps:
                 emulated = ["--cluster", b.clusters[gpus], "--emulate"] + flags
-                got, step = b.train(key, emulated, batch)
-                want, _ = b.train(key + "-reference", ["--accumulate", str(k(batch))],
-                                  batch // k(batch))
+                # Side by side: each takes --threads threads.
+                runs = [b.start(key, emulated, batch),
+                        b.start(key + "-reference", ["--accumulate", str(k(batch))],
+                                batch // k(batch))]
+                (got, step), (want, _) = [b.finish(r) for r in runs]
                 line += " %.2e | %.1f |" % (difference(got, want), step)
             print(line, flush=True)
 
