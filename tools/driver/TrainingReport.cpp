@@ -22,6 +22,7 @@
 #include "tools/driver/Progress.h"
 #include "tools/driver/RecomputeReport.h"
 #include "tools/driver/StepBreakdownTable.h"
+#include "tools/driver/TensorBoard.h"
 #include "tools/driver/TrainingData.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -223,6 +224,9 @@ llvm::Error TrainingSession::report() {
   if (metrics_)
     if (auto e = metrics_->close())
       return e;
+  if (tensorboard_)
+    if (auto e = tensorboard_->close())
+      return e;
   if (auto e = writeProfiles())
     return e;
   if (result_.stoppedBySignal)
@@ -308,7 +312,8 @@ llvm::Error TrainingSession::reportInput() {
   }
   LoaderStats ls = loader_->stats();
   if (plannedWorkers_ > 1 && !async_) {
-    auto loaded = workers_.collectives().gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
+    auto loaded =
+        workers_.collectives().gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
     if (!loaded)
       return loaded.takeError();
     out_ << "input: samples loaded by each rank "
