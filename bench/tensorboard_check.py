@@ -13,7 +13,11 @@ bench/setup-peers does) and runs itself again there. Then, in a temporary direct
      a checkpoint, then resumed to 3 epochs into the same DIR: two event files, steps 1..12,
      an evaluation after each epoch;
   2. small_cnn_nobn, fp16 with dynamic loss scaling on 2 emulated GPUs, 4 steps: the loss
-     scale too.
+     scale too;
+  3. mlp, 5 steps with checkpoints at 3 and 5; the one at 5 is damaged (as if the run had died
+     past its last whole checkpoint), so --resume restarts from 3 with another learning rate:
+     TensorBoard shows steps 4 and 5 of the resumed run only (its SessionLog START at step 4
+     drops the first file's).
 
 For each DIR it prints TensorBoard's EventAccumulator's Tags()['scalars'] and, per tag, the
 steps and values of Scalars(tag), and checks the losses against --metrics' (6 digits).
@@ -64,9 +68,10 @@ def small_fashion_mnist(folder, samples=64):
                   bytes(i % 10 for i in range(samples)))
 
 
-def train(graphrun, *args):
+def train(graphrun, work, *args):
     cmd = [graphrun, "train", "--no-progress", "--threads", "2", *map(str, args)]
-    print("$ " + " ".join(os.path.basename(c) if c == graphrun else c for c in cmd), flush=True)
+    shown = (os.path.basename(c) if c == graphrun else c.replace(work, "$W") for c in cmd)
+    print("$ " + " ".join(shown), flush=True)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("graphrun failed (%d):\n%s%s" % (p.returncode, p.stdout, p.stderr))
@@ -91,7 +96,9 @@ def list_scalars(tb, metrics):
         print("  %-26s %2d points, steps %s: %s" % (tag, len(points), span, values))
     with open(metrics) as f:
         rows = [json.loads(line) for line in f]
-    losses = [r["loss"] for r in rows if r["kind"] == "step"]
+    # A step recorded twice (a restart past the last checkpoint): the later record stands.
+    by_step = {r["step"]: r["loss"] for r in rows if r["kind"] == "step"}
+    losses = [by_step[s] for s in sorted(by_step)]
     got = [p.value for p in acc.Scalars("train/loss")]
     assert len(got) == len(losses) and all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(got, losses)), (got, losses)
     print("  train/loss equals the --metrics losses (%d steps)" % len(losses))
@@ -105,19 +112,30 @@ def main():
     ensure_tensorboard()
     work = args.keep or tempfile.mkdtemp(prefix="graphc-tensorboard-")
     os.makedirs(work, exist_ok=True)
+    print("W=%s" % work)
     try:
         data = os.path.join(work, "fashion-mnist")
         small_fashion_mnist(data)
         tb, ckpt, metrics = (os.path.join(work, n) for n in ("mlp", "ckpt", "mlp.jsonl"))
         common = ["--model", "mlp", "--batch", "16", "--seed", "3", "--data", "fashion-mnist:" + data,
                   "--checkpoint", ckpt, "--tensorboard", tb, "--metrics", metrics]
-        train(args.graphrun, *common, "--epochs", "2")
-        train(args.graphrun, *common, "--epochs", "3", "--resume")
+        train(args.graphrun, work, *common, "--epochs", "2")
+        train(args.graphrun, work, *common, "--epochs", "3", "--resume")
         list_scalars(tb, metrics)
         tb, metrics = os.path.join(work, "fp16"), os.path.join(work, "fp16.jsonl")
-        train(args.graphrun, "--model", "small_cnn_nobn", "--batch", "16", "--steps", "4", "--no-eval", "--gpus", "2",
+        train(args.graphrun, work, "--model", "small_cnn_nobn", "--batch", "16", "--steps", "4", "--no-eval", "--gpus", "2",
               "--emulate", "--params", "mirrored", "--precision", "fp16", "--loss-scale", "16777216",
               "--tensorboard", tb, "--metrics", metrics)
+        list_scalars(tb, metrics)
+        tb, ckpt, metrics = (os.path.join(work, n) for n in ("restart", "restart-ckpt", "restart.jsonl"))
+        common = ["--model", "mlp", "--batch", "16", "--seed", "3", "--no-eval", "--steps", "5", "--checkpoint", ckpt,
+                  "--tensorboard", tb, "--metrics", metrics]
+        train(args.graphrun, work, *common, "--checkpoint-every", "3")
+        with open(os.path.join(ckpt, "step-00000005.gck"), "r+b") as f:
+            f.seek(100)
+            f.write(b"xx")
+        print("(step-00000005.gck damaged)")
+        train(args.graphrun, work, *common, "--resume", "--lr", "0.05")
         list_scalars(tb, metrics)
     finally:
         if not args.keep:

@@ -137,11 +137,12 @@ float asFloat(uint64_t bits) {
 
 /// An Event: wall_time (1, double), step (2, varint), file_version (3,
 /// string), summary (5: values (1) of tag (1, string) and simple_value (2,
-/// float)).
+/// float)), session_log (7: status (1, varint; START is 1)).
 struct Event {
   double wallTime = 0;
   int64_t step = 0;
   std::string fileVersion;
+  std::optional<uint64_t> sessionStatus;
   std::map<std::string, float> scalars;
 };
 
@@ -154,6 +155,11 @@ Event decodeEvent(llvm::StringRef data) {
       e.step = (int64_t)f.integer;
     else if (f.number == 3 && f.wireType == 2)
       e.fileVersion = f.bytes;
+    else if (f.number == 7 && f.wireType == 2)
+      for (const Field &s : decodeMessage(f.bytes)) {
+        EXPECT_TRUE(s.number == 1 && s.wireType == 0) << "session log field " << s.number;
+        e.sessionStatus = s.integer;
+      }
     else if (f.number == 5 && f.wireType == 2)
       for (const Field &value : decodeMessage(f.bytes)) {
         EXPECT_EQ(value.number, 1);
@@ -187,7 +193,7 @@ TEST(TensorBoard, TfRecordFraming) {
 TEST(TensorBoard, WritesEventsTensorBoardReads) {
   tempdir::TempDir tmp;
   const std::string dir = tmp.file("runs/a");
-  auto w = TensorBoardWriter::open(dir);
+  auto w = TensorBoardWriter::open(dir, 1);
   ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
   StepRecord first{1, 0, 2.5, 0.1, 0.5, 64, 0, {}, std::nullopt, std::nullopt, std::nullopt};
   StepRecord second{2, 0, 2.25, 0.05, 0.5, 128, 0, {}, std::nullopt, 32768.0, 0};
@@ -206,12 +212,18 @@ TEST(TensorBoard, WritesEventsTensorBoardReads) {
   EXPECT_EQ(dir + "/" + names[0], (*w)->path());
 
   std::vector<std::string> records = readRecords(tempdir::fileText((*w)->path()));
-  ASSERT_EQ(records.size(), 4u);
+  ASSERT_EQ(records.size(), 5u);
   std::vector<Event> events;
   for (const std::string &r : records)
     events.push_back(decodeEvent(r));
   EXPECT_EQ(events[0].fileVersion, "brain.Event:2");
   EXPECT_TRUE(events[0].scalars.empty());
+  EXPECT_FALSE(events[0].sessionStatus);
+  // The run starts at its first step (SessionLog START).
+  EXPECT_EQ(events[1].sessionStatus, 1u);
+  EXPECT_EQ(events[1].step, 1);
+  EXPECT_TRUE(events[1].scalars.empty());
+  events.erase(events.begin());
   for (const Event &e : events)
     EXPECT_GT(e.wallTime, 1.5e9); // seconds since 1970, after 2017
   EXPECT_EQ(events[1].step, 1);
@@ -230,8 +242,8 @@ TEST(TensorBoard, WritesEventsTensorBoardReads) {
 
 TEST(TensorBoard, SecondWriterAddsAFile) {
   tempdir::TempDir tmp;
-  auto a = TensorBoardWriter::open(tmp.str());
-  auto b = TensorBoardWriter::open(tmp.str());
+  auto a = TensorBoardWriter::open(tmp.str(), 1);
+  auto b = TensorBoardWriter::open(tmp.str(), 1);
   ASSERT_TRUE(a && b);
   EXPECT_NE((*a)->path(), (*b)->path());
   EXPECT_LT((*a)->path(), (*b)->path()); // the later run's file sorts after
@@ -243,7 +255,7 @@ TEST(TensorBoard, SecondWriterAddsAFile) {
 TEST(TensorBoard, DirectoryThatCannotBeCreated) {
   tempdir::TempDir tmp;
   ASSERT_FALSE(bool(writeOutputFile(tmp.file("plain"), "a file, not a directory\n")));
-  auto w = TensorBoardWriter::open(tmp.file("plain/runs"));
+  auto w = TensorBoardWriter::open(tmp.file("plain/runs"), 1);
   ASSERT_FALSE(bool(w));
   std::string message = llvm::toString(w.takeError());
   EXPECT_NE(message.find("--tensorboard " + tmp.file("plain/runs")), std::string::npos) << message;

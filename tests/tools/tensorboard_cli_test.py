@@ -14,6 +14,8 @@ same scalars with TensorBoard's own loader.
 - a run with evaluation adds eval/accuracy and eval/loss at the end of each
   epoch, the metrics' values;
 - fp16 with dynamic loss scaling adds train/loss_scale, the metrics' scale;
+- every file starts with the run's start (SessionLog START) at its first step, after which
+  TensorBoard drops the steps an earlier file holds from there on;
 - a run resumed from its checkpoint adds a second file whose steps go on;
 - under mpirun, two workers: only the chief writes (one file);
 - a DIR that cannot be created is one error line and exit 1, before training.
@@ -139,7 +141,7 @@ def fields(message):
 
 def event(data):
     """An Event: wall_time (1, double), step (2), file_version (3), summary (5) of values (1) with
-    tag (1) and simple_value (2, float)."""
+    tag (1) and simple_value (2, float), session_log (7) with status (1; START is 1)."""
     e = {"step": 0, "scalars": {}}
     for number, wire, value in fields(data):
         if (number, wire) == (1, 1):
@@ -148,6 +150,10 @@ def event(data):
             e["step"] = value
         elif (number, wire) == (3, 2):
             e["file_version"] = value.decode()
+        elif (number, wire) == (7, 2):
+            ((n, w, status),) = fields(value)
+            assert (n, w) == (1, 0), (n, w)
+            e["session_status"] = status
         elif (number, wire) == (5, 2):
             for vnumber, _, v in fields(value):
                 assert vnumber == 1, vnumber
@@ -168,6 +174,11 @@ def event(data):
 
 def events(path):
     return [event(r) for r in records(path)]
+
+
+def steps(evs):
+    """The steps of the events that hold scalars."""
+    return [e["step"] for e in evs if e["scalars"]]
 
 
 def f32(x):
@@ -194,6 +205,11 @@ class TensorBoardTest(unittest.TestCase):
         with open(path) as f:
             return [r for r in map(json.loads, f) if r["kind"] == kind]
 
+    def assertStarts(self, evs, first_step):
+        """The file's version, then the run's start (SessionLog START) at its first step."""
+        self.assertEqual(evs[0]["file_version"], "brain.Event:2")
+        self.assertEqual((evs[1].get("session_status"), evs[1]["step"], evs[1]["scalars"]), (1, first_step, {}))
+
     def scalar_steps(self, evs, tag):
         return [(e["step"], e["scalars"][tag]) for e in evs if tag in e["scalars"]]
 
@@ -209,9 +225,9 @@ class TensorBoardTest(unittest.TestCase):
         self.assertIn("trained 5 steps", p.stdout)
         (name,) = self.files(tb)
         evs = events(name)
-        self.assertEqual(evs[0]["file_version"], "brain.Event:2")
-        self.assertEqual([e["step"] for e in evs[1:]], [1, 2, 3, 4, 5])
-        for e in evs[1:]:
+        self.assertStarts(evs, 1)
+        self.assertEqual(steps(evs), [1, 2, 3, 4, 5])
+        for e in evs[2:]:
             self.assertEqual(set(e["scalars"]), {"train/loss", "train/learning_rate", "train/images_per_second"})
             self.assertEqual(e["scalars"]["train/learning_rate"], f32(0.05))
             self.assertGreater(e["scalars"]["train/images_per_second"], 0)
@@ -255,10 +271,11 @@ class TensorBoardTest(unittest.TestCase):
         p = train(*MLP, "--steps", "5", "--no-eval", "--checkpoint", ckpt, "--resume", "--tensorboard", tb)
         self.assertIn("steps 4 to 5 of 5", p.stdout)
         first, second = self.files(tb)
-        self.assertEqual([e["step"] for e in events(first)[1:]], [1, 2, 3])
+        self.assertStarts(events(first), 1)
+        self.assertEqual(steps(events(first)), [1, 2, 3])
         resumed = events(second)
-        self.assertEqual(resumed[0]["file_version"], "brain.Event:2")
-        self.assertEqual([e["step"] for e in resumed[1:]], [4, 5])
+        self.assertStarts(resumed, 4)
+        self.assertEqual(steps(resumed), [4, 5])
 
     def test_only_the_chief_writes(self):
         if not shutil.which(MPIRUN):
@@ -267,7 +284,7 @@ class TensorBoardTest(unittest.TestCase):
         run(MPIRUN, "--oversubscribe", "-np", "2", GRAPHRUN, "train", "--model", "mlp", "--batch", "10", "--seed",
             "3", "--threads", "1", "--no-progress", "--no-eval", "--workers", "2", "--steps", "3", "--tensorboard", tb)
         (name,) = self.files(tb)
-        self.assertEqual([e["step"] for e in events(name)[1:]], [1, 2, 3])
+        self.assertEqual(steps(events(name)), [1, 2, 3])
 
     def test_directory_that_cannot_be_created(self):
         plain = self.path("plain")

@@ -72,7 +72,8 @@ std::string tfRecord(llvm::StringRef data) {
   return record;
 }
 
-llvm::Expected<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::open(llvm::StringRef dir) {
+llvm::Expected<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::open(llvm::StringRef dir,
+                                                                           int64_t firstStep) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return makeError("--tensorboard " + dir + ": cannot create the directory: " + ec.message());
   // Seconds, host and process, so that a resumed run's file sorts after the
@@ -92,8 +93,13 @@ llvm::Expected<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::open(llvm:
   tensorboard::Event version;
   version.set_wall_time(wallTime());
   version.set_file_version("brain.Event:2");
-  if (auto e = w->out_->write(tfRecord(version.SerializeAsString())))
-    return withContext(std::move(e), "--tensorboard");
+  tensorboard::Event start;
+  start.set_wall_time(wallTime());
+  start.set_step(firstStep);
+  start.mutable_session_log()->set_status(tensorboard::SessionLog::START);
+  for (const tensorboard::Event *e : {&version, &start})
+    if (auto err = w->out_->write(tfRecord(e->SerializeAsString())))
+      return withContext(std::move(err), "--tensorboard");
   return w;
 }
 

@@ -10,7 +10,10 @@
 // endian), the masked CRC-32C of those 8 bytes, the data, the masked CRC-32C
 // of the data. Each record's data is an Event (TensorBoardEvent.proto),
 // serialized by the protobuf library: the first holds the file's version, the
-// rest a step's scalars (tags under train/ and eval/). Each record is written
+// second the run's start (SessionLog START at its first step: TensorBoard then
+// drops the steps from there on that an earlier file holds, those of a run
+// killed past its last checkpoint, or of an earlier run into the same
+// directory), the rest a step's scalars (tags under train/ and eval/). Each record is written
 // whole as it comes (ir/OutputFile.h), so a run that stops early keeps the
 // steps it wrote.
 //
@@ -47,9 +50,10 @@ struct TensorBoardScalar {
 class TensorBoardWriter {
 public:
   /// Creates `dir` (and its parents) when missing, and a new event file in it
-  /// that starts with its version record; an error names the directory or the
-  /// file.
-  static llvm::Expected<std::unique_ptr<TensorBoardWriter>> open(llvm::StringRef dir);
+  /// that starts with its version and a start of the run at `firstStep` (the
+  /// step of its first record); an error names the directory or the file.
+  static llvm::Expected<std::unique_ptr<TensorBoardWriter>> open(llvm::StringRef dir,
+                                                                 int64_t firstStep);
   ~TensorBoardWriter();
 
   /// train/loss, train/learning_rate, train/images_per_second and, with loss

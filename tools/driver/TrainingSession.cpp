@@ -234,7 +234,7 @@ llvm::Error TrainingSession::openMetrics() {
   }
   // A resumed run writes a new file beside the first run's; its steps go on.
   if (!opts_.tensorboardDir.empty()) {
-    auto t = TensorBoardWriter::open(opts_.tensorboardDir);
+    auto t = TensorBoardWriter::open(opts_.tensorboardDir, start_ + 1);
     if (!t)
       return t.takeError();
     tensorboard_ = std::move(*t);
