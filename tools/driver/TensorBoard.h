@@ -13,9 +13,9 @@
 // second the run's start (SessionLog START at its first step: TensorBoard then
 // drops the steps from there on that an earlier file holds, those of a run
 // killed past its last checkpoint, or of an earlier run into the same
-// directory), the rest a step's scalars (tags under train/ and eval/). Each record is written
-// whole as it comes (ir/OutputFile.h), so a run that stops early keeps the
-// steps it wrote.
+// directory), the rest a step's scalars (tags under train/ and eval/). Each
+// record is written whole as it comes (ir/OutputFile.h), so a run that stops
+// early keeps the steps it wrote.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -312,8 +312,7 @@ llvm::Error TrainingSession::reportInput() {
   }
   LoaderStats ls = loader_->stats();
   if (plannedWorkers_ > 1 && !async_) {
-    auto loaded =
-        workers_.collectives().gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
+    auto loaded = workers_.collectives().gather((uint64_t)ls.loaded, "counting the samples each rank loaded");
     if (!loaded)
       return loaded.takeError();
     out_ << "input: samples loaded by each rank "
