@@ -90,6 +90,8 @@ struct TrainCommand {
     cmd->add_flag("--resume", t.resume,
                   "continue from the newest usable checkpoint in --checkpoint (if any)");
     cmd->add_option("--metrics", t.metricsPath, "per-step metrics (.jsonl or .csv)");
+    cmd->add_option("--tensorboard", t.tensorboardDir,
+                    "TensorBoard event files of the run's scalars in this directory");
     cmd->add_option("--seed", t.executor.seed, "seed: same seed, same devices, same result");
     cpu.add(cmd, "CPU threads (default: all cores)");
     cmd->add_option("--loader-threads", t.loaderThreads, "input pipeline threads")

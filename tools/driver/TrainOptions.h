@@ -60,8 +60,9 @@ struct TrainOptions {
   std::optional<int64_t> checkpointEvery; ///< steps; unset: only at the end
   std::optional<int64_t> keepCheckpoints; ///< step files kept (kDefaultKeepCheckpoints)
   bool resume = false;
-  std::string metricsPath; ///< .jsonl or .csv
-  bool evaluate = true;    ///< test accuracy after each epoch when the data set has a test split
+  std::string metricsPath;    ///< .jsonl or .csv
+  std::string tensorboardDir; ///< TensorBoard event files (TensorBoard.h)
+  bool evaluate = true;       ///< test accuracy after each epoch when the data set has a test split
   std::optional<int64_t> evalBatch; ///< unset: the training batch
   ExecutorOptions executor;
   int64_t loaderThreads = 2;

@@ -12,6 +12,7 @@
 #include "passes/AccumulateGradients.h"
 #include "tools/driver/Evaluator.h"
 #include "tools/driver/Progress.h"
+#include "tools/driver/TensorBoard.h"
 #include "tools/driver/TrainingData.h"
 
 #include "llvm/Support/Format.h"
@@ -166,11 +167,11 @@ llvm::Expected<bool> TrainingSession::completeStep(int64_t step, Update &u) {
   }
   totals_.trainSeconds += dt;
   result_.losses.push_back(loss);
-  // The scale's state per step only for the metrics: reading it waits for
-  // the device, which the summary needs once, after the run.
+  // The scale's state per step only for the metrics and TensorBoard: reading
+  // it waits for the device, which the summary needs once, after the run.
   std::optional<double> scale;
   std::optional<uint64_t> skipped;
-  if (scaling_ && metrics_) {
+  if (scaling_ && (metrics_ || tensorboard_)) {
     auto s = lossScaleState();
     if (!s)
       return withContext(s.takeError(), at());
@@ -178,10 +179,15 @@ llvm::Expected<bool> TrainingSession::completeStep(int64_t step, Update &u) {
     skipped = s->second;
   }
   double ips = (double)(batch_ * accumulate_) / dt;
-  progress_->update(step + 1, epoch_, loss, ips, async_ ? staleness : std::nullopt);
+  const std::optional<uint64_t> shownStaleness = async_ ? staleness : std::nullopt;
+  progress_->update(step + 1, epoch_, loss, ips, shownStaleness);
+  const StepRecord record{step + 1, epoch_, loss,           u.lr,  dt,     ips,
+                          stepWait, parts,  shownStaleness, scale, skipped};
   if (metrics_)
-    if (auto e = metrics_->step({step + 1, epoch_, loss, u.lr, dt, ips, stepWait, parts,
-                                 async_ ? staleness : std::nullopt, scale, skipped}))
+    if (auto e = metrics_->step(record))
+      return e;
+  if (tensorboard_)
+    if (auto e = tensorboard_->step(record))
       return e;
   if (opts_.checkpointEvery && (step + 1) % *opts_.checkpointEvery == 0 && step + 1 != totalSteps_)
     if (auto e = writeCheckpoint())
@@ -209,7 +215,10 @@ llvm::Error TrainingSession::evaluateEpoch() {
   out_.flush();
   result_.epochs.push_back({epoch_, r->accuracy(), r->loss});
   if (metrics_)
-    return metrics_->eval(executor_->step(), epoch_, r->accuracy(), r->loss, r->samples);
+    if (auto e = metrics_->eval(executor_->step(), epoch_, r->accuracy(), r->loss, r->samples))
+      return e;
+  if (tensorboard_)
+    return tensorboard_->eval(executor_->step(), r->accuracy(), r->loss);
   return llvm::Error::success();
 }
 

@@ -22,6 +22,7 @@
 #include "tools/driver/Progress.h"
 #include "tools/driver/RecomputeReport.h"
 #include "tools/driver/StepBreakdownTable.h"
+#include "tools/driver/TensorBoard.h"
 #include "tools/driver/TrainingData.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -222,6 +223,9 @@ llvm::Error TrainingSession::report() {
     }
   if (metrics_)
     if (auto e = metrics_->close())
+      return e;
+  if (tensorboard_)
+    if (auto e = tensorboard_->close())
       return e;
   if (auto e = writeProfiles())
     return e;

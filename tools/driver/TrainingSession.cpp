@@ -14,6 +14,7 @@
 #include "tools/driver/PrecisionRuns.h"
 #include "tools/driver/Progress.h"
 #include "tools/driver/RunChecks.h"
+#include "tools/driver/TensorBoard.h"
 #include "tools/driver/TrainingData.h"
 
 #include "llvm/Support/Format.h"
@@ -223,12 +224,21 @@ void TrainingSession::planLength() {
 }
 
 llvm::Error TrainingSession::openMetrics() {
-  if (opts_.metricsPath.empty() || !workers_.chief())
+  if (!workers_.chief())
     return llvm::Error::success();
-  auto m = MetricsWriter::open(opts_.metricsPath, /*append=*/ckpt_.has_value());
-  if (!m)
-    return m.takeError();
-  metrics_ = std::move(*m);
+  if (!opts_.metricsPath.empty()) {
+    auto m = MetricsWriter::open(opts_.metricsPath, /*append=*/ckpt_.has_value());
+    if (!m)
+      return m.takeError();
+    metrics_ = std::move(*m);
+  }
+  // A resumed run writes a new file beside the first run's; its steps go on.
+  if (!opts_.tensorboardDir.empty()) {
+    auto t = TensorBoardWriter::open(opts_.tensorboardDir, start_ + 1);
+    if (!t)
+      return t.takeError();
+    tensorboard_ = std::move(*t);
+  }
   return llvm::Error::success();
 }
 

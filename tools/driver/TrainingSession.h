@@ -10,7 +10,7 @@
 //   openData           the training set, the checkpoint directory, the
 //                      checkpoint to resume from, the loader, the run's length
 //   reportNothingToTrain (when the checkpoint is at the run's end: stop)
-//   openMetrics        the chief's metrics file
+//   openMetrics        the chief's metrics file and TensorBoard event file
 //   preparePlan        the compiled plan, the same on every rank, this rank's
 //                      part of it and of every batch
 //   createExecutor     devices (emulated ones too) and the executor
@@ -46,6 +46,7 @@ namespace graphc {
 class Evaluator;
 class MetricsWriter;
 class ProgressLine;
+class TensorBoardWriter;
 class Workers;
 
 class TrainingSession {
@@ -158,6 +159,7 @@ private:
   int64_t microPerEpoch_ = 0, perEpoch_ = 0, start_ = 0, totalSteps_ = 0;
   TrainResult result_;
   std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
   // preparePlan
   std::unique_ptr<Module> compiled_;
   WorkerSlice part_;
