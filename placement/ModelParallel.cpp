@@ -89,7 +89,8 @@ private:
     /// Memory order: first the fewest bytes copied (a chain stays on its
     /// device, and a copy held until its producer's last use elsewhere is
     /// what spreading costs), then the device of the node before (a
-    /// variable goes where its consumer runs), then as m-ETF.
+    /// variable goes where its consumer runs), then as m-ETF. Segmented
+    /// memory order: the same after the GPU of the node's forward segment.
     bool better(const Choice &o, ScheduleOrder order) const {
       if (order != ScheduleOrder::EarliestStart) {
         if (preferred != o.preferred)
@@ -133,7 +134,6 @@ private:
     for (Node *n : g_.nodes())
       for (Node *succ : successors_[n])
         (void)succ, ++consumersLeft_[n];
-
     // Each group's variable storage, and the devices every member can run on.
     groupBytes_.assign(groups_.numGroups(), 0);
     groupStored_.assign(groups_.numGroups(), MemoryNeed());
@@ -227,11 +227,8 @@ private:
           }
         }
       saved[i] = total;
-      crossing[i] += (double)outBytes_[n];
-      if (last + 1 < N)
-        crossing[last] -= (double)outBytes_[n];
-      else if (last > i)
-        crossing[N - 1] -= (double)outBytes_[n];
+      crossing[i] += (double)outBytes_[n]; // counted from i up to its last reader
+      crossing[last] -= (double)outBytes_[n];
     }
     for (size_t i = 1; i < N; ++i)
       crossing[i] += crossing[i - 1];

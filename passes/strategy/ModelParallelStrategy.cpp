@@ -254,9 +254,12 @@ void noteAlternative(Module &chosen, ScheduleOrder other, std::optional<double> 
 
 } // namespace
 
-/// Both list schedules are compiled: m-ETF overlaps independent branches for
-/// the shorter step, the memory order holds about what one device would. The
-/// faster of those whose executor plan fits is kept (m-ETF on a tie).
+/// m-ETF and the memory order are compiled: m-ETF overlaps independent
+/// branches for the shorter step, the memory order holds about what one
+/// device would; when the memory order's plan does not fit, the segmented
+/// memory order (the forward pass cut into one segment per GPU) takes its
+/// place. The faster of those whose executor plan fits is kept (m-ETF on a
+/// tie).
 llvm::Expected<std::unique_ptr<Module>>
 ModelParallelStrategy::compile(const Module &forward, const CompileRequest &request,
                                const PlacementRequest &place) const {
