@@ -8,6 +8,7 @@
 #include "placement/analysis/MemoryNeeds.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -81,15 +82,19 @@ private:
     size_t readyIndex = 0;
     int64_t copyBytes = 0; ///< operands copied to the device for it
     bool followsLast = false; ///< the device of the node placed just before
+    bool preferred = false;   ///< the device of the node's forward segment
     /// m-ETF: earliest start, then earliest end; a tie (variables, free at
     /// any time) goes to the device with the most memory to spare, so that
     /// the devices fill evenly instead of the first one filling up.
     /// Memory order: first the fewest bytes copied (a chain stays on its
     /// device, and a copy held until its producer's last use elsewhere is
     /// what spreading costs), then the device of the node before (a
-    /// variable goes where its consumer runs), then as m-ETF.
+    /// variable goes where its consumer runs), then as m-ETF. Segmented
+    /// memory order: the same after the GPU of the node's forward segment.
     bool better(const Choice &o, ScheduleOrder order) const {
-      if (order == ScheduleOrder::MemoryOrder) {
+      if (order != ScheduleOrder::EarliestStart) {
+        if (preferred != o.preferred)
+          return preferred;
         if (copyBytes != o.copyBytes)
           return copyBytes < o.copyBytes;
         if (followsLast != o.followsLast)
@@ -156,7 +161,139 @@ private:
         return nodeError(*groups_.members(grp).front(),
                          "cannot be placed: no device of the cluster can run its group");
     }
+    if (o_.order == ScheduleOrder::SegmentedMemoryOrder)
+      cutForward();
     return llvm::Error::success();
+  }
+
+  /// Segmented memory order: the forward pass (graph order, sources aside)
+  /// cut into contiguous segments, one per GPU in cluster order. A segment's
+  /// device holds what the backward reads of it (and its variables) until
+  /// its backward, and there, at each node's gradient, also about two
+  /// results of that node's size; besides, what crosses its ends: the
+  /// values it sends on (the executor keeps them for the rest of the step)
+  /// and the copies it receives, with the gradient of what it sent. The
+  /// cuts make the largest ratio of that estimate to a device's memory as
+  /// small as they can (bisection on the ratio; for each, which segment
+  /// ends each segment can reach: O(GPUs · nodes²) at worst).
+  void cutForward() {
+    // The backward pass: the loss gradients and their descendants (as
+    // passes/Recompute.h's backwardNodes).
+    llvm::DenseSet<Node *> backward;
+    for (Node *n : g_.nodes())
+      if (n->op() == Op::SoftmaxCrossEntropyGrad || llvm::any_of(n->operands(), [&](Value *v) {
+            return backward.contains(v->producer());
+          }))
+        backward.insert(n);
+    std::vector<unsigned> gpus;
+    for (unsigned d = 0; d < c_.devices().size(); ++d)
+      if (!c_.devices()[d].id.isHost() && capacity_[d] > 0)
+        gpus.push_back(d);
+    if (gpus.size() < 2)
+      return;
+    std::vector<Node *> chain;
+    llvm::DenseMap<Node *, size_t> index;
+    for (Node *n : g_.nodes())
+      if (!backward.contains(n) && n->op() != Op::Variable && n->op() != Op::Constant &&
+          n->op() != Op::Input) {
+        index[n] = chain.size();
+        chain.push_back(n);
+      }
+    const size_t N = chain.size();
+    if (N < gpus.size() || backward.empty())
+      return;
+    // saved[i]: what chain[0..i] leaves for the backward (and the variables
+    // first read there); crossing[i]: bytes produced at or before i and read
+    // after i in the forward.
+    std::vector<double> saved(N), crossing(N, 0);
+    std::vector<bool> counted(groups_.numGroups(), false);
+    double total = 0;
+    for (size_t i = 0; i < N; ++i) {
+      Node *n = chain[i];
+      size_t last = i;
+      bool read = false;
+      for (Node *s : successors_[n]) {
+        read |= backward.contains(s);
+        if (auto it = index.find(s); it != index.end())
+          last = std::max(last, it->second);
+      }
+      total += read ? (double)outBytes_[n] : 0;
+      for (Value *v : n->operands())
+        if (v->producer()->op() == Op::Variable) {
+          unsigned grp = groups_.groupOf(v->producer());
+          if (!counted[grp]) {
+            counted[grp] = true;
+            total += (double)groupBytes_[grp];
+          }
+        }
+      saved[i] = total;
+      crossing[i] += (double)outBytes_[n]; // counted from i up to its last reader
+      crossing[last] -= (double)outBytes_[n];
+    }
+    for (size_t i = 1; i < N; ++i)
+      crossing[i] += crossing[i - 1];
+    // The cuts (the last node of each segment but the last) when each
+    // segment may hold `ratio` of its device's memory, the last devices
+    // idle when the rest fits on one before; {N} when none fit.
+    // reach[k][i]: 1 + the start of a segment k that ends at node i, the
+    // segments before it reaching that start (0: none).
+    auto cutsAt = [&](double ratio) {
+      const size_t K = gpus.size();
+      std::vector<std::vector<size_t>> reach(K, std::vector<size_t>(N, 0));
+      for (size_t k = 0; k < K; ++k) {
+        const double room = ratio * (double)capacity_[gpus[k]];
+        for (size_t from = 0; from < N; ++from) {
+          if (k == 0 ? from != 0 : (from == 0 || !reach[k - 1][from - 1]))
+            continue;
+          const double before = from ? saved[from - 1] : 0, in = from ? crossing[from - 1] : 0;
+          double body = 0;
+          for (size_t i = from; i < N; ++i) {
+            body = std::max(body, saved[i] - before + 2 * (double)outBytes_[chain[i]]);
+            if (body + in > room)
+              break;
+            const double out = i + 1 < N ? crossing[i] : 0;
+            if (std::max(body, saved[i] - before + out) + in + out <= room && !reach[k][i])
+              reach[k][i] = from + 1;
+          }
+        }
+        if (reach[k][N - 1]) { // the rest fits here: the remaining devices idle
+          std::vector<size_t> cuts;
+          for (size_t j = k, end = N - 1; j > 0; --j) {
+            end = reach[j][end] - 2; // the previous segment's last node
+            cuts.insert(cuts.begin(), end);
+          }
+          return cuts;
+        }
+      }
+      return std::vector<size_t>{N};
+    };
+    auto fits = [&](const std::vector<size_t> &cuts) { return cuts.empty() || cuts[0] != N; };
+    double lo = 0, hi = 1;
+    while (!fits(cutsAt(hi)) && hi < 64)
+      hi *= 2;
+    if (!fits(cutsAt(hi)))
+      return;
+    for (int step = 0; step < 20; ++step) {
+      double mid = (lo + hi) / 2;
+      (fits(cutsAt(mid)) ? hi : lo) = mid;
+    }
+    std::vector<size_t> cuts = cutsAt(hi);
+    size_t segment = 0;
+    for (size_t i = 0; i < N; ++i) {
+      preferred_[chain[i]] = gpus[segment] + 1;
+      if (segment < cuts.size() && i == cuts[segment])
+        ++segment;
+    }
+    // A variable (and its group) goes with its first reader.
+    for (Node *n : g_.nodes())
+      if (n->op() == Op::Variable) {
+        size_t first = N;
+        for (Node *s : successors_[n])
+          if (auto it = index.find(s); it != index.end())
+            first = std::min(first, it->second);
+        if (first < N)
+          preferred_[n] = preferred_[chain[first]];
+      }
   }
 
   /// The ready nodes a step may take: all (m-ETF), or one (memory order):
@@ -240,6 +377,7 @@ private:
     c.end = at + times_.kernelSeconds(n->op(), nodeCost(*n, batch_), c_.devices()[d]);
     c.copyBytes = need(n, (int)d) - need(n);
     c.followsLast = !order_.empty() && device_.lookup(order_.back()) == d;
+    c.preferred = preferred_.lookup(n) == d + 1;
     const int64_t after = live_[d] + need(n, (int)d);
     c.fits = at != std::numeric_limits<double>::infinity() && after <= capacity_[d];
     c.roomAfter = capacity_[d] > 0 ? (double)(capacity_[d] - after) / (double)capacity_[d] : 0;
@@ -382,12 +520,23 @@ private:
   std::vector<Node *> order_; ///< placed, in the order placed
   std::set<std::pair<Node *, unsigned>> copies_; ///< (producer, device holding a copy)
   llvm::DenseMap<Node *, llvm::SmallVector<unsigned, 2>> copiedTo_;
+  /// Segmented memory order: the device + 1 of each forward node's segment
+  /// and of each variable's first reader's.
+  llvm::DenseMap<Node *, unsigned> preferred_;
 };
 
 } // namespace
 
 llvm::StringRef scheduleOrderName(ScheduleOrder order) {
-  return order == ScheduleOrder::EarliestStart ? "m-ETF" : "memory order";
+  switch (order) {
+  case ScheduleOrder::EarliestStart:
+    return "m-ETF";
+  case ScheduleOrder::MemoryOrder:
+    return "memory order";
+  case ScheduleOrder::SegmentedMemoryOrder:
+    return "segmented memory order";
+  }
+  return "";
 }
 
 llvm::Expected<ModelParallelPlan> placeModelParallel(Module &m, const Cluster &c,

@@ -2,7 +2,7 @@
 //
 // placeModelParallel() spreads one replica's training graph over a cluster's
 // devices to shorten the predicted step under each device's memory, with one
-// of two list schedules (ScheduleOrder):
+// of three list schedules (ScheduleOrder):
 //
 //   EarliestStart  the memory-constrained Earliest Task First list scheduler
 //              (m-ETF) of Baechi (Jeon et al., SoCC 2020), built on ETF
@@ -18,8 +18,21 @@
 //              all devices together hold about what one device would plus
 //              the copies that cross devices; the step is longer where
 //              m-ETF overlapped more.
+//   SegmentedMemoryOrder  the memory order, with each forward node (and
+//              each variable, with its first reader) placed first on the
+//              GPU of its segment: the forward pass in graph order cut into
+//              one contiguous segment per GPU (cluster order), so that each
+//              GPU's estimated peak (what its segment saves for the
+//              backward, two results of a node's size at its gradient, the
+//              values that cross its ends) is as small a share of its
+//              memory as the cuts can make it. The memory order fills one
+//              device before moving on, so the first takes the largest
+//              activations and has no room left for their gradients; their
+//              backward then spills to other devices with copies of them.
+//              Backward nodes go as in the memory order (where their
+//              operands are).
 //
-// Both share the rest:
+// All share the rest:
 //
 //   units      colocation groups (ColocationGroups.h): a variable's reads,
 //              updates and optimizer slots stay together; an Input stays on
@@ -68,9 +81,10 @@
 namespace graphc {
 
 /// Which ready node a list schedule takes next (see the file comment).
-enum class ScheduleOrder { EarliestStart, MemoryOrder };
+enum class ScheduleOrder { EarliestStart, MemoryOrder, SegmentedMemoryOrder };
 
-/// "m-ETF" or "memory order": the names --explain and the plan's summary use.
+/// "m-ETF", "memory order" or "segmented memory order": the names --explain
+/// and the plan's summary use.
 llvm::StringRef scheduleOrderName(ScheduleOrder order);
 
 struct ModelParallelOptions {

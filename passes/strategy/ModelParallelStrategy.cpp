@@ -190,6 +190,41 @@ llvm::Error bothRefused(llvm::Error etf, llvm::Error memory) {
   return llvm::Error(std::move(both));
 }
 
+/// The segmented memory order's plan, or when it does not fit either, the
+/// refusal of the two memory orders whose figures come closer: the
+/// executor's plan before the scheduler's estimate, then the smaller
+/// shortfall (the plain memory order's on a tie, or when either is not a
+/// MemoryMisfit).
+llvm::Expected<std::unique_ptr<Module>> closerOf(llvm::Error plain,
+                                                 llvm::Expected<std::unique_ptr<Module>> segmented) {
+  if (segmented) {
+    llvm::consumeError(std::move(plain));
+    return segmented;
+  }
+  std::unique_ptr<MemoryMisfit> misfits[2];
+  llvm::Error errors[2] = {std::move(plain), segmented.takeError()};
+  for (int i = 0; i < 2; ++i)
+    errors[i] = llvm::handleErrors(std::move(errors[i]),
+                                   [&](std::unique_ptr<MemoryMisfit> m) -> llvm::Error {
+                                     misfits[i] = std::move(m);
+                                     return llvm::Error::success();
+                                   });
+  auto key = [&](int i) {
+    return std::make_pair(misfits[i]->estimated(), shortfall(misfits[i]->needs()));
+  };
+  if (misfits[0] && misfits[1] && key(1) < key(0)) {
+    llvm::consumeError(std::move(errors[0]));
+    llvm::consumeError(std::move(errors[1]));
+    return llvm::Error(std::move(misfits[1]));
+  }
+  llvm::consumeError(std::move(errors[1]));
+  if (misfits[0]) {
+    llvm::consumeError(std::move(errors[0]));
+    return llvm::Error(std::move(misfits[0]));
+  }
+  return std::move(errors[0]);
+}
+
 double predictedStep(const Module &m) {
   auto parsed = llvm::json::parse(m.plan().modelParallel.value_or(""));
   if (!parsed || !parsed->getAsObject()) {
@@ -219,9 +254,12 @@ void noteAlternative(Module &chosen, ScheduleOrder other, std::optional<double> 
 
 } // namespace
 
-/// Both list schedules are compiled: m-ETF overlaps independent branches for
-/// the shorter step, the memory order holds about what one device would. The
-/// faster of those whose executor plan fits is kept (m-ETF on a tie).
+/// m-ETF and the memory order are compiled: m-ETF overlaps independent
+/// branches for the shorter step, the memory order holds about what one
+/// device would; when the memory order's plan does not fit, the segmented
+/// memory order (the forward pass cut into one segment per GPU) takes its
+/// place. The faster of those whose executor plan fits is kept (m-ETF on a
+/// tie).
 llvm::Expected<std::unique_ptr<Module>>
 ModelParallelStrategy::compile(const Module &forward, const CompileRequest &request,
                                const PlacementRequest &place) const {
@@ -239,6 +277,9 @@ ModelParallelStrategy::compile(const Module &forward, const CompileRequest &requ
   po.softPlacement = place.softPlacement;
   auto etf = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::EarliestStart);
   auto memory = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::MemoryOrder);
+  if (!memory) // the forward cut into segments: slower, and fits more
+    memory = closerOf(memory.takeError(), compileWithOrder(forward, req, *cluster, po,
+                                                           ScheduleOrder::SegmentedMemoryOrder));
   if (!etf && !memory)
     return bothRefused(etf.takeError(), memory.takeError());
   if (etf && memory) {

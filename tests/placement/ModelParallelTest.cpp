@@ -2,10 +2,15 @@
 
 #include "placement/ModelParallel.h"
 
+#include "frontend/models/Models.h"
 #include "ir/Builder.h"
+#include "passes/Pass.h"
+#include "passes/Recompute.h"
 #include "placement/analysis/MemoryNeeds.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 using namespace graphc;
 
@@ -124,6 +129,88 @@ TEST(ModelParallel, AGraphThatFitsOnlyInTheMemoryOrder) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find(gpu->text()), std::string::npos) << error;
+}
+
+/// small_cnn's training graph at batch 64 (conv+BatchNorm blocks on 28x28
+/// images, the largest activations first, as in a CNN's stem).
+std::unique_ptr<Module> smallCnnTraining() {
+  auto m = models::buildModel("small_cnn");
+  EXPECT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  if (!m)
+    return nullptr;
+  CompileOptions o;
+  o.batch = 64;
+  PassManager pm(o);
+  if (auto e = pm.addPipeline("bind-batch,training-mode,add-loss,autodiff,add-optimizer"))
+    ADD_FAILURE() << llvm::toString(std::move(e));
+  if (auto e = pm.run(**m))
+    ADD_FAILURE() << llvm::toString(std::move(e));
+  return std::move(*m);
+}
+
+Cluster hostAndGpus(int gpus, int64_t gpuBytes) {
+  std::vector<ClusterDevice> devices{{"cpu:0", DeviceKind::CPU, 1LL << 30, 1.0}};
+  std::vector<Link> links;
+  for (int i = 0; i < gpus; ++i) {
+    std::string name = "gpu:" + std::to_string(i);
+    devices.push_back({name, DeviceKind::GPU, gpuBytes, 1.0});
+    links.push_back({"cpu:0", name, 1e9});
+    for (int j = 0; j < i; ++j)
+      links.push_back({"gpu:" + std::to_string(j), name, 1e10});
+  }
+  auto c = Cluster::create(devices, links, 1e12, 1e12);
+  EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  return std::move(*c);
+}
+
+int64_t largestPeak(const ModelParallelPlan &p) {
+  int64_t most = 0;
+  for (const ModelParallelDevice &d : p.devices)
+    if (d.device != "cpu:0")
+      most = std::max(most, d.peakBytes);
+  return most;
+}
+
+TEST(ModelParallel, TheSegmentedMemoryOrderCutsTheForwardPassInOnePerGpu) {
+  // Each GPU could hold the whole step. The memory order fills the device
+  // it is on; the segmented one spreads the forward pass over the GPUs
+  // in graph order, each forward node on the GPU of its segment, and its
+  // largest estimated peak is less than one device's (the first block's
+  // activations, 6 MiB each, dominate, and no cut can split them).
+  Cluster c = hostAndGpus(4, 1LL << 30);
+  auto plain = smallCnnTraining();
+  ASSERT_TRUE(plain);
+  auto memory = placeModelParallel(*plain, c, anyKernel, withOrder(ScheduleOrder::MemoryOrder));
+  ASSERT_TRUE(bool(memory)) << llvm::toString(memory.takeError());
+  auto cut = smallCnnTraining();
+  ASSERT_TRUE(cut);
+  // The forward pass in graph order (the placement reorders the graph).
+  const auto backward = backwardNodes(cut->main());
+  std::vector<const Node *> forward;
+  for (const Node *n : cut->main().nodes())
+    if (!backward.contains(n) && n->op() != Op::Variable && n->op() != Op::Constant &&
+        n->op() != Op::Input)
+      forward.push_back(n);
+  auto segmented =
+      placeModelParallel(*cut, c, anyKernel, withOrder(ScheduleOrder::SegmentedMemoryOrder));
+  ASSERT_TRUE(bool(segmented)) << llvm::toString(segmented.takeError());
+  EXPECT_EQ(segmented->order, ScheduleOrder::SegmentedMemoryOrder);
+  EXPECT_EQ(scheduleOrderName(segmented->order), "segmented memory order");
+
+  std::set<unsigned> forwardGpus;
+  unsigned last = 0;
+  std::string lastName;
+  for (const Node *n : forward) {
+    ASSERT_TRUE(n->requestedDevice() && n->requestedDevice()->isGpu()) << n->name();
+    unsigned gpu = n->requestedDevice()->index;
+    EXPECT_GE(gpu, last) << n->name() << " comes after " << lastName;
+    last = gpu;
+    lastName = n->name();
+    forwardGpus.insert(gpu);
+  }
+  EXPECT_GE(forwardGpus.size(), 3u);
+  EXPECT_LT(largestPeak(*segmented), largestPeak(*memory) * 19 / 20)
+      << largestPeak(*segmented) << " vs " << largestPeak(*memory);
 }
 
 } // namespace

@@ -142,6 +142,31 @@ class ModelParallelTest(CliCase):
         for name in b.names():
             np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
 
+    def test_four_gpus_of_150_mib_take_the_segmented_memory_order(self):
+        """The memory order's plan does not fit 4 x 150 MiB (it fills gpu:0 with the first blocks'
+        activations, and their backward spills to other devices with copies of them); the forward
+        pass cut into one segment per GPU does, a step of 476 MiB on 600 MiB in all, and trains as
+        one device does."""
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gck
+        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=150 << 20)
+        plan = self.path("mp.placed")
+        p = run(GRAPHC, "place", *self.ARGS, "--cluster", four, "--strategy", "model-parallel", "-o", plan)
+        line = next(l for l in p.stdout.splitlines() if l.startswith("model-parallel ("))
+        self.assertRegex(line, r"^model-parallel \(segmented memory order\): predicted step [\d.]+ ms")
+        self.assertTrue(line.endswith("; m-ETF did not fit"), line)
+        self.assertEqual(len(re.findall(r"(gpu:\d) (\d+) nodes", line)), 4, line)
+        common = ("--steps", "3", "--plain-layouts", "--no-eval", "--no-progress")
+        mp = run(GRAPHRUN, "train", plan, "--emulate", "--seed", "3", "--threads", "1", *common, "--checkpoint",
+                 self.path("mp"))
+        self.assertIn("strategy   model-parallel (segmented memory order)", mp.stdout)
+        run(GRAPHRUN, "train", *self.ARGS, "--threads", "1", *common, "--checkpoint", self.path("one"))
+        a = gck.read(os.path.join(self.path("mp"), "step-00000003.gck"))
+        b = gck.read(os.path.join(self.path("one"), "step-00000003.gck"))
+        self.assertEqual(sorted(a.names()), sorted(b.names()))
+        for name in b.names():
+            np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
+
     def test_a_node_no_device_can_hold(self):
         tiny = write_cluster(self.path("tiny.json"), 64e9, gpus=4, gpu_memory=1 << 20)
         p = run(GRAPHC, "place", *self.ARGS, "--cluster", tiny, "--strategy", "model-parallel",
@@ -248,7 +273,8 @@ class FitAdviceTest(CliCase):
         self.place_with(args, flags)
 
     def test_model_parallel(self):
-        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=160 << 20)
+        # 4 x 160 MiB fit since the segmented memory order; 4 x 145 MiB fit no schedule.
+        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=145 << 20)
         args = [*ModelParallelTest.ARGS, "--cluster", four, "--strategy", "model-parallel",
                 "-o", self.path("m.placed")]
         p, flags = self.refused(GRAPHC, "place", *args)
