@@ -91,8 +91,6 @@ class ModelParallelTest(CliCase):
     ARGS = ("--model", "inception_v3", "--image-size", "75", "--batch", "64", "--seed", "3")
 
     def test_a_replica_too_large_for_one_device_trains_over_four(self):
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import gck
         one = write_cluster(self.path("one.json"), 64e9, gpus=1, gpu_memory=300 << 20)
         four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=300 << 20)
         self.assertFailsClearly(run(GRAPHC, "place", *self.ARGS, "--cluster", one, "--params", "gpu:0",
@@ -108,10 +106,17 @@ class ModelParallelTest(CliCase):
         # as one device does: with plain layouts and one thread per device the kernels are the
         # same, so the parameters are bit-identical (blocked layouts pick kernels by the layout a
         # transfer delivers, and inception_v3's batch-statistics BatchNorm amplifies the rounding).
+        self.trains_as_one_device(plan, "m-ETF")
+
+    def trains_as_one_device(self, plan, schedule):
+        """3 steps of the model-parallel `plan` (by `schedule`) on emulated devices give one
+        device's parameters bit for bit."""
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gck
         common = ("--steps", "3", "--plain-layouts", "--no-eval", "--no-progress")
         mp = run(GRAPHRUN, "train", plan, "--emulate", "--seed", "3", "--threads", "1", *common, "--checkpoint",
                  self.path("mp"))
-        self.assertIn("strategy   model-parallel (m-ETF)", mp.stdout)
+        self.assertIn("strategy   model-parallel (%s)" % schedule, mp.stdout)
         run(GRAPHRUN, "train", *self.ARGS, "--threads", "1", *common, "--checkpoint", self.path("one"))
         a = gck.read(os.path.join(self.path("mp"), "step-00000003.gck"))
         b = gck.read(os.path.join(self.path("one"), "step-00000003.gck"))
@@ -119,53 +124,32 @@ class ModelParallelTest(CliCase):
         for name in b.names():
             np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
 
-    def test_four_gpus_of_200_mib_take_the_memory_order(self):
-        """m-ETF's plan spread over four devices holds 796 MiB and does not fit 4 x 200 MiB; the
-        memory order holds about one device's 476 MiB plus copies, and trains as one device does."""
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import gck
-        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=200 << 20)
+    def places_where_m_etf_does_not_fit(self, gpu_memory, schedule):
+        """Places model-parallel on four GPUs of `gpu_memory`: `schedule` is kept, m-ETF did not
+        fit; returns the plan and how many GPUs it uses."""
+        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=gpu_memory)
         plan = self.path("mp.placed")
         p = run(GRAPHC, "place", *self.ARGS, "--cluster", four, "--strategy", "model-parallel", "-o", plan)
         line = next(l for l in p.stdout.splitlines() if l.startswith("model-parallel ("))
-        self.assertRegex(line, r"^model-parallel \(memory order\): predicted step [\d.]+ ms")
+        self.assertRegex(line, r"^model-parallel \(%s\): predicted step [\d.]+ ms" % schedule)
         self.assertTrue(line.endswith("; m-ETF did not fit"), line)
-        self.assertGreaterEqual(len(re.findall(r"(gpu:\d) (\d+) nodes", line)), 2, line)
-        common = ("--steps", "3", "--plain-layouts", "--no-eval", "--no-progress")
-        mp = run(GRAPHRUN, "train", plan, "--emulate", "--seed", "3", "--threads", "1", *common, "--checkpoint",
-                 self.path("mp"))
-        self.assertIn("strategy   model-parallel (memory order)", mp.stdout)
-        run(GRAPHRUN, "train", *self.ARGS, "--threads", "1", *common, "--checkpoint", self.path("one"))
-        a = gck.read(os.path.join(self.path("mp"), "step-00000003.gck"))
-        b = gck.read(os.path.join(self.path("one"), "step-00000003.gck"))
-        self.assertEqual(sorted(a.names()), sorted(b.names()))
-        for name in b.names():
-            np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
+        return plan, len(re.findall(r"(gpu:\d) (\d+) nodes", line))
+
+    def test_four_gpus_of_200_mib_take_the_memory_order(self):
+        """m-ETF's plan spread over four devices holds 796 MiB and does not fit 4 x 200 MiB; the
+        memory order holds about one device's 476 MiB plus copies, and trains as one device does."""
+        plan, used = self.places_where_m_etf_does_not_fit(200 << 20, "memory order")
+        self.assertGreaterEqual(used, 2)
+        self.trains_as_one_device(plan, "memory order")
 
     def test_four_gpus_of_150_mib_take_the_segmented_memory_order(self):
         """The memory order's plan does not fit 4 x 150 MiB (it fills gpu:0 with the first blocks'
         activations, and their backward spills to other devices with copies of them); the forward
         pass cut into one segment per GPU does, a step of 476 MiB on 600 MiB in all, and trains as
         one device does."""
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import gck
-        four = write_cluster(self.path("four.json"), 64e9, gpus=4, gpu_memory=150 << 20)
-        plan = self.path("mp.placed")
-        p = run(GRAPHC, "place", *self.ARGS, "--cluster", four, "--strategy", "model-parallel", "-o", plan)
-        line = next(l for l in p.stdout.splitlines() if l.startswith("model-parallel ("))
-        self.assertRegex(line, r"^model-parallel \(segmented memory order\): predicted step [\d.]+ ms")
-        self.assertTrue(line.endswith("; m-ETF did not fit"), line)
-        self.assertEqual(len(re.findall(r"(gpu:\d) (\d+) nodes", line)), 4, line)
-        common = ("--steps", "3", "--plain-layouts", "--no-eval", "--no-progress")
-        mp = run(GRAPHRUN, "train", plan, "--emulate", "--seed", "3", "--threads", "1", *common, "--checkpoint",
-                 self.path("mp"))
-        self.assertIn("strategy   model-parallel (segmented memory order)", mp.stdout)
-        run(GRAPHRUN, "train", *self.ARGS, "--threads", "1", *common, "--checkpoint", self.path("one"))
-        a = gck.read(os.path.join(self.path("mp"), "step-00000003.gck"))
-        b = gck.read(os.path.join(self.path("one"), "step-00000003.gck"))
-        self.assertEqual(sorted(a.names()), sorted(b.names()))
-        for name in b.names():
-            np.testing.assert_array_equal(a.array(name), b.array(name), err_msg=name)
+        plan, used = self.places_where_m_etf_does_not_fit(150 << 20, "segmented memory order")
+        self.assertEqual(used, 4)
+        self.trains_as_one_device(plan, "segmented memory order")
 
     def test_a_node_no_device_can_hold(self):
         tiny = write_cluster(self.path("tiny.json"), 64e9, gpus=4, gpu_memory=1 << 20)
