@@ -169,7 +169,8 @@ class Bench:
         name, p, ckpt, metrics = run
         out = p.communicate()[0]
         if p.returncode != 0:
-            raise SystemExit("graphrun train (%s) failed:\n%s" % (name, out))
+            raise SystemExit("graphrun train (%s) failed (exit %d%s):\n%s" % (
+                name, p.returncode, ", killed: out of memory?" if p.returncode == -9 else "", out))
         with open(metrics) as f:
             steps = [json.loads(line) for line in f if line.strip()]
         seconds = sorted(s["seconds"] for s in steps if s.get("kind") == "step")
@@ -201,6 +202,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1,
                     help="threads of each training (1: the sums are grouped alike on both sides)")
     ap.add_argument("--only", default="", help="row keys, comma-separated")
+    ap.add_argument("--one-after-another", action="store_true",
+                    help="train the two sides one after the other (when both do not fit in memory)")
     args = ap.parse_args()
     chosen = [r for r in rows(args.micro_batches)
               if not args.only or r[0] in args.only.split(",")]
@@ -221,11 +224,13 @@ def main():
                 title, batch, need, need * 1024 / args.memory_mib, seconds)
             if args.steps:
                 emulated = ["--cluster", b.clusters[gpus], "--emulate"] + flags
-                # Side by side: each takes --threads threads.
-                runs = [b.start(key, emulated, batch),
-                        b.start(key + "-reference", ["--accumulate", str(k(batch))],
-                                batch // k(batch))]
-                (got, step), (want, _) = [b.finish(r) for r in runs]
+                # Side by side (each takes --threads threads), or one after the other.
+                sides = [(key, emulated, batch),
+                         (key + "-reference", ["--accumulate", str(k(batch))], batch // k(batch))]
+                if args.one_after_another:
+                    (got, step), (want, _) = [b.finish(b.start(*side)) for side in sides]
+                else:
+                    (got, step), (want, _) = [b.finish(r) for r in [b.start(*side) for side in sides]]
                 line += " %.2e | %.1f |" % (difference(got, want), step)
             print(line, flush=True)
 
