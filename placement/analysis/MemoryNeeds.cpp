@@ -88,14 +88,15 @@ llvm::Expected<std::vector<MemoryNeed>> memoryNeeds(const Module &runnable,
     needs.push_back(std::move(n));
   }
   // A variable's storage counts on each device that holds a replica, as in
-  // the cost model.
+  // the cost model; a sharded optimizer slot counts only the piece the device
+  // holds (--shard-optimizer: the executor keeps its rank's piece only).
   for (const Variable &v : runnable.variables())
     for (DeviceId at : v.devices)
       if (auto i = cluster.indexOf(at)) {
         MemoryNeed &n = needs[*i];
         (v.kind == VarKind::Slot          ? n.slots
          : v.kind == VarKind::Accumulator ? n.accumulators
-                                          : n.variables) += v.type.bytes();
+                                          : n.variables) += v.bytesOn(at);
       }
   return needs;
 }

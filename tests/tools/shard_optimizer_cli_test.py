@@ -44,6 +44,29 @@ class ShardOptimizerCliTest(gck.CheckpointAssertions, CliCase):
         # Adam's two slots are twice the parameters: 3P against P + 2P/4.
         self.assertAlmostEqual(sharded / whole, 1.5 / 3, delta=0.01)
 
+    def test_a_refusal_counts_each_devices_piece_of_the_slots(self):
+        """A sharded plan that does not fit names, per device, the slots it holds (a quarter of
+        Adam's two slots on 4 GPUs), not the whole slots; and one that fits only because of the
+        sharding is placed, not refused."""
+        from placement_cli_test import write_cluster
+        args = ["--model", "inception_v3", "--image-size", "75", "--batch", "16", "--params", "mirrored",
+                "--optimizer", "adam", "--shard-optimizer", "-o", self.path("m.placed")]
+        os.environ["GRAPHC_FIT_ADVICE_SECONDS"] = "0.001"  # the advice is not read here
+        self.addCleanup(os.environ.pop, "GRAPHC_FIT_ADVICE_SECONDS")
+        tiny = write_cluster(self.path("tiny.json"), 64e9, gpus=4, gpu_memory=64 << 20)
+        p = run(GRAPHC, "place", *args, "--cluster", tiny, ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        parts = re.search(r"gpu:0 needs ([\d.]+) MiB = variables ([\d.]+) MiB \+ optimizer slots ([\d.]+) MiB",
+                          p.stderr)
+        self.assertIsNotNone(parts, p.stderr)
+        need, variables, slots = map(float, parts.groups())
+        self.assertAlmostEqual(slots, 2 * variables / 4, delta=0.2)  # Adam's m and v, a quarter each
+        # Between the sharded need and the need with whole slots on every device: placed.
+        between = int(need + 0.75 * variables) << 20
+        roomy = write_cluster(self.path("roomy.json"), 64e9, gpus=4, gpu_memory=between)
+        p = run(GRAPHC, "place", *args, "--cluster", roomy)
+        self.assertIn("optimizer slots sharded over 4 devices", p.stdout)
+
     def test_trains_the_mirrored_bits_and_resumes_across_modes(self):
         d = self.path
         train(*SMALL, "--gpus", "2", "--steps", "6", "--checkpoint", d("mirrored"))
