@@ -28,8 +28,10 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_test import CliCase  # noqa: E402
 
 BIN = os.environ.get("GRAPHC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
 GRAPHRUN = os.path.join(BIN, "graphrun")
@@ -185,16 +187,7 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
-class TensorBoardTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="graphc-tb-")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def path(self, *names):
-        return os.path.join(self.dir, *names)
-
+class TensorBoardTest(CliCase):
     def files(self, tb):
         names = sorted(glob.glob(os.path.join(tb, "*")))
         for n in names:
