@@ -154,6 +154,13 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
       std::move(lastNeeds));
 }
 
+/// Whether refusal `a` came closer to fitting than `b`: the executor's plan
+/// before the scheduler's estimate, then the smaller shortfall.
+bool closerThan(const MemoryMisfit &a, const MemoryMisfit &b) {
+  return std::make_pair(a.estimated(), shortfall(a.needs())) <
+         std::make_pair(b.estimated(), shortfall(b.needs()));
+}
+
 /// One error for both schedules' failures: a MemoryMisfit with the figures
 /// of the plan that came closer when either is one, the other's said after
 /// them; otherwise both messages.
@@ -171,10 +178,8 @@ llvm::Error bothRefused(llvm::Error etf, llvm::Error memory) {
   // The plan shown: the one misfit, or of two the executor's plan before
   // the scheduler's estimate, then the one whose fullest device lacks less
   // (the memory order on a tie).
-  auto key = [&](int i) {
-    return std::make_pair(misfits[i]->estimated(), shortfall(misfits[i]->needs()));
-  };
-  const int shown = !misfits[0] ? 1 : !misfits[1] ? 0 : (key(0) < key(1) ? 0 : 1);
+  const int shown =
+      !misfits[0] ? 1 : !misfits[1] ? 0 : (closerThan(*misfits[0], *misfits[1]) ? 0 : 1);
   const int other = 1 - shown;
   std::string otherText = (other == 0 ? "m-ETF: " : "memory order: ") + texts[other];
   if (misfits[other]) {
@@ -209,10 +214,7 @@ llvm::Expected<std::unique_ptr<Module>> closerOf(llvm::Error plain,
                                      misfits[i] = std::move(m);
                                      return llvm::Error::success();
                                    });
-  auto key = [&](int i) {
-    return std::make_pair(misfits[i]->estimated(), shortfall(misfits[i]->needs()));
-  };
-  if (misfits[0] && misfits[1] && key(1) < key(0)) {
+  if (misfits[0] && misfits[1] && closerThan(*misfits[1], *misfits[0])) {
     llvm::consumeError(std::move(errors[0]));
     llvm::consumeError(std::move(errors[1]));
     return llvm::Error(std::move(misfits[1]));
