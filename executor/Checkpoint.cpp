@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <set>
 
 namespace graphc {
 
@@ -42,6 +43,10 @@ bool isSlotOf(const Module &m, llvm::StringRef name, const TensorType &type) {
 /// What differs between a checkpoint's tensors and a module's variables.
 struct Fit {
   std::vector<std::string> missing, unexpected, misshaped;
+  /// The slot kinds ("momentum", "adam_m", ...) the module wants and the
+  /// checkpoint has, when every difference is an optimizer slot.
+  std::set<std::string> wantedSlots, savedSlots;
+  bool onlySlotsDiffer = true;
 
   Fit(llvm::ArrayRef<NamedTensor> tensors, const Module &m) {
     llvm::StringMap<const Tensor *> saved;
@@ -54,11 +59,14 @@ struct Fit {
         continue;
       auto it = saved.find(v.name);
       if (it == saved.end()) {
-        if (!isLossScaleState(v.name)) // a run that starts scaling now
+        if (!isLossScaleState(v.name)) { // a run that starts scaling now
           missing.push_back(v.name + " " + toString(v.type));
+          noteSlot(v.kind == VarKind::Slot, v.name, wantedSlots);
+        }
       } else if (it->second->type() != v.type) {
         misshaped.push_back(v.name + " (checkpoint " + toString(it->second->type()) + ", model " +
                             toString(v.type) + ")");
+        onlySlotsDiffer = false;
       }
     }
     // Slots of a training checkpoint do not matter to a target without an
@@ -66,13 +74,32 @@ struct Fit {
     // does not scale.
     for (const NamedTensor &t : tensors)
       if (!m.findVariable(t.name) && !isLossScaleState(t.name) &&
-          (targetHasSlots || !isSlotOf(m, t.name, t.tensor.type())))
+          (targetHasSlots || !isSlotOf(m, t.name, t.tensor.type()))) {
         unexpected.push_back(t.name + " " + toString(t.tensor.type()));
+        noteSlot(isSlotOf(m, t.name, t.tensor.type()), t.name, savedSlots);
+      }
   }
+
+  void noteSlot(bool isSlot, llvm::StringRef name, std::set<std::string> &kinds) {
+    onlySlotsDiffer &= isSlot;
+    if (isSlot)
+      kinds.insert(name.rsplit('.').second.str());
+  }
+
   bool ok() const { return missing.empty() && unexpected.empty() && misshaped.empty(); }
 
   llvm::Error error(const llvm::Twine &what) const {
     std::string msg = what.str();
+    if (onlySlotsDiffer) {
+      // Another --optimizer than the checkpoint's: say so, not every slot.
+      auto kinds = [](const std::set<std::string> &k) {
+        return k.empty() ? std::string("none (sgd)") : llvm::join(k, ", ");
+      };
+      return makeError(msg + ": it was trained with another optimizer (its slots per variable: " +
+                       kinds(savedSlots) + "; this run's: " + kinds(wantedSlots) +
+                       "); resume with the optimizer it was trained with, or start a new run "
+                       "in another checkpoint directory");
+    }
     const char *sep = ": ";
     auto list = [&](const char *kind, const std::vector<std::string> &names) {
       if (names.empty())

@@ -18,6 +18,8 @@
 
 #include "passes/TowerReplication.h"
 
+#include "passes/Rebatch.h"
+
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "passes/BatchSplit.h"
@@ -126,7 +128,7 @@ public:
     Value *v = b_.input(prefix_ + in.name(), t);
     map_[in.result()] = v;
     if (towerBatch_ != batch_) // otherwise nothing changes and no axis needs finding
-      axis_[v] = 0;
+      axes_[v] = {0, 1};
   }
 
   llvm::Error copy(const Node &orig) {
@@ -151,11 +153,10 @@ public:
   }
 
 private:
-  int axis(const Value *v) const {
-    auto it = axis_.find(v);
-    return it == axis_.end() ? -1 : it->second;
+  BatchAxis axis(const Value *v) const {
+    auto it = axes_.find(v);
+    return it == axes_.end() ? BatchAxis{} : it->second;
   }
-  llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> ops, Attrs &attrs) const;
   llvm::Error copyNode(const Node &orig);
 
   Builder b_;
@@ -166,55 +167,18 @@ private:
   double lossScaleFactor_;
   const Classified &c_;
   llvm::DenseMap<const Value *, Value *> map_;
-  llvm::DenseMap<const Value *, int> axis_; ///< batch axis of tower values that have one
+  llvm::DenseMap<const Value *, BatchAxis> axes_; ///< of tower values that carry the batch
 };
-
-llvm::Error TowerCopier::rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> ops,
-                                           Attrs &attrs) const {
-  auto leadingBatch = [&](llvm::StringRef attr) -> llvm::Error {
-    int a = axis(ops[0]);
-    if (a < 0)
-      return llvm::Error::success();
-    Ints s = attrs.getInts(attr);
-    if (a != 0 || s.empty() || s[0] != batch_)
-      return nodeError(orig, "its " + attr + " " + shapeToString(s) + " does not keep the batch " +
-                                 llvm::Twine(batch_) + " of operand '" + ops[0]->name() +
-                                 "' as its first dimension, so the batch cannot be split across "
-                                 "towers");
-    s[0] = towerBatch_;
-    attrs.set(attr, s);
-    return llvm::Error::success();
-  };
-  switch (orig.op()) {
-  case Op::Reshape:
-    return leadingBatch("shape");
-  case Op::ConvGradData:
-  case Op::AveragePoolGrad:
-    return leadingBatch("input_shape");
-  case Op::Expand: {
-    int a = axis(ops[0]);
-    if (a < 0)
-      return llvm::Error::success();
-    Ints s = attrs.getInts("shape");
-    int64_t at = a + (int64_t)s.size() - (int64_t)ops[0]->type().rank();
-    if (at >= 0 && at < (int64_t)s.size() && s[at] == batch_) {
-      s[at] = towerBatch_;
-      attrs.set("shape", s);
-    }
-    return llvm::Error::success();
-  }
-  default:
-    return llvm::Error::success();
-  }
-}
 
 llvm::Error TowerCopier::copyNode(const Node &orig) {
   llvm::SmallVector<Value *, 4> ops;
   for (Value *v : orig.operands())
     ops.push_back(lookup(v));
   Attrs attrs = orig.attrs();
-  if (towerBatch_ != batch_)
-    if (auto e = rewriteBatchAttrs(orig, ops, attrs))
+  const BatchChange change{batch_, towerBatch_};
+  if (towerBatch_ != batch_ && !ops.empty())
+    if (auto e = rewriteBatchAttrs(orig, *ops[0], axis(ops[0]), change, attrs,
+                                   ", so the batch cannot be split across towers"))
       return e;
   if (orig.op() == Op::SoftmaxCrossEntropy || orig.op() == Op::SoftmaxCrossEntropyGrad)
     // Absent means 1/B at the original node: the global batch, spelled out so
@@ -241,26 +205,17 @@ llvm::Error TowerCopier::copyNode(const Node &orig) {
   if (!device)
     n->setRequestedDevice(std::nullopt);
 
-  bool batchedIn = llvm::any_of(ops, [&](Value *v) { return axis(v) >= 0; }), batchedOut = false;
+  bool batchedIn = llvm::any_of(ops, [&](Value *v) { return (bool)axis(v); }), batchedOut = false;
   for (unsigned i = 0; i < n->numResults(); ++i) {
     const TensorType &o = orig.result(i)->type(), &t = n->result(i)->type();
-    int a = -1;
-    bool fits = o.dtype == t.dtype && o.rank() == t.rank();
-    for (size_t d = 0; fits && d < o.rank(); ++d) {
-      if (o.shape[d] == t.shape[d])
-        continue;
-      if (o.shape[d] == batch_ && t.shape[d] == towerBatch_ && a < 0)
-        a = (int)d;
-      else
-        fits = false;
-    }
-    if (!fits)
+    std::optional<BatchAxis> a = followBatch(o, t, change);
+    if (!a)
       return nodeError(orig, "result '" + orig.result(i)->name() + "' would be " + toString(t) +
                                  " instead of " + toString(o) +
                                  " on the tower's batch; the node mixes the batch with other "
                                  "dimensions, so the batch cannot be split across towers");
-    if (a >= 0) {
-      axis_[n->result(i)] = a;
+    if (*a) {
+      axes_[n->result(i)] = *a;
       batchedOut = true;
     }
     map_[orig.result(i)] = n->result(i);

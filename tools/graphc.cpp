@@ -70,7 +70,7 @@ struct ModelArgs {
 
   void add(CLI::App *cmd) {
     source.add(cmd);
-    cmd->add_option("--batch", batchFlag, "bind the batch dimension");
+    cmd->add_option("--batch", batchFlag, "the global batch (default: the model's own)");
     cmd->add_option("--seed", seed, "seed of initial values");
   }
 
@@ -89,6 +89,7 @@ struct ModelArgs {
     if (auto e = source.applyTo(spec))
       return e;
     spec.seed = seed;
+    spec.batch = batch;
     auto m = loadModel(spec);
     if (!m)
       return m.takeError();

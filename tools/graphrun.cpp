@@ -35,6 +35,7 @@
 #include "tools/driver/Interrupt.h"
 #include "tools/driver/RunChecks.h"
 #include "tools/driver/Trainer.h"
+#include "tools/driver/TrainingData.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -72,6 +73,7 @@ struct TrainCommand {
   std::string cudaGraphs = "auto";
   double collectiveTimeout = 60;
   CLI::App *cmd = nullptr;
+  CLI::Option *batchOption = nullptr;
 
   void add(CLI::App &app) {
     t.compile.options.batch = 32;
@@ -80,7 +82,8 @@ struct TrainCommand {
     cmd->add_option("--data", t.data, "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")
         ->capture_default_str();
     addSyntheticDataFlags(cmd, t.synthetic);
-    cmd->add_option("--batch", t.compile.options.batch, "global batch")->capture_default_str();
+    batchOption = cmd->add_option("--batch", t.compile.options.batch,
+                                  "global batch (default: a fixed-batch model's own, else 32)");
     addTrainingFlags(cmd, t);
     cmd->add_option("--checkpoint", t.checkpointDir, "checkpoint directory");
     cmd->add_option("--checkpoint-every", t.checkpointEvery,
@@ -159,6 +162,7 @@ struct TrainCommand {
   }
 
   int run() {
+    t.batchGiven = batchOption->count() > 0;
     if (auto e = applyFlags())
       return fail(std::move(e));
     // Under mpirun: MPI starts here, every rank runs its part of the plan.
@@ -234,7 +238,7 @@ struct LaunchCommand {
 };
 
 struct EvalCommand {
-  std::string checkpoint, data = "fashion-mnist";
+  std::string checkpoint, data;
   int64_t batch = 100;
   bool trainSplit = false;
   std::optional<uint64_t> seed;
@@ -245,7 +249,9 @@ struct EvalCommand {
   void add(CLI::App &app) {
     cmd = app.add_subcommand("eval", "accuracy of a checkpoint on a data set");
     cmd->add_option("--checkpoint", checkpoint, "checkpoint file or directory")->required();
-    cmd->add_option("--data", data, "data set")->capture_default_str();
+    cmd->add_option("--data", data,
+                    "data set (default: the one the checkpoint was trained on; synthetic | "
+                    "fashion-mnist | fashion-mnist:DIR | images:DIR)");
     cmd->add_option("--batch", batch, "batch")->capture_default_str();
     cmd->add_flag("--train-split", trainSplit, "evaluate on the training split");
     cpu.add(cmd, "CPU threads");
@@ -260,10 +266,12 @@ struct EvalCommand {
       return fail(std::move(e));
     if (auto e = checkAtLeast("--batch", batch, 1, "the batch"))
       return fail(std::move(e));
-    auto model = loadModel({checkpoint, "", {}, 0});
+    auto model = loadModel({checkpoint, "", {}, 0, batch});
     if (!model)
       return fail(model.takeError());
     exec.seed = seed.value_or(model->checkpointSeed);
+    if (data.empty())
+      data = dataOfIdentity(model->checkpointData, synthetic);
     auto r = runEvaluation(*model->forward, data, !trainSplit, batch, exec, synthetic);
     if (!r)
       return fail(r.takeError());

@@ -113,6 +113,10 @@ public:
 
   /// "node 'name' (OpType, opset N): msg".
   llvm::Error fail(const llvm::Twine &msg) const;
+  /// fail() for what only a bound batch allows, `msg` saying why; it adds
+  /// how to bind one. The import can then run again with
+  /// ImportOptions::batchIfNeeded bound (Importer::batchNeeded).
+  llvm::Error failNeedsBatch(const llvm::Twine &msg) const;
   /// The "node 'name' (OpType, opset N)" prefix.
   std::string describe() const;
 
@@ -189,6 +193,9 @@ public:
   bool isGraphOutput(llvm::StringRef name) const { return outputNames_.contains(name); }
   /// Whether some node reads `name` as runtime data (not at import time).
   bool isDataUse(llvm::StringRef name) const { return dataUses_.contains(name); }
+  /// Records that the import stopped where the symbolic batch must be bound.
+  void needBatch() { batchNeeded_ = true; }
+  bool batchNeeded() const { return batchNeeded_; }
 
 private:
   struct Use {
@@ -222,7 +229,13 @@ private:
   llvm::StringMap<std::vector<Use>> uses_;
   llvm::StringSet<> dataUses_, stateNames_;
   std::vector<std::string> weightInputs_;
+  bool batchNeeded_ = false;
+  int64_t fixedBatch_ = 0; ///< the batch of a model without a dynamic one
+
 };
+
+/// The end of a message about a symbolic batch the import cannot keep.
+extern const char *const kBindBatchHint;
 
 /// Parses a ModelProto and imports it; `source` names it in messages and
 /// `baseDir` is where external data lives (empty: none may be used).

@@ -68,7 +68,7 @@ llvm::Expected<std::unique_ptr<Module>> loadModelFile(llvm::StringRef path,
   // Every command verifies what it read before any pass or report looks at it.
   if (auto e = verify(**m))
     return withContext(std::move(e), "'" + path + "'");
-  if (opts.batch > 0 && (*m)->batch() != opts.batch)
+  if (opts.batch > 0 && !(*m)->batch())
     if (auto e = bindBatch(**m, opts.batch))
       return withContext(std::move(e), "'" + path + "'");
   if (opts.seed && !(*m)->plan().seed)

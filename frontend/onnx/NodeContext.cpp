@@ -36,6 +36,13 @@ llvm::Error NodeContext::fail(const llvm::Twine &msg) const {
   return makeError(describe() + ": " + msg);
 }
 
+const char *const kBindBatchHint = "; give --batch N to import the model with a bound batch";
+
+llvm::Error NodeContext::failNeedsBatch(const llvm::Twine &msg) const {
+  imp_.needBatch();
+  return fail(msg + kBindBatchHint);
+}
+
 //===-- Inputs -------------------------------------------------------------===//
 
 unsigned NodeContext::numInputs() const {
@@ -92,9 +99,8 @@ llvm::Expected<Ints> NodeContext::constInts(unsigned i, llvm::StringRef what) co
                 "') must be known at import time, but it is a runtime value" + source);
   }
   if (k->hasBatch())
-    return fail(what + " (input '" + node_.input(i) +
-                "') depends on the symbolic batch size here; import with a bound batch size "
-                "(ImportOptions::batch, --batch)");
+    return failNeedsBatch(what + " (input '" + node_.input(i) +
+                          "') depends on the symbolic batch size here");
   if (isFloat(k->data.dtype()) || k->data.type().rank() > 1)
     return fail(what + " (input '" + node_.input(i) + "') must be a list of integers, not " +
                 toString(k->data.type()));

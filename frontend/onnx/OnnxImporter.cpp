@@ -332,16 +332,14 @@ llvm::Error Importer::createInputs() {
     s.value = n->result();
     s.producer = n->name();
   }
-  // A model exported with a fixed batch runs only at that batch.
+  // A model exported with a fixed batch: the size every input has at axis 0
+  // is its batch, recorded as bound (another one is passes/Rebatch.h's).
   std::vector<Node *> ins = graph_->inputs();
-  if (opts_.batch > 0 && !anyBatch && !ins.empty()) {
-    const TensorType &t = ins.front()->result()->type();
-    if (t.rank() > 0 && t.shape[0] != opts_.batch)
-      return makeError("graph input '" + ins.front()->name() + "' has a fixed batch of " +
-                       llvm::Twine(t.shape[0]) +
-                       " (axis 0 is not dynamic); it cannot be bound to " + "batch " +
-                       llvm::Twine(opts_.batch) + ". Export the model with a dynamic batch axis");
-  }
+  if (!anyBatch && !ins.empty() && llvm::all_of(ins, [&](const Node *in) {
+        const TensorType &t = in->result()->type();
+        return t.rank() > 0 && t.shape[0] == ins.front()->result()->type().shape[0];
+      }))
+    fixedBatch_ = ins.front()->result()->type().shape[0];
   return llvm::Error::success();
 }
 
@@ -452,11 +450,11 @@ llvm::Expected<Value *> Importer::materialize(llvm::StringRef name, llvm::String
   if (s->known->foreignType)
     return makeError(who + ": input '" + name + "' has element type " +
                      onnxDTypeName(s->known->foreignType) + ", which graphc does not handle");
-  if (s->known->hasBatch())
+  if (s->known->hasBatch()) {
+    needBatch();
     return makeError(who + ": input '" + name + "' is computed from the symbolic batch size (by '" +
-                     s->producer +
-                     "') and cannot be a runtime tensor; import with a bound batch size "
-                     "(ImportOptions::batch, --batch)");
+                     s->producer + "') and cannot be a runtime tensor" + kBindBatchHint);
+  }
   Attrs a;
   a.set("value", s->known->data);
   std::string base = isGraphOutput(name) ? name.str() : s->origin.empty() ? name.str() : s->origin;
@@ -587,7 +585,9 @@ llvm::Expected<std::unique_ptr<Module>> Importer::run() {
   module_->plan().source = "onnx";
   if (opts_.seed)
     module_->plan().seed = (int64_t)opts_.seed;
-  if (opts_.batch > 0)
+  if (fixedBatch_)
+    module_->plan().batch = fixedBatch_;
+  else if (opts_.batch > 0)
     module_->plan().batch = opts_.batch;
   if (auto e = verify(*module_))
     return withContext(std::move(e), "the module imported from " + source_ + " is invalid");
@@ -599,8 +599,9 @@ llvm::Expected<std::unique_ptr<Module>> importOnnx(llvm::StringRef bytes, const 
                                                    llvm::StringRef baseDir) {
   if (bytes.empty())
     return makeError(source + " is empty, not an ONNX model");
-  if (opts.batch < 0)
-    return makeError("batch size must be positive, got " + llvm::Twine(opts.batch));
+  if (opts.batch < 0 || opts.batchIfNeeded < 0)
+    return makeError("batch size must be positive, got " +
+                     llvm::Twine(std::min(opts.batch, opts.batchIfNeeded)));
   if (bytes.size() > (size_t)INT_MAX)
     return makeError(source + " is larger than 2 GiB; protobuf cannot read it. Save the model "
                               "with its weights as external data");
@@ -610,6 +611,14 @@ llvm::Expected<std::unique_ptr<Module>> importOnnx(llvm::StringRef bytes, const 
                               "truncated or corrupted file, or another format)");
   Importer importer(model, opts, source.str(), baseDir.str());
   auto m = importer.run();
+  if (!m && importer.batchNeeded() && opts.batch == 0 && opts.batchIfNeeded > 0) {
+    // The graph computes with its batch: import it again, bound.
+    llvm::consumeError(m.takeError());
+    ImportOptions bound = opts;
+    bound.batch = opts.batchIfNeeded;
+    Importer again(model, bound, source.str(), baseDir.str());
+    m = again.run();
+  }
   if (!m)
     return oneLine(m.takeError());
   return m;

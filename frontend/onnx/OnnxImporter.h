@@ -3,8 +3,13 @@
 // Imports an ONNX model (default domain, opsets 7 to 21) into a Module with
 // one graph "main":
 //   - graph inputs become Input nodes; a dynamic dimension at axis 0 is the
-//     symbolic batch N (bound at once when ImportOptions::batch is set), any
-//     other dynamic dimension is an error naming the input;
+//     symbolic batch N (bound at once when ImportOptions::batch is set, or
+//     when batchIfNeeded is and the graph computes with N: the import stops
+//     where it would need a bound batch and runs again bound), any other
+//     dynamic dimension is an error naming the input; a model whose inputs
+//     all have the same fixed size at axis 0 has that batch, bound (the
+//     module's plan says so whatever ImportOptions::batch asks; rebatching it
+//     is passes/Rebatch.h's);
 //   - initializers read as data become module variables (BatchNormalization
 //     running statistics as VarKind::State, the rest as VarKind::Param);
 //     integer initializers and constants feeding shapes are folded, as are

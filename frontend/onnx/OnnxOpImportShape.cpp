@@ -144,8 +144,7 @@ llvm::Error importSplit(NodeContext &ctx) {
     int64_t dim = x->shape[*axis];
     int64_t parts = ctx.getInt("num_outputs", ctx.proto().output_size());
     if (dim == kBatchDim)
-      return ctx.fail("cannot split the symbolic batch dimension; import with a bound batch "
-                      "size (ImportOptions::batch, --batch)");
+      return ctx.failNeedsBatch("the symbolic batch dimension cannot be split");
     if (parts <= 0 || parts != ctx.proto().output_size())
       return ctx.fail("num_outputs " + llvm::Twine(parts) + " does not match its " +
                       llvm::Twine(ctx.proto().output_size()) + " outputs");

@@ -88,8 +88,7 @@ llvm::Expected<Tensor> folded(const NodeContext &ctx, const TensorType &type) {
 }
 
 llvm::Error batchArithmetic(const NodeContext &ctx) {
-  return ctx.fail("arithmetic on the symbolic batch size is not supported; import with a "
-                  "bound batch size (ImportOptions::batch, --batch)");
+  return ctx.failNeedsBatch("arithmetic on the symbolic batch size has no symbolic form");
 }
 
 //===-- Always folded ------------------------------------------------------===//
@@ -158,9 +157,8 @@ llvm::Expected<Known> foldSize(NodeContext &ctx) {
   if (!type)
     return type.takeError();
   if (!type->isStatic())
-    return ctx.fail("the element count of " + toString(*type) +
-                    " depends on the symbolic batch size; import with a bound batch size "
-                    "(ImportOptions::batch, --batch)");
+    return ctx.failNeedsBatch("the element count of " + toString(*type) +
+                              " depends on the symbolic batch size");
   Tensor t(TensorType(DType::I64, {}));
   t.data<int64_t>()[0] = type->numElements();
   return Known{t, {}};
@@ -655,10 +653,9 @@ llvm::Expected<Dims> resolveReshape(const NodeContext &ctx, llvm::ArrayRef<int64
                     llvm::Twine(inferAt));
   if (inBatch && !outBatch) {
     if (inKnown != outKnown)
-      return ctx.fail("-1 in the shape stands for " +
-                      llvm::Twine(inKnown / std::max<int64_t>(outKnown, 1)) +
-                      " x the batch size, which has no symbolic form; import with a bound "
-                      "batch size (ImportOptions::batch, --batch)");
+      return ctx.failNeedsBatch("-1 in the shape stands for " +
+                                llvm::Twine(inKnown / std::max<int64_t>(outKnown, 1)) +
+                                " x the batch size, which has no symbolic form");
     out[inferAt] = kBatchDim;
   } else {
     out[inferAt] = inKnown / outKnown;

@@ -303,6 +303,29 @@ class SignalTest(Case):
         self.assertFalse(os.path.exists(os.path.join(d, "latest")))
 
 
+class RecordedRunTest(Case):
+    """What a checkpoint records of its run decides what later commands say and read."""
+
+    def test_resuming_with_another_optimizer_says_so_in_a_line(self):
+        d = self.path("c")
+        train(*MLP, "--steps", "2", "--checkpoint", d, "--optimizer", "momentum")
+        p = train(*MLP, "--steps", "4", "--checkpoint", d, "--resume", "--optimizer", "adam", ok=False)
+        self.assertFailsClearly(p, "it was trained with another optimizer (its slots per variable: "
+                                "momentum; this run's: adam_m, adam_v)")
+        self.assertNotIn(".weight", p.stderr)
+        # Plain SGD has no slots: it resumes from any optimizer's checkpoint, as eval reads it.
+        train(*MLP, "--steps", "4", "--checkpoint", d, "--resume", "--optimizer", "sgd")
+
+    def test_eval_reads_the_data_set_it_was_trained_on(self):
+        d = self.path("c")
+        train(*MLP, "--steps", "2", "--checkpoint", d, "--synthetic-samples", "200",
+              "--synthetic-classes", "3")
+        given = run(GRAPHRUN, "eval", "--checkpoint", d, "--data", "synthetic", "--synthetic-samples",
+                    "200", "--synthetic-classes", "3").stdout
+        self.assertEqual(run(GRAPHRUN, "eval", "--checkpoint", d).stdout, given)
+        self.assertNotIn("/10000)", given)
+
+
 class FlagTest(Case):
     """Each number a user can get wrong: one line, exit 1, before any step."""
 

@@ -166,9 +166,10 @@ std::string replicateError(Module &m, int towers) {
 }
 
 TEST(Replicate, RefusesAReshapeThatFoldsTheBatch) {
+  // [4, 3] as [3, 4]: a row holds parts of two samples.
   auto m = forward([](Builder &b, Value *x) {
     Attrs a;
-    a.set("shape", Ints{12});
+    a.set("shape", Ints{3, 4});
     return b.create(Op::Reshape, {x}, std::move(a), "fold");
   });
   std::string e = replicateError(*m, 2);

@@ -15,9 +15,6 @@
 namespace graphc {
 
 llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
-  auto model = loadModel({opts.model, "", {}, 0});
-  if (!model)
-    return model.takeError();
   std::vector<Tensor> inputs;
   for (const std::string &path : opts.inputs) {
     auto t = readNpy(path);
@@ -25,11 +22,14 @@ llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
       return t.takeError();
     inputs.push_back(std::move(*t));
   }
+  int64_t batch = inputs.empty() || inputs[0].shape().empty() ? 0 : inputs[0].shape()[0];
+  auto model = loadModel({opts.model, "", {}, 0, batch});
+  if (!model)
+    return model.takeError();
   std::vector<Node *> graphInputs = model->forward->main().inputs();
   if (graphInputs.size() != inputs.size())
     return makeError("model '" + opts.model + "' has " + llvm::Twine(graphInputs.size()) +
                      " inputs, " + llvm::Twine(inputs.size()) + " .npy files were given");
-  int64_t batch = inputs[0].shape().empty() ? 0 : inputs[0].shape()[0];
   auto compiled = compileInference(*model->forward, batch);
   if (!compiled)
     return compiled.takeError();

@@ -1,5 +1,6 @@
 #include "tools/driver/Interrupt.h"
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <unistd.h>
@@ -17,6 +18,9 @@ void say(const char *msg) {
 }
 
 void onStop(int sig, siginfo_t *info, void *) {
+  // The interrupted thread may be between a call and its read of errno,
+  // which write() below can change.
+  const int savedErrno = errno;
   int expected = 0;
   // Set before the signal, which the waits read first.
   if (stopFlags.signal.load() == 0 && info && info->si_code == SI_USER &&
@@ -30,6 +34,7 @@ void onStop(int sig, siginfo_t *info, void *) {
                       "with --checkpoint); interrupt again to exit at once\n"
                     : "\ngraphrun: SIGTERM: stopping after this step (and writing a checkpoint "
                       "with --checkpoint); a second signal exits at once\n");
+  errno = savedErrno;
 }
 
 } // namespace

@@ -4,6 +4,8 @@
 #include "frontend/onnx/ModelFile.h"
 #include "ir/Diagnostics.h"
 #include "ir/InputFile.h"
+#include "passes/Rebatch.h"
+#include "passes/strategy/CompiledModule.h"
 
 namespace graphc {
 
@@ -21,6 +23,29 @@ static llvm::Expected<bool> isCheckpoint(llvm::StringRef path) {
   if (!header)
     return header.takeError();
   return llvm::StringRef(header->text).contains("checkpoint_step");
+}
+
+/// A model bound to another batch than spec.batch, rebatched or refused.
+static llvm::Error rebatchTo(LoadedModel &out, const ModelSpec &spec) {
+  std::optional<int64_t> own = out.forward->batch();
+  // A compiled plan runs at the batch it was compiled for.
+  if (spec.batch <= 0 || spec.keepFixedBatch || !own || *own == spec.batch ||
+      isCompiledForTraining(*out.forward))
+    return llvm::Error::success();
+  out.batchNote = "rebatched from the model's fixed batch " + std::to_string(*own);
+  if (auto e = rebatch(*out.forward, spec.batch)) {
+    auto input = dataInput(*out.forward);
+    std::string name = input ? (*input)->name() : "x";
+    if (!input)
+      llvm::consumeError(input.takeError());
+    return makeError("'" + spec.path + "' has a fixed batch of " + llvm::Twine(*own) +
+                     " and cannot run at batch " + llvm::Twine(spec.batch) + ": " +
+                     llvm::toString(std::move(e)) +
+                     ". Export the model with a dynamic batch axis (PyTorch: "
+                     "torch.onnx.export(..., dynamic_axes={'" +
+                     name + "': {0: 'batch'}}); tf2onnx: a batch of None in the input signature)");
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec) {
@@ -44,14 +69,18 @@ llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec) {
     out.fromCheckpoint = true;
     out.checkpointStep = ckpt->info.step;
     out.checkpointSeed = ckpt->info.seed;
+    out.checkpointData = ckpt->info.data;
   } else {
     ImportOptions io;
     io.seed = spec.seed;
+    io.batchIfNeeded = spec.batch;
     auto m = loadModelFile(spec.path, io);
     if (!m)
       return m.takeError();
     out.forward = std::move(*m);
   }
+  if (auto e = rebatchTo(out, spec))
+    return e;
   if (spec.seed && !out.forward->plan().seed)
     out.forward->plan().seed = (int64_t)spec.seed;
   return out;

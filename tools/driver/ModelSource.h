@@ -5,6 +5,14 @@
 // checkpoint directory), recognised by content. The result is always the
 // single-device forward module the pass pipeline starts from.
 //
+// The batch (ModelSpec::batch, the global batch of --batch): an ONNX model
+// keeps its symbolic batch unless its graph computes with it (arithmetic on
+// the batch, splitting it), when the batch is bound at import; a model whose
+// batch is bound to another size (exported with a fixed batch, a checkpoint of
+// one bound at import) is rebatched where its graph allows it
+// (passes/Rebatch.h), or refused in one line that says how to export it with a
+// dynamic batch axis.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -22,6 +30,10 @@ struct ModelSpec {
   std::string name; ///< a built-in model, when no path is given
   models::ModelOptions options;
   uint64_t seed = 0;
+  int64_t batch = 0; ///< the global batch it will run at (0: the model's own)
+  /// A model exported with a fixed batch keeps it (no --batch was given);
+  /// `batch` still binds a symbolic one at import where the graph needs it.
+  bool keepFixedBatch = false;
 };
 
 struct LoadedModel {
@@ -30,6 +42,10 @@ struct LoadedModel {
   bool fromCheckpoint = false;
   uint64_t checkpointStep = 0;
   uint64_t checkpointSeed = 0; ///< the seed of the run that wrote it
+  std::string checkpointData;  ///< its run's data set (TrainingData.h's dataIdentity)
+  /// Set when the model was rebatched from its own fixed batch: it says so,
+  /// for the run plan.
+  std::string batchNote;
 };
 
 llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec);

@@ -3,6 +3,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,16 @@ void printStepBreakdown(const StepBreakdown &b, llvm::raw_ostream &os, bool opRo
     printRow(os, breakdownPartName(part), columns, [&](const PartTimes &t) { return t[part]; });
     if (part != BreakdownPart::Kernel || !opRows)
       continue;
-    std::vector<std::pair<std::string, double>> ops(b.step.kernelUsByOp.begin(),
-                                                    b.step.kernelUsByOp.end());
+    // Every column's op types: where kernels of two devices overlap, the
+    // step's column names one of them only, and each device's rows must
+    // still add up to its kernels row.
+    std::map<std::string, double> byOp;
+    for (const Column &c : columns)
+      for (const auto &[op, us] : c.times->kernelUsByOp)
+        byOp.try_emplace(op, 0.0);
+    for (const auto &[op, us] : b.step.kernelUsByOp)
+      byOp[op] = us;
+    std::vector<std::pair<std::string, double>> ops(byOp.begin(), byOp.end());
     llvm::sort(ops, [](auto &x, auto &y) {
       return x.second != y.second ? x.second > y.second : x.first < y.first;
     });

@@ -35,6 +35,9 @@ struct SyntheticData {
 struct TrainOptions {
   ModelSpec model;
   CompileRequest compile; ///< options.batch is the global batch
+  /// --batch was given; without it a model exported with a fixed batch
+  /// trains at that batch, any other at options.batch.
+  bool batchGiven = true;
   /// --loss-scale was given (a compiled plan keeps its own: asking for
   /// another is refused).
   bool lossScaleGiven = false;

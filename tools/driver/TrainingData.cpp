@@ -5,6 +5,8 @@
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/RunChecks.h"
 
+#include <cstdio>
+
 namespace graphc {
 
 llvm::Expected<int64_t> numClasses(const Module &forward) {
@@ -49,8 +51,9 @@ llvm::Expected<std::shared_ptr<const Dataset>> openDatasetFor(const Module &forw
   if ((*ds)->numClasses() > *classes)
     return makeError("data set '" + spec + "' has " + llvm::Twine((*ds)->numClasses()) +
                      " classes but the model's logits have " + llvm::Twine(*classes) +
-                     " (labels would be out of range); pass --num-classes " +
-                     llvm::Twine((*ds)->numClasses()) + " to a built-in model");
+                     " (labels would be out of range): give the data set the model was "
+                     "trained for, or train a built-in model with --num-classes " +
+                     llvm::Twine((*ds)->numClasses()));
   return std::shared_ptr<const Dataset>(std::move(*ds));
 }
 
@@ -68,6 +71,21 @@ LoaderOptions loaderOptionsFor(const Module &forward, const Dataset &ds, int64_t
   else
     lo.target = ds.shape(); // a flat input takes the sample as it is
   return lo;
+}
+
+std::string dataOfIdentity(llvm::StringRef identity, SyntheticData &synthetic) {
+  if (identity.empty())
+    return "fashion-mnist"; // a checkpoint from before runs recorded their data
+  if (!identity.consume_front("synthetic ("))
+    return identity.str();
+  long long samples = 0, classes = 0;
+  if (std::sscanf(identity.str().c_str(), "%lld samples, %lld classes", &samples, &classes) == 2) {
+    if (!synthetic.samples)
+      synthetic.samples = samples;
+    if (!synthetic.classes)
+      synthetic.classes = classes;
+  }
+  return "synthetic";
 }
 
 std::string dataIdentity(const TrainOptions &opts) {

@@ -34,4 +34,8 @@ LoaderOptions loaderOptionsFor(const Module &forward, const Dataset &ds, int64_t
 /// depends on it (the synthetic set's size and classes included).
 std::string dataIdentity(const TrainOptions &opts);
 
+/// The --data a dataIdentity names (a checkpoint's), with the synthetic
+/// set's size and classes set in `synthetic` where not given already.
+std::string dataOfIdentity(llvm::StringRef identity, SyntheticData &synthetic);
+
 } // namespace graphc

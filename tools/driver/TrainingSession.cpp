@@ -38,13 +38,16 @@ uint64_t planHash(const Module &plan) {
 /// The run's plan: the module as loaded when it was compiled already,
 /// otherwise the model compiled as the options ask (passes/strategy).
 llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const Module &forward,
-                                                std::unique_ptr<Module> precompiled) {
+                                                std::unique_ptr<Module> precompiled,
+                                                int64_t batch) {
   if (precompiled)
     return precompiled;
   auto advisor = FitAdvisorOptions::fromEnvironment();
   if (!advisor)
     return advisor.takeError();
-  return compileThatFits(forward, opts.compile, opts.placement, *advisor);
+  CompileRequest request = opts.compile;
+  request.options.batch = batch;
+  return compileThatFits(forward, request, opts.placement, *advisor);
 }
 
 } // namespace
@@ -71,10 +74,15 @@ int TrainingSession::stopSignal() const {
 }
 
 llvm::Error TrainingSession::readModel() {
-  auto loaded = loadModel(opts_.model);
+  ModelSpec spec = opts_.model;
+  spec.batch = opts_.compile.options.batch;
+  spec.keepFixedBatch = !opts_.batchGiven;
+  auto loaded = loadModel(spec);
   if (!loaded)
     return loaded.takeError();
   loaded_ = std::move(*loaded);
+  if (!loaded_.batchNote.empty())
+    notes_.push_back(loaded_.batchNote);
   // A module `graphc compile` or `graphc place` wrote is already a training
   // step; its forward graph serves evaluation and checkpoints.
   const PlacementRequest &place = opts_.placement;
@@ -96,6 +104,11 @@ llvm::Error TrainingSession::readModel() {
       notes_.push_back("TF_CONFIG is not read: the plan '" + opts_.model.path +
                        "' records its own workers");
   }
+  // The global batch: a compiled plan's, a fixed-batch model's when no
+  // --batch was given, else --batch (or its default).
+  batch_ = precompiled_ && precompiled_->batch()                   ? *precompiled_->batch()
+           : !precompiled_ && !opts_.batchGiven && forward().batch() ? *forward().batch()
+                                                                   : opts_.compile.options.batch;
   tasks_ = place.tasks;
   if (precompiled_) {
     tasks_ = precompiled_->plan().tasks;
@@ -163,7 +176,7 @@ llvm::Error TrainingSession::servePsTask() {
       return found.takeError();
     ckpt = std::move(*found);
   }
-  auto plan = planFor(opts_, forward(), std::move(precompiled_));
+  auto plan = planFor(opts_, forward(), std::move(precompiled_), batch_);
   if (!plan)
     return plan.takeError();
   if (auto e = workers_.collectives().agree(planHash(**plan), "plan"))
@@ -174,8 +187,6 @@ llvm::Error TrainingSession::servePsTask() {
 }
 
 llvm::Error TrainingSession::openData() {
-  batch_ =
-      precompiled_ && precompiled_->batch() ? *precompiled_->batch() : opts_.compile.options.batch;
   seed_ = opts_.executor.seed;
   dataId_ = dataIdentity(opts_);
   auto train = openDatasetFor(forward(), opts_.data, Split::Train, opts_.synthetic, seed_);
@@ -243,7 +254,7 @@ llvm::Error TrainingSession::openMetrics() {
 }
 
 llvm::Error TrainingSession::preparePlan() {
-  auto plan = planFor(opts_, forward(), std::move(precompiled_));
+  auto plan = planFor(opts_, forward(), std::move(precompiled_), batch_);
   if (!plan)
     return plan.takeError();
   compiled_ = std::move(*plan);
