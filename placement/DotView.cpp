@@ -15,6 +15,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
+#include <chrono>
+
 namespace graphc {
 namespace {
 
@@ -213,6 +215,27 @@ llvm::Expected<std::string> renderSvg(llvm::StringRef dot, unsigned timeoutSecon
   if (!buffer)
     return buffer.takeError();
   return (*buffer)->getBuffer().str();
+}
+
+llvm::Expected<std::string> svgOf(const Module &m) {
+  size_t nodes = 0;
+  for (const Graph *g : m.graphs())
+    nodes += g->numNodes();
+  if (nodes > kSvgMaxNodes)
+    return makeError("the graph has " + llvm::Twine(nodes) +
+                     " nodes, more than Graphviz lays out in reasonable time (" +
+                     llvm::Twine(kSvgMaxNodes) +
+                     " at most here); write .html for the interactive view, which takes any "
+                     "size, or .dot to run Graphviz yourself");
+  auto started = std::chrono::steady_clock::now();
+  auto svg = renderSvg(toDot(m), kSvgTimeoutSeconds);
+  if (!svg && std::chrono::steady_clock::now() - started >= std::chrono::seconds(kSvgTimeoutSeconds)) {
+    llvm::consumeError(svg.takeError());
+    return makeError("Graphviz did not lay out the graph's " + llvm::Twine(nodes) + " nodes in " +
+                     llvm::Twine(kSvgTimeoutSeconds) +
+                     " s; write .html for the interactive view, or .dot to run Graphviz yourself");
+  }
+  return svg;
 }
 
 } // namespace graphc

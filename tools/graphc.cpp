@@ -385,7 +385,7 @@ struct ViewCommand {
     } else if (ext == "dot") {
       text = toDot(*shown);
     } else if (ext == "svg") {
-      auto svg = renderSvg(toDot(*shown));
+      auto svg = svgOf(*shown);
       if (!svg)
         return fail(svg.takeError());
       text = std::move(*svg);

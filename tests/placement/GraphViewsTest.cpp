@@ -225,6 +225,23 @@ TEST(DotView, ClustersPerTowerAndScopeColoursAndCrossingEdges) {
   EXPECT_EQ(red, crossing.size());
 }
 
+TEST(DotView, AGraphTooLargeForGraphvizIsRefusedInOneLine) {
+  auto m = std::make_unique<Module>("chain");
+  Builder b(m->main());
+  Value *x = b.input("x", TensorType(DType::F32, {2, 3}));
+  for (size_t i = 0; i < kSvgMaxNodes; ++i)
+    x = b.create(Op::Relu, {x}, {}, "relu" + std::to_string(i));
+  m->main().addOutput(x);
+  auto svg = svgOf(*m);
+  ASSERT_FALSE(bool(svg));
+  std::string e = llvm::toString(svg.takeError());
+  EXPECT_NE(e.find("the graph has " + std::to_string(kSvgMaxNodes + 1) + " nodes"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("write .html"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
 TEST(DotView, RendersSvgWithGraphvizOrSaysItIsMissing) {
   auto m = placedTowers();
   std::string dot = toDot(*m);

@@ -170,6 +170,14 @@ class GraphcTest(CliCase):
         self.assertIn("<html", open(self.path("v.html")).read().lower())
         run(GRAPHC, "view", placed, "-o", self.path("v.dot"))
         self.assertIn("digraph", open(self.path("v.dot")).read())
+        # A graph Graphviz would take minutes over: one line at once, no file; HTML takes it.
+        big = self.path("r18.placed")
+        run(GRAPHC, "place", "--model", "resnet18", "--image-size", "32", "--gpus", "2", "--batch", "8",
+            "-o", big)
+        p = run(GRAPHC, "view", big, "-o", self.path("big.svg"), ok=False, timeout=30)
+        self.assertFailsClearly(p, "more than Graphviz lays out in reasonable time", "write .html")
+        self.assertFalse(os.path.exists(self.path("big.svg")))
+        run(GRAPHC, "view", big, "-o", self.path("big.html"))
 
     def test_inspect_a_plan_for_several_workers(self):
         # A chief with 2 GPUs and a worker with 1, mlp mirrored: each worker as
