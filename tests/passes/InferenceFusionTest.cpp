@@ -17,10 +17,9 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
-
 using namespace graphc;
 using passtest::addVariable;
+using passtest::randomTensor;
 
 namespace {
 
@@ -48,15 +47,6 @@ std::unique_ptr<Module> model() {
   m->main().addOutput(z);
   m->plan().batch = (int64_t)2;
   return m;
-}
-
-Tensor randomTensor(const TensorType &t, unsigned seed) {
-  Tensor r(t);
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist;
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    r.data<float>()[i] = dist(gen);
-  return r;
 }
 
 /// Each output within both runs' rounding of the model's longest sum: a

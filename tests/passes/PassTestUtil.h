@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <random>
 #include <string>
 
 namespace graphc::passtest {
@@ -97,6 +98,16 @@ inline Value *addVariable(Builder &b, const std::string &name, llvm::ArrayRef<in
   v.kind = kind;
   v.init = std::move(init);
   return b.newVariable(std::move(v));
+}
+
+/// A tensor of `t` (f32) drawn from N(0, 1) with `seed`.
+inline Tensor randomTensor(const TensorType &t, unsigned seed) {
+  Tensor r(t);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist;
+  for (int64_t i = 0; i < r.numElements(); ++i)
+    r.data<float>()[i] = dist(gen);
+  return r;
 }
 
 } // namespace graphc::passtest

@@ -17,10 +17,9 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
-
 using namespace graphc;
 using passtest::addVariable;
+using passtest::randomTensor;
 
 namespace {
 
@@ -42,15 +41,6 @@ std::unique_ptr<Module> foldedBatch() {
   m->main().addOutput(reshape(b, y, {4, 10}, "samples"));
   m->plan().batch = (int64_t)4;
   return m;
-}
-
-Tensor randomTensor(const TensorType &t, unsigned seed) {
-  Tensor r(t);
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist;
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    r.data<float>()[i] = dist(gen);
-  return r;
 }
 
 Tensor run(const Module &m, const Tensor &x) {
