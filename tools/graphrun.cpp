@@ -162,6 +162,9 @@ struct TrainCommand {
   }
 
   int run() {
+    // First: every thread started from here on (OpenMP's, oneDNN's, MPI's,
+    // the loaders') blocks SIGINT and SIGTERM.
+    const StopFlags &stop = watchStopSignals();
     t.batchGiven = batchOption->count() > 0;
     if (auto e = applyFlags())
       return fail(std::move(e));
@@ -176,7 +179,6 @@ struct TrainCommand {
     Workers &w = **workers;
     t.workersSource = taskFlags.workersFrom(t.placement, t.launched);
     w.setTimeout(std::chrono::milliseconds((int64_t)std::ceil(collectiveTimeout * 1000)));
-    const StopFlags &stop = installStopHandlers();
     t.stopRequested = &stop.signal;
     w.watchStop(&stop);
     auto r = runTraining(t, llvm::outs(), w);

@@ -303,6 +303,31 @@ class SignalTest(Case):
         self.assertFalse(os.path.exists(os.path.join(d, "latest")))
 
 
+    def test_no_thread_but_the_stop_thread_takes_the_signals(self):
+        # A handler run on a thread inside oneDNN's JIT GEMM writes its frame
+        # over the heap (Interrupt.h): every thread of a training run blocks
+        # SIGINT and SIGTERM, and one thread that runs no kernel waits for them.
+        p = self.start(*MLP, "--steps", "1000000", "--checkpoint", self.path("c"))
+        time.sleep(0.5)  # the steps run: OpenMP's and the loaders' threads exist
+        taking, threads = [], 0
+        for tid in os.listdir("/proc/%d/task" % p.pid):
+            try:
+                with open("/proc/%d/task/%s/status" % (p.pid, tid)) as f:
+                    status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+            except FileNotFoundError:  # a thread that ended meanwhile
+                continue
+            threads += 1
+            blocked = int(status["SigBlk"], 16)
+            both = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+            if blocked & both != both:
+                taking.append(status["Name"])
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 143, out + err)
+        self.assertGreaterEqual(threads, 3)
+        self.assertLessEqual(set(taking), {"graphrun-stop"}, "threads that take the stop signals")
+
+
 class RecordedRunTest(Case):
     """What a checkpoint records of its run decides what later commands say and read."""
 

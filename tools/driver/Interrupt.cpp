@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <pthread.h>
+#include <thread>
 #include <unistd.h>
 
 namespace graphc {
@@ -17,10 +19,9 @@ void say(const char *msg) {
   (void)ignored;
 }
 
-void onStop(int sig, siginfo_t *info, void *) {
-  // The interrupted thread may be between a call and its read of errno,
-  // which write() below can change.
-  const int savedErrno = errno;
+/// Records the first stop signal (and whether the parent sent it); a second
+/// one exits at once. Async-signal-safe: onStop calls it from a handler.
+void noteStop(int sig, const siginfo_t *info) {
   int expected = 0;
   // Set before the signal, which the waits read first.
   if (stopFlags.signal.load() == 0 && info && info->si_code == SI_USER &&
@@ -34,10 +35,44 @@ void onStop(int sig, siginfo_t *info, void *) {
                       "with --checkpoint); interrupt again to exit at once\n"
                     : "\ngraphrun: SIGTERM: stopping after this step (and writing a checkpoint "
                       "with --checkpoint); a second signal exits at once\n");
+}
+
+void onStop(int sig, siginfo_t *info, void *) {
+  // The interrupted thread may be between a call and its read of errno,
+  // which write() in noteStop can change.
+  const int savedErrno = errno;
+  noteStop(sig, info);
   errno = savedErrno;
 }
 
+sigset_t stopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
 } // namespace
+
+const StopFlags &watchStopSignals() {
+  static const bool started = [] {
+    const sigset_t set = stopSignals();
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    std::thread([set] {
+      ::pthread_setname_np(::pthread_self(), "graphrun-stop");
+      for (;;) {
+        siginfo_t info;
+        const int sig = ::sigwaitinfo(&set, &info);
+        if (sig > 0)
+          noteStop(sig, &info);
+      }
+    }).detach();
+    return true;
+  }();
+  (void)started;
+  return stopFlags;
+}
 
 const StopFlags &installStopHandlers() {
   struct sigaction sa;
