@@ -15,7 +15,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
-#include <chrono>
 
 namespace graphc {
 namespace {
@@ -201,6 +200,10 @@ llvm::Expected<std::string> renderSvg(llvm::StringRef dot, unsigned timeoutSecon
   llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::None, llvm::StringRef(err)};
   int rc =
       llvm::sys::ExecuteAndWait(*program, args, llvm::None, redirects, timeoutSeconds, 0, &message);
+  // LLVM kills a child that outlives its timeout and says so.
+  if (rc == -2 && timeoutSeconds > 0 && llvm::StringRef(message).contains("timed out"))
+    return llvm::createStringError(std::make_error_code(std::errc::timed_out),
+                                   "Graphviz 'dot' did not finish in %u s", timeoutSeconds);
   if (rc != 0) {
     auto stderrText = readInputFile(err);
     std::string detail = message;
@@ -227,15 +230,16 @@ llvm::Expected<std::string> svgOf(const Module &m) {
                      llvm::Twine(kSvgMaxNodes) +
                      " at most here); write .html for the interactive view, which takes any "
                      "size, or .dot to run Graphviz yourself");
-  auto started = std::chrono::steady_clock::now();
   auto svg = renderSvg(toDot(m), kSvgTimeoutSeconds);
-  if (!svg && std::chrono::steady_clock::now() - started >= std::chrono::seconds(kSvgTimeoutSeconds)) {
-    llvm::consumeError(svg.takeError());
+  if (svg)
+    return svg;
+  return llvm::handleErrors(svg.takeError(), [&](std::unique_ptr<llvm::StringError> e) {
+    if (e->convertToErrorCode() != std::errc::timed_out)
+      return llvm::Error(std::move(e));
     return makeError("Graphviz did not lay out the graph's " + llvm::Twine(nodes) + " nodes in " +
                      llvm::Twine(kSvgTimeoutSeconds) +
                      " s; write .html for the interactive view, or .dot to run Graphviz yourself");
-  }
-  return svg;
+  });
 }
 
 } // namespace graphc

@@ -26,7 +26,8 @@ void writeDot(const Module &m, llvm::raw_ostream &os);
 std::string toDot(const Module &m);
 
 /// SVG of a DOT text by `dot -Tsvg`; an error when Graphviz is missing or
-/// fails. `timeoutSeconds` 0 waits as long as it takes.
+/// fails, and one with the code std::errc::timed_out when it runs longer
+/// than `timeoutSeconds` (0 waits as long as it takes).
 llvm::Expected<std::string> renderSvg(llvm::StringRef dot, unsigned timeoutSeconds = 0);
 
 /// The most nodes svgOf() lays out, and how long it lets Graphviz take. On

@@ -266,6 +266,35 @@ TEST(DotView, RendersSvgWithGraphvizOrSaysItIsMissing) {
             std::string::npos);
 }
 
+TEST(DotView, AGraphvizThatRunsPastItsTimeIsStoppedAndSaysSo) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("graphc-slow-dot", dir));
+  llvm::SmallString<128> fake(dir);
+  llvm::sys::path::append(fake, "dot");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(fake, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    os << "#!/bin/sh\nexec sleep 30\n";
+  }
+  ASSERT_FALSE(llvm::sys::fs::setPermissions(fake, llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
+                                                       llvm::sys::fs::owner_write));
+  std::string path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", (dir + ":" + path).str().c_str(), 1);
+  auto slow = renderSvg("digraph { a -> b }", 1);
+  setenv("PATH", path.c_str(), 1);
+  llvm::sys::fs::remove_directories(dir);
+  ASSERT_FALSE(bool(slow));
+  std::string message;
+  std::error_code code;
+  llvm::handleAllErrors(slow.takeError(), [&](const llvm::ErrorInfoBase &e) {
+    message = e.message();
+    code = e.convertToErrorCode();
+  });
+  EXPECT_EQ(code, std::errc::timed_out) << message;
+  EXPECT_EQ(message, "Graphviz 'dot' did not finish in 1 s");
+}
+
 TEST(HtmlView, DataListsClustersNodesAndDevices) {
   auto m = placedTowers();
   auto data = llvm::json::parse(htmlViewData(*m));
