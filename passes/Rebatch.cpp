@@ -7,9 +7,14 @@
 
 namespace graphc {
 
+bool batchInAttrs(Op op) {
+  return op == Op::Reshape || op == Op::Expand || op == Op::ConvGradData ||
+         op == Op::AveragePoolGrad;
+}
+
 llvm::Error rewriteBatchAttrs(const Node &orig, const Value &operand0, BatchAxis at0,
                               BatchChange c, Attrs &attrs, llvm::StringRef consequence) {
-  if (!at0)
+  if (!at0 || !batchInAttrs(orig.op()))
     return llvm::Error::success();
   // A shape whose first dimension holds the batch (times k): operand 0
   // carries it at axis 0, so the reshaped samples follow one another too.
@@ -105,7 +110,8 @@ private:
     if (!batchedIn)
       return llvm::Error::success();
     const std::string atBatch = ", so the model cannot run at batch " + std::to_string(c_.to);
-    attrs_.push_back({&n, n.attrs()});
+    if (batchInAttrs(n.op()))
+      attrs_.push_back({&n, n.attrs()});
     if (n.numOperands() > 0)
       if (auto e = rewriteBatchAttrs(n, *n.operand(0), axisOf(n.operand(0)), c_, n.attrs(),
                                      atBatch))

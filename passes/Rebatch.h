@@ -53,6 +53,9 @@ struct BatchChange {
   int64_t scaled(int64_t size) const { return size / from * to; }
 };
 
+/// Ops whose attributes hold the batch: the ones rewriteBatchAttrs changes.
+bool batchInAttrs(Op op);
+
 /// Rewrites the attributes of `orig` (its copy's `attrs`) that spell the
 /// batch of operand 0, which carries it at `operand0`. An error naming the
 /// node, ending in `consequence`, when the shape does not keep the batch

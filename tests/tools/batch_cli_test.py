@@ -125,7 +125,14 @@ class BatchTest(CliCase):
                                     "dynamic_axes={'x': {0: 'batch'}}")
             self.assertNotIn("add-loss", p.stderr)
         self.assertFalse(os.path.exists(self.path("p.placed")))
-        run(GRAPHRUN, "train", model, *TRAIN)
+        ckpt = self.path("ck")
+        run(GRAPHRUN, "train", model, *TRAIN, "--checkpoint", ckpt)
+        # Its checkpoint holds the graph at batch 8, whatever the file it came from.
+        p = run(GRAPHRUN, "eval", "--checkpoint", ckpt, "--batch", "16", ok=False)
+        self.assertFailsClearly(p, "holds a graph bound to batch 8 and cannot run at batch 16",
+                                "run it at batch 8")
+        self.assertNotIn("dynamic_axes", p.stderr)
+        run(GRAPHRUN, "eval", "--checkpoint", ckpt, "--batch", "8")
 
 
 if __name__ == "__main__":

@@ -32,8 +32,16 @@ static llvm::Error rebatchTo(LoadedModel &out, const ModelSpec &spec) {
   if (spec.batch <= 0 || spec.keepFixedBatch || !own || *own == spec.batch ||
       isCompiledForTraining(*out.forward))
     return llvm::Error::success();
-  out.batchNote = "rebatched from the model's fixed batch " + std::to_string(*own);
+  // A checkpoint's graph may hold the batch it was trained at because the
+  // import bound it there (--batch), not because its file fixed one.
+  out.batchNote = (out.fromCheckpoint ? "rebatched from the checkpoint's batch "
+                                      : "rebatched from the model's fixed batch ") +
+                  std::to_string(*own);
   if (auto e = rebatch(*out.forward, spec.batch)) {
+    if (out.fromCheckpoint)
+      return makeError("'" + spec.path + "' holds a graph bound to batch " + llvm::Twine(*own) +
+                       " and cannot run at batch " + llvm::Twine(spec.batch) + ": " +
+                       llvm::toString(std::move(e)) + "; run it at batch " + llvm::Twine(*own));
     auto input = dataInput(*out.forward);
     std::string name = input ? (*input)->name() : "x";
     if (!input)
