@@ -381,8 +381,11 @@ class GraphrunTest(CliCase):
                           r"([\d.]+) GFLOP/s", text)
             self.assertIsNotNone(m, text)
             self.assertAlmostEqual(float(m.group(1)), resnet18_training_gflop(4, 32), delta=1e-3)
-        # Keeping activations in the convolutions' own layout never needs more copies.
-        self.assertLessEqual(per_step["blocked"], per_step["plain"])
+        # Keeping activations in the convolutions' own layout never needs more copies with
+        # oneDNN's AVX2 and AVX-512 code. Its SSE4.1 code (below AVX2) reorders the blocked
+        # layout more than the plain one (99 reorders a step against 59 at GRAPHC_CPU_ISA=default).
+        if dnnl_isa().startswith("avx"):
+            self.assertLessEqual(per_step["blocked"], per_step["plain"])
 
     def test_profile_breakdown_accounts_for_the_whole_step(self):
         """2 emulated towers: the step breakdown's parts add up to every column's step, on the
