@@ -8,9 +8,24 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <unistd.h>
 
 namespace graphc::fuzz {
+
+namespace {
+
+/// The scratch files this process wrote, removed when it exits (a fuzzing
+/// run that ends by its time limit exits normally).
+struct ScratchFiles {
+  std::set<std::string> paths;
+  ~ScratchFiles() {
+    for (const std::string &p : paths)
+      std::remove(p.c_str());
+  }
+} scratchFiles;
+
+} // namespace
 
 std::string scratchFile(llvm::StringRef bytes, llvm::StringRef extension) {
   const char *dir = std::getenv("TMPDIR");
@@ -21,6 +36,7 @@ std::string scratchFile(llvm::StringRef bytes, llvm::StringRef extension) {
     std::perror(path.c_str());
     std::abort();
   }
+  scratchFiles.paths.insert(path);
   return path;
 }
 

@@ -28,7 +28,8 @@ inline llvm::StringRef bytesOf(const uint8_t *data, size_t size) {
 }
 
 /// For readers that take a path: writes the input to this process's scratch
-/// file with the given extension (replaced on every call) and returns its path.
+/// file with the given extension (replaced on every call; removed when the
+/// process exits) and returns its path.
 std::string scratchFile(llvm::StringRef bytes, llvm::StringRef extension);
 
 /// For archive readers (module files, checkpoints): calls `read` with the path

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -43,7 +44,9 @@ protected:
     ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("graphc-files", d));
     dir = d.str().str();
   }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+  // std::filesystem also removes the device nodes device() makes, which
+  // llvm::sys::fs::remove_directories leaves (and with them the directory).
+  void TearDown() override { std::filesystem::remove_all(dir); }
 
   std::string path(llvm::StringRef name) const { return dir + "/" + name.str(); }
 
