@@ -336,10 +336,10 @@ struct PlaceCommand {
       llvm::outs() << " x " << po.accumulate << " micro-batches per update";
     if (defaultBatch)
       llvm::outs() << ": the model's batch is symbolic and no --batch was given, so "
-                   << kDefaultBatchPerTower
+                   << kDefaultBatch << " in all, as graphrun train takes"
                    << (placement.strategy == Strategy::Pipeline
-                           ? " per pipeline (up to a multiple of the micro-batches)"
-                           : " per tower");
+                           ? " (up to a multiple of the micro-batches of every pipeline)"
+                           : "");
     if (po.precision != Precision::FP32)
       llvm::outs() << "; " << modeName(po.precision) << " compute";
     if (std::optional<double> scale = c.plan().lossScale)

@@ -76,7 +76,7 @@ struct TrainCommand {
   CLI::Option *batchOption = nullptr;
 
   void add(CLI::App &app) {
-    t.compile.options.batch = 32;
+    t.compile.options.batch = kDefaultBatch;
     cmd = app.add_subcommand("train", "train a model (synthetic data by default)");
     model.add(cmd, /*dropout=*/true);
     cmd->add_option("--data", t.data, "synthetic | fashion-mnist | fashion-mnist:DIR | images:DIR")

@@ -86,8 +86,9 @@ llvm::Expected<Cluster> clusterFor(const PlacementRequest &place);
 /// Whether the kernel registry runs `n` on devices of kind `kind` (a build
 /// without CUDA kernels plans as a CUDA build would, from the CPU's).
 bool kernelFor(const Node &n, DeviceKind kind);
-/// The global batch of a placed compile given no batch, for a model whose
-/// batch is symbolic: this many samples per tower.
-inline constexpr int64_t kDefaultBatchPerTower = 32;
+/// The global batch of a compile given no batch, for a model whose batch is
+/// symbolic: `graphrun train`'s default, the whole step's samples (a pipeline
+/// rounds it up to a multiple of its micro-batches).
+inline constexpr int64_t kDefaultBatch = 32;
 
 } // namespace graphc

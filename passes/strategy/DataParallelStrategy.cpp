@@ -134,7 +134,7 @@ llvm::Expected<std::unique_ptr<Module>> compilePlaced(const Module &forward, Com
     return e;
   recordWorkers(plan, place, workerGpus);
   if (req.options.batch <= 0 && !forward.batch())
-    req.options.batch = kDefaultBatchPerTower * std::max(1, *towers);
+    req.options.batch = kDefaultBatch;
   PlacerOptions po;
   po.softPlacement = place.softPlacement;
   req.options.placer = makePlacerFunction(*cluster, kernelFor, po);

@@ -13,7 +13,7 @@
 // training pipeline alone, one host tower per worker when there are several.
 //
 // With no batch given and a symbolic one in the model, a placed plan takes
-// kDefaultBatchPerTower per tower. Errors: a cluster file with several
+// kDefaultBatch in all, as `graphrun train` does. Errors: a cluster file with several
 // workers or tasks, a cluster without GPUs, --towers other than one per GPU
 // with several workers, more towers than GPUs.
 //

@@ -174,15 +174,12 @@ llvm::Expected<Cluster> wholeCluster(const PlacementRequest &place) {
 }
 
 /// The global batch a request's step has.
-int64_t globalBatch(const Module &forward, const CompileRequest &req, const PlacementRequest &place,
-                    const Cluster &cluster) {
+int64_t globalBatch(const Module &forward, const CompileRequest &req) {
   if (req.options.batch > 0)
     return req.options.batch;
   if (forward.batch())
     return *forward.batch();
-  if (place.strategy == Strategy::ModelParallel)
-    return kDefaultBatchPerTower;
-  return kDefaultBatchPerTower * std::max(1, place.towers.value_or((int)cluster.numGpus()));
+  return kDefaultBatch;
 }
 
 std::string predicted(double seconds) {
@@ -225,7 +222,7 @@ FitAdvice adviseFit(const Module &forward, const CompileRequest &req, const Plac
       llvm::consumeError(cluster.takeError());
     return advice;
   }
-  const int64_t batch = globalBatch(forward, req, place, *cluster);
+  const int64_t batch = globalBatch(forward, req);
   const bool given = req.options.batch > 0 || forward.batch();
   FitContext c{forward, req, place, *cluster, batch, given, std::max(1u, req.options.accumulate),
                misfit};

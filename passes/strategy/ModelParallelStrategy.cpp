@@ -274,7 +274,7 @@ ModelParallelStrategy::compile(const Module &forward, const CompileRequest &requ
   req.options.towers = 0;
   req.options.fuseBatchNormReluGradients = cluster->numGpus() > 0;
   if (req.options.batch <= 0 && !forward.batch())
-    req.options.batch = kDefaultBatchPerTower;
+    req.options.batch = kDefaultBatch;
   PlacerOptions po;
   po.softPlacement = place.softPlacement;
   auto etf = compileWithOrder(forward, req, *cluster, po, ScheduleOrder::EarliestStart);

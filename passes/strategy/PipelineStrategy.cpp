@@ -80,14 +80,14 @@ llvm::Expected<std::pair<unsigned, unsigned>> stagesAndPipelines(const Placement
   return std::make_pair((unsigned)stages, gpus / (unsigned)stages);
 }
 
-/// The global batch: given, the model's, or 32 samples per pipeline (made a
-/// multiple of the micro-batches); refused when M·P does not divide it.
+/// The global batch: given, the model's, or kDefaultBatch made a multiple of
+/// the micro-batches of every pipeline; refused when M·P does not divide it.
 llvm::Expected<int64_t> batchOf(const Module &forward, const CompileRequest &req, unsigned towers,
                                 unsigned pipelines, unsigned microBatches) {
   int64_t batch = req.options.batch > 0 ? req.options.batch : forward.batch().value_or(0);
   if (batch <= 0) {
-    int64_t perPipeline = (kDefaultBatchPerTower + microBatches - 1) / microBatches * microBatches;
-    return perPipeline * pipelines;
+    const int64_t step = (int64_t)microBatches * pipelines;
+    return (kDefaultBatch + step - 1) / step * step;
   }
   if (batch % towers != 0) {
     int64_t lower = batch / towers * towers, higher = lower + towers;

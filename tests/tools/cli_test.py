@@ -242,10 +242,10 @@ class GraphcTest(CliCase):
         run(GRAPHC, "export", "--model", "mlp", "-o", symbolic)
         p = run(GRAPHC, "place", fixed, "--gpus", "4", "-o", self.path("a.placed"))
         self.assertIn("4 towers, global batch 8)", p.stdout)
-        # A symbolic batch and no --batch: 32 per tower, and it says so.
+        # A symbolic batch and no --batch: 32 in all, as graphrun train takes, and it says so.
         p = run(GRAPHC, "place", symbolic, "--gpus", "4", "-o", self.path("b.placed"))
-        self.assertIn("global batch 128: the model's batch is symbolic and no --batch was given, so 32 per tower",
-                      p.stdout)
+        self.assertIn("global batch 32: the model's batch is symbolic and no --batch was given, so 32 in all, "
+                      "as graphrun train takes", p.stdout)
         # --towers is honoured, not replaced by the GPU count.
         p = run(GRAPHC, "place", symbolic, "--gpus", "4", "--towers", "2", "--batch", "16",
                 "-o", self.path("c.placed"))
