@@ -39,7 +39,12 @@ llvm::Error ExecutorImpl::bind() {
   }
   auto map = [&](const Node &n) {
     DeviceId d = n.assignedDevice().value_or(DeviceId::host());
-    return opts.deviceMap ? opts.deviceMap(d) : d;
+    if (!opts.deviceMap)
+      return d;
+    DeviceId to = opts.deviceMap(d);
+    if (to != d)
+      plannedDevice.try_emplace(to.str(), d);
+    return to;
   };
   // Schedules name their devices; each name's device, to create it by.
   std::map<std::string, DeviceId> named;
@@ -160,8 +165,10 @@ llvm::Error ExecutorImpl::createDevices() {
     if (!dev)
       return dev.takeError();
     d->device = std::move(*dev);
+    auto planned = plannedDevice.find(name);
+    d->traceName = planned == plannedDevice.end() ? name : planned->second.str() + "@" + name;
     for (const std::string &stream : d->device->traceStreams())
-      d->tracks.push_back(trace.addTrack(name, stream));
+      d->tracks.push_back(trace.addTrack(d->traceName, stream));
     d->computeTrack = d->tracks[0];
     d->copyTrack = d->tracks.size() > 1 ? d->tracks[1] : d->tracks[0];
     devices.push_back(std::move(d));

@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -91,6 +92,9 @@ public:
 
 struct DeviceState {
   std::unique_ptr<Device> device;
+  /// Its name in traces and the step breakdown: the plan's device where
+  /// ExecutorOptions::deviceMap runs it on another ("gpu:0@cpu:1").
+  std::string traceName;
   /// Per program, NodeExec indices in issue order (empty where the program
   /// has no node on this device).
   std::vector<std::vector<unsigned>> orders;
@@ -140,6 +144,8 @@ struct ExecutorImpl {
   std::vector<Program> programs;
   std::vector<std::string> deviceNames; ///< every program's devices, sorted
   std::vector<DeviceId> deviceIds;      ///< deviceNames[i] typed
+  /// The plan's device that deviceMap ran on deviceNames[i], where it differs.
+  std::map<std::string, DeviceId> plannedDevice;
   std::vector<std::unique_ptr<DeviceState>> devices;
   std::vector<std::unique_ptr<NodeExec>> nodes;
   llvm::DenseMap<const Node *, unsigned> index;

@@ -168,7 +168,7 @@ void ExecutorImpl::recordRunTimeline(int micro, double startUs, double devicesDo
     a.push_back({d->syncedUs, d->workerEndUs, BreakdownPart::Host});
     a.push_back({d->workerEndUs, devicesDoneUs, BreakdownPart::Wait});
     a.push_back({devicesDoneUs, run.endUs, BreakdownPart::Host});
-    run.devices.push_back({d->device->name(), std::move(a)});
+    run.devices.push_back({d->traceName, std::move(a)});
   }
   trace.recordRun(std::move(run));
 }

@@ -401,7 +401,8 @@ class GraphrunTest(CliCase):
             start = next(i for i, l in enumerate(lines) if l.startswith("step breakdown"))
             self.assertIn("mean of steps 2-3 (the first profiled step, with one-time setup, took", lines[start])
             columns = lines[start + 1].split()
-            self.assertEqual(columns, ["part", "step", "cpu:0", "cpu:1", "cpu:2"])
+            # The emulated GPUs by the plan's names, with the CPU devices that ran them.
+            self.assertEqual(columns, ["part", "step", "cpu:0", "gpu:0@cpu:1", "gpu:1@cpu:2"])
             rows = {}
             for line in lines[start + 2:]:
                 m = re.match(r"^  (\s*\w[\w ]*?)((?: +[\d.]+ +[\d.]+%){4})$", line)
@@ -437,7 +438,7 @@ class GraphrunTest(CliCase):
         with open(trace) as f:
             events = json.load(f)
         pids = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
-        self.assertEqual(sorted(pids.values()), ["cpu:0", "cpu:1", "cpu:2", "step"])
+        self.assertEqual(sorted(pids.values()), ["cpu:0", "gpu:0@cpu:1", "gpu:1@cpu:2", "step"])
         spans = {e["name"]: e["dur"] for e in events if e.get("cat") == "step"}
         self.assertEqual(sorted(spans), ["step 0", "step 1", "step 2"])
         per = {}
@@ -450,7 +451,7 @@ class GraphrunTest(CliCase):
             per[key][e["args"]["part"]] += e["dur"]
         for (device, step), by_part in per.items():
             self.assertAlmostEqual(sum(by_part.values()), spans["step %d" % step], delta=0.01, msg=device)
-        for c, device in enumerate(["step", "cpu:0", "cpu:1", "cpu:2"]):
+        for c, device in enumerate(["step", "cpu:0", "gpu:0@cpu:1", "gpu:1@cpu:2"]):
             for part in parts:
                 mean_ms = sum(per[(device, s)].get(part, 0) for s in (1, 2)) / 2 / 1e3
                 self.assertAlmostEqual(mean_ms, rows[part][c][0], delta=0.006, msg=(device, part))
