@@ -15,7 +15,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
-
 namespace graphc {
 namespace {
 

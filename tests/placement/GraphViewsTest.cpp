@@ -277,8 +277,8 @@ TEST(DotView, AGraphvizThatRunsPastItsTimeIsStoppedAndSaysSo) {
     ASSERT_FALSE(ec) << ec.message();
     os << "#!/bin/sh\nexec sleep 30\n";
   }
-  ASSERT_FALSE(llvm::sys::fs::setPermissions(fake, llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
-                                                       llvm::sys::fs::owner_write));
+  using namespace llvm::sys::fs;
+  ASSERT_FALSE(setPermissions(fake, all_read | all_exe | owner_write));
   std::string path = getenv("PATH") ? getenv("PATH") : "";
   setenv("PATH", (dir + ":" + path).str().c_str(), 1);
   auto slow = renderSvg("digraph { a -> b }", 1);
