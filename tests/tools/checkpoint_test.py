@@ -302,7 +302,6 @@ class SignalTest(Case):
         self.assertIn("second interrupt: exiting at once", err)
         self.assertFalse(os.path.exists(os.path.join(d, "latest")))
 
-
     def test_no_thread_but_the_stop_thread_takes_the_signals(self):
         # A handler run on a thread inside oneDNN's JIT GEMM writes its frame
         # over the heap (Interrupt.h): every thread of a training run blocks
