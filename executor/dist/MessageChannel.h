@@ -53,6 +53,12 @@ public:
                                  llvm::StringRef what) = 0;
 };
 
+/// The deadline of a wait that must not time out (far enough to never come,
+/// near enough that no clock arithmetic on it overflows).
+inline std::chrono::steady_clock::time_point noDeadline() {
+  return std::chrono::steady_clock::now() + std::chrono::hours(24 * 365 * 10);
+}
+
 /// The error of an exchange in a process that has no channel for one (a
 /// world of one, or a run without ps tasks).
 inline llvm::Error noExchangeError(llvm::StringRef what) {

@@ -1,6 +1,7 @@
 //===- MpiCollectives.cpp - Collectives across workers over MPI -----------===//
 
 #include "executor/dist/MpiCollectives.h"
+#include "executor/dist/MessageChannel.h"
 
 #include "ir/Diagnostics.h"
 
@@ -113,6 +114,21 @@ llvm::Expected<bool> MpiCollectives::any(bool flag, llvm::StringRef what) {
   if (auto e = wait_.waitAll(&req, 1, what))
     return e;
   return result != 0;
+}
+
+llvm::Error MpiCollectives::meet(llvm::StringRef what) {
+  if (numWorkers() == 1)
+    return llvm::Error::success();
+  MPI_Request req;
+  if (auto e = wait_.jobEnding(what))
+    return e;
+  {
+    std::lock_guard<std::mutex> lock(mpi_.mutex);
+    int rc = MPI_Ibarrier(mpi_.workers(), &req);
+    if (rc != MPI_SUCCESS)
+      return makeError(what + " failed: " + mpiErrorText(rc));
+  }
+  return wait_.waitAll(&req, 1, what, nullptr, noDeadline());
 }
 
 llvm::Error MpiCollectives::prepareGroups(llvm::ArrayRef<std::string> groups) {

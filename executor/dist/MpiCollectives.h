@@ -6,7 +6,7 @@
 //    the plan's hash at start-up) and names the ranks that differ; the first
 //    success is the run's rendezvous, after which every rank learns the
 //    others' host and pid (PeerWatch.h). any() and orFlags() are reductions
-//    over the training ranks.
+//    over the training ranks; meet() is their barrier without a deadline.
 //  - Sums across workers. allReduceSum() adds f32 tensors elementwise over
 //    the training ranks, in place, on a communicator of the caller's group
 //    (prepareGroups() creates one per group, in the same order on every
@@ -38,6 +38,8 @@ public:
   llvm::Error agree(uint64_t value, llvm::StringRef what) override;
   bool rendezvousDone() const override { return rendezvous_; }
   llvm::Expected<bool> any(bool flag, llvm::StringRef what) override;
+  /// MPI_Ibarrier over the training ranks, waited for without a deadline.
+  llvm::Error meet(llvm::StringRef what) override;
   llvm::Error orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringRef what) override;
   /// Every training rank's value, in rank order.
   llvm::Expected<std::vector<uint64_t>> gather(uint64_t value, llvm::StringRef what) override;

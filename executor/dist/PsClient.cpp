@@ -122,16 +122,25 @@ llvm::Expected<std::vector<NamedTensor>> PsClient::state() {
   return out;
 }
 
-llvm::Error PsClient::finish(bool final, std::vector<NamedTensor> *state,
-                             std::vector<PsTaskStats> *stats) {
-  std::vector<PsHeader> ends(layout_.tasks());
+llvm::Error PsClient::tell(PsKind kind, llvm::StringRef what) {
+  std::vector<PsHeader> notes(layout_.tasks());
   std::vector<Message> sends;
   for (unsigned p = 0; p < layout_.tasks(); ++p) {
-    ends[p].kind = (uint32_t)(final ? PsKind::DoneFinal : PsKind::Done);
-    ends[p].worker = channel_.rank();
-    sends.push_back({taskRank(p), kPsRequestTag, &ends[p], sizeof(PsHeader)});
+    notes[p].kind = (uint32_t)kind;
+    notes[p].worker = channel_.rank();
+    sends.push_back({taskRank(p), kPsRequestTag, &notes[p], sizeof(PsHeader)});
   }
-  if (auto e = channel_.exchange(sends, {}, "telling the ps tasks this worker is done"))
+  return channel_.exchange(sends, {}, what);
+}
+
+llvm::Error PsClient::away() {
+  return tell(PsKind::Away, "telling the ps tasks this worker is away");
+}
+
+llvm::Error PsClient::finish(bool final, std::vector<NamedTensor> *state,
+                             std::vector<PsTaskStats> *stats) {
+  if (auto e = tell(final ? PsKind::DoneFinal : PsKind::Done,
+                    "telling the ps tasks this worker is done"))
     return e;
   if (!final)
     return llvm::Error::success();

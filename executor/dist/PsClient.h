@@ -12,6 +12,7 @@
 #include "executor/Executor.h"
 #include "executor/dist/MessageChannel.h"
 #include "executor/dist/PsLayout.h"
+#include "executor/dist/PsProtocol.h"
 #include "ir/Archive.h"
 
 #include "llvm/Support/Error.h"
@@ -37,12 +38,17 @@ public:
                                     Executor &ex);
   /// The chief, for a checkpoint: every task's variables and slots.
   llvm::Expected<std::vector<NamedTensor>> state();
+  /// This worker will be silent for a while that is no stall (the chief's
+  /// evaluation): the tasks do not count it until its next gradients.
+  llvm::Error away();
   /// This worker has finished. With `final` (the chief), waits until every
   /// worker has and returns the final state, with each task's statistics.
   llvm::Error finish(bool final, std::vector<NamedTensor> *state = nullptr,
                      std::vector<PsTaskStats> *stats = nullptr);
 
 private:
+  /// A message of `kind` without values to every task.
+  llvm::Error tell(PsKind kind, llvm::StringRef what);
   /// Packs the sums for every task into its request.
   llvm::Error packRequests(int64_t step, double lr, llvm::ArrayRef<Tensor> outputs);
   /// Task `task`'s reply to the gradients of `step` into `ex`; its staleness.

@@ -23,6 +23,8 @@ const char *psKindName(uint32_t k) {
     return "a state";
   case PsKind::Note:
     return "a note";
+  case PsKind::Away:
+    return "a note that it is away";
   }
   return "an unknown message";
 }

@@ -29,14 +29,17 @@
 //   optimizer's step counter is the run's step when synchronous and the
 //   task's version when asynchronous.
 //   - SAVE (the chief's checkpoint): the task's variables and slots;
+//   - AWAY: the worker will be silent for a while that is no stall (the
+//     chief's evaluation, or a synchronous worker waiting for it): until its
+//     next gradients or its end, the task does not count its silence;
 //   - DONE: the worker has finished. The chief's DONE asks for the final
 //     state, answered once every worker is done; meanwhile the task sends the
 //     chief a note after each update, so that the chief waits with a deadline
 //     while the others still train. The loop ends when every worker is done.
 //
 // Deadlines (--collective-timeout): a worker waits that long for its replies;
-// a task fails when a worker that has not finished sends nothing for that
-// long, naming it.
+// a task fails when a worker that has not finished (and is not away) sends
+// nothing for that long, naming it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -59,6 +62,7 @@ enum class PsKind : uint32_t {
   Vars,      ///< task → worker: the variables
   State,     ///< task → the chief: variables and slots (and statistics when final)
   Note,      ///< task → the chief waiting for the final state: an update was applied
+  Away,      ///< worker → task: silent until its next gradients or end (an evaluation)
 };
 
 struct PsHeader {

@@ -105,10 +105,11 @@ private:
   using Clock = std::chrono::steady_clock;
   /// The workers this task waits for: every one still training, but when
   /// synchronous not those whose gradients of the step are in; the one
-  /// silent longest first.
+  /// silent longest first, those away last.
   std::vector<unsigned> awaited() const;
   /// Waits for the next request (into request_) until the deadline of the
-  /// worker silent longest; returns its worker and size.
+  /// worker silent longest that is not away (none when all are); returns
+  /// its worker and size.
   llvm::Expected<std::pair<unsigned, size_t>> receive();
   /// One request of worker `w` (in request_).
   llvm::Error handle(unsigned w, const PsHeader &h, size_t received);
@@ -135,7 +136,7 @@ private:
   std::vector<char> request_, reply_, state_;
   // Synchronous: the round's requests, one per worker.
   std::vector<std::vector<float>> round_;
-  std::vector<bool> inRound_, done_;
+  std::vector<bool> inRound_, done_, away_;
   std::vector<int64_t> lastStep_;
   std::vector<Clock::time_point> lastSeen_;
   unsigned arrived_ = 0, finished_ = 0;
@@ -152,7 +153,8 @@ PsServer::Serving::Serving(PsServer &server)
       me_(psTaskName(channel_, server.task_)), values_(server.layout_.values(server.task_)),
       request_(psMessage(values_)), reply_(psMessage(values_)),
       state_(psMessage(server.layout_.stateValues(server.task_))), round_(workers_),
-      inRound_(workers_, false), done_(workers_, false), lastStep_(workers_, -1),
+      inRound_(workers_, false), done_(workers_, false), away_(workers_, false),
+      lastStep_(workers_, -1),
       lastSeen_(workers_, Clock::now()) {}
 
 llvm::Expected<PsTaskStats> PsServer::Serving::run() {
@@ -175,6 +177,9 @@ llvm::Error PsServer::Serving::handle(unsigned w, const PsHeader &h, size_t rece
     return onGradients(w, h, received);
   case PsKind::Save:
     return sendState(w, /*final=*/false);
+  case PsKind::Away:
+    away_[w] = true;
+    return llvm::Error::success();
   case PsKind::Done:
   case PsKind::DoneFinal:
     return onDone(w, h);
@@ -190,7 +195,9 @@ std::vector<unsigned> PsServer::Serving::awaited() const {
     if (!done_[w] && (server_.options_.async || !inRound_[w]))
       expected.push_back(w);
   assert(!expected.empty() && "a round waits for no worker");
-  llvm::stable_sort(expected, [&](unsigned a, unsigned b) { return lastSeen_[a] < lastSeen_[b]; });
+  llvm::stable_sort(expected, [&](unsigned a, unsigned b) {
+    return std::make_pair(bool(away_[a]), lastSeen_[a]) < std::make_pair(bool(away_[b]), lastSeen_[b]);
+  });
   return expected;
 }
 
@@ -201,10 +208,14 @@ llvm::Expected<std::pair<unsigned, size_t>> PsServer::Serving::receive() {
     silent.push_back("worker " + std::to_string(w) + " (" +
                      (lastStep_[w] < 0 ? std::string("nothing heard yet")
                                        : "last heard after step " + std::to_string(lastStep_[w])) +
-                     ")");
+                     (away_[w] ? ", away" : "") + ")");
   const std::string waiting = me_ + " waiting for the gradients of " + llvm::join(silent, " and ");
-  const Clock::time_point deadline = lastSeen_[expected.front()] + channel_.timeout();
-  // Others' messages must not hide a silent worker (asynchronous tasks).
+  // Others' messages must not hide a silent worker (asynchronous tasks). A
+  // worker away (evaluating) has no deadline: it runs no exchange that could
+  // stall, and mpirun ends the job if its process dies.
+  const Clock::time_point deadline = away_[expected.front()]
+                                         ? noDeadline()
+                                         : lastSeen_[expected.front()] + channel_.timeout();
   if (Clock::now() > deadline)
     return makeError(waiting + " did not complete within " + secondsText(channel_.timeout()) +
                      " s: worker " + llvm::Twine(expected.front()) +
@@ -220,6 +231,8 @@ llvm::Expected<std::pair<unsigned, size_t>> PsServer::Serving::receive() {
   lastSeen_[w] = Clock::now();
   if ((PsKind)h.kind == PsKind::Grads)
     channel_.setStep(h.step); // for messages
+  if ((PsKind)h.kind != PsKind::Save)
+    away_[w] = false; // a state request (a checkpoint written while away) keeps it away
   if (done_[w])
     return makeError(me_ + " got " + psKindName(h.kind) + " from worker " + llvm::Twine(w) +
                      " after its end");

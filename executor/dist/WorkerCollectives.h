@@ -31,6 +31,11 @@ public:
   /// Whether any rank passes true (e.g. a stop signal), so that every rank
   /// stops after the same step.
   virtual llvm::Expected<bool> any(bool flag, llvm::StringRef what) = 0;
+  /// Every training rank waits here for the others, without a deadline:
+  /// after work that one rank does alone (the chief's evaluation), whose
+  /// length is no sign of a stall. A rank that dies still ends the job
+  /// (mpirun's stop signal ends the wait).
+  virtual llvm::Error meet(llvm::StringRef what) = 0;
   /// Elementwise logical or of every rank's flags, in place (the same length
   /// on every rank): which samples of a batch failed to load anywhere.
   virtual llvm::Error orFlags(llvm::MutableArrayRef<uint8_t> flags, llvm::StringRef what) = 0;

@@ -14,6 +14,7 @@ public:
   llvm::Error agree(uint64_t, llvm::StringRef) override { return llvm::Error::success(); }
   bool rendezvousDone() const override { return false; }
   llvm::Expected<bool> any(bool flag, llvm::StringRef) override { return flag; }
+  llvm::Error meet(llvm::StringRef) override { return llvm::Error::success(); }
   llvm::Error orFlags(llvm::MutableArrayRef<uint8_t>, llvm::StringRef) override {
     return llvm::Error::success();
   }

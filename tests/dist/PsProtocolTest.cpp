@@ -8,7 +8,7 @@
 // until every worker is done. Synchronous rounds end with the whole plan's
 // variables in one process; asynchronous updates are each applied as they
 // come and reach the chief's final state; a silent worker fails the task
-// with an error that names it. (tests/mpi runs the same protocol over MPI
+// with an error that names it, unless it said it would be away. (tests/mpi runs the same protocol over MPI
 // through graphrun.)
 //
 //===----------------------------------------------------------------------===//
@@ -129,12 +129,19 @@ void expectNoErrors(const Outcome &out) {
     ASSERT_EQ(e, "");
 }
 
+/// The chief's pause after its first step (as for an evaluation), said to
+/// the tasks beforehand (PsClient::away) or not.
+struct ChiefPause {
+  std::chrono::milliseconds length{0};
+  bool announced = false;
+};
+
 /// Runs the protocol: every task serves on a thread, every worker but
 /// `silent` trains `steps` steps on a thread and exchanges after each; the
-/// chief (worker 0) asks for the tasks' state after its first step and for
-/// the final state at the end.
+/// chief (worker 0) asks for the tasks' state after its first step, pauses,
+/// and asks for the final state at the end.
 Outcome run(World &world, bool async, int steps, std::chrono::milliseconds timeout,
-            std::optional<unsigned> silent = std::nullopt) {
+            std::optional<unsigned> silent = std::nullopt, ChiefPause pause = {}) {
   const unsigned W = world.workers, P = world.tasks;
   InProcessMessages hub(W, P, timeout);
   Outcome out;
@@ -188,6 +195,12 @@ Outcome run(World &world, bool async, int steps, std::chrono::milliseconds timeo
           return;
         }
         out.midState = std::move(*state);
+        if (pause.announced)
+          if (auto e = client.away()) {
+            out.workerErrors[w] = llvm::toString(std::move(e));
+            return;
+          }
+        std::this_thread::sleep_for(pause.length);
       }
     }
     out.workerErrors[w] = errorOf(w == 0 ? client.finish(true, &out.finalState, &out.chiefStats)
@@ -325,6 +338,24 @@ TEST(PsProtocol, ASilentWorkerFailsTheTaskNamingIt) {
   EXPECT_NE(out.workerErrors[0].find("sending the step's gradients to the ps tasks"),
             std::string::npos)
       << out.workerErrors[0];
+}
+
+TEST(PsProtocol, AWorkerAwayIsNoStall) {
+  // The chief evaluates for longer than the timeout while another worker
+  // trains on (--ps-async): said beforehand, that is no stall.
+  auto whole = plan(10, 2, 1);
+  ASSERT_TRUE(whole);
+  Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
+  World world;
+  ASSERT_NO_FATAL_FAILURE(cut(*whole, b, world));
+
+  Outcome away = run(world, /*async=*/true, 3, 1s, std::nullopt, {2500ms, /*announced=*/true});
+  ASSERT_NO_FATAL_FAILURE(expectNoErrors(away));
+  EXPECT_EQ(away.served[0].updates, 6u);
+  // Unsaid, the same pause is a stall that names the chief.
+  Outcome silent = run(world, /*async=*/true, 3, 1s, std::nullopt, {2500ms, /*announced=*/false});
+  EXPECT_NE(silent.taskErrors[0].find("worker 0 (last heard after step 0)"), std::string::npos)
+      << silent.taskErrors[0];
 }
 
 } // namespace

@@ -34,6 +34,9 @@ Open MPI's allow-run-as-root variables):
   silent rank, the collective and the step; after the kill, the last
   checkpoint resumes on 2 workers and follows the loss curve of 3
   uninterrupted workers;
+- the chief alone: its evaluation after an epoch takes over twice --collective-timeout, and
+  neither the other worker (all-reduce, a synchronous ps task) nor the ps task (synchronous or
+  asynchronous) takes it for a stall;
 - the broadcast that carries NCCL's unique id (the world's broadcast, through
   mpi_broadcast_probe): every rank ends with rank 0's 128 bytes, and a rank 0
   that never takes part makes the others fail within the timeout;
@@ -43,11 +46,13 @@ Open MPI's allow-run-as-root variables):
   NCCL across the processes, end with the parameters of one process with as
   many GPUs; a stalled rank makes the other fail within --collective-timeout.
 """
+import gzip
 import json
 import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -747,6 +752,45 @@ class Failures(Case):
                 # (The silent worker may be named first: both are listed when neither has sent.)
                 self.assertRegex(line, r"ps task 0 \(rank 2\)('s variables to the workers | waiting for the gradients "
                                        r"of [^:]*worker 1 \(last heard after step \d+\)[^:]* )did not complete", err)
+
+
+class ChiefAlone(Case):
+    """The chief's evaluation outlasts --collective-timeout: the others wait without a deadline
+    (synchronous workers meet it after) and the ps tasks are told it is away."""
+
+    TIMEOUT = 1.0
+
+    def write_data(self):
+        # A test split large enough that evaluating it one image at a time takes seconds.
+        data = self.path("fmnist")
+        os.makedirs(data)
+        for prefix, n in (("train", 64), ("t10k", 20000)):
+            pixels = (bytes(range(7, 256, 3)) * (n * 28 * 28 // 83 + 1))[:n * 28 * 28]
+            for name, magic, shape, body in ((prefix + "-images-idx3-ubyte.gz", 0x803, (n, 28, 28), pixels),
+                                             (prefix + "-labels-idx1-ubyte.gz", 0x801, (n,),
+                                              bytes(i % 10 for i in range(n)))):
+                with gzip.open(os.path.join(data, name), "wb") as f:
+                    f.write(struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in shape) + body)
+        return data
+
+    def test_an_evaluation_longer_than_the_timeout(self):
+        data = self.write_data()
+        # 4 steps an epoch: epoch 1's evaluation comes before step 5, mid-run.
+        train = ["--model", "small_cnn", "--data", "fashion-mnist:" + data, "--batch", "16", "--steps", "6",
+                 "--eval-batch", "1", "--threads", "1", "--no-progress", "--collective-timeout", str(self.TIMEOUT)]
+        for k, (what, n, args) in enumerate((
+                ("2 workers", 2, ["--workers", "2"]),
+                ("2 workers and a ps task", 3, ["--workers", "2", "--ps", "1"]),
+                ("2 workers and an asynchronous ps task", 3, ["--workers", "2", "--ps", "1", "--ps-async"]))):
+            with self.subTest(what):
+                metrics = self.path("m%d.jsonl" % k)
+                p = mpirun(n, GRAPHRUN, "train", *train, *args, "--metrics", metrics)
+                self.assertEqual(len(re.findall(r"epoch 0: test accuracy", p.stdout)), 1, p.stdout)
+                self.assertIn("trained 6 steps", p.stdout)
+                (evaluation,) = [json.loads(l) for l in open(metrics) if '"kind":"eval"' in l]
+                self.assertEqual(evaluation["samples"], 20000)
+                # The case proves something only when the evaluation outlasts the timeout.
+                self.assertGreater(evaluation["seconds"], 2 * self.TIMEOUT)
 
 
 class Broadcast(Case):

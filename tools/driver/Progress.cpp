@@ -100,16 +100,17 @@ llvm::Error MetricsWriter::step(const StepRecord &r) {
 }
 
 llvm::Error MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
-                                int64_t samples) {
+                                int64_t samples, double seconds) {
   std::string record;
   llvm::raw_string_ostream os(record);
   if (csv_)
-    os << llvm::format("eval,%lld,%lld,%.6g,,,,,%.6g,%lld,,,,,,,\n", (long long)step,
-                       (long long)epoch, loss, accuracy, (long long)samples);
+    os << llvm::format("eval,%lld,%lld,%.6g,,%.6g,,,%.6g,%lld,,,,,,,\n", (long long)step,
+                       (long long)epoch, loss, seconds, accuracy, (long long)samples);
   else
     os << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
-                       "\"accuracy\":%.6g,\"samples\":%lld}\n",
-                       (long long)step, (long long)epoch, loss, accuracy, (long long)samples);
+                       "\"accuracy\":%.6g,\"samples\":%lld,\"seconds\":%.6g}\n",
+                       (long long)step, (long long)epoch, loss, accuracy, (long long)samples,
+                       seconds);
   return withContext(out_->write(os.str()), "metrics");
 }
 

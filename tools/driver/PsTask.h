@@ -46,6 +46,9 @@ public:
                                     Executor &ex) {
     return client_.exchange(step, lr, outputs, ex);
   }
+  /// Work of its own is coming (PsClient::away).
+  llvm::Error away() { return client_.away(); }
+  bool finished() const { return finished_; }
   /// The chief: every variable of the plan (the tasks' variables and slots,
   /// the rest from this worker's executor), for a checkpoint; after finish(),
   /// the final ones.

@@ -190,16 +190,36 @@ llvm::Expected<bool> TrainingSession::completeStep(int64_t step, Update &u) {
     if (auto e = tensorboard_->step(record))
       return e;
   if (opts_.checkpointEvery && (step + 1) % *opts_.checkpointEvery == 0 && step + 1 != totalSteps_)
-    if (auto e = writeCheckpoint())
+    if (auto e = chiefAlone("the chief's checkpoint", [this] { return writeCheckpoint(); }))
       return e;
   return stop;
 }
 
+llvm::Error TrainingSession::chiefAlone(llvm::StringRef what,
+                                        llvm::function_ref<llvm::Error()> work) {
+  const bool chief = workers_.chief();
+  // Asynchronous workers train on meanwhile; after the run the tasks are gone.
+  if (ps_ && !ps_->finished() && (chief || !async_))
+    if (auto e = ps_->away())
+      return e;
+  if (chief)
+    if (auto e = work())
+      return e;
+  if (plannedWorkers_ > 1 && !async_)
+    return workers_.collectives().meet(("waiting for " + what).str());
+  return llvm::Error::success();
+}
+
 llvm::Error TrainingSession::evaluateEpoch() {
-  if (!evaluator_)
+  if (!chiefEvaluates_)
     return llvm::Error::success();
+  return chiefAlone("the chief's evaluation", [this] { return evaluate(); });
+}
+
+llvm::Error TrainingSession::evaluate() {
   if (progress_)
     progress_->finish();
+  const auto start = Clock::now();
   if (auto e = evaluator_->copyFrom(*executor_))
     return e;
   auto testLoader = DataLoader::create(
@@ -215,7 +235,8 @@ llvm::Error TrainingSession::evaluateEpoch() {
   out_.flush();
   result_.epochs.push_back({epoch_, r->accuracy(), r->loss});
   if (metrics_)
-    if (auto e = metrics_->eval(executor_->step(), epoch_, r->accuracy(), r->loss, r->samples))
+    if (auto e = metrics_->eval(executor_->step(), epoch_, r->accuracy(), r->loss, r->samples,
+                                seconds(start, Clock::now())))
       return e;
   if (tensorboard_)
     return tensorboard_->eval(executor_->step(), r->accuracy(), r->loss);

@@ -352,8 +352,8 @@ llvm::Error TrainingSession::restoreCheckpoint() {
 }
 
 llvm::Error TrainingSession::createEvaluator() {
-  if (!opts_.evaluate || !llvm::StringRef(opts_.data).startswith("fashion-mnist") ||
-      !workers_.chief())
+  chiefEvaluates_ = opts_.evaluate && llvm::StringRef(opts_.data).startswith("fashion-mnist");
+  if (!chiefEvaluates_ || !workers_.chief())
     return llvm::Error::success();
   auto t = openDatasetFor(forward(), opts_.data, Split::Test, opts_.synthetic, seed_);
   if (!t)

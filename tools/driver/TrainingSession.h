@@ -71,8 +71,8 @@ public:
   llvm::Error createEvaluator();
   void printRunPlan();
   llvm::Error trainSteps();
-  /// The test split's accuracy after an epoch (nothing without an
-  /// evaluator).
+  /// The test split's accuracy after an epoch (the chief, when the data
+  /// set has a test split; the other ranks wait for it, chiefAlone).
   llvm::Error evaluateEpoch();
   /// A checkpoint of the executor's state (the chief; nothing on the other
   /// ranks).
@@ -129,6 +129,13 @@ private:
   /// After an update: the exchange with the ps tasks, the agreement on
   /// stopping, the step's metrics and checkpoint. Returns whether to stop.
   llvm::Expected<bool> completeStep(int64_t step, Update &update);
+  /// Work the chief does alone (evaluation, a checkpoint), however long it
+  /// takes: the ps tasks hear that it is away (and so are synchronous
+  /// workers, which meet it after without a deadline), so that neither
+  /// takes its silence for a stall (--collective-timeout).
+  llvm::Error chiefAlone(llvm::StringRef what, llvm::function_ref<llvm::Error()> work);
+  /// The chief's evaluation of the test split.
+  llvm::Error evaluate();
   void printProcesses();
   void printTrainingSetup();
   llvm::Error reportSteps();
@@ -176,6 +183,7 @@ private:
   int64_t epoch_ = 0;
   LoaderPosition position_;
   std::unique_ptr<Evaluator> evaluator_;
+  bool chiefEvaluates_ = false; ///< every rank knows it
   std::shared_ptr<const Dataset> test_;
   // trainSteps, finishRun
   std::unique_ptr<ProgressLine> progress_;
