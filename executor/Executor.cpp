@@ -141,6 +141,7 @@ llvm::Error ExecutorImpl::createDevices() {
     return deviceIds[it - deviceNames.begin()].kind == DeviceKind::CPU;
   };
   const int threads = cpuDeviceThreads(programs[0].schedule, deviceNames, isCpu, total);
+  cpuThreads = threads;
   cores = std::make_unique<CoreBudget>(total);
   cpuCollectives = std::make_unique<CpuCollectives>(opts.waitTimeout, &stepClock);
   for (unsigned i = 0; i < deviceNames.size(); ++i) {
@@ -303,11 +304,33 @@ llvm::Error ExecutorImpl::planMemory() {
       for (unsigned n : order)
         if (nodes[n]->kernel)
           scratch = std::max<int64_t>(scratch, nodes[n]->kernel->scratchBytes());
+    if (d.device->kind() == DeviceKind::CPU) {
+      cpuScratch.bytes = std::max(cpuScratch.bytes, scratch);
+      cpuScratch.owner = cpuScratch.owner ? cpuScratch.owner : d.device.get();
+      ++cpuScratch.devices;
+      continue;
+    }
     auto s = d.device->allocate(scratch);
     if (!s)
       return s.takeError();
     d.scratch = *s;
   }
+  return shareCpuScratch();
+}
+
+llvm::Error ExecutorImpl::shareCpuScratch() {
+  if (!cpuScratch.owner || cpuScratch.bytes == 0)
+    return llvm::Error::success();
+  // A CPU device uses scratch only while it holds cores: one buffer per lease
+  // that can be held at once serves every CPU device.
+  const int buffers = std::min(cpuScratch.devices, cores->leasesAtOnce(cpuThreads));
+  for (int i = 0; i < buffers; ++i) {
+    auto s = cpuScratch.owner->allocate((size_t)cpuScratch.bytes);
+    if (!s)
+      return withContext(s.takeError(), "the CPU devices' scratch");
+    cpuScratch.buffers.push_back(*s);
+  }
+  cores->shareScratch(cpuScratch.buffers);
   return llvm::Error::success();
 }
 

@@ -100,7 +100,9 @@ struct DeviceState {
   std::vector<std::vector<unsigned>> orders;
   /// One arena for every program (they never run at once): the largest plan.
   void *arena = nullptr;
-  void *scratch = nullptr; ///< the largest scratch any of its kernels asks for
+  /// The largest scratch any of its kernels asks for (not CPU devices, whose
+  /// scratch comes with their cores: ExecutorImpl::cpuScratch).
+  void *scratch = nullptr;
   /// Every program's offsets and aliases (values are distinct); `plan.plan`
   /// is the largest program's.
   DeviceMemoryPlan plan;
@@ -150,6 +152,15 @@ struct ExecutorImpl {
   std::vector<std::unique_ptr<NodeExec>> nodes;
   llvm::DenseMap<const Node *, unsigned> index;
   std::unique_ptr<CoreBudget> cores;
+  int cpuThreads = 1; ///< each CPU device's share of the cores
+  /// The CPU devices' kernels' scratch, shared through `cores`
+  /// (CoreBudget.h), allocated by the first CPU device.
+  struct {
+    int64_t bytes = 0; ///< the largest any CPU kernel asks for
+    int devices = 0;
+    Device *owner = nullptr;
+    std::vector<void *> buffers;
+  } cpuScratch;
   std::unique_ptr<CpuCollectives> cpuCollectives;
   std::vector<std::unique_ptr<CollectiveEngine>> otherCollectives;
   TraceRecorder trace;
@@ -199,6 +210,9 @@ struct ExecutorImpl {
   void assignLayouts();
   llvm::DenseMap<const Value *, Layout> layouts; ///< values not listed are plain
   llvm::Error planMemory();
+  /// After planMemory: the CPU devices' scratch buffers, one per lease of
+  /// cores that can be held at once.
+  llvm::Error shareCpuScratch();
   llvm::Error bindVariables();
   llvm::Error bindCollectives();
   void groupFusableKernels();

@@ -116,6 +116,7 @@ public:
     std::vector<KernelContext *> each;
     for (KernelContext &c : contexts) {
       c.stream = ctx.stream;
+      c.scratch = ctx.scratch; // a CPU device's comes with its cores
       c.deviceStep = ctx.deviceStep;
       each.push_back(&c);
     }
@@ -274,6 +275,8 @@ ExecutorImpl::~ExecutorImpl() {
     if (d->scratch)
       d->device->deallocate(d->scratch);
   }
+  for (void *p : cpuScratch.buffers)
+    cpuScratch.owner->deallocate(p);
   for (auto &[node, slots] : staging)
     for (void *p : slots)
       if (p)

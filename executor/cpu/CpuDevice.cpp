@@ -103,8 +103,11 @@ public:
       // wait (the step breakdown's).
       double asked = clock_ ? clock_->nowUs() : 0;
       std::optional<CoreBudget::Lease> lease;
-      if (cores_)
+      if (cores_) {
         lease.emplace(*cores_, threads_);
+        if (void *scratch = lease->scratch())
+          ctx.scratch = scratch; // the executor's shared buffers (CoreBudget.h)
+      }
       start = clock_ ? clock_->nowUs() : 0;
       if (clock_ && start - asked > 1)
         timings_.push_back({node_, EventKind::Wait, asked, start - asked});

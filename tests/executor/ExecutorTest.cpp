@@ -1,7 +1,11 @@
 #include "executor/Executor.h"
 #include "ir/Builder.h"
+#include "ir/MemoryLimit.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
 
 using namespace graphc;
 
@@ -265,6 +269,66 @@ TEST(Executor, AHostThatOnlyFeedsATowerDoesNotTakeItsCores) {
     for (const std::string &d : (*ex)->deviceDescriptions())
       EXPECT_NE(d.find(threads), std::string::npos) << d;
   }
+}
+
+TEST(Executor, CpuDevicesShareScratchByTheCoresTheyHold) {
+  // Four CPU devices each gather with 2^16 indices (512 KiB of scratch): the
+  // scratch comes with the cores (CoreBudget.h), so there are as many buffers
+  // as leases of cores can be held at once, not one per device.
+  const int64_t k = 1 << 16;
+  Module m;
+  Builder b(m.main());
+  Value *data = b.input("data", TensorType(DType::F32, {8, 4}));
+  Value *idx = b.input("idx", TensorType(DType::I64, {k}));
+  for (Value *v : {data, idx})
+    v->producer()->setAssignedDevice(DeviceId::host());
+  for (int d = 1; d <= 4; ++d) {
+    Value *on[2];
+    for (int i = 0; i < 2; ++i) {
+      Attrs t;
+      t.set("to", "cpu:" + std::to_string(d));
+      Node *copy = b.createNode(Op::Transfer, {i ? idx : data}, t, "to" + std::to_string(d));
+      copy->setAssignedDevice(DeviceId::cpu(d));
+      on[i] = copy->result();
+    }
+    Attrs axis;
+    axis.set("axis", (int64_t)0);
+    Node *g = b.createNode(Op::Gather, {on[0], on[1]}, axis, "gather" + std::to_string(d));
+    g->setAssignedDevice(DeviceId::cpu(d));
+    m.main().addOutput(g->result());
+  }
+  std::vector<float> values(32);
+  for (int i = 0; i < 32; ++i)
+    values[i] = (float)i;
+  Tensor indices(TensorType(DType::I64, {k}));
+  for (int64_t i = 0; i < k; ++i)
+    indices.data<int64_t>()[i] = (i * 7) % 8 - 4; // negatives count from the end
+  llvm::StringMap<Tensor> feeds;
+  feeds["data"] = Tensor::fromFloats({8, 4}, values);
+  feeds["idx"] = indices;
+
+  std::map<int, int64_t> held; // by --threads: the host bytes a bound executor holds
+  std::optional<std::vector<Tensor>> first;
+  for (int threads : {1, 2, 4}) {
+    ExecutorOptions opts;
+    opts.threads = threads;
+    const int64_t before = reservedHostBytes();
+    auto ex = Executor::create(m, opts);
+    ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
+    held[threads] = reservedHostBytes() - before;
+    auto out = (*ex)->run(feeds);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    ASSERT_EQ(out->size(), 4u);
+    for (const Tensor &t : *out)
+      EXPECT_EQ(t, (*out)[0]) << threads << " threads";
+    if (!first)
+      first = *out;
+    EXPECT_EQ(*out, *first) << threads << " threads";
+  }
+  // One device a thread: 1, 2 and 4 leases at once.
+  const int64_t buffer = held[2] - held[1];
+  EXPECT_GE(buffer, k * (int64_t)sizeof(int64_t));
+  EXPECT_EQ(held[4] - held[1], 3 * buffer);
 }
 
 // Emulated heterogeneity: a slower device computes the same values (its
