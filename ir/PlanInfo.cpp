@@ -45,6 +45,7 @@ const Field<std::string, CheckpointPosition> kCheckpointStrings[] = {
 /// Written as 0 or 1.
 const Field<bool> kBools[] = {
     {"ps_async", &PlanInfo::psAsync},
+    {"release_sent", &PlanInfo::releaseSent},
     {"training", &PlanInfo::training},
 };
 const Field<double> kFloats[] = {

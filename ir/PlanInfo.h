@@ -69,6 +69,9 @@ struct PlanInfo {
   std::optional<std::string> paramsAuto;   ///< --params auto: every mode's figures (JSON)
   std::optional<Strategy> strategy;
   std::optional<std::string> modelParallel; ///< the schedule's summary (JSON)
+  /// A value sent to another device is freed once the copies have run
+  /// (placement/analysis/Schedule.h, rule 5): the memory orders' plans.
+  std::optional<bool> releaseSent;
 
   // A pipeline (PipelineStages): all four or none; towers = pipelines x micro-batches.
   std::optional<int64_t> pipelineStages; ///< S stages, a device each

@@ -171,8 +171,8 @@ private:
   /// device holds what the backward reads of it (and its variables) until
   /// its backward, and there, at each node's gradient, also about two
   /// results of that node's size; besides, what crosses its ends: the
-  /// values it sends on (the executor keeps them for the rest of the step)
-  /// and the copies it receives, with the gradient of what it sent. The
+  /// copies it receives and the gradient of what it sent (the values it
+  /// sends on are freed once copied: PlanInfo::releaseSent). The
   /// cuts make the largest ratio of that estimate to a device's memory as
   /// small as they can (bisection on the ratio; for each, which segment
   /// ends each segment can reach: O(GPUs · nodes²) at worst).
@@ -252,7 +252,7 @@ private:
             if (body + in > room)
               break;
             const double out = i + 1 < N ? crossing[i] : 0;
-            if (std::max(body, saved[i] - before + out) + in + out <= room && !reach[k][i])
+            if (std::max(body, saved[i] - before + out) + in <= room && !reach[k][i])
               reach[k][i] = from + 1;
           }
         }

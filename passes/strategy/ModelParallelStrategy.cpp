@@ -124,6 +124,10 @@ llvm::Expected<std::unique_ptr<Module>> compileWithOrder(const Module &forward, 
     std::unique_ptr<Module> m = cloneModule(forward);
     m->plan().cluster = cluster;
     m->plan().strategy = Strategy::ModelParallel;
+    // The memory orders' steps are sequential anyway: a sender may wait for
+    // the copies of what it sent, and free it then.
+    if (order != ScheduleOrder::EarliestStart)
+      m->plan().releaseSent = true;
     llvm::Error compiled = runPipelines(*m, req.options, req.dump, pipelines);
     if (compiled && lastNeeds.empty() && !refused->needs.empty()) {
       llvm::consumeError(std::move(compiled));

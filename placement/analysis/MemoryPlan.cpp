@@ -99,11 +99,18 @@ planDeviceMemory(const Schedule &s, unsigned device,
     unsigned last = s.position.lookup(v->producer());
     if (graphOutputs.count(v))
       return UINT_MAX;
+    // Read elsewhere: until the node it is released at, or the whole step.
+    auto released = s.releasedAt.find(v);
     for (const Node *u : v->users()) {
-      if (s.deviceOf.lookup(u) != device)
-        return UINT_MAX;
+      if (s.deviceOf.lookup(u) != device) {
+        if (released == s.releasedAt.end())
+          return UINT_MAX;
+        continue;
+      }
       last = std::max(last, s.position.lookup(u));
     }
+    if (released != s.releasedAt.end())
+      last = std::max(last, s.position.lookup(released->second) - 1);
     return last;
   };
 

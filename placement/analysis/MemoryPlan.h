@@ -8,8 +8,9 @@
 //      a result may also take over an operand's buffer in place when the
 //      kernel allows it and nothing reads the operand afterwards.
 //   2. Liveness. A buffer lives from its first definition to its last read in
-//      the device's issue order (Schedule.h). Buffers read by another device,
-//      graph outputs and graph inputs live for the whole step.
+//      the device's issue order (Schedule.h). Buffers read by another device
+//      live until the node they are released at (Schedule.h, rule 5) or, by
+//      default, for the whole step, as graph outputs and graph inputs do.
 //   3. Offsets. Greedy by size: the largest buffer first, each placed in the
 //      lowest gap that no overlapping-in-time buffer occupies (TensorFlow
 //      Lite's and TVM's static planners do the same); 64-byte aligned.

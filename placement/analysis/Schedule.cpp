@@ -65,6 +65,49 @@ static std::vector<const Node *> groupOptimizerUpdates(llvm::ArrayRef<const Node
   return out;
 }
 
+/// Rule 5: whether the executor issues `n` as an operation on its device's
+/// primary stream (a kernel). A wait of a node is applied to the stream of
+/// its operation, and the other streams wait for the primary (CudaDevice.h),
+/// so a release must wait there.
+static bool launchesKernel(const Node &n) {
+  return !isViewOp(n.op()) && !isCommunication(n.op()) && n.op() != Op::Input &&
+         n.op() != Op::Variable && n.op() != Op::Constant;
+}
+
+/// Rule 5 on a scheduled graph.
+static void releaseSentValues(const Graph &g, Schedule &s) {
+  for (const Node *n : g.nodes())
+    if (isCollective(n->op()))
+      return;
+  llvm::DenseSet<const Value *> outputs(g.outputs().begin(), g.outputs().end());
+  for (const Node *n : g.nodes()) {
+    const unsigned device = s.deviceOf.lookup(n);
+    for (unsigned i = 0; i < n->numResults(); ++i) {
+      const Value *v = n->result(i);
+      llvm::SmallVector<const Node *, 4> remote;
+      unsigned after = 0;
+      for (const Node *u : v->users())
+        if (s.deviceOf.lookup(u) != device) {
+          remote.push_back(u);
+          after = std::max(after, s.position.lookup(u));
+        }
+      if (remote.empty() || outputs.count(v) || n->op() == Op::Input)
+        continue;
+      const auto &order = s.order[device];
+      auto it = llvm::find_if(order, [&](const Node *x) {
+        return s.position.lookup(x) > after && launchesKernel(*x);
+      });
+      if (it == order.end())
+        continue; // lives to the end of the step
+      s.releasedAt[v] = *it;
+      auto &deps = s.controlDeps[*it];
+      for (const Node *u : remote)
+        if (!llvm::is_contained(deps, u))
+          deps.push_back(u);
+    }
+  }
+}
+
 llvm::Expected<Schedule> buildSchedule(const Graph &g,
                                        const std::function<std::string(const Node &)> &deviceOf) {
   Schedule s;
@@ -155,6 +198,8 @@ llvm::Expected<Schedule> buildSchedule(const Graph &g,
     s.position[n] = s.position.size();
     s.order[s.deviceOf[n]].push_back(n);
   }
+  if (g.module().plan().releaseSent.value_or(false))
+    releaseSentValues(g, s);
   return s;
 }
 

@@ -16,6 +16,15 @@
 //      for are issued together, where the last of them would be, so the
 //      executor can fuse them into one multi-tensor launch
 //      (ExecutorOptions::fuseUpdates).
+//   5. In plans placed by a memory order (PlanInfo::releaseSent), a value
+//      read on other devices is released on its own device at the first node
+//      there that comes after every such reader and launches a kernel; that
+//      node waits for the readers (a control dependency), so the memory plan
+//      may give its bytes to it and later nodes. Without it such a value lives for the whole step (the
+//      sender does not wait for the receivers' copies). Every wait points to
+//      an earlier global position, so no device waits in a cycle; plans with
+//      collectives do not take it (a collective's ranks meet at different
+//      positions).
 // Cross-device dependencies are listed so the executor can wait on them; the
 // memory plan (MemoryPlan.h) is computed for exactly this order.
 //
@@ -37,15 +46,20 @@ struct Schedule {
   llvm::DenseMap<const Node *, unsigned> deviceOf; ///< index into devices
   llvm::DenseMap<const Node *, unsigned> position; ///< global issue position
   /// Extra predecessors from rule 2 (a variable's readers before its writer,
-  /// an AllGather after its variable's update).
+  /// an AllGather after its variable's update) and rule 5 (a sent value's
+  /// readers before the node it is released at).
   llvm::DenseMap<const Node *, llvm::SmallVector<const Node *, 4>> controlDeps;
+  /// Rule 5: the node of its own device at which a value read elsewhere is
+  /// released (it lives until just before it).
+  llvm::DenseMap<const Value *, const Node *> releasedAt;
 
   /// Predecessors of `n`: operand producers plus control dependencies.
   llvm::SmallVector<const Node *, 8> predecessors(const Node *n) const;
 };
 
 /// `deviceOf` maps a node to the device it runs on (e.g. its assigned device,
-/// or "cpu:0" for an unplaced module).
+/// or "cpu:0" for an unplaced module). Rule 5 applies where the graph's
+/// module asks for it (PlanInfo::releaseSent).
 llvm::Expected<Schedule> buildSchedule(const Graph &g,
                                        const std::function<std::string(const Node &)> &deviceOf);
 

@@ -6,6 +6,17 @@
 
 using namespace graphc;
 
+namespace {
+/// One rank of a group of one (the collective's attributes).
+Attrs allReduceAttrs() {
+  Attrs a;
+  a.set("group", std::string("g"));
+  a.set("rank", (int64_t)0);
+  a.set("nranks", (int64_t)1);
+  return a;
+}
+} // namespace
+
 TEST(PlanOffsets, BuffersLiveTogetherNeverOverlap) {
   std::mt19937 rng(5);
   std::vector<BufferRequest> reqs;
@@ -119,4 +130,59 @@ TEST(ArenaParts, TheFullestMomentSplitIntoActivationsCopiesAndGaps) {
   EXPECT_EQ(parts.copies, copies);
   EXPECT_GT(parts.copies, 0);
   EXPECT_GT(parts.activations, 0);
+}
+
+TEST(Schedule, ASentValueIsReleasedOnceItsCopyHasRun) {
+  // cpu:0 sends `a` to cpu:1 and goes on with a chain of its own. Kept for
+  // the step, `a` takes bytes of its own; released (PlanInfo::releaseSent),
+  // the first kernel after the copy waits for it and may take its bytes.
+  auto plan = [](bool release, bool collective) {
+    auto m = std::make_unique<Module>();
+    if (release)
+      m->plan().releaseSent = true;
+    Builder b(m->main());
+    Value *x = b.input("x", TensorType(DType::F32, {1 << 16}));
+    Value *a = b.create(Op::Sigmoid, {x});
+    Attrs to;
+    to.set("to", std::string("cpu:1"));
+    Node *copy = b.createNode(Op::Transfer, {a}, to, "copy");
+    m->main().addOutput(b.create(Op::Tanh, {copy->result()}));
+    Value *v = b.create(Op::Tanh, {x});
+    for (int i = 0; i < 4; ++i)
+      v = b.create(Op::Sigmoid, {v});
+    if (collective)
+      v = b.createNode(Op::AllReduce, {v}, allReduceAttrs(), "sum")->result();
+    m->main().addOutput(v);
+    return m;
+  };
+  auto deviceOf = [](const Node &n) {
+    bool second = n.name() == "copy" ||
+                  (!n.operands().empty() && n.operand(0)->producer()->name() == "copy");
+    return std::string(second ? "cpu:1" : "cpu:0");
+  };
+  int64_t arena[2];
+  for (bool release : {false, true}) {
+    auto m = plan(release, false);
+    auto s = buildSchedule(m->main(), deviceOf);
+    ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+    const Node *copy = m->main().findNode("copy");
+    const Value *a = copy->operand(0);
+    arena[release] = planDeviceMemory(*s, 0, nullptr).plan.arenaBytes;
+    if (!release) {
+      EXPECT_TRUE(s->releasedAt.empty());
+      continue;
+    }
+    ASSERT_EQ(s->releasedAt.count(a), 1u);
+    const Node *at = s->releasedAt.lookup(a);
+    EXPECT_EQ(s->deviceOf.lookup(at), 0u);
+    EXPECT_GT(s->position.lookup(at), s->position.lookup(copy));
+    EXPECT_TRUE(llvm::is_contained(s->controlDeps.lookup(at), copy)) << "it waits for the copy";
+    EXPECT_TRUE(llvm::is_contained(s->predecessors(at), copy));
+  }
+  EXPECT_LT(arena[1], arena[0]);
+  // With a collective the ranks meet at their own positions: no release.
+  auto m = plan(true, true);
+  auto s = buildSchedule(m->main(), deviceOf);
+  ASSERT_TRUE(bool(s));
+  EXPECT_TRUE(s->releasedAt.empty());
 }
