@@ -31,6 +31,7 @@ Rows (--only takes their keys, comma-separated):
   dp          data parallel, a tower per GPU, the variables on the host
   dp-rc-shard data parallel, variables mirrored, --shard-optimizer --recompute auto
   mp          --strategy model-parallel
+  mp-rc       the same with --recompute auto
   pipe        --strategy pipeline, 4 stages x --micro-batches (default 8), 1F1B
   pipe-rc     the same with --recompute auto
 
@@ -63,6 +64,8 @@ def rows(micro):
         ("dp-rc-shard", "data parallel, mirrored, --shard-optimizer, --recompute auto", 4,
          ["--params", "mirrored", "--shard-optimizer"] + rc, 4, lambda b: 4),
         ("mp", "model parallel", 4, ["--strategy", "model-parallel"], 1, lambda b: 1),
+        ("mp-rc", "model parallel, --recompute auto", 4, ["--strategy", "model-parallel"] + rc, 1,
+         lambda b: 1),
         ("pipe", "pipeline, 4 stages x %d micro-batches" % micro, 4, pipe, micro,
          lambda b: micro),
         ("pipe-rc", "pipeline, 4 x %d, --recompute auto" % micro, 4, pipe + rc, micro,

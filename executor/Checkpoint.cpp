@@ -72,12 +72,15 @@ struct Fit {
     // Slots of a training checkpoint do not matter to a target without an
     // optimizer (evaluation, export), nor loss scaling's state to one that
     // does not scale.
-    for (const NamedTensor &t : tensors)
-      if (!m.findVariable(t.name) && !isLossScaleState(t.name) &&
-          (targetHasSlots || !isSlotOf(m, t.name, t.tensor.type()))) {
+    for (const NamedTensor &t : tensors) {
+      if (m.findVariable(t.name) || isLossScaleState(t.name))
+        continue;
+      const bool slot = isSlotOf(m, t.name, t.tensor.type());
+      if (targetHasSlots || !slot) {
         unexpected.push_back(t.name + " " + toString(t.tensor.type()));
-        noteSlot(isSlotOf(m, t.name, t.tensor.type()), t.name, savedSlots);
+        noteSlot(slot, t.name, savedSlots);
       }
+    }
   }
 
   void noteSlot(bool isSlot, llvm::StringRef name, std::set<std::string> &kinds) {

@@ -10,8 +10,9 @@
 // the batch, splitting it), when the batch is bound at import; a model whose
 // batch is bound to another size (exported with a fixed batch, a checkpoint of
 // one bound at import) is rebatched where its graph allows it
-// (passes/Rebatch.h), or refused in one line that says how to export it with a
-// dynamic batch axis.
+// (passes/Rebatch.h), or refused in one line: for a model file, how to export
+// it with a dynamic batch axis; for a checkpoint, to run it at the batch it
+// holds (its import may have bound it, so export advice would not help).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
