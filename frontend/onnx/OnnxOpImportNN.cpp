@@ -145,8 +145,8 @@ llvm::Error importLayerNorm(NodeContext &ctx) {
   a.set("axis", *axis);
   a.set("epsilon", ctx.getFloat("epsilon", 1e-5));
   for (int i = 1; i < ctx.proto().output_size(); ++i)
-    ctx.drop(i, "LayerNormalization's Mean and InvStdDev outputs; graphc's LayerNorm keeps its "
-                "statistics to itself (export the model without reading them)");
+    ctx.drop(i, "LayerNormalization's Mean and InvStdDev outputs, which graphc's LayerNorm keeps "
+                "to itself; export the model without reading them");
   return emitWith(ctx, Op::LayerNorm, 3, std::move(a));
 }
 
