@@ -10,6 +10,8 @@ mode: LayerNormalization, HardSwish and HardSigmoid as ONNX ops, GELU as PyTorch
   batch, so the step sees every sample) against PyTorch's step on the same samples and initial
   weights: the loss, and every parameter after the step (the weights exported by
   `graphrun export`).
+- Three steps on two emulated GPUs against three on one device (the towers' LayerNorm scale and
+  bias gradients are summed like any other).
 - `graphrun infer` on the model against ONNX Runtime and against PyTorch's forward pass.
 - A model written at opset 20 (Gelu as one op, both forms, with LayerNormalization and
   HardSwish): `graphrun infer` against ONNX Runtime; after a training step `graphrun export`
@@ -228,6 +230,23 @@ class ModernOpsTest(CliCase):
         sumbound.report("the step's update against PyTorch's", worst_update, step)
         self.assertLessEqual(worst_w, 1e-5)
         self.assertLessEqual(worst_update, step)
+
+    def test_two_towers_train_as_one_device(self):
+        losses = []
+        for devices in ([], ["--gpus", "2", "--emulate"]):
+            metrics = self.path("m%d.jsonl" % len(devices))
+            run(GRAPHRUN, "train", self.w("modern.onnx"), "--batch", BATCH, "--steps", "3", "--no-eval",
+                "--no-progress", "--threads", "2", "--seed", "1", "--metrics", metrics, *devices)
+            with open(metrics) as f:
+                losses.append([json.loads(line)["loss"] for line in f])
+        k = int(json.loads(run(GRAPHC, "inspect", self.w("modern.onnx"), "--batch", BATCH,
+                               "--json").stdout)["longest_sum"])
+        # Each step's sums may group otherwise: the bound grows with the steps taken.
+        bound = 3 * 2 * (k + 4) * U
+        err = max(abs(a - b) / abs(a) for a, b in zip(*losses))
+        sumbound.report("losses on two emulated GPUs against one device", err, bound)
+        self.assertEqual(len(losses[1]), 3)
+        self.assertLessEqual(err, bound, losses)
 
     def test_infer_matches_onnxruntime_and_pytorch(self):
         model, x = self.w("modern.onnx"), self.w("x_infer.npy")
