@@ -56,16 +56,25 @@ int64_t elementwiseFlops(Op op) {
   case Op::LeakyReluGrad: // compare, multiply
   case Op::ClipGrad:      // two compares, select
     return 2;
-  case Op::SigmoidGrad: // dy * y * (1 - y)
-  case Op::TanhGrad:    // dy * (1 - y * y)
+  case Op::SigmoidGrad:     // dy * y * (1 - y)
+  case Op::TanhGrad:        // dy * (1 - y * y)
+  case Op::HardSigmoid:     // multiply-add, clamp
+  case Op::HardSigmoidGrad: // multiply-add, two compares, select
     return 3;
   case Op::Sigmoid:        // 1 / (1 + exp(-x))
   case Op::SoftmaxGrad:    // y * (dy - sum(dy * y))
   case Op::LogSoftmaxGrad: // dy - exp(y) * sum(dy)
     return 4;
-  case Op::Softmax:    // max, subtract, exp, sum, divide
-  case Op::LogSoftmax: // max, subtract, exp, sum, log-subtract
+  case Op::Softmax:       // max, subtract, exp, sum, divide
+  case Op::LogSoftmax:    // max, subtract, exp, sum, log-subtract
+  case Op::HardSwish:     // add, clamp, multiply, divide
+  case Op::HardSwishGrad: // two compares, divide, add, multiply
+  case Op::ErfGrad:       // dy * 2/sqrt(pi) * exp(-x * x)
     return 5;
+  case Op::Gelu: // 0.5 * x * (1 + erf(x / sqrt 2)), or the tanh form's few more
+    return 6;
+  case Op::GeluGrad: // the cdf, the density's exp, and the product rule
+    return 9;
   default: // arithmetic, Relu, ReluGrad (a select), one transcendental function
     return 1;
   }
@@ -162,6 +171,10 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
   case Op::Sqrt:
   case Op::Neg:
   case Op::Clip:
+  case Op::Erf:
+  case Op::Gelu:
+  case Op::HardSigmoid:
+  case Op::HardSwish:
   case Op::Softmax:
   case Op::LogSoftmax:
   case Op::ReluGrad:
@@ -171,6 +184,10 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
   case Op::SoftmaxGrad:
   case Op::LogSoftmaxGrad:
   case Op::ClipGrad:
+  case Op::ErfGrad:
+  case Op::GeluGrad:
+  case Op::HardSigmoidGrad:
+  case Op::HardSwishGrad:
     return c.streaming(elementwiseFlops(n.op()) * c.out());
 
   // Copies: no arithmetic.
@@ -233,6 +250,10 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
     int64_t mask = n.numOperands() == 6 ? c.in(0) : 0;
     return c.streaming(9 * c.in(0) + mask + 6 * channels);
   }
+  case Op::LayerNorm: // mean and variance (two passes), normalize, scale and shift
+    return c.streaming(7 * c.in(0));
+  case Op::LayerNormGrad: // statistics again, x-hat, two row sums, dx, two column sums
+    return c.streaming(14 * c.in(0));
   case Op::DropoutTrain: // draw, compare, scale
     return c.streaming(3 * c.in(0));
 
@@ -311,6 +332,10 @@ int64_t sumLength(const Node &n, int64_t batch) {
   case Op::LogSoftmaxGrad:
   case Op::SoftmaxCrossEntropyGrad:
     return lastDim(n.operand(0));
+  case Op::LayerNorm: // each sample's statistics over the normalised axes
+    return elems(n.operand(1));
+  case Op::LayerNormGrad: // and dscale, dbias over the samples
+    return std::max(elems(n.operand(1)), elems(n.operand(0)) / elems(n.operand(1)));
   case Op::SoftmaxCrossEntropy: // each row's log-sum over classes, the mean over rows
     return std::max(lastDim(n.operand(0)), elems(n.operand(0)) / lastDim(n.operand(0)));
   case Op::AddN:

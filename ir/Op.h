@@ -70,7 +70,8 @@ inline bool isCommunication(Op op) {
 inline bool isCollective(Op op) {
   return hasTrait(op, optrait::Collective);
 }
-/// ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, ClipGrad.
+/// ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, ClipGrad, ErfGrad, GeluGrad,
+/// HardSigmoidGrad, HardSwishGrad.
 inline bool isActivationGradient(Op op) {
   return hasTrait(op, optrait::ActivationGradient);
 }

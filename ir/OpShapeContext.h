@@ -113,6 +113,11 @@ llvm::Expected<Dims> windowOutput(const Ctx &c, llvm::ArrayRef<int64_t> in, int6
                                   const Window &w);
 llvm::Error checkActivation(const Ctx &c, llvm::StringRef op);
 llvm::Error checkChannelVectors(const Ctx &c, unsigned first, unsigned last);
+/// Gelu's `approximate`: absent, none or tanh.
+llvm::Error checkApproximate(const Ctx &c);
+/// Operands first..last have x's shape from `axis` on (LayerNorm), axis is
+/// after the batch, and epsilon is positive.
+llvm::Error checkNormalizedShape(const Ctx &c, unsigned first, unsigned last);
 Result inferPool(const Ctx &c);
 
 // OpShapesTraining.cpp.
@@ -126,6 +131,8 @@ Result inferAveragePoolGrad(const Ctx &c);
 Result inferGatherGrad(const Ctx &c);
 Result inferMaxPoolGrad(const Ctx &c);
 Result inferBatchNormTrainGrad(const Ctx &c);
+Result inferLayerNormGrad(const Ctx &c);
+Result inferGeluGrad(const Ctx &c);
 Result inferActivationGrad(const Ctx &c);
 Result inferSoftmaxCrossEntropyGrad(const Ctx &c);
 Result inferUpdate(const Ctx &c);

@@ -66,6 +66,20 @@ Result inferCast(const Ctx &c) {
   return one(TensorType(c.attrs().getDType("to"), c[0].shape));
 }
 
+llvm::Error checkApproximate(const Ctx &c) {
+  llvm::StringRef a = c.string("approximate");
+  if (a.empty() || a == "none" || a == "tanh")
+    return llvm::Error::success();
+  return c.fail("attribute 'approximate' is '" + printable(a) + "', not 'none' or 'tanh'");
+}
+
+// Gelu: approximate = none (the erf form, the default) or tanh.
+Result inferGelu(const Ctx &c) {
+  if (auto e = checkApproximate(c))
+    return e;
+  return one(c[0]);
+}
+
 // Softmax, LogSoftmax: axis (default -1).
 Result inferSoftmaxLike(const Ctx &c) {
   int64_t axis = c.axis(c.attrs().getInt("axis", -1), c[0].rank());
@@ -255,6 +269,36 @@ Result inferBatchNorm(const Ctx &c) {
   if (auto e = checkChannelVectors(c, 1, 4))
     return e;
   if (auto e = checkActivation(c, "a BatchNorm"))
+    return e;
+  return one(c[0]);
+}
+
+llvm::Error checkNormalizedShape(const Ctx &c, unsigned first, unsigned last) {
+  size_t rank = c[0].rank();
+  int64_t axis = c.axis(c.attrs().getInt("axis", -1), rank);
+  // Axis 0 is the batch: statistics over it would mix the samples that
+  // data-parallel towers split.
+  if (axis < 1 || axis >= (int64_t)rank)
+    return c.fail("axis " + llvm::Twine(c.attrs().getInt("axis", -1)) + " of input " + c.from(0) +
+                  " must name an axis after the batch axis 0");
+  llvm::ArrayRef<int64_t> normalized = llvm::ArrayRef<int64_t>(c[0].shape).drop_front(axis);
+  if (llvm::is_contained(normalized, kBatchDim))
+    return c.fail("input " + c.from(0) + " has the batch among the normalised axes");
+  for (unsigned i = first; i <= last; ++i) {
+    if (llvm::ArrayRef<int64_t>(c[i].shape) != normalized)
+      return c.fail("operand " + c.from(i) + " must be " + shapeToString(normalized) +
+                    ", the shape normalised over");
+    if (auto e = sameOrF32(c, 0, i))
+      return e;
+  }
+  return inRange(c, "epsilon", 1e-5, 0, INFINITY);
+}
+
+// LayerNorm: x, scale[, bias]; axis (default -1), epsilon (default 1e-5).
+// Each sample is normalised over the axes from `axis` on; scale and bias have
+// their shape.
+Result inferLayerNorm(const Ctx &c) {
+  if (auto e = checkNormalizedShape(c, 1, c.in.size() - 1))
     return e;
   return one(c[0]);
 }
@@ -515,6 +559,9 @@ Result inferReduce(const Ctx &c) {
 #define inferSqrt inferSameAsFirst
 #define inferNeg inferSameAsFirst
 #define inferClip inferSameAsFirst
+#define inferErf inferSameAsFirst
+#define inferHardSigmoid inferSameAsFirst
+#define inferHardSwish inferSameAsFirst
 #define inferSoftmax inferSoftmaxLike
 #define inferLogSoftmax inferSoftmaxLike
 #define inferMaxPool inferPool
@@ -526,6 +573,9 @@ Result inferReduce(const Ctx &c) {
 #define inferSoftmaxGrad inferActivationGrad
 #define inferLogSoftmaxGrad inferActivationGrad
 #define inferClipGrad inferActivationGrad
+#define inferErfGrad inferActivationGrad
+#define inferHardSigmoidGrad inferActivationGrad
+#define inferHardSwishGrad inferActivationGrad
 #define inferReduceMean inferReduce
 #define inferReduceSum inferReduce
 #define inferAssign inferUpdate

@@ -199,6 +199,23 @@ Result inferBatchNormTrainGrad(const Ctx &c) {
   return Types{c[0], c[1], c[1]};
 }
 
+// LayerNormGrad: x, scale, dy -> dx, dscale, dbias; LayerNorm's axis and
+// epsilon.
+Result inferLayerNormGrad(const Ctx &c) {
+  if (auto e = checkNormalizedShape(c, 1, 1))
+    return e;
+  if (c[2] != c[0])
+    return c.fail("gradient " + c.from(2) + " must match input " + c.from(0));
+  return Types{c[0], c[1], c[1]};
+}
+
+// GeluGrad: x, dy; Gelu's approximate.
+Result inferGeluGrad(const Ctx &c) {
+  if (auto e = checkApproximate(c))
+    return e;
+  return inferActivationGrad(c);
+}
+
 // <Act>Grad: (y or x), dy -> dx with dy's type.
 Result inferActivationGrad(const Ctx &c) {
   if (c[0] != c[1])

@@ -21,6 +21,7 @@ const Field<int64_t> kInts[] = {
     {"global_batch", &PlanInfo::globalBatch},
     {"loss_scale_interval", &PlanInfo::lossScaleInterval},
     {"micro_batches", &PlanInfo::microBatches},
+    {"onnx_opset", &PlanInfo::onnxOpset},
     {"pipeline_stages", &PlanInfo::pipelineStages},
     {"pipelines", &PlanInfo::pipelines},
     {"ps", &PlanInfo::ps},

@@ -49,6 +49,9 @@ struct CheckpointPosition {
 struct PlanInfo {
   // Where the model came from and how it is bound.
   std::optional<std::string> source;    ///< "onnx", "models" (built in), or what a file says
+  /// The default-domain opset of the ONNX model first imported (the exporter
+  /// writes an op of a later opset, such as Gelu, only where it allows).
+  std::optional<int64_t> onnxOpset;
   std::optional<int64_t> seed;          ///< initializers' seed (a uint64 seed's bits)
   std::optional<int64_t> batch;         ///< the bound batch: this worker's share in a part
   std::optional<bool> training;         ///< a training step (TrainingMode)

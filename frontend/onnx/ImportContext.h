@@ -205,6 +205,7 @@ private:
 
   llvm::Error checkModel();
   llvm::Error sortNodes();
+  llvm::Error checkOps();
   void scanUses();
   llvm::Error createInputs();
   llvm::Error createVariables();

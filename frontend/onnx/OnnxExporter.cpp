@@ -1,13 +1,17 @@
-//===- OnnxExporter.cpp - Graph "main" as an ONNX model (opset 17) ---------===//
+//===- OnnxExporter.cpp - Graph "main" as an ONNX model (opset 17 or 20) ---===//
 //
 // The inverse of the importer's mapping (docs/onnx-frontend.md): each of our
 // nodes becomes one ONNX node with the same name, attributes that ONNX takes
-// as inputs at opset 17 become Constant nodes, variables read by the graph
+// as inputs at the written opset become Constant nodes, variables read by the graph
 // become initializers (in module order), the batch symbol N becomes the
 // dim_param "N", and integer module meta (a bound batch, a seed) is recorded
 // as metadata "graphc.<key>". The form (OnnxExporter.h) decides BatchNorm's
 // training_mode and whether Dropout is written at all; the model's doc_string
 // says which form it is.
+// The opset is 17, or 20 where the graph has a Gelu and the model it was
+// imported from had opset 20 or later (PlanInfo::onnxOpset): opset 20 has
+// Gelu as one op; at 17 it is written as PyTorch 1.13 exports it, in ONNX
+// ops (0.5·x·(1 + erf(x/√2)), or the tanh form), which import back op by op.
 // Value names stay ours where they are free; an intermediate value whose name
 // an initializer or graph input already holds gets a fresh one (the importer
 // names values after nodes, so this does not change what comes back).
@@ -34,6 +38,8 @@ using onnxfe::toOnnxDType;
 using onnxfe::toOnnxTensor;
 
 constexpr int64_t kExportOpset = 17;
+/// The first opset with Gelu (and the last form this exporter writes).
+constexpr int64_t kGeluOpset = 20;
 constexpr int64_t kExportIrVersion = 8;
 
 void setType(onnx::ValueInfoProto &vi, const TensorType &t) {
@@ -88,6 +94,13 @@ class Exporter {
 public:
   Exporter(const Module &m, uint64_t seed, ExportForm form) : m_(m), seed_(seed), form_(form) {}
 
+  /// The opset to write: 20 only where a Gelu needs it and the model's own
+  /// opset allows it, so that every other model keeps the form it had.
+  static int64_t opsetFor(const Module &m, const Graph &g) {
+    bool gelu = llvm::any_of(g.nodes(), [](const Node *n) { return n->op() == Op::Gelu; });
+    return gelu && m.plan().onnxOpset.value_or(0) >= kGeluOpset ? kGeluOpset : kExportOpset;
+  }
+
   llvm::Expected<std::string> run() {
     const Graph *g = m_.findGraph("main");
     if (!g)
@@ -100,9 +113,10 @@ public:
                                 "training form)"
                               : "training form: BatchNorm and Dropout in training mode, for "
                                 "training again (graphc import)");
+    opset_ = opsetFor(m_, *g);
     auto *opset = model_.add_opset_import();
     opset->set_domain("");
-    opset->set_version(kExportOpset);
+    opset->set_version(opset_);
     // Integer facts (batch, seed, ...) come back through the importer.
     const Attrs facts = m_.plan().integerFacts();
     for (const auto &[key, value] : facts.entries()) {
@@ -210,16 +224,63 @@ private:
     return makeError("cannot export node '" + n.name() + "' (" + opName(n.op()) + "): " + why);
   }
 
+  /// An extra ONNX node named `leaf` under n's name, reading `inputs`; its
+  /// one output is `out`, or a fresh name when `out` is empty. Returns the
+  /// output's name.
+  std::string extra(const Node &n, llvm::StringRef leaf, llvm::StringRef opType,
+                    llvm::ArrayRef<std::string> inputs, std::string out = "") {
+    std::string name = freshNode(n.name() + "/" + leaf.str());
+    if (out.empty())
+      out = fresh(name);
+    onnx::NodeProto *p = graph_->add_node();
+    p->set_name(name);
+    p->set_op_type(opType.str());
+    for (const std::string &in : inputs)
+      p->add_input(in);
+    p->add_output(out);
+    return out;
+  }
+
+  void exportGeluInOpset17(const Node &n);
   llvm::Error exportNode(const Node &n);
 
   const Module &m_;
   uint64_t seed_;
   ExportForm form_;
+  int64_t opset_ = kExportOpset;
   onnx::ModelProto model_;
   onnx::GraphProto *graph_ = nullptr;
   llvm::DenseMap<const Value *, std::string> names_;
   llvm::StringSet<> taken_, nodeNames_;
 };
+
+void Exporter::exportGeluInOpset17(const Node &n) {
+  // PyTorch 1.13's forms, so that a model graphc exports reads like one it
+  // exported: x·(1 + erf(x / √2))·0.5, or x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))·0.5.
+  DType dt = n.operand(0)->type().dtype;
+  std::string x = names_.lookup(n.operand(0));
+  std::string one = constant(n, "one", scalarOf(dt, 1.0));
+  std::string half = constant(n, "half", scalarOf(dt, 0.5));
+  std::string curve;
+  if (n.attrs().getString("approximate", "none") == "tanh") {
+    std::string cubic = constant(n, "cubic", scalarOf(dt, 0.044715));
+    std::string beta = constant(n, "sqrt_2_over_pi", scalarOf(dt, 0.79788456080286536));
+    std::string sq = extra(n, "Mul", "Mul", {x, x});
+    std::string cube = extra(n, "Mul_1", "Mul", {x, sq});
+    std::string scaled = extra(n, "Mul_2", "Mul", {cubic, cube});
+    std::string inner = extra(n, "Add", "Add", {x, scaled});
+    curve = extra(n, "Tanh", "Tanh", {extra(n, "Mul_3", "Mul", {beta, inner})});
+  } else {
+    std::string sqrt2 = constant(n, "sqrt_2", scalarOf(dt, std::sqrt(2.0)));
+    curve = extra(n, "Erf", "Erf", {extra(n, "Div", "Div", {x, sqrt2})});
+  }
+  std::string plusOne = extra(n, "Add_1", "Add", {curve, one});
+  std::string times = extra(n, "Mul_4", "Mul", {x, plusOne});
+  // The last node writes the Gelu's own value name.
+  std::string out = fresh(n.result()->name());
+  names_[n.result()] = out;
+  extra(n, "Mul_5", "Mul", {times, half}, out);
+}
 
 llvm::Error Exporter::exportNode(const Node &n) {
   const Attrs &a = n.attrs();
@@ -265,10 +326,34 @@ llvm::Error Exporter::exportNode(const Node &n) {
   case Op::Log:
   case Op::Sqrt:
   case Op::Neg:
+  case Op::Erf:
+  case Op::HardSwish:
   case Op::MatMul:
   case Op::GlobalAveragePool:
     node(n, opName(n.op()));
     return llvm::Error::success();
+  case Op::HardSigmoid: {
+    onnx::NodeProto &p = node(n, "HardSigmoid");
+    addFloat(p, "alpha", a.getFloat("alpha", 0.2));
+    addFloat(p, "beta", a.getFloat("beta", 0.5));
+    return llvm::Error::success();
+  }
+  case Op::Gelu:
+    if (opset_ < kGeluOpset) {
+      exportGeluInOpset17(n);
+      return llvm::Error::success();
+    }
+    if (a.getString("approximate", "none") == "tanh")
+      addString(node(n, "Gelu"), "approximate", "tanh");
+    else
+      node(n, "Gelu");
+    return llvm::Error::success();
+  case Op::LayerNorm: {
+    onnx::NodeProto &p = node(n, "LayerNormalization");
+    addInt(p, "axis", a.getInt("axis", -1));
+    addFloat(p, "epsilon", a.getFloat("epsilon", 1e-5));
+    return llvm::Error::success();
+  }
   case Op::AddN:
     node(n, "Sum");
     return llvm::Error::success();
@@ -336,12 +421,13 @@ llvm::Error Exporter::exportNode(const Node &n) {
     Ints kernel = a.getInts("kernel_shape");
     Ints dilations = a.getInts("dilations", Ints(kernel.size(), 1));
     bool isMax = n.op() == Op::MaxPool;
-    if (!isMax && !llvm::all_of(dilations, [](int64_t d) { return d == 1; }))
+    bool dilated = !llvm::all_of(dilations, [](int64_t d) { return d == 1; });
+    if (!isMax && dilated && opset_ < 19)
       return cannot(n, "AveragePool with dilations needs opset 19; graphc exports opset 17");
     onnx::NodeProto &p = node(n, opName(n.op()));
     windowAttrs(p, kernel);
     addInt(p, "ceil_mode", a.getInt("ceil_mode"));
-    if (isMax)
+    if (isMax || dilated)
       addInts(p, "dilations", dilations);
     else
       addInt(p, "count_include_pad", a.getInt("count_include_pad"));
@@ -447,9 +533,15 @@ llvm::Error Exporter::exportNode(const Node &n) {
     addInt(node(n, "Gather"), "axis", a.getInt("axis"));
     return llvm::Error::success();
   case Op::ReduceMean: {
+    // Its axes became an input at opset 18, as ReduceSum's did at 13.
+    Ints axes = a.getInts("axes");
+    bool input = opset_ >= 18;
+    std::string x = input && !axes.empty() ? ints(n, "axes", axes) : "";
     onnx::NodeProto &p = node(n, "ReduceMean");
-    if (!a.getInts("axes").empty())
-      addInts(p, "axes", a.getInts("axes"));
+    if (!x.empty())
+      p.add_input(x);
+    else if (!input && !axes.empty())
+      addInts(p, "axes", axes);
     addInt(p, "keepdims", a.getInt("keepdims", 1));
     return llvm::Error::success();
   }

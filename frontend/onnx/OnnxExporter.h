@@ -1,7 +1,8 @@
 //===- OnnxExporter.h - The forward graph back to ONNX ----------*- C++ -*-===//
 //
 // Writes a module's graph "main" and its variables as an ONNX model (IR
-// version 8, opset 17) that onnx.checker accepts. Variables become
+// version 8, opset 17; opset 20 where the graph has a Gelu and the model it
+// came from had opset 20 or later) that onnx.checker accepts. Variables become
 // initializers; those without data are materialised with initialValue(seed).
 //
 // Two forms (ExportForm):

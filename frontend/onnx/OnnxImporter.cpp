@@ -1,7 +1,9 @@
 //===- OnnxImporter.cpp - The ONNX graph walk ------------------------------===//
 //
 // Stages: check the model (graph, opset), sort the nodes topologically
-// (naming the node of a missing input or a cycle), scan how every value is
+// (naming the node of a missing input or a cycle), refuse every op that no
+// rule imports in one message (a user learns the whole list at once, not one
+// op per attempt), scan how every value is
 // used (as runtime data, as an import-time constant, as a batch-norm
 // statistic, as a weight), create inputs and variables, import the nodes in
 // order (folding what is known at import time, else one op rule each), bind
@@ -155,6 +157,46 @@ llvm::Error Importer::sortNodes() {
   return llvm::Error::success();
 }
 
+llvm::Error Importer::checkOps() {
+  // Op types (with their domain) in order of first use, and their nodes.
+  std::vector<std::pair<std::string, std::vector<const onnx::NodeProto *>>> missing;
+  for (const onnx::NodeProto *node : order_) {
+    bool known = isDefaultDomain(node->domain()) &&
+                 (findRule(node->op_type()) || alwaysFolded(node->op_type()));
+    if (known)
+      continue;
+    std::string type =
+        isDefaultDomain(node->domain()) ? node->op_type() : node->domain() + "." + node->op_type();
+    auto it = llvm::find_if(missing, [&](const auto &m) { return m.first == type; });
+    if (it == missing.end())
+      missing.push_back({type, {node}});
+    else
+      it->second.push_back(node);
+  }
+  if (missing.empty())
+    return llvm::Error::success();
+  auto why = [&](const onnx::NodeProto &node) -> std::string {
+    return isDefaultDomain(node.domain()) ? ""
+                                          : ": graphc imports only ops of the default ONNX domain";
+  };
+  if (missing.size() == 1 && missing[0].second.size() == 1) {
+    const onnx::NodeProto &node = *missing[0].second[0];
+    NodeContext ctx(*this, node, scopeName(node));
+    return ctx.fail("unsupported op" + why(node));
+  }
+  std::string list;
+  for (const auto &[type, nodes] : missing) {
+    list += list.empty() ? "" : "; ";
+    list += type + " (node '" + scopeName(*nodes[0]) + "'";
+    if (nodes.size() > 1)
+      list += " and " + std::to_string(nodes.size() - 1) + " more";
+    list += ")";
+  }
+  return makeError(source_ + " uses " + std::to_string(missing.size()) +
+                   (missing.size() == 1 ? " op" : " ops") + " that graphc does not import (opset " +
+                   std::to_string(opset_) + "): " + list);
+}
+
 void Importer::scanUses() {
   for (const onnx::NodeProto *node : order_) {
     const OpRule *rule = isDefaultDomain(node->domain()) ? findRule(node->op_type()) : nullptr;
@@ -210,6 +252,8 @@ static bool isWeightSlot(llvm::StringRef op, unsigned slot) {
     return slot == 1 || slot == 2;
   if (op == "BatchNormalization")
     return slot >= 1 && slot <= 4;
+  if (op == "LayerNormalization")
+    return slot == 1 || slot == 2;
   return op == "MatMul" && slot == 1;
 }
 
@@ -222,7 +266,7 @@ static int64_t attrInt(const onnx::NodeProto &node, llvm::StringRef name, int64_
 
 /// PyTorch's defaults: kaiming_uniform(a = sqrt 5) for weights, that is
 /// uniform(+-1/sqrt(fan_in)), the same bound for biases, and ones/zeros for
-/// batch norm. Weights laid out [in, out] (Gemm without transB, MatMul) have
+/// batch and layer norm. Weights laid out [in, out] (Gemm without transB, MatMul) have
 /// their fan_in first, which kaiming_uniform would misread, so they get the
 /// equal uniform bound directly.
 llvm::Expected<Initializer> Importer::defaultInitializer(llvm::StringRef name,
@@ -248,6 +292,8 @@ llvm::Expected<Initializer> Importer::defaultInitializer(llvm::StringRef name,
         continue;
       if (op == "BatchNormalization")
         return u.slot == 1 || u.slot == 4 ? Initializer{"ones", {}} : Initializer{"zeros", {}};
+      if (op == "LayerNormalization")
+        return u.slot == 1 ? Initializer{"ones", {}} : Initializer{"zeros", {}};
       bool transB = op == "Gemm" && attrInt(*u.node, "transB", 0);
       if (u.slot == 1) {
         if (op == "Conv" || transB)
@@ -261,8 +307,8 @@ llvm::Expected<Initializer> Importer::defaultInitializer(llvm::StringRef name,
       return uniform(fanInOf(w, op == "Gemm" && !transB));
     }
   return makeError("initializer '" + name + "' (" + toString(type) +
-                   ") has no data, and graphc initialises only convolution, linear and "
-                   "batch-norm weights of graph-only models");
+                   ") has no data, and graphc initialises only convolution, linear, "
+                   "batch-norm and layer-norm weights of graph-only models");
 }
 
 llvm::Error Importer::createInputs() {
@@ -483,15 +529,13 @@ llvm::Expected<TensorType> Importer::typeOf(llvm::StringRef name, llvm::StringRe
 
 llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   NodeContext ctx(*this, node, scopeName(node));
-  if (!isDefaultDomain(node.domain()))
-    return ctx.fail("unsupported op: graphc imports only ops of the default ONNX domain");
+  // checkOps() refused every op without a rule.
   auto folded = tryFold(ctx);
   if (!folded)
     return folded.takeError();
   if (!*folded) {
     const OpRule *rule = findRule(node.op_type());
-    if (!rule || !rule->fn)
-      return ctx.fail("unsupported op");
+    assert(rule && rule->fn && "checkOps lets only ops with a rule through");
     if (auto e = rule->fn(ctx))
       return e;
   }
@@ -558,6 +602,8 @@ llvm::Expected<std::unique_ptr<Module>> Importer::run() {
     outputNames_.insert(o.name());
   if (auto e = sortNodes())
     return e;
+  if (auto e = checkOps())
+    return e;
   scanUses();
   if (auto e = createInputs())
     return e;
@@ -583,6 +629,9 @@ llvm::Expected<std::unique_ptr<Module>> Importer::run() {
     return withContext(plan.takeError(), "the module imported from " + source_ + " is invalid");
   module_->plan() = std::move(*plan);
   module_->plan().source = "onnx";
+  // A model graphc exported keeps the opset of the model it first came from.
+  if (!module_->plan().onnxOpset)
+    module_->plan().onnxOpset = opset_;
   if (opts_.seed)
     module_->plan().seed = (int64_t)opts_.seed;
   if (fixedBatch_)

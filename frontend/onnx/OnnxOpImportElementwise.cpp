@@ -1,6 +1,9 @@
 //===- OnnxOpImportElementwise.cpp - Elementwise ONNX ops ------------------===//
 //
-// Add, Sub, Mul, Div (numpy broadcasting, as ours), unary activations, Clip
+// Add, Sub, Mul, Div (numpy broadcasting, as ours), unary activations (Erf,
+// HardSigmoid with its alpha and beta, HardSwish, and opset 20's Gelu with
+// `approximate` kept only when it is tanh; PyTorch's older exports of GELU,
+// Div-Erf-Add-Mul-Mul or the tanh form, import op by op), Clip
 // (bounds as attributes before opset 11, as constant inputs after; an absent
 // bound is stored as -inf/+inf), Cast (`to` as our dtype), Softmax and
 // LogSoftmax (opset 13 semantics; older opsets only over the last axis),
@@ -39,6 +42,23 @@ llvm::Error importLeakyRelu(NodeContext &ctx) {
   Attrs a;
   a.set("alpha", ctx.getFloat("alpha", 0.01));
   return direct(ctx, Op::LeakyRelu, std::move(a));
+}
+
+llvm::Error importHardSigmoid(NodeContext &ctx) {
+  Attrs a;
+  a.set("alpha", ctx.getFloat("alpha", 0.2));
+  a.set("beta", ctx.getFloat("beta", 0.5));
+  return direct(ctx, Op::HardSigmoid, std::move(a));
+}
+
+llvm::Error importGelu(NodeContext &ctx) {
+  std::string approximate = ctx.getString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return ctx.fail("approximate '" + approximate + "' is neither 'none' nor 'tanh'");
+  Attrs a;
+  if (approximate == "tanh")
+    a.set("approximate", approximate);
+  return direct(ctx, Op::Gelu, std::move(a));
 }
 
 llvm::Error importClip(NodeContext &ctx) {
@@ -134,6 +154,10 @@ const OpRule kRules[] = {
     {"Log", importDirect<Op::Log>},
     {"Sqrt", importDirect<Op::Sqrt>},
     {"Neg", importDirect<Op::Neg>},
+    {"Erf", importDirect<Op::Erf>},
+    {"Gelu", importGelu},
+    {"HardSigmoid", importHardSigmoid},
+    {"HardSwish", importDirect<Op::HardSwish>},
     {"Clip", importClip, 0b110},
     {"Cast", importCast},
     {"Softmax", importSoftmax<Op::Softmax>},

@@ -9,6 +9,10 @@
 // outputs are dropped: graphc's training pass updates the statistics itself.
 // Dropout keeps its ratio (and `training = 1` when its training_mode input is
 // true); its mask output is dropped. Gemm keeps alpha, beta, transA, transB.
+// LayerNormalization (opset 17) becomes LayerNorm with its axis (made
+// non-negative) and epsilon; stash_type is moot (our statistics are summed
+// in double); the Mean and InvStdDev outputs are dropped, so a model that
+// reads them is refused where it does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,6 +130,26 @@ llvm::Error importBatchNorm(NodeContext &ctx) {
   return emitWith(ctx, Op::BatchNorm, 5, std::move(a));
 }
 
+llvm::Error importLayerNorm(NodeContext &ctx) {
+  if (ctx.opset() < 17)
+    return ctx.fail("LayerNormalization is an op of opset 17 and later");
+  if (ctx.numInputs() < 2)
+    return ctx.fail("needs the inputs X and Scale");
+  auto x = ctx.inputType(0);
+  if (!x)
+    return x.takeError();
+  auto axis = normalizeAxis(ctx, ctx.getInt("axis", -1), (int64_t)x->rank());
+  if (!axis)
+    return axis.takeError();
+  Attrs a;
+  a.set("axis", *axis);
+  a.set("epsilon", ctx.getFloat("epsilon", 1e-5));
+  for (int i = 1; i < ctx.proto().output_size(); ++i)
+    ctx.drop(i, "LayerNormalization's Mean and InvStdDev outputs, which graphc's LayerNorm keeps "
+                "to itself; export the model without reading them");
+  return emitWith(ctx, Op::LayerNorm, 3, std::move(a));
+}
+
 llvm::Error importGemm(NodeContext &ctx) {
   Attrs a;
   a.set("alpha", ctx.getFloat("alpha", 1.0));
@@ -176,6 +200,7 @@ const OpRule kRules[] = {
     {"AveragePool", importPool<Op::AveragePool>},
     {"GlobalAveragePool", importGlobalAveragePool},
     {"BatchNormalization", importBatchNorm},
+    {"LayerNormalization", importLayerNorm},
     {"Gemm", importGemm},
     {"MatMul", importMatMul},
     {"Dropout", importDropout, 0b110},

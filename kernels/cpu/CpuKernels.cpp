@@ -15,6 +15,7 @@ void registerCpuElementwiseKernels(KernelRegistry &r);
 void registerCpuCastKernels(KernelRegistry &r);
 void registerCpuDropoutKernels(KernelRegistry &r);
 void registerCpuSoftmaxKernels(KernelRegistry &r);
+void registerCpuLayerNormKernels(KernelRegistry &r);
 void registerCpuShapeKernels(KernelRegistry &r);
 void registerCpuGatherKernels(KernelRegistry &r);
 void registerCpuReduceKernels(KernelRegistry &r);
@@ -34,6 +35,7 @@ void registerCpuKernels(KernelRegistry &r) {
   registerCpuCastKernels(r);
   registerCpuDropoutKernels(r);
   registerCpuSoftmaxKernels(r);
+  registerCpuLayerNormKernels(r);
   registerCpuShapeKernels(r);
   registerCpuGatherKernels(r);
   registerCpuReduceKernels(r);

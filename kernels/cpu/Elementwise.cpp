@@ -2,7 +2,14 @@
 //
 // Add, Sub, Mul, Div with numpy broadcasting; the unary activations and math
 // functions; the activation gradients (ReluGrad(y, dy), LeakyReluGrad(x, dy),
-// SigmoidGrad(y, dy), TanhGrad(y, dy), ClipGrad(x, dy)); AddN.
+// SigmoidGrad(y, dy), TanhGrad(y, dy), ClipGrad(x, dy), and ErfGrad, GeluGrad,
+// HardSigmoidGrad, HardSwishGrad of (x, dy)); AddN. Gelu, HardSwish and their
+// gradients are PyTorch 1.13's formulas, kinks included: HardSwish' is
+// x/3 + 1/2 on [-3, 3) (-1/2 at -3) and 1 from 3 on, as PyTorch's vectorised
+// kernel computes the bulk of every tensor (its scalar tail, and float64, give
+// 3/2 at 3: PyTorch disagrees with itself there); HardSigmoid' is alpha
+// strictly inside (0, 1) and 0 at the ends. The CUDA bodies
+// (kernels/cuda/ElementwiseDevice.h) repeat them.
 //
 // f32 is computed directly; f16 and bf16 in f32 over short chunks; i64 and
 // i32 for Add, Sub, Mul, Neg and AddN (shape arithmetic). Operands are walked
@@ -62,6 +69,42 @@ struct TanhGradFn {
 struct ClipGradFn {
   float lo, hi;
   float operator()(float x, float dy) const { return x >= lo && x <= hi ? dy : 0.0f; }
+};
+
+// The constants of erf and Gelu, rounded to float once.
+constexpr float kTwoOverSqrtPi = 1.12837916709551257f; // erf'(0)
+constexpr float kSqrtHalf = 0.707106781186547524f;
+constexpr float kInvSqrtTwoPi = 0.398942280401432678f; // the normal density at 0
+constexpr float kSqrtTwoOverPi = 0.797884560802865356f;
+constexpr float kGeluCubic = 0.044715f;
+
+struct ErfGradFn {
+  float operator()(float x, float dy) const { return dy * (kTwoOverSqrtPi * std::exp(-x * x)); }
+};
+struct GeluGradFn {
+  bool tanh;
+  float operator()(float x, float dy) const {
+    if (tanh) {
+      float t = std::tanh(kSqrtTwoOverPi * (x + kGeluCubic * x * x * x));
+      float inner = kSqrtTwoOverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+      return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * inner);
+    }
+    float cdf = 0.5f * (1.0f + std::erf(x * kSqrtHalf));
+    float pdf = kInvSqrtTwoPi * std::exp(-0.5f * x * x);
+    return dy * (cdf + x * pdf);
+  }
+};
+struct HardSigmoidGradFn {
+  float alpha, beta;
+  float operator()(float x, float dy) const {
+    float t = alpha * x + beta;
+    return t > 0 && t < 1 ? dy * alpha : 0.0f;
+  }
+};
+struct HardSwishGradFn {
+  float operator()(float x, float dy) const {
+    return x < -3.0f ? 0.0f : x >= 3.0f ? dy : dy * (x / 3.0f + 0.5f);
+  }
 };
 
 /// One run of a binary op; operand strides are 0 (broadcast) or 1. The
@@ -194,6 +237,25 @@ struct ClipFn {
   float operator()(float x) const { return std::min(std::max(x, lo), hi); }
 };
 
+struct ErfFn {
+  float operator()(float x) const { return std::erf(x); }
+};
+struct GeluFn {
+  bool tanh;
+  float operator()(float x) const {
+    if (tanh)
+      return 0.5f * x * (1.0f + std::tanh(kSqrtTwoOverPi * (x + kGeluCubic * x * x * x)));
+    return 0.5f * x * (1.0f + std::erf(x * kSqrtHalf));
+  }
+};
+struct HardSigmoidFn {
+  float alpha, beta;
+  float operator()(float x) const { return std::min(std::max(alpha * x + beta, 0.0f), 1.0f); }
+};
+struct HardSwishFn {
+  float operator()(float x) const { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+};
+
 template <typename T, typename F> void unaryRun(T *o, const T *a, int64_t n, F f) {
   if constexpr (std::is_same_v<T, BFloat> && std::is_same_v<F, ReluFn>) {
     reluBf16(o, a, n);
@@ -323,6 +385,16 @@ float clipMin(const Node &n) {
 float clipMax(const Node &n) {
   return (float)n.attrs().getFloat("max", std::numeric_limits<double>::infinity());
 }
+bool geluTanh(const Node &n) {
+  return n.attrs().getString("approximate", "none") == "tanh";
+}
+/// HardSigmoid's alpha and beta, ONNX's defaults.
+float hardAlpha(const Node &n) {
+  return (float)n.attrs().getFloat("alpha", 0.2);
+}
+float hardBeta(const Node &n) {
+  return (float)n.attrs().getFloat("beta", 0.5);
+}
 
 /// A factory for kernel K whose functor is made from the node.
 template <typename K, typename MakeFn> KernelFactory withFn(MakeFn make) {
@@ -355,6 +427,13 @@ void registerCpuElementwiseKernels(KernelRegistry &r) {
   r.add(Op::Clip, cpu, floats, withFn<UnaryKernel<ClipFn>>([](const Node &n) {
           return ClipFn{clipMin(n), clipMax(n)};
         }));
+  r.add(Op::Erf, cpu, floats, makeFactory<UnaryKernel<ErfFn>>());
+  r.add(Op::Gelu, cpu, floats,
+        withFn<UnaryKernel<GeluFn>>([](const Node &n) { return GeluFn{geluTanh(n)}; }));
+  r.add(Op::HardSigmoid, cpu, floats, withFn<UnaryKernel<HardSigmoidFn>>([](const Node &n) {
+          return HardSigmoidFn{hardAlpha(n), hardBeta(n)};
+        }));
+  r.add(Op::HardSwish, cpu, floats, makeFactory<UnaryKernel<HardSwishFn>>());
 
   using GradReluK = BinaryKernel<ReluGradFn, false, true>;
   using GradLeakyK = BinaryKernel<LeakyReluGradFn, false, true>;
@@ -367,6 +446,15 @@ void registerCpuElementwiseKernels(KernelRegistry &r) {
   r.add(Op::ClipGrad, cpu, floats, withFn<GradClipK>([](const Node &n) {
           return ClipGradFn{clipMin(n), clipMax(n)};
         }));
+  using GradGeluK = BinaryKernel<GeluGradFn, false, true>;
+  using GradHardSigmoidK = BinaryKernel<HardSigmoidGradFn, false, true>;
+  r.add(Op::ErfGrad, cpu, floats, makeFactory<BinaryKernel<ErfGradFn, false, true>>());
+  r.add(Op::GeluGrad, cpu, floats,
+        withFn<GradGeluK>([](const Node &n) { return GeluGradFn{geluTanh(n)}; }));
+  r.add(Op::HardSigmoidGrad, cpu, floats, withFn<GradHardSigmoidK>([](const Node &n) {
+          return HardSigmoidGradFn{hardAlpha(n), hardBeta(n)};
+        }));
+  r.add(Op::HardSwishGrad, cpu, floats, makeFactory<BinaryKernel<HardSwishGradFn, false, true>>());
 
   r.add(Op::AddN, cpu, numeric, makeFactory<AddNKernel>());
 }

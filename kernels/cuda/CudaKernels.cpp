@@ -19,6 +19,7 @@ void registerCudaDropoutKernels(KernelRegistry &r);
 void registerCudaOptimizerKernels(KernelRegistry &r);
 void registerCudaLossScaleKernels(KernelRegistry &r);
 void registerCudaBatchNormKernels(KernelRegistry &r);
+void registerCudaLayerNormKernels(KernelRegistry &r);
 void registerCudaPoolKernels(KernelRegistry &r);
 void registerCudaConvKernels(KernelRegistry &r);
 void registerCudaMatMulKernels(KernelRegistry &r);
@@ -34,6 +35,7 @@ void registerCudaKernels(KernelRegistry &r) {
   registerCudaOptimizerKernels(r);
   registerCudaLossScaleKernels(r);
   registerCudaBatchNormKernels(r);
+  registerCudaLayerNormKernels(r);
   registerCudaPoolKernels(r);
   registerCudaConvKernels(r);
   registerCudaMatMulKernels(r);

@@ -23,7 +23,11 @@ using namespace cuda;
 
 ElemParams paramsOf(const Node &n) {
   ElemParams p;
-  p.alpha = (float)n.attrs().getFloat("alpha", 0.01);
+  // ONNX's defaults: LeakyRelu's alpha is 0.01, HardSigmoid's 0.2.
+  bool hard = n.op() == Op::HardSigmoid || n.op() == Op::HardSigmoidGrad;
+  p.alpha = (float)n.attrs().getFloat("alpha", hard ? 0.2 : 0.01);
+  p.beta = (float)n.attrs().getFloat("beta", 0.5);
+  p.tanh = n.attrs().getString("approximate", "none") == "tanh";
   p.lo = (float)n.attrs().getFloat("min", -std::numeric_limits<double>::infinity());
   p.hi = (float)n.attrs().getFloat("max", std::numeric_limits<double>::infinity());
   return p;
@@ -47,6 +51,14 @@ BinaryOp binaryOpOf(Op op) {
     return BinaryOp::TanhGrad;
   case Op::ClipGrad:
     return BinaryOp::ClipGrad;
+  case Op::ErfGrad:
+    return BinaryOp::ErfGrad;
+  case Op::GeluGrad:
+    return BinaryOp::GeluGrad;
+  case Op::HardSigmoidGrad:
+    return BinaryOp::HardSigmoidGrad;
+  case Op::HardSwishGrad:
+    return BinaryOp::HardSwishGrad;
   default:
     assert(op == Op::Add && "not a binary elementwise op");
     return BinaryOp::Add;
@@ -71,6 +83,14 @@ UnaryOp unaryOpOf(Op op) {
     return UnaryOp::Neg;
   case Op::Clip:
     return UnaryOp::Clip;
+  case Op::Erf:
+    return UnaryOp::Erf;
+  case Op::Gelu:
+    return UnaryOp::Gelu;
+  case Op::HardSigmoid:
+    return UnaryOp::HardSigmoid;
+  case Op::HardSwish:
+    return UnaryOp::HardSwish;
   default:
     assert(op == Op::Relu && "not a unary elementwise op");
     return UnaryOp::Relu;
@@ -267,11 +287,11 @@ void registerCudaElementwiseKernels(KernelRegistry &r) {
 
   for (Op op : {Op::Add, Op::Sub, Op::Mul})
     r.add(op, gpu, numeric, cudaFactory<BinaryKernel>());
-  for (Op op :
-       {Op::Div, Op::ReluGrad, Op::LeakyReluGrad, Op::SigmoidGrad, Op::TanhGrad, Op::ClipGrad})
+  for (Op op : {Op::Div, Op::ReluGrad, Op::LeakyReluGrad, Op::SigmoidGrad, Op::TanhGrad,
+                Op::ClipGrad, Op::ErfGrad, Op::GeluGrad, Op::HardSigmoidGrad, Op::HardSwishGrad})
     r.add(op, gpu, floats, cudaFactory<BinaryKernel>());
-  for (Op op :
-       {Op::Relu, Op::LeakyRelu, Op::Sigmoid, Op::Tanh, Op::Exp, Op::Log, Op::Sqrt, Op::Clip})
+  for (Op op : {Op::Relu, Op::LeakyRelu, Op::Sigmoid, Op::Tanh, Op::Exp, Op::Log, Op::Sqrt,
+                Op::Clip, Op::Erf, Op::Gelu, Op::HardSigmoid, Op::HardSwish})
     r.add(op, gpu, floats, cudaFactory<UnaryKernel>());
   r.add(Op::Neg, gpu, numeric, cudaFactory<UnaryKernel>());
   r.add(Op::Cast, gpu, all, cudaFactory<CastKernel>());

@@ -27,20 +27,47 @@ enum class BinaryOp : uint8_t {
   Sub,
   Mul,
   Div,
-  ReluGrad,      ///< (y, dy)
-  LeakyReluGrad, ///< (x, dy)
-  SigmoidGrad,   ///< (y, dy)
-  TanhGrad,      ///< (y, dy)
-  ClipGrad,      ///< (x, dy)
-  AddScaled,     ///< a + alpha * b (Gemm's beta * C)
+  ReluGrad,        ///< (y, dy)
+  LeakyReluGrad,   ///< (x, dy)
+  SigmoidGrad,     ///< (y, dy)
+  TanhGrad,        ///< (y, dy)
+  ClipGrad,        ///< (x, dy)
+  ErfGrad,         ///< (x, dy)
+  GeluGrad,        ///< (x, dy)
+  HardSigmoidGrad, ///< (x, dy)
+  HardSwishGrad,   ///< (x, dy)
+  AddScaled,       ///< a + alpha * b (Gemm's beta * C)
 };
 
-enum class UnaryOp : uint8_t { Relu, LeakyRelu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Clip };
+enum class UnaryOp : uint8_t {
+  Relu,
+  LeakyRelu,
+  Sigmoid,
+  Tanh,
+  Exp,
+  Log,
+  Sqrt,
+  Neg,
+  Clip,
+  Erf,
+  Gelu,
+  HardSigmoid,
+  HardSwish
+};
 
 struct ElemParams {
-  float alpha = 0;      ///< LeakyRelu(Grad)
+  float alpha = 0;      ///< LeakyRelu(Grad), HardSigmoid(Grad)
+  float beta = 0;       ///< HardSigmoid(Grad)
   float lo = 0, hi = 0; ///< Clip(Grad)
+  bool tanh = false;    ///< Gelu(Grad): the tanh approximation
 };
+
+// Erf's and Gelu's constants, as kernels/cpu/Elementwise.cpp rounds them.
+inline constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
+inline constexpr float kSqrtHalf = 0.707106781186547524f;
+inline constexpr float kInvSqrtTwoPi = 0.398942280401432678f;
+inline constexpr float kSqrtTwoOverPi = 0.797884560802865356f;
+inline constexpr float kGeluCubic = 0.044715f;
 
 GRAPHC_HD float mathExp(float x) {
 #if defined(__CUDA_ARCH__)
@@ -71,6 +98,31 @@ GRAPHC_HD float mathTanh(float x) {
 #endif
 }
 
+GRAPHC_HD float mathErf(float x) {
+#if defined(__CUDA_ARCH__)
+  return erff(x);
+#else
+  return std::erf(x);
+#endif
+}
+
+/// Gelu and its derivative times dy, PyTorch's formulas (both forms).
+GRAPHC_HD float gelu(float x, bool tanhForm) {
+  if (tanhForm)
+    return 0.5f * x * (1.0f + mathTanh(kSqrtTwoOverPi * (x + kGeluCubic * x * x * x)));
+  return 0.5f * x * (1.0f + mathErf(x * kSqrtHalf));
+}
+GRAPHC_HD float geluGrad(float x, float dy, bool tanhForm) {
+  if (tanhForm) {
+    float t = mathTanh(kSqrtTwoOverPi * (x + kGeluCubic * x * x * x));
+    float inner = kSqrtTwoOverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+    return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * inner);
+  }
+  float cdf = 0.5f * (1.0f + mathErf(x * kSqrtHalf));
+  float pdf = kInvSqrtTwoPi * mathExp(-0.5f * x * x);
+  return dy * (cdf + x * pdf);
+}
+
 GRAPHC_HD float applyBinary(BinaryOp op, float a, float b, ElemParams p) {
   switch (op) {
   case BinaryOp::Add:
@@ -91,6 +143,16 @@ GRAPHC_HD float applyBinary(BinaryOp op, float a, float b, ElemParams p) {
     return b * (1 - a * a);
   case BinaryOp::ClipGrad:
     return a >= p.lo && a <= p.hi ? b : 0.0f;
+  case BinaryOp::ErfGrad:
+    return b * (kTwoOverSqrtPi * mathExp(-a * a));
+  case BinaryOp::GeluGrad:
+    return geluGrad(a, b, p.tanh);
+  case BinaryOp::HardSigmoidGrad: {
+    float t = p.alpha * a + p.beta;
+    return t > 0 && t < 1 ? b * p.alpha : 0.0f;
+  }
+  case BinaryOp::HardSwishGrad:
+    return a < -3.0f ? 0.0f : a >= 3.0f ? b : b * (a / 3.0f + 0.5f);
   case BinaryOp::AddScaled:
     return a + p.alpha * b;
   }
@@ -131,6 +193,21 @@ GRAPHC_HD float applyUnary(UnaryOp op, float x, ElemParams p) {
     // std::min(std::max(x, lo), hi), NaN included.
     float m = x < p.lo ? p.lo : x;
     return p.hi < m ? p.hi : m;
+  }
+  case UnaryOp::Erf:
+    return mathErf(x);
+  case UnaryOp::Gelu:
+    return gelu(x, p.tanh);
+  case UnaryOp::HardSigmoid: {
+    // std::min(std::max(alpha * x + beta, 0), 1), as Clip.
+    float t = p.alpha * x + p.beta;
+    float m = t < 0.0f ? 0.0f : t;
+    return 1.0f < m ? 1.0f : m;
+  }
+  case UnaryOp::HardSwish: {
+    float t = x + 3.0f;
+    float m = t < 0.0f ? 0.0f : t;
+    return x * (6.0f < m ? 6.0f : m) / 6.0f;
   }
   }
   return 0.0f;

@@ -126,6 +126,10 @@ LayoutAnswers ownGpuLayoutAnswers(const Node &n, GpuLayout policy) {
   case Op::SigmoidGrad:
   case Op::TanhGrad:
   case Op::ClipGrad:
+  case Op::ErfGrad:
+  case Op::GeluGrad:
+  case Op::HardSigmoidGrad:
+  case Op::HardSwishGrad:
   case Op::Relu:
   case Op::LeakyRelu:
   case Op::Sigmoid:
@@ -135,6 +139,10 @@ LayoutAnswers ownGpuLayoutAnswers(const Node &n, GpuLayout policy) {
   case Op::Sqrt:
   case Op::Neg:
   case Op::Clip:
+  case Op::Erf:
+  case Op::Gelu:
+  case Op::HardSigmoid:
+  case Op::HardSwish:
   case Op::AddN:
   case Op::Identity:
   case Op::Dropout:

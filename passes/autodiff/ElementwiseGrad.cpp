@@ -11,6 +11,8 @@
 //   Sigmoid     SigmoidGrad(y, dy)            Sqrt  (dy / y) * 0.5
 //   Tanh        TanhGrad(y, dy)               Neg   -dy
 //   Clip        ClipGrad(x, dy)               Cast  Cast(dy) back (float to float)
+//   Erf         ErfGrad(x, dy)                HardSigmoid  HardSigmoidGrad(x, dy)
+//   Gelu        GeluGrad(x, dy)               HardSwish    HardSwishGrad(x, dy)
 //   Softmax     SoftmaxGrad(y, dy)            Dropout (inference), Identity: dy
 //   LogSoftmax  LogSoftmaxGrad(y, dy)         DropoutTrain: dy * mask
 //   AddN        dy to every operand
@@ -132,6 +134,12 @@ void registerElementwiseGrads(GradRegistry &r) {
   r.add(Op::Sigmoid, activation(Op::SigmoidGrad, /*useOutput=*/true));
   r.add(Op::Tanh, activation(Op::TanhGrad, /*useOutput=*/true));
   r.add(Op::Clip, activation(Op::ClipGrad, /*useOutput=*/false));
+  // These read x: their derivatives are not functions of y alone (Gelu and
+  // HardSwish are not monotonic; HardSigmoid's flat ends share their y).
+  r.add(Op::Erf, activation(Op::ErfGrad, /*useOutput=*/false));
+  r.add(Op::Gelu, activation(Op::GeluGrad, /*useOutput=*/false));
+  r.add(Op::HardSigmoid, activation(Op::HardSigmoidGrad, /*useOutput=*/false));
+  r.add(Op::HardSwish, activation(Op::HardSwishGrad, /*useOutput=*/false));
   r.add(Op::Softmax, activation(Op::SoftmaxGrad, /*useOutput=*/true));
   r.add(Op::LogSoftmax, activation(Op::LogSoftmaxGrad, /*useOutput=*/true));
   r.add(Op::Exp, expGrad);

@@ -14,6 +14,7 @@
 //   AveragePool   AveragePoolGrad(dy) {pool attrs, input_shape}
 //   GlobalAveragePool  AveragePoolGrad(dy) {kernel_shape = spatial size, input_shape}
 //   BatchNormTrain     BatchNormTrainGrad(x, scale, mean, var, dy) {epsilon}
+//   LayerNorm     LayerNormGrad(x, scale, dy) {axis, epsilon}: dx, dscale, dbias
 //   BatchNorm     (inference form, frozen) through its affine form:
 //                 y = (x - mean)·scale/sqrt(var + eps) + bias
 //   SoftmaxCrossEntropy  SoftmaxCrossEntropyGrad(logits, labels, dloss) {scale}
@@ -214,6 +215,17 @@ llvm::Error batchNormInferenceGrad(GradContext &c) {
   return llvm::Error::success();
 }
 
+llvm::Error layerNormGrad(GradContext &c) {
+  // One node gives all three; the bias's gradient is simply unused when
+  // there is no bias. The statistics are computed again from x rather than
+  // kept from the forward pass: a row's two sums cost less than the memory.
+  Node *g = c.b().createNode(Op::LayerNormGrad, {c.x(0), c.x(1), c.dy()}, c.attrs(), "grad");
+  for (unsigned i = 0; i < c.node().numOperands(); ++i)
+    if (c.needs(i))
+      c.setGrad(i, g->result(i));
+  return llvm::Error::success();
+}
+
 llvm::Error softmaxCrossEntropyGrad(GradContext &c) {
   c.setGrad(0, c.create(Op::SoftmaxCrossEntropyGrad, {c.x(0), c.x(1), c.dy()}, c.attrs(), "grad"));
   return llvm::Error::success();
@@ -230,6 +242,7 @@ void registerNNGrads(GradRegistry &r) {
   r.add(Op::GlobalAveragePool, globalAveragePoolGrad);
   r.add(Op::BatchNormTrain, batchNormTrainGrad);
   r.add(Op::BatchNorm, batchNormInferenceGrad);
+  r.add(Op::LayerNorm, layerNormGrad);
   r.add(Op::SoftmaxCrossEntropy, softmaxCrossEntropyGrad);
 }
 

@@ -173,16 +173,31 @@ TEST(Autodiff, EveryForwardOpHasARuleOrAMarker) {
   // Ops that only exist after autodiff (gradients, updates, towers) need none;
   // every other op must be differentiable or explicitly marked.
   llvm::DenseSet<unsigned> exempt;
-  for (Op op : {Op::ConvGradData,       Op::ConvGradFilter,
-                Op::MaxPoolGrad,        Op::AveragePoolGrad,
-                Op::BatchNormTrainGrad, Op::ReluGrad,
-                Op::LeakyReluGrad,      Op::SigmoidGrad,
-                Op::TanhGrad,           Op::SoftmaxGrad,
-                Op::LogSoftmaxGrad,     Op::ClipGrad,
-                Op::GatherGrad,         Op::SoftmaxCrossEntropyGrad,
-                Op::SplitBatch,         Op::ConcatBatch,
-                Op::Transfer,           Op::AllReduce,
-                Op::ReduceScatter,      Op::AllGather})
+  for (Op op : {Op::ConvGradData,
+                Op::ConvGradFilter,
+                Op::MaxPoolGrad,
+                Op::AveragePoolGrad,
+                Op::BatchNormTrainGrad,
+                Op::ReluGrad,
+                Op::LeakyReluGrad,
+                Op::SigmoidGrad,
+                Op::TanhGrad,
+                Op::SoftmaxGrad,
+                Op::LogSoftmaxGrad,
+                Op::ClipGrad,
+                Op::GatherGrad,
+                Op::SoftmaxCrossEntropyGrad,
+                Op::ErfGrad,
+                Op::GeluGrad,
+                Op::HardSigmoidGrad,
+                Op::HardSwishGrad,
+                Op::LayerNormGrad,
+                Op::SplitBatch,
+                Op::ConcatBatch,
+                Op::Transfer,
+                Op::AllReduce,
+                Op::ReduceScatter,
+                Op::AllGather})
     exempt.insert((unsigned)op);
   for (unsigned i = 0; i < numOps(); ++i) {
     if (!exempt.count(i)) {

@@ -100,6 +100,36 @@ TEST(GradCheck, Clip) {
   c.check({unary(c, Op::Clip, c.awayFrom({4, 5}, {-0.5, 0.5}, 0.1), a)});
 }
 
+TEST(GradCheck, Erf) {
+  GradCheck c("erf");
+  c.check({unary(c, Op::Erf, c.normal({3, 4}))});
+}
+
+TEST(GradCheck, Gelu) {
+  GradCheck c("gelu");
+  c.check({unary(c, Op::Gelu, c.uniform({3, 5}, -3, 3))});
+}
+
+TEST(GradCheck, GeluTanh) {
+  GradCheck c("gelu_tanh");
+  Attrs a;
+  a.set("approximate", std::string("tanh"));
+  c.check({unary(c, Op::Gelu, c.uniform({3, 5}, -3, 3), a)});
+}
+
+TEST(GradCheck, HardSigmoid) {
+  GradCheck c("hard_sigmoid");
+  Attrs a;
+  a.set("alpha", 1.0 / 6);
+  a.set("beta", 0.5);
+  c.check({unary(c, Op::HardSigmoid, c.awayFrom({4, 5}, {-3.0, 3.0}, 0.1, 4.5), a)});
+}
+
+TEST(GradCheck, HardSwish) {
+  GradCheck c("hard_swish");
+  c.check({unary(c, Op::HardSwish, c.awayFrom({4, 5}, {-3.0, 3.0}, 0.1, 4.5))});
+}
+
 TEST(GradCheck, SoftmaxLastAxis) {
   GradCheck c("softmax");
   c.check({unary(c, Op::Softmax, c.normal({3, 5}))});

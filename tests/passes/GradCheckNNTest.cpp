@@ -164,6 +164,35 @@ TEST(GradCheck, BatchNormInferenceForm) {
   c.check({c.b().create(Op::BatchNorm, {x, scale, bias, mean, var}, a)});
 }
 
+TEST(GradCheck, LayerNormLastAxis) {
+  GradCheck c("layer_norm");
+  Attrs a;
+  a.set("axis", int64_t(-1));
+  Value *x = c.param("x", c.normal({2, 3, 6}));
+  Value *scale = c.param("scale", c.uniform({6}, 0.5, 1.5));
+  Value *bias = c.param("bias", c.normal({6}));
+  c.check({c.b().create(Op::LayerNorm, {x, scale, bias}, a)});
+}
+
+TEST(GradCheck, LayerNormTwoAxesWithoutBias) {
+  GradCheck c("layer_norm_2d");
+  Attrs a;
+  a.set("axis", int64_t(1));
+  a.set("epsilon", 1e-3);
+  Value *x = c.param("x", c.normal({3, 2, 4}));
+  Value *scale = c.param("scale", c.uniform({2, 4}, 0.5, 1.5));
+  c.check({c.b().create(Op::LayerNorm, {x, scale}, a)});
+}
+
+TEST(GradCheck, LayerNormOfAnInputWithTrainableScale) {
+  // x is data (no gradient asked); only scale and bias are trained.
+  GradCheck c("layer_norm_input");
+  Value *x = c.input("x", c.normal({4, 5}));
+  Value *scale = c.param("scale", c.uniform({5}, 0.5, 1.5));
+  Value *bias = c.param("bias", c.normal({5}));
+  c.check({c.b().create(Op::LayerNorm, {x, scale, bias})});
+}
+
 TEST(GradCheck, SoftmaxCrossEntropy) {
   GradCheck c("cross_entropy");
   Attrs a;

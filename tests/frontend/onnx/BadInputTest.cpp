@@ -63,6 +63,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"cycle.onnx", {"cycle", "loop/"}},
         BadCase{"dropped_output_used.onnx",
                 {"node 'use/Add' (Add, opset 17)", "'bn/BatchNormalization'", "does not model"}},
+        BadCase{"layernorm_stats_used.onnx",
+                {"node 'use/Add' (Add, opset 17)", "'ln/LayerNormalization'",
+                 "Mean and InvStdDev outputs"}},
+        BadCase{
+            "layernorm_opset16.onnx",
+            {"node 'ln/LayerNormalization' (LayerNormalization, opset 16)", "opset 17 and later"}},
+        BadCase{
+            "several_unsupported.onnx",
+            {"uses 3 ops that graphc does not import (opset 17): TopK (node 'a/TopK' and 1 "
+             "more); NonZero (node 'b/NonZero'); com.microsoft.FusedGemm (node 'ms/FusedGemm')"}},
         BadCase{
             "runtime_shape.onnx",
             {"node 'r/Reshape' (Reshape, opset 17): shape (input 'shape') must be known at import "

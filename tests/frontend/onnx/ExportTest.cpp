@@ -15,6 +15,7 @@
 #include "ir/Builder.h"
 #include "ir/Equivalence.h"
 #include "ir/Initializers.h"
+#include "kernels/KernelRunner.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -36,7 +37,7 @@ TEST(OnnxExport, PythonOnnxCheckerAcceptsExportedModels) {
        {"inception_v3_train_17.onnx", "inception_v3_eval_13.onnx", "resnet18_eval_13.onnx",
         "resnet18_train_17.onnx", "allops_train_11.onnx", "allops_eval_17.onnx",
         "allops_train_9.onnx", "opset18_forms.onnx", "graph_only_13.onnx",
-        "stripped_weights_13.onnx"}) {
+        "stripped_weights_13.onnx", "modern_train_17.onnx", "modern_eval_17.onnx"}) {
     ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(name)));
     for (ExportForm form : {ExportForm::Inference, ExportForm::Training}) {
       files.push_back(
@@ -196,6 +197,79 @@ TEST(OnnxExport, TrainingFormTrainsAgainAsExported) {
   EXPECT_EQ(back->main().findNode("bn")->attrs().getInt("training"), 1);
   EXPECT_NE(back->main().findNode("drop"), nullptr);
   expectRoundTrips(*back);
+}
+
+/// x -> Gelu -> Gelu (tanh) -> LayerNorm -> HardSigmoid -> HardSwish -> Erf.
+std::unique_ptr<Module> modernOpsModule() {
+  auto m = std::make_unique<Module>("modern");
+  Builder b(m->main());
+  Value *y = b.input("x", TensorType(DType::F32, {kBatchDim, 6}));
+  Attrs tanh;
+  tanh.set("approximate", std::string("tanh"));
+  y = b.create(Op::Gelu, {b.create(Op::Gelu, {y}, {}, "gelu")}, tanh, "gelu_tanh");
+  std::vector<Value *> norm{y};
+  for (auto [name, init] : {std::pair{"norm.weight", "ones"}, std::pair{"norm.bias", "zeros"}}) {
+    Variable v;
+    v.name = name;
+    v.type = TensorType(DType::F32, {6});
+    v.data = Tensor(v.type);
+    for (int64_t i = 0; i < 6; ++i)
+      v.data.set(i, (std::string(init) == "ones" ? 1.0 : 0.0) + 0.1 * (double)i);
+    norm.push_back(b.newVariable(v));
+  }
+  y = b.create(Op::LayerNorm, norm, {}, "norm");
+  Attrs hard;
+  hard.set("alpha", 0.25);
+  hard.set("beta", 0.4);
+  y = b.create(Op::HardSigmoid, {y}, hard, "hsig");
+  y = b.create(Op::Erf, {b.create(Op::HardSwish, {y}, {}, "hswish")}, {}, "erf");
+  m->main().addOutput(y);
+  return m;
+}
+
+/// The module's output on fixed inputs at batch 3.
+Tensor outputOf(const Module &m) {
+  ImportOptions three;
+  three.batch = 3;
+  auto bytes = exportOnnxBytes(m);
+  auto bound = importOnnxBytes(*bytes, three);
+  EXPECT_TRUE(bool(bound));
+  TensorVariables vars;
+  for (const Variable &v : (*bound)->variables())
+    vars.tensors[v.name] = v.data.clone();
+  Tensor x(TensorType(DType::F32, {3, 6}));
+  for (int64_t i = 0; i < 18; ++i)
+    x.set(i, -3.0 + 0.37 * (double)i);
+  auto out = runGraph((*bound)->main(), {{"x", x}}, vars);
+  EXPECT_TRUE(bool(out));
+  return out ? (*out)[0] : Tensor();
+}
+
+TEST(OnnxExport, GeluBelowOpset20IsWrittenInOlderOpsThatComputeTheSame) {
+  auto m = modernOpsModule();
+  auto bytes = exportOnnxBytes(*m);
+  ASSERT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
+  EXPECT_EQ(onnxCheckerError(*bytes), "");
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(*bytes));
+  EXPECT_EQ(proto.opset_import(0).version(), 17);
+  llvm::StringMap<int> ops;
+  for (const auto &n : proto.graph().node())
+    ++ops[n.op_type()];
+  EXPECT_EQ(ops.count("Gelu"), 0u);
+  EXPECT_EQ(ops["Erf"], 2) << "one Gelu's and the Erf";
+  EXPECT_EQ(ops["Tanh"], 1);
+  EXPECT_EQ(ops["LayerNormalization"], 1);
+  EXPECT_EQ(ops["HardSigmoid"], 1);
+  EXPECT_EQ(ops["HardSwish"], 1);
+  // The output keeps its name; the module and its export compute the same.
+  EXPECT_EQ(proto.graph().output(0).name(), "erf");
+  Tensor decomposed = outputOf(*m);
+  m->plan().onnxOpset = 20; // now Gelu is written as one op
+  Tensor whole = outputOf(*m);
+  ASSERT_EQ(decomposed.numElements(), 18);
+  for (int64_t i = 0; i < 18; ++i)
+    EXPECT_NEAR(decomposed.at(i), whole.at(i), 1e-6) << i;
 }
 
 TEST(OnnxExport, TrainingOnlyOpsAreRefused) {

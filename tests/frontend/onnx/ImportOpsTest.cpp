@@ -17,9 +17,12 @@
 #include "ir/Initializers.h"
 #include "ir/Npy.h"
 #include "ir/Printer.h"
+#include "kernels/KernelRunner.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+
+#include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <fstream>
@@ -167,6 +170,95 @@ TEST(OnnxOpset18, InputFormsBecomeAttributes) {
   EXPECT_EQ(findByName(*m, "emb/Sum")->op(), Op::AddN);
   EXPECT_EQ(findByName(*m, "ident/Identity")->op(), Op::Identity);
   expectRoundTrips(*m);
+}
+
+//===-- The ops of modern models ---------------------------------------------===//
+
+class OnnxModernOps : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(OnnxModernOps, LayerNormGeluAndHardActivationsImport) {
+  std::string file = std::string("modern_") + GetParam() + "_17.onnx";
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath(file)));
+  llvm::StringSet<> ops = opsOf(*m);
+  for (const char *op : {"LayerNorm", "Erf", "Tanh", "HardSwish", "HardSigmoid", "Conv", "Gemm"})
+    EXPECT_TRUE(ops.contains(op)) << "no " << op << " in " << file;
+  // PyTorch 1.13 writes GELU in older ops; nothing fuses them back.
+  EXPECT_FALSE(ops.contains("Gelu"));
+  const Node *norm = findByName(*m, "norm/LayerNormalization");
+  const Node *norm2d = findByName(*m, "norm2d/LayerNormalization");
+  ASSERT_TRUE(norm && norm2d);
+  EXPECT_EQ(norm->attrs().getInt("axis"), 1);
+  EXPECT_EQ(norm2d->attrs().getInt("axis"), 1) << "-2 of [N, 4, 6], made non-negative";
+  EXPECT_EQ(norm->attrs().getFloat("epsilon"), 1e-5);
+  EXPECT_EQ(norm2d->operand(1)->type(), TensorType(DType::F32, {4, 6}));
+  for (const char *name : {"norm.weight", "norm.bias", "norm2d.weight", "norm2d.bias"}) {
+    const Variable *v = m->findVariable(name);
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_EQ(v->kind, VarKind::Param) << name;
+  }
+  const Node *hs = firstNode(*m, Op::HardSigmoid);
+  EXPECT_FLOAT_EQ((float)hs->attrs().getFloat("alpha"), 1.0f / 6);
+  EXPECT_EQ(hs->attrs().getFloat("beta"), 0.5);
+  EXPECT_EQ(m->plan().onnxOpset, std::optional<int64_t>(17));
+  expectRoundTrips(*m);
+}
+
+INSTANTIATE_TEST_SUITE_P(Frontend, OnnxModernOps, ::testing::Values("eval", "train"));
+
+TEST(OnnxModernOps, ComputesPyTorchsForwardPass) {
+  ImportOptions two;
+  two.batch = 2;
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("modern_eval_17.onnx"), two));
+  auto x = readNpy(modelPath("modern_x.npy"));
+  auto want = readNpy(modelPath("modern_y.npy"));
+  ASSERT_TRUE(x && want);
+  TensorVariables vars;
+  for (const Variable &v : m->variables())
+    vars.tensors[v.name] = v.data.clone();
+  auto out = runGraph(m->main(), {{"x", *x}}, vars);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  double top = 0, worst = 0;
+  for (int64_t i = 0; i < want->numElements(); ++i) {
+    top = std::max(top, std::abs(want->at(i)));
+    worst = std::max(worst, std::abs((*out)[0].at(i) - want->at(i)));
+  }
+  // The longest sum is fc's 64 terms: 2(K + 4)u is 8e-6.
+  EXPECT_LE(worst, 8e-6 * top);
+}
+
+TEST(OnnxModernOps, GraphOnlyLayerNormWeightsAreOnesAndZeros) {
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("modern_graph_only_17.onnx")));
+  for (const char *name : {"norm.weight", "norm2d.weight"})
+    EXPECT_EQ(m->findVariable(name)->init, (Initializer{"ones", {}})) << name;
+  for (const char *name : {"norm.bias", "norm2d.bias"})
+    EXPECT_EQ(m->findVariable(name)->init, (Initializer{"zeros", {}})) << name;
+  EXPECT_EQ(m->findVariable("norm.weight")->kind, VarKind::Param);
+}
+
+TEST(OnnxModernOps, Opset20GeluIsOneOpAndExportsAsOne) {
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("gelu_20.onnx")));
+  const Node *erf = findByName(*m, "act/Gelu"), *tanh = findByName(*m, "act2/Gelu");
+  ASSERT_TRUE(erf && tanh);
+  EXPECT_EQ(erf->op(), Op::Gelu);
+  EXPECT_FALSE(erf->attrs().has("approximate"));
+  EXPECT_EQ(tanh->attrs().getString("approximate"), "tanh");
+  EXPECT_EQ(m->plan().onnxOpset, std::optional<int64_t>(20));
+  // Written back at opset 20 with its Gelus (Debian's ONNX 1.12 checker knows
+  // opsets up to 17 only, so the file is checked by importing it).
+  auto bytes = exportOnnxBytes(*m, 0, ExportForm::Training);
+  ASSERT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(*bytes));
+  EXPECT_EQ(proto.opset_import(0).version(), 20);
+  int gelus = 0;
+  for (const auto &n : proto.graph().node())
+    gelus += n.op_type() == "Gelu";
+  EXPECT_EQ(gelus, 2);
+  auto back = importOnnxBytes(*bytes);
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  std::string why;
+  EXPECT_TRUE(structurallyEqual(*m, **back, &why)) << why;
+  expectPrintParses(*m);
 }
 
 TEST(OnnxGraphOnly, WeightsGetPyTorchsDefaultInitializers) {

@@ -10,6 +10,8 @@ Run at test time (a ctest fixture), with Debian's PyTorch 1.13 and ONNX 1.12:
   - the opset-18 forms of those ops, built with onnx.helper (Debian's ONNX 1.12
     cannot export them);
   - graph-only models (weights as graph inputs, initializers without data);
+  - the ops of modern models (LayerNorm, GELU in both forms, Hardswish, Hardsigmoid) exported
+    by PyTorch at opset 17, and opset 20's Gelu built with onnx.helper;
   - malformed files, one per error the importer must report.
 A stamp (this script's hash) skips the work when every output is already there.
 """
@@ -213,6 +215,55 @@ def opset18_model():
     save_model(model, "opset18_forms.onnx", check=False)  # ONNX 1.12 knows opsets <= 17
 
 
+# --- ops of modern models -------------------------------------------------------
+
+
+class ModernOps(nn.Module):
+    """LayerNorm over one axis and over two, GELU (erf and tanh forms, which PyTorch 1.13 writes
+    in Div/Erf/Add/Mul and Mul/Add/Tanh), Hardswish after a convolution, Hardsigmoid."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, stride=2)  # 9 -> 4
+        self.fc = nn.Linear(4 * 4 * 4, 24)
+        self.norm = nn.LayerNorm(24)
+        self.norm2d = nn.LayerNorm((4, 6))
+        self.head = nn.Linear(24, 5)
+
+    def forward(self, x):
+        y = F.hardswish(self.conv(x)).flatten(1)
+        y = F.gelu(self.norm(self.fc(y)))
+        y = self.norm2d(y.reshape(-1, 4, 6)).reshape(-1, 24)
+        y = F.hardsigmoid(F.gelu(y, approximate="tanh"))
+        return self.head(y)
+
+
+def modern_models():
+    torch.manual_seed(5)
+    model, x = ModernOps(), torch.randn(2, 3, 9, 9)
+    for training in [False, True]:
+        export(model, x, "modern_%s_17.onnx" % ("train" if training else "eval"), 17, training,
+               output_names=["y"])
+    export(model, x, "modern_graph_only_17.onnx", 17, True, export_params=False, output_names=["y"])
+    with torch.no_grad():
+        model.eval()
+        np.save(path("modern_x.npy"), x.numpy())
+        np.save(path("modern_y.npy"), model(x).numpy())
+
+    # Opset 20's Gelu, one op in both forms (PyTorch 1.13 cannot write it).
+    f32 = TensorProto.FLOAT
+    rs = np.random.RandomState(6)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/fc/MatMul"),
+             helper.make_node("Gelu", ["h"], ["g"], name="/act/Gelu"),
+             helper.make_node("Gelu", ["g"], ["y"], name="/act2/Gelu", approximate="tanh")]
+    graph = helper.make_graph(nodes, "gelu20", [helper.make_tensor_value_info("x", f32, ["N", 6])],
+                              [helper.make_tensor_value_info("y", f32, ["N", 5])],
+                              [numpy_helper.from_array(rs.randn(6, 5).astype(np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 9
+    save_model(model, "gelu_20.onnx", check=False)  # ONNX 1.12 knows opsets <= 17
+
+
 # --- graph-only models --------------------------------------------------------
 
 
@@ -317,6 +368,23 @@ def malformed_models():
                      helper.make_node("Add", ["bn", "rm"], ["y"], name="/use/Add")],
                     [helper.make_tensor_value_info("x", f32, ["N", 4, 3, 3])], [y],
                     [init(n, (4,)) for n in "sbmv"]), "dropped_output_used.onnx")
+    save_bad(tiny([helper.make_node("LayerNormalization", ["x", "s"], ["ln", "mean"],
+                                      name="/ln/LayerNormalization"),
+                     helper.make_node("Add", ["ln", "mean"], ["y"], name="/use/Add")],
+                    [x4], [y], [init("s", (4,))]), "layernorm_stats_used.onnx")
+    save_bad(tiny([helper.make_node("LayerNormalization", ["x", "s"], ["y"],
+                                      name="/ln/LayerNormalization")],
+                    [x4], [y], [init("s", (4,))], opset=16), "layernorm_opset16.onnx")
+    # Every op graphc cannot import, in one message.
+    model = tiny([helper.make_node("TopK", ["x", "k"], ["t", "ti"], name="/a/TopK"),
+                  helper.make_node("NonZero", ["t"], ["nz"], name="/b/NonZero"),
+                  helper.make_node("TopK", ["x", "k"], ["t2", "ti2"], name="/c/TopK"),
+                  helper.make_node("FusedGemm", ["x", "x"], ["f"], name="/ms/FusedGemm",
+                                   domain="com.microsoft"),
+                  helper.make_node("Relu", ["x"], ["y"], name="/act/Relu")],
+                 [x4], [y], [numpy_helper.from_array(np.array([2], np.int64), "k")])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    save_bad(model, "several_unsupported.onnx")
     save_bad(tiny([helper.make_node("Reshape", ["x", "shape"], ["y"], name="/r/Reshape")],
                     [x4, helper.make_tensor_value_info("shape", TensorProto.INT64, [2])], [y]),
                "runtime_shape.onnx")
@@ -340,6 +408,7 @@ def main():
     warnings.filterwarnings("ignore")
     small_models()
     opset18_model()
+    modern_models()
     graph_only_models()
     malformed_models()
     torchvision_models()

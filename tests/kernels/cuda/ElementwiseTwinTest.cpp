@@ -54,12 +54,14 @@ TEST(CudaElementwise, BinaryOpsWithBroadcasting) {
 TEST(CudaElementwise, ActivationGradients) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(22);
-  for (Op op : {Op::ReluGrad, Op::LeakyReluGrad, Op::SigmoidGrad, Op::TanhGrad, Op::ClipGrad})
+  for (Op op : {Op::ReluGrad, Op::LeakyReluGrad, Op::SigmoidGrad, Op::TanhGrad, Op::ClipGrad,
+                Op::ErfGrad, Op::GeluGrad, Op::HardSigmoidGrad, Op::HardSwishGrad})
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
       for (Dims shape : {Dims{1}, Dims{5, 7, 3}, Dims{100003}, Dims{0, 4}}) {
         OneNode c;
         Attrs a;
         a.set("alpha", 0.3);
+        a.set("beta", 0.4);
         a.set("min", -0.5);
         a.set("max", 0.25);
         TensorType t(dt, shape);
@@ -75,7 +77,7 @@ TEST(CudaElementwise, UnaryOps) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(23);
   for (Op op : {Op::Relu, Op::LeakyRelu, Op::Sigmoid, Op::Tanh, Op::Exp, Op::Log, Op::Sqrt, Op::Neg,
-                Op::Clip})
+                Op::Clip, Op::Erf, Op::Gelu, Op::HardSigmoid, Op::HardSwish})
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
       for (Dims shape : {Dims{}, Dims{3, 37}, Dims{1 << 20}, Dims{2, 0}}) {
         OneNode c;
@@ -96,6 +98,22 @@ TEST(CudaElementwise, UnaryOps) {
     OneNode c;
     Node *n = c.node(Op::Neg, {c.input("x", TensorType(dt, {17, 3}))});
     expectTwins(*n, {randomTensor(n->operand(0)->type(), rng, -1e6, 1e6)}, -1);
+  }
+}
+
+TEST(CudaElementwise, GeluTanhFormAndItsGradient) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(25);
+  Attrs a;
+  a.set("approximate", std::string("tanh"));
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    OneNode c;
+    TensorType t(dt, {7, 301});
+    Node *gelu = c.node(Op::Gelu, {c.input("x", t)}, a);
+    Node *grad = c.node(Op::GeluGrad, {c.input("x2", t), c.input("dy", t)}, a);
+    ASSERT_TRUE(gelu && grad);
+    expectTwins(*gelu, {randomTensor(t, rng, -5, 5)}, inexact(dt));
+    expectTwins(*grad, {randomTensor(t, rng, -5, 5), randomTensor(t, rng, -3, 3)}, inexact(dt));
   }
 }
 

@@ -74,7 +74,11 @@ TEST(Emulation, BinaryOpsWithBroadcastingMatchBitForBit) {
                             {Op::LeakyReluGrad, BinaryOp::LeakyReluGrad},
                             {Op::SigmoidGrad, BinaryOp::SigmoidGrad},
                             {Op::TanhGrad, BinaryOp::TanhGrad},
-                            {Op::ClipGrad, BinaryOp::ClipGrad}};
+                            {Op::ClipGrad, BinaryOp::ClipGrad},
+                            {Op::ErfGrad, BinaryOp::ErfGrad},
+                            {Op::GeluGrad, BinaryOp::GeluGrad},
+                            {Op::HardSigmoidGrad, BinaryOp::HardSigmoidGrad},
+                            {Op::HardSwishGrad, BinaryOp::HardSwishGrad}};
   const std::pair<Dims, Dims> shapes[] = {{{7, 5}, {7, 5}}, {{2, 3, 5, 7}, {3, 1, 1}},
                                           {{1}, {4, 1, 3}}, {{4, 1, 3, 1}, {5, 3, 1}},
                                           {{}, {3}},        {{2, 1, 2, 1, 2, 1, 2}, {2, 1, 2, 1}},
@@ -105,6 +109,7 @@ TEST(Emulation, BinaryOpsWithBroadcastingMatchBitForBit) {
         ASSERT_TRUE((bool)index) << llvm::toString(index.takeError());
         ElemParams p;
         p.alpha = 0.2f;
+        p.beta = 0.5f; // HardSigmoid's default
         p.lo = -0.3f;
         p.hi = 0.4f;
         visitStorage(dt, [&](auto tag) {
@@ -125,12 +130,19 @@ TEST(Emulation, BinaryOpsWithBroadcastingMatchBitForBit) {
 
 TEST(Emulation, UnaryOpsMatchBitForBit) {
   std::mt19937 rng(2);
-  const std::pair<Op, UnaryOp> ops[] = {
-      {Op::Relu, UnaryOp::Relu},       {Op::LeakyRelu, UnaryOp::LeakyRelu},
-      {Op::Sigmoid, UnaryOp::Sigmoid}, {Op::Tanh, UnaryOp::Tanh},
-      {Op::Exp, UnaryOp::Exp},         {Op::Log, UnaryOp::Log},
-      {Op::Sqrt, UnaryOp::Sqrt},       {Op::Neg, UnaryOp::Neg},
-      {Op::Clip, UnaryOp::Clip}};
+  const std::pair<Op, UnaryOp> ops[] = {{Op::Relu, UnaryOp::Relu},
+                                        {Op::LeakyRelu, UnaryOp::LeakyRelu},
+                                        {Op::Sigmoid, UnaryOp::Sigmoid},
+                                        {Op::Tanh, UnaryOp::Tanh},
+                                        {Op::Exp, UnaryOp::Exp},
+                                        {Op::Log, UnaryOp::Log},
+                                        {Op::Sqrt, UnaryOp::Sqrt},
+                                        {Op::Neg, UnaryOp::Neg},
+                                        {Op::Clip, UnaryOp::Clip},
+                                        {Op::Erf, UnaryOp::Erf},
+                                        {Op::Gelu, UnaryOp::Gelu},
+                                        {Op::HardSigmoid, UnaryOp::HardSigmoid},
+                                        {Op::HardSwish, UnaryOp::HardSwish}};
   for (auto [op, device] : ops)
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
       OneNode c;
@@ -145,6 +157,7 @@ TEST(Emulation, UnaryOpsMatchBitForBit) {
       Tensor got(n->result()->type());
       ElemParams p;
       p.alpha = 0.1f;
+      p.beta = 0.5f; // HardSigmoid's default
       p.lo = -0.5f;
       p.hi = std::numeric_limits<float>::infinity();
       visitStorage(dt, [&](auto tag) {
@@ -155,6 +168,35 @@ TEST(Emulation, UnaryOpsMatchBitForBit) {
       });
       EXPECT_TRUE(sameBits(got, want[0])) << opName(op).str() << " " << dtypeName(dt).str();
     }
+}
+
+TEST(Emulation, GeluTanhFormAndItsGradientMatchBitForBit) {
+  std::mt19937 rng(4);
+  Attrs a;
+  a.set("approximate", std::string("tanh"));
+  ElemParams p;
+  p.tanh = true;
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    OneNode c;
+    TensorType t(dt, {5, 41});
+    Node *gelu = c.node(Op::Gelu, {c.input("x", t)}, a);
+    Node *grad = c.node(Op::GeluGrad, {c.input("x2", t), c.input("dy", t)}, a);
+    ASSERT_TRUE(gelu && grad);
+    Tensor x = randomTensor(t, rng, -5, 5), dy = randomTensor(t, rng, -2, 2);
+    std::vector<Tensor> wantY = cpuRun(*gelu, {x}), wantDx = cpuRun(*grad, {x, dy});
+    Tensor y(t), dx(t);
+    visitStorage(dt, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> ||
+                    std::is_same_v<T, BFloat>)
+        for (int64_t i = 0; i < x.numElements(); ++i) {
+          y.data<T>()[i] = unaryElement(UnaryOp::Gelu, x.data<T>()[i], p);
+          dx.data<T>()[i] = binaryElement(BinaryOp::GeluGrad, x.data<T>()[i], dy.data<T>()[i], p);
+        }
+    });
+    EXPECT_TRUE(sameBits(y, wantY[0])) << dtypeName(dt).str();
+    EXPECT_TRUE(sameBits(dx, wantDx[0])) << dtypeName(dt).str();
+  }
 }
 
 TEST(Emulation, CastsBetweenEveryPairMatchBitForBit) {

@@ -78,6 +78,47 @@ TEST(PlainGradients, ActivationsMatchFiniteDifferences) {
       {Op::Clip, Op::ClipGrad, attrs({{"min", -0.5}, {"max", 0.5}}), {5, 6}, false, {-0.5f, 0.5f}});
 }
 
+TEST(PlainGradients, ErfGeluAndHardActivationsMatchFiniteDifferences) {
+  checkActivation({Op::Erf, Op::ErfGrad, {}, {4, 6}, false, {}});
+  checkActivation({Op::Gelu, Op::GeluGrad, {}, {3, 9}, false, {}});
+  checkActivation(
+      {Op::Gelu, Op::GeluGrad, attrs({{"approximate", std::string("tanh")}}), {3, 9}, false, {}});
+  // Inputs of scale 2 reach HardSigmoid's and HardSwish's flat ends.
+  checkActivation({Op::HardSigmoid,
+                   Op::HardSigmoidGrad,
+                   attrs({{"alpha", 0.4}, {"beta", 0.3}}),
+                   {6, 7},
+                   false,
+                   {-0.75f, 1.75f}});
+  checkActivation({Op::HardSwish, Op::HardSwishGrad, {}, {6, 7}, false, {-3.0f, 3.0f}});
+}
+
+TEST(PlainGradients, LayerNormMatchesFiniteDifferences) {
+  for (int64_t axis : {1, 2, -1}) {
+    Module m;
+    Builder b(m.main());
+    Dims shape{3, 4, 5};
+    Dims normalized(shape.begin() + (axis < 0 ? axis + 3 : axis), shape.end());
+    TensorType xt(DType::F32, shape), st(DType::F32, normalized);
+    Attrs a = attrs({{"axis", axis}, {"epsilon", 1e-3}});
+    Node *fwd = b.createNode(Op::LayerNorm, {b.input("x", xt), b.input("s", st), b.input("b", st)},
+                             a, "forward");
+    Node *grad = b.createNode(Op::LayerNormGrad,
+                              {b.input("x2", xt), b.input("s2", st), b.input("dy", xt)}, a, "grad");
+    Tensor x = randomTensor(shape, 11, 2), scale = randomTensor(normalized, 12),
+           bias = randomTensor(normalized, 13), dy = randomTensor(shape, 14);
+    auto g = mustRun(*grad, {x, scale, dy});
+    ASSERT_EQ(g.size(), 3u);
+    auto loss = [&](const Tensor &xv, const Tensor &sv, const Tensor &bv) {
+      return dot(dy, mustRun(*fwd, {xv, sv, bv})[0]);
+    };
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    expectFiniteDifferences(x, g[0], [&](const Tensor &at) { return loss(at, scale, bias); });
+    expectFiniteDifferences(scale, g[1], [&](const Tensor &at) { return loss(x, at, bias); });
+    expectFiniteDifferences(bias, g[2], [&](const Tensor &at) { return loss(x, scale, at); });
+  }
+}
+
 TEST(PlainGradients, SoftmaxFamilyMatchesFiniteDifferences) {
   checkActivation(
       {Op::Softmax, Op::SoftmaxGrad, attrs({{"axis", int64_t(1)}}), {3, 4, 5}, true, {}});

@@ -29,6 +29,9 @@ TEST(PlainReference, ActivationGradients) {
 TEST(PlainReference, AddN) {
   expectCases("addn/", 7);
 }
+TEST(PlainReference, LayerNormAndItsGradient) {
+  expectCases("layernorm/", 16);
+}
 TEST(PlainReference, SoftmaxFamily) {
   expectCases("softmax/", 30);
 }

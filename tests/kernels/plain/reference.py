@@ -627,6 +627,96 @@ case("optimizer/assign", "Assign", {"var": S("p")}, [], [], 0, 0,
      {"p": save(p, "p")["file"]},
      [{"inputs": [save(value, "value")], "outputs": [], "vars": {"p": save(value, "p")["file"]}}])
 
+# --- Erf, Gelu, HardSigmoid, HardSwish and their gradients ---------------------
+# Last in the file, so that the cases above keep their random data.
+
+
+
+class HardSigmoidOnnx(torch.autograd.Function):
+    """ONNX's default HardSigmoid (alpha 0.2, beta 0.5) with PyTorch's hardsigmoid convention at
+    the ends: a gradient strictly inside (0, 1) only (torch.clamp's would pass it at the ends)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        t = 0.2 * x + 0.5
+        ctx.save_for_backward(t)
+        return torch.clamp(t, 0, 1)
+
+    @staticmethod
+    def backward(ctx, dy):
+        (t,) = ctx.saved_tensors
+        return dy * 0.2 * ((t > 0) & (t < 1)).float()
+
+
+torch.manual_seed(4321)
+# HardSwish's and HardSigmoid's kinks, first in each tensor: where PyTorch's vectorised kernel
+# computes them (its scalar tail gives HardSwish' 3/2 at 3, not 1; docs/plain-kernels.md).
+KINKS = torch.tensor([-3.0, 3.0, -2.5, 2.5, 0.0, -3.0000002, 3.0000002])
+MODERN = [
+    ("Erf", {}, torch.erf, None),
+    ("Gelu", {}, F.gelu, None),
+    ("Gelu", {"approximate": S("tanh")}, lambda x: F.gelu(x, approximate="tanh"), "tanh"),
+    ("HardSigmoid", {"alpha": Fl(1 / 6), "beta": Fl(0.5)}, F.hardsigmoid, "torch"),
+    ("HardSigmoid", {}, lambda x: HardSigmoidOnnx.apply(x), "onnx_default"),
+    ("HardSwish", {}, F.hardswish, None),
+]
+for op, attrs, fn, variant in MODERN:
+    label = op + ("_" + variant if variant else "")
+    for tag, shape in (("small", (3, 7)), ("odd", (5, 3, 11)), ("large", (3, 40001)), ("empty", (0,))):
+        x = randn(*shape) * 3
+        if x.numel() >= len(KINKS):
+            x.view(-1)[:len(KINKS)] = KINKS
+        case("unary/%s_%s" % (label, tag), op, attrs, [x], [fn(x)])
+        if x.numel() == 0:
+            continue
+        dy = randn(*shape)
+        _, dx = autograd(fn, x, dy)
+        # Where tanh is a few ulps from -1 (x from about -4.6 to -3), 1 + tanh is a handful of
+        # ulps that libm and PyTorch round their own ways, multiplied by up to about 10.
+        atol = 1e-5 if variant == "tanh" else 1e-6
+        case("grad/%sGrad%s_%s" % (op, "_" + variant if variant else "", tag), op + "Grad", attrs,
+             [x, dy], [dx], 1e-5, atol)
+    for dtype in (torch.float16, torch.bfloat16):
+        x = randn(4, 33, dtype=dtype) * 2
+        rtol, atol = tol(dtype)
+        case("unary/%s_%s" % (label, str(dtype)[6:]), op, attrs, [x], [fn(x.float()).to(dtype)],
+             rtol, atol)
+        dy = randn(4, 33, dtype=dtype)
+        _, want = autograd(fn, x.float(), dy.float())
+        case("grad/%sGrad%s_%s" % (op, "_" + variant if variant else "", str(dtype)[6:]),
+             op + "Grad", attrs, [x, dy], [want.to(dtype)], rtol, atol)
+
+# --- LayerNorm and its gradient -------------------------------------------------
+
+
+def layer_norm_case(tag, shape, axis, eps=1e-5, bias=True, offset=0.0, spread=1.0):
+    """PyTorch in float64 on the float32 data, rounded: the kernel sums in double, and PyTorch's
+    float32 sums are off by more than the kernel where |mean| is large beside the spread (1e-2
+    absolute in the large_mean case)."""
+    x = randn(*shape) * spread + offset
+    normalized = tuple(shape[axis:])
+    scale = randn(*normalized) * 0.5 + 1
+    b = randn(*normalized) if bias else torch.zeros(normalized)
+    dy = randn(*shape)
+    xs, ss, bs = (t.double().requires_grad_(True) for t in (x, scale, b))
+    y = F.layer_norm(xs, normalized, ss, bs, eps)
+    y.backward(dy.double())
+    attrs = {"axis": I(axis if tag != "negative_axis" else axis - len(shape)), "epsilon": Fl(eps)}
+    ins = [x, scale] + ([b] if bias else [])
+    case("layernorm/%s" % tag, "LayerNorm", attrs, ins, [y.detach().float()], 1e-5, 1e-5)
+    case("layernorm/%s_grad" % tag, "LayerNormGrad", attrs, [x, scale, dy],
+         [t.grad.float() for t in (xs, ss, bs)], 1e-5, 1e-5)
+
+
+layer_norm_case("last_axis", (6, 16), 1)
+layer_norm_case("tokens", (4, 7, 32), 2)
+layer_norm_case("negative_axis", (3, 5, 8), 2)
+layer_norm_case("two_axes", (3, 4, 5, 6), 2, eps=1e-3)
+layer_norm_case("no_bias", (5, 24), 1, bias=False)
+layer_norm_case("wide_row", (2, 3000), 1)
+layer_norm_case("many_rows", (3000, 8), 1)
+layer_norm_case("large_mean", (8, 64), 1, offset=1000.0, spread=0.01)
+
 with open(os.path.join(OUT, "cases.json.tmp"), "w") as f:
     json.dump(CASES, f, indent=1)
 os.replace(os.path.join(OUT, "cases.json.tmp"), os.path.join(OUT, "cases.json"))
