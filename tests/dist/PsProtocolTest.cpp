@@ -110,6 +110,15 @@ void cut(const Module &whole, const Batch &b, World &world) {
   }
 }
 
+/// The mlp plan of `workers` workers and `tasks` ps tasks at batch 10, cut
+/// into `world` with one random batch.
+void cutPlan(unsigned workers, unsigned tasks, World &world) {
+  auto whole = plan(10, workers, tasks);
+  ASSERT_TRUE(whole);
+  Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
+  ASSERT_NO_FATAL_FAILURE(cut(*whole, b, world));
+}
+
 /// What each rank saw.
 struct Outcome {
   std::vector<std::string> workerErrors, taskErrors;
@@ -296,11 +305,8 @@ TEST(PsProtocol, SynchronousRoundsEndWithTheWholePlansVariables) {
 }
 
 TEST(PsProtocol, AsynchronousUpdatesReachTheChiefsFinalState) {
-  auto whole = plan(10, 3, 2);
-  ASSERT_TRUE(whole);
-  Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
   World world;
-  ASSERT_NO_FATAL_FAILURE(cut(*whole, b, world));
+  ASSERT_NO_FATAL_FAILURE(cutPlan(3, 2, world));
 
   Outcome out = run(world, /*async=*/true, 3, 30s);
   ASSERT_NO_FATAL_FAILURE(expectNoErrors(out));
@@ -321,11 +327,8 @@ TEST(PsProtocol, AsynchronousUpdatesReachTheChiefsFinalState) {
 }
 
 TEST(PsProtocol, ASilentWorkerFailsTheTaskNamingIt) {
-  auto whole = plan(10, 2, 1);
-  ASSERT_TRUE(whole);
-  Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
   World world;
-  ASSERT_NO_FATAL_FAILURE(cut(*whole, b, world));
+  ASSERT_NO_FATAL_FAILURE(cutPlan(2, 1, world));
 
   Outcome out = run(world, /*async=*/false, 2, 1s, /*silent=*/1u);
   // (A loaded machine may also find worker 0 silent when the time is up:
@@ -343,11 +346,8 @@ TEST(PsProtocol, ASilentWorkerFailsTheTaskNamingIt) {
 TEST(PsProtocol, AWorkerAwayIsNoStall) {
   // The chief evaluates for longer than the timeout while another worker
   // trains on (--ps-async): said beforehand, that is no stall.
-  auto whole = plan(10, 2, 1);
-  ASSERT_TRUE(whole);
-  Batch b = randomBatch(whole->main().findInput("input")->result()->type(), 10, 42);
   World world;
-  ASSERT_NO_FATAL_FAILURE(cut(*whole, b, world));
+  ASSERT_NO_FATAL_FAILURE(cutPlan(2, 1, world));
 
   Outcome away = run(world, /*async=*/true, 3, 1s, std::nullopt, {2500ms, /*announced=*/true});
   ASSERT_NO_FATAL_FAILURE(expectNoErrors(away));

@@ -528,6 +528,23 @@ ConvNodes convNodes(OneNode &c, const ConvCase &k, DType dtype, bool bias,
   return n;
 }
 
+LayerNormNodes layerNormNodes(OneNode &c, const LayerNormCase &k, double epsilon) {
+  Attrs a;
+  a.set("axis", k.axis);
+  a.set("epsilon", epsilon);
+  const size_t axis = k.axis < 0 ? k.axis + k.shape.size() : k.axis;
+  LayerNormNodes n;
+  n.x = TensorType(DType::F32, k.shape);
+  n.scale = TensorType(DType::F32, Dims(k.shape.begin() + axis, k.shape.end()));
+  std::vector<Value *> in{c.input("x", n.x), c.input("scale", n.scale)};
+  if (k.bias)
+    in.push_back(c.input("bias", n.scale));
+  n.forward = c.node(Op::LayerNorm, in, a);
+  n.grad = c.node(Op::LayerNormGrad,
+                  {c.input("x2", n.x), c.input("s2", n.scale), c.input("dy", n.x)}, a);
+  return n;
+}
+
 BatchNormCase batchNormCase(OneNode &c, const Dims &shape, DType dtype, std::mt19937 &rng) {
   TensorType xt(dtype, shape), ct(DType::F32, {shape[1]});
   Value *x = c.input("x", xt), *scale = c.input("scale", ct), *bias = c.input("bias", ct);

@@ -127,6 +127,20 @@ struct BatchNormCase {
 };
 BatchNormCase batchNormCase(OneNode &c, const Dims &shape, DType dtype, std::mt19937 &rng);
 
+/// LayerNorm over x of `shape` from `axis` on (f32): the forward {x, scale[,
+/// bias]} and the gradient {x, scale, dy}, both with `epsilon`. A node that
+/// fails to build is null.
+struct LayerNormCase {
+  Dims shape;
+  int64_t axis = -1;
+  bool bias = true;
+};
+struct LayerNormNodes {
+  Node *forward = nullptr, *grad = nullptr;
+  TensorType x, scale; ///< scale (and bias): the normalized axes
+};
+LayerNormNodes layerNormNodes(OneNode &c, const LayerNormCase &k, double epsilon);
+
 /// The pooling windows the CUDA pooling tests run (odd, asymmetric pads,
 /// ceil mode, dilation): MaxPool with dilations, AveragePool without them and
 /// with and without counting the padding. `what` describes the case.

@@ -21,13 +21,7 @@ namespace {
 
 using namespace cuda;
 
-struct LnCase {
-  Dims shape;
-  int64_t axis;
-  bool bias;
-};
-
-const LnCase kCases[] = {{{6, 16}, 1, true},   {{3, 4, 300}, 2, true}, {{2, 3, 5, 7}, 2, false},
+const LayerNormCase kCases[] = {{{6, 16}, 1, true},   {{3, 4, 300}, 2, true}, {{2, 3, 5, 7}, 2, false},
                          {{2, 257}, -1, true}, {{700, 8}, 1, true},    {{5, 1}, 1, true},
                          {{3, 2048}, 1, false}};
 
@@ -77,22 +71,13 @@ Emulated emulate(int64_t rows, int64_t d, float eps, const Tensor &x, const Tens
   return e;
 }
 
-void checkCase(const LnCase &lc, float meanShift, bool forwardOnly = false) {
+void checkCase(const LayerNormCase &lc, float meanShift, bool forwardOnly = false) {
   std::mt19937 rng(7);
   OneNode c;
-  Attrs a;
-  a.set("axis", lc.axis);
-  a.set("epsilon", 1e-4);
-  size_t axis = lc.axis < 0 ? lc.axis + lc.shape.size() : lc.axis;
-  Dims normalized(lc.shape.begin() + axis, lc.shape.end());
-  TensorType xt(DType::F32, lc.shape), st(DType::F32, normalized);
-  std::vector<Value *> in{c.input("x", xt), c.input("scale", st)};
-  if (lc.bias)
-    in.push_back(c.input("bias", st));
-  Node *fwd = c.node(Op::LayerNorm, in, a);
-  Node *grad =
-      c.node(Op::LayerNormGrad, {c.input("x2", xt), c.input("s2", st), c.input("dy", xt)}, a);
+  LayerNormNodes n = layerNormNodes(c, lc, 1e-4);
+  Node *fwd = n.forward, *grad = n.grad;
   ASSERT_TRUE(fwd && grad);
+  const TensorType &xt = n.x, &st = n.scale;
   Tensor x = randomTensor(xt, rng, -2, 4), scale = randomTensor(st, rng, 0.5, 1.5),
          bias = randomTensor(st, rng, -1, 1), dy = randomTensor(xt, rng, -1, 1);
   std::vector<Tensor> fin{x, scale};
@@ -113,7 +98,7 @@ void checkCase(const LnCase &lc, float meanShift, bool forwardOnly = false) {
 }
 
 TEST(LayerNormEmulation, BlockSumsAndBodiesMatchTheCpuKernel) {
-  for (const LnCase &lc : kCases)
+  for (const LayerNormCase &lc : kCases)
     checkCase(lc, 0);
 }
 

@@ -124,27 +124,15 @@ TEST(CudaNN, SoftmaxFamilyOnEveryAxis) {
 TEST(CudaNN, LayerNormAndItsGradient) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(34);
-  struct Case {
-    Dims shape;
-    int64_t axis;
-    bool bias;
-  };
+  using Case = LayerNormCase;
   for (const Case &lc :
        {Case{{8, 16}, 1, true}, Case{{4, 7, 768}, 2, true}, Case{{3, 5, 6, 7}, 2, false},
         Case{{2, 3000}, 1, true}, Case{{5000, 8}, -1, true}, Case{{0, 8}, 1, true}}) {
     OneNode c;
-    Attrs a;
-    a.set("axis", lc.axis);
-    Dims normalized(lc.shape.begin() + (lc.axis < 0 ? lc.axis + lc.shape.size() : lc.axis),
-                    lc.shape.end());
-    TensorType xt(DType::F32, lc.shape), st(DType::F32, normalized);
-    std::vector<Value *> in{c.input("x", xt), c.input("scale", st)};
-    if (lc.bias)
-      in.push_back(c.input("bias", st));
-    Node *fwd = c.node(Op::LayerNorm, in, a);
-    Node *grad =
-        c.node(Op::LayerNormGrad, {c.input("x2", xt), c.input("s2", st), c.input("dy", xt)}, a);
+    LayerNormNodes n = layerNormNodes(c, lc, 1e-5);
+    Node *fwd = n.forward, *grad = n.grad;
     ASSERT_TRUE(fwd && grad);
+    const TensorType &xt = n.x, &st = n.scale;
     Tensor x = randomTensor(xt, rng, -3, 3), scale = randomTensor(st, rng, 0.5, 1.5);
     std::vector<Tensor> fin{x, scale};
     if (lc.bias)
