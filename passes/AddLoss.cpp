@@ -26,6 +26,14 @@ llvm::Error checkLogits(const Value *v, unsigned index, int64_t batch) {
 
 } // namespace
 
+Value *logitsOf(Value *output) {
+  const Node *n = output->producer();
+  if ((n->op() != Op::Softmax && n->op() != Op::LogSoftmax) || output->type().rank() != 2)
+    return output;
+  const int64_t axis = n->attrs().getInt("axis", -1);
+  return axis == 1 || axis == -1 ? n->operand(0) : output;
+}
+
 llvm::Expected<bool> addLoss(Module &m, const LossOptions &opts) {
   Graph *g = m.findGraph("main");
   if (!g)
@@ -59,7 +67,7 @@ llvm::Expected<bool> addLoss(Module &m, const LossOptions &opts) {
   auto crossEntropy = [&](Value *logits, double weight, llvm::StringRef leaf) {
     Attrs a;
     a.set("scale", weight / (double)*batch);
-    return b.create(Op::SoftmaxCrossEntropy, {logits, labels}, std::move(a), leaf);
+    return b.create(Op::SoftmaxCrossEntropy, {logitsOf(logits), labels}, std::move(a), leaf);
   };
   Value *loss = crossEntropy(outputs[0], 1.0, "cross_entropy");
   if (outputs.size() == 2) {

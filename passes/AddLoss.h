@@ -12,6 +12,13 @@
 //     as torchvision trains), summed into `loss/total`.
 //  4. Graph outputs: the loss first, then the original outputs (the logits
 //     stay for accuracy metrics).
+//  5. A model that ends in Softmax or LogSoftmax over its classes (Keras
+//     applications, PyTorch models with a probability head) trains on that
+//     op's operand, its logits: the cross-entropy of probabilities barely
+//     learns (its loss cannot fall below log(1 + (C-1)/e)), and the
+//     cross-entropy of the logits is what NLL on a LogSoftmax computes. The
+//     output stays the model's own (argmax, infer and export unchanged);
+//     logitsOf() says where the loss reads, for the run plan to say so.
 //
 // Errors: an unbound batch; no output; an output that is not [B, C]
 // floating point; more than two outputs.
@@ -24,5 +31,9 @@
 namespace graphc {
 
 llvm::Expected<bool> addLoss(Module &m, const LossOptions &opts);
+
+/// The logits of a classifier's output [B, C]: the operand of a Softmax or
+/// LogSoftmax over its classes that produces it, else the output itself.
+Value *logitsOf(Value *output);
 
 } // namespace graphc

@@ -1,6 +1,7 @@
 #include "tools/driver/Evaluator.h"
 
 #include "ir/Diagnostics.h"
+#include "passes/AddLoss.h"
 #include "passes/strategy/Compile.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/TrainOptions.h"
@@ -44,6 +45,13 @@ llvm::Expected<std::unique_ptr<Evaluator>> Evaluator::create(const Module &forwa
   if (!m)
     return m.takeError();
   e->module_ = std::move(*m);
+  // A probability head is scored on its logits, as it trains (passes/AddLoss.h).
+  Graph &g = e->module_->main();
+  if (!g.outputs().empty()) {
+    llvm::SmallVector<Value *, 2> outputs(g.outputs().begin(), g.outputs().end());
+    outputs[0] = logitsOf(outputs[0]);
+    g.setOutputs(outputs);
+  }
   auto in = dataInput(*e->module_);
   if (!in)
     return in.takeError();

@@ -4,6 +4,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "passes/AccumulateGradients.h"
+#include "passes/AddLoss.h"
 #include "passes/PsPart.h"
 #include "passes/WorkerPart.h"
 #include "passes/strategy/CompiledModule.h"
@@ -126,7 +127,22 @@ llvm::Error TrainingSession::readModel() {
   if (auto e = checkWorldSize(plannedWorkers_, plannedPs_, source, opts_.launched, workers_.size()))
     return e;
   several_ = plannedWorkers_ > 1 || plannedPs_ > 0;
+  noteProbabilityHead();
   return llvm::Error::success();
+}
+
+void TrainingSession::noteProbabilityHead() {
+  llvm::ArrayRef<Value *> outputs = loaded_.forward->main().outputs();
+  if (outputs.empty())
+    return;
+  Value *logits = logitsOf(outputs[0]);
+  if (logits == outputs[0])
+    return;
+  const Node &head = *outputs[0]->producer();
+  notes_.push_back("the model ends in " + opName(head.op()).str() + " '" + head.name() +
+                   "': the loss is the cross-entropy of its input '" + logits->name() +
+                   "' (the logits; for a LogSoftmax, the same as NLL on its output); infer, "
+                   "eval and export keep the model's output");
 }
 
 llvm::Error TrainingSession::checkFlagsAgainstPlan() {

@@ -117,6 +117,9 @@ private:
   /// A compiled plan decides accumulation, precision, loss scaling and ps
   /// tasks: flags that ask otherwise are refused.
   llvm::Error checkFlagsAgainstPlan();
+  /// A model ending in Softmax or LogSoftmax trains on its logits
+  /// (passes/AddLoss.h): a note for the run plan.
+  void noteProbabilityHead();
   /// The run's length: --steps and --epochs are its total.
   void planLength();
   /// Dynamic loss scaling: the scale and the skipped steps so far.
