@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sumbound  # noqa: E402
 from cli_test import GRAPHC, GRAPHRUN, CliCase, run, write_idx  # noqa: E402
-from modern_ops_test import ONNX_FACTS  # noqa: E402
+from modern_ops_test import FASHION_BATCH, ONNX_FACTS  # noqa: E402
 
 BATCH = 16
 LR = 0.1
@@ -38,16 +38,7 @@ TORCH_SIDE = r'''
 import sys, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 out, batch, lr = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 torch.set_num_threads(1)
-
-rs = np.random.RandomState(2)
-images = rs.randint(0, 256, (batch, 28, 28)).astype(np.uint8)
-labels = rs.randint(0, 10, batch).astype(np.uint8)
-np.save(out + "/images.npy", images)
-np.save(out + "/labels.npy", labels)
-# As the Fashion-MNIST loader normalises them (executor/data/IdxDataset.cpp).
-mean, std = np.float32(0.2860), np.float32(0.3530)
-x = torch.from_numpy(images.astype(np.float32)[:, None] / (np.float32(255) * std) - mean / std)
-y = torch.from_numpy(labels.astype(np.int64))
+''' + FASHION_BATCH + r'''
 
 for head in ("softmax", "logsoftmax"):
     torch.manual_seed(0)

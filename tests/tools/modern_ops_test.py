@@ -42,6 +42,21 @@ VENV_PYTHON = os.path.join(ROOT, ".cache", "onnxruntime-venv", "bin", "python")
 BATCH = 16
 LR = 0.1
 
+# In a PyTorch script given `out` and `batch`: one batch of random images and labels, saved for
+# the test's IDX files, and as x, y normalised as the Fashion-MNIST loader does
+# (executor/data/IdxDataset.cpp).
+FASHION_BATCH = r'''
+rs = np.random.RandomState(2)
+images = rs.randint(0, 256, (batch, 28, 28)).astype(np.uint8)
+labels = rs.randint(0, 10, batch).astype(np.uint8)
+np.save(out + "/images.npy", images)
+np.save(out + "/labels.npy", labels)
+mean, std = np.float32(0.2860), np.float32(0.3530)
+scale, shift = np.float32(1) / (np.float32(255) * std), -mean / std
+x = torch.from_numpy(images.astype(np.float32)[:, None] * scale + shift)
+y = torch.from_numpy(labels.astype(np.int64))
+'''
+
 TORCH_SIDE = r'''
 import sys, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 out, batch, lr = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
@@ -80,17 +95,7 @@ np.save(out + "/x_infer.npy", xi)
 with torch.no_grad():
     np.save(out + "/torch_infer.npy", model(torch.from_numpy(xi)).numpy())
 
-# One batch of images as the Fashion-MNIST loader normalises them (executor/data/IdxDataset.cpp).
-rs = np.random.RandomState(2)
-images = rs.randint(0, 256, (batch, 28, 28)).astype(np.uint8)
-labels = rs.randint(0, 10, batch).astype(np.uint8)
-np.save(out + "/images.npy", images)
-np.save(out + "/labels.npy", labels)
-mean, std = np.float32(0.2860), np.float32(0.3530)
-scale, shift = np.float32(1) / (np.float32(255) * std), -mean / std
-x = torch.from_numpy(images.astype(np.float32)[:, None] * scale + shift)
-y = torch.from_numpy(labels.astype(np.int64))
-
+''' + FASHION_BATCH + r'''
 opt = torch.optim.SGD(model.parameters(), lr=lr)
 loss = F.cross_entropy(model(x), y)
 loss.backward()
