@@ -138,4 +138,27 @@ llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opt
   return changed;
 }
 
+InferenceExportSigns inferenceExportSigns(const Module &forward) {
+  InferenceExportSigns signs;
+  const Graph *g = forward.findGraph("main");
+  if (!g)
+    return signs;
+  for (const Node *n : g->nodes()) {
+    if (n->op() == Op::Dropout) {
+      ++signs.dropouts;
+    } else if (n->op() == Op::BatchNorm && n->attrs().getInt("training") != 1) {
+      if (signs.frozenBatchNorms++ == 0)
+        signs.firstFrozen = n->name();
+    } else if (n->op() == Op::Conv) {
+      const Node *w = n->operand(1)->producer();
+      if (w->op() != Op::Variable)
+        continue;
+      std::string var = w->attrs().getString("var");
+      if (llvm::StringRef(var).startswith("onnx::Conv_") && signs.foldedConvs++ == 0)
+        signs.firstFolded = var;
+    }
+  }
+  return signs;
+}
+
 } // namespace graphc

@@ -38,4 +38,19 @@ namespace graphc {
 
 llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opts);
 
+/// Signs in a forward model that it was exported for inference and so trains
+/// as another model than the one its author wrote: BatchNorms in inference
+/// form (training = 0: training keeps them frozen, rule 2), and convolutions
+/// whose weights the exporter computed by folding a BatchNorm into them
+/// (PyTorch's TorchScript exporter names such weights `onnx::Conv_<n>`; an
+/// exporter that kept the module's weights keeps their names). Dropout an
+/// exporter removed leaves no sign; `dropouts` counts those that remain.
+struct InferenceExportSigns {
+  int64_t frozenBatchNorms = 0, foldedConvs = 0, dropouts = 0;
+  std::string firstFrozen, firstFolded; ///< a node's name, a weight's name
+  bool any() const { return frozenBatchNorms > 0 || foldedConvs > 0; }
+};
+
+InferenceExportSigns inferenceExportSigns(const Module &forward);
+
 } // namespace graphc

@@ -6,6 +6,7 @@
 #include "passes/AccumulateGradients.h"
 #include "passes/AddLoss.h"
 #include "passes/PsPart.h"
+#include "passes/TrainingMode.h"
 #include "passes/WorkerPart.h"
 #include "passes/strategy/CompiledModule.h"
 #include "passes/strategy/FitAdvisor.h"
@@ -128,7 +129,35 @@ llvm::Error TrainingSession::readModel() {
     return e;
   several_ = plannedWorkers_ > 1 || plannedPs_ > 0;
   noteProbabilityHead();
+  noteInferenceExport();
   return llvm::Error::success();
+}
+
+void TrainingSession::noteInferenceExport() {
+  InferenceExportSigns signs = inferenceExportSigns(*loaded_.forward);
+  if (opts_.compile.options.bn == BnMode::Frozen)
+    signs.frozenBatchNorms = 0; // asked for
+  if (!signs.any())
+    return;
+  std::string what;
+  if (signs.frozenBatchNorms == 1)
+    what = "its BatchNorm '" + signs.firstFrozen + "' is in inference form: it trains frozen";
+  else if (signs.frozenBatchNorms > 1)
+    what = std::to_string(signs.frozenBatchNorms) + " BatchNorms are in inference form (the first '" +
+           signs.firstFrozen + "'): they train frozen";
+  if (signs.frozenBatchNorms > 0)
+    what += ", normalising with the running statistics as exported; ";
+  if (signs.foldedConvs == 1)
+    what += "the convolution weight '" + signs.firstFolded +
+            "' came from the exporter, which folded a BatchNorm into it; ";
+  else if (signs.foldedConvs > 1)
+    what += std::to_string(signs.foldedConvs) + " convolution weights (the first '" +
+            signs.firstFolded + "') came from the exporter, which folded BatchNorms into them; ";
+  if (signs.dropouts == 0)
+    what += "its dropout, if it had any, is gone too; ";
+  notes_.push_back("'" + opts_.model.path + "' is an inference export: " + what +
+                   "graphrun trains the model as exported. To train the model as written, export "
+                   "it in training mode (README, \"Exporting a model to train\")");
 }
 
 void TrainingSession::noteProbabilityHead() {

@@ -120,6 +120,9 @@ private:
   /// A model ending in Softmax or LogSoftmax trains on its logits
   /// (passes/AddLoss.h): a note for the run plan.
   void noteProbabilityHead();
+  /// A model exported for inference trains as exported, not as written
+  /// (passes/TrainingMode.h, inferenceExportSigns): a note for the run plan.
+  void noteInferenceExport();
   /// The run's length: --steps and --epochs are its total.
   void planLength();
   /// Dynamic loss scaling: the scale and the skipped steps so far.

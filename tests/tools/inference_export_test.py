@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""A model exported for inference trains as exported, and the run plan says so (issue 32, point 4).
+
+Debian's PyTorch 1.13 exports one small model (Conv + BatchNorm2d, Linear + BatchNorm1d, Dropout)
+three ways:
+
+- `eval()`, the exporter's default: it folds the BatchNorm2d into the convolution (a weight named
+  `onnx::Conv_<n>`), writes the BatchNorm1d in inference form and drops the dropout. The run plan
+  names both BatchNorms' fates and the missing dropout, and points to the README's recipe;
+- in training mode (`TrainingMode.TRAINING`, nothing folded): no note;
+- and the training-mode model trained one step and written by `graphrun export` (inference form by
+  default): its BatchNorms come back frozen, and the note says so; `--training-graph` brings it back
+  without a note. `--bn frozen` asks for frozen BatchNorms, so the note leaves them out.
+
+Frozen means frozen: after a step of the eval export, its BatchNorm1d's running statistics are the
+exported ones, bit for bit.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_test import GRAPHRUN, CliCase, run  # noqa: E402
+
+EXPORT = r'''
+import sys, torch, torch.nn as nn
+out = sys.argv[1]
+torch.manual_seed(0)
+m = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                  nn.Linear(4 * 14 * 14, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.2),
+                  nn.Linear(32, 10))
+with torch.no_grad():  # statistics an update would visibly move
+    m[5].running_mean.uniform_(-1, 1)
+    m[5].running_var.uniform_(0.5, 2)
+x = torch.randn(2, 1, 28, 28)
+kw = dict(input_names=["x"], output_names=["logits"], opset_version=17,
+          dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
+m.eval()
+torch.onnx.export(m, x, out + "/eval.onnx", **kw)
+m.train()
+torch.onnx.export(m, x, out + "/train.onnx", training=torch.onnx.TrainingMode.TRAINING,
+                  do_constant_folding=False, **kw)
+'''
+
+# The running statistics of the exported model's BatchNorm1d (the only BatchNormalization left in
+# an eval export), by position: ONNX's inputs 3 and 4.
+RUNNING = r'''
+import sys, numpy as np, onnx, onnx.numpy_helper as nh
+m = onnx.load(sys.argv[1])
+init = {t.name: nh.to_array(t) for t in m.graph.initializer}
+bn = [n for n in m.graph.node if n.op_type == "BatchNormalization"]
+np.savez(sys.argv[2], mean=init[bn[-1].input[3]], var=init[bn[-1].input[4]])
+'''
+
+TRAIN = ["--data", "synthetic", "--steps", "1", "--batch", "8", "--no-eval", "--no-progress",
+         "--threads", "1", "--seed", "2"]
+
+
+class InferenceExportTest(CliCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.models = tempfile.mkdtemp(prefix="graphc-inference-export-")
+        subprocess.run(["/usr/bin/python3", "-c", EXPORT, cls.models], check=True, capture_output=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.models, ignore_errors=True)
+
+    def model(self, name):
+        return os.path.join(self.models, name)
+
+    def running(self, onnx_file):
+        npz = self.path(os.path.basename(onnx_file) + ".npz")
+        subprocess.run(["/usr/bin/python3", "-c", RUNNING, onnx_file, npz], check=True, capture_output=True)
+        return dict(np.load(npz))
+
+    def note(self, stdout):
+        lines = [l for l in stdout.splitlines() if "is an inference export" in l]
+        self.assertLessEqual(len(lines), 1, stdout)
+        return lines[0] if lines else None
+
+    def test_an_eval_export_is_named_with_what_it_lost(self):
+        model = self.model("eval.onnx")
+        ckpt = self.path("eval-ckpt")
+        p = run(GRAPHRUN, "train", model, *TRAIN, "--checkpoint", ckpt)
+        note = self.note(p.stdout)
+        self.assertIsNotNone(note, p.stdout)
+        self.assertRegex(note, r"note: '%s' is an inference export: its BatchNorm '[^']+' is in inference form: it "
+                               r"trains frozen, normalising with the running statistics as exported; the convolution "
+                               r"weight 'onnx::Conv_\d+' came from the exporter, which folded a BatchNorm into it"
+                               % re.escape(model))
+        self.assertIn("its dropout, if it had any, is gone too", note)
+        self.assertIn('README, "Exporting a model to train"', note)
+        # Frozen: the step kept the exported running statistics.
+        trained = self.path("eval-trained.onnx")
+        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", trained)
+        before, after = self.running(model), self.running(trained)
+        for k in ("mean", "var"):
+            np.testing.assert_array_equal(before[k], after[k])
+
+    def test_a_training_export_has_no_note(self):
+        p = run(GRAPHRUN, "train", self.model("train.onnx"), *TRAIN)
+        self.assertIsNone(self.note(p.stdout), p.stdout)
+
+    def test_our_inference_export_comes_back_frozen_and_the_training_graph_does_not(self):
+        ckpt = self.path("ckpt")
+        run(GRAPHRUN, "train", self.model("train.onnx"), *TRAIN, "--checkpoint", ckpt)
+        deploy, again = self.path("deploy.onnx"), self.path("again.onnx")
+        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", deploy)
+        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", again, "--training-graph")
+        note = self.note(run(GRAPHRUN, "train", deploy, *TRAIN).stdout)
+        self.assertIsNotNone(note)
+        self.assertIn("2 BatchNorms are in inference form", note)
+        self.assertNotIn("convolutions", note)
+        self.assertIn("its dropout, if it had any, is gone too", note)
+        self.assertIsNone(self.note(run(GRAPHRUN, "train", again, *TRAIN).stdout))
+
+    def test_bn_frozen_leaves_the_batchnorms_out_of_the_note(self):
+        note = self.note(run(GRAPHRUN, "train", self.model("eval.onnx"), *TRAIN, "--bn", "frozen").stdout)
+        self.assertIsNotNone(note)
+        self.assertNotIn("BatchNorms are in inference form", note)
+        self.assertIn("which folded a BatchNorm into it", note)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
