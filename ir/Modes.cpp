@@ -60,6 +60,27 @@ llvm::StringRef modeName(Precision p) {
   }
 }
 
+llvm::Expected<LossKind> parseLossKind(llvm::StringRef s) {
+  if (s == "cross-entropy")
+    return LossKind::CrossEntropy;
+  if (s == "nll")
+    return LossKind::Nll;
+  if (s == "mse")
+    return LossKind::Mse;
+  return makeError("unknown loss '" + printable(s) + "'; known: cross-entropy, nll, mse");
+}
+
+llvm::StringRef modeName(LossKind k) {
+  switch (k) {
+  case LossKind::Nll:
+    return "nll";
+  case LossKind::Mse:
+    return "mse";
+  default:
+    return "cross-entropy";
+  }
+}
+
 llvm::Expected<Strategy> parseStrategy(llvm::StringRef s) {
   if (s == "data-parallel")
     return Strategy::DataParallel;

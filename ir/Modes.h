@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ir/DeviceId.h"
+#include "ir/LossKind.h"
 
 #include "llvm/Support/Error.h"
 
@@ -103,6 +104,8 @@ llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s);
 llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s);
 /// "auto" or "off".
 llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s);
+/// "cross-entropy", "nll" or "mse".
+llvm::Expected<LossKind> parseLossKind(llvm::StringRef s);
 /// "1f1b" or "gpipe".
 llvm::Expected<PipelineSchedule> parsePipelineSchedule(llvm::StringRef s);
 
@@ -112,6 +115,7 @@ llvm::StringRef modeName(Precision p);
 llvm::StringRef modeName(RemainderPolicy p);
 llvm::StringRef modeName(RecomputeMode m);
 llvm::StringRef modeName(PipelineSchedule s);
+llvm::StringRef modeName(LossKind k);
 std::string modeName(ParamPlacement p);
 std::string modeName(const SplitSpec &s);
 

@@ -10,18 +10,57 @@ namespace graphc {
 
 static const char kMagic[] = "\x93NUMPY";
 
-static std::optional<DType> dtypeFromDescr(llvm::StringRef d) {
-  if (d == "<f4")
-    return DType::F32;
-  if (d == "<f2")
-    return DType::F16;
-  if (d == "<i8")
-    return DType::I64;
-  if (d == "<i4")
-    return DType::I32;
-  if (d == "|b1")
-    return DType::Bool;
+/// A stored NumPy dtype and the dtype it is read as: our own, or the nearest
+/// one that holds its values (float64 rounds to f32; 8- and 16-bit integers
+/// widen to i32, uint32 to i64).
+struct StoredDType {
+  DType dtype;
+  unsigned bytes;
+  enum Kind { Same, F64, U8, I8, I16, U16, U32 } kind;
+};
+
+static std::optional<StoredDType> dtypeFromDescr(llvm::StringRef d) {
+  static const std::pair<const char *, StoredDType> kKnown[] = {
+      {"<f4", {DType::F32, 4, StoredDType::Same}}, {"<f2", {DType::F16, 2, StoredDType::Same}},
+      {"<i8", {DType::I64, 8, StoredDType::Same}}, {"<i4", {DType::I32, 4, StoredDType::Same}},
+      {"|b1", {DType::Bool, 1, StoredDType::Same}}, {"<f8", {DType::F32, 8, StoredDType::F64}},
+      {"|u1", {DType::I32, 1, StoredDType::U8}},   {"|i1", {DType::I32, 1, StoredDType::I8}},
+      {"<i2", {DType::I32, 2, StoredDType::I16}},  {"<u2", {DType::I32, 2, StoredDType::U16}},
+      {"<u4", {DType::I64, 4, StoredDType::U32}}};
+  for (const auto &[descr, stored] : kKnown)
+    if (d == descr)
+      return stored;
   return std::nullopt;
+}
+
+/// Reads `n` stored values into `out` (of `s.dtype`).
+template <typename From, typename To> static void widen(const char *in, To *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    From v;
+    std::memcpy(&v, in + i * sizeof(From), sizeof(From));
+    out[i] = (To)v;
+  }
+}
+
+static void convertStored(const StoredDType &s, const char *in, Tensor &t) {
+  const int64_t n = t.numElements();
+  switch (s.kind) {
+  case StoredDType::Same:
+    std::memcpy(t.raw(), in, t.bytes());
+    return;
+  case StoredDType::F64:
+    return widen<double>(in, t.data<float>(), n);
+  case StoredDType::U8:
+    return widen<uint8_t>(in, t.data<int32_t>(), n);
+  case StoredDType::I8:
+    return widen<int8_t>(in, t.data<int32_t>(), n);
+  case StoredDType::I16:
+    return widen<int16_t>(in, t.data<int32_t>(), n);
+  case StoredDType::U16:
+    return widen<uint16_t>(in, t.data<int32_t>(), n);
+  case StoredDType::U32:
+    return widen<uint32_t>(in, t.data<int64_t>(), n);
+  }
 }
 
 static const char *descrOf(DType t) {
@@ -83,10 +122,10 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
     return bad("truncated header");
   llvm::StringRef header = bytes.substr(offset, headerLen);
   llvm::StringRef descr = headerField(header, "descr").trim("'\"");
-  auto dtype = dtypeFromDescr(descr);
-  if (!dtype)
+  auto stored = dtypeFromDescr(descr);
+  if (!stored)
     return bad("unsupported dtype '" + printable(descr) +
-               "' (use float32, float16, int64, int32 or bool)");
+               "' (use float32, float64, float16, an integer type or bool)");
   if (headerField(header, "fortran_order") != "False")
     return bad("Fortran order is not supported; save a C-contiguous array");
   llvm::StringRef shapeText = headerField(header, "shape");
@@ -101,15 +140,16 @@ llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name) {
       return bad("malformed shape " + printable(shapeText));
     dims.push_back(d);
   }
-  TensorType type(*dtype, dims);
+  TensorType type(stored->dtype, dims);
   if (auto e = checkTensorSize(type, "the array"))
     return bad(llvm::toString(std::move(e)));
   size_t dataAt = offset + headerLen;
-  if (bytes.size() - dataAt != (size_t)type.bytes())
-    return bad("expected " + llvm::Twine(type.bytes()) + " bytes of data for " + toString(type) +
-               ", found " + llvm::Twine(bytes.size() - dataAt));
+  const size_t want = (size_t)type.numElements() * stored->bytes;
+  if (bytes.size() - dataAt != want)
+    return bad("expected " + llvm::Twine(want) + " bytes of data for " + printable(descr) + " " +
+               shapeToString(type.shape) + ", found " + llvm::Twine(bytes.size() - dataAt));
   Tensor t(type);
-  std::memcpy(t.raw(), bytes.data() + dataAt, t.bytes());
+  convertStored(*stored, bytes.data() + dataAt, t);
   return t;
 }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/Modes.h"
 #include "ir/OpShapeContext.h"
 #include "ir/Shards.h"
 
@@ -41,7 +42,27 @@ Result inferDropoutTrain(const Ctx &c) {
   return Types{c[0], c[0]};
 }
 
-static llvm::Error checkLogitsLabels(const Ctx &c) {
+/// The loss kind of a SoftmaxCrossEntropy or its gradient: attribute `loss`
+/// ("nll", "mse"; absent: softmax cross-entropy).
+static llvm::Expected<LossKind> lossKind(const Ctx &c) {
+  std::string loss = c.attrs().getString("loss", "cross-entropy");
+  auto k = parseLossKind(loss);
+  if (!k)
+    return c.fail(llvm::toString(k.takeError()));
+  return *k;
+}
+
+// Cross-entropy and NLL: scores [B,C] and class labels [B] (i64 or i32). MSE:
+// an output [B, ...] and targets of its type.
+static llvm::Error checkLossOperands(const Ctx &c) {
+  auto kind = lossKind(c);
+  if (!kind)
+    return kind.takeError();
+  if (*kind == LossKind::Mse) {
+    if (c[0].rank() < 1 || c[1] != c[0])
+      return c.fail("targets " + c.from(1) + " must have the type of the output " + c.from(0));
+    return llvm::Error::success();
+  }
   if (auto e = needRank(c, 0, 2))
     return e;
   if (c[1].rank() != 1 || c[1].shape[0] != c[0].shape[0])
@@ -51,10 +72,11 @@ static llvm::Error checkLogitsLabels(const Ctx &c) {
   return llvm::Error::success();
 }
 
-// SoftmaxCrossEntropy: logits [B,C], labels [B] -> scalar; scale (the sum of
-// per-row losses is multiplied by it; absent: 1/B, the mean).
+// SoftmaxCrossEntropy: the loss op (attribute `loss`: softmax cross-entropy,
+// nll or mse) -> scalar; scale (the sum of per-row or per-element losses is
+// multiplied by it; absent: 1/B, the mean over rows, or 1/(elements) for mse).
 Result inferSoftmaxCrossEntropy(const Ctx &c) {
-  if (auto e = checkLogitsLabels(c))
+  if (auto e = checkLossOperands(c))
     return e;
   return one(TensorType(c[0].dtype, {}));
 }
@@ -225,7 +247,7 @@ Result inferActivationGrad(const Ctx &c) {
 
 // SoftmaxCrossEntropyGrad: logits, labels, dloss (scalar) -> dlogits; scale.
 Result inferSoftmaxCrossEntropyGrad(const Ctx &c) {
-  if (auto e = checkLogitsLabels(c))
+  if (auto e = checkLossOperands(c))
     return e;
   if (c[2].numElements() != 1)
     return c.fail("loss gradient " + c.from(2) + " must be a scalar");

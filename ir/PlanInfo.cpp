@@ -104,6 +104,8 @@ const TextField kTexts[] = {
        return p.cluster ? std::optional<std::string>(clusterToJson(*p.cluster)) : std::nullopt;
      },
      [](PlanInfo &p, llvm::StringRef s) { return take(parseClusterJson(s), p.cluster); }},
+    {"loss", [](const PlanInfo &p) { return written(p.loss); },
+     [](PlanInfo &p, llvm::StringRef s) { return take(parseLossKind(s), p.loss); }},
     {"params", [](const PlanInfo &p) { return written(p.params); },
      [](PlanInfo &p, llvm::StringRef s) { return take(parseParamPlacement(s), p.params); }},
     {"pipeline_schedule", [](const PlanInfo &p) { return written(p.pipelineSchedule); },

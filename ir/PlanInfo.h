@@ -56,6 +56,9 @@ struct PlanInfo {
   std::optional<int64_t> batch;         ///< the bound batch: this worker's share in a part
   std::optional<bool> training;         ///< a training step (TrainingMode)
   std::optional<std::string> optimizer; ///< the update rule AddOptimizer added
+  /// The loss add-loss computes (absent: cross-entropy); a checkpoint's
+  /// forward graph keeps it, so evaluation scores what training minimised.
+  std::optional<LossKind> loss;
 
   // Towers and the batch split (TowerReplication, SplitBatch).
   std::optional<int64_t> towers;

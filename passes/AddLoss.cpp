@@ -1,7 +1,7 @@
-//===- AddLoss.cpp - Softmax cross-entropy on the model's logits ------------===//
+//===- AddLoss.cpp - The loss on the model's output -----------------------===//
 //
-// The loss weights are folded into the cross-entropy's `scale` (1/B, w/B), so
-// the auxiliary head costs no extra multiply and its gradient op carries the
+// The loss weights are folded into the loss op's `scale` (1/B, w/B), so the
+// auxiliary head costs no extra multiply and its gradient op carries the
 // weight directly.
 //
 //===----------------------------------------------------------------------===//
@@ -14,14 +14,31 @@
 namespace graphc {
 namespace {
 
-llvm::Error checkLogits(const Value *v, unsigned index, int64_t batch) {
+llvm::Error checkOutput(const Value *v, unsigned index, int64_t batch, LossKind kind) {
   const TensorType &t = v->type();
-  if (t.rank() != 2 || t.shape[0] != batch ||
-      (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16))
+  const bool floating = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16;
+  if (kind == LossKind::Mse) {
+    if (t.rank() < 1 || t.shape[0] != batch || !floating)
+      return makeError("add-loss: graph output " + llvm::Twine(index) + " '" + v->name() +
+                       "' must be floating point with the batch " + llvm::Twine(batch) +
+                       " at axis 0 for --loss mse, got " + toString(t));
+    return llvm::Error::success();
+  }
+  if (t.rank() != 2 || t.shape[0] != batch || !floating)
     return makeError("add-loss: graph output " + llvm::Twine(index) + " '" + v->name() +
-                     "' must be floating-point logits [" + llvm::Twine(batch) + ", classes], got " +
+                     "' must be floating-point " +
+                     (kind == LossKind::Nll ? "log-probabilities" : "logits") + " [" +
+                     llvm::Twine(batch) + ", classes] for --loss " + modeName(kind) + ", got " +
                      toString(t));
   return llvm::Error::success();
+}
+
+/// What the labels input holds: class indices, or MSE's targets shaped like
+/// the output in f32.
+TensorType labelTypeFor(const Value *output, int64_t batch, LossKind kind) {
+  if (kind != LossKind::Mse)
+    return TensorType(DType::I64, {batch});
+  return TensorType(DType::F32, output->type().shape);
 }
 
 } // namespace
@@ -47,12 +64,15 @@ llvm::Expected<bool> addLoss(Module &m, const LossOptions &opts) {
     return makeError("add-loss: expects the logits as graph output 0 and optionally auxiliary "
                      "logits as output 1; graph '" +
                      g->name() + "' has " + llvm::Twine(outputs.size()) + " outputs");
+  if (opts.kind == LossKind::Mse && outputs.size() == 2)
+    return makeError("add-loss: --loss mse takes one output; graph '" + g->name() +
+                     "' has an auxiliary output too");
   for (unsigned i = 0; i < outputs.size(); ++i)
-    if (auto e = checkLogits(outputs[i], i, *batch))
+    if (auto e = checkOutput(outputs[i], i, *batch, opts.kind))
       return e;
 
   Builder b(*g);
-  TensorType labelType(DType::I64, {*batch});
+  TensorType labelType = labelTypeFor(outputs[0], *batch, opts.kind);
   Value *labels;
   if (Node *existing = g->findNode("labels")) {
     if (existing->op() != Op::Input || existing->result()->type() != labelType)
@@ -64,16 +84,30 @@ llvm::Expected<bool> addLoss(Module &m, const LossOptions &opts) {
   }
 
   Builder::Scope scope(b, "loss");
-  auto crossEntropy = [&](Value *logits, double weight, llvm::StringRef leaf) {
+  auto lossOf = [&](Value *output, double weight, llvm::StringRef leaf) {
     Attrs a;
+    if (opts.kind == LossKind::Mse) {
+      a.set("scale", weight / (double)output->type().numElements());
+      a.set("loss", modeName(opts.kind).str());
+      return b.create(Op::SoftmaxCrossEntropy, {output, labels}, std::move(a), leaf);
+    }
     a.set("scale", weight / (double)*batch);
-    return b.create(Op::SoftmaxCrossEntropy, {logitsOf(logits), labels}, std::move(a), leaf);
+    if (opts.kind == LossKind::Nll) {
+      a.set("loss", modeName(opts.kind).str());
+      return b.create(Op::SoftmaxCrossEntropy, {output, labels}, std::move(a), leaf);
+    }
+    return b.create(Op::SoftmaxCrossEntropy, {logitsOf(output), labels}, std::move(a), leaf);
   };
-  Value *loss = crossEntropy(outputs[0], 1.0, "cross_entropy");
+  const char *leaf = opts.kind == LossKind::Mse   ? "mse"
+                     : opts.kind == LossKind::Nll ? "nll"
+                                                  : "cross_entropy";
+  Value *loss = lossOf(outputs[0], 1.0, leaf);
   if (outputs.size() == 2) {
-    Value *aux = crossEntropy(outputs[1], opts.auxLossWeight, "aux_cross_entropy");
+    Value *aux = lossOf(outputs[1], opts.auxLossWeight, ("aux_" + llvm::Twine(leaf)).str());
     loss = b.create(Op::Add, {loss, aux}, {}, "total");
   }
+  if (opts.kind != LossKind::CrossEntropy)
+    m.plan().loss = opts.kind;
   llvm::SmallVector<Value *, 3> newOutputs{loss};
   newOutputs.append(outputs.begin(), outputs.end());
   g->setOutputs(newOutputs);

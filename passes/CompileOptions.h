@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ class Node;
 /// add-loss.
 struct LossOptions {
   double auxLossWeight = 0.4; ///< weight of an auxiliary head's loss (inception_v3)
+  LossKind kind = LossKind::CrossEntropy; ///< --loss
 };
 
 /// add-optimizer.
@@ -145,6 +147,8 @@ struct CompileOptions {
 
   // add-loss
   double auxLossWeight = LossOptions().auxLossWeight;
+  /// --loss; unset: the one a checkpoint records, else cross-entropy.
+  std::optional<LossKind> loss;
 
   // add-optimizer (the learning rate is an input fed every step)
   std::string optimizer = OptimizerOptions().optimizer;
@@ -200,7 +204,7 @@ struct CompileOptions {
 };
 
 inline LossOptions lossOptions(const CompileOptions &o) {
-  return {o.auxLossWeight};
+  return {o.auxLossWeight, o.loss.value_or(LossKind::CrossEntropy)};
 }
 inline OptimizerOptions optimizerOptions(const CompileOptions &o) {
   return {o.optimizer,       o.momentum,       o.nesterov,  o.weightDecay, o.rmspropDecay,

@@ -277,9 +277,7 @@ struct EvalCommand {
     auto r = runEvaluation(*model->forward, data, !trainSplit, batch, exec, synthetic);
     if (!r)
       return fail(r.takeError());
-    llvm::outs() << llvm::format("%s accuracy %.2f%% (%lld/%lld), loss %.4f\n",
-                                 trainSplit ? "train" : "test", 100 * r->accuracy(),
-                                 (long long)r->correct, (long long)r->samples, r->loss);
+    llvm::outs() << (trainSplit ? "train " : "test ") << r->describe() << "\n";
     return 0;
   }
 };
@@ -292,7 +290,8 @@ struct InferCommand {
   void add(CLI::App &app) {
     cmd = app.add_subcommand("infer", "run a model on a NumPy input, write .npy outputs");
     cmd->add_option("MODEL", inf.model, kModelFileHelp)->required();
-    cmd->add_option("--input", inf.inputs, "input .npy (one per graph input, in order)")
+    cmd->add_option("--input", inf.inputs, "input .npy (one per graph input, in order), .npz (arrays named after the inputs, "
+                    "or x), or image files (.jpg/.png: one batch for an image input)")
         ->required();
     cmd->add_option("-o,--output", inf.output, "output .npy (several outputs: NAME.K.npy)")
         ->required();

@@ -61,8 +61,8 @@ llvm::Expected<std::unique_ptr<DataLoader>> DataLoader::create(std::shared_ptr<c
                      " samples do not fill one batch of " + llvm::Twine(options.batch) +
                      " (and the short last batch is dropped)");
   LoaderOptions opts = options;
-  if (opts.target == SampleShape{})
-    opts.target = data->shape();
+  if (opts.target == SampleShape{} || data->tensorLayout())
+    opts.target = data->shape(); // a tensor data set's samples go as they are
   auto conversion = ShapeConversion::create(data->shape(), data->normalization(), opts.target);
   if (!conversion)
     return withContext(conversion.takeError(), data->describe());
@@ -75,6 +75,26 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> data, const LoaderOptions 
                        ShapeConversion conversion)
     : data_(std::move(data)), options_(options), conversion_(std::move(conversion)) {
   rows_ = options_.part ? options_.part->count : options_.batch;
+  const SampleShape &t = options_.target;
+  sample_ = data_->tensorLayout().value_or(
+      TensorLayout{TensorType(DType::F32, {t.channels, t.height, t.width}),
+                   TensorType(DType::I64, {})});
+  inputBytes_ = sample_.input.bytes();
+  labelBytes_ = sample_.label.bytes();
+}
+
+std::pair<Tensor, Tensor> DataLoader::batchTensors(int64_t rows) const {
+  auto batched = [rows](const TensorType &t) {
+    Dims dims{rows};
+    dims.append(t.shape.begin(), t.shape.end());
+    return Tensor(TensorType(t.dtype, dims));
+  };
+  return {batched(sample_.input), batched(sample_.label)};
+}
+
+DataLoader::SampleRef DataLoader::rowOf(Tensor &inputs, Tensor &labels, int64_t row) const {
+  return {static_cast<std::byte *>(inputs.raw()) + row * inputBytes_,
+          static_cast<std::byte *>(labels.raw()) + row * labelBytes_};
 }
 
 DataLoader::~DataLoader() {
@@ -188,51 +208,52 @@ DataLoader::Claim DataLoader::claimChunk(int64_t index) {
   return c;
 }
 
-llvm::Error DataLoader::loadSample(int64_t sample, float *dst, int64_t &label,
-                                   Scratch &scratch) const {
+llvm::Error DataLoader::loadSample(int64_t sample, SampleRef dst, Scratch &scratch) const {
   ++loaded_;
+  if (data_->tensorLayout())
+    return data_->loadTensor(sample, dst.input, dst.label);
+  int64_t label = 0;
+  auto *pixels = reinterpret_cast<float *>(dst.input);
   // Straight into the batch when no conversion is needed.
-  if (conversion_.isIdentity())
-    return data_->load(sample, dst, label);
-  scratch.native.resize(conversion_.from().numElements());
-  if (auto err = data_->load(sample, scratch.native.data(), label))
-    return err;
-  conversion_.convert(scratch.native.data(), dst, scratch.plane, scratch.resize);
+  if (conversion_.isIdentity()) {
+    if (auto err = data_->load(sample, pixels, label))
+      return err;
+  } else {
+    scratch.native.resize(conversion_.from().numElements());
+    if (auto err = data_->load(sample, scratch.native.data(), label))
+      return err;
+    conversion_.convert(scratch.native.data(), pixels, scratch.plane, scratch.resize);
+  }
+  assert(label >= 0 && label < data_->numClasses() && "data sets give labels in range");
+  std::memcpy(dst.label, &label, sizeof label);
   return llvm::Error::success();
 }
 
 DataLoader::Chunk DataLoader::buildChunk(Claim &claim, Scratch &scratch) const {
-  const int64_t elems = options_.target.numElements();
-  const SampleShape &t = options_.target;
   Chunk c;
   c.first = claim.span.first;
   c.count = claim.span.count;
-  c.images = Tensor(TensorType(DType::F32, {rows_, t.channels, t.height, t.width}));
-  c.labels = Tensor(TensorType(DType::I64, {rows_}));
+  std::tie(c.inputs, c.labels) = batchTensors(rows_);
   c.good.assign(c.count, 0);
-  float *images = c.images.data<float>();
-  int64_t *labels = c.labels.data<int64_t>();
   for (int64_t slot = 0; slot < c.count; ++slot) {
     // Abandoned (a new epoch, or shutdown): the result will be discarded.
     if (stopping_ || generation_ != claim.generation)
       break;
-    float *dst = images + slot * elems;
-    int64_t label = 0;
+    SampleRef dst = rowOf(c.inputs, c.labels, slot);
     std::string error;
     if (auto kept = claim.kept.find(c.first + slot); kept != claim.kept.end()) {
-      std::copy(kept->second.pixels.begin(), kept->second.pixels.end(), dst);
-      label = kept->second.label;
+      llvm::copy(kept->second.input, dst.input);
+      llvm::copy(kept->second.label, dst.label);
       error = std::move(kept->second.error);
-    } else if (llvm::Error err = loadSample((*claim.order)[c.first + slot], dst, label, scratch)) {
+    } else if (llvm::Error err = loadSample((*claim.order)[c.first + slot], dst, scratch)) {
       error = llvm::toString(std::move(err));
     }
     if (!error.empty()) {
       c.errors.push_back(std::move(error));
-      std::fill(dst, dst + elems, 0.0f);
+      std::fill_n(dst.input, inputBytes_, std::byte{0});
+      std::fill_n(dst.label, labelBytes_, std::byte{0});
       continue;
     }
-    assert(label >= 0 && label < data_->numClasses() && "data sets give labels in range");
-    labels[slot] = label;
     c.good[slot] = 1;
   }
   return c;
@@ -246,14 +267,13 @@ void DataLoader::deliver(const Claim &claim, Chunk chunk) {
     readyCv_.notify_all();
     return;
   }
-  const int64_t elems = options_.target.numElements();
   size_t bad = 0;
   for (int64_t slot = 0; slot < chunk.count; ++slot) {
     Kept k;
     if (chunk.good[slot]) {
-      const float *px = chunk.images.data<float>() + slot * elems;
-      k.pixels.assign(px, px + elems);
-      k.label = chunk.labels.data<int64_t>()[slot];
+      SampleRef row = rowOf(chunk.inputs, chunk.labels, slot);
+      k.input.assign(row.input, row.input + inputBytes_);
+      k.label.assign(row.label, row.label + labelBytes_);
     } else {
       k.error = chunk.errors[bad++];
     }
@@ -349,7 +369,7 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
     startEpoch(0);
   if (options_.part)
     return nextPart();
-  const int64_t batch = options_.batch, elems = options_.target.numElements();
+  const int64_t batch = options_.batch;
   Batch out;
   int64_t filled = 0;
   while (filled < batch) {
@@ -364,7 +384,7 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
       // The common case: a whole chunk of good samples is the batch as it is.
       if (filled == 0 && currentSlot_ == 0 && good == current_->count &&
           (current_->count == batch || !options_.dropLast)) {
-        out.images = std::move(current_->images);
+        out.inputs = std::move(current_->inputs);
         out.labels = std::move(current_->labels);
         filled = current_->count;
         current_.reset();
@@ -374,13 +394,12 @@ llvm::Expected<std::optional<Batch>> DataLoader::next() {
         continue;
     }
     if (current_->good[currentSlot_]) {
-      if (out.images.empty()) {
-        out.images = Tensor(current_->images.type());
-        out.labels = Tensor(current_->labels.type());
-      }
-      std::memcpy(out.images.data<float>() + filled * elems,
-                  current_->images.data<float>() + currentSlot_ * elems, sizeof(float) * elems);
-      out.labels.data<int64_t>()[filled] = current_->labels.data<int64_t>()[currentSlot_];
+      if (out.inputs.empty())
+        std::tie(out.inputs, out.labels) = batchTensors(batch);
+      SampleRef from = rowOf(current_->inputs, current_->labels, currentSlot_);
+      SampleRef to = rowOf(out.inputs, out.labels, filled);
+      std::memcpy(to.input, from.input, inputBytes_);
+      std::memcpy(to.label, from.label, labelBytes_);
       ++filled;
     }
     ++currentSlot_;
@@ -424,28 +443,27 @@ llvm::Expected<std::optional<Batch>> DataLoader::nextPart() {
   // The common case: every sample of the window loaded, the chunk is the part.
   epochGood_ += batch;
   Batch out;
-  out.images = std::move(chunk.images);
+  out.inputs = std::move(chunk.inputs);
   out.labels = std::move(chunk.labels);
   return handOut(std::move(out), rows_);
 }
 
-llvm::Error DataLoader::loadPosition(int64_t position, float *dst, int64_t &label) {
+llvm::Error DataLoader::loadPosition(int64_t position, SampleRef dst) {
   if (std::optional<Kept> k = takeKept(position)) {
     if (!k->error.empty())
       return makeError(k->error);
-    std::copy(k->pixels.begin(), k->pixels.end(), dst);
-    label = k->label;
+    llvm::copy(k->input, dst.input);
+    llvm::copy(k->label, dst.label);
     return llvm::Error::success();
   }
   // Only this thread replaces order_.
-  return loadSample((*order_)[position], dst, label, consumerScratch_);
+  return loadSample((*order_)[position], dst, consumerScratch_);
 }
 
 llvm::Expected<std::optional<Batch>> DataLoader::partAfterSkips(int64_t window, Chunk chunk,
                                                                 std::vector<uint8_t> failed) {
   const LoaderPart &part = *options_.part;
   const int64_t batch = options_.batch, n = data_->size();
-  const int64_t elems = options_.target.numElements();
   // The chunks prefetched for the windows after this one hold the wrong
   // positions now; what they loaded is kept for the chunks that follow.
   retireChunks();
@@ -470,8 +488,9 @@ llvm::Expected<std::optional<Batch>> DataLoader::partAfterSkips(int64_t window, 
     failed.assign(missing, 0);
     for (int64_t i = part.offset; i < std::min(part.offset + part.count, missing); ++i) {
       Kept k;
-      k.pixels.resize(elems);
-      if (llvm::Error err = loadPosition(end + i, k.pixels.data(), k.label)) {
+      k.input.resize(inputBytes_);
+      k.label.resize(labelBytes_);
+      if (llvm::Error err = loadPosition(end + i, {k.input.data(), k.label.data()})) {
         errors.push_back(llvm::toString(std::move(err)));
         failed[i] = 1;
       } else {
@@ -494,21 +513,19 @@ llvm::Expected<std::optional<Batch>> DataLoader::partAfterSkips(int64_t window, 
   // This worker's rows: from its chunk, from the growth it loaded, or loaded
   // now (samples another worker loaded for the window).
   Batch out;
-  out.images = Tensor(chunk.images.type());
-  out.labels = Tensor(chunk.labels.type());
+  std::tie(out.inputs, out.labels) = batchTensors(rows_);
   for (int64_t r = 0; r < rows_; ++r) {
     const int64_t position = good[part.offset + r];
-    float *dst = out.images.data<float>() + r * elems;
-    int64_t &label = out.labels.data<int64_t>()[r];
+    SampleRef dst = rowOf(out.inputs, out.labels, r);
     auto g = grown.find(position);
     if (position >= chunk.first && position < chunk.first + chunk.count) {
-      const int64_t slot = position - chunk.first;
-      std::copy_n(chunk.images.data<float>() + slot * elems, elems, dst);
-      label = chunk.labels.data<int64_t>()[slot];
+      SampleRef from = rowOf(chunk.inputs, chunk.labels, position - chunk.first);
+      std::memcpy(dst.input, from.input, inputBytes_);
+      std::memcpy(dst.label, from.label, labelBytes_);
     } else if (g != grown.end()) {
-      std::copy(g->second.pixels.begin(), g->second.pixels.end(), dst);
-      label = g->second.label;
-    } else if (llvm::Error err = loadPosition(position, dst, label)) {
+      llvm::copy(g->second.input, dst.input);
+      llvm::copy(g->second.label, dst.label);
+    } else if (llvm::Error err = loadPosition(position, dst)) {
       return makeError(
           data_->describe() + ": sample " + llvm::Twine((*order_)[position]) +
           " loaded on another worker but not on this one: " + llvm::toString(std::move(err)));

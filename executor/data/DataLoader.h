@@ -10,9 +10,10 @@
 //     good samples in permutation order. The batches (contents, order, and
 //     the skip count) are therefore the same for any number of threads and
 //     any prefetch depth.
-//  2. Shape. images is f32 [B, C, H, W] in the target shape, converted from
+//  2. Shape. inputs is f32 [B, C, H, W] in the target shape, converted from
 //     the data set's native shape as ShapeConversion.h says; labels is i64
-//     [B]. Every batch has B rows; `samples` says how many are real. Only the
+//     [B]. A tensor data set's (Dataset.h) are its layout's, unconverted:
+//     [B, ...input] and [B, ...label]. Every batch has B rows; `samples` says how many are real. Only the
 //     last batch of an epoch can be short (and only with dropLast = false);
 //     its remaining rows are zeros with label 0, and the caller decides what
 //     to do with it.
@@ -101,8 +102,8 @@ struct LoaderPosition {
 };
 
 struct Batch {
-  Tensor images; // f32 [B, C, H, W]
-  Tensor labels; // i64 [B]
+  Tensor inputs; // f32 [B, C, H, W] images, or a tensor data set's [B, ...]
+  Tensor labels; // i64 [B] classes, or a tensor data set's [B, ...]
   int64_t samples = 0;
   int64_t index = 0; // the batch's number within its epoch
 };
@@ -154,14 +155,17 @@ private:
   /// moved its chunks past skipped samples; kept by permutation position for
   /// the chunks that hold it now.
   struct Kept {
-    std::vector<float> pixels;
-    int64_t label = 0;
+    std::vector<std::byte> input, label;
     std::string error; ///< empty: it loaded
+  };
+  /// Where one sample goes: its row of a batch's inputs and of its labels.
+  struct SampleRef {
+    std::byte *input, *label;
   };
   /// The samples of a span: chunk i holds a batch's window [anchor + i·B,
   /// anchor + (i + 1)·B), or this loader's part of it.
   struct Chunk {
-    Tensor images, labels;
+    Tensor inputs, labels;
     int64_t first = 0, count = 0;
     std::vector<char> good;
     std::vector<std::string> errors; ///< one per bad slot, in slot order
@@ -185,7 +189,11 @@ private:
   /// Under mutex_.
   Claim claimChunk(int64_t index);
   /// Loads and converts one sample into `dst`.
-  llvm::Error loadSample(int64_t sample, float *dst, int64_t &label, Scratch &scratch) const;
+  llvm::Error loadSample(int64_t sample, SampleRef dst, Scratch &scratch) const;
+  /// Row `row` of `inputs` and `labels` (a chunk's or a batch's).
+  SampleRef rowOf(Tensor &inputs, Tensor &labels, int64_t row) const;
+  /// A chunk's or a batch's empty tensors of `rows` rows.
+  std::pair<Tensor, Tensor> batchTensors(int64_t rows) const;
   Chunk buildChunk(Claim &claim, Scratch &scratch) const;
   Chunk takeChunk(int64_t index);
   /// A finished chunk of the current epoch: ready_, or kept_ when the part's
@@ -200,7 +208,7 @@ private:
   /// The kept sample at `position`, if any, taken out of kept_.
   std::optional<Kept> takeKept(int64_t position);
   /// The sample at a permutation position, kept or loaded (consumer's thread).
-  llvm::Error loadPosition(int64_t position, float *dst, int64_t &label);
+  llvm::Error loadPosition(int64_t position, SampleRef dst);
   void countSkipped(int64_t skipped, std::vector<std::string> messages);
   /// The end of an epoch: an error when none of its samples could be loaded.
   llvm::Error checkEpochHadSamples();
@@ -215,6 +223,10 @@ private:
   std::shared_ptr<const Dataset> data_;
   LoaderOptions options_;
   ShapeConversion conversion_;
+  /// One sample, without the batch: the target image and a class label, or
+  /// a tensor data set's layout.
+  TensorLayout sample_;
+  size_t inputBytes_ = 0, labelBytes_ = 0;
   int64_t rows_ = 0; ///< rows of a batch handed out: `batch`, or the part's
   mutable std::atomic<int64_t> loaded_{0};
 

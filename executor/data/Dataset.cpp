@@ -8,6 +8,10 @@ namespace graphc {
 
 Dataset::~Dataset() = default;
 
+llvm::Error Dataset::loadTensor(int64_t, std::byte *, std::byte *) const {
+  return makeError(describe() + " is an image data set, not a tensor data set");
+}
+
 std::string toString(const SampleShape &s) {
   return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
          std::to_string(s.width);

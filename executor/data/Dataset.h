@@ -12,18 +12,28 @@
 // errors of openDataset() (executor/data/OpenDataset.h).
 //
 // Specs: "synthetic", "fashion-mnist" (Debian's dataset-fashion-mnist),
-// "fashion-mnist:DIR", "images:DIR" (a folder of class folders). See
+// "fashion-mnist:DIR", "images:DIR" (a folder of class folders),
+// "npz:FILE" (NumPy arrays: tokens, tables, targets). See
 // docs/input-pipeline.md.
+//
+// An image data set hands out C×H×W floats and a class label (load()). A
+// tensor data set (tensorLayout() set; npz) hands out its samples as the
+// model takes them, of any element type, and labels that are class indices
+// or targets of any shape (loadTensor()); the loader feeds them unconverted.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "ir/Type.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace graphc {
@@ -51,6 +61,12 @@ enum class Split { Train, Test };
 llvm::Expected<Split> parseSplit(llvm::StringRef s);
 llvm::StringRef splitName(Split s);
 
+/// One sample of a tensor data set, without the batch axis: the model
+/// input's type, and the label's (i64 [] for a class index).
+struct TensorLayout {
+  TensorType input, label;
+};
+
 class Dataset {
 public:
   virtual ~Dataset();
@@ -64,6 +80,12 @@ public:
   /// Writes sample `index` (0 <= index < size()) into `pixels`
   /// (shape().numElements() floats, C×H×W) and its label. Thread-safe.
   virtual llvm::Error load(int64_t index, float *pixels, int64_t &label) const = 0;
+
+  /// A tensor data set's sample types; nullopt for image data sets.
+  virtual std::optional<TensorLayout> tensorLayout() const { return std::nullopt; }
+  /// Writes sample `index` of a tensor data set: tensorLayout()'s input and
+  /// label bytes. Thread-safe.
+  virtual llvm::Error loadTensor(int64_t index, std::byte *input, std::byte *label) const;
 };
 
 struct DatasetOptions {
@@ -76,6 +98,10 @@ struct DatasetOptions {
   int64_t samples = 4096;
   int64_t classes = 1000;
   uint64_t seed = 0;
+  /// npz:FILE: the sample the model takes (its input's type without the
+  /// batch) and the labels its loss takes (i64 [] class indices, or f32
+  /// targets of the output's shape); the file's arrays are converted to them.
+  std::optional<TensorLayout> tensor;
 };
 
 } // namespace graphc

@@ -112,7 +112,12 @@ llvm::Error ImageFolderDataset::load(int64_t index, float *pixels, int64_t &labe
   assert(index >= 0 && index < size());
   const File &file = files_[index];
   label = file.label;
-  auto buffer = readInputFile(file.path);
+  return loadImageFile(file.path, height_, width_, pixels);
+}
+
+llvm::Error loadImageFile(llvm::StringRef path, int64_t height, int64_t width, float *pixels) {
+  const float *kMean = ImageFolderDataset::kMean, *kStd = ImageFolderDataset::kStd;
+  auto buffer = readInputFile(path);
   // Paths are quoted on one line: a file name may hold any byte but '/'.
   if (!buffer)
     return oneLine(buffer.takeError());
@@ -120,14 +125,14 @@ llvm::Error ImageFolderDataset::load(int64_t index, float *pixels, int64_t &labe
                                 (*buffer)->getBufferSize());
   auto image = decodeImage(bytes);
   if (!image)
-    return withContext(image.takeError(), printable(file.path, 4096));
+    return withContext(image.takeError(), printable(path, 4096));
 
   // Normalise while taking one channel out of the interleaved pixels; the
   // resize is linear with weights summing to one, so it commutes with
   // normalisation. One channel at a time keeps a large image's float copy to
   // a third.
-  ResizePlan plan = planResize(image->height, image->width, height_, width_);
-  int64_t inPlane = image->height * image->width, outPlane = height_ * width_;
+  ResizePlan plan = planResize(image->height, image->width, height, width);
+  int64_t inPlane = image->height * image->width, outPlane = height * width;
   std::vector<float> plane, scratch;
   if (!plan.isIdentity())
     plane.resize(inPlane);

@@ -54,4 +54,9 @@ private:
   std::vector<File> files_;
 };
 
+/// One image file as images:DIR loads it: decoded, resized to height ×
+/// width, normalised with ImageNet's statistics, 3 × height × width floats
+/// into `pixels` (`graphrun infer` reads its image inputs so).
+llvm::Error loadImageFile(llvm::StringRef path, int64_t height, int64_t width, float *pixels);
+
 } // namespace graphc

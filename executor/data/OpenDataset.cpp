@@ -8,6 +8,8 @@
 
 #include "executor/data/IdxDataset.h"
 #include "executor/data/ImageFolderDataset.h"
+#include "executor/data/Npz.h"
+#include "executor/data/NpzDataset.h"
 #include "executor/data/SyntheticDataset.h"
 #include "ir/Diagnostics.h"
 
@@ -43,8 +45,28 @@ llvm::Expected<std::unique_ptr<Dataset>> openDataset(llvm::StringRef spec,
       return ds.takeError();
     return std::unique_ptr<Dataset>(std::move(*ds));
   }
+  if (kind == "npz" && hasDir) {
+    if (!options.tensor)
+      return makeError("data set '" + spec + "': npz data needs the model's input to feed");
+    auto ds = NpzDataset::open(dir, options.split, *options.tensor);
+    if (!ds)
+      return ds.takeError();
+    return std::unique_ptr<Dataset>(std::move(*ds));
+  }
   return makeError("unknown data set '" + spec +
-                   "' (expected synthetic, fashion-mnist, fashion-mnist:DIR or images:DIR)");
+                   "' (expected synthetic, fashion-mnist, fashion-mnist:DIR, images:DIR or "
+                   "npz:FILE)");
+}
+
+llvm::Expected<bool> hasTestSplit(llvm::StringRef spec) {
+  if (spec.startswith("fashion-mnist"))
+    return true;
+  if (!spec.startswith("npz:"))
+    return false;
+  auto names = npzArrayNames(spec.drop_front(4));
+  if (!names)
+    return names.takeError();
+  return llvm::is_contained(*names, "x_test") && llvm::is_contained(*names, "y_test");
 }
 
 } // namespace graphc

@@ -1,11 +1,17 @@
-//===- Loss.cpp - Softmax cross-entropy and its gradient ------------------===//
+//===- Loss.cpp - The loss op (cross-entropy, NLL, MSE) and its gradient --===//
 //
-// SoftmaxCrossEntropy {scale}(logits [B, C], labels [B]) = scale * sum over
-// rows of (logsumexp(row) - row[label]); scale absent means 1/B (the mean;
-// an empty batch gives 0, so an empty tower contributes nothing). The log-sum-
-// exp subtracts the row maximum and sums in double.
-// SoftmaxCrossEntropyGrad {scale}(logits, labels, dloss) =
-// dloss * scale * (softmax(row) - onehot(label)).
+// SoftmaxCrossEntropy {scale, loss} is the loss op add-loss creates; `loss`
+// says which (passes/AddLoss.h):
+//   absent (softmax cross-entropy), logits [B, C], labels [B]:
+//     scale * sum over rows of (logsumexp(row) - row[label]);
+//     gradient dloss * scale * (softmax(row) - onehot(label)).
+//   "nll", log-probabilities [B, C], labels [B]:
+//     scale * sum over rows of -row[label]; gradient -dloss * scale * onehot.
+//   "mse", output [B, ...], targets of its type:
+//     scale * sum over elements of (x - t)^2; gradient 2 * dloss * scale * (x - t).
+// scale absent means the mean: 1/B (1/elements for mse); an empty batch
+// gives 0, so an empty tower contributes nothing. The log-sum-exp subtracts
+// the row maximum and sums in double; the squared errors sum in double.
 //
 // Labels (i64 or i32) are checked first: one outside [0, C) is an error that
 // names the node, the row and the label. Per-row losses are summed in row
@@ -14,8 +20,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "ir/Modes.h"
 #include "kernels/cpu/PlainLoops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace graphc {
@@ -23,15 +31,20 @@ namespace {
 
 using namespace plain;
 
+/// Rows and the values per row (classes, or an MSE row's elements).
 struct LossShape {
+  LossKind kind = LossKind::CrossEntropy;
   int64_t rows = 0, classes = 0;
   double scale = 1;
   explicit LossShape(const Node &n) {
-    const TensorType &logits = n.operand(0)->type();
-    rows = logits.shape[0];
-    classes = logits.shape[1];
-    scale = n.attrs().getFloat("scale", rows ? 1.0 / (double)rows : 0.0);
+    const TensorType &x = n.operand(0)->type();
+    kind = llvm::cantFail(parseLossKind(n.attrs().getString("loss", "cross-entropy")));
+    rows = x.shape[0];
+    classes = rows ? x.numElements() / rows : 0;
+    const int64_t meanOver = kind == LossKind::Mse ? rows * classes : rows;
+    scale = n.attrs().getFloat("scale", meanOver ? 1.0 / (double)meanOver : 0.0);
   }
+  int64_t grain() const { return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, classes)); }
 };
 
 /// Labels as i64 in `out`; an error names the first bad one.
@@ -69,17 +82,27 @@ public:
     int64_t rows = shape_.rows, classes = shape_.classes;
     auto *labels = static_cast<int64_t *>(ctx.scratch);
     auto *loss = reinterpret_cast<double *>(labels + rows);
-    if (auto e = readLabels(*node_, ctx.inputs[1], classes, labels))
-      return e;
     const float *x = ctx.inputs[0].as<const float>();
-    parallelFor(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, classes)),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t b = begin; b < end; ++b) {
-                    const float *row = x + b * classes;
-                    auto [top, lse] = logSumExp(row, classes);
-                    loss[b] = (double)top + lse - row[labels[b]];
-                  }
-                });
+    if (shape_.kind != LossKind::Mse)
+      if (auto e = readLabels(*node_, ctx.inputs[1], classes, labels))
+        return e;
+    parallelFor(rows, shape_.grain(), [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const float *row = x + b * classes;
+        if (shape_.kind == LossKind::Mse) {
+          const float *target = ctx.inputs[1].as<const float>() + b * classes;
+          double sum = 0;
+          for (int64_t c = 0; c < classes; ++c)
+            sum += ((double)row[c] - target[c]) * ((double)row[c] - target[c]);
+          loss[b] = sum;
+        } else if (shape_.kind == LossKind::Nll) {
+          loss[b] = -(double)row[labels[b]];
+        } else {
+          auto [top, lse] = logSumExp(row, classes);
+          loss[b] = (double)top + lse - row[labels[b]];
+        }
+      }
+    });
     double total = 0;
     for (int64_t b = 0; b < rows; ++b)
       total += loss[b];
@@ -101,23 +124,33 @@ public:
   llvm::Error run(KernelContext &ctx) override {
     int64_t rows = shape_.rows, classes = shape_.classes;
     auto *labels = static_cast<int64_t *>(ctx.scratch);
-    if (auto e = readLabels(*node_, ctx.inputs[1], classes, labels))
-      return e;
+    if (shape_.kind != LossKind::Mse)
+      if (auto e = readLabels(*node_, ctx.inputs[1], classes, labels))
+        return e;
     const float *x = ctx.inputs[0].as<const float>();
     float *dx = ctx.outputs[0].as<float>();
     float g = (float)(ctx.inputs[2].as<const float>()[0] * shape_.scale);
-    parallelFor(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, classes)),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t b = begin; b < end; ++b) {
-                    const float *row = x + b * classes;
-                    float *out = dx + b * classes;
-                    auto [top, lse] = logSumExp(row, classes);
-                    float shift = top + (float)lse;
-                    for (int64_t c = 0; c < classes; ++c)
-                      out[c] = g * std::exp(row[c] - shift);
-                    out[labels[b]] -= g;
-                  }
-                });
+    parallelFor(rows, shape_.grain(), [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const float *row = x + b * classes;
+        float *out = dx + b * classes;
+        if (shape_.kind == LossKind::Mse) {
+          const float *target = ctx.inputs[1].as<const float>() + b * classes;
+          for (int64_t c = 0; c < classes; ++c)
+            out[c] = 2 * g * (row[c] - target[c]);
+          continue;
+        }
+        if (shape_.kind == LossKind::Nll) {
+          std::fill_n(out, classes, 0.0f);
+        } else {
+          auto [top, lse] = logSumExp(row, classes);
+          float shift = top + (float)lse;
+          for (int64_t c = 0; c < classes; ++c)
+            out[c] = g * std::exp(row[c] - shift);
+        }
+        out[labels[b]] -= g;
+      }
+    });
     return llvm::Error::success();
   }
 

@@ -1,4 +1,4 @@
-//===- Loss.cpp - Softmax cross-entropy on CUDA (our kernels) -------------===//
+//===- Loss.cpp - The loss op on CUDA (our kernels) -----------------------===//
 //
 // The CUDA twins of kernels/cpu/Loss.cpp (Loss.cu does the work; the
 // formulas and the bad-label policy are in LossDevice.h). The CPU kernel
@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/Modes.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/LossDevice.h"
 
@@ -22,9 +23,11 @@ public:
 
   llvm::Error init() override {
     const TensorType &logits = operandType(0);
+    p_.kind = llvm::cantFail(parseLossKind(node().attrs().getString("loss", "cross-entropy")));
     p_.rows = logits.shape[0];
-    p_.classes = logits.shape[1];
-    p_.scale = node().attrs().getFloat("scale", p_.rows ? 1.0 / (double)p_.rows : 0.0);
+    p_.classes = p_.rows ? logits.numElements() / p_.rows : 0;
+    const int64_t meanOver = p_.kind == LossKind::Mse ? p_.rows * p_.classes : p_.rows;
+    p_.scale = node().attrs().getFloat("scale", meanOver ? 1.0 / (double)meanOver : 0.0);
     p_.wideLabels = operandType(1).dtype == DType::I64;
     p_.errors = backend().deviceErrorWord();
     p_.site =

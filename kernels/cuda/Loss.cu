@@ -1,7 +1,8 @@
-//===- Loss.cu - Softmax cross-entropy and its gradient -------------------===//
+//===- Loss.cu - The loss op (cross-entropy, NLL, MSE) and its gradient ---===//
 //
-// One warp per row: lanes stride over the classes, the maximum and the sum
-// are combined with butterfly shuffles (a fixed order). A row's gradient is
+// One warp per row: lanes stride over the classes (an MSE row's elements),
+// the maximum and the sums are combined with butterfly shuffles (a fixed
+// order). A row's gradient is
 // written only after its warp has read the whole row, so the gradient may
 // overwrite the logits.
 //
@@ -36,17 +37,35 @@ __device__ void rowStats(const float *row, int64_t classes, int lane, float &top
     sum += __shfl_xor_sync(kAll, sum, s);
 }
 
+/// The sum of an MSE row's squared errors, the same in every lane.
+__device__ double squaredErrors(const float *row, const float *target, int64_t n, int lane) {
+  double sum = 0;
+  for (int64_t c = lane; c < n; c += kWarp)
+    sum += ((double)row[c] - target[c]) * ((double)row[c] - target[c]);
+  for (int s = kWarp / 2; s > 0; s /= 2)
+    sum += __shfl_xor_sync(kAll, sum, s);
+  return sum;
+}
+
 __global__ void rowLossKernel(LossParams p, const float *logits, const void *labels,
                               double *rowLoss) {
   int lane = threadIdx.x % kWarp;
   int64_t warps = gridStride() / kWarp;
   for (int64_t b = gridStart() / kWarp; b < p.rows; b += warps) {
     const float *row = logits + b * p.classes;
+    if (p.kind == LossKind::Mse) {
+      double sum = squaredErrors(row, static_cast<const float *>(labels) + b * p.classes,
+                                 p.classes, lane);
+      if (lane == 0)
+        rowLoss[b] = sum;
+      continue;
+    }
     int64_t label = labelOf(p, labels, b);
     bool bad = label < 0 || label >= p.classes;
-    float top;
-    double sum;
-    rowStats(row, p.classes, lane, top, sum);
+    float top = 0;
+    double sum = 1;
+    if (p.kind == LossKind::CrossEntropy)
+      rowStats(row, p.classes, lane, top, sum);
     if (lane == 0) {
       if (bad)
         recordBadValue(p.errors, p.site, b, label);
@@ -80,16 +99,23 @@ __global__ void gradKernel(LossParams p, const float *logits, const void *labels
   for (int64_t b = gridStart() / kWarp; b < p.rows; b += warps) {
     const float *row = logits + b * p.classes;
     float *out = dlogits + b * p.classes;
+    if (p.kind == LossKind::Mse) {
+      const float *target = static_cast<const float *>(labels) + b * p.classes;
+      for (int64_t c = lane; c < p.classes; c += kWarp)
+        out[c] = 2 * g * (row[c] - target[c]);
+      continue;
+    }
     int64_t label = labelOf(p, labels, b);
     bool bad = label < 0 || label >= p.classes;
-    float top;
-    double sum;
-    rowStats(row, p.classes, lane, top, sum);
+    float top = 0;
+    double sum = 1;
+    if (p.kind == LossKind::CrossEntropy)
+      rowStats(row, p.classes, lane, top, sum);
     if (bad && lane == 0)
       recordBadValue(p.errors, p.site, b, label);
     float shift = top + (float)log(sum);
     for (int64_t c = lane; c < p.classes; c += kWarp) {
-      float v = g * expf(row[c] - shift);
+      float v = p.kind == LossKind::Nll ? 0.0f : g * expf(row[c] - shift);
       if (c == label)
         v -= g;
       out[c] = bad ? 0.0f : v;

@@ -175,7 +175,7 @@ TEST(Image, LoaderSkipsAndCountsCorruptFiles) {
       int64_t label = -1;
       ASSERT_FALSE(bool(ds->load(expectedIndex[b][s], px.data(), label)));
       EXPECT_EQ((*batch)->labels.data<int64_t>()[s], label);
-      EXPECT_EQ(std::memcmp((*batch)->images.data<float>() + s * px.size(), px.data(),
+      EXPECT_EQ(std::memcmp((*batch)->inputs.data<float>() + s * px.size(), px.data(),
                             px.size() * sizeof(float)),
                 0)
           << "batch " << b << " row " << s;

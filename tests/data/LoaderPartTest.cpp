@@ -79,7 +79,7 @@ Epoch runEpoch(DataLoader &loader, int64_t epoch, LoaderPosition at = {}) {
       break;
     std::vector<int64_t> ids;
     for (int64_t r = 0; r < (*b)->samples; ++r) {
-      ids.push_back((int64_t)(*b)->images.data<float>()[r * 4]);
+      ids.push_back((int64_t)(*b)->inputs.data<float>()[r * 4]);
       EXPECT_EQ((*b)->labels.data<int64_t>()[r], ids.back() % 3);
     }
     out.batches.push_back(ids);

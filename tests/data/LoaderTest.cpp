@@ -36,7 +36,7 @@ std::vector<std::vector<int64_t>> epoch(DataLoader &loader, int64_t e) {
     EXPECT_EQ(batch.index, (int64_t)batches.size());
     std::vector<int64_t> ids;
     for (int64_t r = 0; r < loader.options().batch; ++r) {
-      const float *px = batch.images.data<float>() + r * 4;
+      const float *px = batch.inputs.data<float>() + r * 4;
       int64_t label = batch.labels.data<int64_t>()[r];
       if (r < batch.samples) {
         ids.push_back((int64_t)px[0]);
@@ -173,12 +173,12 @@ TEST(DataLoader, ConvertsToTheTargetShape) {
   auto loader = makeLoader(ds, o);
   auto b = loader->next();
   ASSERT_TRUE(bool(b) && b->has_value());
-  EXPECT_EQ((*b)->images.shape(), llvm::ArrayRef<int64_t>({3, 3, 5, 5}));
+  EXPECT_EQ((*b)->inputs.shape(), llvm::ArrayRef<int64_t>({3, 3, 5, 5}));
   EXPECT_EQ((*b)->labels.shape(), llvm::ArrayRef<int64_t>({3}));
   // A constant 2×2 plane resized stays constant, in all three channels.
   for (int64_t r = 0; r < 3; ++r)
     for (int64_t k = 0; k < 75; ++k)
-      EXPECT_NEAR((*b)->images.data<float>()[r * 75 + k], (float)r, 1e-6);
+      EXPECT_NEAR((*b)->inputs.data<float>()[r * 75 + k], (float)r, 1e-6);
 
   o.target = {2, 5, 5};
   auto bad = DataLoader::create(ds, o);
@@ -290,7 +290,7 @@ TEST(DataLoader, StartingAtAPositionContinuesTheEpochExactly) {
           EXPECT_EQ((*b)->index, (int64_t)i);
           std::vector<int64_t> ids;
           for (int64_t r = 0; r < (*b)->samples; ++r)
-            ids.push_back((int64_t)(*b)->images.data<float>()[r * 4]);
+            ids.push_back((int64_t)(*b)->inputs.data<float>()[r * 4]);
           EXPECT_EQ(ids, all[i]) << "batch " << i << " after a start at " << k;
         }
         auto end = resumed->next();

@@ -133,7 +133,7 @@ TEST(Synthetic, SoftmaxRegressionLossFallsWithinTensOfSteps) {
   for (int step = 0; step < 30; ++step) {
     auto b = (*loader)->next();
     ASSERT_TRUE(bool(b) && b->has_value());
-    const float *x = (*b)->images.data<float>();
+    const float *x = (*b)->inputs.data<float>();
     const int64_t *y = (*b)->labels.data<int64_t>();
     std::fill(grad.begin(), grad.end(), 0.0);
     double loss = 0;

@@ -73,6 +73,43 @@ TEST(AddLoss, AuxiliaryHeadAddsItsWeightedLoss) {
   EXPECT_EQ(g.outputs()[2]->name(), "aux");
 }
 
+TEST(AddLoss, NllReadsTheOutputAndMseItsTargets) {
+  {
+    auto m = heads(8, false);
+    CompileOptions o;
+    o.loss = LossKind::Nll;
+    ASSERT_TRUE(bool(addLoss(*m, lossOptions(o))));
+    ASSERT_FALSE(bool(verify(*m)));
+    Node *loss = m->main().findNode("loss/nll");
+    ASSERT_TRUE(loss);
+    EXPECT_EQ(loss->attrs().getString("loss"), "nll");
+    EXPECT_DOUBLE_EQ(loss->attrs().getFloat("scale"), 1.0 / 8);
+    EXPECT_EQ(m->main().findInput("labels")->result()->type(), TensorType(DType::I64, {8}));
+    EXPECT_EQ(m->plan().loss, LossKind::Nll);
+  }
+  {
+    auto m = heads(8, false);
+    CompileOptions o;
+    o.loss = LossKind::Mse;
+    ASSERT_TRUE(bool(addLoss(*m, lossOptions(o))));
+    ASSERT_FALSE(bool(verify(*m)));
+    Node *loss = m->main().findNode("loss/mse");
+    ASSERT_TRUE(loss);
+    EXPECT_EQ(loss->operand(0)->name(), "fc");
+    // The mean over every element of the global batch's output.
+    EXPECT_DOUBLE_EQ(loss->attrs().getFloat("scale"), 1.0 / (8 * 3));
+    EXPECT_EQ(m->main().findInput("labels")->result()->type(), TensorType(DType::F32, {8, 3}));
+    EXPECT_EQ(m->plan().loss, LossKind::Mse);
+  }
+  auto aux = heads(4, true);
+  CompileOptions o;
+  o.loss = LossKind::Mse;
+  EXPECT_NE(errorOf(*aux, o).find("--loss mse takes one output"), std::string::npos);
+  auto ce = heads(4, false);
+  ASSERT_TRUE(bool(addLoss(*ce, {})));
+  EXPECT_FALSE(ce->plan().loss) << "cross-entropy, the default, is not recorded";
+}
+
 TEST(AddLoss, ReusesALabelsInputOfTheRightType) {
   auto m = heads(4, false);
   Builder(m->main()).input("labels", TensorType(DType::I64, {4}));

@@ -54,6 +54,12 @@ llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into) {
   if (!precision)
     return withContext(precision.takeError(), "--precision");
   into.precision = *precision;
+  if (!flags.loss.empty()) {
+    auto loss = parseLossKind(flags.loss);
+    if (!loss)
+      return withContext(loss.takeError(), "--loss");
+    into.loss = *loss;
+  }
   into.lossScale = *precision == Precision::FP16 ? kDefaultFp16LossScale : 0;
   if (!flags.lossScale.empty()) {
     auto scale = parseLossScale(flags.lossScale);
@@ -104,6 +110,10 @@ void PlacementFlags::add(CLI::App *cmd, PlacementRequest &place) {
                   "weights; CPU devices with bf16 instructions) | fp16 (the same in fp16 with "
                   "dynamic loss scaling; GPUs, or --emulate)")
       ->capture_default_str();
+  cmd->add_option("--loss", modes_.loss,
+                  "cross-entropy (softmax, on logits [N, classes]; the default, or what a "
+                  "checkpoint was trained with) | nll (on log-probabilities) | mse (on any "
+                  "output [N, ...], against float targets: --data npz:FILE)");
   lossScaleOption_ = cmd->add_option(
       "--loss-scale", modes_.lossScale,
       "dynamic loss scaling from this initial scale, or off (fp16: 65536, others: off)");

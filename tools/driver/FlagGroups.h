@@ -78,6 +78,7 @@ struct ModelSourceFlags {
 /// --remainder, --split; empty split: even shares).
 struct TowerModeFlags {
   std::string params = "cpu", bn = "local", remainder = "uneven", split, precision = "fp32";
+  std::string loss; ///< --loss (passes/AddLoss.h); empty: not given
   /// --loss-scale (empty: off, or kDefaultFp16LossScale with fp16) and
   /// --loss-scale-interval.
   std::string lossScale, lossScaleInterval = "2000";
@@ -90,7 +91,7 @@ llvm::Error parseTowerModes(const TowerModeFlags &flags, CompileOptions &into);
 void addGpuModelFlag(CLI::App *cmd, std::string &model);
 
 /// The devices of a compile and how its towers use them: --gpus, --cluster,
-/// --gpu-model, --params, --bn, --precision, --loss-scale, --loss-scale-interval,
+/// --gpu-model, --params, --bn, --precision, --loss, --loss-scale, --loss-scale-interval,
 /// --remainder, --split, --strategy, --bucket-mb, --accumulate, --recompute.
 class PlacementFlags {
 public:

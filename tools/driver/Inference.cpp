@@ -3,6 +3,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Npy.h"
 #include "passes/strategy/Compile.h"
+#include "tools/driver/InferInputs.h"
 #include "tools/driver/ModelSource.h"
 #include "tools/driver/Profile.h"
 
@@ -16,11 +17,22 @@ namespace graphc {
 
 llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
   std::vector<Tensor> inputs;
-  for (const std::string &path : opts.inputs) {
-    auto t = readNpy(path);
-    if (!t)
-      return t.takeError();
-    inputs.push_back(std::move(*t));
+  if (allNpy(opts.inputs)) {
+    for (const std::string &path : opts.inputs) {
+      auto t = readNpy(path);
+      if (!t)
+        return t.takeError();
+      inputs.push_back(std::move(*t));
+    }
+  } else {
+    // Images and .npz arrays are read for the model's inputs: the model first.
+    auto peek = loadModel({opts.model, "", {}, 0, 0});
+    if (!peek)
+      return peek.takeError();
+    auto read = readInferInputs(opts.inputs, peek->forward->main().inputs());
+    if (!read)
+      return read.takeError();
+    inputs = std::move(*read);
   }
   int64_t batch = inputs.empty() || inputs[0].shape().empty() ? 0 : inputs[0].shape()[0];
   auto model = loadModel({opts.model, "", {}, 0, batch});
@@ -29,7 +41,7 @@ llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
   std::vector<Node *> graphInputs = model->forward->main().inputs();
   if (graphInputs.size() != inputs.size())
     return makeError("model '" + opts.model + "' has " + llvm::Twine(graphInputs.size()) +
-                     " inputs, " + llvm::Twine(inputs.size()) + " .npy files were given");
+                     " inputs, " + llvm::Twine(inputs.size()) + " were given");
   auto compiled = compileInference(*model->forward, batch);
   if (!compiled)
     return compiled.takeError();

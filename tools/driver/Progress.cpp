@@ -4,6 +4,8 @@
 
 #include "llvm/Support/Format.h"
 
+#include <cstdio>
+
 namespace graphc {
 
 ProgressLine::ProgressLine(llvm::raw_ostream &os, int64_t total, bool enabled, int64_t from)
@@ -99,18 +101,22 @@ llvm::Error MetricsWriter::step(const StepRecord &r) {
   return withContext(out_->write(os.str()), "metrics");
 }
 
-llvm::Error MetricsWriter::eval(int64_t step, int64_t epoch, double accuracy, double loss,
-                                int64_t samples, double seconds) {
+llvm::Error MetricsWriter::eval(int64_t step, int64_t epoch, std::optional<double> accuracy,
+                                double loss, int64_t samples, double seconds) {
   std::string record;
   llvm::raw_string_ostream os(record);
+  char acc[32] = "";
+  if (accuracy)
+    std::snprintf(acc, sizeof acc, "%.6g", *accuracy);
   if (csv_)
-    os << llvm::format("eval,%lld,%lld,%.6g,,%.6g,,,%.6g,%lld,,,,,,,\n", (long long)step,
-                       (long long)epoch, loss, seconds, accuracy, (long long)samples);
+    os << llvm::format("eval,%lld,%lld,%.6g,,%.6g,,,%s,%lld,,,,,,,\n", (long long)step,
+                       (long long)epoch, loss, seconds, static_cast<const char *>(acc),
+                       (long long)samples);
   else
-    os << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,"
-                       "\"accuracy\":%.6g,\"samples\":%lld,\"seconds\":%.6g}\n",
-                       (long long)step, (long long)epoch, loss, accuracy, (long long)samples,
-                       seconds);
+    os << llvm::format("{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,",
+                       (long long)step, (long long)epoch, loss)
+       << (accuracy ? "\"accuracy\":" + std::string(acc) + "," : "")
+       << llvm::format("\"samples\":%lld,\"seconds\":%.6g}\n", (long long)samples, seconds);
   return withContext(out_->write(os.str()), "metrics");
 }
 

@@ -67,9 +67,10 @@ public:
   static llvm::Expected<std::unique_ptr<MetricsWriter>> open(llvm::StringRef path,
                                                              bool append = false);
   llvm::Error step(const StepRecord &r);
-  /// An evaluation of `samples` that took `seconds`.
-  llvm::Error eval(int64_t step, int64_t epoch, double accuracy, double loss, int64_t samples,
-                   double seconds);
+  /// An evaluation of `samples` that took `seconds`; a regression (mse) has
+  /// no accuracy, and its record none.
+  llvm::Error eval(int64_t step, int64_t epoch, std::optional<double> accuracy, double loss,
+                   int64_t samples, double seconds);
   /// Closes the file; the run's last word on whether its records are there.
   llvm::Error close();
 

@@ -117,8 +117,10 @@ llvm::Error TensorBoardWriter::step(const StepRecord &r) {
   return scalars(r.step, s);
 }
 
-llvm::Error TensorBoardWriter::eval(int64_t step, double accuracy, double loss) {
-  return scalars(step, {{"eval/accuracy", accuracy}, {"eval/loss", loss}});
+llvm::Error TensorBoardWriter::eval(int64_t step, std::optional<double> accuracy, double loss) {
+  if (!accuracy)
+    return scalars(step, {{"eval/loss", loss}});
+  return scalars(step, {{"eval/accuracy", *accuracy}, {"eval/loss", loss}});
 }
 
 llvm::Error TensorBoardWriter::scalars(int64_t step, llvm::ArrayRef<TensorBoardScalar> scalars) {

@@ -59,8 +59,8 @@ public:
   /// train/loss, train/learning_rate, train/images_per_second and, with loss
   /// scaling, train/loss_scale, at the record's step.
   llvm::Error step(const StepRecord &r);
-  /// eval/accuracy and eval/loss after `step` steps.
-  llvm::Error eval(int64_t step, double accuracy, double loss);
+  /// eval/accuracy (a classifier's) and eval/loss after `step` steps.
+  llvm::Error eval(int64_t step, std::optional<double> accuracy, double loss);
   /// One event of `scalars` at `step`.
   llvm::Error scalars(int64_t step, llvm::ArrayRef<TensorBoardScalar> scalars);
   /// Closes the file; the run's last word on whether its events are there.

@@ -122,8 +122,12 @@ struct TrainResult {
 
 struct EvalResult {
   int64_t samples = 0, correct = 0;
-  double loss = 0; ///< mean cross-entropy
+  double loss = 0; ///< the mean of the loss the model trains with (--loss)
+  /// A classifier (cross-entropy, nll) has an accuracy; a regression (mse) not.
+  bool classifies = true;
   double accuracy() const { return samples ? (double)correct / samples : 0; }
+  /// "accuracy 97.50% (39/40), loss 0.1234", or "loss 0.1234 (mse, 40 samples)".
+  std::string describe() const;
 };
 
 } // namespace graphc

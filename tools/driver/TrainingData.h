@@ -1,8 +1,10 @@
 //===- TrainingData.h - The data a model trains and evaluates on -*- C++ -*-===//
 //
 // A data set opened for a forward model: shaped for its data input (images
-// [N, C, H, W] or flat samples [N, F]), with labels that fit its logits, and
-// the loader options that feed it.
+// [N, C, H, W] or [N, H, W, C], flat samples [N, F], or an npz data set's
+// tensors of any shape and type), with labels that fit its loss (classes
+// within its logits, or mse's float targets), and the loader options that
+// feed it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,6 +19,12 @@ namespace graphc {
 
 /// The logits width of a forward model (its first output).
 llvm::Expected<int64_t> numClasses(const Module &forward);
+
+/// The image sample an input takes: [N, C, H, W], [N, H, W, C] (channels
+/// last: 1 or 3 channels at axis 3 and not at axis 1), or flat [N, F] as
+/// 1 × 1 × F; nullopt for other ranks.
+std::optional<SampleShape> imageShapeOf(const TensorType &input);
+bool isChannelsLast(const TensorType &input);
 
 /// The data set `spec` (executor/data) split `split` for `forward`'s input;
 /// an error when its labels would not fit the logits.

@@ -89,7 +89,7 @@ llvm::Expected<TrainingSession::Update> TrainingSession::runUpdate(int64_t step)
     }
     const bool last = ++k == accumulate_;
     llvm::StringMap<Tensor> feeds;
-    feeds[input_->name()] = toModelInput((*b)->images, inputType);
+    feeds[input_->name()] = toModelInput((*b)->inputs, inputType);
     feeds["labels"] = (*b)->labels;
     if (last) {
       u.lr = schedule_.at(step, totalSteps_, epoch_) * lrScale();
@@ -229,17 +229,17 @@ llvm::Error TrainingSession::evaluate() {
   auto r = evaluator_->run(**testLoader);
   if (!r)
     return r.takeError();
-  out_ << llvm::format("epoch %lld: test accuracy %.2f%% (%lld/%lld), test loss %.4f\n",
-                       (long long)epoch_, 100 * r->accuracy(), (long long)r->correct,
-                       (long long)r->samples, r->loss);
+  out_ << "epoch " << epoch_ << ": test " << r->describe() << "\n";
   out_.flush();
   result_.epochs.push_back({epoch_, r->accuracy(), r->loss});
+  const std::optional<double> accuracy =
+      r->classifies ? std::optional<double>(r->accuracy()) : std::nullopt;
   if (metrics_)
-    if (auto e = metrics_->eval(executor_->step(), epoch_, r->accuracy(), r->loss, r->samples,
+    if (auto e = metrics_->eval(executor_->step(), epoch_, accuracy, r->loss, r->samples,
                                 seconds(start, Clock::now())))
       return e;
   if (tensorboard_)
-    return tensorboard_->eval(executor_->step(), r->accuracy(), r->loss);
+    return tensorboard_->eval(executor_->step(), accuracy, r->loss);
   return llvm::Error::success();
 }
 

@@ -167,6 +167,21 @@ void TrainingSession::printProcesses() {
   }
 }
 
+namespace {
+
+std::string lossDescription(LossKind loss) {
+  switch (loss) {
+  case LossKind::Nll:
+    return "nll: the mean of -output[label] (the output read as log-probabilities)";
+  case LossKind::Mse:
+    return "mse: the mean of (output - target)^2 over every element";
+  default:
+    return "cross-entropy: the mean softmax cross-entropy of the logits";
+  }
+}
+
+} // namespace
+
 /// The run plan's precision, loss scaling, accumulation, data and optimizer.
 void TrainingSession::printTrainingSetup() {
   if (Precision p = compiled_->plan().precision.value_or(Precision::FP32); p != Precision::FP32)
@@ -186,12 +201,19 @@ void TrainingSession::printTrainingSetup() {
          << "): gradients are summed where they are computed and aggregated once, at the last; "
             "steps, "
             "the learning rate schedule and the metrics count updates\n";
-  out_ << "  data       " << opts_.data << " (" << train_->size() << " samples, "
-       << train_->numClasses();
-  if (auto modelClasses = numClasses(forward());
-      modelClasses && *modelClasses > train_->numClasses())
-    out_ << " of the model's " << *modelClasses;
-  out_ << " classes, " << perEpoch_ << (accumulate_ > 1 ? " updates" : " steps") << " per epoch)\n";
+  out_ << "  data       " << opts_.data << " (" << train_->size() << " samples, ";
+  const LossKind loss = forward().plan().loss.value_or(LossKind::CrossEntropy);
+  if (loss == LossKind::Mse) {
+    out_ << "targets " << toString(train_->tensorLayout()->label);
+  } else {
+    out_ << train_->numClasses();
+    if (auto modelClasses = numClasses(forward());
+        modelClasses && *modelClasses > train_->numClasses())
+      out_ << " of the model's " << *modelClasses;
+    out_ << " classes";
+  }
+  out_ << ", " << perEpoch_ << (accumulate_ > 1 ? " updates" : " steps") << " per epoch)\n";
+  out_ << "  loss       " << lossDescription(loss) << "\n";
   const CompileOptions &co = opts_.compile.options;
   auto num = [](double d) { return llvm::format("%g", d); };
   out_ << "  optimizer  " << co.optimizer << ", lr " << num(co.learningRate * lrScale());

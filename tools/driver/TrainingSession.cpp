@@ -1,5 +1,6 @@
 #include "tools/driver/TrainingSession.h"
 
+#include "executor/data/OpenDataset.h"
 #include "executor/dist/Workers.h"
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
@@ -49,6 +50,7 @@ llvm::Expected<std::unique_ptr<Module>> planFor(const TrainOptions &opts, const 
     return advisor.takeError();
   CompileRequest request = opts.compile;
   request.options.batch = batch;
+  request.options.loss = forward.plan().loss; // resolved by readModel
   return compileThatFits(forward, request, opts.placement, *advisor);
 }
 
@@ -128,8 +130,25 @@ llvm::Error TrainingSession::readModel() {
   if (auto e = checkWorldSize(plannedWorkers_, plannedPs_, source, opts_.launched, workers_.size()))
     return e;
   several_ = plannedWorkers_ > 1 || plannedPs_ > 0;
+  if (auto e = resolveLoss())
+    return e;
   noteProbabilityHead();
   noteInferenceExport();
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingSession::resolveLoss() {
+  const std::optional<LossKind> asked = opts_.compile.options.loss;
+  std::optional<LossKind> loss = precompiled_ ? precompiled_->plan().loss : forward().plan().loss;
+  if (precompiled_ && asked && *asked != loss.value_or(LossKind::CrossEntropy))
+    return makeError("'" + opts_.model.path + "' is already compiled; --loss applies to models " +
+                     "(the plan trains with " + modeName(loss.value_or(LossKind::CrossEntropy)) +
+                     ")");
+  if (asked)
+    loss = asked;
+  if (loss == LossKind::CrossEntropy)
+    loss.reset();
+  loaded_.forward->plan().loss = loss;
   return llvm::Error::success();
 }
 
@@ -162,7 +181,7 @@ void TrainingSession::noteInferenceExport() {
 
 void TrainingSession::noteProbabilityHead() {
   llvm::ArrayRef<Value *> outputs = loaded_.forward->main().outputs();
-  if (outputs.empty())
+  if (outputs.empty() || forward().plan().loss) // nll and mse take the output as it is
     return;
   Value *logits = logitsOf(outputs[0]);
   if (logits == outputs[0])
@@ -397,7 +416,12 @@ llvm::Error TrainingSession::restoreCheckpoint() {
 }
 
 llvm::Error TrainingSession::createEvaluator() {
-  chiefEvaluates_ = opts_.evaluate && llvm::StringRef(opts_.data).startswith("fashion-mnist");
+  auto testSplit = hasTestSplit(opts_.data);
+  if (!testSplit)
+    return testSplit.takeError();
+  chiefEvaluates_ = opts_.evaluate && *testSplit;
+  if (opts_.evaluate && !*testSplit && llvm::StringRef(opts_.data).startswith("npz:"))
+    notes_.push_back("no evaluation: " + opts_.data + " has no x_test and y_test");
   if (!chiefEvaluates_ || !workers_.chief())
     return llvm::Error::success();
   auto t = openDatasetFor(forward(), opts_.data, Split::Test, opts_.synthetic, seed_);

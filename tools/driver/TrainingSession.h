@@ -120,6 +120,10 @@ private:
   /// A model ending in Softmax or LogSoftmax trains on its logits
   /// (passes/AddLoss.h): a note for the run plan.
   void noteProbabilityHead();
+  /// The loss: --loss, else the one the model records (a checkpoint's, a
+  /// plan's), else cross-entropy; kept in the forward module's plan, so the
+  /// compile, evaluation and checkpoints use it.
+  llvm::Error resolveLoss();
   /// A model exported for inference trains as exported, not as written
   /// (passes/TrainingMode.h, inferenceExportSigns): a note for the run plan.
   void noteInferenceExport();

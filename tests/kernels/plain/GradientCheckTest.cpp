@@ -150,6 +150,31 @@ TEST(PlainGradients, SoftmaxCrossEntropyMatchesFiniteDifferences) {
   });
 }
 
+TEST(PlainGradients, NllAndMseLossesMatchFiniteDifferences) {
+  for (const char *kind : {"nll", "mse"}) {
+    SCOPED_TRACE(kind);
+    const bool mse = llvm::StringRef(kind) == "mse";
+    Module m;
+    Builder b(m.main());
+    TensorType xt(DType::F32, {4, 6});
+    Value *x = b.input("x", xt);
+    Value *labels = b.input("labels", mse ? xt : TensorType(DType::I64, {4}));
+    Value *dloss = b.input("dloss", TensorType(DType::F32, {}));
+    Attrs a = attrs({{"scale", 0.5}});
+    a.set("loss", std::string(kind));
+    Node *loss = b.createNode(Op::SoftmaxCrossEntropy, {x, labels}, a, "loss");
+    Node *grad = b.createNode(Op::SoftmaxCrossEntropyGrad, {x, labels, dloss}, a, "grad");
+    Tensor xv = randomTensor({4, 6}, 3, 2);
+    Tensor l = mse ? randomTensor({4, 6}, 4) : Tensor::fromInts({4}, {5, 0, 3, 3});
+    Tensor d = Tensor::scalar(1.3f);
+    auto g = mustRun(*grad, {xv, l, d});
+    ASSERT_EQ(g.size(), 1u);
+    expectFiniteDifferences(xv, g[0], [&](const Tensor &at) {
+      return 1.3 * mustRun(*loss, {at, l})[0].at(0);
+    });
+  }
+}
+
 TEST(PlainGradients, GatherGradMatchesFiniteDifferences) {
   Module m;
   Builder b(m.main());

@@ -539,6 +539,35 @@ labels = torch.zeros(0, dtype=torch.int64)
 case("loss/SoftmaxCrossEntropy_empty", "SoftmaxCrossEntropy", {}, [x, labels],
      [torch.tensor(0.0)], 0, 0)
 
+# The loss op's other kinds (--loss): NLL on log-probabilities, MSE against targets of any shape.
+for tag, rows, classes, scale in (("mean", 8, 10, None), ("scaled", 5, 3, 0.25)):
+    x = F.log_softmax(randn(rows, classes) * 3, dim=1)
+    labels = torch.randint(0, classes, (rows,), dtype=torch.int64)
+    attrs = {"loss": S("nll")}
+    if scale is not None:
+        attrs["scale"] = Fl(scale)
+    xg = x.clone().requires_grad_(True)
+    loss = F.nll_loss(xg, labels, reduction="sum") * (1.0 / rows if scale is None else scale)
+    dloss = torch.tensor(0.7)
+    loss.backward(dloss)
+    case("loss/Nll_%s" % tag, "SoftmaxCrossEntropy", attrs, [x, labels], [loss.detach()],
+         sum_tol(rows), 1e-6)
+    case("loss/NllGrad_%s" % tag, "SoftmaxCrossEntropyGrad", attrs, [x, labels, dloss], [xg.grad],
+         1e-6, 1e-7)
+for tag, shape, scale in (("mean", (8, 3), None), ("rank3_scaled", (4, 2, 5), 0.01), ("rank1", (6,), None)):
+    x, t = randn(*shape), randn(*shape)
+    attrs = {"loss": S("mse")}
+    if scale is not None:
+        attrs["scale"] = Fl(scale)
+    xg = x.clone().requires_grad_(True)
+    loss = F.mse_loss(xg, t, reduction="sum") * (1.0 / x.numel() if scale is None else scale)
+    dloss = torch.tensor(0.7)
+    loss.backward(dloss)
+    case("loss/Mse_%s" % tag, "SoftmaxCrossEntropy", attrs, [x, t], [loss.detach()],
+         sum_tol(x.numel()), 1e-6)
+    case("loss/MseGrad_%s" % tag, "SoftmaxCrossEntropyGrad", attrs, [x, t, dloss], [xg.grad],
+         1e-6, 1e-7)
+
 # --- Optimizers over several steps ---------------------------------------------------
 
 LRS = [0.1, 0.05, 0.02]
