@@ -64,6 +64,12 @@ llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringR
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(*out), csv));
 }
 
+llvm::Error MetricsWriter::run(const RunIdentity &id) {
+  if (csv_)
+    return llvm::Error::success();
+  return withContext(out_->write(runRecord(id)), "metrics");
+}
+
 llvm::Error MetricsWriter::step(const StepRecord &r) {
   std::string record;
   llvm::raw_string_ostream os(record);

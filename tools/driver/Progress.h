@@ -13,6 +13,7 @@
 
 #include "executor/StepTimes.h"
 #include "ir/OutputFile.h"
+#include "placement/RunView.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,6 +67,9 @@ public:
   /// `append`: keep what the file holds (a resumed run).
   static llvm::Expected<std::unique_ptr<MetricsWriter>> open(llvm::StringRef path,
                                                              bool append = false);
+  /// The run's record, before its steps (JSON lines only: CSV has no row
+  /// for it).
+  llvm::Error run(const RunIdentity &id);
   llvm::Error step(const StepRecord &r);
   /// An evaluation of `samples` that took `seconds`.
   llvm::Error eval(int64_t step, int64_t epoch, double accuracy, double loss, int64_t samples,

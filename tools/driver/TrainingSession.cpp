@@ -318,7 +318,9 @@ llvm::Error TrainingSession::preparePlan() {
       return w.takeError();
     ps_ = std::move(*w);
   }
-  return checkPlanFitsCluster(*compiled_);
+  if (auto e = checkPlanFitsCluster(*compiled_))
+    return e;
+  return metrics_ ? metrics_->run(runIdentityOf(*compiled_)) : llvm::Error::success();
 }
 
 llvm::Error TrainingSession::createExecutor() {

@@ -1,0 +1,312 @@
+//===- RunView.cpp - Reading a run's metrics and trace for the view ---------===//
+//
+// Both readers keep only what the page draws: a few numbers per step and per
+// device, so a long run adds tens of kilobytes to the page, not its trace.
+//
+//===----------------------------------------------------------------------===//
+
+#include "placement/RunView.h"
+
+#include "placement/ViewTree.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/InputFile.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <map>
+#include <set>
+
+namespace graphc {
+namespace {
+
+/// executor/StepBreakdown.h's parts (breakdownPartName), by precedence.
+constexpr llvm::StringLiteral kParts[] = {"kernels",    "collectives", "copies h2d",
+                                          "copies d2d", "copies d2h",  "waits",
+                                          "host",       "launch gaps", "other"};
+
+std::string joined(llvm::ArrayRef<std::string> names) {
+  return names.empty() ? "(none)" : llvm::join(names, ", ");
+}
+
+std::string describe(const RunIdentity &id) {
+  return "model '" + id.model + "' on " + joined(id.devices) + " at batch " +
+         (id.batch ? std::to_string(id.batch) : std::string("(the model's own)"));
+}
+
+llvm::Expected<std::string> readWhole(llvm::StringRef path, llvm::StringRef what) {
+  auto buffer = readInputFile(path, what);
+  if (!buffer)
+    return buffer.takeError();
+  return (*buffer)->getBuffer().str();
+}
+
+} // namespace
+
+RunIdentity runIdentityOf(const Module &plan) {
+  RunIdentity id{plan.name(), {}, plan.batch().value_or(0)};
+  for (DeviceId d : devicesOf(plan))
+    id.devices.push_back(d.str());
+  return id;
+}
+
+std::string runRecord(const RunIdentity &id) {
+  llvm::json::Array devices;
+  for (const std::string &d : id.devices)
+    devices.push_back(d);
+  llvm::json::Object record{{"kind", "run"},
+                            {"model", id.model},
+                            {"devices", std::move(devices)},
+                            {"batch", id.batch}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::json::Value(std::move(record)) << "\n";
+  return os.str();
+}
+
+llvm::Expected<RunMetrics> parseMetrics(llvm::StringRef text, llvm::StringRef file) {
+  RunMetrics out;
+  out.file = file.str();
+  std::map<int64_t, RunMetrics::Step> steps;
+  std::map<int64_t, RunMetrics::Eval> evals;
+  unsigned lineNo = 0;
+  while (!text.empty()) {
+    auto [line, rest] = text.split('\n');
+    text = rest;
+    ++lineNo;
+    if (line.trim().empty())
+      continue;
+    auto at = [&](const llvm::Twine &msg) {
+      return oneLine(makeError(file + ":" + llvm::Twine(lineNo) + ": " + msg));
+    };
+    auto value = llvm::json::parse(line);
+    if (!value)
+      return at("not a JSON record: " + llvm::toString(value.takeError()));
+    const llvm::json::Object *record = value->getAsObject();
+    if (!record)
+      return at("not a JSON object (graphrun's --metrics writes one object per line)");
+    std::optional<llvm::StringRef> kind = record->getString("kind");
+    if (!kind)
+      return at("a record without a \"kind\"");
+    auto number = [&](llvm::StringRef key) -> llvm::Expected<double> {
+      if (std::optional<double> v = record->getNumber(key))
+        return *v;
+      return at("a \"" + *kind + "\" record without a number \"" + key + "\"");
+    };
+    if (*kind == "run") {
+      const llvm::json::Array *devices = record->getArray("devices");
+      std::optional<llvm::StringRef> model = record->getString("model");
+      std::optional<int64_t> batch = record->getInteger("batch");
+      if (!devices || !model || !batch)
+        return at("a \"run\" record needs \"model\", \"devices\" and \"batch\"");
+      RunIdentity id{model->str(), {}, *batch};
+      for (const llvm::json::Value &d : *devices) {
+        std::optional<llvm::StringRef> name = d.getAsString();
+        if (!name)
+          return at("a \"run\" record's devices must be names");
+        id.devices.push_back(name->str());
+      }
+      out.runs.push_back(std::move(id));
+    } else if (*kind == "step" || *kind == "eval") {
+      auto step = number("step");
+      if (!step)
+        return step.takeError();
+      auto loss = number("loss");
+      if (!loss)
+        return loss.takeError();
+      auto other = number(*kind == "step" ? "lr" : "accuracy");
+      if (!other)
+        return other.takeError();
+      int64_t s = (int64_t)*step;
+      // A resumed run redoes the steps after its checkpoint: the last record wins.
+      if (*kind == "step")
+        steps[s] = {s, *loss, *other};
+      else
+        evals[s] = {s, *loss, *other};
+    }
+  }
+  if (steps.empty())
+    return oneLine(makeError(file + ": no \"step\" records (is it graphrun's --metrics file?)"));
+  for (auto &[s, r] : steps)
+    out.steps.push_back(r);
+  for (auto &[s, r] : evals)
+    out.evals.push_back(r);
+  return out;
+}
+
+llvm::Expected<RunMetrics> readMetrics(llvm::StringRef path) {
+  if (path.endswith(".csv"))
+    return makeError("metrics '" + path +
+                     "': graphc view reads the JSON lines form (graphrun --metrics FILE.jsonl)");
+  auto text = readWhole(path, "metrics");
+  if (!text)
+    return text.takeError();
+  return parseMetrics(*text, path);
+}
+
+llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) {
+  auto value = llvm::json::parse(text);
+  if (!value)
+    return oneLine(makeError(file + ": not a JSON trace: " + llvm::toString(value.takeError())));
+  const llvm::json::Array *events = value->getAsArray();
+  if (!events)
+    return makeError(file + ": not graphrun's --trace (a JSON array of events)");
+  struct Totals {
+    double wallUs = 0;
+    std::map<std::string, std::map<std::string, double>> partUs; ///< device -> part -> us
+  };
+  std::map<int64_t, Totals> steps;
+  std::map<int64_t, std::string> deviceOfPid;
+  std::set<std::string> partNames;
+  // Metadata first: a device's slices may come before nothing else names it.
+  for (const llvm::json::Value &v : *events) {
+    const llvm::json::Object *e = v.getAsObject();
+    if (!e || e->getString("ph") != "M" || e->getString("name") != "process_name")
+      continue;
+    std::optional<int64_t> pid = e->getInteger("pid");
+    const llvm::json::Object *args = e->getObject("args");
+    std::optional<llvm::StringRef> name = args ? args->getString("name") : std::nullopt;
+    if (pid && name && *pid != 0)
+      deviceOfPid[*pid] = name->split('@').first.str();
+  }
+  for (size_t i = 0; i < events->size(); ++i) {
+    const llvm::json::Object *e = (*events)[i].getAsObject();
+    if (!e)
+      return makeError(file + ": event " + llvm::Twine(i) + " is not a JSON object");
+    std::optional<llvm::StringRef> cat = e->getString("cat");
+    if (!cat || (*cat != "step" && *cat != "breakdown"))
+      continue;
+    auto at = [&](const llvm::Twine &msg) {
+      return oneLine(makeError(file + ": event " + llvm::Twine(i) + " (\"" + *cat +
+                               "\"): " + msg));
+    };
+    std::optional<double> dur = e->getNumber("dur");
+    std::optional<int64_t> pid = e->getInteger("pid");
+    if (!dur || !pid || *dur < 0)
+      return at("needs \"pid\" and a \"dur\" of at least 0");
+    if (*cat == "step") {
+      // "step 3" or "step 3 micro-step 1": the runs of one step add up.
+      int64_t step = 0;
+      llvm::StringRef name = e->getString("name").value_or("");
+      if (!name.consume_front("step ") || name.split(' ').first.getAsInteger(10, step))
+        return at("a step slice named \"step N\"");
+      steps[step].wallUs += *dur;
+      continue;
+    }
+    const llvm::json::Object *args = e->getObject("args");
+    std::optional<llvm::StringRef> part = args ? args->getString("part") : std::nullopt;
+    std::optional<int64_t> step = args ? args->getInteger("step") : std::nullopt;
+    if (!part || !step)
+      return at("a breakdown slice needs args \"part\" and \"step\"");
+    if (*pid == 0)
+      continue; // the whole step's breakdown: its parts add up to the step slices
+    auto device = deviceOfPid.find(*pid);
+    if (device == deviceOfPid.end())
+      return at("process " + llvm::Twine(*pid) + " has no process_name (no device)");
+    partNames.insert(part->str());
+    steps[*step].partUs[device->second][part->str()] += *dur;
+  }
+  if (steps.empty())
+    return makeError(file + ": no step slices (graphrun train --trace writes them)");
+
+  RunTrace out;
+  out.file = file.str();
+  for (llvm::StringRef p : kParts)
+    out.parts.push_back(p.str());
+  for (const std::string &p : partNames)
+    if (!llvm::is_contained(out.parts, p))
+      out.parts.push_back(p);
+  // As summarizeRuns: the first of several steps carries one-time work.
+  out.profiledSteps = steps.size();
+  auto first = steps.begin();
+  if (steps.size() > 1) {
+    out.firstStepMs = first->second.wallUs / 1e3;
+    ++first;
+  }
+  out.averagedSteps = std::distance(first, steps.end());
+  out.firstAveraged = first->first + 1;
+  out.lastAveraged = steps.rbegin()->first + 1;
+  std::map<std::string, std::vector<double>> devices;
+  for (const std::string &d : llvm::make_second_range(deviceOfPid))
+    devices[d].assign(out.parts.size(), 0.0);
+  const double mean = 1.0 / out.averagedSteps / 1e3;
+  for (auto it = first; it != steps.end(); ++it) {
+    out.wallMs += it->second.wallUs * mean;
+    for (auto &[device, parts] : it->second.partUs)
+      for (auto &[part, us] : parts)
+        devices[device][llvm::find(out.parts, part) - out.parts.begin()] += us * mean;
+  }
+  for (auto &[name, partMs] : devices)
+    out.devices.push_back({name, std::move(partMs)});
+  return out;
+}
+
+llvm::Expected<RunTrace> readTrace(llvm::StringRef path) {
+  auto text = readWhole(path, "trace");
+  if (!text)
+    return text.takeError();
+  return parseTrace(*text, path);
+}
+
+llvm::Error checkRunMatchesPlan(const Module &plan, const RunMetrics *metrics,
+                                const RunTrace *trace, std::vector<std::string> &notes) {
+  const RunIdentity shown = runIdentityOf(plan);
+  if (metrics && metrics->runs.empty())
+    notes.push_back(metrics->file + " has no run record (written before graphrun recorded "
+                                    "one): not checked against the plan");
+  if (metrics)
+    for (const RunIdentity &run : metrics->runs) {
+      // A run resumed on other devices: only the last need be the plan's.
+      const bool last = &run == &metrics->runs.back();
+      if (last ? !(run == shown) : run.model != shown.model)
+        return makeError(metrics->file + " holds a run of " + describe(run) + "; the plan is " +
+                         describe(shown));
+    }
+  if (trace) {
+    std::vector<std::string> traced;
+    for (const RunTrace::Device &d : trace->devices)
+      traced.push_back(d.name);
+    std::vector<std::string> planned = shown.devices;
+    llvm::sort(planned);
+    if (traced != planned)
+      return makeError(trace->file + " traced " + joined(traced) + "; the plan places on " +
+                       joined(shown.devices));
+  }
+  return llvm::Error::success();
+}
+
+llvm::json::Value runViewData(const RunMetrics *metrics, const RunTrace *trace) {
+  llvm::json::Object run;
+  if (metrics) {
+    llvm::json::Array steps, evals;
+    for (const RunMetrics::Step &s : metrics->steps)
+      steps.push_back(llvm::json::Array{s.step, s.loss, s.lr});
+    for (const RunMetrics::Eval &e : metrics->evals)
+      evals.push_back(llvm::json::Array{e.step, e.loss, e.accuracy});
+    run["metrics"] = llvm::json::Object{
+        {"file", metrics->file}, {"steps", std::move(steps)}, {"evals", std::move(evals)}};
+  }
+  if (trace) {
+    llvm::json::Array parts, devices;
+    for (const std::string &p : trace->parts)
+      parts.push_back(p);
+    for (const RunTrace::Device &d : trace->devices) {
+      llvm::json::Array ms;
+      for (double v : d.partMs)
+        ms.push_back(v);
+      devices.push_back(llvm::json::Array{d.name, d.busyMs(), std::move(ms)});
+    }
+    run["trace"] = llvm::json::Object{{"file", trace->file},
+                                      {"profiled_steps", trace->profiledSteps},
+                                      {"averaged", llvm::json::Array{trace->firstAveraged,
+                                                                     trace->lastAveraged}},
+                                      {"first_step_ms", trace->firstStepMs},
+                                      {"wall_ms", trace->wallMs},
+                                      {"parts", std::move(parts)},
+                                      {"devices", std::move(devices)}};
+  }
+  return std::move(run);
+}
+
+} // namespace graphc
