@@ -614,7 +614,8 @@
     const W = 314, H = 150, L = 40, R = m.evals.length ? 34 : 8, T = 8, B = 18;
     const steps = m.steps, evals = m.evals;
     html('h3', 'Loss', box);
-    const x0 = steps[0][0], x1 = Math.max(steps[steps.length - 1][0], evals.length ? evals[evals.length - 1][0] : 0);
+    const x0 = Math.min(steps[0][0], evals.length ? evals[0][0] : Infinity);
+    const x1 = Math.max(steps[steps.length - 1][0], evals.length ? evals[evals.length - 1][0] : -Infinity);
     let lo = Infinity, hi = -Infinity;
     for (const s of steps) if (isFinite(s[1])) { lo = Math.min(lo, s[1]); hi = Math.max(hi, s[1]); }
     for (const e of evals) if (isFinite(e[1])) { lo = Math.min(lo, e[1]); hi = Math.max(hi, e[1]); }
@@ -654,7 +655,8 @@
         (ev ? '; eval loss ' + num(ev[1]) + ', accuracy ' + (100 * ev[2]).toFixed(1) + '%' : '');
     });
     chart.addEventListener('mouseleave', () => { cursor.setAttribute('x1', -10); cursor.setAttribute('x2', -10); readout.textContent = legend; });
-    const lrs = steps.map(s => s[2]), lrLo = Math.min(...lrs), lrHi = Math.max(...lrs);
+    const lrLo = steps.reduce((v, s) => Math.min(v, s[2]), Infinity);
+    const lrHi = steps.reduce((v, s) => Math.max(v, s[2]), -Infinity);
     if (lrHi > lrLo) {
       const h = 44, lr = el('svg', { class: 'chart', width: W, height: h }, box);
       const ly = v => 4 + (lrHi - v) / (lrHi - lrLo) * (h - 8);
