@@ -42,6 +42,16 @@ llvm::Expected<std::string> readWhole(llvm::StringRef path, llvm::StringRef what
   return (*buffer)->getBuffer().str();
 }
 
+/// llvm::json's "[1:11, byte=11]: Unterminated string" as a column and the message.
+std::pair<std::string, std::string> jsonErrorAt(llvm::Error e) {
+  std::string text = llvm::toString(std::move(e));
+  llvm::StringRef at, message = text;
+  if (message.consume_front("["))
+    std::tie(at, message) = message.split("]: ");
+  llvm::StringRef column = at.split(':').second.split(',').first;
+  return {column.str(), message.str()};
+}
+
 } // namespace
 
 RunIdentity runIdentityOf(const Module &plan) {
@@ -81,28 +91,30 @@ llvm::Expected<RunMetrics> parseMetrics(llvm::StringRef text, llvm::StringRef fi
       return oneLine(makeError(file + ":" + llvm::Twine(lineNo) + ": " + msg));
     };
     auto value = llvm::json::parse(line);
-    if (!value)
-      return at("not a JSON record: " + llvm::toString(value.takeError()));
+    if (!value) {
+      auto [column, message] = jsonErrorAt(value.takeError());
+      return at("column " + column + ": not a JSON record: " + message);
+    }
     const llvm::json::Object *record = value->getAsObject();
     if (!record)
       return at("not a JSON object (graphrun's --metrics writes one object per line)");
-    std::optional<llvm::StringRef> kind = record->getString("kind");
+    auto kind = record->getString("kind");
     if (!kind)
       return at("a record without a \"kind\"");
     auto number = [&](llvm::StringRef key) -> llvm::Expected<double> {
-      if (std::optional<double> v = record->getNumber(key))
+      if (auto v = record->getNumber(key))
         return *v;
       return at("a \"" + *kind + "\" record without a number \"" + key + "\"");
     };
     if (*kind == "run") {
       const llvm::json::Array *devices = record->getArray("devices");
-      std::optional<llvm::StringRef> model = record->getString("model");
-      std::optional<int64_t> batch = record->getInteger("batch");
+      auto model = record->getString("model");
+      auto batch = record->getInteger("batch");
       if (!devices || !model || !batch)
         return at("a \"run\" record needs \"model\", \"devices\" and \"batch\"");
       RunIdentity id{model->str(), {}, *batch};
       for (const llvm::json::Value &d : *devices) {
-        std::optional<llvm::StringRef> name = d.getAsString();
+        auto name = d.getAsString();
         if (!name)
           return at("a \"run\" record's devices must be names");
         id.devices.push_back(name->str());
@@ -159,44 +171,45 @@ llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) 
   std::map<int64_t, Totals> steps;
   std::map<int64_t, std::string> deviceOfPid;
   std::set<std::string> partNames;
-  // Metadata first: a device's slices may come before nothing else names it.
+  // Names first: a process may be named after its slices.
   for (const llvm::json::Value &v : *events) {
     const llvm::json::Object *e = v.getAsObject();
-    if (!e || e->getString("ph") != "M" || e->getString("name") != "process_name")
+    if (!e || e->getString("ph").getValueOr("") != "M" ||
+        e->getString("name").getValueOr("") != "process_name")
       continue;
-    std::optional<int64_t> pid = e->getInteger("pid");
+    auto pid = e->getInteger("pid");
     const llvm::json::Object *args = e->getObject("args");
-    std::optional<llvm::StringRef> name = args ? args->getString("name") : std::nullopt;
-    if (pid && name && *pid != 0)
-      deviceOfPid[*pid] = name->split('@').first.str();
+    llvm::StringRef name = args ? args->getString("name").getValueOr("") : "";
+    if (pid && !name.empty() && *pid != 0)
+      deviceOfPid[*pid] = name.split('@').first.str();
   }
   for (size_t i = 0; i < events->size(); ++i) {
     const llvm::json::Object *e = (*events)[i].getAsObject();
     if (!e)
       return makeError(file + ": event " + llvm::Twine(i) + " is not a JSON object");
-    std::optional<llvm::StringRef> cat = e->getString("cat");
+    auto cat = e->getString("cat");
     if (!cat || (*cat != "step" && *cat != "breakdown"))
       continue;
     auto at = [&](const llvm::Twine &msg) {
       return oneLine(makeError(file + ": event " + llvm::Twine(i) + " (\"" + *cat +
                                "\"): " + msg));
     };
-    std::optional<double> dur = e->getNumber("dur");
-    std::optional<int64_t> pid = e->getInteger("pid");
+    auto dur = e->getNumber("dur");
+    auto pid = e->getInteger("pid");
     if (!dur || !pid || *dur < 0)
       return at("needs \"pid\" and a \"dur\" of at least 0");
     if (*cat == "step") {
       // "step 3" or "step 3 micro-step 1": the runs of one step add up.
       int64_t step = 0;
-      llvm::StringRef name = e->getString("name").value_or("");
+      llvm::StringRef name = e->getString("name").getValueOr("");
       if (!name.consume_front("step ") || name.split(' ').first.getAsInteger(10, step))
         return at("a step slice named \"step N\"");
       steps[step].wallUs += *dur;
       continue;
     }
     const llvm::json::Object *args = e->getObject("args");
-    std::optional<llvm::StringRef> part = args ? args->getString("part") : std::nullopt;
-    std::optional<int64_t> step = args ? args->getInteger("step") : std::nullopt;
+    llvm::Optional<llvm::StringRef> part = args ? args->getString("part") : llvm::None;
+    llvm::Optional<int64_t> step = args ? args->getInteger("step") : llvm::None;
     if (!part || !step)
       return at("a breakdown slice needs args \"part\" and \"step\"");
     if (*pid == 0)
@@ -306,7 +319,7 @@ llvm::json::Value runViewData(const RunMetrics *metrics, const RunTrace *trace) 
                                       {"parts", std::move(parts)},
                                       {"devices", std::move(devices)}};
   }
-  return std::move(run);
+  return run;
 }
 
 } // namespace graphc

@@ -137,7 +137,7 @@ class ViewRunTest(CliCase):
         lines[2] = lines[2][: len(lines[2]) // 2] + "\n"
         with open(bad, "w") as f:
             f.writelines(lines)
-        self.assertRefusedKeepingThePage(["--metrics", bad], bad + ":3: not a JSON record")
+        self.assertRefusedKeepingThePage(["--metrics", bad], bad + ":3: column ", ": not a JSON record: ")
         csv = self.path("run.csv")
         shutil.copy(self.metrics, csv)
         self.assertRefusedKeepingThePage(["--metrics", csv], "graphc view reads the JSON lines form")
