@@ -6,7 +6,9 @@
 // there with their devices' colours, and that the URL hash opens a tower and
 // selects a node whose details name its device and placement reason. A
 // harness page drives the page's controls (clicks on boxes, headers and nodes,
-// search, the buttons, wheel zoom, drag) through an iframe. Skips only when
+// search, the buttons, wheel zoom, drag) through an iframe, and the run panel
+// of a page with a run (its loss line, bars, a click on a device, the
+// pointer's readout). Skips only when
 // Chromium is not installed. The files stay in the build directory
 // (test-output/placement/) to be looked at.
 //

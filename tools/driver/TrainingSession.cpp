@@ -274,6 +274,8 @@ llvm::Error TrainingSession::preparePlan() {
   if (!plan)
     return plan.takeError();
   compiled_ = std::move(*plan);
+  // The whole plan's, before a worker cuts its part out of it.
+  const RunIdentity identity = runIdentityOf(*compiled_);
   // Several processes: the same plan everywhere, then this rank's part of it.
   part_ = WorkerSlice{0, batch_};
   // The plan's towers, in all and per worker (the rank keeps only its own).
@@ -320,7 +322,7 @@ llvm::Error TrainingSession::preparePlan() {
   }
   if (auto e = checkPlanFitsCluster(*compiled_))
     return e;
-  return metrics_ ? metrics_->run(runIdentityOf(*compiled_)) : llvm::Error::success();
+  return metrics_ ? metrics_->run(identity) : llvm::Error::success();
 }
 
 llvm::Error TrainingSession::createExecutor() {
