@@ -670,22 +670,26 @@
     html('div', m.file + ': ' + steps.length + ' steps, ' + evals.length + ' evaluations', box, 'muted');
   }
 
+  // Work in solid colours; the idle parts (waits, launch gaps, other) striped or blank.
+  const stripes = c => 'repeating-linear-gradient(135deg, #fff 0 3px, ' + c + ' 3px 5px)';
   const PART_COLORS = { 'collectives': '#9141ac', 'copies h2d': '#e5a50a', 'copies d2d': '#f6d32d',
-    'copies d2h': '#f9f06b', 'waits': '#c0bfbc', 'host': '#77767b', 'launch gaps': '#deddda', 'other': '#f6f5f4' };
+    'copies d2h': '#f9f06b', 'waits': stripes('#b0b0b0'), 'host': '#5e5c64',
+    'launch gaps': stripes('#dcdcdc'), 'other': '#fff' };
+  const ms = v => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toPrecision(2)) + ' ms';
 
   // Each device's mean step as a bar of its parts: kernels (busy) in the device's colour.
   function busyBars(t, box) {
     html('h3', 'Busy time per step', box);
     html('div', 'A device is busy while at least one of its kernels runs. Mean of steps ' +
-      t.averaged[0] + '\u2013' + t.averaged[1] + ' (' + t.wall_ms.toFixed(1) + ' ms each)' +
-      (t.profiled_steps > 1 ? '; step 1 took ' + t.first_step_ms.toFixed(1) + ' ms (setup)' : '') + '.', box, 'muted');
+      t.averaged[0] + '\u2013' + t.averaged[1] + ' (' + ms(t.wall_ms) + ' each)' +
+      (t.profiled_steps > 1 ? '; step 1 took ' + ms(t.first_step_ms) + ' (setup)' : '') + '.', box, 'muted');
     const byName = new Map(t.devices.map(d => [d[0], d]));
     DATA.devices.forEach(([name, color], di) => {
       const d = byName.get(name);
       if (!d) return;
       const line = html('div', undefined, box, 'busy');
       line.setAttribute('data-device', name);
-      line.title = t.parts.map((p, k) => p + ' ' + d[2][k].toFixed(2) + ' ms').join('\n');
+      line.title = t.parts.map((p, k) => p + ' ' + ms(d[2][k])).join('\n');
       const label = html('span', undefined, line, 'busy-name');
       label.appendChild(deviceCell(di));
       const bar = html('span', undefined, line, 'bar');
@@ -693,9 +697,10 @@
         if (!(d[2][k] > 0)) return;
         const seg = html('span', undefined, bar);
         seg.style.width = (100 * d[2][k] / t.wall_ms).toFixed(2) + '%';
-        seg.style.background = k === 0 ? color : PART_COLORS[p] || '#eee';
+        seg.style.background = PART_COLORS[p] || '#eee';
+        if (k === 0) { seg.style.background = color; seg.className = 'kernels'; }
       });
-      html('span', d[1].toFixed(1) + ' ms ' + (100 * d[1] / t.wall_ms).toFixed(0) + '%', line, 'busy-ms');
+      html('span', ms(d[1]) + ' ' + (100 * d[1] / t.wall_ms).toFixed(0) + '%', line, 'busy-ms');
       line.addEventListener('click', () => {
         focusDev = focusDev === di ? -1 : di;
         box.querySelectorAll('.busy').forEach(x => x.classList.toggle('focus', x === line && focusDev >= 0));
@@ -703,8 +708,9 @@
       });
     });
     const key = html('div', undefined, box, 'muted');
-    key.textContent = 'Bars: kernels in the device\u2019s colour, then ' + t.parts.slice(1).join(', ') +
-      ' (hover for ms). Click a device to fade the others\u2019 nodes.';
+    key.textContent = 'Bars: kernels (busy) in the device\u2019s colour, collectives purple, copies ' +
+      'yellow, host dark grey, waits and launch gaps striped (hover for each part). Click a device ' +
+      'to fade the others\u2019 nodes.';
     html('div', t.file + ': ' + t.profiled_steps + ' steps traced', box, 'muted');
   }
 
