@@ -52,6 +52,77 @@ std::pair<std::string, std::string> jsonErrorAt(llvm::Error e) {
   return {column.str(), message.str()};
 }
 
+/// The string value of `key` in one event's text, without parsing it: a
+/// quoted "key" followed by a colon can only be a key (a quote inside a
+/// string is escaped). Enough to pick the few events the view reads out of a
+/// trace whose kernels are most of its bytes.
+llvm::StringRef stringField(llvm::StringRef event, llvm::StringRef key) {
+  const std::string quoted = ("\"" + key + "\"").str();
+  for (size_t at = event.find(quoted); at != llvm::StringRef::npos;
+       at = event.find(quoted, at + 1)) {
+    llvm::StringRef rest = event.drop_front(at + quoted.size()).ltrim();
+    if (!rest.consume_front(":"))
+      continue;
+    rest = rest.ltrim();
+    if (!rest.consume_front("\""))
+      return "";
+    return rest.take_until([](char c) { return c == '"' || c == '\\'; });
+  }
+  return "";
+}
+
+/// Calls `each` with the index and text of every element of the JSON array
+/// `text`, finding their ends by brackets and strings alone (the elements
+/// are parsed by whoever wants them).
+llvm::Error forEachElement(llvm::StringRef text, llvm::StringRef file,
+                           llvm::function_ref<llvm::Error(size_t, llvm::StringRef)> each) {
+  text = text.trim();
+  if (!text.consume_front("["))
+    return makeError(file + ": not graphrun's --trace (a JSON array of events)");
+  text = text.ltrim();
+  if (text.consume_front("]"))
+    return llvm::Error::success();
+  for (size_t index = 0;; ++index) {
+    if (text.empty() || text.front() != '{')
+      return makeError(file + ": event " + llvm::Twine(index) + " is not a JSON object");
+    int depth = 0;
+    bool inString = false;
+    size_t end = 0;
+    for (; end < text.size(); ++end) {
+      char c = text[end];
+      if (inString) {
+        if (c == '\\')
+          ++end;
+        else if (c == '"')
+          inString = false;
+      } else if (c == '"') {
+        inString = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        break;
+      }
+    }
+    if (end >= text.size())
+      return makeError(file + ": not a JSON trace: it ends inside event " + llvm::Twine(index) +
+                       " (cut short?)");
+    if (auto e = each(index, text.take_front(end + 1)))
+      return e;
+    text = text.drop_front(end + 1).ltrim();
+    if (text.consume_front(",")) {
+      text = text.ltrim();
+      continue;
+    }
+    if (text.consume_front("]") && text.trim().empty())
+      return llvm::Error::success();
+    if (text.empty())
+      return makeError(file + ": not a JSON trace: it ends after event " + llvm::Twine(index) +
+                       " (cut short?)");
+    return oneLine(makeError(file + ": not a JSON trace: after event " + llvm::Twine(index) +
+                             ": " + printable(text, 20)));
+  }
+}
+
 } // namespace
 
 RunIdentity runIdentityOf(const Module &plan) {
@@ -158,12 +229,23 @@ llvm::Expected<RunMetrics> readMetrics(llvm::StringRef path) {
 }
 
 llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) {
-  auto value = llvm::json::parse(text);
-  if (!value)
-    return oneLine(makeError(file + ": not a JSON trace: " + llvm::toString(value.takeError())));
-  const llvm::json::Array *events = value->getAsArray();
-  if (!events)
-    return makeError(file + ": not graphrun's --trace (a JSON array of events)");
+  // The process names, the step slices and the breakdown's: a trace's bytes
+  // are mostly kernels, which are never built.
+  std::vector<std::pair<size_t, llvm::json::Object>> events;
+  auto keep = [&](size_t index, llvm::StringRef event) -> llvm::Error {
+    llvm::StringRef cat = stringField(event, "cat");
+    if (cat != "step" && cat != "breakdown" && stringField(event, "ph") != "M")
+      return llvm::Error::success();
+    auto value = llvm::json::parse(event);
+    if (!value)
+      return oneLine(makeError(file + ": event " + llvm::Twine(index) + ": not JSON: " +
+                               llvm::toString(value.takeError())));
+    if (llvm::json::Object *o = value->getAsObject())
+      events.emplace_back(index, std::move(*o));
+    return llvm::Error::success();
+  };
+  if (auto e = forEachElement(text, file, keep))
+    return e;
   struct Totals {
     double wallUs = 0;
     std::map<std::string, std::map<std::string, double>> partUs; ///< device -> part -> us
@@ -172,21 +254,18 @@ llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) 
   std::map<int64_t, std::string> deviceOfPid;
   std::set<std::string> partNames;
   // Names first: a process may be named after its slices.
-  for (const llvm::json::Value &v : *events) {
-    const llvm::json::Object *e = v.getAsObject();
-    if (!e || e->getString("ph").getValueOr("") != "M" ||
-        e->getString("name").getValueOr("") != "process_name")
+  for (const auto &[i, e] : events) {
+    if (e.getString("ph").getValueOr("") != "M" ||
+        e.getString("name").getValueOr("") != "process_name")
       continue;
-    auto pid = e->getInteger("pid");
-    const llvm::json::Object *args = e->getObject("args");
+    auto pid = e.getInteger("pid");
+    const llvm::json::Object *args = e.getObject("args");
     llvm::StringRef name = args ? args->getString("name").getValueOr("") : "";
     if (pid && !name.empty() && *pid != 0)
       deviceOfPid[*pid] = name.split('@').first.str();
   }
-  for (size_t i = 0; i < events->size(); ++i) {
-    const llvm::json::Object *e = (*events)[i].getAsObject();
-    if (!e)
-      return makeError(file + ": event " + llvm::Twine(i) + " is not a JSON object");
+  for (const auto &[i, event] : events) {
+    const llvm::json::Object *e = &event;
     auto cat = e->getString("cat");
     if (!cat || (*cat != "step" && *cat != "breakdown"))
       continue;

@@ -200,7 +200,13 @@ std::string traceError(llvm::StringRef text) {
 }
 
 TEST(RunView, MalformedTracesNameTheFileAndEvent) {
-  EXPECT_EQ(traceError("[{\"ph\":"), "trace.json: not a JSON trace: [1:7, byte=7]: Unexpected EOF");
+  EXPECT_EQ(traceError("[{\"ph\":"),
+            "trace.json: not a JSON trace: it ends inside event 0 (cut short?)");
+  EXPECT_EQ(traceError("[{\"name\":\"a \\\"}\\\" b\"}, {\"ph\":\"M\"}"),
+            "trace.json: not a JSON trace: it ends after event 1 (cut short?)");
+  EXPECT_EQ(traceError("[{} {}]"), "trace.json: not a JSON trace: after event 0: {}]");
+  EXPECT_EQ(traceError("[{\"cat\":\"step\", \"pid\":}]"),
+            "trace.json: event 0: not JSON: [1:22, byte=22]: Invalid JSON value");
   EXPECT_EQ(traceError("{}"), "trace.json: not graphrun's --trace (a JSON array of events)");
   EXPECT_EQ(traceError("[1]"), "trace.json: event 0 is not a JSON object");
   EXPECT_EQ(traceError("[]"), "trace.json: no step slices (graphrun train --trace writes them)");

@@ -144,8 +144,8 @@ class ViewRunTest(CliCase):
         cut = self.path("cut.json")
         with open(self.trace) as f, open(cut, "w") as g:
             g.write(f.read()[:5000])
-        self.assertRefusedKeepingThePage(["--trace", cut], cut + ": not a JSON trace")
-        self.assertRefusedKeepingThePage(["--trace", self.metrics], self.metrics + ": not a JSON trace")
+        self.assertRefusedKeepingThePage(["--trace", cut], cut + ": not a JSON trace: it ends inside event ")
+        self.assertRefusedKeepingThePage(["--trace", self.metrics], self.metrics + ": not graphrun's --trace")
 
     def test_a_run_of_another_plan_is_refused(self):
         other = self.path("cnn.placed")
