@@ -83,7 +83,10 @@ llvm::Error forEachElement(llvm::StringRef text, llvm::StringRef file,
   if (text.consume_front("]"))
     return llvm::Error::success();
   for (size_t index = 0;; ++index) {
-    if (text.empty() || text.front() != '{')
+    if (text.empty())
+      return makeError(file + ": not a JSON trace: it ends before event " + llvm::Twine(index) +
+                       " (cut short?)");
+    if (text.front() != '{')
       return makeError(file + ": event " + llvm::Twine(index) + " is not a JSON object");
     int depth = 0;
     bool inString = false;

@@ -204,6 +204,7 @@ TEST(RunView, MalformedTracesNameTheFileAndEvent) {
             "trace.json: not a JSON trace: it ends inside event 0 (cut short?)");
   EXPECT_EQ(traceError("[{\"name\":\"a \\\"}\\\" b\"}, {\"ph\":\"M\"}"),
             "trace.json: not a JSON trace: it ends after event 1 (cut short?)");
+  EXPECT_EQ(traceError("[{}, "), "trace.json: not a JSON trace: it ends before event 1 (cut short?)");
   EXPECT_EQ(traceError("[{} {}]"), "trace.json: not a JSON trace: after event 0: {}]");
   EXPECT_EQ(traceError("[{\"cat\":\"step\", \"pid\":}]"),
             "trace.json: event 0: not JSON: [1:22, byte=22]: Invalid JSON value");

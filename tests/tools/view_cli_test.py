@@ -142,9 +142,13 @@ class ViewRunTest(CliCase):
         shutil.copy(self.metrics, csv)
         self.assertRefusedKeepingThePage(["--metrics", csv], "graphc view reads the JSON lines form")
         cut = self.path("cut.json")
-        with open(self.trace) as f, open(cut, "w") as g:
-            g.write(f.read()[:5000])
-        self.assertRefusedKeepingThePage(["--trace", cut], cut + ": not a JSON trace: it ends inside event ")
+        with open(self.trace) as f:
+            text = f.read()
+        for at, ends in ((text.index('"name"', 5000), "inside"), (text.index("},{", 5000) + 2, "before")):
+            with open(cut, "w") as f:
+                f.write(text[:at])
+            self.assertRefusedKeepingThePage(["--trace", cut], cut + ": not a JSON trace: it ends %s event " % ends,
+                                             "(cut short?)")
         self.assertRefusedKeepingThePage(["--trace", self.metrics], self.metrics + ": not graphrun's --trace")
 
     def test_a_run_of_another_plan_is_refused(self):
