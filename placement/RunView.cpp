@@ -126,6 +126,24 @@ llvm::Error forEachElement(llvm::StringRef text, llvm::StringRef file,
   }
 }
 
+/// A step record's "run" (runJson); none when it is not one.
+std::optional<RunIdentity> readRun(const llvm::json::Value &value) {
+  const llvm::json::Object *run = value.getAsObject();
+  const llvm::json::Array *devices = run ? run->getArray("devices") : nullptr;
+  auto model = run ? run->getString("model") : llvm::None;
+  auto batch = run ? run->getInteger("batch") : llvm::None;
+  if (!devices || !model || !batch)
+    return std::nullopt;
+  RunIdentity id{model->str(), {}, *batch};
+  for (const llvm::json::Value &d : *devices) {
+    auto name = d.getAsString();
+    if (!name)
+      return std::nullopt;
+    id.devices.push_back(name->str());
+  }
+  return id;
+}
+
 } // namespace
 
 RunIdentity runIdentityOf(const Module &plan) {
@@ -135,17 +153,14 @@ RunIdentity runIdentityOf(const Module &plan) {
   return id;
 }
 
-std::string runRecord(const RunIdentity &id) {
+std::string runJson(const RunIdentity &id) {
   llvm::json::Array devices;
   for (const std::string &d : id.devices)
     devices.push_back(d);
-  llvm::json::Object record{{"kind", "run"},
-                            {"model", id.model},
-                            {"devices", std::move(devices)},
-                            {"batch", id.batch}};
+  llvm::json::Object run{{"model", id.model}, {"devices", std::move(devices)}, {"batch", id.batch}};
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << llvm::json::Value(std::move(record)) << "\n";
+  os << llvm::json::Value(std::move(run));
   return os.str();
 }
 
@@ -180,21 +195,7 @@ llvm::Expected<RunMetrics> parseMetrics(llvm::StringRef text, llvm::StringRef fi
         return *v;
       return at("a \"" + *kind + "\" record without a number \"" + key + "\"");
     };
-    if (*kind == "run") {
-      const llvm::json::Array *devices = record->getArray("devices");
-      auto model = record->getString("model");
-      auto batch = record->getInteger("batch");
-      if (!devices || !model || !batch)
-        return at("a \"run\" record needs \"model\", \"devices\" and \"batch\"");
-      RunIdentity id{model->str(), {}, *batch};
-      for (const llvm::json::Value &d : *devices) {
-        auto name = d.getAsString();
-        if (!name)
-          return at("a \"run\" record's devices must be names");
-        id.devices.push_back(name->str());
-      }
-      out.runs.push_back(std::move(id));
-    } else if (*kind == "step" || *kind == "eval") {
+    if (*kind == "step" || *kind == "eval") {
       auto step = number("step");
       if (!step)
         return step.takeError();
@@ -204,6 +205,12 @@ llvm::Expected<RunMetrics> parseMetrics(llvm::StringRef text, llvm::StringRef fi
       auto other = number(*kind == "step" ? "lr" : "accuracy");
       if (!other)
         return other.takeError();
+      if (const llvm::json::Value *run = record->get("run")) {
+        std::optional<RunIdentity> id = readRun(*run);
+        if (!id)
+          return at("a \"run\" needs \"model\", \"devices\" (names) and \"batch\"");
+        out.runs.push_back(std::move(*id));
+      }
       int64_t s = (int64_t)*step;
       // A resumed run redoes the steps after its checkpoint: the last record wins.
       if (*kind == "step")
@@ -348,8 +355,8 @@ llvm::Error checkRunMatchesPlan(const Module &plan, const RunMetrics *metrics,
                                 const RunTrace *trace, std::vector<std::string> &notes) {
   const RunIdentity shown = runIdentityOf(plan);
   if (metrics && metrics->runs.empty())
-    notes.push_back(metrics->file + " has no run record (written before graphrun recorded "
-                                    "one): not checked against the plan");
+    notes.push_back(metrics->file + " does not say which run it is (written before graphrun "
+                                    "recorded it): not checked against the plan");
   if (metrics)
     for (const RunIdentity &run : metrics->runs) {
       // A run resumed on other devices: only the last need be the plan's.

@@ -11,11 +11,13 @@
 //    loss and learning rate, "eval" records step, loss and accuracy; other
 //    kinds ("segment" of elastic runs) are skipped. A step recorded twice (a
 //    resumed run redoes the steps after its checkpoint) keeps its last
-//    record. The "run" record graphrun writes first (runRecord: model,
-//    devices, global batch) is what ties the file to a plan: every run in the
-//    file must be of the plan's model, and the last (a run resumed on other
-//    devices appends its own) of its devices and batch. A file without one
-//    is shown unchecked, with a note.
+//    record. The first step record of each run carries the run (runJson:
+//    "run": {model, devices, global batch}), which ties the file to a plan:
+//    every run in the file must be of the plan's model, and the last (a run
+//    resumed on other devices appends its own) of its devices and batch too.
+//    A field, not a record of its own kind, so that readers that take every
+//    line for a step keep working. A file without one is shown unchecked,
+//    with a note.
 //  - Trace (graphrun's Chrome trace, executor/Trace.h): the "step" slices
 //    give each step's wall time, each device's "breakdown" slices its parts
 //    (executor/StepBreakdown.h). A device's busy time is its "kernels" part:
@@ -44,8 +46,8 @@
 
 namespace graphc {
 
-/// What ties a metrics file to a plan: graphrun writes it as the file's
-/// "run" record, the view checks it against the plan it shows.
+/// What ties a metrics file to a plan: graphrun writes it into the first
+/// step record of a run, the view checks it against the plan it shows.
 struct RunIdentity {
   std::string model;
   std::vector<std::string> devices; ///< devicesOf(plan), host first
@@ -53,12 +55,12 @@ struct RunIdentity {
   bool operator==(const RunIdentity &o) const = default;
 };
 RunIdentity runIdentityOf(const Module &plan);
-/// The metrics file's "run" record, one JSON line with its newline.
-std::string runRecord(const RunIdentity &id);
+/// The value of a step record's "run": {"model":..,"devices":[..],"batch":N}.
+std::string runJson(const RunIdentity &id);
 
 struct RunMetrics {
   std::string file;
-  std::vector<RunIdentity> runs; ///< the "run" records, in file order
+  std::vector<RunIdentity> runs; ///< the step records' "run"s, in file order
   struct Step {
     int64_t step;
     double loss, lr;
@@ -94,7 +96,7 @@ struct RunTrace {
 llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file);
 llvm::Expected<RunTrace> readTrace(llvm::StringRef path);
 
-/// Errors when the metrics' run record or the trace's devices are not the
+/// Errors when the metrics' runs or the trace's devices are not the
 /// plan's (one line that says what each holds); notes (for the user, one
 /// line each) about what could not be checked.
 llvm::Error checkRunMatchesPlan(const Module &plan, const RunMetrics *metrics,

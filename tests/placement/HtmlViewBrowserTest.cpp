@@ -142,10 +142,11 @@ protected:
   /// Rewrites the page with a run of the plan: `steps` steps with one
   /// evaluation, a trace of every device (gpu:K busy (K + 1) ms of 10).
   void writePageWithRun(int steps) {
-    std::string metrics = runRecord(runIdentityOf(*module_));
+    std::string metrics;
     for (int s = 1; s <= steps; ++s)
-      metrics += "{\"kind\":\"step\",\"step\":" + std::to_string(s) +
-                 ",\"loss\":" + std::to_string(3.0 / s) + ",\"lr\":0.1}\n";
+      metrics += "{\"kind\":\"step\",\"step\":" + std::to_string(s) + ",\"loss\":" +
+                 std::to_string(3.0 / s) + ",\"lr\":0.1" +
+                 (s == 1 ? ",\"run\":" + runJson(runIdentityOf(*module_)) : "") + "}\n";
     metrics += "{\"kind\":\"eval\",\"step\":" + std::to_string(steps) +
                ",\"loss\":1.5,\"accuracy\":0.6}\n";
     auto m = parseMetrics(metrics, "run.jsonl");

@@ -25,18 +25,16 @@ std::unique_ptr<Module> placedTowers() {
 }
 
 const char kMetrics[] =
-    R"({"kind":"run","model":"towers","devices":["cpu:0","gpu:0","gpu:1"],"batch":8}
-{"kind":"step","step":1,"epoch":0,"loss":2.5,"lr":0.1,"seconds":0.2}
+    R"({"kind":"step","step":1,"epoch":0,"loss":2.5,"lr":0.1,"seconds":0.2,"run":{"model":"towers","devices":["cpu:0","gpu:0","gpu:1"],"batch":8}}
 {"kind":"segment","segment":1,"workers":2}
 
 {"kind":"step","step":2,"epoch":0,"loss":2.25,"lr":0.1,"seconds":0.2}
 {"kind":"eval","step":2,"epoch":1,"loss":2.1,"accuracy":0.25,"samples":64,"seconds":1}
 {"kind":"step","step":3,"epoch":1,"loss":2.0,"lr":0.05,"seconds":0.2}
-{"kind":"run","model":"towers","devices":["cpu:0","gpu:0","gpu:1"],"batch":8}
-{"kind":"step","step":3,"epoch":1,"loss":1.75,"lr":0.05,"seconds":0.2}
+{"kind":"step","step":3,"epoch":1,"loss":1.75,"lr":0.05,"seconds":0.2,"run":{"model":"towers","devices":["cpu:0","gpu:0","gpu:1"],"batch":8}}
 )";
 
-TEST(RunView, MetricsKeepEveryStepOnceAndTheRunRecords) {
+TEST(RunView, MetricsKeepEveryStepOnceAndTheRuns) {
   auto m = parseMetrics(kMetrics, "run.jsonl");
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
   ASSERT_EQ(m->steps.size(), 3u);
@@ -56,16 +54,15 @@ TEST(RunView, MetricsKeepEveryStepOnceAndTheRunRecords) {
   EXPECT_EQ(m->runs[0].batch, 8);
 }
 
-TEST(RunView, TheRunRecordIsWhatTheReaderReads) {
+TEST(RunView, TheRunIsReadAsWritten) {
   auto plan = placedTowers();
   RunIdentity id = runIdentityOf(*plan);
   EXPECT_EQ(id.model, "towers");
   EXPECT_EQ(id.devices, (std::vector<std::string>{"cpu:0", "gpu:0", "gpu:1"}));
   EXPECT_EQ(id.batch, 8);
-  std::string record = runRecord(id);
-  EXPECT_EQ(record.back(), '\n');
-  EXPECT_EQ(std::count(record.begin(), record.end(), '\n'), 1);
-  auto m = parseMetrics(record + R"({"kind":"step","step":1,"loss":1,"lr":1})", "m.jsonl");
+  EXPECT_EQ(runJson(id), R"({"batch":8,"devices":["cpu:0","gpu:0","gpu:1"],"model":"towers"})");
+  auto m = parseMetrics(R"({"kind":"step","step":1,"loss":1,"lr":1,"run":)" + runJson(id) + "}",
+                        "m.jsonl");
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
   ASSERT_EQ(m->runs.size(), 1u);
   EXPECT_EQ(m->runs[0], id);
@@ -86,8 +83,11 @@ TEST(RunView, MalformedMetricsNameTheFileAndLine) {
             "run.jsonl:1: a \"step\" record without a number \"loss\"");
   EXPECT_EQ(metricsError("{\"kind\":\"eval\",\"step\":1,\"loss\":1}"),
             "run.jsonl:1: a \"eval\" record without a number \"accuracy\"");
-  EXPECT_EQ(metricsError("{\"kind\":\"run\",\"model\":\"m\"}"),
-            "run.jsonl:1: a \"run\" record needs \"model\", \"devices\" and \"batch\"");
+  EXPECT_EQ(metricsError("{\"kind\":\"step\",\"step\":1,\"loss\":1,\"lr\":1,\"run\":{\"model\":\"m\"}}"),
+            "run.jsonl:1: a \"run\" needs \"model\", \"devices\" (names) and \"batch\"");
+  EXPECT_EQ(metricsError("{\"kind\":\"step\",\"step\":1,\"loss\":1,\"lr\":1,\"run\":{\"model\":\"m\","
+                         "\"batch\":1,\"devices\":[0]}}"),
+            "run.jsonl:1: a \"run\" needs \"model\", \"devices\" (names) and \"batch\"");
   EXPECT_EQ(metricsError(""),
             "run.jsonl: no \"step\" records (is it graphrun's --metrics file?)");
   EXPECT_EQ(metricsError("{\"kind\":\"eval\",\"step\":1,\"loss\":1,\"accuracy\":0.5}"),
@@ -259,8 +259,8 @@ TEST(RunView, ARunOfAnotherPlanIsRefused) {
   other.runs.clear();
   EXPECT_EQ(checkText(*plan, &other, nullptr, notes), "");
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0], "run.jsonl has no run record (written before graphrun recorded one): "
-                      "not checked against the plan");
+  EXPECT_EQ(notes[0], "run.jsonl does not say which run it is (written before graphrun recorded "
+                      "it): not checked against the plan");
 
   RunTrace fewer = *trace;
   fewer.devices.pop_back();

@@ -5,8 +5,8 @@ One real run: `graphc place` mlp on 2 GPUs (mirrored), `graphrun train` of that 
 emulated GPUs with --metrics and --trace, then `graphc view` of the plan with both:
 
 - the page's embedded JSON holds every step's loss and learning rate exactly as the metrics
-  file has them, and the metrics start with a run record naming the plan's model, devices
-  and batch;
+  file has them, and the first step record names the run: the plan's model, devices and
+  batch;
 - the trace's busy time is there for every device of the plan, by the plan's name (gpu:0,
   not the CPU device that emulated it), greater than 0 and at most the step's wall time, and
   each device's parts add up to the wall time;
@@ -69,12 +69,10 @@ class ViewRunTest(CliCase):
         self.assertIn("gpu:0", plan_devices)
         self.assertIn("gpu:1", plan_devices)
 
-        (record,) = self.records("run")
-        self.assertEqual(record["model"], data["module"])
-        self.assertEqual(record["devices"], plan_devices)
-        self.assertEqual(record["batch"], 16)
-
         steps = self.records("step")
+        self.assertEqual([s["run"] for s in steps if "run" in s],
+                         [{"model": data["module"], "devices": plan_devices, "batch": 16}])
+        self.assertIn("run", steps[0])
         self.assertEqual([s["step"] for s in steps], [1, 2, 3, 4])
         shown = data["run"]["metrics"]["steps"]
         self.assertEqual(shown, [[s["step"], s["loss"], s["lr"]] for s in steps])
@@ -109,12 +107,14 @@ class ViewRunTest(CliCase):
         self.view()
         self.assertNotIn("run", page_data(self.path("run.html")))
 
-    def test_metrics_without_a_run_record_are_shown_with_a_note(self):
+    def test_metrics_that_do_not_name_their_run_are_shown_with_a_note(self):
         old = self.path("old.jsonl")
         with open(self.metrics) as f, open(old, "w") as g:
-            g.writelines(l for l in f if '"kind":"run"' not in l)
+            g.writelines(re.sub(r',"run":\{[^}]*\}', "", l) for l in f)
+        with open(old) as f:
+            self.assertNotIn('"run"', f.read())
         p = self.view("--metrics", old)
-        self.assertIn("note: " + old + " has no run record", p.stdout)
+        self.assertIn("note: " + old + " does not say which run it is", p.stdout)
         self.assertEqual(len(page_data(self.path("run.html"))["run"]["metrics"]["steps"]), 4)
 
     def assertRefusedKeepingThePage(self, args, *fragments, out=None):

@@ -64,12 +64,6 @@ llvm::Expected<std::unique_ptr<MetricsWriter>> MetricsWriter::open(llvm::StringR
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(std::move(*out), csv));
 }
 
-llvm::Error MetricsWriter::run(const RunIdentity &id) {
-  if (csv_)
-    return llvm::Error::success();
-  return withContext(out_->write(runRecord(id)), "metrics");
-}
-
 llvm::Error MetricsWriter::step(const StepRecord &r) {
   std::string record;
   llvm::raw_string_ostream os(record);
@@ -100,8 +94,11 @@ llvm::Error MetricsWriter::step(const StepRecord &r) {
       os << llvm::format(",\"loss_scale\":%.9g", *r.lossScale);
     if (r.skippedSteps)
       os << ",\"skipped_steps\":" << *r.skippedSteps;
+    if (run_)
+      os << ",\"run\":" << runJson(*run_);
     os << "}\n";
   }
+  run_.reset();
   return withContext(out_->write(os.str()), "metrics");
 }
 

@@ -320,9 +320,9 @@ llvm::Error TrainingSession::preparePlan() {
       return w.takeError();
     ps_ = std::move(*w);
   }
-  if (auto e = checkPlanFitsCluster(*compiled_))
-    return e;
-  return metrics_ ? metrics_->run(identity) : llvm::Error::success();
+  if (metrics_)
+    metrics_->startRun(identity);
+  return checkPlanFitsCluster(*compiled_);
 }
 
 llvm::Error TrainingSession::createExecutor() {
