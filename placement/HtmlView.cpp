@@ -196,8 +196,8 @@ void writeHtmlView(const Module &m, llvm::raw_ostream &os, const RunMetrics *met
      << "<div id=\"matches\"></div>\n<div id=\"canvas\"></div>\n<div id=\"run\"></div>\n"
      << "<div id=\"panel\"></div>\n"
      << "<div id=\"status\"></div>\n"
-     << "<script id=\"graph-data\" type=\"application/json\">" << scriptSafe(htmlViewData(m, metrics, trace))
-     << "</script>\n<script>\n"
+     << "<script id=\"graph-data\" type=\"application/json\">"
+     << scriptSafe(htmlViewData(m, metrics, trace)) << "</script>\n<script>\n"
      << kViewJs << "</script>\n</body>\n</html>\n";
 }
 

@@ -121,8 +121,8 @@ llvm::Error forEachElement(llvm::StringRef text, llvm::StringRef file,
     if (text.empty())
       return makeError(file + ": not a JSON trace: it ends after event " + llvm::Twine(index) +
                        " (cut short?)");
-    return oneLine(makeError(file + ": not a JSON trace: after event " + llvm::Twine(index) +
-                             ": " + printable(text, 20)));
+    return oneLine(makeError(file + ": not a JSON trace: after event " + llvm::Twine(index) + ": " +
+                             printable(text, 20)));
   }
 }
 
@@ -248,8 +248,8 @@ llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) 
       return llvm::Error::success();
     auto value = llvm::json::parse(event);
     if (!value)
-      return oneLine(makeError(file + ": event " + llvm::Twine(index) + ": not JSON: " +
-                               llvm::toString(value.takeError())));
+      return oneLine(makeError(file + ": event " + llvm::Twine(index) +
+                               ": not JSON: " + llvm::toString(value.takeError())));
     if (llvm::json::Object *o = value->getAsObject())
       events.emplace_back(index, std::move(*o));
     return llvm::Error::success();
@@ -280,8 +280,7 @@ llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) 
     if (!cat || (*cat != "step" && *cat != "breakdown"))
       continue;
     auto at = [&](const llvm::Twine &msg) {
-      return oneLine(makeError(file + ": event " + llvm::Twine(i) + " (\"" + *cat +
-                               "\"): " + msg));
+      return oneLine(makeError(file + ": event " + llvm::Twine(i) + " (\"" + *cat + "\"): " + msg));
     };
     auto dur = e->getNumber("dur");
     auto pid = e->getInteger("pid");
@@ -399,14 +398,14 @@ llvm::json::Value runViewData(const RunMetrics *metrics, const RunTrace *trace) 
         ms.push_back(v);
       devices.push_back(llvm::json::Array{d.name, d.busyMs(), std::move(ms)});
     }
-    run["trace"] = llvm::json::Object{{"file", trace->file},
-                                      {"profiled_steps", trace->profiledSteps},
-                                      {"averaged", llvm::json::Array{trace->firstAveraged,
-                                                                     trace->lastAveraged}},
-                                      {"first_step_ms", trace->firstStepMs},
-                                      {"wall_ms", trace->wallMs},
-                                      {"parts", std::move(parts)},
-                                      {"devices", std::move(devices)}};
+    run["trace"] = llvm::json::Object{
+        {"file", trace->file},
+        {"profiled_steps", trace->profiledSteps},
+        {"averaged", llvm::json::Array{trace->firstAveraged, trace->lastAveraged}},
+        {"first_step_ms", trace->firstStepMs},
+        {"wall_ms", trace->wallMs},
+        {"parts", std::move(parts)},
+        {"devices", std::move(devices)}};
   }
   return run;
 }

@@ -86,7 +86,7 @@ struct RunTrace {
   /// The breakdown's parts, in its order of precedence ("kernels" first).
   std::vector<std::string> parts;
   struct Device {
-    std::string name; ///< the plan's ("gpu:0" for "gpu:0@cpu:1")
+    std::string name;           ///< the plan's ("gpu:0" for "gpu:0@cpu:1")
     std::vector<double> partMs; ///< mean per step, by `parts`
     double busyMs() const { return partMs.empty() ? 0 : partMs.front(); }
   };

@@ -384,7 +384,8 @@ struct ViewCommand {
       return fail(makeError("graphc view writes .html, .svg or .dot, not '" + out + "'"));
     if (ext != "html" && (!metricsPath.empty() || !tracePath.empty()))
       return fail(makeError("--metrics and --trace are shown by the HTML view only: write "
-                            "FILE.html, not '" + out + "'"));
+                            "FILE.html, not '" +
+                            out + "'"));
     ModelArgs viewArgs;
     viewArgs.source.path = in;
     auto loaded = viewArgs.load(false);

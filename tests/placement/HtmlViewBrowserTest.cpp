@@ -144,8 +144,8 @@ protected:
   void writePageWithRun(int steps) {
     std::string metrics;
     for (int s = 1; s <= steps; ++s)
-      metrics += "{\"kind\":\"step\",\"step\":" + std::to_string(s) + ",\"loss\":" +
-                 std::to_string(3.0 / s) + ",\"lr\":0.1" +
+      metrics += "{\"kind\":\"step\",\"step\":" + std::to_string(s) +
+                 ",\"loss\":" + std::to_string(3.0 / s) + ",\"lr\":0.1" +
                  (s == 1 ? ",\"run\":" + runJson(runIdentityOf(*module_)) : "") + "}\n";
     metrics += "{\"kind\":\"eval\",\"step\":" + std::to_string(steps) +
                ",\"loss\":1.5,\"accuracy\":0.6}\n";
@@ -155,8 +155,8 @@ protected:
     int pid = 1;
     for (DeviceId d : devicesOf(*module_)) {
       std::string name = d.str(), p = std::to_string(pid++);
-      trace += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p +
-               ",\"args\":{\"name\":\"" + name + "\"}},";
+      trace += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p + ",\"args\":{\"name\":\"" +
+               name + "\"}},";
       double busy = d.isGpu() ? 1000.0 * (d.index + 1) : 500;
       trace += "{\"cat\":\"breakdown\",\"pid\":" + p + ",\"dur\":" + std::to_string(busy) +
                ",\"args\":{\"part\":\"kernels\",\"step\":0}},";

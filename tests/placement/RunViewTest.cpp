@@ -83,13 +83,14 @@ TEST(RunView, MalformedMetricsNameTheFileAndLine) {
             "run.jsonl:1: a \"step\" record without a number \"loss\"");
   EXPECT_EQ(metricsError("{\"kind\":\"eval\",\"step\":1,\"loss\":1}"),
             "run.jsonl:1: a \"eval\" record without a number \"accuracy\"");
-  EXPECT_EQ(metricsError("{\"kind\":\"step\",\"step\":1,\"loss\":1,\"lr\":1,\"run\":{\"model\":\"m\"}}"),
-            "run.jsonl:1: a \"run\" needs \"model\", \"devices\" (names) and \"batch\"");
-  EXPECT_EQ(metricsError("{\"kind\":\"step\",\"step\":1,\"loss\":1,\"lr\":1,\"run\":{\"model\":\"m\","
-                         "\"batch\":1,\"devices\":[0]}}"),
-            "run.jsonl:1: a \"run\" needs \"model\", \"devices\" (names) and \"batch\"");
-  EXPECT_EQ(metricsError(""),
-            "run.jsonl: no \"step\" records (is it graphrun's --metrics file?)");
+  EXPECT_EQ(
+      metricsError("{\"kind\":\"step\",\"step\":1,\"loss\":1,\"lr\":1,\"run\":{\"model\":\"m\"}}"),
+      "run.jsonl:1: a \"run\" needs \"model\", \"devices\" (names) and \"batch\"");
+  EXPECT_EQ(
+      metricsError("{\"kind\":\"step\",\"step\":1,\"loss\":1,\"lr\":1,\"run\":{\"model\":\"m\","
+                   "\"batch\":1,\"devices\":[0]}}"),
+      "run.jsonl:1: a \"run\" needs \"model\", \"devices\" (names) and \"batch\"");
+  EXPECT_EQ(metricsError(""), "run.jsonl: no \"step\" records (is it graphrun's --metrics file?)");
   EXPECT_EQ(metricsError("{\"kind\":\"eval\",\"step\":1,\"loss\":1,\"accuracy\":0.5}"),
             "run.jsonl: no \"step\" records (is it graphrun's --metrics file?)");
 }
@@ -172,7 +173,7 @@ TEST(RunView, TraceGivesTheMeanStepAndEachDevicesParts) {
   EXPECT_EQ(t->devices[1].name, "gpu:0"); // not "gpu:0@cpu:1"
   EXPECT_EQ(t->devices[2].name, "gpu:1");
   EXPECT_DOUBLE_EQ(t->devices[0].busyMs(), 0);
-  EXPECT_DOUBLE_EQ(t->devices[1].busyMs(), 2.5); // (2 + 3) / 2
+  EXPECT_DOUBLE_EQ(t->devices[1].busyMs(), 2.5);  // (2 + 3) / 2
   EXPECT_DOUBLE_EQ(t->devices[2].busyMs(), 2.25); // (1.5 + 1 + 2) / 2
   EXPECT_DOUBLE_EQ(t->devices[2].partMs[1], 0.15);
   auto waits = std::find(t->parts.begin(), t->parts.end(), "waits") - t->parts.begin();
@@ -181,7 +182,9 @@ TEST(RunView, TraceGivesTheMeanStepAndEachDevicesParts) {
 
 TEST(RunView, OneStepIsItsOwnMean) {
   llvm::json::Array events{
-      llvm::json::Object{{"name", "process_name"}, {"ph", "M"}, {"pid", 1},
+      llvm::json::Object{{"name", "process_name"},
+                         {"ph", "M"},
+                         {"pid", 1},
                          {"args", llvm::json::Object{{"name", "cpu:0"}}}},
       llvm::json::Object{{"name", "step 0"}, {"cat", "step"}, {"pid", 0}, {"dur", 8000.0}}};
   std::string text;
@@ -204,7 +207,8 @@ TEST(RunView, MalformedTracesNameTheFileAndEvent) {
             "trace.json: not a JSON trace: it ends inside event 0 (cut short?)");
   EXPECT_EQ(traceError("[{\"name\":\"a \\\"}\\\" b\"}, {\"ph\":\"M\"}"),
             "trace.json: not a JSON trace: it ends after event 1 (cut short?)");
-  EXPECT_EQ(traceError("[{}, "), "trace.json: not a JSON trace: it ends before event 1 (cut short?)");
+  EXPECT_EQ(traceError("[{}, "),
+            "trace.json: not a JSON trace: it ends before event 1 (cut short?)");
   EXPECT_EQ(traceError("[{} {}]"), "trace.json: not a JSON trace: after event 0: {}]");
   EXPECT_EQ(traceError("[{\"cat\":\"step\", \"pid\":}]"),
             "trace.json: event 0: not JSON: [1:22, byte=22]: Invalid JSON value");
