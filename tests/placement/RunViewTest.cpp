@@ -68,9 +68,13 @@ TEST(RunView, TheRunIsReadAsWritten) {
   EXPECT_EQ(m->runs[0], id);
 }
 
+/// The message of a refused file, "" when it was read.
+template <typename T> std::string refusal(llvm::Expected<T> read) {
+  return read ? "" : llvm::toString(read.takeError());
+}
+
 std::string metricsError(llvm::StringRef text) {
-  auto m = parseMetrics(text, "run.jsonl");
-  return m ? "" : llvm::toString(m.takeError());
+  return refusal(parseMetrics(text, "run.jsonl"));
 }
 
 TEST(RunView, MalformedMetricsNameTheFileAndLine) {
@@ -198,8 +202,7 @@ TEST(RunView, OneStepIsItsOwnMean) {
 }
 
 std::string traceError(llvm::StringRef text) {
-  auto t = parseTrace(text, "trace.json");
-  return t ? "" : llvm::toString(t.takeError());
+  return refusal(parseTrace(text, "trace.json"));
 }
 
 TEST(RunView, MalformedTracesNameTheFileAndEvent) {
