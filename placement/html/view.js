@@ -719,6 +719,10 @@
     document.body.classList.add('has-run');
     if (run.metrics && run.metrics.steps.length) lossChart(run.metrics, box);
     if (run.trace) busyBars(run.trace, box);
+    // The details start where the run's panel ends (at most 62% of the window; it scrolls).
+    const below = () => { panel.style.top = box.getBoundingClientRect().bottom + 'px'; };
+    below();
+    window.addEventListener('resize', below);
   }
 
   //===-- Search and buttons --------------------------------------------------===//
