@@ -606,7 +606,10 @@
     el('text', Object.assign({ x, y, 'font-size': 10, fill: '#555' }, attrs || {}), parent)
       .textContent = text;
   }
-  function num(v) { return Math.abs(v) >= 1000 || (v !== 0 && Math.abs(v) < 0.01) ? v.toExponential(2) : String(+v.toPrecision(4)); }
+  function num(v) {
+    const tiny = v !== 0 && Math.abs(v) < 0.01;
+    return Math.abs(v) >= 1000 || tiny ? v.toExponential(2) : String(+v.toPrecision(4));
+  }
 
   // Training loss over steps (a line), evaluation loss and accuracy (points, accuracy on the
   // right axis), the learning rate below when it changes; the pointer reads a step off.
@@ -628,8 +631,10 @@
     svgText(chart, L - 3, H - B, num(lo), { 'text-anchor': 'end' });
     svgText(chart, L, H - 5, 'step ' + x0);
     svgText(chart, W - R, H - 5, String(x1), { 'text-anchor': 'end' });
-    const points = steps.filter(s => isFinite(s[1])).map(s => sx(s[0]).toFixed(1) + ',' + sy(s[1]).toFixed(1));
-    el('polyline', { class: 'loss', points: points.join(' ') }, chart);
+    // A line through the steps whose value (column k) is finite.
+    const line = (k, y) => steps.filter(s => isFinite(s[k]))
+      .map(s => sx(s[0]).toFixed(1) + ',' + y(s[k]).toFixed(1)).join(' ');
+    el('polyline', { class: 'loss', points: line(1, sy) }, chart);
     if (evals.length) {
       svgText(chart, W - R + 3, T + 8, '100%');
       svgText(chart, W - R + 3, H - B, '0%');
@@ -641,7 +646,8 @@
     }
     const cursor = el('line', { class: 'cursor', x1: -10, x2: -10, y1: T, y2: H - B }, chart);
     const readout = html('div', '', box, 'readout');
-    const legend = 'train loss (line)' + (evals.length ? ' \u00b7 eval loss (orange) \u00b7 eval accuracy (green, right axis)' : '');
+    const legend = 'train loss (line)' +
+      (evals.length ? ' \u00b7 eval loss (orange) \u00b7 eval accuracy (green, right axis)' : '');
     readout.textContent = legend;
     chart.addEventListener('mousemove', e => {
       const r = chart.getBoundingClientRect(), want = x0 + (e.clientX - r.left - L) / (W - L - R) * (x1 - x0);
@@ -654,13 +660,17 @@
       readout.textContent = 'step ' + s[0] + ': loss ' + num(s[1]) + ', lr ' + num(s[2]) +
         (ev ? '; eval loss ' + num(ev[1]) + ', accuracy ' + (100 * ev[2]).toFixed(1) + '%' : '');
     });
-    chart.addEventListener('mouseleave', () => { cursor.setAttribute('x1', -10); cursor.setAttribute('x2', -10); readout.textContent = legend; });
+    chart.addEventListener('mouseleave', () => {
+      cursor.setAttribute('x1', -10);
+      cursor.setAttribute('x2', -10);
+      readout.textContent = legend;
+    });
     const lrLo = steps.reduce((v, s) => Math.min(v, s[2]), Infinity);
     const lrHi = steps.reduce((v, s) => Math.max(v, s[2]), -Infinity);
     if (lrHi > lrLo) {
       const h = 44, lr = el('svg', { class: 'chart', width: W, height: h }, box);
       const ly = v => 4 + (lrHi - v) / (lrHi - lrLo) * (h - 8);
-      el('polyline', { class: 'lr', points: steps.map(s => sx(s[0]).toFixed(1) + ',' + ly(s[2]).toFixed(1)).join(' ') }, lr);
+      el('polyline', { class: 'lr', points: line(2, ly) }, lr);
       svgText(lr, L - 3, 12, num(lrHi), { 'text-anchor': 'end' });
       svgText(lr, L - 3, h - 4, num(lrLo), { 'text-anchor': 'end' });
       html('div', 'learning rate', box, 'readout');
