@@ -7,6 +7,9 @@ emulated GPUs with --metrics and --trace, then `graphc view` of the plan with bo
 - the page's embedded JSON holds every step's loss and learning rate exactly as the metrics
   file has them, and the first step record names the run: the plan's model, devices and
   batch;
+- a run with evaluations (a small Fashion-MNIST of the test's own, 2 epochs, then resumed for
+  a third): the page holds every evaluation's loss and accuracy and every step's loss once,
+  the last record where the resumed run redid one;
 - the trace's busy time is there for every device of the plan, by the plan's name (gpu:0,
   not the CPU device that emulated it), greater than 0 and at most the step's wall time, and
   each device's parts add up to the wall time;
@@ -25,6 +28,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_test import GRAPHC, GRAPHRUN, CliCase, run  # noqa: E402
+from tensorboard_cli_test import write_idx  # noqa: E402
 
 PLACE = ["--batch", "16", "--gpus", "2", "--params", "mirrored"]
 
@@ -96,6 +100,33 @@ class ViewRunTest(CliCase):
         with open(self.trace) as f:
             processes = {e["args"]["name"] for e in json.load(f) if e.get("name") == "process_name"}
         self.assertIn("gpu:0@cpu:1", processes)
+
+    def test_evaluations_and_a_resumed_run(self):
+        data = self.path("fmnist")
+        os.makedirs(data)
+        for prefix in ("train", "t10k"):
+            pixels = bytes((i * 37 + i // 784 * 11) % 256 for i in range(64 * 28 * 28))
+            write_idx(os.path.join(data, prefix + "-images-idx3-ubyte.gz"), 0x803, (64, 28, 28), pixels)
+            write_idx(os.path.join(data, prefix + "-labels-idx1-ubyte.gz"), 0x801, (64,),
+                      bytes(i % 10 for i in range(64)))
+        metrics, ckpt = self.path("eval.jsonl"), self.path("ckpt")
+        for epochs, more in (("2", []), ("3", ["--resume"])):
+            run(GRAPHRUN, "train", self.placed, "--emulate", "--data", "fashion-mnist:" + data, "--epochs", epochs,
+                "--threads", "2", "--no-progress", "--metrics", metrics, "--checkpoint", ckpt, *more)
+        with open(metrics) as f:
+            records = [json.loads(l) for l in f]
+        self.assertEqual(len([r for r in records if "run" in r]), 2)
+        last = {}
+        for r in records:
+            last[(r["kind"], r["step"])] = r
+        self.view("--metrics", metrics)
+        shown = page_data(self.path("run.html"))["run"]["metrics"]
+        want_evals = [[r["step"], r["loss"], r["accuracy"]] for k, r in sorted(last.items()) if k[0] == "eval"]
+        self.assertEqual([e[0] for e in want_evals], [4, 8, 12])
+        self.assertEqual(shown["evals"], want_evals)
+        want_steps = [[r["step"], r["loss"], r["lr"]] for k, r in sorted(last.items()) if k[0] == "step"]
+        self.assertEqual([s[0] for s in want_steps], list(range(1, 13)))
+        self.assertEqual(shown["steps"], want_steps)
 
     def test_either_file_alone(self):
         self.view("--metrics", self.metrics)
