@@ -144,6 +144,48 @@ std::optional<RunIdentity> readRun(const llvm::json::Value &value) {
   return id;
 }
 
+/// One step of a trace: its runs' wall time, each device's time per part.
+struct StepTotals {
+  double wallUs = 0;
+  std::map<std::string, std::map<std::string, double>> partUs; ///< device -> part -> us
+};
+
+/// The mean step of `steps` (by step number), as summarizeRuns takes it:
+/// the first of several carries one-time work and is left out.
+RunTrace meanStep(llvm::StringRef file, const std::map<int64_t, StepTotals> &steps,
+                  const std::map<int64_t, std::string> &deviceOfPid,
+                  const std::set<std::string> &partNames) {
+  RunTrace out;
+  out.file = file.str();
+  for (llvm::StringRef p : kParts)
+    out.parts.push_back(p.str());
+  for (const std::string &p : partNames)
+    if (!llvm::is_contained(out.parts, p))
+      out.parts.push_back(p);
+  out.profiledSteps = steps.size();
+  auto first = steps.begin();
+  if (steps.size() > 1) {
+    out.firstStepMs = first->second.wallUs / 1e3;
+    ++first;
+  }
+  out.averagedSteps = std::distance(first, steps.end());
+  out.firstAveraged = first->first + 1;
+  out.lastAveraged = steps.rbegin()->first + 1;
+  std::map<std::string, std::vector<double>> devices;
+  for (const std::string &d : llvm::make_second_range(deviceOfPid))
+    devices[d].assign(out.parts.size(), 0.0);
+  const double mean = 1.0 / out.averagedSteps / 1e3;
+  for (auto it = first; it != steps.end(); ++it) {
+    out.wallMs += it->second.wallUs * mean;
+    for (auto &[device, parts] : it->second.partUs)
+      for (auto &[part, us] : parts)
+        devices[device][llvm::find(out.parts, part) - out.parts.begin()] += us * mean;
+  }
+  for (auto &[name, partMs] : devices)
+    out.devices.push_back({name, std::move(partMs)});
+  return out;
+}
+
 } // namespace
 
 RunIdentity runIdentityOf(const Module &plan) {
@@ -256,11 +298,7 @@ llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) 
   };
   if (auto e = forEachElement(text, file, keep))
     return e;
-  struct Totals {
-    double wallUs = 0;
-    std::map<std::string, std::map<std::string, double>> partUs; ///< device -> part -> us
-  };
-  std::map<int64_t, Totals> steps;
+  std::map<int64_t, StepTotals> steps;
   std::map<int64_t, std::string> deviceOfPid;
   std::set<std::string> partNames;
   // Names first: a process may be named after its slices.
@@ -311,36 +349,7 @@ llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) 
   if (steps.empty())
     return makeError(file + ": no step slices (graphrun train --trace writes them)");
 
-  RunTrace out;
-  out.file = file.str();
-  for (llvm::StringRef p : kParts)
-    out.parts.push_back(p.str());
-  for (const std::string &p : partNames)
-    if (!llvm::is_contained(out.parts, p))
-      out.parts.push_back(p);
-  // As summarizeRuns: the first of several steps carries one-time work.
-  out.profiledSteps = steps.size();
-  auto first = steps.begin();
-  if (steps.size() > 1) {
-    out.firstStepMs = first->second.wallUs / 1e3;
-    ++first;
-  }
-  out.averagedSteps = std::distance(first, steps.end());
-  out.firstAveraged = first->first + 1;
-  out.lastAveraged = steps.rbegin()->first + 1;
-  std::map<std::string, std::vector<double>> devices;
-  for (const std::string &d : llvm::make_second_range(deviceOfPid))
-    devices[d].assign(out.parts.size(), 0.0);
-  const double mean = 1.0 / out.averagedSteps / 1e3;
-  for (auto it = first; it != steps.end(); ++it) {
-    out.wallMs += it->second.wallUs * mean;
-    for (auto &[device, parts] : it->second.partUs)
-      for (auto &[part, us] : parts)
-        devices[device][llvm::find(out.parts, part) - out.parts.begin()] += us * mean;
-  }
-  for (auto &[name, partMs] : devices)
-    out.devices.push_back({name, std::move(partMs)});
-  return out;
+  return meanStep(file, steps, deviceOfPid, partNames);
 }
 
 llvm::Expected<RunTrace> readTrace(llvm::StringRef path) {
