@@ -28,7 +28,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_test import GRAPHC, GRAPHRUN, CliCase, run  # noqa: E402
-from tensorboard_cli_test import write_idx  # noqa: E402
+from tensorboard_cli_test import small_fashion_mnist  # noqa: E402
 
 PLACE = ["--batch", "16", "--gpus", "2", "--params", "mirrored"]
 
@@ -103,12 +103,7 @@ class ViewRunTest(CliCase):
 
     def test_evaluations_and_a_resumed_run(self):
         data = self.path("fmnist")
-        os.makedirs(data)
-        for prefix in ("train", "t10k"):
-            pixels = bytes((i * 37 + i // 784 * 11) % 256 for i in range(64 * 28 * 28))
-            write_idx(os.path.join(data, prefix + "-images-idx3-ubyte.gz"), 0x803, (64, 28, 28), pixels)
-            write_idx(os.path.join(data, prefix + "-labels-idx1-ubyte.gz"), 0x801, (64,),
-                      bytes(i % 10 for i in range(64)))
+        small_fashion_mnist(data)
         metrics, ckpt = self.path("eval.jsonl"), self.path("ckpt")
         for epochs, more in (("2", []), ("3", ["--resume"])):
             run(GRAPHRUN, "train", self.placed, "--emulate", "--data", "fashion-mnist:" + data, "--epochs", epochs,
