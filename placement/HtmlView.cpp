@@ -159,7 +159,7 @@ std::string htmlEscape(llvm::StringRef s) {
 
 } // namespace
 
-std::string htmlViewData(const Module &m) {
+std::string htmlViewData(const Module &m, const RunMetrics *metrics, const RunTrace *trace) {
   std::vector<DeviceId> devices = devicesOf(m);
   std::map<DeviceId, unsigned> deviceIndex;
   llvm::json::Array deviceList, graphs;
@@ -175,13 +175,16 @@ std::string htmlViewData(const Module &m) {
                           {"decisions", decisionsData(m)},
                           {"devices", std::move(deviceList)},
                           {"graphs", std::move(graphs)}};
+  if (metrics || trace)
+    root["run"] = runViewData(metrics, trace);
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::json::Value(std::move(root));
   return os.str();
 }
 
-void writeHtmlView(const Module &m, llvm::raw_ostream &os) {
+void writeHtmlView(const Module &m, llvm::raw_ostream &os, const RunMetrics *metrics,
+                   const RunTrace *trace) {
   os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
      << "<title>graphc view: " << htmlEscape(m.name()) << "</title>\n<style>\n"
      << kViewCss << "</style>\n</head>\n<body>\n"
@@ -190,10 +193,11 @@ void writeHtmlView(const Module &m, llvm::raw_ostream &os) {
      << "<button id=\"fit\" title=\"fit the graph to the window (f)\">Fit</button>"
      << "<button id=\"expand-level\">Expand one level</button>"
      << "<button id=\"collapse\">Collapse all</button><div id=\"legend\"></div></div>\n"
-     << "<div id=\"matches\"></div>\n<div id=\"canvas\"></div>\n<div id=\"panel\"></div>\n"
+     << "<div id=\"matches\"></div>\n<div id=\"canvas\"></div>\n<div id=\"run\"></div>\n"
+     << "<div id=\"panel\"></div>\n"
      << "<div id=\"status\"></div>\n"
-     << "<script id=\"graph-data\" type=\"application/json\">" << scriptSafe(htmlViewData(m))
-     << "</script>\n<script>\n"
+     << "<script id=\"graph-data\" type=\"application/json\">"
+     << scriptSafe(htmlViewData(m, metrics, trace)) << "</script>\n<script>\n"
      << kViewJs << "</script>\n</body>\n</html>\n";
 }
 

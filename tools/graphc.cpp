@@ -7,6 +7,7 @@
 //   graphc place    [MODEL | --model NAME] --gpus N [--workers W | --tasks FILE]
 //                   [--ps P] [--ps-async] --batch B [--params P] -o FILE [--explain]
 //   graphc view     PLACED -o FILE.html | .svg | .dot
+//                   [--metrics RUN.jsonl] [--trace TRACE.json]    (.html only)
 //   graphc passes
 //   graphc simulate PLACED [--json]
 //   graphc simulate [MODEL | --model NAME] --gpus 1,2,...,1024 [--workers-of 8]
@@ -35,6 +36,7 @@
 #include "placement/DotView.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
+#include "placement/RunView.h"
 #include "tools/driver/CommandLine.h"
 #include "tools/driver/FlagGroups.h"
 #include "tools/driver/Inspect.h"
@@ -361,41 +363,69 @@ struct PlaceCommand {
 };
 
 struct ViewCommand {
-  std::string in, out;
+  std::string in, out, metricsPath, tracePath;
   CLI::App *cmd = nullptr;
 
   void add(CLI::App &app) {
     cmd = app.add_subcommand("view", "a placed module as an offline HTML page, SVG or DOT");
     cmd->add_option("MODULE", in, "a module or model file")->required();
     cmd->add_option("-o,--output", out, "FILE.html, FILE.svg or FILE.dot")->required();
+    cmd->add_option("--metrics", metricsPath,
+                    "graphrun train --metrics FILE.jsonl of a run of the plan: the loss curve "
+                    "beside the graph (.html)");
+    cmd->add_option("--trace", tracePath,
+                    "graphrun train --trace FILE of a run of the plan: each device's busy time "
+                    "beside the graph (.html)");
   }
 
   int run() {
+    llvm::StringRef ext = llvm::StringRef(out).rsplit('.').second;
+    if (ext != "html" && ext != "dot" && ext != "svg")
+      return fail(makeError("graphc view writes .html, .svg or .dot, not '" + out + "'"));
+    if (ext != "html" && (!metricsPath.empty() || !tracePath.empty()))
+      return fail(makeError("--metrics and --trace are shown by the HTML view only: write "
+                            "FILE.html, not '" +
+                            out + "'"));
     ModelArgs viewArgs;
     viewArgs.source.path = in;
     auto loaded = viewArgs.load(false);
     if (!loaded)
       return fail(loaded.takeError());
     std::unique_ptr<Module> shown = runnablePart(**loaded);
-    llvm::StringRef ext = llvm::StringRef(out).rsplit('.').second;
+    std::optional<RunMetrics> metrics;
+    std::optional<RunTrace> trace;
+    if (!metricsPath.empty()) {
+      auto m = readMetrics(metricsPath);
+      if (!m)
+        return fail(m.takeError());
+      metrics = std::move(*m);
+    }
+    if (!tracePath.empty()) {
+      auto t = readTrace(tracePath);
+      if (!t)
+        return fail(t.takeError());
+      trace = std::move(*t);
+    }
+    std::vector<std::string> notes;
+    if (auto e = checkRunMatchesPlan(*shown, metrics ? &*metrics : nullptr,
+                                     trace ? &*trace : nullptr, notes))
+      return fail(std::move(e));
     std::string text;
     if (ext == "html") {
       llvm::raw_string_ostream os(text);
-      writeHtmlView(*shown, os);
+      writeHtmlView(*shown, os, metrics ? &*metrics : nullptr, trace ? &*trace : nullptr);
     } else if (ext == "dot") {
       text = toDot(*shown);
-    } else if (ext == "svg") {
+    } else {
       auto svg = svgOf(*shown);
       if (!svg)
         return fail(svg.takeError());
       text = std::move(*svg);
-    } else {
-      return fail(
-          llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                  "graphc view writes .html, .svg or .dot, not '" + out + "'"));
     }
     if (auto e = writeOutputFile(out, text))
       return fail(std::move(e));
+    for (const std::string &note : notes)
+      llvm::outs() << "note: " << note << "\n";
     llvm::outs() << "wrote " << out << "\n";
     return 0;
   }

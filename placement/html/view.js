@@ -6,6 +6,13 @@
 // layers (longest path over the edges between them, cycles broken by depth-
 // first search, rows ordered by barycentres) and becomes a child of its parent
 // with that size. Edges are drawn between whatever represents their ends.
+//
+// With a run (graphc view --metrics/--trace), DATA.run holds
+//   metrics {file, steps [[step, loss, lr]], evals [[step, loss, accuracy or null (mse)]]}
+//   trace {file, profiled_steps, averaged [first, last], first_step_ms, wall_ms,
+//          parts [name], devices [[name, busy_ms, [ms per step by part]]]}
+// and a panel above the details draws the loss curve and each device's step as a bar of its
+// breakdown's parts (busy: kernels ran). Clicking a device fades the nodes of the others.
 'use strict';
 (function () {
   const started = performance.now();
@@ -30,6 +37,7 @@
   let selected = null; // 'n12' or 'c3'
   let boxes = new Map(); // unit key -> absolute {x, y, w, h}
   let view = { x: 0, y: 0, k: 1 };
+  let focusDev = -1; // a device whose nodes stand out (a click on its bar), or -1
   let svg, viewport;
 
   function el(tag, attrs, parent) {
@@ -308,7 +316,8 @@
       const b = boxes.get(key), i = +key.slice(1);
       if (key[0] === 'c') {
         const tower = clusters[i][C_TOWER] ? ' tower' : '';
-        const g = el('g', { class: 'cluster ' + (b.expanded ? 'expanded' : 'collapsed') + tower,
+        const faded = !b.expanded && focusDev >= 0 && !devCount[i].has(focusDev) ? ' faded' : '';
+        const g = el('g', { class: 'cluster ' + (b.expanded ? 'expanded' : 'collapsed') + tower + faded,
           'data-key': key, 'data-label': clusters[i][C_LABEL] }, b.expanded ? frames : boxLayer);
         if (b.expanded) {
           el('rect', { class: 'frame', x: b.x, y: b.y, width: b.w, height: b.h, rx: 8 }, g);
@@ -324,7 +333,9 @@
             fill: '#333' }, g).textContent = clusterCaption(i);
         }
       } else {
-        const g = el('g', { class: 'node', 'data-key': key, 'data-name': nodes[i][N_NAME] }, boxLayer);
+        const faded = focusDev >= 0 && nodes[i][N_DEV] !== focusDev ? ' faded' : '';
+        const g = el('g', { class: 'node' + faded, 'data-key': key, 'data-name': nodes[i][N_NAME] },
+          boxLayer);
         el('rect', { x: b.x, y: b.y, width: b.w, height: b.h, rx: 6, fill: deviceColor(nodes[i][N_DEV]) }, g);
         el('text', { x: b.x + b.w / 2, y: b.y + 14, 'text-anchor': 'middle', 'font-size': 11 }, g)
           .textContent = leafName(i);
@@ -589,6 +600,144 @@
       'device, requested device and placement reason. Red edges cross devices.', panel, 'muted');
   }
 
+  //===-- The run: loss curve and busy time per device ----------------------===//
+
+  function svgText(parent, x, y, text, attrs) {
+    el('text', Object.assign({ x, y, 'font-size': 10, fill: '#555' }, attrs || {}), parent)
+      .textContent = text;
+  }
+  function num(v) {
+    const tiny = v !== 0 && Math.abs(v) < 0.01;
+    return Math.abs(v) >= 1000 || tiny ? v.toExponential(2) : String(+v.toPrecision(4));
+  }
+
+  // Training loss over steps (a line), evaluation loss and accuracy (points, accuracy on the
+  // right axis), the learning rate below when it changes; the pointer reads a step off.
+  function lossChart(m, box) {
+    const steps = m.steps, evals = m.evals, accuracy = evals.some(e => e[2] !== null);
+    const W = 314, H = 150, L = 40, R = accuracy ? 34 : 8, T = 8, B = 18;
+    html('h3', 'Loss', box);
+    const x0 = Math.min(steps[0][0], evals.length ? evals[0][0] : Infinity);
+    const x1 = Math.max(steps[steps.length - 1][0], evals.length ? evals[evals.length - 1][0] : -Infinity);
+    let lo = Infinity, hi = -Infinity;
+    for (const s of steps) if (isFinite(s[1])) { lo = Math.min(lo, s[1]); hi = Math.max(hi, s[1]); }
+    for (const e of evals) if (isFinite(e[1])) { lo = Math.min(lo, e[1]); hi = Math.max(hi, e[1]); }
+    if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
+    const sx = v => L + (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5) * (W - L - R);
+    const sy = v => T + (hi - v) / (hi - lo) * (H - T - B);
+    const chart = el('svg', { class: 'chart', width: W, height: H }, box);
+    el('rect', { x: L, y: T, width: W - L - R, height: H - T - B, fill: '#fff', stroke: '#ddd' }, chart);
+    svgText(chart, L - 3, T + 8, num(hi), { 'text-anchor': 'end' });
+    svgText(chart, L - 3, H - B, num(lo), { 'text-anchor': 'end' });
+    svgText(chart, L, H - 5, 'step ' + x0);
+    svgText(chart, W - R, H - 5, String(x1), { 'text-anchor': 'end' });
+    // A line through the steps whose value (column k) is finite.
+    const line = (k, y) => steps.filter(s => isFinite(s[k]))
+      .map(s => sx(s[0]).toFixed(1) + ',' + y(s[k]).toFixed(1)).join(' ');
+    el('polyline', { class: 'loss', points: line(1, sy) }, chart);
+    if (accuracy) {
+      svgText(chart, W - R + 3, T + 8, '100%');
+      svgText(chart, W - R + 3, H - B, '0%');
+    }
+    const ay = v => T + (1 - v) * (H - T - B);
+    for (const e of evals) {
+      el('circle', { class: 'eval-loss', cx: sx(e[0]), cy: sy(e[1]), r: 3 }, chart);
+      if (e[2] !== null)
+        el('circle', { class: 'accuracy', cx: sx(e[0]), cy: ay(e[2]), r: 3 }, chart);
+    }
+    const cursor = el('line', { class: 'cursor', x1: -10, x2: -10, y1: T, y2: H - B }, chart);
+    const readout = html('div', '', box, 'readout');
+    const legend = 'train loss (line)' +
+      (evals.length ? ' \u00b7 eval loss (orange)' : '') +
+      (accuracy ? ' \u00b7 eval accuracy (green, right axis)' : '');
+    readout.textContent = legend;
+    chart.addEventListener('mousemove', e => {
+      const r = chart.getBoundingClientRect(), want = x0 + (e.clientX - r.left - L) / (W - L - R) * (x1 - x0);
+      let a = 0, b = steps.length - 1;
+      while (a < b) { const mid = (a + b) >> 1; if (steps[mid][0] < want) a = mid + 1; else b = mid; }
+      if (a > 0 && want - steps[a - 1][0] < steps[a][0] - want) a--;
+      const s = steps[a], ev = evals.find(x => x[0] === s[0]);
+      cursor.setAttribute('x1', sx(s[0]));
+      cursor.setAttribute('x2', sx(s[0]));
+      readout.textContent = 'step ' + s[0] + ': loss ' + num(s[1]) + ', lr ' + num(s[2]) +
+        (ev ? '; eval loss ' + num(ev[1]) +
+          (ev[2] !== null ? ', accuracy ' + (100 * ev[2]).toFixed(1) + '%' : '') : '');
+    });
+    chart.addEventListener('mouseleave', () => {
+      cursor.setAttribute('x1', -10);
+      cursor.setAttribute('x2', -10);
+      readout.textContent = legend;
+    });
+    const lrLo = steps.reduce((v, s) => Math.min(v, s[2]), Infinity);
+    const lrHi = steps.reduce((v, s) => Math.max(v, s[2]), -Infinity);
+    if (lrHi > lrLo) {
+      const h = 44, lr = el('svg', { class: 'chart', width: W, height: h }, box);
+      const ly = v => 4 + (lrHi - v) / (lrHi - lrLo) * (h - 8);
+      el('polyline', { class: 'lr', points: line(2, ly) }, lr);
+      svgText(lr, L - 3, 12, num(lrHi), { 'text-anchor': 'end' });
+      svgText(lr, L - 3, h - 4, num(lrLo), { 'text-anchor': 'end' });
+      html('div', 'learning rate', box, 'readout');
+    } else {
+      html('div', 'learning rate ' + num(lrLo) + ' throughout', box, 'readout');
+    }
+    html('div', m.file + ': ' + steps.length + ' steps, ' + evals.length + ' evaluations', box, 'muted');
+  }
+
+  // Work in solid colours; the idle parts (waits, launch gaps, other) striped or blank.
+  const stripes = c => 'repeating-linear-gradient(135deg, #fff 0 3px, ' + c + ' 3px 5px)';
+  const PART_COLORS = { 'collectives': '#9141ac', 'copies h2d': '#e5a50a', 'copies d2d': '#f6d32d',
+    'copies d2h': '#f9f06b', 'waits': stripes('#b0b0b0'), 'host': '#5e5c64',
+    'launch gaps': stripes('#dcdcdc'), 'other': '#fff' };
+  const ms = v => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toPrecision(2)) + ' ms';
+
+  // Each device's mean step as a bar of its parts: kernels (busy) in the device's colour.
+  function busyBars(t, box) {
+    html('h3', 'Busy time per step', box);
+    html('div', 'A device is busy while at least one of its kernels runs. Mean of steps ' +
+      t.averaged[0] + '\u2013' + t.averaged[1] + ' (' + ms(t.wall_ms) + ' each)' +
+      (t.profiled_steps > 1 ? '; step 1 took ' + ms(t.first_step_ms) + ' (setup)' : '') + '.', box, 'muted');
+    const byName = new Map(t.devices.map(d => [d[0], d]));
+    DATA.devices.forEach(([name, color], di) => {
+      const d = byName.get(name);
+      if (!d) return;
+      const line = html('div', undefined, box, 'busy');
+      line.setAttribute('data-device', name);
+      line.title = t.parts.map((p, k) => p + ' ' + ms(d[2][k])).join('\n');
+      const label = html('span', undefined, line, 'busy-name');
+      label.appendChild(deviceCell(di));
+      const bar = html('span', undefined, line, 'bar');
+      t.parts.forEach((p, k) => {
+        if (!(d[2][k] > 0)) return;
+        const seg = html('span', undefined, bar);
+        seg.style.width = (100 * d[2][k] / t.wall_ms).toFixed(2) + '%';
+        seg.style.background = PART_COLORS[p] || '#eee';
+        if (k === 0) { seg.style.background = color; seg.className = 'kernels'; }
+      });
+      html('span', ms(d[1]) + ' ' + (100 * d[1] / t.wall_ms).toFixed(0) + '%', line, 'busy-ms');
+      line.addEventListener('click', () => {
+        focusDev = focusDev === di ? -1 : di;
+        box.querySelectorAll('.busy').forEach(x => x.classList.toggle('focus', x === line && focusDev >= 0));
+        render();
+      });
+    });
+    const key = html('div', undefined, box, 'muted');
+    key.textContent = 'Bars: kernels (busy) in the device\u2019s colour, collectives purple, copies ' +
+      'yellow, host dark grey, waits and launch gaps striped (hover for each part). Click a device ' +
+      'to fade the others\u2019 nodes.';
+    html('div', t.file + ': ' + t.profiled_steps + ' steps traced', box, 'muted');
+  }
+
+  function showRun(run) {
+    const box = document.getElementById('run');
+    document.body.classList.add('has-run');
+    if (run.metrics && run.metrics.steps.length) lossChart(run.metrics, box);
+    if (run.trace) busyBars(run.trace, box);
+    // The details start where the run's panel ends (at most 62% of the window; it scrolls).
+    const below = () => { panel.style.top = box.getBoundingClientRect().bottom + 'px'; };
+    below();
+    window.addEventListener('resize', below);
+  }
+
   //===-- Search and buttons --------------------------------------------------===//
 
   search.addEventListener('input', () => {
@@ -654,6 +803,7 @@
   svg = el('svg', { xmlns: SVGNS }, canvas);
   viewport = el('g', { id: 'viewport' }, svg);
   window.addEventListener('resize', applyView);
+  if (DATA.run) showRun(DATA.run);
   if (DATA.graphs.length) {
     loadGraph(0);
     applyHash();

@@ -6,7 +6,9 @@
 // there with their devices' colours, and that the URL hash opens a tower and
 // selects a node whose details name its device and placement reason. A
 // harness page drives the page's controls (clicks on boxes, headers and nodes,
-// search, the buttons, wheel zoom, drag) through an iframe. Skips only when
+// search, the buttons, wheel zoom, drag) through an iframe, and the run panel
+// of a page with a run (its loss line, bars, a click on a device, the
+// pointer's readout). Skips only when
 // Chromium is not installed. The files stay in the build directory
 // (test-output/placement/) to be looked at.
 //
@@ -17,6 +19,7 @@
 #include "passes/InsertTransfers.h"
 #include "placement/HtmlView.h"
 #include "placement/Placer.h"
+#include "placement/RunView.h"
 #include "placement/ViewTree.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -136,6 +139,39 @@ protected:
     writeHtmlView(*module_, os);
   }
 
+  /// Rewrites the page with a run of the plan: `steps` steps with one
+  /// evaluation, a trace of every device (gpu:K busy (K + 1) ms of 10).
+  void writePageWithRun(int steps) {
+    std::string metrics;
+    for (int s = 1; s <= steps; ++s)
+      metrics += "{\"kind\":\"step\",\"step\":" + std::to_string(s) +
+                 ",\"loss\":" + std::to_string(3.0 / s) + ",\"lr\":0.1" +
+                 (s == 1 ? ",\"run\":" + runJson(runIdentityOf(*module_)) : "") + "}\n";
+    metrics += "{\"kind\":\"eval\",\"step\":" + std::to_string(steps) +
+               ",\"loss\":1.5,\"accuracy\":0.6}\n";
+    auto m = parseMetrics(metrics, "run.jsonl");
+    ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+    std::string trace = "[";
+    int pid = 1;
+    for (DeviceId d : devicesOf(*module_)) {
+      std::string name = d.str(), p = std::to_string(pid++);
+      trace += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + p + ",\"args\":{\"name\":\"" +
+               name + "\"}},";
+      double busy = d.isGpu() ? 1000.0 * (d.index + 1) : 500;
+      trace += "{\"cat\":\"breakdown\",\"pid\":" + p + ",\"dur\":" + std::to_string(busy) +
+               ",\"args\":{\"part\":\"kernels\",\"step\":0}},";
+    }
+    trace += "{\"cat\":\"step\",\"name\":\"step 0\",\"pid\":0,\"dur\":10000}]";
+    auto t = parseTrace(trace, "trace.json");
+    ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+    std::vector<std::string> notes;
+    ASSERT_EQ(errorText(checkRunMatchesPlan(*module_, &*m, &*t, notes)), "");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(page_, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    writeHtmlView(*module_, os, &*m, &*t);
+  }
+
   std::string chromium_, page_;
   std::unique_ptr<Module> module_;
 };
@@ -206,9 +242,10 @@ TEST_F(HtmlViewInBrowser, HashOpensATowerAndSelectsANode) {
 
 /// Drives the page from a parent document: `--allow-file-access-from-files`
 /// lets a file:// page reach into a file:// iframe.
+/// `PAGE` is the driven page, `CHECKS` what the harness does to it.
 const char *const kHarness = R"(<!DOCTYPE html>
 <html><body><pre id="log"></pre>
-<iframe id="f" src="ControlsWorkWhenDriven.html" width="1200" height="800"></iframe>
+<iframe id="f" src="PAGE" width="1200" height="800"></iframe>
 <script>
 const log = [];
 const ok = (cond, what) => log.push((cond ? 'PASS ' : 'FAIL ') + what);
@@ -217,6 +254,15 @@ document.getElementById('f').addEventListener('load', () => {
     const w = document.getElementById('f').contentWindow, d = w.document;
     const q = s => d.querySelector(s);
     const click = el => el.dispatchEvent(new w.MouseEvent('click', {bubbles: true}));
+CHECKS  } catch (e) {
+    log.push('FAIL exception: ' + e);
+  }
+  document.getElementById('log').textContent = log.join('\n');
+});
+</script></body></html>
+)";
+
+const char *const kControlChecks = R"(
     ok(d.body.getAttribute('data-ready') === '1', 'page ready');
     click(q('.cluster.collapsed[data-label="tower 1"] rect'));
     ok(!!q('.cluster.expanded[data-label="tower 1"]'), 'a click on a box expands it');
@@ -249,31 +295,66 @@ document.getElementById('f').addEventListener('load', () => {
     w.dispatchEvent(new w.MouseEvent('mousemove', {clientX: 180, clientY: 150}));
     w.dispatchEvent(new w.MouseEvent('mouseup', {clientX: 180, clientY: 150}));
     ok(q('#viewport').getAttribute('transform') !== t1, 'dragging pans');
-  } catch (e) {
-    log.push('FAIL exception: ' + e);
-  }
-  document.getElementById('log').textContent = log.join('\n');
-});
-</script></body></html>
 )";
 
-TEST_F(HtmlViewInBrowser, ControlsWorkWhenDriven) {
+/// The harness's log after it ran `checks` on this test's page.
+std::string driveThePage(const std::string &chromium, llvm::StringRef checks) {
   std::string harness = testFile(".harness.html");
   {
+    std::string text = kHarness;
+    text.replace(text.find("PAGE"), 4, llvm::sys::path::filename(testFile(".html")).str());
+    text.replace(text.find("CHECKS"), 6, checks.str());
     std::error_code ec;
     llvm::raw_fd_ostream os(harness, ec);
-    ASSERT_FALSE(ec) << ec.message();
-    os << kHarness;
+    EXPECT_FALSE(ec) << ec.message();
+    os << text;
   }
   std::string dom = testFile(".dom.html");
-  ASSERT_EQ(runChromium(chromium_, {"--dump-dom", "--allow-file-access-from-files"},
+  EXPECT_EQ(runChromium(chromium, {"--dump-dom", "--allow-file-access-from-files"},
                         "file://" + harness, dom, testFile(".log")),
             0);
   std::string text = readFile(dom);
   size_t from = text.find("<pre id=\"log\">"), to = text.find("</pre>");
-  ASSERT_NE(from, std::string::npos);
-  ASSERT_NE(to, std::string::npos);
-  std::string log = text.substr(from + 14, to - from - 14);
+  if (from == std::string::npos || to == std::string::npos)
+    return "FAIL no log in " + dom;
+  return text.substr(from + 14, to - from - 14);
+}
+
+TEST_F(HtmlViewInBrowser, ControlsWorkWhenDriven) {
+  std::string log = driveThePage(chromium_, kControlChecks);
   EXPECT_EQ(log.find("FAIL"), std::string::npos) << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n') + 1, 15) << log;
+}
+
+/// The run panel: a point of the loss line per step, the evaluation, a bar
+/// per device in the plan's order, and a click on a device fading the rest.
+const char *const kRunChecks = R"(
+    ok(d.body.getAttribute('data-ready') === '1', 'page ready');
+    ok(w.getComputedStyle(q('#run')).display === 'block', 'the run panel is shown');
+    ok(q('#run polyline.loss').getAttribute('points').trim().split(' ').length === 40,
+      'the loss line has a point per step');
+    ok(d.querySelectorAll('#run circle.eval-loss').length === 1, 'the evaluation is a point');
+    ok(q('#run').textContent.includes('learning rate 0.1 throughout'), 'a constant rate is a line of text');
+    const rows = [...d.querySelectorAll('#run .busy')].map(r => r.getAttribute('data-device'));
+    ok(rows.join(' ') === 'cpu:0 gpu:0 gpu:1 gpu:2 gpu:3', 'a bar per device in the plan order: ' + rows);
+    ok(q('#run .busy[data-device="gpu:2"]').textContent.includes('3.0 ms 30%'), 'busy ms and share');
+    const kernels = q('#run .busy[data-device="gpu:2"] .bar span');
+    ok(parseFloat(kernels.style.width) === 30, 'the kernels part is 30% of the bar');
+    click(q('#run .busy[data-device="gpu:2"]'));
+    ok(!!q('.cluster.collapsed.faded[data-label="tower 0"]'), 'a click on gpu:2 fades tower 0');
+    ok(!q('.cluster.faded[data-label="tower 2"]'), 'and not tower 2');
+    ok(!!q('.node.faded[data-name="split"]'), 'and the host nodes');
+    click(q('#run .busy[data-device="gpu:2"]'));
+    ok(d.querySelectorAll('.faded').length === 0, 'a second click clears it');
+    const chart = q('#run svg.chart'), r = chart.getBoundingClientRect();
+    chart.dispatchEvent(new w.MouseEvent('mousemove', {clientX: r.left + 279, clientY: r.top + 30}));
+    ok(/^step 40: loss 0.075/.test(q('#run .readout').textContent), 'the pointer reads a step off: ' +
+      q('#run .readout').textContent);
+)";
+
+TEST_F(HtmlViewInBrowser, RunPanelWorksWhenDriven) {
+  writePageWithRun(40);
+  std::string log = driveThePage(chromium_, kRunChecks);
+  EXPECT_EQ(log.find("FAIL"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n') + 1, 13) << log;
 }

@@ -58,6 +58,15 @@ def write_idx(path, magic, shape, data):
         f.write(struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in shape) + data)
 
 
+def small_fashion_mnist(data):
+    """A Fashion-MNIST of 64 training and 64 test images in IDX files under `data`."""
+    os.makedirs(data)
+    for prefix in ("train", "t10k"):
+        pixels = bytes((i * 37 + i // 784 * 11) % 256 for i in range(64 * 28 * 28))
+        write_idx(os.path.join(data, prefix + "-images-idx3-ubyte.gz"), 0x803, (64, 28, 28), pixels)
+        write_idx(os.path.join(data, prefix + "-labels-idx1-ubyte.gz"), 0x801, (64,), bytes(i % 10 for i in range(64)))
+
+
 def _crc32c_table():
     table = []
     for i in range(256):
@@ -232,12 +241,7 @@ class TensorBoardTest(CliCase):
     def test_evaluation_after_each_epoch(self):
         # Evaluation needs a test split: a small Fashion-MNIST of the test's own (IDX files).
         data = self.path("fmnist")
-        os.makedirs(data)
-        for prefix in ("train", "t10k"):
-            pixels = bytes((i * 37 + i // 784 * 11) % 256 for i in range(64 * 28 * 28))
-            write_idx(os.path.join(data, prefix + "-images-idx3-ubyte.gz"), 0x803, (64, 28, 28), pixels)
-            write_idx(os.path.join(data, prefix + "-labels-idx1-ubyte.gz"), 0x801, (64,),
-                      bytes(i % 10 for i in range(64)))
+        small_fashion_mnist(data)
         tb, m = self.path("tb"), self.path("m.jsonl")
         train(*MLP, "--data", "fashion-mnist:" + data, "--epochs", "2", "--tensorboard", tb, "--metrics", m)
         (name,) = self.files(tb)

@@ -96,8 +96,11 @@ llvm::Error MetricsWriter::step(const StepRecord &r) {
       os << llvm::format(",\"loss_scale\":%.9g", *r.lossScale);
     if (r.skippedSteps)
       os << ",\"skipped_steps\":" << *r.skippedSteps;
+    if (run_)
+      os << ",\"run\":" << runJson(*run_);
     os << "}\n";
   }
+  run_.reset();
   return withContext(out_->write(os.str()), "metrics");
 }
 

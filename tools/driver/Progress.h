@@ -6,13 +6,17 @@
 // Metrics are appended as they come, so a run that stops early keeps them.
 // A step's record splits its seconds into compute, intra_worker, inter_worker
 // and input_staging (executor/StepTimes.h), which add up to it; input_wait,
-// the wait for the loader before the step, is not in its seconds.
+// the wait for the loader before the step, is not in its seconds. In JSON
+// lines, a run's first step record also carries the run (placement/RunView.h:
+// "run": model, devices, global batch), which ties the file to its plan for
+// `graphc view --metrics`.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "executor/StepTimes.h"
 #include "ir/OutputFile.h"
+#include "placement/RunView.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,6 +70,9 @@ public:
   /// `append`: keep what the file holds (a resumed run).
   static llvm::Expected<std::unique_ptr<MetricsWriter>> open(llvm::StringRef path,
                                                              bool append = false);
+  /// The run whose first step comes next (JSON lines only: CSV has no
+  /// column for it).
+  void startRun(const RunIdentity &id) { run_ = id; }
   llvm::Error step(const StepRecord &r);
   /// An evaluation of `samples` that took `seconds`; a regression (mse) has
   /// no accuracy, and its record none.
@@ -78,6 +85,7 @@ private:
   MetricsWriter(std::unique_ptr<OutputStream> out, bool csv) : out_(std::move(out)), csv_(csv) {}
   std::unique_ptr<OutputStream> out_;
   bool csv_;
+  std::optional<RunIdentity> run_;
 };
 
 } // namespace graphc

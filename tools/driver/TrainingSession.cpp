@@ -322,6 +322,8 @@ llvm::Error TrainingSession::preparePlan() {
   if (!plan)
     return plan.takeError();
   compiled_ = std::move(*plan);
+  // The whole plan's, before a worker cuts its part out of it.
+  const RunIdentity identity = runIdentityOf(*compiled_);
   // Several processes: the same plan everywhere, then this rank's part of it.
   part_ = WorkerSlice{0, batch_};
   // The plan's towers, in all and per worker (the rank keeps only its own).
@@ -366,6 +368,8 @@ llvm::Error TrainingSession::preparePlan() {
       return w.takeError();
     ps_ = std::move(*w);
   }
+  if (metrics_)
+    metrics_->startRun(identity);
   return checkPlanFitsCluster(*compiled_);
 }
 
