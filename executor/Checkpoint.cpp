@@ -273,6 +273,14 @@ llvm::Error restorePartInto(const LoadedCheckpoint &ckpt, Executor &ex) {
   return llvm::Error::success();
 }
 
+std::set<std::string> unusedSlots(const LoadedCheckpoint &ckpt, const Module &compiled) {
+  std::set<std::string> kinds;
+  for (const NamedTensor &t : ckpt.tensors)
+    if (!compiled.findVariable(t.name) && isSlotOf(compiled, t.name, t.tensor.type()))
+      kinds.insert(llvm::StringRef(t.name).rsplit('.').second.str());
+  return kinds;
+}
+
 llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Executor &ex) {
   if (auto e = checkFits(ckpt, compiled))
     return e;

@@ -40,6 +40,7 @@
 #include "ir/Archive.h"
 
 #include <optional>
+#include <set>
 
 namespace graphc {
 
@@ -106,6 +107,12 @@ llvm::Expected<std::optional<LoadedCheckpoint>> loadForResume(llvm::StringRef di
 /// Copies the checkpoint's tensors into the executor's variables (strictly)
 /// and sets its step counter.
 llvm::Error restoreInto(const LoadedCheckpoint &ckpt, const Module &compiled, Executor &ex);
+
+/// The kinds of optimizer slot ("momentum", "adam_m", ...) the checkpoint
+/// holds and `compiled` has no use for: a run resumed with plain SGD from
+/// another optimizer's checkpoint (which restoreInto allows, as evaluation
+/// reads any checkpoint) drops that state, and says so.
+std::set<std::string> unusedSlots(const LoadedCheckpoint &ckpt, const Module &compiled);
 
 /// One process's part of a run whose variables live in several processes
 /// (parameter-server tasks): checkFits against the whole plan before it is

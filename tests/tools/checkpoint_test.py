@@ -337,8 +337,11 @@ class RecordedRunTest(Case):
         self.assertFailsClearly(p, "it was trained with another optimizer (its slots per variable: "
                                 "momentum; this run's: adam_m, adam_v)")
         self.assertNotIn(".weight", p.stderr)
-        # Plain SGD has no slots: it resumes from any optimizer's checkpoint, as eval reads it.
-        train(*MLP, "--steps", "4", "--checkpoint", d, "--resume", "--optimizer", "sgd")
+        # Plain SGD has no slots: it resumes from any optimizer's checkpoint, as eval reads it, and
+        # says that the momentum is dropped.
+        p = train(*MLP, "--steps", "4", "--checkpoint", d, "--resume", "--optimizer", "sgd")
+        self.assertIn("note: the checkpoint's optimizer state (momentum per variable) is not used: this "
+                      "run's --optimizer sgd keeps none", p.stdout)
 
     def test_eval_reads_the_data_set_it_was_trained_on(self):
         d = self.path("c")

@@ -406,6 +406,11 @@ llvm::Error TrainingSession::restoreCheckpoint() {
           ps_ ? restorePartInto(*ckpt_, *executor_) : restoreInto(*ckpt_, *compiled_, *executor_))
     return e;
   result_.lastCheckpoint = ckpt_->path;
+  if (std::set<std::string> dropped = unusedSlots(*ckpt_, *compiled_); !dropped.empty())
+    notes_.push_back("the checkpoint's optimizer state (" + llvm::join(dropped, ", ") +
+                     " per variable) is not used: this run's --optimizer " +
+                     opts_.compile.options.optimizer +
+                     " keeps none, so its updates start afresh from the checkpoint's weights");
   const CheckpointInfo &i = ckpt_->info;
   epoch_ = i.epoch;
   if (i.seed == seed_ && i.batch == batch_ && i.data == dataId_ && i.epochSamples <= train_->size())
