@@ -211,6 +211,13 @@ class LossesAndDataTest(CliCase):
         got = float(p.stdout.split("test loss ")[1].split()[0])
         self.assertAlmostEqual(got, want, delta=1e-4 * want, msg=p.stdout)
         self.towers_match_one_device("reg", data, "64", "--loss", "mse")
+        # graphc place compiles the loss into the plan; the plan trains with it and keeps it.
+        placed = self.path("reg.placed")
+        run(GRAPHC, "place", self.w("reg.onnx"), "--loss", "mse", "--gpus", "2", "--batch", "32", "-o", placed)
+        p = run(GRAPHRUN, "train", placed, "--data", data, "--emulate", "--steps", "2", "--no-progress")
+        self.assertIn("loss       mse", p.stdout)
+        p = run(GRAPHRUN, "train", placed, "--data", data, "--emulate", "--steps", "2", "--loss", "nll", ok=False)
+        self.assertFailsClearly(p, "--loss applies to models (the plan trains with mse)")
 
     def test_token_ids_from_npz(self):
         data = "npz:" + self.w("tok.npz")
