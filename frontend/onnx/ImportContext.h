@@ -139,6 +139,7 @@ struct OpRule {
 llvm::ArrayRef<OpRule> elementwiseRules();
 llvm::ArrayRef<OpRule> nnRules();
 llvm::ArrayRef<OpRule> shapeRules();
+llvm::ArrayRef<OpRule> recurrentRules();
 /// The rule for an op type of the default domain, or null.
 const OpRule *findRule(llvm::StringRef opType);
 

@@ -7,8 +7,11 @@
 // (bounds as attributes before opset 11, as constant inputs after; an absent
 // bound is stored as -inf/+inf), Cast (`to` as our dtype), Softmax and
 // LogSoftmax (opset 13 semantics; older opsets only over the last axis),
-// Sum (as AddN) and Identity (of a weight: a variable of its own, see
-// Importer::aliasVariable).
+// Sum (as AddN), Identity (of a weight: a variable of its own, see
+// Importer::aliasVariable), Equal, Less, Greater, Not and Where on run-time
+// data (an attention's padding mask); LessOrEqual, GreaterOrEqual, And, Or
+// and Mod are folded at import (ShapeFolding.cpp) and refused on run-time
+// data.
 //
 //===----------------------------------------------------------------------===//
 
@@ -117,6 +120,14 @@ template <Op O> llvm::Error importSoftmax(NodeContext &ctx) {
   return direct(ctx, O, std::move(a));
 }
 
+/// Reached only when an input is computed at run time: folding took every
+/// other case (ShapeFolding.cpp).
+llvm::Error importFoldOnly(NodeContext &ctx) {
+  return ctx.fail("reads a value computed at run time; graphc computes " + ctx.opType() +
+                  " only at import, from constants and shapes (Equal, Less, Greater, Not and "
+                  "Where also run on data)");
+}
+
 llvm::Error importIdentity(NodeContext &ctx) {
   if (!ctx.hasInput(0) || ctx.proto().output_size() < 1)
     return ctx.fail("needs one input and one output");
@@ -163,6 +174,16 @@ const OpRule kRules[] = {
     {"Softmax", importSoftmax<Op::Softmax>},
     {"LogSoftmax", importSoftmax<Op::LogSoftmax>},
     {"Sum", importDirect<Op::AddN>},
+    {"Equal", importDirect<Op::Equal>},
+    {"Less", importDirect<Op::Less>},
+    {"Greater", importDirect<Op::Greater>},
+    {"Not", importDirect<Op::Not>},
+    {"Where", importDirect<Op::Where>},
+    {"LessOrEqual", importFoldOnly},
+    {"GreaterOrEqual", importFoldOnly},
+    {"And", importFoldOnly},
+    {"Or", importFoldOnly},
+    {"Mod", importFoldOnly},
     {"Identity", importIdentity},
 };
 
@@ -173,7 +194,8 @@ llvm::ArrayRef<OpRule> elementwiseRules() {
 }
 
 const OpRule *findRule(llvm::StringRef opType) {
-  for (llvm::ArrayRef<OpRule> rules : {elementwiseRules(), nnRules(), shapeRules()})
+  for (llvm::ArrayRef<OpRule> rules :
+       {elementwiseRules(), nnRules(), shapeRules(), recurrentRules()})
     for (const OpRule &r : rules)
       if (r.opType == opType)
         return &r;

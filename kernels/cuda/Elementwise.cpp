@@ -2,7 +2,8 @@
 //
 // The CUDA twins of kernels/cpu/Elementwise.cpp, Cast.cpp, Structural.cpp and
 // the copying ops: binary ops with numpy broadcasting and the activation
-// gradients, unary ops, Cast, AddN (our kernels, Elementwise.cu); Identity,
+// gradients, unary ops, Cast, AddN, Equal, Less, Greater, Not and Where (our
+// kernels, Elementwise.cu); Identity,
 // Transfer (on one device), Dropout at inference and the Reshape family
 // (asynchronous device copies the executor may elide: operand 0 in place);
 // Constant (from pinned host memory) and Variable (from its storage).
@@ -147,6 +148,75 @@ protected:
                                 ctx.inputs[0].data, streamOf(ctx)));
     return llvm::Error::success();
   }
+};
+
+class CompareKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+  llvm::Error init() override {
+    auto index =
+        broadcastIndex2(node(), resultType().shape, operandType(0).shape, operandType(1).shape);
+    if (!index)
+      return index.takeError();
+    index_ = *index;
+    return llvm::Error::success();
+  }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    Op op = node().op();
+    CompareOp cmp = op == Op::Equal  ? CompareOp::Equal
+                    : op == Op::Less ? CompareOp::Less
+                                     : CompareOp::Greater;
+    GRAPHC_CUDA_TRY(launchCompare(cmp, elemType(operandType(0).dtype), index_,
+                                  ctx.outputs[0].numElements(), ctx.outputs[0].data,
+                                  ctx.inputs[0].data, ctx.inputs[1].data, streamOf(ctx)));
+    return llvm::Error::success();
+  }
+
+private:
+  StridedIndex<2> index_;
+};
+
+class NotKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+  std::optional<unsigned> inPlaceOperand() const override { return 0; }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    GRAPHC_CUDA_TRY(launchNot(ctx.outputs[0].numElements(), ctx.outputs[0].data,
+                              ctx.inputs[0].data, streamOf(ctx)));
+    return llvm::Error::success();
+  }
+};
+
+class WhereKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+  llvm::Error init() override {
+    llvm::SmallVector<Dims, 3> shapes;
+    for (unsigned i = 0; i < 3; ++i)
+      shapes.push_back(Dims(operandType(i).shape));
+    auto index = toStridedIndex<3>(node(), plain::broadcastNest(resultType().shape, shapes));
+    if (!index)
+      return index.takeError();
+    index_ = *index;
+    return llvm::Error::success();
+  }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    GRAPHC_CUDA_TRY(launchWhere(elemType(resultType().dtype), index_, ctx.outputs[0].numElements(),
+                                ctx.outputs[0].data, ctx.inputs[0].data, ctx.inputs[1].data,
+                                ctx.inputs[2].data, streamOf(ctx)));
+    return llvm::Error::success();
+  }
+
+private:
+  StridedIndex<3> index_;
 };
 
 class CastKernel : public CudaKernel {
@@ -296,6 +366,10 @@ void registerCudaElementwiseKernels(KernelRegistry &r) {
   r.add(Op::Neg, gpu, numeric, cudaFactory<UnaryKernel>());
   r.add(Op::Cast, gpu, all, cudaFactory<CastKernel>());
   r.add(Op::AddN, gpu, numeric, cudaFactory<AddNKernel>());
+  for (Op op : {Op::Equal, Op::Less, Op::Greater})
+    r.add(op, gpu, numeric, cudaFactory<CompareKernel>());
+  r.add(Op::Not, gpu, DType::Bool, cudaFactory<NotKernel>());
+  r.add(Op::Where, gpu, DType::Bool, cudaFactory<WhereKernel>()); // keyed by the condition
 
   for (Op op : {Op::Identity, Op::Transfer, Op::Reshape, Op::Flatten, Op::Squeeze, Op::Unsqueeze})
     r.add(op, gpu, all, cudaFactory<CopyKernel>());

@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""Sequence models from PyTorch: attention with a padding mask, LSTM, GRU, embeddings.
+
+Debian's PyTorch 1.13 exports, at opset 17 in training mode with a dynamic batch, four models
+that read Fashion-MNIST rows as 28 tokens of 28 features (the input [N, 1, 28, 28] reshaped in
+the model, so the IDX data set trains them):
+
+- `attention`: Linear, a 2-layer nn.TransformerEncoder (4 heads) with a padding mask computed
+  from the data (Less on a pixel: a runtime Where(mask, -inf, 0) added to the attention
+  scores), mean over tokens, Linear. PyTorch's multi-head attention also computes reshape
+  targets with Equal and Where on shapes, which graphc folds at import.
+- `lstm`: a one-layer LSTM, its last step's output into a Linear.
+- `gru`: a bidirectional GRU (linear_before_reset = 1, as PyTorch writes it), likewise.
+- `embedding`: nn.Embedding fed by an int64 graph input [N, 7] (token ids), an LSTM with
+  initial states given as graph inputs, its final hidden state into a Linear.
+
+graphc imports LSTM and GRU unrolled into MatMul, Add, Sigmoid, Tanh, Mul, Split and Concat
+(frontend/onnx/OnnxOpImportRecurrent.cpp). Checked for each of the first three:
+
+- `graphrun infer` against ONNX Runtime and against PyTorch's forward pass;
+- one SGD step of `graphrun train` on 16 Fashion-MNIST-format images against PyTorch's step:
+  the loss, and every weight after the step (our `graphrun export` against PyTorch's export
+  of its model after its step, initializer by initializer: the same names, the same ONNX
+  layout of the LSTM and GRU weights);
+- three steps on two emulated GPUs against three on one device.
+
+The embedding model: `graphrun infer` with an int64 .npy input against ONNX Runtime and
+PyTorch. And the refusals, one clear message each: a sequence length unknown at import, LSTM's
+clip, a non-default activation, Mod on run-time data.
+
+Tolerances follow tests/tools/sumbound.py: 2(K+4)u of the tensor's largest value, K the longest
+sum (`graphc inspect --json`); updated weights also within 1e-5 of their own magnitude. Every
+figure is printed.
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sumbound  # noqa: E402
+from cli_test import GRAPHC, GRAPHRUN, CliCase, run, write_idx  # noqa: E402
+from modern_ops_test import FASHION_BATCH, ONNX_FACTS  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+VENV_PYTHON = os.path.join(ROOT, ".cache", "onnxruntime-venv", "bin", "python")
+BATCH = 16
+LR = 0.1
+ROW_MODELS = ("attention", "lstm", "gru")
+
+TORCH_SIDE = r'''
+import sys, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
+out, batch, lr = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+torch.set_num_threads(1)
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(28, 32)
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2)
+        self.head = nn.Linear(32, 10)
+        # The first token is never masked, so no row of the scores is all -inf.
+        self.register_buffer("keep_first", torch.tensor([10.0] + [0.0] * 27))
+    def forward(self, x):
+        rows = x.reshape(x.shape[0], 28, 28)
+        mask = rows[:, :, 0] + self.keep_first < -0.5
+        h = self.encoder(self.embed(rows), src_key_padding_mask=mask)
+        return self.head(h.mean(1))
+
+class Rows(nn.Module):
+    def __init__(self, cell, bidirectional):
+        super().__init__()
+        self.rnn = cell(28, 16, batch_first=True, bidirectional=bidirectional)
+        self.head = nn.Linear(32 if bidirectional else 16, 10)
+    def forward(self, x):
+        y, _ = self.rnn(x.reshape(x.shape[0], 28, 28))
+        return self.head(y[:, -1])
+
+class Tokens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 12)
+        self.rnn = nn.LSTM(12, 16, batch_first=True)
+        self.head = nn.Linear(16, 5)
+    def forward(self, tokens, h0, c0):
+        _, (h, c) = self.rnn(self.embed(tokens), (h0, c0))
+        return self.head(h[-1] + c[-1])
+
+def export(model, args, path, names, dynamic):
+    torch.onnx.export(model, args, path, opset_version=17, input_names=names, output_names=["y"],
+                      dynamic_axes=dynamic, training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+
+xi = np.random.RandomState(1).randn(5, 1, 28, 28).astype(np.float32)
+np.save(out + "/x_infer.npy", xi)
+''' + FASHION_BATCH + r'''
+dyn = {"x": {0: "N"}, "y": {0: "N"}}
+makers = {"attention": Attention, "lstm": lambda: Rows(nn.LSTM, False),
+          "gru": lambda: Rows(nn.GRU, True)}
+for name, make in makers.items():
+    torch.manual_seed(0)
+    model = make()
+    export(model, torch.zeros(2, 1, 28, 28), "%s/%s.onnx" % (out, name), ["x"], dyn)
+    with torch.no_grad():
+        np.save("%s/%s_torch_infer.npy" % (out, name), model(torch.from_numpy(xi)).numpy())
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    export(model, torch.zeros(2, 1, 28, 28), "%s/%s_after.onnx" % (out, name), ["x"], dyn)
+    with open("%s/%s_loss.txt" % (out, name), "w") as f:
+        f.write(repr(loss.item()))
+
+torch.manual_seed(0)
+tokens_model = Tokens()
+rs = np.random.RandomState(4)
+tokens = rs.randint(0, 50, (5, 7)).astype(np.int64)
+h0 = (rs.randn(1, 5, 16) * 0.5).astype(np.float32)
+c0 = (rs.randn(1, 5, 16) * 0.5).astype(np.float32)
+for n, a in (("tokens", tokens), ("h0", h0), ("c0", c0)):
+    np.save("%s/%s.npy" % (out, n), a)
+export(tokens_model, (torch.zeros(2, 7, dtype=torch.long), torch.zeros(1, 2, 16), torch.zeros(1, 2, 16)),
+       out + "/embedding.onnx", ["tokens", "h0", "c0"],
+       {"tokens": {0: "N"}, "h0": {1: "N"}, "c0": {1: "N"}, "y": {0: "N"}})
+with torch.no_grad():
+    want = tokens_model(torch.from_numpy(tokens), torch.from_numpy(h0), torch.from_numpy(c0))
+np.save(out + "/embedding_torch_infer.npy", want.numpy())
+'''
+
+# ONNX Runtime on a model with several inputs: MODEL OUTPUT INPUT...
+ORT_RUN_MANY = r'''
+import sys, numpy as np, onnxruntime as ort
+options = ort.SessionOptions()
+options.intra_op_num_threads = 1
+s = ort.InferenceSession(sys.argv[1], options, providers=["CPUExecutionProvider"])
+feeds = {i.name: np.load(p) for i, p in zip(s.get_inputs(), sys.argv[3:])}
+np.save(sys.argv[2], s.run(None, feeds)[0])
+'''
+
+# Models graphc refuses, written with Debian's python3-onnx: NAME -> the file.
+REFUSED = r'''
+import sys, numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+out = sys.argv[1]
+rs = np.random.RandomState(5)
+def lstm(name, seq, **attrs):
+    w = numpy_helper.from_array(rs.randn(1, 16, 3).astype(np.float32), "W")
+    r = numpy_helper.from_array(rs.randn(1, 16, 4).astype(np.float32), "R")
+    node = helper.make_node("LSTM", ["x", "W", "R"], ["y", "y_h"], name="rnn/LSTM", hidden_size=4,
+                            **attrs)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, "N", 3])],
+                          [helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, "N", 4])], [w, r])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "%s/%s.onnx" % (out, name))
+lstm("lstm_unknown_length", "L")
+lstm("lstm_clip", 5, clip=3.0)
+lstm("lstm_relu", 5, activations=["Relu", "Tanh", "Tanh"])
+node = helper.make_node("Mod", ["x", "d"], ["y"], name="m/Mod", fmod=1)
+g = helper.make_graph([node], "mod", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                      [numpy_helper.from_array(np.full(3, 2, np.float32), "d")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out + "/mod_runtime.onnx")
+'''
+
+U = sumbound.F32
+
+
+def relative(got, want):
+    return sumbound.relative_error(got, want)
+
+
+class SequenceModelsTest(CliCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(VENV_PYTHON):
+            raise unittest.SkipTest("ONNX Runtime's environment is missing; run scripts/install-test-deps")
+        cls.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "graphc-sequence-models-%d" % os.getpid())
+        os.makedirs(cls.work, exist_ok=True)
+        for script in (TORCH_SIDE, REFUSED):
+            subprocess.run(["/usr/bin/python3", "-c", script, cls.work, str(BATCH), str(LR)], check=True,
+                           capture_output=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def w(self, name):
+        return os.path.join(self.work, name)
+
+    def ort(self, model, *inputs):
+        y = self.path("ort.npy")
+        subprocess.run([VENV_PYTHON, "-c", ORT_RUN_MANY, model, y, *inputs], check=True, capture_output=True)
+        return np.load(y)
+
+    def initializers(self, model):
+        npz = self.path("facts.npz")
+        subprocess.run(["/usr/bin/python3", "-c", ONNX_FACTS, model, npz], check=True, capture_output=True)
+        return dict(np.load(npz))
+
+    def infer(self, model, *inputs):
+        y = self.path("ours.npy")
+        args = []
+        for x in inputs:
+            args += ["--input", x]
+        run(GRAPHRUN, "infer", model, *args, "-o", y, "--threads", "2")
+        return np.load(y)
+
+    def bound(self, model, batch):
+        k = int(json.loads(run(GRAPHC, "inspect", model, "--batch", batch, "--json").stdout)["longest_sum"])
+        return 2 * (k + 4) * U
+
+    def test_infer_matches_onnxruntime_and_pytorch(self):
+        x = self.w("x_infer.npy")
+        for name in ROW_MODELS:
+            model = self.w(name + ".onnx")
+            ours, bound = self.infer(model, x), self.bound(model, 5)
+            for what, want in (("onnxruntime", self.ort(model, x)),
+                               ("PyTorch", np.load(self.w(name + "_torch_infer.npy")))):
+                err = relative(ours, want)
+                sumbound.report("%s: graphrun infer against %s" % (name, what), err, bound)
+                self.assertLessEqual(err, bound, (name, what))
+
+    def test_embedding_with_int64_tokens_infers_as_onnxruntime(self):
+        model = self.w("embedding.onnx")
+        inputs = [self.w(n + ".npy") for n in ("tokens", "h0", "c0")]
+        self.assertEqual(np.load(inputs[0]).dtype, np.int64)
+        ours, bound = self.infer(model, *inputs), self.bound(model, 5)
+        for what, want in (("onnxruntime", self.ort(model, *inputs)),
+                           ("PyTorch", np.load(self.w("embedding_torch_infer.npy")))):
+            err = relative(ours, want)
+            sumbound.report("embedding + LSTM on int64 tokens: graphrun infer against " + what, err, bound)
+            self.assertLessEqual(err, bound, what)
+
+    def test_one_sgd_step_matches_pytorch(self):
+        data = self.path("data")
+        os.makedirs(data)
+        images, labels = np.load(self.w("images.npy")), np.load(self.w("labels.npy"))
+        for split in ("train", "t10k"):
+            write_idx(os.path.join(data, "%s-images-idx3-ubyte.gz" % split), images, 0x803)
+            write_idx(os.path.join(data, "%s-labels-idx1-ubyte.gz" % split), labels, 0x801)
+        for name in ROW_MODELS:
+            with self.subTest(name):
+                model = self.w(name + ".onnx")
+                ckpt, metrics = self.path(name + "-ckpt"), self.path(name + "-m.jsonl")
+                run(GRAPHRUN, "train", model, "--data", "fashion-mnist:" + data, "--batch", BATCH,
+                    "--steps", "1", "--optimizer", "sgd", "--lr", LR, "--no-eval", "--no-progress",
+                    "--threads", "2", "--seed", "1", "--checkpoint", ckpt, "--metrics", metrics)
+                with open(metrics) as f:
+                    loss = json.loads(f.readline())["loss"]
+                with open(self.w(name + "_loss.txt")) as f:
+                    want_loss = float(f.read())
+                step = self.bound(model, BATCH)
+                loss_err = abs(loss - want_loss) / abs(want_loss)
+                sumbound.report("%s: loss of the step against PyTorch" % name, loss_err, step)
+                self.assertLessEqual(loss_err, step)
+
+                exported = self.path(name + "-after.onnx")
+                run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", exported)
+                ours = self.initializers(exported)
+                theirs = self.initializers(self.w(name + "_after.onnx"))
+                before = self.initializers(model)
+                trained = [n for n in theirs if theirs[n].dtype == np.float32 and
+                           not np.array_equal(theirs[n], before[n])]
+                self.assertTrue(trained)
+                missing = [n for n in trained if n not in ours]
+                self.assertEqual(missing, [], "weights PyTorch trained that our export lacks")
+                worst_w = worst_update = 0.0
+                for n in trained:
+                    worst_w = max(worst_w, relative(ours[n], theirs[n]))
+                    worst_update = max(worst_update, relative(ours[n] - before[n], theirs[n] - before[n]))
+                sumbound.report("%s: %d weights after one SGD step against PyTorch" % (name, len(trained)),
+                                worst_w, 1e-5)
+                sumbound.report("%s: the step's update against PyTorch's" % name, worst_update, step)
+                self.assertLessEqual(worst_w, 1e-5)
+                self.assertLessEqual(worst_update, step)
+
+    def test_two_towers_train_as_one_device(self):
+        for name in ROW_MODELS:
+            with self.subTest(name):
+                model = self.w(name + ".onnx")
+                losses = []
+                for devices in ([], ["--gpus", "2", "--emulate"]):
+                    metrics = self.path("%s-m%d.jsonl" % (name, len(devices)))
+                    run(GRAPHRUN, "train", model, "--batch", BATCH, "--steps", "3", "--no-eval",
+                        "--no-progress", "--threads", "2", "--seed", "1", "--metrics", metrics, *devices)
+                    with open(metrics) as f:
+                        losses.append([json.loads(line)["loss"] for line in f])
+                bound = 3 * self.bound(model, BATCH)
+                err = max(abs(a - b) / abs(a) for a, b in zip(*losses))
+                sumbound.report("%s: losses on two emulated GPUs against one device" % name, err, bound)
+                self.assertEqual(len(losses[1]), 3)
+                self.assertLessEqual(err, bound, losses)
+
+    def test_refusals_are_one_clear_message(self):
+        cases = {
+            "lstm_unknown_length": ["node 'rnn/LSTM' (LSTM", "sequence length", "unknown at import"],
+            "lstm_clip": ["node 'rnn/LSTM' (LSTM", "attribute 'clip' is not supported"],
+            "lstm_relu": ["node 'rnn/LSTM' (LSTM", "activation 'Relu' is not supported"],
+            "mod_runtime": ["node 'm/Mod' (Mod", "computed at run time"],
+        }
+        for name, fragments in cases.items():
+            with self.subTest(name):
+                self.assertFailsClearly(run(GRAPHC, "print", self.w(name + ".onnx"), ok=False), *fragments)
+
+
+if __name__ == "__main__":
+    unittest.main()
