@@ -63,12 +63,10 @@ Result inferBinary(const Ctx &c) {
 
 // Equal, Less, Greater: operands of one dtype, broadcast; the result is bool.
 Result inferCompare(const Ctx &c) {
-  if (auto e = sameDType(c, 0, 1))
-    return e;
-  auto shape = broadcastShapes(c[0].shape, c[1].shape);
-  if (!shape)
-    return c.fail("operands " + c.from(0) + " and " + c.from(1) + " do not broadcast");
-  return one(TensorType(DType::Bool, *shape));
+  Result r = inferBinary(c);
+  if (r)
+    r->front().dtype = DType::Bool;
+  return r;
 }
 
 // Not: a bool operand.

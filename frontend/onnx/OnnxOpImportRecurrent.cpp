@@ -15,8 +15,9 @@
 //     h~ = tanh(XW_h[t] + r * (H @ R_h^T + Rb_h))          linear_before_reset = 1
 //     h~ = tanh(XW_h[t] + (r * H) @ R_h^T + Rb_h)          linear_before_reset = 0
 //     H = (1 - z) * h~ + z * H
-// An absent initial state is zero, so the first step leaves out the terms it
-// would multiply (no zeros tensor of the batch's size is needed). Outputs:
+// An absent initial state, or one known to be zeros (PyTorch's default),
+// is zero, so the first step leaves out the terms it would multiply (no
+// zeros tensor of the batch's size is needed). Outputs:
 // Y [L, D, N, H], Y_h [D, N, H] and (LSTM) Y_c [D, N, H], each built only
 // when something reads it.
 //
@@ -197,15 +198,15 @@ llvm::Expected<Shapes> checkCell(NodeContext &ctx, Cell cell) {
                     toString(t));
   };
   if (auto e = expect(*w, {s.dirs, gh, in}, "W"))
-    return std::move(e);
+    return e;
   if (auto e = expect(*r, {s.dirs, gh, s.hidden}, "R"))
-    return std::move(e);
+    return e;
   if (ctx.hasInput(3)) {
     auto b = ctx.inputType(3);
     if (!b)
       return b.takeError();
     if (auto e = expect(*b, {s.dirs, 2 * gh}, "B"))
-      return std::move(e);
+      return e;
   }
   for (unsigned i : {5u, 6u}) {
     if (i == 6 && cell == Cell::GRU)
@@ -241,9 +242,21 @@ llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
   const int64_t h = s.hidden, g = cell == Cell::LSTM ? 4 : 3, gh = g * h;
   const bool linearBeforeReset = ctx.getInt("linear_before_reset", 0) != 0;
 
+  // PyTorch passes zeros of [D, N, H] (ConstantOfShape) when the caller gives
+  // no state: known zeros are an absent state, so no batch-sized constant
+  // enters the graph.
+  auto knownZeros = [&](unsigned i) {
+    const Known *k = ctx.known(i);
+    if (!k || !isFloat(k->data.dtype()))
+      return false;
+    for (int64_t j = 0; j < k->data.numElements(); ++j)
+      if (k->data.at(j) != 0)
+        return false;
+    return true;
+  };
   llvm::SmallVector<Value *, 8> in(8, nullptr);
   for (unsigned i = 0; i < 7; ++i) {
-    if (!ctx.hasInput(i) || (i == 6 && cell == Cell::GRU))
+    if (!ctx.hasInput(i) || (i == 6 && cell == Cell::GRU) || (i >= 5 && knownZeros(i)))
       continue;
     auto v = ctx.input(i);
     if (!v)

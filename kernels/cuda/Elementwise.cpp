@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kernels/Float16ViaF32.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElemTypeOf.h"
 
