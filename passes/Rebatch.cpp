@@ -9,32 +9,80 @@ namespace graphc {
 
 bool batchInAttrs(Op op) {
   return op == Op::Reshape || op == Op::Expand || op == Op::ConvGradData ||
-         op == Op::AveragePoolGrad;
+         op == Op::AveragePoolGrad || op == Op::GatherGrad;
 }
 
-llvm::Error rewriteBatchAttrs(const Node &orig, const Value &operand0, BatchAxis at0,
-                              BatchChange c, Attrs &attrs, llvm::StringRef consequence) {
-  if (!at0 || !batchInAttrs(orig.op()))
+llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> operands,
+                              llvm::function_ref<BatchAxis(const Value *)> axisOf, BatchChange c,
+                              Attrs &attrs, llvm::StringRef consequence) {
+  if (operands.empty() || !batchInAttrs(orig.op()))
     return llvm::Error::success();
+  const Value &operand0 = *operands[0];
+  BatchAxis at0 = axisOf(&operand0);
+  auto lost = [&](llvm::StringRef attr, const Ints &s, const Value &from) {
+    return nodeError(orig, "its " + attr + " " + shapeToString(s) + " does not keep the batch " +
+                               llvm::Twine(c.from) + " of operand '" + from.name() +
+                               "' on one dimension" + consequence);
+  };
   // A shape whose first dimension holds the batch (times k): operand 0
   // carries it at axis 0, so the reshaped samples follow one another too.
   auto leadingBatch = [&](llvm::StringRef attr) -> llvm::Error {
     Ints s = attrs.getInts(attr);
+    if (!at0)
+      return llvm::Error::success();
     if (at0.axis != 0 || s.empty() || s[0] <= 0 || s[0] % c.from != 0)
-      return nodeError(orig, "its " + attr + " " + shapeToString(s) + " does not keep the batch " +
-                                 llvm::Twine(c.from) + " of operand '" + operand0.name() +
-                                 "' as its first dimension" + consequence);
+      return lost(attr, s, operand0);
     s[0] = c.scaled(s[0]);
     attrs.set(attr, s);
     return llvm::Error::success();
   };
   switch (orig.op()) {
-  case Op::Reshape:
-    return leadingBatch("shape");
+  case Op::Reshape: {
+    // Row-major: the batch (the major part of its axis) lands on the result
+    // axis where the product of the dimensions before it is reached again
+    // ([L, N, E] -> [L, N * heads, E / heads] in attention).
+    if (!at0)
+      return llvm::Error::success();
+    Ints s = attrs.getInts("shape");
+    int64_t before = 1, reached = 1;
+    for (int d = 0; d < at0.axis; ++d)
+      before *= operand0.type().shape[d];
+    size_t j = 0;
+    while (j < s.size() && reached < before)
+      reached *= s[j++];
+    while (j < s.size() && s[j] == 1 && c.from != 1) // unsqueezed axes before the batch
+      ++j;
+    if (reached != before || j >= s.size() || s[j] <= 0 || s[j] % c.from != 0)
+      return lost("shape", s, operand0);
+    s[j] = c.scaled(s[j]);
+    attrs.set("shape", s);
+    return llvm::Error::success();
+  }
   case Op::ConvGradData:
   case Op::AveragePoolGrad:
     return leadingBatch("input_shape");
+  case Op::GatherGrad: {
+    // (indices, dy): dy is data_shape with the gathered axis replaced by the
+    // indices' shape, so dy's batch axis names data_shape's.
+    BatchAxis at1 = operands.size() > 1 ? axisOf(operands[1]) : BatchAxis();
+    if (!at1)
+      return llvm::Error::success();
+    Ints s = attrs.getInts("data_shape");
+    int64_t axis = attrs.getInt("axis");
+    axis = axis < 0 ? axis + (int64_t)s.size() : axis;
+    int64_t idxRank = (int64_t)operand0.type().rank();
+    int64_t at = at1.axis < axis                ? at1.axis
+                 : at1.axis >= axis + idxRank ? at1.axis - idxRank + 1
+                                              : -1;
+    if (at < 0 || at >= (int64_t)s.size() || s[at] % c.from != 0)
+      return lost("data_shape", s, *operands[1]);
+    s[at] = c.scaled(s[at]);
+    attrs.set("data_shape", s);
+    return llvm::Error::success();
+  }
   case Op::Expand: {
+    if (!at0)
+      return llvm::Error::success();
     Ints s = attrs.getInts("shape");
     int64_t at = at0.axis + (int64_t)s.size() - (int64_t)operand0.type().rank();
     if (at >= 0 && at < (int64_t)s.size() && s[at] == at0.multiple * c.from) {
@@ -112,10 +160,9 @@ private:
     const std::string atBatch = ", so the model cannot run at batch " + std::to_string(c_.to);
     if (batchInAttrs(n.op()))
       attrs_.push_back({&n, n.attrs()});
-    if (n.numOperands() > 0)
-      if (auto e = rewriteBatchAttrs(n, *n.operand(0), axisOf(n.operand(0)), c_, n.attrs(),
-                                     atBatch))
-        return e;
+    if (auto e = rewriteBatchAttrs(
+            n, n.operands(), [&](const Value *v) { return axisOf(v); }, c_, n.attrs(), atBatch))
+      return e;
     auto types = inferResultTypes(n);
     if (!types)
       return withContext(types.takeError(), "at batch " + llvm::Twine(c_.to) +

@@ -33,6 +33,7 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -57,11 +58,15 @@ struct BatchChange {
 bool batchInAttrs(Op op);
 
 /// Rewrites the attributes of `orig` (its copy's `attrs`) that spell the
-/// batch of operand 0, which carries it at `operand0`. An error naming the
-/// node, ending in `consequence`, when the shape does not keep the batch
-/// leading.
-llvm::Error rewriteBatchAttrs(const Node &orig, const Value &operand0, BatchAxis at0,
-                              BatchChange c, Attrs &attrs, llvm::StringRef consequence);
+/// batch its operands carry (`axisOf` says where each of `operands`, the
+/// copy's, carries it): Reshape's shape (the batch on the result axis where
+/// the dimensions before the operand's batch axis end), Expand's shape,
+/// ConvGradData's and AveragePoolGrad's input_shape, GatherGrad's data_shape
+/// (from the gradient's batch axis). An error naming the node, ending in
+/// `consequence`, when the shape does not keep the batch on one dimension.
+llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> operands,
+                              llvm::function_ref<BatchAxis(const Value *)> axisOf, BatchChange c,
+                              Attrs &attrs, llvm::StringRef consequence);
 
 /// Where a result typed `before` at c.from carries the batch, typed `after`
 /// at c.to: the one axis that went from k*from to k*to, or no axis when the

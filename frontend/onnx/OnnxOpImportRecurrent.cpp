@@ -313,7 +313,17 @@ llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
       if (cell == Cell::LSTM) {
         Value *gatesV =
             u.add(xt, hPrev ? u.make(Op::MatMul, {hPrev, w.rT}, p + "HR") : nullptr, p + "gates");
-        llvm::SmallVector<Value *, 4> q = u.split(gatesV, 1, Ints(4, h), p + "split");
+        // Without a previous C the forget gate is unused: slice around it, as
+        // a Split result nobody reads would take zeros of the batch's shape
+        // as its gradient.
+        llvm::SmallVector<Value *, 4> q;
+        if (cPrev) {
+          q = u.split(gatesV, 1, Ints(4, h), p + "split");
+        } else {
+          q = u.split(u.slice(gatesV, 1, 0, 2 * h, p + "io"), 1, {h, h}, p + "split");
+          q.push_back(nullptr);
+          q.push_back(u.slice(gatesV, 1, 3 * h, 4 * h, p + "c_in"));
+        }
         Value *i = u.make(Op::Sigmoid, {q[0]}, p + "i");
         Value *o = u.make(Op::Sigmoid, {q[1]}, p + "o");
         Value *candidate = u.make(Op::Tanh, {q[3]}, p + "c_candidate");

@@ -143,13 +143,13 @@ import sys, numpy as np, onnx
 from onnx import TensorProto, helper, numpy_helper
 out = sys.argv[1]
 rs = np.random.RandomState(5)
-def lstm(name, seq, **attrs):
+def lstm(name, seq, **attrs):  # x [seq, 2, 3]; a symbolic seq is the batch's place
     w = numpy_helper.from_array(rs.randn(1, 16, 3).astype(np.float32), "W")
     r = numpy_helper.from_array(rs.randn(1, 16, 4).astype(np.float32), "R")
     node = helper.make_node("LSTM", ["x", "W", "R"], ["y", "y_h"], name="rnn/LSTM", hidden_size=4,
                             **attrs)
-    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, "N", 3])],
-                          [helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, "N", 4])], [w, r])
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, 2, 3])],
+                          [helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, 2, 4])], [w, r])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "%s/%s.onnx" % (out, name))
 lstm("lstm_unknown_length", "L")
 lstm("lstm_clip", 5, clip=3.0)
