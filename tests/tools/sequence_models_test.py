@@ -22,9 +22,9 @@ graphc imports LSTM and GRU unrolled into MatMul, Add, Sigmoid, Tanh, Mul, Split
   the loss, and every weight after the step (our `graphrun export` against PyTorch's export
   of its model after its step, initializer by initializer: the same names, the same ONNX
   layout of the LSTM and GRU weights);
-- three steps on two emulated GPUs against three on one device (LSTM and GRU; the attention
-  model's towers are refused with one message: PyTorch's attention flattens [L, N, E] to
-  [L * N, E], interleaving samples and positions, which a tower's slice cannot follow).
+- three steps on two emulated GPUs against three on one device (PyTorch's attention runs
+  sequence first and flattens [L, N, E] to [L * N, E] and back, samples interleaved with
+  positions, which the towers' batch split follows: passes/Rebatch.h's BatchAxis::inner).
 
 The embedding model: `graphrun infer` with an int64 .npy input against ONNX Runtime and
 PyTorch. And the refusals, one clear message each: a sequence length unknown at import, LSTM's
@@ -277,7 +277,7 @@ class SequenceModelsTest(CliCase):
                 self.assertLessEqual(worst_update, step)
 
     def test_two_towers_train_as_one_device(self):
-        for name in ("lstm", "gru"):
+        for name in ROW_MODELS:
             with self.subTest(name):
                 model = self.w(name + ".onnx")
                 losses = []
@@ -292,15 +292,6 @@ class SequenceModelsTest(CliCase):
                 sumbound.report("%s: losses on two emulated GPUs against one device" % name, err, bound)
                 self.assertEqual(len(losses[1]), 3)
                 self.assertLessEqual(err, bound, losses)
-
-    def test_attention_towers_are_refused_clearly(self):
-        # PyTorch's multi-head attention runs sequence first and flattens [L, N, E] to
-        # [L * N, E] for its projections: the samples interleave with the positions, which a
-        # tower's slice of the batch cannot follow (docs/onnx-frontend.md).
-        p = run(GRAPHRUN, "train", self.w("attention.onnx"), "--batch", BATCH, "--steps", "1",
-                "--no-eval", "--no-progress", "--threads", "2", "--gpus", "2", "--emulate", ok=False)
-        self.assertFailsClearly(p, "replicate-towers", "(Reshape)", "does not keep the batch 16",
-                                "cannot be split across towers")
 
     def test_refusals_are_one_clear_message(self):
         cases = {

@@ -15,6 +15,7 @@
 #include "CudaTestUtil.h"
 
 #include "kernels/DropoutKey.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElementwiseDevice.h"
 #include "kernels/cuda/KernelPlans.h"
