@@ -20,8 +20,9 @@ graphc imports LSTM and GRU unrolled into MatMul, Add, Sigmoid, Tanh, Mul, Split
 - `graphrun infer` against ONNX Runtime and against PyTorch's forward pass;
 - one SGD step of `graphrun train` on 16 Fashion-MNIST-format images against PyTorch's step:
   the loss, and every weight after the step (our `graphrun export` against PyTorch's export
-  of its model after its step, initializer by initializer: the same names, the same ONNX
-  layout of the LSTM and GRU weights);
+  of its model after its step, initializer by initializer: the same names, PyTorch's own
+  parameters); the exported model under ONNX Runtime against `graphrun infer` on the
+  checkpoint;
 - three steps on two emulated GPUs against three on one device (PyTorch's attention runs
   sequence first and flattens [L, N, E] to [L * N, E] and back, samples interleaved with
   positions, which the towers' batch split follows: passes/Rebatch.h's BatchAxis::inner).
@@ -275,6 +276,17 @@ class SequenceModelsTest(CliCase):
                 sumbound.report("%s: the step's update against PyTorch's" % name, worst_update, step)
                 self.assertLessEqual(worst_w, 1e-5)
                 self.assertLessEqual(worst_update, step)
+
+                # What leaves is what runs: the exported model (Less and Where, the unrolled
+                # cells; its batch is the one the import bound) under ONNX Runtime against
+                # `graphrun infer` on the checkpoint.
+                x = self.path("x16.npy")
+                np.save(x, np.random.RandomState(7).randn(BATCH, 1, 28, 28).astype(np.float32))
+                bound = self.bound(model, BATCH)
+                err = relative(self.infer(ckpt, x), self.ort(exported, x))
+                sumbound.report("%s: the trained model exported, onnxruntime against graphrun infer" % name,
+                                err, bound)
+                self.assertLessEqual(err, bound)
 
     def test_two_towers_train_as_one_device(self):
         for name in ROW_MODELS:
