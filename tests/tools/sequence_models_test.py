@@ -37,7 +37,6 @@ figure is printed.
 """
 import json
 import os
-import subprocess
 import sys
 import unittest
 
@@ -45,13 +44,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sumbound  # noqa: E402
-from cli_test import GRAPHC, GRAPHRUN, CliCase, run, write_idx  # noqa: E402
-from modern_ops_test import FASHION_BATCH, ONNX_FACTS  # noqa: E402
+from cli_test import GRAPHC, GRAPHRUN, run, write_idx  # noqa: E402
+from modern_ops_test import BATCH, FASHION_BATCH, LR, PyTorchModelCase  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-VENV_PYTHON = os.path.join(ROOT, ".cache", "onnxruntime-venv", "bin", "python")
-BATCH = 16
-LR = 0.1
 ROW_MODELS = ("attention", "lstm", "gru")
 
 TORCH_SIDE = r'''
@@ -130,16 +125,6 @@ with torch.no_grad():
 np.save(out + "/embedding_torch_infer.npy", want.numpy())
 '''
 
-# ONNX Runtime on a model with several inputs: MODEL OUTPUT INPUT...
-ORT_RUN_MANY = r'''
-import sys, numpy as np, onnxruntime as ort
-options = ort.SessionOptions()
-options.intra_op_num_threads = 1
-s = ort.InferenceSession(sys.argv[1], options, providers=["CPUExecutionProvider"])
-feeds = {i.name: np.load(p) for i, p in zip(s.get_inputs(), sys.argv[3:])}
-np.save(sys.argv[2], s.run(None, feeds)[0])
-'''
-
 # Models graphc refuses, written with Debian's python3-onnx: NAME -> the file.
 REFUSED = r'''
 import sys, numpy as np, onnx
@@ -171,52 +156,18 @@ def relative(got, want):
     return sumbound.relative_error(got, want)
 
 
-class SequenceModelsTest(CliCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(VENV_PYTHON):
-            raise unittest.SkipTest("ONNX Runtime's environment is missing; run scripts/install-test-deps")
-        cls.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "graphc-sequence-models-%d" % os.getpid())
-        os.makedirs(cls.work, exist_ok=True)
-        for script in (TORCH_SIDE, REFUSED):
-            subprocess.run(["/usr/bin/python3", "-c", script, cls.work, str(BATCH), str(LR)], check=True,
-                           capture_output=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        import shutil
-        shutil.rmtree(cls.work, ignore_errors=True)
-
-    def w(self, name):
-        return os.path.join(self.work, name)
-
-    def ort(self, model, *inputs):
-        y = self.path("ort.npy")
-        subprocess.run([VENV_PYTHON, "-c", ORT_RUN_MANY, model, y, *inputs], check=True, capture_output=True)
-        return np.load(y)
+class SequenceModelsTest(PyTorchModelCase):
+    SCRIPTS = (TORCH_SIDE, REFUSED)
+    WORK = "graphc-sequence-models"
 
     def initializers(self, model):
-        npz = self.path("facts.npz")
-        subprocess.run(["/usr/bin/python3", "-c", ONNX_FACTS, model, npz], check=True, capture_output=True)
-        return dict(np.load(npz))
-
-    def infer(self, model, *inputs):
-        y = self.path("ours.npy")
-        args = []
-        for x in inputs:
-            args += ["--input", x]
-        run(GRAPHRUN, "infer", model, *args, "-o", y, "--threads", "2")
-        return np.load(y)
-
-    def bound(self, model, batch):
-        k = int(json.loads(run(GRAPHC, "inspect", model, "--batch", batch, "--json").stdout)["longest_sum"])
-        return 2 * (k + 4) * U
+        return self.facts(model)[1]
 
     def test_infer_matches_onnxruntime_and_pytorch(self):
         x = self.w("x_infer.npy")
         for name in ROW_MODELS:
             model = self.w(name + ".onnx")
-            ours, bound = self.infer(model, x), self.bound(model, 5)
+            ours, bound = self.infer(model, x), self.forward_bound(model, 5)
             for what, want in (("onnxruntime", self.ort(model, x)),
                                ("PyTorch", np.load(self.w(name + "_torch_infer.npy")))):
                 err = relative(ours, want)
@@ -227,7 +178,7 @@ class SequenceModelsTest(CliCase):
         model = self.w("embedding.onnx")
         tokens = self.w("tokens.npy")
         self.assertEqual(np.load(tokens).dtype, np.int64)
-        ours, bound = self.infer(model, tokens), self.bound(model, 5)
+        ours, bound = self.infer(model, tokens), self.forward_bound(model, 5)
         for what, want in (("onnxruntime", self.ort(model, tokens)),
                            ("PyTorch", np.load(self.w("embedding_torch_infer.npy")))):
             err = relative(ours, want)
@@ -252,7 +203,7 @@ class SequenceModelsTest(CliCase):
                     loss = json.loads(f.readline())["loss"]
                 with open(self.w(name + "_loss.txt")) as f:
                     want_loss = float(f.read())
-                step = self.bound(model, BATCH)
+                step = self.forward_bound(model, BATCH)
                 loss_err = abs(loss - want_loss) / abs(want_loss)
                 sumbound.report("%s: loss of the step against PyTorch" % name, loss_err, step)
                 self.assertLessEqual(loss_err, step)
@@ -282,7 +233,7 @@ class SequenceModelsTest(CliCase):
                 # `graphrun infer` on the checkpoint.
                 x = self.path("x16.npy")
                 np.save(x, np.random.RandomState(7).randn(BATCH, 1, 28, 28).astype(np.float32))
-                bound = self.bound(model, BATCH)
+                bound = self.forward_bound(model, BATCH)
                 err = relative(self.infer(ckpt, x), self.ort(exported, x))
                 sumbound.report("%s: the trained model exported, onnxruntime against graphrun infer" % name,
                                 err, bound)
@@ -299,7 +250,7 @@ class SequenceModelsTest(CliCase):
                         "--no-progress", "--threads", "2", "--seed", "1", "--metrics", metrics, *devices)
                     with open(metrics) as f:
                         losses.append([json.loads(line)["loss"] for line in f])
-                bound = 3 * self.bound(model, BATCH)
+                bound = 3 * self.forward_bound(model, BATCH)
                 err = max(abs(a - b) / abs(a) for a, b in zip(*losses))
                 sumbound.report("%s: losses on two emulated GPUs against one device" % name, err, bound)
                 self.assertEqual(len(losses[1]), 3)
