@@ -223,8 +223,8 @@ private:
       types_.push_back({r, r->type()});
       r->setType(now);
       if (*a) {
-        axes_[r] = batchLayout(n, i, *a, n.operands(), [&](const Value *v) { return axisOf(v); },
-                               c_);
+        axes_[r] = batchLayout(
+            n, i, *a, n.operands(), [&](const Value *v) { return axisOf(v); }, c_);
         batchedOut = true;
       }
     }

@@ -216,8 +216,8 @@ llvm::Error TowerCopier::copyNode(const Node &orig) {
                                  " on the tower's batch; the node mixes the batch with other "
                                  "dimensions, so the batch cannot be split across towers");
     if (*a) {
-      axes_[n->result(i)] =
-          batchLayout(orig, i, *a, ops, [&](const Value *v) { return axis(v); }, change);
+      axes_[n->result(i)] = batchLayout(
+          orig, i, *a, ops, [&](const Value *v) { return axis(v); }, change);
       batchedOut = true;
     }
     map_[orig.result(i)] = n->result(i);

@@ -162,8 +162,7 @@ llvm::Expected<Shapes> checkCell(NodeContext &ctx, Cell cell) {
     for (int i = 0; i < a->strings_size(); ++i)
       if (a->strings(i) != want[i % want.size()])
         return ctx.fail("activation '" + a->strings(i) + "' is not supported; only the default " +
-                        (cell == Cell::LSTM ? "Sigmoid, Tanh, Tanh" : "Sigmoid, Tanh") +
-                        " unroll");
+                        (cell == Cell::LSTM ? "Sigmoid, Tanh, Tanh" : "Sigmoid, Tanh") + " unroll");
   }
   if (ctx.hasInput(4))
     return ctx.fail("input sequence_lens is not supported: every sequence runs its full length");
@@ -227,10 +226,10 @@ llvm::Expected<Shapes> checkCell(NodeContext &ctx, Cell cell) {
 
 /// One direction's weights, read from W, R and B.
 struct Direction {
-  Value *wT = nullptr;  ///< [I, G*H]
-  Value *rT = nullptr;  ///< [H, G*H]
-  Value *wb = nullptr;  ///< [G*H] or null
-  Value *rb = nullptr;  ///< [G*H] or null
+  Value *wT = nullptr; ///< [I, G*H]
+  Value *rT = nullptr; ///< [H, G*H]
+  Value *wb = nullptr; ///< [G*H] or null
+  Value *rb = nullptr; ///< [G*H] or null
   Value *h0 = nullptr, *c0 = nullptr;
 };
 
@@ -354,14 +353,14 @@ llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
         if (linearBeforeReset) {
           reset = hH ? u.make(Op::Mul, {r, hH}, p + "r_HR") : nullptr;
         } else {
-          Value *rh = hPrev ? u.make(Op::MatMul, {u.make(Op::Mul, {r, hPrev}, p + "r_H"), rTH},
-                                     p + "rH_R")
-                            : nullptr;
+          Value *rh =
+              hPrev ? u.make(Op::MatMul, {u.make(Op::Mul, {r, hPrev}, p + "r_H"), rTH}, p + "rH_R")
+                    : nullptr;
           reset = u.add(rh, rbH, p + "rH_R_bias");
         }
         Value *candidate = u.make(Op::Tanh, {u.add(x2[1], reset, p + "h_in")}, p + "h_candidate");
-        Value *fresh = u.make(Op::Mul, {u.make(Op::Sub, {u.one(), z}, p + "one_minus_z"), candidate},
-                              p + "new_part");
+        Value *fresh = u.make(
+            Op::Mul, {u.make(Op::Sub, {u.one(), z}, p + "one_minus_z"), candidate}, p + "new_part");
         hNext = u.add(fresh, hPrev ? u.make(Op::Mul, {z, hPrev}, p + "z_H") : nullptr, p + "H");
       }
       hPrev = hNext;
@@ -383,7 +382,8 @@ llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
     for (int64_t d = 0; d < s.dirs; ++d) {
       llvm::SmallVector<Value *, 16> steps;
       for (int64_t t = 0; t < s.seq; ++t)
-        steps.push_back(u.unsqueeze(ys[d][t], {0, 1}, "Y/" + llvm::Twine(d) + "/" + llvm::Twine(t)));
+        steps.push_back(
+            u.unsqueeze(ys[d][t], {0, 1}, "Y/" + llvm::Twine(d) + "/" + llvm::Twine(t)));
       perDir.push_back(u.concat(steps, 0, "Y/" + llvm::Twine(d)));
     }
     ctx.bindValue(0, u.concat(perDir, 1, "Y"));

@@ -583,8 +583,11 @@ llvm::Expected<Known> foldLogic(NodeContext &ctx, const Known &a, const Known &b
     bool r;
     if (isFloat(dt)) {
       double x = a.data.at(i), y = b.data.at(j);
-      r = op == "Equal" ? x == y : op == "Less" ? x < y : op == "LessOrEqual" ? x <= y
-          : op == "Greater" ? x > y : x >= y;
+      r = op == "Equal"         ? x == y
+          : op == "Less"        ? x < y
+          : op == "LessOrEqual" ? x <= y
+          : op == "Greater"     ? x > y
+                                : x >= y;
     } else {
       int64_t x = intAt(a.data, i), y = intAt(b.data, j);
       r = op == "And"           ? x && y
@@ -647,10 +650,11 @@ bool isLogicOp(llvm::StringRef op) {
 
 const llvm::StringSet<> &foldableOps() {
   static const llvm::StringSet<> ops = {
-      "Identity", "Cast",        "Gather",  "Unsqueeze",      "Squeeze", "Reshape", "Flatten",
-      "Concat",   "Slice",       "Transpose", "Add",          "Sub",     "Mul",     "Div",
-      "Neg",      "Equal",       "Less",    "LessOrEqual",    "Greater", "GreaterOrEqual",
-      "And",      "Or",          "Not",     "Mod",            "Where"};
+      "Identity", "Cast",    "Gather",      "Unsqueeze", "Squeeze",
+      "Reshape",  "Flatten", "Concat",      "Slice",     "Transpose",
+      "Add",      "Sub",     "Mul",         "Div",       "Neg",
+      "Equal",    "Less",    "LessOrEqual", "Greater",   "GreaterOrEqual",
+      "And",      "Or",      "Not",         "Mod",       "Where"};
   return ops;
 }
 

@@ -114,8 +114,8 @@ public:
     parallelFor(nest_.numElements(), kGrain, [&](int64_t begin, int64_t end) {
       nest_.forEachRun(begin, end, [&](int64_t pos, const int64_t *off, int64_t len) {
         for (int64_t i = 0; i < len; ++i) {
-          const char *src = c[off[0] + i * sc] ? a + (off[1] + i * sa) * es
-                                                : b + (off[2] + i * sb) * es;
+          const char *src =
+              c[off[0] + i * sc] ? a + (off[1] + i * sa) * es : b + (off[2] + i * sb) * es;
           std::memcpy(o + (pos + i) * es, src, es);
         }
       });

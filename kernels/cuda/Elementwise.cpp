@@ -99,7 +99,8 @@ UnaryOp unaryOpOf(Op op) {
   }
 }
 
-class BinaryKernel : public CudaKernel {
+/// A kernel that reads two operands broadcast to its result.
+class Broadcast2Kernel : public CudaKernel {
 public:
   using CudaKernel::CudaKernel;
 
@@ -109,6 +110,20 @@ public:
     if (!index)
       return index.takeError();
     index_ = *index;
+    return llvm::Error::success();
+  }
+
+protected:
+  StridedIndex<2> index_;
+};
+
+class BinaryKernel : public Broadcast2Kernel {
+public:
+  using Broadcast2Kernel::Broadcast2Kernel;
+
+  llvm::Error init() override {
+    if (auto e = Broadcast2Kernel::init())
+      return e;
     for (unsigned i = 0; i < 2; ++i)
       sameShape_[i] = operandType(i) == resultType();
     return llvm::Error::success();
@@ -133,7 +148,6 @@ protected:
   }
 
 private:
-  StridedIndex<2> index_;
   bool sameShape_[2] = {false, false};
 };
 
@@ -151,18 +165,9 @@ protected:
   }
 };
 
-class CompareKernel : public CudaKernel {
+class CompareKernel : public Broadcast2Kernel {
 public:
-  using CudaKernel::CudaKernel;
-
-  llvm::Error init() override {
-    auto index =
-        broadcastIndex2(node(), resultType().shape, operandType(0).shape, operandType(1).shape);
-    if (!index)
-      return index.takeError();
-    index_ = *index;
-    return llvm::Error::success();
-  }
+  using Broadcast2Kernel::Broadcast2Kernel;
 
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {
@@ -175,9 +180,6 @@ protected:
                                   ctx.inputs[0].data, ctx.inputs[1].data, streamOf(ctx)));
     return llvm::Error::success();
   }
-
-private:
-  StridedIndex<2> index_;
 };
 
 class NotKernel : public CudaKernel {
@@ -187,8 +189,8 @@ public:
 
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {
-    GRAPHC_CUDA_TRY(launchNot(ctx.outputs[0].numElements(), ctx.outputs[0].data,
-                              ctx.inputs[0].data, streamOf(ctx)));
+    GRAPHC_CUDA_TRY(launchNot(ctx.outputs[0].numElements(), ctx.outputs[0].data, ctx.inputs[0].data,
+                              streamOf(ctx)));
     return llvm::Error::success();
   }
 };

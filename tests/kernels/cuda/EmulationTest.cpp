@@ -143,8 +143,9 @@ Tensor smallInts(const TensorType &t, std::mt19937 &rng) {
 
 TEST(Emulation, ComparisonsNotAndWhereMatchBitForBit) {
   std::mt19937 rng(5);
-  const std::pair<Op, CompareOp> compares[] = {
-      {Op::Equal, CompareOp::Equal}, {Op::Less, CompareOp::Less}, {Op::Greater, CompareOp::Greater}};
+  const std::pair<Op, CompareOp> compares[] = {{Op::Equal, CompareOp::Equal},
+                                               {Op::Less, CompareOp::Less},
+                                               {Op::Greater, CompareOp::Greater}};
   const std::pair<Dims, Dims> shapes[] = {
       {{7, 5}, {7, 5}}, {{2, 3, 5, 7}, {3, 1, 1}}, {{1}, {4, 1, 3}}, {{}, {3}}, {{0, 3}, {3}}};
   for (const auto &[op, device] : compares)
@@ -189,9 +190,9 @@ TEST(Emulation, ComparisonsNotAndWhereMatchBitForBit) {
   for (DType dt : {DType::F32, DType::F16, DType::I64})
     for (const auto &s : whereShapes) {
       OneNode c;
-      Node *n = c.node(Op::Where, {c.input("c", TensorType(DType::Bool, s[0])),
-                                   c.input("a", TensorType(dt, s[1])),
-                                   c.input("b", TensorType(dt, s[2]))});
+      Node *n = c.node(Op::Where,
+                       {c.input("c", TensorType(DType::Bool, s[0])),
+                        c.input("a", TensorType(dt, s[1])), c.input("b", TensorType(dt, s[2]))});
       ASSERT_TRUE(n);
       Tensor cond = smallInts(n->operand(0)->type(), rng);
       Tensor x = randomTensor(n->operand(1)->type(), rng, -4, 4);
@@ -207,8 +208,8 @@ TEST(Emulation, ComparisonsNotAndWhereMatchBitForBit) {
         for (int64_t i = 0; i < got.numElements(); ++i) {
           int64_t off[3];
           index->offsets(i, off);
-          got.data<T>()[i] = whereElement(cond.data<Bool8>()[off[0]], x.data<T>()[off[1]],
-                                          y.data<T>()[off[2]]);
+          got.data<T>()[i] =
+              whereElement(cond.data<Bool8>()[off[0]], x.data<T>()[off[1]], y.data<T>()[off[2]]);
         }
       });
       EXPECT_TRUE(sameBits(got, want[0])) << dtypeName(dt).str() << " " << shapeToString(s[1]);
