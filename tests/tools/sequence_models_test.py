@@ -185,6 +185,13 @@ class SequenceModelsTest(PyTorchModelCase):
             sumbound.report("embedding + LSTM on int64 tokens: graphrun infer against " + what, err, bound)
             self.assertLessEqual(err, bound, what)
 
+    def test_embedding_training_graph_splits_into_towers(self):
+        # The tokens split like any input; the table's gradient (GatherGrad) keeps the table's
+        # shape in every tower. (Training it needs a data source of int64 tokens.)
+        placed = self.path("embedding.gmod")
+        p = run(GRAPHC, "place", self.w("embedding.onnx"), "--batch", BATCH, "--gpus", "2", "-o", placed)
+        self.assertIn("2 towers, global batch 16", p.stdout + p.stderr)
+
     def test_one_sgd_step_matches_pytorch(self):
         data = self.path("data")
         os.makedirs(data)
