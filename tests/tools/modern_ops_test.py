@@ -206,18 +206,23 @@ class PyTorchModelCase(CliCase):
         k = int(json.loads(run(GRAPHC, "inspect", model, "--batch", batch, "--json").stdout)["longest_sum"])
         return 2 * (k + 4) * U
 
-
-class ModernOpsTest(PyTorchModelCase):
-    SCRIPTS = (TORCH_SIDE, GELU20)
-    WORK = "graphc-modern-ops"
-
-    def test_one_sgd_step_matches_pytorch(self):
+    def fashion_data(self):
+        """FASHION_BATCH's images and labels as a Fashion-MNIST folder (train and t10k)."""
         data = self.path("data")
         os.makedirs(data)
         images, labels = np.load(self.w("images.npy")), np.load(self.w("labels.npy"))
         for split in ("train", "t10k"):
             write_idx(os.path.join(data, "%s-images-idx3-ubyte.gz" % split), images, 0x803)
             write_idx(os.path.join(data, "%s-labels-idx1-ubyte.gz" % split), labels, 0x801)
+        return data
+
+
+class ModernOpsTest(PyTorchModelCase):
+    SCRIPTS = (TORCH_SIDE, GELU20)
+    WORK = "graphc-modern-ops"
+
+    def test_one_sgd_step_matches_pytorch(self):
+        data = self.fashion_data()
         ckpt, metrics = self.path("ckpt"), self.path("m.jsonl")
         run(GRAPHRUN, "train", self.w("modern.onnx"), "--data", "fashion-mnist:" + data, "--batch", BATCH,
             "--steps", "1", "--optimizer", "sgd", "--lr", LR, "--no-eval", "--no-progress", "--threads", "2",

@@ -44,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sumbound  # noqa: E402
-from cli_test import GRAPHC, GRAPHRUN, run, write_idx  # noqa: E402
+from cli_test import GRAPHC, GRAPHRUN, run  # noqa: E402
 from modern_ops_test import BATCH, FASHION_BATCH, LR, PyTorchModelCase  # noqa: E402
 
 ROW_MODELS = ("attention", "lstm", "gru")
@@ -193,12 +193,7 @@ class SequenceModelsTest(PyTorchModelCase):
         self.assertIn("2 towers, global batch 16", p.stdout + p.stderr)
 
     def test_one_sgd_step_matches_pytorch(self):
-        data = self.path("data")
-        os.makedirs(data)
-        images, labels = np.load(self.w("images.npy")), np.load(self.w("labels.npy"))
-        for split in ("train", "t10k"):
-            write_idx(os.path.join(data, "%s-images-idx3-ubyte.gz" % split), images, 0x803)
-            write_idx(os.path.join(data, "%s-labels-idx1-ubyte.gz" % split), labels, 0x801)
+        data = self.fashion_data()
         for name in ROW_MODELS:
             with self.subTest(name):
                 model = self.w(name + ".onnx")

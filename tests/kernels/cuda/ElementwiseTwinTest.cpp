@@ -51,18 +51,6 @@ TEST(CudaElementwise, BinaryOpsWithBroadcasting) {
     }
 }
 
-/// Integers in [-1, 1] (Equal holds now and then), or 0/1 for bool.
-Tensor smallInts(const TensorType &t, std::mt19937 &rng) {
-  Tensor x(t);
-  for (int64_t i = 0; i < x.numElements(); ++i) {
-    if (t.dtype == DType::Bool)
-      x.data<uint8_t>()[i] = rng() % 2;
-    else
-      x.set(i, (double)(rng() % 3) - 1);
-  }
-  return x;
-}
-
 TEST(CudaElementwise, ComparisonsNotAndWhere) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(26);

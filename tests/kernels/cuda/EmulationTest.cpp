@@ -129,18 +129,6 @@ TEST(Emulation, BinaryOpsWithBroadcastingMatchBitForBit) {
       }
 }
 
-/// Small integers, so that Equal holds now and then.
-Tensor smallInts(const TensorType &t, std::mt19937 &rng) {
-  Tensor x(t);
-  for (int64_t i = 0; i < x.numElements(); ++i) {
-    if (t.dtype == DType::Bool)
-      x.data<uint8_t>()[i] = rng() % 2;
-    else
-      x.set(i, (double)(rng() % 3) - 1);
-  }
-  return x;
-}
-
 TEST(Emulation, ComparisonsNotAndWhereMatchBitForBit) {
   std::mt19937 rng(5);
   const std::pair<Op, CompareOp> compares[] = {{Op::Equal, CompareOp::Equal},
