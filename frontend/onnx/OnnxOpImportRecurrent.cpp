@@ -374,8 +374,7 @@ llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
   auto wanted = [&](unsigned out) {
     if (out >= (unsigned)ctx.proto().output_size() || ctx.proto().output(out).empty())
       return false;
-    llvm::StringRef name = ctx.proto().output(out);
-    return imp.isDataUse(name) || imp.isGraphOutput(name);
+    return imp.isRead(ctx.proto().output(out));
   };
   if (wanted(0)) {
     llvm::SmallVector<Value *, 2> perDir;
@@ -388,11 +387,11 @@ llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
     }
     ctx.bindValue(0, u.concat(perDir, 1, "Y"));
   } else {
-    ctx.drop(0, "output Y is not computed: nothing reads it as data");
+    ctx.drop(0, "output Y is not computed: nothing reads it");
   }
   auto finalState = [&](unsigned out, llvm::ArrayRef<Value *> last, llvm::StringRef leaf) {
     if (!wanted(out)) {
-      ctx.drop(out, "output " + leaf.str() + " is not computed: nothing reads it as data");
+      ctx.drop(out, "output " + leaf.str() + " is not computed: nothing reads it");
       return;
     }
     llvm::SmallVector<Value *, 2> parts;

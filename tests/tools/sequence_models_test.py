@@ -28,8 +28,10 @@ graphc imports LSTM and GRU unrolled into MatMul, Add, Sigmoid, Tanh, Mul, Split
   positions, which the towers' batch split follows: passes/Rebatch.h's BatchAxis::inner).
 
 The embedding model: `graphrun infer` with an int64 .npy input against ONNX Runtime and
-PyTorch. And the refusals, one clear message each: a sequence length unknown at import, LSTM's
-clip, a non-default activation, Mod on run-time data.
+PyTorch. ONNX's forms PyTorch does not write (a reverse GRU with linear_before_reset = 0 and a
+given initial state; a bidirectional LSTM with both initial states and every output read):
+`graphrun infer` against ONNX Runtime. And the refusals, one clear message each: a sequence
+length unknown at import, LSTM's clip, a non-default activation, Mod on run-time data.
 
 Tolerances follow tests/tools/sumbound.py: 2(K+4)u of the tensor's largest value, K the longest
 sum (`graphc inspect --json`); updated weights also within 1e-5 of their own magnitude. Every
@@ -125,8 +127,9 @@ with torch.no_grad():
 np.save(out + "/embedding_torch_infer.npy", want.numpy())
 '''
 
-# Models graphc refuses, written with Debian's python3-onnx: NAME -> the file.
-REFUSED = r'''
+# Models written with Debian's python3-onnx: the ones graphc refuses, and ONNX's recurrent forms
+# PyTorch does not write.
+HAND_BUILT = r'''
 import sys, numpy as np, onnx
 from onnx import TensorProto, helper, numpy_helper
 out = sys.argv[1]
@@ -147,6 +150,34 @@ g = helper.make_graph([node], "mod", [helper.make_tensor_value_info("x", TensorP
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
                       [numpy_helper.from_array(np.full(3, 2, np.float32), "d")])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out + "/mod_runtime.onnx")
+
+# ONNX's forms PyTorch does not write, at a fixed batch of 3: a reverse GRU with
+# linear_before_reset = 0, no bias and a given initial state; a bidirectional LSTM with bias and
+# both initial states, every output read (Y, Y_h, Y_c summed into one).
+def cell(name, op, dirs, gates, inputs, outputs, extra_nodes, **attrs):
+    h, i, seq, n = 4, 3, 5, 3
+    inits = [numpy_helper.from_array((rs.randn(dirs, gates * h, i) * 0.5).astype(np.float32), "W"),
+             numpy_helper.from_array((rs.randn(dirs, gates * h, h) * 0.5).astype(np.float32), "R")]
+    if "B" in inputs:
+        inits.append(numpy_helper.from_array((rs.randn(dirs, 2 * gates * h) * 0.5).astype(np.float32), "B"))
+    states = [s for s in ("initial_h", "initial_c") if s in inputs]
+    node = helper.make_node(op, inputs, outputs, name="rnn/" + op, hidden_size=h, **attrs)
+    graph_inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, n, i])]
+    np.save("%s/%s_x.npy" % (out, name), rs.randn(seq, n, i).astype(np.float32))
+    for st in states:
+        graph_inputs.append(helper.make_tensor_value_info(st, TensorProto.FLOAT, [dirs, n, h]))
+        np.save("%s/%s_%s.npy" % (out, name, st), rs.randn(dirs, n, h).astype(np.float32))
+    g = helper.make_graph([node] + extra_nodes, name, graph_inputs,
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "%s/%s.onnx" % (out, name))
+cell("gru_reverse", "GRU", 1, 3, ["x", "W", "R", "", "", "initial_h"], ["y"],
+     [helper.make_node("Identity", ["y"], ["out"], name="out/Identity")],
+     direction="reverse", linear_before_reset=0)
+cell("lstm_states", "LSTM", 2, 4, ["x", "W", "R", "B", "", "initial_h", "initial_c"], ["y", "y_h", "y_c"],
+     [helper.make_node("ReduceMean", ["y"], ["y_sum"], name="out/ReduceMean", axes=[0], keepdims=0),
+      helper.make_node("Add", ["y_sum", "y_h"], ["s1"], name="out/Add"),
+      helper.make_node("Add", ["s1", "y_c"], ["out"], name="out/Add_1")],
+     direction="bidirectional")
 '''
 
 U = sumbound.F32
@@ -157,7 +188,7 @@ def relative(got, want):
 
 
 class SequenceModelsTest(PyTorchModelCase):
-    SCRIPTS = (TORCH_SIDE, REFUSED)
+    SCRIPTS = (TORCH_SIDE, HAND_BUILT)
     WORK = "graphc-sequence-models"
 
     def initializers(self, model):
@@ -257,6 +288,17 @@ class SequenceModelsTest(PyTorchModelCase):
                 sumbound.report("%s: losses on two emulated GPUs against one device" % name, err, bound)
                 self.assertEqual(len(losses[1]), 3)
                 self.assertLessEqual(err, bound, losses)
+
+    def test_onnx_forms_pytorch_does_not_write_infer_as_onnxruntime(self):
+        for name, inputs in (("gru_reverse", ["x", "initial_h"]),
+                             ("lstm_states", ["x", "initial_h", "initial_c"])):
+            with self.subTest(name):
+                model = self.w(name + ".onnx")
+                feeds = [self.w("%s_%s.npy" % (name, i)) for i in inputs]
+                err = relative(self.infer(model, *feeds), self.ort(model, *feeds))
+                bound = self.forward_bound(model, 3)
+                sumbound.report("%s: graphrun infer against onnxruntime" % name, err, bound)
+                self.assertLessEqual(err, bound)
 
     def test_refusals_are_one_clear_message(self):
         cases = {
