@@ -188,6 +188,11 @@ NodeCost nodeCost(const Node &n, int64_t batch) {
   case Op::GeluGrad:
   case Op::HardSigmoidGrad:
   case Op::HardSwishGrad:
+  case Op::Equal:
+  case Op::Less:
+  case Op::Greater:
+  case Op::Not:
+  case Op::Where: // a select
     return c.streaming(elementwiseFlops(n.op()) * c.out());
 
   // Copies: no arithmetic.

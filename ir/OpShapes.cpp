@@ -61,6 +61,35 @@ Result inferBinary(const Ctx &c) {
   return one(TensorType(c[0].dtype, *shape));
 }
 
+// Equal, Less, Greater: operands of one dtype, broadcast; the result is bool.
+Result inferCompare(const Ctx &c) {
+  Result r = inferBinary(c);
+  if (r)
+    r->front().dtype = DType::Bool;
+  return r;
+}
+
+// Not: a bool operand.
+Result inferNot(const Ctx &c) {
+  if (c[0].dtype != DType::Bool)
+    return c.fail("operand " + c.from(0) + " is not bool");
+  return one(c[0]);
+}
+
+// Where: (cond, a, b), cond bool, a and b of one dtype; all three broadcast.
+Result inferWhere(const Ctx &c) {
+  if (c[0].dtype != DType::Bool)
+    return c.fail("condition " + c.from(0) + " is not bool");
+  if (auto e = sameDType(c, 1, 2))
+    return e;
+  auto ab = broadcastShapes(c[1].shape, c[2].shape);
+  auto shape = ab ? broadcastShapes(c[0].shape, *ab) : std::nullopt;
+  if (!shape)
+    return c.fail("operands " + c.from(0) + ", " + c.from(1) + " and " + c.from(2) +
+                  " do not broadcast");
+  return one(TensorType(c[1].dtype, *shape));
+}
+
 // Cast: to = dtype.
 Result inferCast(const Ctx &c) {
   return one(TensorType(c.attrs().getDType("to"), c[0].shape));
@@ -550,6 +579,9 @@ Result inferReduce(const Ctx &c) {
 #define inferSub inferBinary
 #define inferMul inferBinary
 #define inferDiv inferBinary
+#define inferEqual inferCompare
+#define inferLess inferCompare
+#define inferGreater inferCompare
 #define inferRelu inferSameAsFirst
 #define inferLeakyRelu inferSameAsFirst
 #define inferSigmoid inferSameAsFirst

@@ -9,32 +9,123 @@ namespace graphc {
 
 bool batchInAttrs(Op op) {
   return op == Op::Reshape || op == Op::Expand || op == Op::ConvGradData ||
-         op == Op::AveragePoolGrad;
+         op == Op::AveragePoolGrad || op == Op::GatherGrad;
 }
 
-llvm::Error rewriteBatchAttrs(const Node &orig, const Value &operand0, BatchAxis at0,
-                              BatchChange c, Attrs &attrs, llvm::StringRef consequence) {
-  if (!at0 || !batchInAttrs(orig.op()))
+namespace {
+
+/// Where a Reshape to `out` (a shape at c.from) puts the batch of an operand
+/// shaped `in` that carries it at `at`. Row-major, one sample of the operand
+/// spans `step` elements (inner entries of its axis) and the batch B * step;
+/// the result keeps the batch on axis j when j's entries are `step`-aligned
+/// and the batch's span fits a whole number of times in j's span
+/// ([L, N, E] -> [L, N * heads, E / heads], [L, N, E] -> [L * N, E] and back).
+std::optional<BatchAxis> reshapedBatch(llvm::ArrayRef<int64_t> in, BatchAxis at,
+                                       llvm::ArrayRef<int64_t> out, BatchChange c) {
+  int64_t step = at.inner;
+  for (size_t d = at.axis + 1; d < in.size(); ++d)
+    step *= in[d];
+  int64_t stride = 1; // of result axis j
+  for (int j = (int)out.size() - 1; j >= 0; stride *= out[j], --j) {
+    if (out[j] <= 0 || step % stride != 0 || (stride * out[j]) % (step * c.from) != 0)
+      continue;
+    if (out[j] == 1 && c.from != 1)
+      continue;
+    return BatchAxis{j, out[j] / c.from, step / stride};
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+BatchAxis batchLayout(const Node &orig, unsigned result, BatchAxis found,
+                      llvm::ArrayRef<Value *> operands,
+                      llvm::function_ref<BatchAxis(const Value *)> axisOf, BatchChange c) {
+  if (!found)
+    return found;
+  found.inner = found.multiple;
+  if (orig.op() == Op::Reshape && !operands.empty()) {
+    BatchAxis at0 = axisOf(operands[0]);
+    Dims in(operands[0]->type().shape);
+    if (at0) // the operand is at c.to here; the walk reads shapes at c.from
+      in[at0.axis] = at0.multiple * c.from;
+    Dims out(orig.result(result)->type().shape);
+    out[found.axis] = found.multiple * c.from;
+    if (auto r = at0 ? reshapedBatch(in, at0, out, c) : std::nullopt)
+      if (r->axis == found.axis)
+        found.inner = r->inner;
+    return found;
+  }
+  for (const Value *v : operands)
+    if (BatchAxis a = axisOf(v); a && a.multiple == found.multiple) {
+      found.inner = a.inner;
+      break;
+    }
+  return found;
+}
+
+llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> operands,
+                              llvm::function_ref<BatchAxis(const Value *)> axisOf, BatchChange c,
+                              Attrs &attrs, llvm::StringRef consequence) {
+  if (operands.empty() || !batchInAttrs(orig.op()))
     return llvm::Error::success();
+  const Value &operand0 = *operands[0];
+  BatchAxis at0 = axisOf(&operand0);
+  auto lost = [&](llvm::StringRef attr, const Ints &s, const Value &from) {
+    return nodeError(orig, "its " + attr + " " + shapeToString(s) + " does not keep the batch " +
+                               llvm::Twine(c.from) + " of operand '" + from.name() +
+                               "' on one dimension" + consequence);
+  };
   // A shape whose first dimension holds the batch (times k): operand 0
   // carries it at axis 0, so the reshaped samples follow one another too.
   auto leadingBatch = [&](llvm::StringRef attr) -> llvm::Error {
     Ints s = attrs.getInts(attr);
+    if (!at0)
+      return llvm::Error::success();
     if (at0.axis != 0 || s.empty() || s[0] <= 0 || s[0] % c.from != 0)
-      return nodeError(orig, "its " + attr + " " + shapeToString(s) + " does not keep the batch " +
-                                 llvm::Twine(c.from) + " of operand '" + operand0.name() +
-                                 "' as its first dimension" + consequence);
+      return lost(attr, s, operand0);
     s[0] = c.scaled(s[0]);
     attrs.set(attr, s);
     return llvm::Error::success();
   };
   switch (orig.op()) {
-  case Op::Reshape:
-    return leadingBatch("shape");
+  case Op::Reshape: {
+    if (!at0)
+      return llvm::Error::success();
+    Ints s = attrs.getInts("shape");
+    std::optional<BatchAxis> out = reshapedBatch(operand0.type().shape, at0, s, c);
+    if (!out)
+      return lost("shape", s, operand0);
+    s[out->axis] = c.scaled(s[out->axis]);
+    attrs.set("shape", s);
+    return llvm::Error::success();
+  }
   case Op::ConvGradData:
   case Op::AveragePoolGrad:
     return leadingBatch("input_shape");
+  case Op::GatherGrad: {
+    // (indices, dy): dy is data_shape with the gathered axis replaced by the
+    // indices' shape, so dy's batch axis names data_shape's, unless it lies
+    // in the indices' part.
+    BatchAxis at1 = operands.size() > 1 ? axisOf(operands[1]) : BatchAxis();
+    if (!at1)
+      return llvm::Error::success();
+    Ints s = attrs.getInts("data_shape");
+    int64_t axis = attrs.getInt("axis");
+    axis = axis < 0 ? axis + (int64_t)s.size() : axis;
+    int64_t idxRank = (int64_t)operand0.type().rank();
+    if (at1.axis >= axis && at1.axis < axis + idxRank)
+      return llvm::Error::success(); // the indices carry it (an embedding's lookup)
+    int64_t at = at1.axis < axis ? at1.axis : at1.axis - idxRank + 1;
+    if (at >= (int64_t)s.size() || s[at] % c.from != 0)
+      return lost("data_shape", s, *operands[1]);
+    s[at] = c.scaled(s[at]);
+    attrs.set("data_shape", s);
+    return llvm::Error::success();
+  }
   case Op::Expand: {
+    if (!at0)
+      return llvm::Error::success();
     Ints s = attrs.getInts("shape");
     int64_t at = at0.axis + (int64_t)s.size() - (int64_t)operand0.type().rank();
     if (at >= 0 && at < (int64_t)s.size() && s[at] == at0.multiple * c.from) {
@@ -59,7 +150,7 @@ std::optional<BatchAxis> followBatch(const TensorType &before, const TensorType 
       continue;
     if (found || o <= 0 || o % c.from != 0 || c.scaled(o) != t)
       return std::nullopt;
-    found = {(int)d, o / c.from};
+    found = {(int)d, o / c.from, o / c.from};
   }
   return found;
 }
@@ -99,7 +190,7 @@ private:
     types_.push_back({n.result(), t});
     t.shape[0] = c_.to;
     n.result()->setType(t);
-    axes_[n.result()] = {0, 1};
+    axes_[n.result()] = {0, 1, 1};
     return llvm::Error::success();
   }
 
@@ -112,10 +203,9 @@ private:
     const std::string atBatch = ", so the model cannot run at batch " + std::to_string(c_.to);
     if (batchInAttrs(n.op()))
       attrs_.push_back({&n, n.attrs()});
-    if (n.numOperands() > 0)
-      if (auto e = rewriteBatchAttrs(n, *n.operand(0), axisOf(n.operand(0)), c_, n.attrs(),
-                                     atBatch))
-        return e;
+    if (auto e = rewriteBatchAttrs(
+            n, n.operands(), [&](const Value *v) { return axisOf(v); }, c_, n.attrs(), atBatch))
+      return e;
     auto types = inferResultTypes(n);
     if (!types)
       return withContext(types.takeError(), "at batch " + llvm::Twine(c_.to) +
@@ -133,7 +223,8 @@ private:
       types_.push_back({r, r->type()});
       r->setType(now);
       if (*a) {
-        axes_[r] = *a;
+        axes_[r] = batchLayout(
+            n, i, *a, n.operands(), [&](const Value *v) { return axisOf(v); }, c_);
         batchedOut = true;
       }
     }

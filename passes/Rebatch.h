@@ -33,6 +33,7 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -40,10 +41,14 @@
 namespace graphc {
 
 /// Where a value carries the batch: `axis` (-1: nowhere) holds `multiple`
-/// times the batch.
+/// times the batch, `inner` consecutive entries of it per sample (the part
+/// of `multiple` below the batch; the rest, multiple / inner, is above it).
+/// The batch leads its axis when inner == multiple; sequence-first models
+/// flatten [L, N, E] to [L * N, E], where it does not (inner 1).
 struct BatchAxis {
   int axis = -1;
   int64_t multiple = 1;
+  int64_t inner = 1;
   explicit operator bool() const { return axis >= 0; }
 };
 
@@ -57,17 +62,30 @@ struct BatchChange {
 bool batchInAttrs(Op op);
 
 /// Rewrites the attributes of `orig` (its copy's `attrs`) that spell the
-/// batch of operand 0, which carries it at `operand0`. An error naming the
-/// node, ending in `consequence`, when the shape does not keep the batch
-/// leading.
-llvm::Error rewriteBatchAttrs(const Node &orig, const Value &operand0, BatchAxis at0,
-                              BatchChange c, Attrs &attrs, llvm::StringRef consequence);
+/// batch its operands carry (`axisOf` says where each of `operands`, the
+/// copy's, carries it): Reshape's shape (the batch on the result axis where
+/// the dimensions before the operand's batch axis end), Expand's shape,
+/// ConvGradData's and AveragePoolGrad's input_shape, GatherGrad's data_shape
+/// (from the gradient's batch axis). An error naming the node, ending in
+/// `consequence`, when the shape does not keep the batch on one dimension.
+llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> operands,
+                              llvm::function_ref<BatchAxis(const Value *)> axisOf, BatchChange c,
+                              Attrs &attrs, llvm::StringRef consequence);
 
 /// Where a result typed `before` at c.from carries the batch, typed `after`
-/// at c.to: the one axis that went from k*from to k*to, or no axis when the
-/// type is the same; std::nullopt when it changed any other way.
+/// at c.to: the one axis that went from k*from to k*to (the batch leading
+/// it), or no axis when the type is the same; std::nullopt when it changed
+/// any other way.
 std::optional<BatchAxis> followBatch(const TensorType &before, const TensorType &after,
                                      BatchChange c);
+
+/// followBatch's answer `found` for result `result` of `orig` (read through
+/// `operands`, `axisOf` as in rewriteBatchAttrs), with how the batch sits in
+/// its axis: a Reshape's from the row-major walk, another op's from an
+/// operand whose batch axis holds the same multiple.
+BatchAxis batchLayout(const Node &orig, unsigned result, BatchAxis found,
+                      llvm::ArrayRef<Value *> operands,
+                      llvm::function_ref<BatchAxis(const Value *)> axisOf, BatchChange c);
 
 /// Changes the bound batch of `m` to `batch` (the guarantees above).
 llvm::Error rebatch(Module &m, int64_t batch);

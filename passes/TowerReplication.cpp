@@ -176,9 +176,10 @@ llvm::Error TowerCopier::copyNode(const Node &orig) {
     ops.push_back(lookup(v));
   Attrs attrs = orig.attrs();
   const BatchChange change{batch_, towerBatch_};
-  if (towerBatch_ != batch_ && !ops.empty())
-    if (auto e = rewriteBatchAttrs(orig, *ops[0], axis(ops[0]), change, attrs,
-                                   ", so the batch cannot be split across towers"))
+  if (towerBatch_ != batch_)
+    if (auto e = rewriteBatchAttrs(
+            orig, ops, [&](const Value *v) { return axis(v); }, change, attrs,
+            ", so the batch cannot be split across towers"))
       return e;
   if (orig.op() == Op::SoftmaxCrossEntropy || orig.op() == Op::SoftmaxCrossEntropyGrad)
     // Absent means 1/B at the original node: the global batch, spelled out so
@@ -215,7 +216,8 @@ llvm::Error TowerCopier::copyNode(const Node &orig) {
                                  " on the tower's batch; the node mixes the batch with other "
                                  "dimensions, so the batch cannot be split across towers");
     if (*a) {
-      axes_[n->result(i)] = *a;
+      axes_[n->result(i)] = batchLayout(
+          orig, i, *a, ops, [&](const Value *v) { return axis(v); }, change);
       batchedOut = true;
     }
     map_[orig.result(i)] = n->result(i);

@@ -139,6 +139,7 @@ struct OpRule {
 llvm::ArrayRef<OpRule> elementwiseRules();
 llvm::ArrayRef<OpRule> nnRules();
 llvm::ArrayRef<OpRule> shapeRules();
+llvm::ArrayRef<OpRule> recurrentRules();
 /// The rule for an op type of the default domain, or null.
 const OpRule *findRule(llvm::StringRef opType);
 
@@ -193,6 +194,8 @@ public:
   bool isGraphOutput(llvm::StringRef name) const { return outputNames_.contains(name); }
   /// Whether some node reads `name` as runtime data (not at import time).
   bool isDataUse(llvm::StringRef name) const { return dataUses_.contains(name); }
+  /// Whether some node reads `name` at all, or it is a graph output.
+  bool isRead(llvm::StringRef name) const { return uses_.count(name) || isGraphOutput(name); }
   /// Records that the import stopped where the symbolic batch must be bound.
   void needBatch() { batchNeeded_ = true; }
   bool batchNeeded() const { return batchNeeded_; }

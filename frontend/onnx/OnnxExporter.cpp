@@ -328,6 +328,11 @@ llvm::Error Exporter::exportNode(const Node &n) {
   case Op::Neg:
   case Op::Erf:
   case Op::HardSwish:
+  case Op::Equal:
+  case Op::Less:
+  case Op::Greater:
+  case Op::Not:
+  case Op::Where:
   case Op::MatMul:
   case Op::GlobalAveragePool:
     node(n, opName(n.op()));

@@ -7,15 +7,21 @@
 // (bounds as attributes before opset 11, as constant inputs after; an absent
 // bound is stored as -inf/+inf), Cast (`to` as our dtype), Softmax and
 // LogSoftmax (opset 13 semantics; older opsets only over the last axis),
-// Sum (as AddN) and Identity (of a weight: a variable of its own, see
-// Importer::aliasVariable).
+// Sum (as AddN), Identity (of a weight: a variable of its own, see
+// Importer::aliasVariable), Equal, Less, Greater, Not and Where on run-time
+// data (an attention's padding mask); LessOrEqual, GreaterOrEqual, And, Or
+// and Mod are folded at import (ShapeFolding.cpp) and refused on run-time
+// data.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/onnx/ImportContext.h"
 #include "frontend/onnx/OnnxTensor.h"
 
+#include "ir/ShapeInference.h"
+
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace graphc::onnxfe {
@@ -117,6 +123,70 @@ template <Op O> llvm::Error importSoftmax(NodeContext &ctx) {
   return direct(ctx, O, std::move(a));
 }
 
+/// Where on run-time data. A value operand known to hold one value
+/// throughout (PyTorch's masked_fill writes zeros of the mask's shape, from
+/// ConstantOfShape) becomes a scalar when the other operands already give
+/// the result's shape: the same result, and no constant sized by the batch,
+/// which towers and another batch could not resize.
+llvm::Error importWhere(NodeContext &ctx) {
+  llvm::SmallVector<Value *, 3> operands(3, nullptr);
+  llvm::SmallVector<Dims, 3> shapes;
+  for (unsigned i = 0; i < 3; ++i) {
+    auto t = ctx.inputType(i);
+    if (!t)
+      return t.takeError();
+    shapes.push_back(t->shape);
+  }
+  auto resultOf = [&](std::optional<unsigned> skip) {
+    std::optional<Dims> out = Dims();
+    for (unsigned i = 0; i < 3 && out; ++i)
+      if (i != skip)
+        out = broadcastShapes(*out, shapes[i]);
+    return out;
+  };
+  Importer &imp = ctx.importer();
+  for (unsigned i = 1; i < 3; ++i) {
+    const Known *k = ctx.known(i);
+    if (!k || k->foreignType || k->hasBatch() || k->data.numElements() < 2 ||
+        resultOf(i) != resultOf(std::nullopt))
+      continue;
+    size_t es = dtypeSize(k->data.dtype());
+    const char *bytes = static_cast<const char *>(k->data.raw());
+    bool splat = true;
+    for (int64_t j = 1; j < k->data.numElements() && splat; ++j)
+      splat = std::memcmp(bytes, bytes + j * es, es) == 0;
+    if (!splat)
+      continue;
+    Tensor one(TensorType(k->data.dtype(), {}));
+    std::memcpy(one.raw(), bytes, es);
+    Attrs a;
+    a.set("value", one);
+    std::string name = imp.uniqueName(ctx.name() + "/" + (i == 1 ? "a" : "b") + "_scalar");
+    auto c = createInferredNode(imp.graph(), Op::Constant, {}, {name}, std::move(a), name);
+    if (!c)
+      return c.takeError();
+    operands[i] = (*c)->result();
+  }
+  for (unsigned i = 0; i < 3; ++i) {
+    if (operands[i])
+      continue;
+    auto v = ctx.input(i);
+    if (!v)
+      return v.takeError();
+    operands[i] = *v;
+  }
+  auto n = ctx.emit(Op::Where, operands);
+  return n ? llvm::Error::success() : n.takeError();
+}
+
+/// Reached only when an input is computed at run time: folding took every
+/// other case (ShapeFolding.cpp).
+llvm::Error importFoldOnly(NodeContext &ctx) {
+  return ctx.fail("reads a value computed at run time; graphc computes " + ctx.opType() +
+                  " only at import, from constants and shapes (Equal, Less, Greater, Not and "
+                  "Where also run on data)");
+}
+
 llvm::Error importIdentity(NodeContext &ctx) {
   if (!ctx.hasInput(0) || ctx.proto().output_size() < 1)
     return ctx.fail("needs one input and one output");
@@ -163,6 +233,16 @@ const OpRule kRules[] = {
     {"Softmax", importSoftmax<Op::Softmax>},
     {"LogSoftmax", importSoftmax<Op::LogSoftmax>},
     {"Sum", importDirect<Op::AddN>},
+    {"Equal", importDirect<Op::Equal>},
+    {"Less", importDirect<Op::Less>},
+    {"Greater", importDirect<Op::Greater>},
+    {"Not", importDirect<Op::Not>},
+    {"Where", importWhere},
+    {"LessOrEqual", importFoldOnly},
+    {"GreaterOrEqual", importFoldOnly},
+    {"And", importFoldOnly},
+    {"Or", importFoldOnly},
+    {"Mod", importFoldOnly},
     {"Identity", importIdentity},
 };
 
@@ -173,7 +253,8 @@ llvm::ArrayRef<OpRule> elementwiseRules() {
 }
 
 const OpRule *findRule(llvm::StringRef opType) {
-  for (llvm::ArrayRef<OpRule> rules : {elementwiseRules(), nnRules(), shapeRules()})
+  for (llvm::ArrayRef<OpRule> rules :
+       {elementwiseRules(), nnRules(), shapeRules(), recurrentRules()})
     for (const OpRule &r : rules)
       if (r.opType == opType)
         return &r;

@@ -3,8 +3,11 @@
 // Folds what ONNX computes from constants and shapes, so our graph only keeps
 // runtime data: Constant, Shape, Size, ConstantOfShape always; Identity,
 // Cast, Gather, Unsqueeze, Squeeze, Reshape, Flatten, Concat, Slice,
-// Transpose, Add, Sub, Mul, Div and Neg when every input is known (constants and integer
-// initializers; float initializers are weights and stay variables). Shape
+// Transpose, Add, Sub, Mul, Div, Neg, the comparisons (Equal, Less,
+// LessOrEqual, Greater, GreaterOrEqual), And, Or, Not, Mod and Where when
+// every input is known (constants and integer initializers; float
+// initializers are weights and stay variables): PyTorch's exports of
+// attention compute reshape targets and masks with them. Shape
 // of a value whose dimension is the symbolic batch gives an element that
 // stands for N, which survives Gather/Unsqueeze/Concat/Slice/Cast and
 // multiplication or division by 1, so PyTorch's
@@ -454,6 +457,22 @@ llvm::Expected<Known> foldTranspose(NodeContext &ctx, const Known &in) {
   return out;
 }
 
+/// Index of element o of a result shaped `out` in an operand shaped `s` that
+/// broadcasts to it (numpy rules).
+int64_t sourceIndex(int64_t o, llvm::ArrayRef<int64_t> out, llvm::ArrayRef<int64_t> s) {
+  int64_t idx = 0, stride = 1, rem = o;
+  for (int64_t d = (int64_t)out.size() - 1, e = (int64_t)s.size() - 1; d >= 0; --d, --e) {
+    int64_t coord = rem % out[d];
+    rem /= out[d];
+    if (e >= 0) {
+      if (s[e] != 1)
+        idx += coord * stride;
+      stride *= s[e];
+    }
+  }
+  return idx;
+}
+
 /// Add, Sub, Mul, Div (numpy broadcasting) and Neg.
 llvm::Expected<Known> foldArithmetic(NodeContext &ctx, llvm::ArrayRef<const Known *> ins) {
   llvm::StringRef op = ctx.opType();
@@ -475,22 +494,8 @@ llvm::Expected<Known> foldArithmetic(NodeContext &ctx, llvm::ArrayRef<const Know
   bool anyBatch = a.hasBatch() || b.hasBatch();
   if (anyBatch)
     out.batch.assign(out.data.numElements(), false);
-  // Index of output element o in an operand of shape `s` (broadcast).
-  auto sourceIndex = [&](int64_t o, llvm::ArrayRef<int64_t> s) {
-    int64_t idx = 0, stride = 1, rem = o;
-    for (int64_t d = (int64_t)shape->size() - 1, e = (int64_t)s.size() - 1; d >= 0; --d, --e) {
-      int64_t coord = rem % (*shape)[d];
-      rem /= (*shape)[d];
-      if (e >= 0) {
-        if (s[e] != 1)
-          idx += coord * stride;
-        stride *= s[e];
-      }
-    }
-    return idx;
-  };
   for (int64_t o = 0; o < out.data.numElements(); ++o) {
-    int64_t i = sourceIndex(o, a.data.shape()), j = sourceIndex(o, b.data.shape());
+    int64_t i = sourceIndex(o, *shape, a.data.shape()), j = sourceIndex(o, *shape, b.data.shape());
     if (op == "Neg") {
       if (a.isBatch(i))
         return batchArithmetic(ctx);
@@ -521,10 +526,135 @@ llvm::Expected<Known> foldArithmetic(NodeContext &ctx, llvm::ArrayRef<const Know
   return out;
 }
 
+/// Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or (bool results)
+/// and Mod (ONNX's: integers take the divisor's sign unless fmod = 1, floats
+/// need fmod = 1), numpy broadcasting. The batch symbol N is unknown until the
+/// batch is bound, but at least 1: a comparison of N with a number <= 0 has
+/// an answer (PyTorch's expand(-1, ...) asks Equal(shape, -1)); anything else
+/// about N is an error asking for a bound batch.
+llvm::Expected<Known> foldLogic(NodeContext &ctx, const Known &a, const Known &b) {
+  llvm::StringRef op = ctx.opType();
+  if (a.data.dtype() != b.data.dtype())
+    return ctx.fail("operands " + toString(a.data.type()) + " and " + toString(b.data.type()) +
+                    " have different element types");
+  DType dt = a.data.dtype();
+  bool logical = op == "And" || op == "Or";
+  if (logical != (dt == DType::Bool))
+    return ctx.fail(logical ? "needs bool operands, not " + toString(a.data.type())
+                            : "does not compare or divide bool operands");
+  bool fmod = ctx.getInt("fmod", 0) != 0;
+  if (op == "Mod" && isFloat(dt) && !fmod)
+    return ctx.fail("on floats needs fmod = 1, as ONNX requires");
+  auto shape = broadcastShapes(a.data.shape(), b.data.shape());
+  if (!shape)
+    return ctx.fail("operands " + toString(a.data.type()) + " and " + toString(b.data.type()) +
+                    " do not broadcast");
+  auto outData = folded(ctx, TensorType(op == "Mod" ? dt : DType::Bool, *shape));
+  if (!outData)
+    return outData.takeError();
+  Known out{std::move(*outData), {}};
+  for (int64_t o = 0; o < out.data.numElements(); ++o) {
+    int64_t i = sourceIndex(o, *shape, a.data.shape()), j = sourceIndex(o, *shape, b.data.shape());
+    bool ba = a.isBatch(i), bb = b.isBatch(j);
+    if (ba || bb) {
+      // N against a number c <= 0: N > c.
+      bool comparison = op != "Mod" && !logical;
+      if (!comparison || (ba && bb) || intAt(ba ? b.data : a.data, ba ? j : i) > 0)
+        return batchArithmetic(ctx);
+      bool greater = op == "Greater" || op == "GreaterOrEqual";
+      bool less = op == "Less" || op == "LessOrEqual";
+      setInt(out.data, o, ba ? greater : less);
+      continue;
+    }
+    if (op == "Mod") {
+      if (isFloat(dt)) {
+        out.data.set(o, std::fmod(a.data.at(i), b.data.at(j)));
+        continue;
+      }
+      int64_t x = intAt(a.data, i), y = intAt(b.data, j);
+      if (y == 0)
+        return ctx.fail("integer division by zero");
+      int64_t r = x % y;
+      if (!fmod && r != 0 && ((r < 0) != (y < 0)))
+        r += y;
+      setInt(out.data, o, r);
+      continue;
+    }
+    bool r;
+    if (isFloat(dt)) {
+      double x = a.data.at(i), y = b.data.at(j);
+      r = op == "Equal"         ? x == y
+          : op == "Less"        ? x < y
+          : op == "LessOrEqual" ? x <= y
+          : op == "Greater"     ? x > y
+                                : x >= y;
+    } else {
+      int64_t x = intAt(a.data, i), y = intAt(b.data, j);
+      r = op == "And"           ? x && y
+          : op == "Or"          ? x || y
+          : op == "Equal"       ? x == y
+          : op == "Less"        ? x < y
+          : op == "LessOrEqual" ? x <= y
+          : op == "Greater"     ? x > y
+                                : x >= y;
+    }
+    setInt(out.data, o, r);
+  }
+  return out;
+}
+
+llvm::Expected<Known> foldNot(NodeContext &ctx, const Known &in) {
+  if (in.data.dtype() != DType::Bool)
+    return ctx.fail("needs a bool operand, not " + toString(in.data.type()));
+  Known out{Tensor(in.data.type()), {}};
+  for (int64_t i = 0; i < in.data.numElements(); ++i)
+    setInt(out.data, i, !intAt(in.data, i));
+  return out;
+}
+
+/// Where(cond, a, b), numpy broadcasting; a chosen batch symbol stays N.
+llvm::Expected<Known> foldWhere(NodeContext &ctx, llvm::ArrayRef<const Known *> ins) {
+  const Known &c = *ins[0], &a = *ins[1], &b = *ins[2];
+  if (c.data.dtype() != DType::Bool)
+    return ctx.fail("condition must be bool, not " + toString(c.data.type()));
+  if (a.data.dtype() != b.data.dtype())
+    return ctx.fail("operands " + toString(a.data.type()) + " and " + toString(b.data.type()) +
+                    " have different element types");
+  if (c.hasBatch())
+    return batchArithmetic(ctx);
+  auto ab = broadcastShapes(a.data.shape(), b.data.shape());
+  auto shape = ab ? broadcastShapes(c.data.shape(), *ab) : std::nullopt;
+  if (!shape)
+    return ctx.fail("condition and operands do not broadcast");
+  auto outData = folded(ctx, TensorType(a.data.dtype(), *shape));
+  if (!outData)
+    return outData.takeError();
+  Known out{std::move(*outData), {}};
+  if (a.hasBatch() || b.hasBatch())
+    out.batch.assign(out.data.numElements(), false);
+  for (int64_t o = 0; o < out.data.numElements(); ++o) {
+    bool pickA = intAt(c.data, sourceIndex(o, *shape, c.data.shape())) != 0;
+    const Known &src = pickA ? a : b;
+    int64_t i = sourceIndex(o, *shape, src.data.shape());
+    copyElement(out.data, o, src.data, i);
+    if (src.isBatch(i))
+      out.batch[o] = true;
+  }
+  return out;
+}
+
+bool isLogicOp(llvm::StringRef op) {
+  return op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" ||
+         op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Mod";
+}
+
 const llvm::StringSet<> &foldableOps() {
-  static const llvm::StringSet<> ops = {"Identity", "Cast",    "Gather", "Unsqueeze", "Squeeze",
-                                        "Reshape",  "Flatten", "Concat", "Slice",     "Transpose",
-                                        "Add",      "Sub",     "Mul",    "Div",       "Neg"};
+  static const llvm::StringSet<> ops = {
+      "Identity", "Cast",    "Gather",      "Unsqueeze", "Squeeze",
+      "Reshape",  "Flatten", "Concat",      "Slice",     "Transpose",
+      "Add",      "Sub",     "Mul",         "Div",       "Neg",
+      "Equal",    "Less",    "LessOrEqual", "Greater",   "GreaterOrEqual",
+      "And",      "Or",      "Not",         "Mod",       "Where"};
   return ops;
 }
 
@@ -553,12 +683,21 @@ llvm::Expected<Known> foldKnown(NodeContext &ctx, llvm::StringRef op,
     return foldTranspose(ctx, *ins[0]);
   if (op == "Neg")
     return foldArithmetic(ctx, ins);
+  if (op == "Not")
+    return foldNot(ctx, *ins[0]);
   if (ins.size() < 2)
     return ctx.fail("needs two inputs");
   if (op == "Gather")
     return foldGather(ctx, *ins[0], *ins[1]);
   if (op == "Reshape")
     return foldReshape(ctx, *ins[0], *ins[1]);
+  if (isLogicOp(op))
+    return foldLogic(ctx, *ins[0], *ins[1]);
+  if (op == "Where") {
+    if (ins.size() < 3)
+      return ctx.fail("needs three inputs");
+    return foldWhere(ctx, ins);
+  }
   return foldArithmetic(ctx, ins);
 }
 

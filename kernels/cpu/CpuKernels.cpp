@@ -13,6 +13,7 @@ void registerCpuMatMulKernels(KernelRegistry &r);
 // Plain C++ families (a later registration of the same key wins).
 void registerCpuElementwiseKernels(KernelRegistry &r);
 void registerCpuCastKernels(KernelRegistry &r);
+void registerCpuSelectKernels(KernelRegistry &r);
 void registerCpuDropoutKernels(KernelRegistry &r);
 void registerCpuSoftmaxKernels(KernelRegistry &r);
 void registerCpuLayerNormKernels(KernelRegistry &r);
@@ -33,6 +34,7 @@ void registerCpuKernels(KernelRegistry &r) {
   registerCpuMatMulKernels(r);
   registerCpuElementwiseKernels(r);
   registerCpuCastKernels(r);
+  registerCpuSelectKernels(r);
   registerCpuDropoutKernels(r);
   registerCpuSoftmaxKernels(r);
   registerCpuLayerNormKernels(r);

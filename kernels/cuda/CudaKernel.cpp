@@ -98,6 +98,8 @@ template llvm::Expected<cuda::StridedIndex<1>> toStridedIndex<1>(const Node &,
                                                                  const plain::LoopNest &);
 template llvm::Expected<cuda::StridedIndex<2>> toStridedIndex<2>(const Node &,
                                                                  const plain::LoopNest &);
+template llvm::Expected<cuda::StridedIndex<3>> toStridedIndex<3>(const Node &,
+                                                                 const plain::LoopNest &);
 
 llvm::Expected<cuda::StridedIndex<2>> broadcastIndex2(const Node &n, llvm::ArrayRef<int64_t> out,
                                                       llvm::ArrayRef<int64_t> a,

@@ -2,7 +2,8 @@
 //
 // The CUDA twins of kernels/cpu/Elementwise.cpp, Cast.cpp, Structural.cpp and
 // the copying ops: binary ops with numpy broadcasting and the activation
-// gradients, unary ops, Cast, AddN (our kernels, Elementwise.cu); Identity,
+// gradients, unary ops, Cast, AddN, Equal, Less, Greater, Not and Where (our
+// kernels, Elementwise.cu); Identity,
 // Transfer (on one device), Dropout at inference and the Reshape family
 // (asynchronous device copies the executor may elide: operand 0 in place);
 // Constant (from pinned host memory) and Variable (from its storage).
@@ -11,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kernels/Float16ViaF32.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElemTypeOf.h"
 
@@ -97,7 +99,8 @@ UnaryOp unaryOpOf(Op op) {
   }
 }
 
-class BinaryKernel : public CudaKernel {
+/// A kernel that reads two operands broadcast to its result.
+class Broadcast2Kernel : public CudaKernel {
 public:
   using CudaKernel::CudaKernel;
 
@@ -107,6 +110,20 @@ public:
     if (!index)
       return index.takeError();
     index_ = *index;
+    return llvm::Error::success();
+  }
+
+protected:
+  StridedIndex<2> index_;
+};
+
+class BinaryKernel : public Broadcast2Kernel {
+public:
+  using Broadcast2Kernel::Broadcast2Kernel;
+
+  llvm::Error init() override {
+    if (auto e = Broadcast2Kernel::init())
+      return e;
     for (unsigned i = 0; i < 2; ++i)
       sameShape_[i] = operandType(i) == resultType();
     return llvm::Error::success();
@@ -131,7 +148,6 @@ protected:
   }
 
 private:
-  StridedIndex<2> index_;
   bool sameShape_[2] = {false, false};
 };
 
@@ -147,6 +163,63 @@ protected:
                                 ctx.inputs[0].data, streamOf(ctx)));
     return llvm::Error::success();
   }
+};
+
+class CompareKernel : public Broadcast2Kernel {
+public:
+  using Broadcast2Kernel::Broadcast2Kernel;
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    Op op = node().op();
+    CompareOp cmp = op == Op::Equal  ? CompareOp::Equal
+                    : op == Op::Less ? CompareOp::Less
+                                     : CompareOp::Greater;
+    GRAPHC_CUDA_TRY(launchCompare(cmp, elemType(operandType(0).dtype), index_,
+                                  ctx.outputs[0].numElements(), ctx.outputs[0].data,
+                                  ctx.inputs[0].data, ctx.inputs[1].data, streamOf(ctx)));
+    return llvm::Error::success();
+  }
+};
+
+class NotKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+  std::optional<unsigned> inPlaceOperand() const override { return 0; }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    GRAPHC_CUDA_TRY(launchNot(ctx.outputs[0].numElements(), ctx.outputs[0].data, ctx.inputs[0].data,
+                              streamOf(ctx)));
+    return llvm::Error::success();
+  }
+};
+
+class WhereKernel : public CudaKernel {
+public:
+  using CudaKernel::CudaKernel;
+
+  llvm::Error init() override {
+    llvm::SmallVector<Dims, 3> shapes;
+    for (unsigned i = 0; i < 3; ++i)
+      shapes.push_back(Dims(operandType(i).shape));
+    auto index = toStridedIndex<3>(node(), plain::broadcastNest(resultType().shape, shapes));
+    if (!index)
+      return index.takeError();
+    index_ = *index;
+    return llvm::Error::success();
+  }
+
+protected:
+  llvm::Error enqueue(KernelContext &ctx) override {
+    GRAPHC_CUDA_TRY(launchWhere(elemType(resultType().dtype), index_, ctx.outputs[0].numElements(),
+                                ctx.outputs[0].data, ctx.inputs[0].data, ctx.inputs[1].data,
+                                ctx.inputs[2].data, streamOf(ctx)));
+    return llvm::Error::success();
+  }
+
+private:
+  StridedIndex<3> index_;
 };
 
 class CastKernel : public CudaKernel {
@@ -296,6 +369,10 @@ void registerCudaElementwiseKernels(KernelRegistry &r) {
   r.add(Op::Neg, gpu, numeric, cudaFactory<UnaryKernel>());
   r.add(Op::Cast, gpu, all, cudaFactory<CastKernel>());
   r.add(Op::AddN, gpu, numeric, cudaFactory<AddNKernel>());
+  for (Op op : {Op::Equal, Op::Less, Op::Greater})
+    r.add(op, gpu, numeric, cudaFactory<CompareKernel>());
+  r.add(Op::Not, gpu, DType::Bool, cudaFactory<NotKernel>());
+  r.add(Op::Where, gpu, DType::Bool, cudaFactory<WhereKernel>()); // keyed by the condition
 
   for (Op op : {Op::Identity, Op::Transfer, Op::Reshape, Op::Flatten, Op::Squeeze, Op::Unsqueeze})
     r.add(op, gpu, all, cudaFactory<CopyKernel>());

@@ -1,4 +1,4 @@
-//===- Elementwise.cu - Binary, unary, Cast and AddN kernels --------------===//
+//===- Elementwise.cu - Binary, unary, Cast, AddN, compare and Where -------===//
 //
 // Grid-stride loops over the output with 64-bit indices; each thread reads
 // its operands and writes its own output element, so an output may alias a
@@ -50,7 +50,69 @@ template <typename T> __global__ void addNKernel(int64_t n, T *out, AddNOperands
   }
 }
 
+template <typename T>
+__global__ void compareKernel(CompareOp op, StridedIndex<2> index, int64_t n, Bool8 *out,
+                              const T *a, const T *b) {
+  for (int64_t i = gridStart(); i < n; i += gridStride()) {
+    int64_t off[2];
+    index.offsets(i, off);
+    out[i] = compareElement(op, a[off[0]], b[off[1]]);
+  }
+}
+
+__global__ void notKernel(int64_t n, Bool8 *out, const Bool8 *in) {
+  for (int64_t i = gridStart(); i < n; i += gridStride())
+    out[i] = notElement(in[i]);
+}
+
+template <typename T>
+__global__ void whereKernel(StridedIndex<3> index, int64_t n, T *out, const Bool8 *c, const T *a,
+                            const T *b) {
+  for (int64_t i = gridStart(); i < n; i += gridStride()) {
+    int64_t off[3];
+    index.offsets(i, off);
+    out[i] = whereElement(c[off[0]], a[off[1]], b[off[2]]);
+  }
+}
+
 } // namespace
+
+cudaError_t launchCompare(CompareOp op, ElemType t, const StridedIndex<2> &index, int64_t n,
+                          void *out, const void *a, const void *b, cudaStream_t stream) {
+  LaunchSize l = launchFor(n);
+  if (!l.blocks)
+    return cudaSuccess;
+  return visitNumericType(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    compareKernel<T><<<l.blocks, l.threads, 0, stream>>>(op, index, n, static_cast<Bool8 *>(out),
+                                                         static_cast<const T *>(a),
+                                                         static_cast<const T *>(b));
+    return launched();
+  });
+}
+
+cudaError_t launchNot(int64_t n, void *out, const void *in, cudaStream_t stream) {
+  LaunchSize l = launchFor(n);
+  if (!l.blocks)
+    return cudaSuccess;
+  notKernel<<<l.blocks, l.threads, 0, stream>>>(n, static_cast<Bool8 *>(out),
+                                                static_cast<const Bool8 *>(in));
+  return launched();
+}
+
+cudaError_t launchWhere(ElemType t, const StridedIndex<3> &index, int64_t n, void *out,
+                        const void *cond, const void *a, const void *b, cudaStream_t stream) {
+  LaunchSize l = launchFor(n);
+  if (!l.blocks)
+    return cudaSuccess;
+  return visitAnyType(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    whereKernel<T><<<l.blocks, l.threads, 0, stream>>>(
+        index, n, static_cast<T *>(out), static_cast<const Bool8 *>(cond),
+        static_cast<const T *>(a), static_cast<const T *>(b));
+    return launched();
+  });
+}
 
 cudaError_t launchBinary(BinaryOp op, ElemType t, ElemParams p, const StridedIndex<2> &index,
                          int64_t n, void *out, const void *a, const void *b, cudaStream_t stream) {

@@ -1,7 +1,8 @@
 //===- ElementwiseDevice.h - Elementwise ops: bodies and launchers -*- C++ -*-===//
 //
 // The per-element functions of the elementwise CUDA kernels (binary ops with
-// broadcasting, activation gradients, unary ops, Cast, AddN), written once
+// broadcasting, activation gradients, unary ops, Cast, AddN, the comparisons,
+// Not and Where), written once
 // for the device and the host tests, and the launchers Elementwise.cu
 // defines. The formulas are the CPU kernels' (kernels/cpu/Elementwise.cpp,
 // Cast.cpp) in the same evaluation order: f16 and bf16 are computed in f32
@@ -254,6 +255,25 @@ template <typename To, typename From> GRAPHC_HD To convertElement(From x) {
     return (To)w;
 }
 
+/// Equal, Less, Greater into bool (kernels/cpu/Select.cpp): f16 and bf16
+/// compare in f32, integers as themselves.
+enum class CompareOp : uint8_t { Equal, Less, Greater };
+
+template <typename T> GRAPHC_HD Bool8 compareElement(CompareOp op, T a, T b) {
+  auto x = widen(a), y = widen(b);
+  bool r = op == CompareOp::Equal ? x == y : op == CompareOp::Less ? x < y : x > y;
+  return Bool8{(uint8_t)r};
+}
+
+GRAPHC_HD Bool8 notElement(Bool8 x) {
+  return Bool8{(uint8_t)(x.v == 0)};
+}
+
+/// Where: a where the condition is non-zero, else b.
+template <typename T> GRAPHC_HD T whereElement(Bool8 c, T a, T b) {
+  return c.v != 0 ? a : b;
+}
+
 /// AddN operands per launch; more are folded in by further launches.
 inline constexpr int kMaxAddN = 32;
 struct AddNOperands {
@@ -267,6 +287,13 @@ cudaError_t launchUnary(UnaryOp op, ElemType t, ElemParams p, int64_t n, void *o
                         cudaStream_t stream);
 cudaError_t launchCast(ElemType from, ElemType to, int64_t n, void *out, const void *in,
                        cudaStream_t stream);
+/// out (bool) = a op b, broadcast through `index`.
+cudaError_t launchCompare(CompareOp op, ElemType t, const StridedIndex<2> &index, int64_t n,
+                          void *out, const void *a, const void *b, cudaStream_t stream);
+cudaError_t launchNot(int64_t n, void *out, const void *in, cudaStream_t stream);
+/// out = cond ? a : b; `t` is a's and b's dtype, `index` reads (cond, a, b).
+cudaError_t launchWhere(ElemType t, const StridedIndex<3> &index, int64_t n, void *out,
+                        const void *cond, const void *a, const void *b, cudaStream_t stream);
 /// out = sum of the operands, left to right (out may be operand 0).
 cudaError_t launchAddN(ElemType t, int64_t n, void *out, const AddNOperands &ops,
                        cudaStream_t stream);

@@ -16,6 +16,9 @@
 //   Softmax     SoftmaxGrad(y, dy)            Dropout (inference), Identity: dy
 //   LogSoftmax  LogSoftmaxGrad(y, dy)         DropoutTrain: dy * mask
 //   AddN        dy to every operand
+//   Where(c, a, b)  Where(c, dy, 0) to a, Where(c, 0, dy) to b (each summed
+//               back to its operand's shape); the condition and the bool
+//               results of Equal, Less, Greater and Not carry no gradient
 //
 //===----------------------------------------------------------------------===//
 
@@ -122,6 +125,19 @@ llvm::Error addNGrad(GradContext &c) {
   return llvm::Error::success();
 }
 
+llvm::Error whereGrad(GradContext &c) {
+  Value *cond = c.x(0);
+  for (unsigned i = 1; i < 3; ++i) {
+    if (!c.needs(i))
+      continue;
+    Value *zero = scalarConstant(c.b(), 0.0, c.dy()->type().dtype, "zero");
+    Value *picked = i == 1 ? c.create(Op::Where, {cond, c.dy(), zero}, {}, "grad_a")
+                           : c.create(Op::Where, {cond, zero, c.dy()}, {}, "grad_b");
+    c.setGrad(i, reduceTo(c, picked, i));
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 void registerElementwiseGrads(GradRegistry &r) {
@@ -151,6 +167,9 @@ void registerElementwiseGrads(GradRegistry &r) {
   r.add(Op::Dropout, passThrough);
   r.add(Op::DropoutTrain, dropoutTrainGrad);
   r.add(Op::AddN, addNGrad);
+  r.add(Op::Where, whereGrad);
+  for (Op op : {Op::Equal, Op::Less, Op::Greater, Op::Not})
+    r.addNoGradient(op);
 }
 
 } // namespace graphc

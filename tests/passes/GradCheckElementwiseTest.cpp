@@ -5,6 +5,8 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace graphc;
 using passtest::GradCheck;
 using passtest::GradCheckOptions;
@@ -128,6 +130,31 @@ TEST(GradCheck, HardSigmoid) {
 TEST(GradCheck, HardSwish) {
   GradCheck c("hard_swish");
   c.check({unary(c, Op::HardSwish, c.awayFrom({4, 5}, {-3.0, 3.0}, 0.1, 4.5))});
+}
+
+// The condition is data (an input compared with a constant): its operands
+// carry no gradient; each value operand gets dy where it was picked, summed
+// back over its broadcast axes.
+TEST(GradCheck, WhereBroadcastingFromAComparison) {
+  GradCheck c("where");
+  Value *x = c.input("x", c.normal({2, 3, 4}));
+  Value *cond = c.b().create(Op::Less, {x, c.b().constant(Tensor::scalar(0.2f))});
+  Value *a = c.param("a", c.normal({3, 1})), *b = c.param("b", c.normal({2, 3, 4}));
+  c.check({c.b().create(Op::Where, {cond, a, b})});
+}
+
+TEST(GradCheck, WhereOfAMaskAndAnInfiniteFill) {
+  // An attention mask: Where(mask, -inf, scores) then Softmax over the keys.
+  GradCheck c("where_mask");
+  Tensor m(TensorType(DType::Bool, {2, 1, 4}));
+  for (int64_t i = 0; i < m.numElements(); ++i)
+    m.data<uint8_t>()[i] = i == 3 || i == 6;
+  Value *scores = c.param("scores", c.normal({2, 3, 4}));
+  Value *fill = c.b().constant(Tensor::scalar(-std::numeric_limits<float>::infinity()));
+  Value *masked = c.b().create(Op::Where, {c.b().constant(m), fill, scores});
+  Attrs a;
+  a.set("axis", (int64_t)-1);
+  c.check({c.b().create(Op::Softmax, {masked}, std::move(a))});
 }
 
 TEST(GradCheck, SoftmaxLastAxis) {

@@ -129,7 +129,22 @@ TEST(Rebatch, RefusesAReshapeThatMixesSamples) {
   auto m = fixed([](Builder &b, Value *x) {
     return reshape(b, b.create(Op::Relu, {x}, {}, "relu"), {3, 4}, "mix");
   });
-  expectRefused(*m, "mix", "does not keep the batch 4 of operand 'relu' as its first dimension");
+  expectRefused(*m, "mix", "does not keep the batch 4 of operand 'relu' on one dimension");
+}
+
+TEST(Rebatch, AReshapeKeepsTheBatchOnALaterAxis) {
+  // x [4, 3] transposed to [3, 4] (the batch on axis 1), then [3, 4] as
+  // [3, 2, 2]: a sequence-first layout splitting each sample (attention's
+  // [L, N, E] -> [L, N * heads, E / heads] in small).
+  auto m = fixed([](Builder &b, Value *x) {
+    Attrs perm;
+    perm.set("perm", Ints{1, 0});
+    Value *t = b.create(Op::Transpose, {x}, std::move(perm), "seq_first");
+    return reshape(b, t, {3, 4, 1}, "heads");
+  });
+  ASSERT_FALSE(bool(rebatch(*m, 6)));
+  EXPECT_EQ(m->main().findNode("heads")->attrs().getInts("shape"), (Ints{3, 6, 1}));
+  EXPECT_EQ(m->main().findNode("heads")->result()->type(), TensorType(DType::F32, {3, 6, 1}));
 }
 
 TEST(Rebatch, RefusesAConstantOfTheOldBatch) {

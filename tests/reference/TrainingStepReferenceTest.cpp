@@ -236,6 +236,12 @@ TEST(TrainingStepReference, SmallCnnMatchesPyTorch) {
   checkCase({"small_cnn", "local", false});
 }
 
+// An int64 graph input (token ids) into an embedding table (GatherGrad) and an
+// LSTM unrolled at import.
+TEST(TrainingStepReference, EmbeddingOfInt64TokensAndLstmMatchPyTorch) {
+  checkCase({"embedding_lstm", "local", false});
+}
+
 TEST(TrainingStepReference, InceptionV3At75FrozenBatchNormMatchesPyTorch) {
   checkCase({"inception_v3_75_frozen_bn", "frozen", false});
 }

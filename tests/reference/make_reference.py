@@ -52,6 +52,20 @@ class SmallCnn(torch.nn.Module):
         return self.fc2(x)
 
 
+class EmbeddingLstm(torch.nn.Module):
+    """Token ids (an int64 graph input) through nn.Embedding and an LSTM: the table's gradient
+    is a GatherGrad, the LSTM is unrolled at import."""
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 12)
+        self.rnn = torch.nn.LSTM(12, 16, batch_first=True)
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, tokens):
+        _, (h, c) = self.rnn(self.embed(tokens))
+        return self.head(h[-1] + c[-1])
+
+
 def save(path, array):
     if torch.is_tensor(array):
         array = array.detach().to(torch.float32 if array.is_floating_point() else array.dtype).numpy()
@@ -101,6 +115,9 @@ def main():
     torch.set_num_threads(2)
     case(out, "small_cnn", SmallCnn(), torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,)),
          opset=13, batch_stats=True, with_float64=False)
+
+    case(out, "embedding_lstm", EmbeddingLstm(), torch.randint(0, 50, (8, 7)), torch.randint(0, 10, (8,)),
+         opset=17, batch_stats=True, with_float64=False)
 
     def inception():
         m = torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=True)

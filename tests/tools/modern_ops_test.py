@@ -132,13 +132,14 @@ open(out + "/gelu20.onnx", "wb").write(model.SerializeToString())  # ONNX 1.12 k
 np.save(out + "/x20.npy", rs.randn(6, 12).astype(np.float32))
 '''
 
-# Run by ONNX Runtime's Python: MODEL INPUT OUTPUT.
+# Run by ONNX Runtime's Python: MODEL OUTPUT INPUT... (the inputs in the model's order).
 ORT_RUN = r'''
 import sys, numpy as np, onnxruntime as ort
 options = ort.SessionOptions()
 options.intra_op_num_threads = 1
 s = ort.InferenceSession(sys.argv[1], options, providers=["CPUExecutionProvider"])
-np.save(sys.argv[3], s.run(None, {s.get_inputs()[0].name: np.load(sys.argv[2])})[0])
+feeds = {i.name: np.load(p) for i, p in zip(s.get_inputs(), sys.argv[3:])}
+np.save(sys.argv[2], s.run(None, feeds)[0])
 '''
 
 # Debian's python3-onnx: the opset, op types and initializers of a file, as JSON and an .npz.
@@ -158,14 +159,19 @@ def relative(got, want):
     return sumbound.relative_error(got, want)
 
 
-class ModernOpsTest(CliCase):
+class PyTorchModelCase(CliCase):
+    """Models a PyTorch script writes once per class (SCRIPTS, each run as SCRIPT WORK BATCH LR)
+    into a work folder; ONNX Runtime, onnx and graphrun on them."""
+    SCRIPTS = ()
+    WORK = "graphc-models"
+
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(VENV_PYTHON):
             raise unittest.SkipTest("ONNX Runtime's environment is missing; run scripts/install-test-deps")
-        cls.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "graphc-modern-ops-%d" % os.getpid())
+        cls.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "%s-%d" % (cls.WORK, os.getpid()))
         os.makedirs(cls.work, exist_ok=True)
-        for script in (TORCH_SIDE, GELU20):
+        for script in cls.SCRIPTS:
             subprocess.run(["/usr/bin/python3", "-c", script, cls.work, str(BATCH), str(LR)], check=True,
                            capture_output=True)
 
@@ -177,9 +183,9 @@ class ModernOpsTest(CliCase):
     def w(self, name):
         return os.path.join(self.work, name)
 
-    def ort(self, model, x):
+    def ort(self, model, *inputs):
         y = self.path("ort.npy")
-        subprocess.run([VENV_PYTHON, "-c", ORT_RUN, model, x, y], check=True, capture_output=True)
+        subprocess.run([VENV_PYTHON, "-c", ORT_RUN, model, y, *inputs], check=True, capture_output=True)
         return np.load(y)
 
     def facts(self, model):
@@ -188,22 +194,35 @@ class ModernOpsTest(CliCase):
                            capture_output=True, text=True)
         return json.loads(p.stdout), dict(np.load(npz))
 
-    def infer(self, model, x):
+    def infer(self, model, *inputs):
         y = self.path("ours.npy")
-        run(GRAPHRUN, "infer", model, "--input", x, "-o", y, "--threads", "2")
+        feeds = []
+        for x in inputs:
+            feeds += ["--input", x]
+        run(GRAPHRUN, "infer", model, *feeds, "-o", y, "--threads", "2")
         return np.load(y)
 
     def forward_bound(self, model, batch):
         k = int(json.loads(run(GRAPHC, "inspect", model, "--batch", batch, "--json").stdout)["longest_sum"])
         return 2 * (k + 4) * U
 
-    def test_one_sgd_step_matches_pytorch(self):
+    def fashion_data(self):
+        """FASHION_BATCH's images and labels as a Fashion-MNIST folder (train and t10k)."""
         data = self.path("data")
         os.makedirs(data)
         images, labels = np.load(self.w("images.npy")), np.load(self.w("labels.npy"))
         for split in ("train", "t10k"):
             write_idx(os.path.join(data, "%s-images-idx3-ubyte.gz" % split), images, 0x803)
             write_idx(os.path.join(data, "%s-labels-idx1-ubyte.gz" % split), labels, 0x801)
+        return data
+
+
+class ModernOpsTest(PyTorchModelCase):
+    SCRIPTS = (TORCH_SIDE, GELU20)
+    WORK = "graphc-modern-ops"
+
+    def test_one_sgd_step_matches_pytorch(self):
+        data = self.fashion_data()
         ckpt, metrics = self.path("ckpt"), self.path("m.jsonl")
         run(GRAPHRUN, "train", self.w("modern.onnx"), "--data", "fashion-mnist:" + data, "--batch", BATCH,
             "--steps", "1", "--optimizer", "sgd", "--lr", LR, "--no-eval", "--no-progress", "--threads", "2",

@@ -212,6 +212,48 @@ TEST(Replicate, BatchSizedAttributesFollowTheTowerBatch) {
   EXPECT_EQ(m->main().findNode("tower_1/widen")->result()->type().shape, (Dims{2, 3, 5}));
 }
 
+TEST(Replicate, ABatchInterleavedWithPositionsFollowsTheTowers) {
+  // Sequence first, as PyTorch's attention runs: x [4, 3] transposed to
+  // [3, 4] (positions, samples), flattened to [12] (sample minor) and back.
+  auto m = forward([](Builder &b, Value *x) {
+    Attrs perm;
+    perm.set("perm", Ints{1, 0});
+    Value *t = b.create(Op::Transpose, {x}, std::move(perm), "seq_first");
+    Attrs flat, back;
+    flat.set("shape", Ints{12});
+    back.set("shape", Ints{3, 4});
+    Value *rows = b.create(Op::Relu, {b.create(Op::Reshape, {t}, std::move(flat), "rows")});
+    return b.create(Op::Reshape, {rows}, std::move(back), "unflatten");
+  });
+  auto r = replicateTowers(*m, towerOptions(towersOf(2, 4)));
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(m->main().findNode("tower_1/rows")->attrs().getInts("shape"), (Ints{6}));
+  EXPECT_EQ(m->main().findNode("tower_1/unflatten")->attrs().getInts("shape"), (Ints{3, 2}));
+}
+
+TEST(Replicate, IntegerTokensSplitLikeAnyInput) {
+  // tokens i64 [4, 2] look up rows of a table [10, 3] (an embedding).
+  auto m = std::make_unique<Module>("embedding");
+  m->plan().batch = int64_t(4);
+  {
+    Builder b(m->main());
+    Variable v;
+    v.name = "table";
+    v.type = TensorType(DType::F32, {10, 3});
+    v.kind = VarKind::Param;
+    v.init = {"ones", {}};
+    Value *table = b.newVariable(std::move(v));
+    Value *tokens = b.input("tokens", TensorType(DType::I64, {4, 2}));
+    m->main().addOutput(b.create(Op::Gather, {table, tokens}, {}, "lookup"));
+  }
+  auto r = replicateTowers(*m, towerOptions(towersOf(2, 4)));
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(m->main().findNode("tower_1/lookup")->operand(1)->type(),
+            TensorType(DType::I64, {2, 2}));
+  EXPECT_EQ(m->main().findNode("tower_1/lookup")->result()->type(),
+            TensorType(DType::F32, {2, 2, 3}));
+}
+
 TEST(Replicate, LocalBatchNormNeedsTwoValuesPerChannelInEveryTower) {
   // fc -> BatchNorm on [B, C]: one sample per tower leaves one value per
   // channel, which has no variance.

@@ -172,6 +172,23 @@ TEST(OnnxOpset18, InputFormsBecomeAttributes) {
   expectRoundTrips(*m);
 }
 
+TEST(OnnxFolding, ComparisonsWhereAndModFoldOnShapesAndRunOnData) {
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("folding_17.onnx")));
+  // Equal(N, -1) is false (N >= 1): Where keeps the shape, N included.
+  EXPECT_EQ(findByName(*m, "data/Reshape")->attrs().getInts("shape"), (Ints{kBatchDim, 6}));
+  // Mod([7, 6], 4) = [3, 2]; both < 4 and not > 4: Where picks them, a constant.
+  const Node *picked = findByName(*m, "picked"); // a graph output keeps its name
+  ASSERT_NE(picked, nullptr);
+  EXPECT_EQ(picked->op(), Op::Constant);
+  EXPECT_EQ(picked->attrs().getTensor("value")->at(0), 3.0);
+  EXPECT_EQ(picked->attrs().getTensor("value")->at(1), 2.0);
+  // On data: Less into bool, Not, Where with the scalar zero.
+  EXPECT_EQ(findByName(*m, "data/Less")->result()->type(), TensorType(DType::Bool, {kBatchDim, 6}));
+  EXPECT_EQ(findByName(*m, "data/Not")->op(), Op::Not);
+  EXPECT_EQ(findByName(*m, "data/Where")->result()->type(), TensorType(DType::F32, {kBatchDim, 6}));
+  expectRoundTrips(*m);
+}
+
 //===-- The ops of modern models ---------------------------------------------===//
 
 class OnnxModernOps : public ::testing::TestWithParam<const char *> {};

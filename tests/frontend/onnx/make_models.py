@@ -215,6 +215,34 @@ def opset18_model():
     save_model(model, "opset18_forms.onnx", check=False)  # ONNX 1.12 knows opsets <= 17
 
 
+def folding_model():
+    """Comparisons, Where, Mod, Not, And, Or on shapes (folded at import) and on data (runtime
+    Less, Not and Where): PyTorch's expand(-1, ...) asks Equal(shape, -1) of a shape holding N."""
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="/shape/Shape"),  # [N, 6]
+        const("minus1", [-1, -1]), const("ones", [1, 1]), const("seven", [7, 6]),
+        const("four", [4, 4]), const("zero", 0.0, np.float32),
+        helper.make_node("Equal", ["shape", "minus1"], ["is_m1"], name="/shape/Equal"),
+        helper.make_node("Where", ["is_m1", "ones", "shape"], ["target"], name="/shape/Where"),
+        helper.make_node("Mod", ["seven", "four"], ["mod"], name="/shape/Mod"),  # [3, 2]
+        helper.make_node("Less", ["mod", "four"], ["lt"], name="/shape/Less"),
+        helper.make_node("Greater", ["mod", "four"], ["gt"], name="/shape/Greater"),
+        helper.make_node("Not", ["gt"], ["not_gt"], name="/shape/Not"),
+        helper.make_node("And", ["lt", "not_gt"], ["both"], name="/shape/And"),
+        helper.make_node("Or", ["both", "gt"], ["either"], name="/shape/Or"),
+        helper.make_node("Where", ["either", "mod", "four"], ["picked"], name="/shape/Where_1"),
+        helper.make_node("Reshape", ["x", "target"], ["widened"], name="/data/Reshape"),
+        helper.make_node("Less", ["widened", "zero"], ["negative"], name="/data/Less"),
+        helper.make_node("Not", ["negative"], ["kept"], name="/data/Not"),
+        helper.make_node("Where", ["kept", "widened", "zero"], ["relu"], name="/data/Where"),
+    ]
+    graph = helper.make_graph(
+        nodes, "folding", [helper.make_tensor_value_info("x", f32, ["N", 6])],
+        [helper.make_tensor_value_info("relu", f32, ["N", 6]), helper.make_tensor_value_info("picked", i64, [2])])
+    save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "folding_17.onnx")
+
+
 # --- ops of modern models -------------------------------------------------------
 
 
@@ -408,6 +436,7 @@ def main():
     warnings.filterwarnings("ignore")
     small_models()
     opset18_model()
+    folding_model()
     modern_models()
     graph_only_models()
     malformed_models()

@@ -392,6 +392,17 @@ double relativeError(const Tensor &got, const Tensor &want) {
   return ::testing::AssertionFailure() << os.str();
 }
 
+Tensor smallInts(const TensorType &t, std::mt19937 &rng) {
+  Tensor x(t);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    if (t.dtype == DType::Bool)
+      x.data<uint8_t>()[i] = rng() % 2;
+    else
+      x.set(i, (double)(rng() % 3) - 1);
+  }
+  return x;
+}
+
 ::testing::AssertionResult sameBits(const Tensor &got, const Tensor &want) {
   if (got.type() != want.type())
     return ::testing::AssertionFailure() << toString(got.type()) << " vs " << toString(want.type());

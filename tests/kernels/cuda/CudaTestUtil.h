@@ -168,6 +168,8 @@ std::vector<UpdateCase> updateCases();
 
 /// Uniform random values in [lo, hi) of any dtype (integers rounded).
 Tensor randomTensor(const TensorType &t, std::mt19937 &rng, double lo = -1, double hi = 1);
+/// Integers in [-1, 1] (so that Equal holds now and then), or 0 and 1 for bool.
+Tensor smallInts(const TensorType &t, std::mt19937 &rng);
 
 /// max |got - want| / max |want| (0 when both are zero); NaN where one has
 /// a NaN the other has not, or the shapes differ.

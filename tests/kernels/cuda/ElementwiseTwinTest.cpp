@@ -1,7 +1,7 @@
 //===- ElementwiseTwinTest.cpp - Elementwise CUDA kernels vs the CPU ------===//
 //
-// Binary ops with broadcasting, activation gradients, unary ops, Cast, AddN
-// and the copying ops, on fresh random inputs of odd shapes; each also with
+// Binary ops with broadcasting, activation gradients, unary ops, Cast, AddN,
+// the comparisons, Not and Where, and the copying ops, on fresh random inputs of odd shapes; each also with
 // its result written in place. Exact arithmetic (Add, Sub, Mul, Div, Relu,
 // Neg, Cast, copies) must match bit for bit; ops through exp/log/tanh or a
 // fused multiply-add on the device within 1e-5 in f32 and one unit in the
@@ -48,6 +48,42 @@ TEST(CudaElementwise, BinaryOpsWithBroadcasting) {
                        randomTensor(n->operand(1)->type(), rng, 1, 100)},
                       -1);
         }
+    }
+}
+
+TEST(CudaElementwise, ComparisonsNotAndWhere) {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(26);
+  for (Op op : {Op::Equal, Op::Less, Op::Greater})
+    for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32})
+      for (const auto &[sa, sb] : kBroadcasts) {
+        OneNode c;
+        Node *n = c.node(op, {c.input("a", TensorType(dt, sa)), c.input("b", TensorType(dt, sb))});
+        ASSERT_TRUE(n);
+        expectTwins(*n,
+                    {smallInts(n->operand(0)->type(), rng), smallInts(n->operand(1)->type(), rng)},
+                    -1);
+      }
+  {
+    OneNode c;
+    Node *n = c.node(Op::Not, {c.input("a", TensorType(DType::Bool, {100003}))});
+    ASSERT_TRUE(n);
+    expectTwins(*n, {smallInts(n->operand(0)->type(), rng)}, -1);
+  }
+  const Dims whereShapes[][3] = {
+      {{5}, {5}, {5}}, {{2, 1, 3}, {4, 1}, {3}}, {{}, {2, 3}, {1}}, {{64, 1, 28}, {}, {}}};
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I64})
+    for (const auto &s : whereShapes) {
+      OneNode c;
+      Node *n = c.node(Op::Where, {c.input("c", TensorType(DType::Bool, s[0])),
+                                   c.input("a", TensorType(dt, s[1])),
+                                   c.input("b", TensorType(dt, s[2]))});
+      ASSERT_TRUE(n);
+      expectTwins(*n,
+                  {smallInts(n->operand(0)->type(), rng),
+                   randomTensor(n->operand(1)->type(), rng, -4, 4),
+                   randomTensor(n->operand(2)->type(), rng, -4, 4)},
+                  -1);
     }
 }
 

@@ -15,6 +15,7 @@
 #include "CudaTestUtil.h"
 
 #include "kernels/DropoutKey.h"
+#include "kernels/LoopNest.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/ElementwiseDevice.h"
 #include "kernels/cuda/KernelPlans.h"
@@ -126,6 +127,81 @@ TEST(Emulation, BinaryOpsWithBroadcastingMatchBitForBit) {
         EXPECT_TRUE(sameBits(got, want[0])) << opName(bc.op).str() << " " << dtypeName(dt).str()
                                             << " " << shapeToString(sa) << " " << shapeToString(sb);
       }
+}
+
+TEST(Emulation, ComparisonsNotAndWhereMatchBitForBit) {
+  std::mt19937 rng(5);
+  const std::pair<Op, CompareOp> compares[] = {{Op::Equal, CompareOp::Equal},
+                                               {Op::Less, CompareOp::Less},
+                                               {Op::Greater, CompareOp::Greater}};
+  const std::pair<Dims, Dims> shapes[] = {
+      {{7, 5}, {7, 5}}, {{2, 3, 5, 7}, {3, 1, 1}}, {{1}, {4, 1, 3}}, {{}, {3}}, {{0, 3}, {3}}};
+  for (const auto &[op, device] : compares)
+    for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32})
+      for (const auto &[sa, sb] : shapes) {
+        OneNode c;
+        Node *n = c.node(op, {c.input("a", TensorType(dt, sa)), c.input("b", TensorType(dt, sb))});
+        ASSERT_TRUE(n);
+        Tensor x = smallInts(n->operand(0)->type(), rng), y = smallInts(n->operand(1)->type(), rng);
+        std::vector<Tensor> want = cpuRun(*n, {x, y});
+        ASSERT_EQ(want.size(), 1u);
+        Tensor got(n->result()->type());
+        auto index = broadcastIndex2(*n, got.shape(), sa, sb);
+        ASSERT_TRUE((bool)index) << llvm::toString(index.takeError());
+        visitStorage(dt, [&](auto tag) {
+          using T = decltype(tag);
+          for (int64_t i = 0; i < got.numElements(); ++i) {
+            int64_t off[2];
+            index->offsets(i, off);
+            got.data<Bool8>()[i] = compareElement(device, x.data<T>()[off[0]], y.data<T>()[off[1]]);
+          }
+        });
+        EXPECT_TRUE(sameBits(got, want[0])) << opName(op).str() << " " << dtypeName(dt).str() << " "
+                                            << shapeToString(sa) << " " << shapeToString(sb);
+      }
+
+  {
+    OneNode c;
+    Node *n = c.node(Op::Not, {c.input("a", TensorType(DType::Bool, {5, 3}))});
+    ASSERT_TRUE(n);
+    Tensor x = smallInts(n->operand(0)->type(), rng);
+    std::vector<Tensor> want = cpuRun(*n, {x});
+    ASSERT_EQ(want.size(), 1u);
+    Tensor got(n->result()->type());
+    for (int64_t i = 0; i < got.numElements(); ++i)
+      got.data<Bool8>()[i] = notElement(x.data<Bool8>()[i]);
+    EXPECT_TRUE(sameBits(got, want[0]));
+  }
+
+  const Dims whereShapes[][3] = {
+      {{5}, {5}, {5}}, {{2, 1, 3}, {4, 1}, {3}}, {{}, {2, 3}, {1}}, {{4, 1}, {}, {}}};
+  for (DType dt : {DType::F32, DType::F16, DType::I64})
+    for (const auto &s : whereShapes) {
+      OneNode c;
+      Node *n = c.node(Op::Where,
+                       {c.input("c", TensorType(DType::Bool, s[0])),
+                        c.input("a", TensorType(dt, s[1])), c.input("b", TensorType(dt, s[2]))});
+      ASSERT_TRUE(n);
+      Tensor cond = smallInts(n->operand(0)->type(), rng);
+      Tensor x = randomTensor(n->operand(1)->type(), rng, -4, 4);
+      Tensor y = randomTensor(n->operand(2)->type(), rng, -4, 4);
+      std::vector<Tensor> want = cpuRun(*n, {cond, x, y});
+      ASSERT_EQ(want.size(), 1u);
+      Tensor got(n->result()->type());
+      auto index = toStridedIndex<3>(
+          *n, plain::broadcastNest(got.shape(), {Dims(s[0]), Dims(s[1]), Dims(s[2])}));
+      ASSERT_TRUE((bool)index) << llvm::toString(index.takeError());
+      visitStorage(dt, [&](auto tag) {
+        using T = decltype(tag);
+        for (int64_t i = 0; i < got.numElements(); ++i) {
+          int64_t off[3];
+          index->offsets(i, off);
+          got.data<T>()[i] =
+              whereElement(cond.data<Bool8>()[off[0]], x.data<T>()[off[1]], y.data<T>()[off[2]]);
+        }
+      });
+      EXPECT_TRUE(sameBits(got, want[0])) << dtypeName(dt).str() << " " << shapeToString(s[1]);
+    }
 }
 
 TEST(Emulation, UnaryOpsMatchBitForBit) {
