@@ -20,7 +20,6 @@ Tolerances as in modern_ops_test.py (tests/tools/sumbound.py's 2(K+4)u of the lo
 import json
 import os
 import re
-import subprocess
 import sys
 import unittest
 
@@ -28,11 +27,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sumbound  # noqa: E402
-from cli_test import GRAPHC, GRAPHRUN, CliCase, run, write_idx  # noqa: E402
-from modern_ops_test import FASHION_BATCH, ONNX_FACTS  # noqa: E402
-
-BATCH = 16
-LR = 0.1
+from cli_test import GRAPHRUN, run  # noqa: E402
+from modern_ops_test import BATCH, FASHION_BATCH, LR, PyTorchModelCase  # noqa: E402
 
 TORCH_SIDE = r'''
 import sys, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
@@ -62,44 +58,20 @@ for head in ("softmax", "logsoftmax"):
 '''
 
 
-class HeadsTest(CliCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "graphc-heads-%d" % os.getpid())
-        os.makedirs(cls.work, exist_ok=True)
-        subprocess.run(["/usr/bin/python3", "-c", TORCH_SIDE, cls.work, str(BATCH), str(LR)], check=True,
-                       capture_output=True)
-        cls.data = os.path.join(cls.work, "data")
-        os.makedirs(cls.data, exist_ok=True)
-        images, labels = np.load(cls.w("images.npy")), np.load(cls.w("labels.npy"))
-        for split in ("train", "t10k"):
-            write_idx(os.path.join(cls.data, "%s-images-idx3-ubyte.gz" % split), images, 0x803)
-            write_idx(os.path.join(cls.data, "%s-labels-idx1-ubyte.gz" % split), labels, 0x801)
-
-    @classmethod
-    def tearDownClass(cls):
-        import shutil
-        shutil.rmtree(cls.work, ignore_errors=True)
-
-    @classmethod
-    def w(cls, name):
-        return os.path.join(cls.work, name)
-
-    def weights(self, model):
-        npz = self.path("facts.npz")
-        subprocess.run(["/usr/bin/python3", "-c", ONNX_FACTS, model, npz], check=True, capture_output=True)
-        return dict(np.load(npz))
+class HeadsTest(PyTorchModelCase):
+    SCRIPTS = (TORCH_SIDE,)
+    WORK = "graphc-heads"
 
     def check_head(self, head, op):
         model = self.w(head + ".onnx")
         ckpt, metrics = self.path(head + "-ckpt"), self.path(head + ".jsonl")
-        p = run(GRAPHRUN, "train", model, "--data", "fashion-mnist:" + self.data, "--batch", BATCH,
+        data = self.fashion_data()
+        p = run(GRAPHRUN, "train", model, "--data", "fashion-mnist:" + data, "--batch", BATCH,
                 "--steps", "1", "--optimizer", "sgd", "--lr", LR, "--no-eval", "--no-progress", "--threads",
                 "2", "--seed", "1", "--checkpoint", ckpt, "--metrics", metrics)
         self.assertRegex(p.stdout, r"note: the model ends in %s '[^']+': the loss is the cross-entropy of its "
                                    r"input '[^']+' \(the logits" % op)
-        k = int(json.loads(run(GRAPHC, "inspect", model, "--batch", BATCH, "--json").stdout)["longest_sum"])
-        bound = 2 * (k + 4) * sumbound.F32
+        bound = self.forward_bound(model, BATCH)
         with open(metrics) as f:
             loss = json.loads(f.readline())["loss"]
         with open(self.w(head + "_loss.txt")) as f:
@@ -110,14 +82,14 @@ class HeadsTest(CliCase):
 
         exported = self.path(head + "-after.onnx")
         run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", exported)
-        ours, theirs = self.weights(exported), dict(np.load(self.w(head + "_after.npz")))
+        ours, theirs = self.facts(exported)[1], dict(np.load(self.w(head + "_after.npz")))
         self.assertEqual(sorted(ours), sorted(theirs))
         worst = max(sumbound.relative_error(ours[n], theirs[n]) for n in theirs)
         sumbound.report("%s head: weights after one SGD step against PyTorch" % op, worst, 1e-5)
         self.assertLessEqual(worst, 1e-5)
 
         # Evaluation scores the logits too: the test split is the same 16 images.
-        p = run(GRAPHRUN, "eval", "--checkpoint", ckpt, "--data", "fashion-mnist:" + self.data, "--batch", BATCH)
+        p = run(GRAPHRUN, "eval", "--checkpoint", ckpt, "--data", "fashion-mnist:" + data, "--batch", BATCH)
         with open(self.w(head + "_eval_loss.txt")) as f:
             want = float(f.read())
         got = re.search(r"test accuracy [\d.]+% \(\d+/16\), loss ([\d.]+)", p.stdout)

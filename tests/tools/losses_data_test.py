@@ -27,8 +27,6 @@ the loss, 1e-5 of each weight.
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
 import unittest
 
@@ -36,16 +34,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sumbound  # noqa: E402
-from cli_test import GRAPHC, GRAPHRUN, CliCase, run, write_idx  # noqa: E402
-from modern_ops_test import FASHION_BATCH, ONNX_FACTS  # noqa: E402
-
-LR = 0.1
+from cli_test import GRAPHC, GRAPHRUN, run  # noqa: E402
+from modern_ops_test import FASHION_BATCH, LR, PyTorchModelCase  # noqa: E402
 
 TORCH_SIDE = r'''
 import sys, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-out, lr = sys.argv[1], float(sys.argv[2])
+out, batch, lr = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 torch.set_num_threads(1)
-batch = 16
 ''' + FASHION_BATCH + r'''
 
 def export(model, name, example, inputs=("x",), outputs=("y",)):
@@ -118,32 +113,9 @@ export(Last(body), "last", torch.zeros(2, 8, 8, 3))
 '''
 
 
-class LossesAndDataTest(CliCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "graphc-losses-%d" % os.getpid())
-        os.makedirs(cls.work, exist_ok=True)
-        subprocess.run(["/usr/bin/python3", "-c", TORCH_SIDE, cls.work, str(LR)], check=True,
-                       capture_output=True)
-        cls.fashion = cls.w("fashion")
-        os.makedirs(cls.fashion, exist_ok=True)
-        images, labels = np.load(cls.w("images.npy")), np.load(cls.w("labels.npy"))
-        for split in ("train", "t10k"):
-            write_idx(os.path.join(cls.fashion, "%s-images-idx3-ubyte.gz" % split), images, 0x803)
-            write_idx(os.path.join(cls.fashion, "%s-labels-idx1-ubyte.gz" % split), labels, 0x801)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.work, ignore_errors=True)
-
-    @classmethod
-    def w(cls, name):
-        return os.path.join(cls.work, name)
-
-    def weights(self, model):
-        npz = self.path("facts.npz")
-        subprocess.run(["/usr/bin/python3", "-c", ONNX_FACTS, model, npz], check=True, capture_output=True)
-        return dict(np.load(npz))
+class LossesAndDataTest(PyTorchModelCase):
+    SCRIPTS = (TORCH_SIDE,)
+    WORK = "graphc-losses"
 
     def train(self, model, data, batch, *flags, ckpt=None, metrics=None):
         length = [] if "--epochs" in flags else ["--steps", "1"]
@@ -159,8 +131,7 @@ class LossesAndDataTest(CliCase):
         """One SGD step against PyTorch's: the loss and every weight. Returns the checkpoint."""
         model, ckpt, metrics = self.w(name + ".onnx"), self.path(name + "-ckpt"), self.path(name + ".jsonl")
         p = self.train(model, data, batch, *flags, ckpt=ckpt, metrics=metrics)
-        k = int(json.loads(run(GRAPHC, "inspect", model, "--batch", batch, "--json").stdout)["longest_sum"])
-        bound = 2 * (k + 4) * sumbound.F32
+        bound = self.forward_bound(model, batch)
         with open(metrics) as f:
             loss = json.loads(f.readline())["loss"]
         with open(self.w(name + "_loss.txt")) as f:
@@ -170,7 +141,7 @@ class LossesAndDataTest(CliCase):
         self.assertLessEqual(err, bound)
         exported = self.path(name + "-after.onnx")
         run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", exported)
-        ours, theirs = self.weights(exported), dict(np.load(self.w(name + "_after.npz")))
+        ours, theirs = self.facts(exported)[1], dict(np.load(self.w(name + "_after.npz")))
         self.assertEqual(sorted(ours), sorted(theirs))
         worst = max(sumbound.relative_error(ours[n], theirs[n]) for n in theirs)
         sumbound.report("%s: weights after one SGD step against PyTorch" % name, worst, 1e-5)
@@ -192,7 +163,7 @@ class LossesAndDataTest(CliCase):
             self.assertAlmostEqual(a, b, delta=1e-5 * abs(a), msg=losses)
 
     def test_nll_on_log_probabilities(self):
-        p, _ = self.check_step("nll", "fashion-mnist:" + self.fashion, "16", "--loss", "nll", "--no-eval")
+        p, _ = self.check_step("nll", "fashion-mnist:" + self.fashion_data(), "16", "--loss", "nll", "--no-eval")
         self.assertIn("loss       nll: the mean of -output[label]", p.stdout)
         self.assertNotIn("the model ends in LogSoftmax", p.stdout)
 
@@ -272,7 +243,7 @@ class LossesAndDataTest(CliCase):
             self.train(self.w(name + ".onnx"), "images:" + folder, "8", "--no-eval", ckpt=ckpt)
             exported = self.path(name + ".onnx")
             run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", exported)
-            after[name] = self.weights(exported)
+            after[name] = self.facts(exported)[1]
         first = after["first"]
         last = {k[len("body."):]: v for k, v in after["last"].items()}
         self.assertEqual(sorted(first), sorted(last))
