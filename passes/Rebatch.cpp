@@ -64,6 +64,16 @@ BatchAxis batchLayout(const Node &orig, unsigned result, BatchAxis found,
   return found;
 }
 
+bool expandMakesBatch(const Node &n, BatchChange c) {
+  if (n.op() != Op::Expand)
+    return false;
+  Ints s = n.attrs().getInts("shape");
+  const TensorType &in = n.operand(0)->type();
+  // New leading axes, or (none) the operand's axis under s[0], of size 1.
+  const int64_t extra = (int64_t)s.size() - (int64_t)in.rank();
+  return !s.empty() && s[0] == c.from && (extra > 0 || in.shape[-extra] == 1);
+}
+
 llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> operands,
                               llvm::function_ref<BatchAxis(const Value *)> axisOf, BatchChange c,
                               Attrs &attrs, llvm::StringRef consequence) {
@@ -124,9 +134,14 @@ llvm::Error rewriteBatchAttrs(const Node &orig, llvm::ArrayRef<Value *> operands
     return llvm::Error::success();
   }
   case Op::Expand: {
-    if (!at0)
-      return llvm::Error::success();
     Ints s = attrs.getInts("shape");
+    if (!at0) {
+      if (expandMakesBatch(orig, c)) {
+        s[0] = c.to;
+        attrs.set("shape", s);
+      }
+      return llvm::Error::success();
+    }
     int64_t at = at0.axis + (int64_t)s.size() - (int64_t)operand0.type().rank();
     if (at >= 0 && at < (int64_t)s.size() && s[at] == at0.multiple * c.from) {
       s[at] = at0.multiple * c.to;
@@ -198,7 +213,7 @@ private:
     bool batchedIn = false;
     for (const Value *v : n.operands())
       batchedIn |= (bool)axisOf(v);
-    if (!batchedIn)
+    if (!batchedIn && !expandMakesBatch(n, c_))
       return llvm::Error::success();
     const std::string atBatch = ", so the model cannot run at batch " + std::to_string(c_.to);
     if (batchInAttrs(n.op()))

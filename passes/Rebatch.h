@@ -12,7 +12,9 @@
 // is rows [b*k, (b+1)*k) of that axis), so the same graph at another batch B'
 // computes each sample as before and the axis becomes k*B'. What spells the
 // batch in attributes (Reshape and Expand shapes, the input_shape of
-// ConvGradData and AveragePoolGrad) is rewritten the same way.
+// ConvGradData and AveragePoolGrad) is rewritten the same way; an Expand
+// that broadcasts a batch-less value to the batch at its first axis (ViT's
+// class token, expanded to every sample) makes the batch there.
 //
 // rebatch guarantees, for a module bound to batch B and a batch B' > 0:
 //  1. every graph input whose axis 0 is B becomes B' there;
@@ -57,6 +59,11 @@ struct BatchChange {
   int64_t from, to;
   int64_t scaled(int64_t size) const { return size / from * to; }
 };
+
+/// An Expand of a batch-less value whose shape leads with the batch
+/// (`c.from`) on an axis it broadcasts: ViT's class token, expanded to every
+/// sample. Its shape's lead becomes `c.to`.
+bool expandMakesBatch(const Node &n, BatchChange c);
 
 /// Ops whose attributes hold the batch: the ones rewriteBatchAttrs changes.
 bool batchInAttrs(Op op);

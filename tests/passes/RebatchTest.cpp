@@ -147,6 +147,23 @@ TEST(Rebatch, AReshapeKeepsTheBatchOnALaterAxis) {
   EXPECT_EQ(m->main().findNode("heads")->result()->type(), TensorType(DType::F32, {3, 6, 1}));
 }
 
+TEST(Rebatch, AClassTokenExpandedToTheBatchFollowsIt) {
+  // ViT: a [1, 3] parameter expanded to [4, 1, 3] (one per sample) and put
+  // before x [4, 3] as [4, 2, 3].
+  auto m = fixed([](Builder &b, Value *x) {
+    Attrs to;
+    to.set("shape", Ints{4, 1, 3});
+    Value *token = b.create(Op::Expand, {addVariable(b, "token", {1, 3})}, std::move(to), "expand");
+    Attrs axis;
+    axis.set("axis", int64_t(1));
+    return b.create(Op::Concat, {token, reshape(b, x, {4, 1, 3}, "x3")}, std::move(axis), "cat");
+  });
+  llvm::Error e = rebatch(*m, 6);
+  ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  EXPECT_EQ(m->main().findNode("expand")->attrs().getInts("shape"), (Ints{6, 1, 3}));
+  EXPECT_EQ(m->main().findNode("cat")->result()->type(), TensorType(DType::F32, {6, 2, 3}));
+}
+
 TEST(Rebatch, RefusesAConstantOfTheOldBatch) {
   auto m = fixed([](Builder &b, Value *x) {
     Value *c = b.constant(Tensor(TensorType(DType::F32, {4, 3})), "per_sample");

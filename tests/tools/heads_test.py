@@ -17,7 +17,6 @@ or LogSoftmax) are exported by Debian's PyTorch 1.13 in training mode:
 Tolerances as in modern_ops_test.py (tests/tools/sumbound.py's 2(K+4)u of the longest sum K, and
 1e-5 of each weight).
 """
-import json
 import os
 import re
 import sys
@@ -26,7 +25,6 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sumbound  # noqa: E402
 from cli_test import GRAPHRUN, run  # noqa: E402
 from modern_ops_test import BATCH, FASHION_BATCH, LR, PyTorchModelCase  # noqa: E402
 
@@ -71,22 +69,7 @@ class HeadsTest(PyTorchModelCase):
                 "2", "--seed", "1", "--checkpoint", ckpt, "--metrics", metrics)
         self.assertRegex(p.stdout, r"note: the model ends in %s '[^']+': the loss is the cross-entropy of its "
                                    r"input '[^']+' \(the logits" % op)
-        bound = self.forward_bound(model, BATCH)
-        with open(metrics) as f:
-            loss = json.loads(f.readline())["loss"]
-        with open(self.w(head + "_loss.txt")) as f:
-            want = float(f.read())
-        err = abs(loss - want) / abs(want)
-        sumbound.report("%s head: the step's loss against PyTorch's on the logits" % op, err, bound)
-        self.assertLessEqual(err, bound)
-
-        exported = self.path(head + "-after.onnx")
-        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", exported)
-        ours, theirs = self.facts(exported)[1], dict(np.load(self.w(head + "_after.npz")))
-        self.assertEqual(sorted(ours), sorted(theirs))
-        worst = max(sumbound.relative_error(ours[n], theirs[n]) for n in theirs)
-        sumbound.report("%s head: weights after one SGD step against PyTorch" % op, worst, 1e-5)
-        self.assertLessEqual(worst, 1e-5)
+        self.check_sgd_step("%s head, the loss on the logits" % op, model, BATCH, metrics, ckpt, head)
 
         # Evaluation scores the logits too: the test split is the same 16 images.
         p = run(GRAPHRUN, "eval", "--checkpoint", ckpt, "--data", "fashion-mnist:" + data, "--batch", BATCH)

@@ -33,7 +33,6 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sumbound  # noqa: E402
 from cli_test import GRAPHC, GRAPHRUN, run  # noqa: E402
 from modern_ops_test import FASHION_BATCH, LR, PyTorchModelCase  # noqa: E402
 
@@ -131,21 +130,7 @@ class LossesAndDataTest(PyTorchModelCase):
         """One SGD step against PyTorch's: the loss and every weight. Returns the checkpoint."""
         model, ckpt, metrics = self.w(name + ".onnx"), self.path(name + "-ckpt"), self.path(name + ".jsonl")
         p = self.train(model, data, batch, *flags, ckpt=ckpt, metrics=metrics)
-        bound = self.forward_bound(model, batch)
-        with open(metrics) as f:
-            loss = json.loads(f.readline())["loss"]
-        with open(self.w(name + "_loss.txt")) as f:
-            want = float(f.read())
-        err = abs(loss - want) / abs(want)
-        sumbound.report("%s: the step's loss against PyTorch's" % name, err, bound)
-        self.assertLessEqual(err, bound)
-        exported = self.path(name + "-after.onnx")
-        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", exported)
-        ours, theirs = self.facts(exported)[1], dict(np.load(self.w(name + "_after.npz")))
-        self.assertEqual(sorted(ours), sorted(theirs))
-        worst = max(sumbound.relative_error(ours[n], theirs[n]) for n in theirs)
-        sumbound.report("%s: weights after one SGD step against PyTorch" % name, worst, 1e-5)
-        self.assertLessEqual(worst, 1e-5)
+        self.check_sgd_step(name, model, batch, metrics, ckpt, name)
         return p, ckpt
 
     def towers_match_one_device(self, name, data, batch, *flags):

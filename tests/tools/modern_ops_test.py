@@ -206,6 +206,26 @@ class PyTorchModelCase(CliCase):
         k = int(json.loads(run(GRAPHC, "inspect", model, "--batch", batch, "--json").stdout)["longest_sum"])
         return 2 * (k + 4) * U
 
+    def check_sgd_step(self, what, model, batch, metrics, ckpt, name):
+        """A `graphrun train` step (its --metrics and --checkpoint) against PyTorch's on the same
+        samples: the loss within the forward pass's sum bound, every weight after the step within
+        1e-5 (the script's NAME_loss.txt and NAME_after.npz)."""
+        bound = self.forward_bound(model, batch)
+        with open(metrics) as f:
+            loss = json.loads(f.readline())["loss"]
+        with open(self.w(name + "_loss.txt")) as f:
+            want = float(f.read())
+        err = abs(loss - want) / abs(want)
+        sumbound.report("%s: the step's loss against PyTorch's" % what, err, bound)
+        self.assertLessEqual(err, bound)
+        exported = self.path(name + "-after.onnx")
+        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", exported)
+        ours, theirs = self.facts(exported)[1], dict(np.load(self.w(name + "_after.npz")))
+        self.assertEqual(sorted(ours), sorted(theirs))
+        worst = max(sumbound.relative_error(ours[n], theirs[n]) for n in theirs)
+        sumbound.report("%s: weights after one SGD step against PyTorch" % what, worst, 1e-5)
+        self.assertLessEqual(worst, 1e-5)
+
     def fashion_data(self):
         """FASHION_BATCH's images and labels as a Fashion-MNIST folder (train and t10k)."""
         data = self.path("data")
