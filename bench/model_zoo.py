@@ -4,8 +4,10 @@
     scripts/install-test-deps              # once: ONNX Runtime into .cache/onnxruntime-venv
     bench/model_zoo.py                     # every model below; prints the table
     bench/model_zoo.py --models resnet18 vit_b_16 --steps 30
+    bench/model_zoo.py --python bench/.venv/bin/python       # PyTorch 2 (bench/setup-peers)
 
-Each model is exported by Debian's PyTorch (/usr/bin/python3, 1.13, the TorchScript exporter) in
+Each model is exported by Debian's PyTorch (/usr/bin/python3, 1.13, the TorchScript exporter; or
+another interpreter's with --python) in
 training mode (`TrainingMode.TRAINING`, nothing folded, opset 17, a dynamic batch axis), with 10
 classes and random weights, at a small image size (the CNNs at 64x64, the ViT at 64x64 with its
 position embedding sized for it), and then:
@@ -15,9 +17,9 @@ position embedding sized for it), and then:
                    of the last 5 steps' mean against the first 5 steps' mean ("falls" when lower)
   infer vs ORT     graphrun infer on the training-mode file (inference semantics: BatchNorm's
                    running statistics, no dropout) against ONNX Runtime (CPU provider) on the same
-                   weights exported in eval mode by PyTorch, the same random input at batch 4: the
-                   largest difference over the largest output (the text models, which import
-                   with their batch bound, at the training batch)
+                   weights exported in eval mode by PyTorch, the same random input: the
+                   largest difference over the largest output, at the training batch (models
+                   whose attention computes with the batch import with it bound)
   export vs ORT    the trained checkpoint exported (`graphrun export`, inference form) and run by
                    ONNX Runtime against `graphrun infer` of the checkpoint, the same input
 
@@ -43,8 +45,11 @@ VISION = ["resnet18", "densenet121", "mobilenet_v2", "mobilenet_v3_small", "effi
 TEXT = ["transformer_text", "lstm_text", "gru_text"]
 
 EXPORT = r'''
-import sys, numpy as np, torch, torch.nn as nn, torchvision
+import inspect, sys, numpy as np, torch, torch.nn as nn, torchvision
 name, size, path, npz = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+# PyTorch 2.5 and later export with dynamo by default, which writes the inference graph: the
+# TorchScript exporter keeps the training graph.
+script = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 torch.manual_seed(0)
 VOCAB, LEN = 100, 16
 
@@ -78,18 +83,20 @@ if name in ("transformer_text", "lstm_text", "gru_text"):
 else:
     kw = {"image_size": size} if name.startswith("vit") else {}
     model = getattr(torchvision.models, name)(num_classes=10, **kw)
+    if name.startswith("vit"):  # torchvision zeroes the head: logits 0 compare nothing
+        nn.init.normal_(model.heads.head.weight, std=0.02)
     example, input_name = torch.randn(2, 3, size, size), "x"
 axes = {input_name: {0: "N"}, "logits": {0: "N"}}
 model.train()
 torch.onnx.export(model, example, path, opset_version=17, input_names=[input_name],
                   output_names=["logits"], dynamic_axes=axes,
-                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, **script)
 # The reference for inference: the same weights exported in eval mode (BatchNorm folded, dropout
 # gone), what ONNX Runtime runs as PyTorch would infer. After the training-mode export, whose
 # tracing pass moved the running statistics the file holds.
 model.eval()
 torch.onnx.export(model, example, path.replace(".onnx", "-eval.onnx"), opset_version=17,
-                  input_names=[input_name], output_names=["logits"], dynamic_axes=axes)
+                  input_names=[input_name], output_names=["logits"], dynamic_axes=axes, **script)
 '''
 
 ORT = r'''
@@ -114,13 +121,13 @@ def relative(a, b):
     return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
 
 
-def check(name, work, steps, batch):
+def check(name, work, steps, batch, exporter):
     import numpy as np
     row = {"model": name}
     text = name in TEXT
     size = 64
     model, npz = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".npz")
-    p = run("/usr/bin/python3", "-c", EXPORT, name, size, model, npz)
+    p = run(exporter, "-c", EXPORT, name, size, model, npz)
     if p.returncode:
         row["error"] = "export: " + first_error(p)
         return row
@@ -142,10 +149,10 @@ def check(name, work, steps, batch):
         losses = [json.loads(l)["loss"] for l in f if '"step"' in l]
     row["loss"] = (sum(losses[:5]) / 5, sum(losses[-5:]) / 5)
     rs = np.random.RandomState(1)
-    # Attention and the recurrent cells' zero states compute with the batch, so the text models
-    # import with it bound and export at it: their inputs are a training batch.
-    rows = int(batch) if text else 4
-    x = rs.randint(1, 100, (rows, 16)).astype(np.int64) if text else rs.randn(4, 3, size, size).astype(np.float32)
+    # Attention and the recurrent cells' zero states compute with the batch, so those models
+    # import with it bound and export at it: the inputs are a training batch.
+    rows = int(batch)
+    x = rs.randint(1, 100, (rows, 16)).astype(np.int64) if text else rs.randn(rows, 3, size, size).astype(np.float32)
     xp = os.path.join(work, name + "-x.npy")
     np.save(xp, x)
     for what, source, exported in (("infer", model, model.replace(".onnx", "-eval.onnx")),
@@ -173,6 +180,9 @@ def main():
     ap.add_argument("--models", nargs="*", default=VISION + TEXT)
     ap.add_argument("--steps", default="30")
     ap.add_argument("--batch", default="32")
+    ap.add_argument("--python", default="/usr/bin/python3",
+                    help="the exporter's interpreter (with torch and torchvision): Debian's PyTorch 1.13 by "
+                         "default, or the peers' environment (bench/setup-peers) for PyTorch 2")
     args = ap.parse_args()
     cpu = re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read())
     print("machine: %s, %d cores" % (cpu.group(1) if cpu else "?", os.cpu_count()))
@@ -181,7 +191,7 @@ def main():
     print("| --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory(prefix="graphc-zoo-") as work:
         for name in args.models:
-            r = check(name, work, args.steps, args.batch)
+            r = check(name, work, args.steps, args.batch, args.python)
             cells = ["yes" if r.get("place") else "no",
                      "%.3f -> %.3f (%s)" % (r["loss"][0], r["loss"][1], "falls" if r["loss"][1] < r["loss"][0] else "does not fall") if "loss" in r else "",
                      "%.1e" % r["infer"] if "infer" in r else "",
