@@ -112,8 +112,12 @@ def run(*args, timeout=3600):
 
 
 def first_error(p):
-    lines = [l for l in (p.stderr + p.stdout).splitlines() if "error" in l.lower()]
-    return (lines[0] if lines else (p.stderr or p.stdout).strip().splitlines()[-1])[:160]
+    """graphc's error line, or the exception a Python traceback ends in."""
+    lines = (p.stderr + p.stdout).strip().splitlines()
+    ours = [l for l in lines if l.startswith(("graphc:", "graphrun:")) and "error" in l]
+    raised = [l for l in lines if re.match(r"[\w.]+(Error|Exception): ", l)]
+    picked = ours or raised or lines[-1:] or ["exit %d" % p.returncode]
+    return picked[0][:200]
 
 
 def relative(a, b):
