@@ -320,8 +320,10 @@ llvm::Expected<RunTrace> parseTrace(llvm::StringRef text, llvm::StringRef file) 
     auto cat = e->getString("cat");
     if (!cat || (*cat != "step" && *cat != "breakdown"))
       continue;
+    const auto index = i; // a lambda may not capture a structured binding (clang 14)
     auto at = [&](const llvm::Twine &msg) {
-      return oneLine(makeError(file + ": event " + llvm::Twine(i) + " (\"" + *cat + "\"): " + msg));
+      return oneLine(
+          makeError(file + ": event " + llvm::Twine(index) + " (\"" + *cat + "\"): " + msg));
     };
     auto dur = e->getNumber("dur");
     auto pid = e->getInteger("pid");
