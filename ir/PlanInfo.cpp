@@ -67,6 +67,7 @@ const Field<Floats> kFloatLists[] = {
     {"split_speeds", &PlanInfo::splitSpeeds},
 };
 const Field<Strings> kStringLists[] = {
+    {"exporter_folded", &PlanInfo::exporterFolded},
     {"ps_variables", &PlanInfo::psVariables},
 };
 

@@ -59,6 +59,11 @@ struct PlanInfo {
   /// The loss add-loss computes (absent: cross-entropy); a checkpoint's
   /// forward graph keeps it, so evaluation scores what training minimised.
   std::optional<LossKind> loss;
+  /// The weights of the layers into which the exporter's optimizer folded a
+  /// BatchNorm, as its node metadata says (PyTorch's dynamo exporter
+  /// records onnxscript's FuseBatchNormInto* rewrites; the weights keep the
+  /// module's names, so nothing else shows the fold).
+  std::optional<Strings> exporterFolded;
 
   // Towers and the batch split (TowerReplication, SplitBatch).
   std::optional<int64_t> towers;

@@ -140,6 +140,10 @@ llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opt
 
 InferenceExportSigns inferenceExportSigns(const Module &forward) {
   InferenceExportSigns signs;
+  if (const auto &folded = forward.plan().exporterFolded; folded && !folded->empty()) {
+    signs.foldedConvs = (int64_t)folded->size();
+    signs.firstFolded = folded->front();
+  }
   const Graph *g = forward.findGraph("main");
   if (!g)
     return signs;
@@ -154,7 +158,8 @@ InferenceExportSigns inferenceExportSigns(const Module &forward) {
       if (w->op() != Op::Variable)
         continue;
       std::string var = w->attrs().getString("var");
-      if (llvm::StringRef(var).startswith("onnx::Conv_") && signs.foldedConvs++ == 0)
+      if (llvm::StringRef(var).startswith("onnx::Conv_") && !forward.plan().exporterFolded &&
+          signs.foldedConvs++ == 0)
         signs.firstFolded = var;
     }
   }

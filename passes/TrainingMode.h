@@ -42,9 +42,10 @@ llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opt
 /// as another model than the one its author wrote: BatchNorms in inference
 /// form (training = 0: training keeps them frozen, rule 2), and convolutions
 /// whose weights the exporter computed by folding a BatchNorm into them
-/// (PyTorch's TorchScript exporter names such weights `onnx::Conv_<n>`; an
-/// exporter that kept the module's weights keeps their names). Dropout an
-/// exporter removed leaves no sign; `dropouts` counts those that remain.
+/// (PyTorch's TorchScript exporter names such weights `onnx::Conv_<n>`; its
+/// dynamo exporter keeps the module's names but says so in the node's
+/// metadata, PlanInfo::exporterFolded). Dropout an exporter removed leaves no
+/// sign; `dropouts` counts those that remain.
 struct InferenceExportSigns {
   int64_t frozenBatchNorms = 0, foldedConvs = 0, dropouts = 0;
   std::string firstFrozen, firstFolded; ///< a node's name, a weight's name

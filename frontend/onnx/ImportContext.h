@@ -235,6 +235,7 @@ private:
   std::vector<std::string> weightInputs_;
   bool batchNeeded_ = false;
   int64_t fixedBatch_ = 0; ///< the batch of a model without a dynamic one
+  Strings exporterFolded_;  ///< PlanInfo::exporterFolded
 
 };
 

@@ -21,6 +21,9 @@
 
 #include "llvm/Support/Path.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <climits>
 #include <cmath>
 #include <queue>
@@ -527,6 +530,42 @@ llvm::Expected<TensorType> Importer::typeOf(llvm::StringRef name, llvm::StringRe
 
 //===-- The walk -----------------------------------------------------------===//
 
+/// The value of a node's metadata entry `key`, or "". NodeProto's
+/// metadata_props (field 9, ONNX 1.16) is newer than the ONNX library we may
+/// build with, so the entries are read from the node's wire form, in which
+/// protobuf keeps the fields it does not know.
+static std::string nodeMetadata(const onnx::NodeProto &node, llvm::StringRef key) {
+  using google::protobuf::internal::WireFormatLite;
+  constexpr uint32_t kMetadataTag = 9 << 3 | WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+  std::string wire = node.SerializeAsString();
+  google::protobuf::io::CodedInputStream in((const uint8_t *)wire.data(), (int)wire.size());
+  for (uint32_t tag = in.ReadTag(); tag != 0; tag = in.ReadTag()) {
+    if (tag != kMetadataTag) {
+      if (!WireFormatLite::SkipField(&in, tag))
+        break;
+      continue;
+    }
+    std::string bytes;
+    onnx::StringStringEntryProto entry;
+    if (!WireFormatLite::ReadBytes(&in, &bytes) || !entry.ParseFromString(bytes))
+      break;
+    if (entry.key() == key)
+      return entry.value();
+  }
+  return "";
+}
+
+/// Whether the exporter's optimizer folded a BatchNorm into this layer:
+/// onnxscript's rewriter, which PyTorch's dynamo exporter runs, names its
+/// rules in the node's metadata (FuseBatchNormIntoConv, ...IntoGemm).
+static bool exporterFoldedBatchNorm(const onnx::NodeProto &node) {
+  llvm::StringRef op = node.op_type();
+  if (op != "Conv" && op != "ConvTranspose" && op != "Gemm")
+    return false;
+  return llvm::StringRef(nodeMetadata(node, "pkg.onnxscript.rewriter.rule_name"))
+      .contains("FuseBatchNormInto");
+}
+
 llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   NodeContext ctx(*this, node, scopeName(node));
   // checkOps() refused every op without a rule.
@@ -539,6 +578,8 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
     if (auto e = rule->fn(ctx))
       return e;
   }
+  if (node.input_size() > 1 && exporterFoldedBatchNorm(node))
+    exporterFolded_.push_back(node.input(1));
   for (int i = 0; i < node.output_size(); ++i)
     if (!node.output(i).empty() && !slots_.count(node.output(i)))
       ctx.drop(i, "graphc does not model this output");
@@ -632,6 +673,8 @@ llvm::Expected<std::unique_ptr<Module>> Importer::run() {
   // A model graphc exported keeps the opset of the model it first came from.
   if (!module_->plan().onnxOpset)
     module_->plan().onnxOpset = opset_;
+  if (!exporterFolded_.empty())
+    module_->plan().exporterFolded = exporterFolded_;
   if (opts_.seed)
     module_->plan().seed = (int64_t)opts_.seed;
   if (fixedBatch_)

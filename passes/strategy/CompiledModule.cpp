@@ -38,6 +38,7 @@ llvm::Expected<std::unique_ptr<Module>> forwardOf(const Module &compiled) {
   auto m = std::make_unique<Module>(compiled.name());
   m->plan().seed = compiled.plan().seed;
   m->plan().source = compiled.plan().source;
+  m->plan().exporterFolded = compiled.plan().exporterFolded;
   Graph &g = m->main();
   // Only the variables the forward graph reads, with their current values.
   for (const Node *n : fwd->nodes())

@@ -8,6 +8,10 @@ three ways:
   `onnx::Conv_<n>`), writes the BatchNorm1d in inference form and drops the dropout. The run plan
   names both BatchNorms' fates and the missing dropout, and points to the README's recipe;
 - in training mode (`TrainingMode.TRAINING`, nothing folded): no note;
+- as PyTorch 2's dynamo exporter writes a model in either mode: the folded convolution keeps the
+  module's weight names (no `onnx::` name shows the fold) and its node's metadata names onnxscript's
+  FuseBatchNormIntoConv rewrite. Debian's ONNX 1.12 predates node metadata, so the test writes those
+  bytes into the eval export's Conv node itself. The note names the weight, also from a placed plan;
 - and the training-mode model trained one step and written by `graphrun export` (inference form by
   default): its BatchNorms come back frozen, and the note says so; `--training-graph` brings it back
   without a note. `--bn frozen` asks for frozen BatchNorms, so the note leaves them out.
@@ -26,7 +30,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_test import GRAPHRUN, CliCase, run  # noqa: E402
+from cli_test import GRAPHC, GRAPHRUN, CliCase, run  # noqa: E402
 
 EXPORT = r'''
 import sys, torch, torch.nn as nn
@@ -56,6 +60,22 @@ m = onnx.load(sys.argv[1])
 init = {t.name: nh.to_array(t) for t in m.graph.initializer}
 bn = [n for n in m.graph.node if n.op_type == "BatchNormalization"]
 np.savez(sys.argv[2], mean=init[bn[-1].input[3]], var=init[bn[-1].input[4]])
+'''
+
+# The eval export rewritten as the dynamo exporter writes a folded convolution: the weights under
+# the module's names, and NodeProto.metadata_props (field 9, ONNX 1.16) naming the rewrite.
+DYNAMO = r'''
+import sys, onnx
+m = onnx.load(sys.argv[1])
+conv = next(n for n in m.graph.node if n.op_type == "Conv")
+rename = {conv.input[1]: "0.weight", conv.input[2]: "0.bias"}
+for t in m.graph.initializer:
+    t.name = rename.get(t.name, t.name)
+conv.input[1], conv.input[2] = "0.weight", "0.bias"
+key, value = b"pkg.onnxscript.rewriter.rule_name", b"RemoveOptionalBiasFromConv, FuseBatchNormIntoConv"
+entry = b"\x0a" + bytes([len(key)]) + key + b"\x12" + bytes([len(value)]) + value
+conv.ParseFromString(conv.SerializeToString() + b"\x4a" + bytes([len(entry)]) + entry)
+onnx.save(m, sys.argv[2])
 '''
 
 TRAIN = ["--data", "synthetic", "--steps", "1", "--batch", "8", "--no-eval", "--no-progress",
@@ -103,6 +123,19 @@ class InferenceExportTest(CliCase):
         before, after = self.running(model), self.running(trained)
         for k in ("mean", "var"):
             np.testing.assert_array_equal(before[k], after[k])
+
+    def test_a_fold_the_dynamo_exporter_records_is_named(self):
+        model = self.path("dynamo.onnx")
+        subprocess.run(["/usr/bin/python3", "-c", DYNAMO, self.model("eval.onnx"), model], check=True,
+                       capture_output=True)
+        placed = self.path("dynamo.placed")
+        run(GRAPHC, "place", model, "--gpus", "2", "--batch", "8", "-o", placed)
+        for source in (model, placed):
+            args = ["--emulate"] if source == placed else []
+            note = self.note(run(GRAPHRUN, "train", source, *TRAIN, *args).stdout)
+            self.assertIsNotNone(note, source)
+            self.assertIn("the convolution weight '0.weight' came from the exporter, which folded a BatchNorm "
+                          "into it", note)
 
     def test_a_training_export_has_no_note(self):
         p = run(GRAPHRUN, "train", self.model("train.onnx"), *TRAIN)
