@@ -29,6 +29,15 @@ and then:
   export vs ORT    the trained checkpoint exported (`graphrun export`, inference form) and run by
                    ONNX Runtime against `graphrun infer` of the checkpoint, the same input
 
+--keras PYTHON adds Keras' MobileNetV2 (64x64x3 channels-last, weights=None, 10 classes, its
+Softmax head) converted by tf2onnx with PYTHON's TensorFlow (bench/setup-peers), two ways:
+  keras_mobilenet_v2           tf2onnx.convert.from_keras: the inference function, BatchNorms frozen
+                               into constants (folded into the convolutions)
+  keras_mobilenet_v2_training  tf2onnx.convert.from_function of `model(x, training=True)`: each
+                               BatchNorm's batch statistics as ops (ReduceMean, Sqrt, Reciprocal)
+Both train on one device (a batch statistic computed as ops spans the whole batch, so towers refuse
+the second), with the loss, the run plan's notes and infer against ONNX Runtime reported.
+
 The text models (a 2-layer nn.TransformerEncoder with a padding mask, an LSTM and a GRU over token
 embeddings) train on an npz file of token ids written by the script: 16 tokens a row, about half of
 them drawn from the row's class's 9 topic words, the rest from the whole vocabulary of 100, the last
@@ -115,6 +124,19 @@ model.eval()
 torch.onnx.export(model, (example,), path.replace(".onnx", "-eval.onnx"), **names, **kw)
 '''
 
+KERAS = r'''
+import sys, tensorflow as tf, keras, tf2onnx
+path, training = sys.argv[1], sys.argv[2] == "1"
+keras.utils.set_random_seed(0)
+model = keras.applications.MobileNetV2(input_shape=(64, 64, 3), weights=None, classes=10)
+spec = (tf.TensorSpec((None, 64, 64, 3), tf.float32, name="x"),)
+if training:
+    fn = tf.function(lambda x: model(x, training=True), input_signature=spec)
+    tf2onnx.convert.from_function(fn, input_signature=spec, opset=17, output_path=path)
+else:
+    tf2onnx.convert.from_keras(model, input_signature=spec, opset=17, output_path=path)
+'''
+
 ORT = r'''
 import sys, numpy as np, onnxruntime as ort
 s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
@@ -196,6 +218,36 @@ def check(name, work, steps, batch, exporter):
     return row
 
 
+def keras_row(name, work, steps, batch, python):
+    """Keras MobileNetV2 through tf2onnx, trained on one device: (row, notes)."""
+    import numpy as np
+    row, model = {"model": name}, os.path.join(work, name + ".onnx")
+    p = run(python, "-c", KERAS, model, "1" if name.endswith("_training") else "0")
+    if p.returncode:
+        row["error"] = "tf2onnx: " + first_error(p)
+        return row, []
+    metrics = os.path.join(work, name + ".jsonl")
+    p = run(os.path.join(BIN, "graphrun"), "train", model, "--batch", batch, "--steps", steps, "--no-eval",
+            "--no-progress", "--metrics", metrics, "--optimizer", "adam", "--lr", "0.001", "--data", "synthetic")
+    if p.returncode:
+        row["error"] = "train: " + first_error(p)
+        return row, []
+    notes = [l for l in p.stdout.splitlines() if l.startswith("note:")]
+    with open(metrics) as f:
+        losses = [json.loads(l)["loss"] for l in f if '"step"' in l]
+    row["loss"] = (sum(losses[:5]) / 5, sum(losses[-5:]) / 5)
+    x = np.random.RandomState(1).randn(int(batch), 64, 64, 3).astype(np.float32)
+    xp, ours, theirs = (os.path.join(work, name + s) for s in ("-x.npy", "-ours.npy", "-ort.npy"))
+    np.save(xp, x)
+    for p in (run(os.path.join(BIN, "graphrun"), "infer", model, "--input", xp, "-o", ours),
+              run(ORT_PYTHON, "-c", ORT, model, xp, theirs)):
+        if p.returncode:
+            row["error"] = "infer: " + first_error(p)
+            return row, notes
+    row["infer"] = relative(np.load(ours), np.load(theirs))
+    return row, notes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="*", default=VISION + TEXT)
@@ -204,6 +256,8 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3",
                     help="the exporter's interpreter (with torch and torchvision): Debian's PyTorch 1.13 by "
                          "default, or the peers' environment (bench/setup-peers) for PyTorch 2")
+    ap.add_argument("--keras", metavar="PYTHON",
+                    help="also Keras' MobileNetV2 through tf2onnx, with this interpreter's TensorFlow")
     ap.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
                     help="PyTorch's exporter (dynamo: PyTorch 2.5 and later)")
     args = ap.parse_args()
@@ -226,6 +280,19 @@ def main():
                      "%.1e" % r["export"] if "export" in r else ""]
             if "error" in r:
                 cells[next(i for i, c in enumerate(cells) if c in ("", "no"))] = "**" + r["error"].replace("|", "/") + "**"
+            print("| %s | %s |" % (name, " | ".join(cells)), flush=True)
+        if not args.keras:
+            return 0
+        print("\n| Keras model (tf2onnx) | %s steps on one device: loss, first 5 -> last 5 | infer vs ONNX Runtime "
+              "| the run plan's notes |" % args.steps)
+        print("| --- | --- | --- | --- |")
+        for name in ("keras_mobilenet_v2", "keras_mobilenet_v2_training"):
+            r, notes = keras_row(name, work, args.steps, args.batch, args.keras)
+            cells = ["%.3f -> %.3f" % r["loss"] if "loss" in r else "",
+                     "%.1e" % r["infer"] if "infer" in r else "",
+                     "<br>".join(n.replace("|", "/") for n in notes)]
+            if "error" in r:
+                cells[next(i for i, c in enumerate(cells) if c == "")] = "**" + r["error"].replace("|", "/") + "**"
             print("| %s | %s |" % (name, " | ".join(cells)), flush=True)
 
 

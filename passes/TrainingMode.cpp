@@ -13,6 +13,9 @@
 #include "ir/Diagnostics.h"
 #include "ir/Random.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
+
 #include <bit>
 
 namespace graphc {
@@ -147,6 +150,20 @@ InferenceExportSigns inferenceExportSigns(const Module &forward) {
   const Graph *g = forward.findGraph("main");
   if (!g)
     return signs;
+  llvm::SmallVector<llvm::StringRef, 8> kerasScopes; // in order, each once
+  llvm::StringSet<> seen, trained;
+  for (const Node *n : g->nodes()) {
+    llvm::StringRef name = n->name();
+    if (size_t at = name.find("/batchnorm/"); at != llvm::StringRef::npos) {
+      if (seen.insert(name.take_front(at)).second)
+        kerasScopes.push_back(name.take_front(at));
+    } else if (size_t at = name.find("/moments/"); at != llvm::StringRef::npos) {
+      trained.insert(name.take_front(at));
+    }
+  }
+  for (llvm::StringRef scope : kerasScopes)
+    if (!trained.contains(scope) && signs.convertedBatchNorms++ == 0)
+      signs.firstConverted = scope.str();
   for (const Node *n : g->nodes()) {
     if (n->op() == Op::Dropout) {
       ++signs.dropouts;

@@ -44,12 +44,17 @@ llvm::Expected<bool> applyTrainingMode(Module &m, const TrainingModeOptions &opt
 /// whose weights the exporter computed by folding a BatchNorm into them
 /// (PyTorch's TorchScript exporter names such weights `onnx::Conv_<n>`; its
 /// dynamo exporter keeps the module's names but says so in the node's
-/// metadata, PlanInfo::exporterFolded). Dropout an exporter removed leaves no
-/// sign; `dropouts` counts those that remain.
+/// metadata, PlanInfo::exporterFolded), and Keras BatchNormalizations a
+/// converter froze into constants (TensorFlow writes one as arithmetic in a
+/// `<layer>/batchnorm/` scope, and its batch statistics, when traced in
+/// training mode, in `<layer>/moments/`: tf2onnx keeps those names, also on
+/// the convolutions it folded the arithmetic into). Dropout an exporter
+/// removed leaves no sign; `dropouts` counts those that remain.
 struct InferenceExportSigns {
-  int64_t frozenBatchNorms = 0, foldedConvs = 0, dropouts = 0;
-  std::string firstFrozen, firstFolded; ///< a node's name, a weight's name
-  bool any() const { return frozenBatchNorms > 0 || foldedConvs > 0; }
+  int64_t frozenBatchNorms = 0, foldedConvs = 0, convertedBatchNorms = 0, dropouts = 0;
+  /// A node's name, a weight's name, a Keras layer's scope.
+  std::string firstFrozen, firstFolded, firstConverted;
+  bool any() const { return frozenBatchNorms > 0 || foldedConvs > 0 || convertedBatchNorms > 0; }
 };
 
 InferenceExportSigns inferenceExportSigns(const Module &forward);

@@ -7,7 +7,8 @@
 // (bounds as attributes before opset 11, as constant inputs after; an absent
 // bound is stored as -inf/+inf), Cast (`to` as our dtype), Softmax and
 // LogSoftmax (opset 13 semantics; older opsets only over the last axis),
-// Sum (as AddN), Identity (of a weight: a variable of its own, see
+// Sum (as AddN), Reciprocal (as Div of a scalar 1: tf2onnx writes Keras'
+// BatchNorm traced in training mode as ReduceMean, Sqrt and Reciprocal), Identity (of a weight: a variable of its own, see
 // Importer::aliasVariable), Equal, Less, Greater, Not and Where on run-time
 // data (an attention's padding mask); LessOrEqual, GreaterOrEqual, And, Or
 // and Mod are folded at import (ShapeFolding.cpp) and refused on run-time
@@ -179,6 +180,26 @@ llvm::Error importWhere(NodeContext &ctx) {
   return n ? llvm::Error::success() : n.takeError();
 }
 
+llvm::Error importReciprocal(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (!x)
+    return x.takeError();
+  DType dtype = (*x)->type().dtype;
+  if (!isFloat(dtype))
+    return ctx.fail("takes floating-point values, not " + toString((*x)->type()));
+  Tensor one(TensorType(dtype, {}));
+  one.set(0, 1.0);
+  Attrs a;
+  a.set("value", one);
+  Importer &imp = ctx.importer();
+  std::string name = imp.uniqueName(ctx.name() + "/one");
+  auto c = createInferredNode(imp.graph(), Op::Constant, {}, {name}, std::move(a), name);
+  if (!c)
+    return c.takeError();
+  auto n = ctx.emit(Op::Div, {(*c)->result(), *x});
+  return n ? llvm::Error::success() : n.takeError();
+}
+
 /// Reached only when an input is computed at run time: folding took every
 /// other case (ShapeFolding.cpp).
 llvm::Error importFoldOnly(NodeContext &ctx) {
@@ -224,6 +245,7 @@ const OpRule kRules[] = {
     {"Log", importDirect<Op::Log>},
     {"Sqrt", importDirect<Op::Sqrt>},
     {"Neg", importDirect<Op::Neg>},
+    {"Reciprocal", importReciprocal},
     {"Erf", importDirect<Op::Erf>},
     {"Gelu", importGelu},
     {"HardSigmoid", importHardSigmoid},

@@ -12,6 +12,10 @@ three ways:
   module's weight names (no `onnx::` name shows the fold) and its node's metadata names onnxscript's
   FuseBatchNormIntoConv rewrite. Debian's ONNX 1.12 predates node metadata, so the test writes those
   bytes into the eval export's Conv node itself. The note names the weight, also from a placed plan;
+- as tf2onnx converts a Keras model (built here with onnx.helper, under the names TensorFlow gives):
+  BatchNormalizations frozen into constants, one folded into a convolution (`<layer>/batchnorm/mul_1`)
+  and one left as Mul and Add, are named; one traced in training mode (its `<layer>/moments/` batch
+  statistics, with Sqrt and Reciprocal) is not, and `graphrun infer` of it matches numpy;
 - and the training-mode model trained one step and written by `graphrun export` (inference form by
   default): its BatchNorms come back frozen, and the note says so; `--training-graph` brings it back
   without a note. `--bn frozen` asks for frozen BatchNorms, so the note leaves them out.
@@ -78,6 +82,53 @@ conv.ParseFromString(conv.SerializeToString() + b"\x4a" + bytes([len(entry)]) + 
 onnx.save(m, sys.argv[2])
 '''
 
+# A Keras model as tf2onnx converts it (NHWC input, TensorFlow's names): bn_1 folded into conv_1,
+# bn_2 a frozen Mul and Add, bn_3 traced with training=True (batch statistics as ops).
+KERAS = r'''
+import sys, numpy as np, onnx
+from onnx import helper as h, numpy_helper as nh
+rs = np.random.RandomState(0)
+def const(name, a):
+    return nh.from_array(np.asarray(a, np.float32), name)
+inits = [const("m/conv_1/convolution/merged_input:0", rs.randn(4, 3, 3, 3) * 0.3),
+         const("m/bn_2/batchnorm/mul:0", rs.rand(1, 4, 1, 1) + 0.5),
+         const("m/bn_2/batchnorm/sub:0", rs.randn(1, 4, 1, 1)),
+         const("m/bn_3/eps:0", 1e-3), const("m/dense/kernel:0", rs.randn(4 * 8 * 8, 10) * 0.1),
+         nh.from_array(np.array([0, 2, 3], np.int64), "axes"), nh.from_array(np.array([-1, 256], np.int64), "flat")]
+nodes = [h.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2], name="m/conv_1/transpose"),
+         h.make_node("Conv", ["t", inits[0].name], ["c"], pads=[1, 1, 1, 1], name="m/bn_1/batchnorm/mul_1"),
+         h.make_node("Mul", ["c", inits[1].name], ["s"], name="m/bn_2/batchnorm/mul_1"),
+         h.make_node("Add", ["s", inits[2].name], ["b"], name="m/bn_2/batchnorm/add_1"),
+         h.make_node("ReduceMean", ["b", "axes"], ["mean"], name="m/bn_3/moments/mean"),
+         h.make_node("Sub", ["b", "mean"], ["d"], name="m/bn_3/moments/sub"),
+         h.make_node("Mul", ["d", "d"], ["d2"], name="m/bn_3/moments/square"),
+         h.make_node("ReduceMean", ["d2", "axes"], ["var"], name="m/bn_3/moments/variance"),
+         h.make_node("Add", ["var", inits[3].name], ["ve"], name="m/bn_3/batchnorm/add"),
+         h.make_node("Sqrt", ["ve"], ["sd"], name="m/bn_3/batchnorm/Sqrt"),
+         h.make_node("Reciprocal", ["sd"], ["inv"], name="m/bn_3/batchnorm/Rsqrt"),
+         h.make_node("Mul", ["d", "inv"], ["n"], name="m/bn_3/batchnorm/mul_1"),
+         h.make_node("Relu", ["n"], ["r"], name="m/relu"),
+         h.make_node("Reshape", ["r", "flat"], ["f"], name="m/flatten"),
+         h.make_node("MatMul", ["f", inits[4].name], ["logits"], name="m/dense/MatMul")]
+g = h.make_graph(nodes, "keras", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 8, 8, 3])],
+                 [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, ["N", 10])], inits)
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], producer_name="tf2onnx")
+onnx.save(m, sys.argv[1])
+x = rs.randn(4, 8, 8, 3).astype(np.float32)
+np.save(sys.argv[2], x)
+# What the graph computes, in numpy.
+w = nh.to_array(inits[0])
+t = np.pad(x.transpose(0, 3, 1, 2), ((0, 0), (0, 0), (1, 1), (1, 1)))
+c = np.zeros((4, 4, 8, 8), np.float64)
+for i in range(3):
+    for j in range(3):
+        c += np.einsum("nchw,oc->nohw", t[:, :, i:i + 8, j:j + 8], w[:, :, i, j])
+b = c * nh.to_array(inits[1]) + nh.to_array(inits[2])
+d = b - b.mean(axis=(0, 2, 3), keepdims=True)
+n = d / np.sqrt((d * d).mean(axis=(0, 2, 3), keepdims=True) + 1e-3)
+np.save(sys.argv[3], np.maximum(n, 0).reshape(4, -1) @ nh.to_array(inits[4]))
+'''
+
 TRAIN = ["--data", "synthetic", "--steps", "1", "--batch", "8", "--no-eval", "--no-progress",
          "--threads", "1", "--seed", "2"]
 
@@ -136,6 +187,18 @@ class InferenceExportTest(CliCase):
             self.assertIsNotNone(note, source)
             self.assertIn("the convolution weight '0.weight' came from the exporter, which folded a BatchNorm "
                           "into it", note)
+
+    def test_keras_batchnorms_tf2onnx_froze_are_named_and_one_traced_for_training_is_not(self):
+        model, x, expected = self.path("keras.onnx"), self.path("x.npy"), self.path("expected.npy")
+        subprocess.run(["/usr/bin/python3", "-c", KERAS, model, x, expected], check=True, capture_output=True)
+        note = self.note(run(GRAPHRUN, "train", model, *TRAIN).stdout)
+        self.assertIsNotNone(note)
+        self.assertIn("2 Keras BatchNormalizations (the first 'm/bn_1') were frozen into constants by the "
+                      "converter: they train as fixed scales and shifts", note)
+        ours = self.path("ours.npy")
+        run(GRAPHRUN, "infer", model, "--input", x, "-o", ours)
+        want = np.load(expected)
+        self.assertLess(np.abs(np.load(ours) - want).max(), 1e-5 * np.abs(want).max())
 
     def test_a_training_export_has_no_note(self):
         p = run(GRAPHRUN, "train", self.model("train.onnx"), *TRAIN)

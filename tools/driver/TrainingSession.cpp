@@ -172,6 +172,14 @@ void TrainingSession::noteInferenceExport() {
   else if (signs.foldedConvs > 1)
     what += std::to_string(signs.foldedConvs) + " convolution weights (the first '" +
             signs.firstFolded + "') came from the exporter, which folded BatchNorms into them; ";
+  if (signs.convertedBatchNorms == 1)
+    what += "the Keras BatchNormalization '" + signs.firstConverted +
+            "' was frozen into constants by the converter: it trains as a fixed scale and shift; ";
+  else if (signs.convertedBatchNorms > 1)
+    what += std::to_string(signs.convertedBatchNorms) +
+            " Keras BatchNormalizations (the first '" + signs.firstConverted +
+            "') were frozen into constants by the converter: they train as fixed scales and "
+            "shifts; ";
   if (signs.dropouts == 0)
     what += "its dropout, if it had any, is gone too; ";
   notes_.push_back("'" + opts_.model.path + "' is an inference export: " + what +
