@@ -38,6 +38,8 @@
 #include "ir/DropoutMask.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace graphc::onnxfe {
 
@@ -327,6 +329,15 @@ private:
   NodeContext random_;
 };
 
+/// 1 - keep to 15 digits: 1 - 0.8 is 0.19999999999999996 in doubles, and the
+/// ratio reads as the model's author wrote it (ratio * 2^32, the dropout
+/// threshold, moves by less than one).
+double dropRatio(double keep) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", 1.0 - keep);
+  return std::strtod(buf, nullptr);
+}
+
 } // namespace
 
 llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
@@ -383,7 +394,7 @@ llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
                       ctx.inputName(sd.xSlot) + "' " + toString((*x)->type()) + "; " +
                       kStochasticDepthForms);
   Attrs a;
-  a.set("ratio", 1.0 - *keep);
+  a.set("ratio", dropRatio(*keep));
   a.set("training", (int64_t)1);
   a.set("mask", dropoutMaskName(*mask).str());
   auto n = ctx.emit(Op::Dropout, {*x}, std::move(a));
