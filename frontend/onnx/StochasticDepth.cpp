@@ -329,12 +329,12 @@ private:
   NodeContext random_;
 };
 
-/// 1 - keep to 15 digits: 1 - 0.8 is 0.19999999999999996 in doubles, and the
-/// ratio reads as the model's author wrote it (ratio * 2^32, the dropout
-/// threshold, moves by less than one).
+/// 1 - keep to 12 decimals: 1 - 0.8 is 0.19999999999999996 in doubles, and
+/// the ratio reads as the model's author wrote it (keep, a float32, has fewer
+/// decimals; ratio * 2^32, the dropout threshold, moves by less than 0.01).
 double dropRatio(double keep) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.15g", 1.0 - keep);
+  std::snprintf(buf, sizeof(buf), "%.12f", 1.0 - keep);
   return std::strtod(buf, nullptr);
 }
 
