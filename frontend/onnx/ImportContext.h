@@ -182,7 +182,7 @@ struct StochasticDepth {
   /// The ConstantOfShape or Expand the draw takes its shape (Bernoulli its
   /// probability) from, when only the chain reads it; else null.
   const onnx::NodeProto *source = nullptr;
-  const onnx::NodeProto *keepOp = nullptr; ///< Less or Add; null for Bernoulli
+  const onnx::NodeProto *keepOp = nullptr;             ///< Less or Add; null for Bernoulli
   llvm::SmallVector<const onnx::NodeProto *, 2> parts; ///< Cast, Floor
   const onnx::NodeProto *div = nullptr;
   const onnx::NodeProto *mul = nullptr;
@@ -284,7 +284,6 @@ private:
   bool batchNeeded_ = false;
   int64_t fixedBatch_ = 0; ///< the batch of a model without a dynamic one
   StochasticDepthScan stochasticDepth_;
-
 };
 
 /// The end of a message about a symbolic batch the import cannot keep.

@@ -87,8 +87,8 @@ public:
   /// The one node reading `n`'s only output, or why there is none.
   llvm::Expected<Reader> onlyReader(const onnx::NodeProto &n) const {
     if (n.output_size() != 1)
-      return makeError(n.op_type() + " '" + scopeName(n) + "' has " +
-                       llvm::Twine(n.output_size()) + " outputs");
+      return makeError(n.op_type() + " '" + scopeName(n) + "' has " + llvm::Twine(n.output_size()) +
+                       " outputs");
     const std::string &out = n.output(0);
     if (isGraphOutput(out))
       return makeError("the result of " + n.op_type() + " '" + scopeName(n) +
@@ -191,9 +191,8 @@ llvm::Expected<StochasticDepth> matchChain(const onnx::NodeProto &r, const Reade
     if (const onnx::NodeProto *s = readers.producer(r.input(0)))
       if ((s->op_type() == "ConstantOfShape" || s->op_type() == "Expand") &&
           s->output_size() == 1 && !readers.isGraphOutput(s->output(0)) &&
-          llvm::all_of(readers.of(s->output(0)), [&](const Reader &u) {
-            return u.node == &r || u.node == sd.keepOp;
-          }))
+          llvm::all_of(readers.of(s->output(0)),
+                       [&](const Reader &u) { return u.node == &r || u.node == sd.keepOp; }))
         sd.source = s;
   return sd;
 }
@@ -272,13 +271,10 @@ llvm::Expected<double> constantOfShapeValue(const onnx::TensorProto &t) {
 class ChainReader {
 public:
   ChainReader(NodeContext &mul, const StochasticDepth &sd)
-      : imp_(mul.importer()), sd_(sd),
-        random_(mul.importer(), *sd.random, scopeName(*sd.random)) {}
+      : imp_(mul.importer()), sd_(sd), random_(mul.importer(), *sd.random, scopeName(*sd.random)) {}
 
   /// Errors name the random op, where the user's chain starts.
-  llvm::Error fail(const llvm::Twine &msg) const {
-    return random_.fail("stochastic depth " + msg);
-  }
+  llvm::Error fail(const llvm::Twine &msg) const { return random_.fail("stochastic depth " + msg); }
 
   /// The number held by `name`: a known constant, or the chain's
   /// ConstantOfShape / Expand.
@@ -309,8 +305,7 @@ public:
       llvm::StringRef shapeName = sd_.source->input(sd_.source->op_type() == "Expand" ? 1 : 0);
       const Slot *s = imp_.slot(shapeName);
       if (!s || s->value || !s->known)
-        return fail("takes its shape from '" + shapeName +
-                    "', which is not known at import time");
+        return fail("takes its shape from '" + shapeName + "', which is not known at import time");
       const Known &k = *s->known;
       Dims shape;
       for (int64_t i = 0; i < k.data.numElements(); ++i)
@@ -367,8 +362,8 @@ llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
     return chain.fail("keeps a sample with probability " + formatDouble(*keep) +
                       ", outside (0, 1]");
   if (std::fabs(*divisor - *keep) > 1e-6 * *keep)
-    return chain.fail("divides by " + formatDouble(*divisor) +
-                      ", not by the keep probability " + formatDouble(*keep) +
+    return chain.fail("divides by " + formatDouble(*divisor) + ", not by the keep probability " +
+                      formatDouble(*keep) +
                       "; graphc imports only the scaled form (x * mask / keep)");
 
   auto x = ctx.input(sd.xSlot);
@@ -378,9 +373,9 @@ llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
   if (!shape)
     return shape.takeError();
   llvm::ArrayRef<int64_t> xs = (*x)->type().shape;
-  bool ones = shape->size() == xs.size() && !xs.empty() &&
-              llvm::all_of(llvm::ArrayRef<int64_t>(*shape).drop_front(),
-                           [](int64_t d) { return d == 1; });
+  bool ones =
+      shape->size() == xs.size() && !xs.empty() &&
+      llvm::all_of(llvm::ArrayRef<int64_t>(*shape).drop_front(), [](int64_t d) { return d == 1; });
   // A noise of the batch's size (or its symbol) varies per sample; a batch
   // of one makes [1,...] per sample too (the same draw at that batch, and
   // PyTorch's row mode when the model is rebatched).

@@ -104,8 +104,7 @@ private:
 
   /// `samples` mask values, each scaling n / samples consecutive elements.
   template <typename T>
-  void dropSamples(uint64_t stepKey, int64_t n, int64_t samples, const T *x, T *y,
-                   T *mask) const {
+  void dropSamples(uint64_t stepKey, int64_t n, int64_t samples, const T *x, T *y, T *mask) const {
     std::vector<float> m(samples);
     for (int64_t b = 0; b * kMaskBlock < samples; ++b)
       drawBlock(stepKey, b, std::min(kMaskBlock, samples - b * kMaskBlock), &m[b * kMaskBlock]);

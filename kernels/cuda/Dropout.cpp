@@ -41,8 +41,8 @@ using namespace cuda;
 class DropoutTrainKernel : public CudaKernel {
 public:
   DropoutTrainKernel(const Node &n, const KernelEnv &env)
-      : CudaKernel(n, env), seed_(env.seed),
-        perElement_(dropoutMaskOf(n) == DropoutMask::Element) {}
+      : CudaKernel(n, env), seed_(env.seed), perElement_(dropoutMaskOf(n) == DropoutMask::Element) {
+  }
 
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {

@@ -74,13 +74,13 @@ cudaError_t launchSampleDropoutTrain(int dtype, const DropoutParams &p, int64_t 
     return cudaSuccess;
   return visitFloatType((ElemType)dtype, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
-    dropoutKernel<T, true><<<maskGrid(samples), kThreads, 0, stream>>>(
-        p, samples, nullptr, nullptr, static_cast<T *>(mask));
+    dropoutKernel<T, true><<<maskGrid(samples), kThreads, 0, stream>>>(p, samples, nullptr, nullptr,
+                                                                       static_cast<T *>(mask));
     if (cudaError_t e = launched(); e != cudaSuccess)
       return e;
-    samplesKernel<T><<<l.blocks, l.threads, 0, stream>>>(
-        p, n, n / samples, static_cast<const T *>(x), static_cast<T *>(y),
-        static_cast<const T *>(mask));
+    samplesKernel<T>
+        <<<l.blocks, l.threads, 0, stream>>>(p, n, n / samples, static_cast<const T *>(x),
+                                             static_cast<T *>(y), static_cast<const T *>(mask));
     return launched();
   });
 }

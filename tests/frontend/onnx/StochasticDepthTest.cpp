@@ -73,18 +73,18 @@ TEST_P(StochasticDepthForms, TrainingModeDrawsOneMaskValuePerSample) {
   EXPECT_EQ(d->result(0)->type().shape, (Dims{4, 3, 4, 4}));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Onnx, StochasticDepthForms,
-    ::testing::Values(FormCase{"sd_row.onnx", DropoutMask::Sample, 0.2},
-                      FormCase{"sd_batch.onnx", DropoutMask::Tensor, 0.2},
-                      FormCase{"sd_like.onnx", DropoutMask::Sample, 0.2},
-                      FormCase{"sd_floor.onnx", DropoutMask::Sample, 0.2},
-                      FormCase{"sd_bernoulli.onnx", DropoutMask::Sample, 0.2},
-                      FormCase{"sd_bernoulli_op.onnx", DropoutMask::Sample, 0.1}),
-    [](const ::testing::TestParamInfo<FormCase> &info) {
-      std::string name = llvm::StringRef(info.param.file).drop_back(5).str();
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Onnx, StochasticDepthForms,
+                         ::testing::Values(FormCase{"sd_row.onnx", DropoutMask::Sample, 0.2},
+                                           FormCase{"sd_batch.onnx", DropoutMask::Tensor, 0.2},
+                                           FormCase{"sd_like.onnx", DropoutMask::Sample, 0.2},
+                                           FormCase{"sd_floor.onnx", DropoutMask::Sample, 0.2},
+                                           FormCase{"sd_bernoulli.onnx", DropoutMask::Sample, 0.2},
+                                           FormCase{"sd_bernoulli_op.onnx", DropoutMask::Sample,
+                                                    0.1}),
+                         [](const ::testing::TestParamInfo<FormCase> &info) {
+                           std::string name = llvm::StringRef(info.param.file).drop_back(5).str();
+                           return name;
+                         });
 
 TEST(StochasticDepth, InferenceExportDropsItAndTrainingExportKeepsIt) {
   ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("sd_row.onnx")));
@@ -123,22 +123,22 @@ std::string withForms(llvm::StringRef prefix) {
 TEST(StochasticDepth, AnotherDistributionIsRefusedInOneLine) {
   EXPECT_EQ(importError("sd_normal.onnx"),
             withForms("node 'noise/RandomNormalLike' (RandomNormalLike, opset 17): not part of "
-                        "a stochastic-depth pattern (it draws from another distribution than "
-                        "uniform [0, 1) or Bernoulli); "));
+                      "a stochastic-depth pattern (it draws from another distribution than "
+                      "uniform [0, 1) or Bernoulli); "));
 }
 
 TEST(StochasticDepth, ADrawReadTwiceIsRefused) {
   EXPECT_EQ(importError("sd_read_twice.onnx"),
             withForms("node 'sd/RandomUniformLike' (RandomUniformLike, opset 17): not part of "
-                        "a stochastic-depth pattern (the result of RandomUniformLike "
-                        "'sd/RandomUniformLike' is read by 2 nodes, not one); "));
+                      "a stochastic-depth pattern (the result of RandomUniformLike "
+                      "'sd/RandomUniformLike' is read by 2 nodes, not one); "));
 }
 
 TEST(StochasticDepth, AnUnscaledMaskIsRefused) {
   EXPECT_EQ(importError("sd_unscaled.onnx"),
             withForms("node 'sd/RandomUniformLike' (RandomUniformLike, opset 17): not part of "
-                        "a stochastic-depth pattern (its noise reaches Mul 'sd/Mul' (input 1) "
-                        "where Div (noise / keep) should follow); "));
+                      "a stochastic-depth pattern (its noise reaches Mul 'sd/Mul' (input 1) "
+                      "where Div (noise / keep) should follow); "));
 }
 
 TEST(StochasticDepth, ADivisorOtherThanKeepIsRefused) {
@@ -151,7 +151,7 @@ TEST(StochasticDepth, ADivisorOtherThanKeepIsRefused) {
 TEST(StochasticDepth, APerChannelNoiseIsRefused) {
   EXPECT_EQ(importError("sd_per_channel.onnx"),
             withForms("node 'sd/RandomUniform' (RandomUniform, opset 17): stochastic depth "
-                        "draws a noise of shape [2,3,1,1] for x 'x' f32[2,3,4,4]; "));
+                      "draws a noise of shape [2,3,1,1] for x 'x' f32[2,3,4,4]; "));
 }
 
 TEST(StochasticDepth, RandomOpsJoinTheListOfEveryMissingOp) {

@@ -7,9 +7,9 @@
 
 #include "kernels/DropoutKey.h"
 
+#include "kernels/cpu/CpuBackend.h"
 #include <cmath>
 #include <cstdio>
-#include "kernels/cpu/CpuBackend.h"
 
 using namespace graphc;
 
@@ -228,9 +228,10 @@ TEST(PlainDropout, PerSampleKeepRateIsWithinABinomialBound) {
     double keep = 1 - ratio, sd = std::sqrt(n * keep * (1 - keep));
     std::printf("[ keep rate] ratio %g: kept %lld of %lld samples, expected %.0f, %.2f standard "
                 "deviations (%.1f) away\n",
-                ratio, (long long)kept, (long long)n, n * keep, std::fabs(kept - n * keep) / sd, sd);
-    EXPECT_NEAR((double)kept, n * keep, 5 * sd) << "ratio " << ratio << ": kept " << kept
-                                                << " of " << n;
+                ratio, (long long)kept, (long long)n, n * keep, std::fabs(kept - n * keep) / sd,
+                sd);
+    EXPECT_NEAR((double)kept, n * keep, 5 * sd)
+        << "ratio " << ratio << ": kept " << kept << " of " << n;
   }
 }
 
