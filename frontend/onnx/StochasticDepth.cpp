@@ -265,7 +265,7 @@ llvm::Expected<double> constantOfShapeValue(const onnx::TensorProto &t) {
     if (v->numElements() == 1)
       return v->dtype() == DType::F32 ? shortestDecimal(v->data<float>()[0]) : v->at(0);
   }
-  return makeError(llvm::Twine(what) + " holds more than one number");
+  return makeError(llvm::Twine(what) + " does not hold one number");
 }
 
 class ChainReader {
@@ -274,7 +274,7 @@ public:
       : imp_(mul.importer()), sd_(sd), random_(mul.importer(), *sd.random, scopeName(*sd.random)) {}
 
   /// Errors name the random op, where the user's chain starts.
-  llvm::Error fail(const llvm::Twine &msg) const { return random_.fail("stochastic depth " + msg); }
+  llvm::Error fail(const llvm::Twine &msg) const { return random_.fail(msg); }
 
   /// The number held by `name`: a known constant, or the chain's
   /// ConstantOfShape / Expand.
@@ -289,7 +289,8 @@ public:
     }
     if (auto v = uniformValue(imp_, name))
       return *v;
-    return fail(what + " '" + name + "' is not a constant known at import time");
+    return fail("stochastic depth's " + what + " '" + name +
+                "' is not a constant known at import time");
   }
 
   /// The noise's shape, kBatchDim where it is the symbolic batch.
@@ -299,13 +300,14 @@ public:
       for (const auto &a : r.attribute())
         if (a.name() == "shape")
           return Dims(a.ints().begin(), a.ints().end());
-      return fail("draws without a shape attribute");
+      return fail("stochastic depth draws without a shape attribute");
     }
     if (sd_.source) {
       llvm::StringRef shapeName = sd_.source->input(sd_.source->op_type() == "Expand" ? 1 : 0);
       const Slot *s = imp_.slot(shapeName);
       if (!s || s->value || !s->known)
-        return fail("takes its shape from '" + shapeName + "', which is not known at import time");
+        return fail("stochastic depth takes its shape from '" + shapeName +
+                    "', which is not known at import time");
       const Known &k = *s->known;
       Dims shape;
       for (int64_t i = 0; i < k.data.numElements(); ++i)
@@ -359,11 +361,11 @@ llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
   if (!divisor)
     return divisor.takeError();
   if (!(*keep > 0 && *keep <= 1))
-    return chain.fail("keeps a sample with probability " + formatDouble(*keep) +
+    return chain.fail("stochastic depth keeps a sample with probability " + formatDouble(*keep) +
                       ", outside (0, 1]");
   if (std::fabs(*divisor - *keep) > 1e-6 * *keep)
-    return chain.fail("divides by " + formatDouble(*divisor) + ", not by the keep probability " +
-                      formatDouble(*keep) +
+    return chain.fail("stochastic depth divides by " + formatDouble(*divisor) +
+                      ", not by the keep probability " + formatDouble(*keep) +
                       "; graphc imports only the scaled form (x * mask / keep)");
 
   auto x = ctx.input(sd.xSlot);
@@ -385,8 +387,8 @@ llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
   else if (ones && (*shape)[0] == 1)
     mask = DropoutMask::Tensor;
   if (!mask)
-    return chain.fail("draws a noise of shape " + shapeToString(*shape) + " for x '" +
-                      ctx.inputName(sd.xSlot) + "' " + toString((*x)->type()) + "; " +
+    return chain.fail("stochastic depth draws a noise of shape " + shapeToString(*shape) +
+                      " for x '" + ctx.inputName(sd.xSlot) + "' " + toString((*x)->type()) + "; " +
                       kStochasticDepthForms);
   Attrs a;
   a.set("ratio", dropRatio(*keep));
