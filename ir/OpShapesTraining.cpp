@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/DropoutMask.h"
 #include "ir/Modes.h"
 #include "ir/OpShapeContext.h"
 #include "ir/Shards.h"
@@ -27,19 +28,37 @@ Result inferBatchNormTrain(const Ctx &c) {
   return Types{c[0], stat, stat};
 }
 
+/// Dropout's `mask` (ir/DropoutMask.h): absent, "sample" or "tensor"; a
+/// per-sample mask needs an axis 0.
+static llvm::Expected<DropoutMask> checkDropoutMask(const Ctx &c) {
+  auto m = parseDropoutMask(c.string("mask"));
+  if (!m)
+    return c.fail("attribute 'mask' is '" + printable(c.string("mask")) +
+                  "', not 'sample' or 'tensor' (absent: one value per element)");
+  if (*m == DropoutMask::Sample && c[0].rank() == 0)
+    return c.fail("a per-sample mask needs a batch axis, but " + c.from(0) + " is a scalar");
+  return *m;
+}
+
 // Dropout: ratio, a probability (1 drops everything, as PyTorch's p = 1),
-// training.
+// training, mask.
 Result inferDropout(const Ctx &c) {
   if (auto e = inRange(c, "ratio", 0.5, 0, 1))
     return e;
+  if (auto m = checkDropoutMask(c); !m)
+    return m.takeError();
   return one(c[0]);
 }
 
-// DropoutTrain: ratio, seed -> y, mask (the multiplier: 0 or 1/(1-ratio)).
+// DropoutTrain: ratio, seed, mask -> y, mask (the multiplier: 0 or
+// 1/(1-ratio); x's shape, or [N,1,...] per sample, [1,...] per tensor).
 Result inferDropoutTrain(const Ctx &c) {
   if (auto e = inRange(c, "ratio", 0.5, 0, 1))
     return e;
-  return Types{c[0], c[0]};
+  auto m = checkDropoutMask(c);
+  if (!m)
+    return m.takeError();
+  return Types{c[0], TensorType(c[0].dtype, dropoutMaskShape(c[0].shape, *m))};
 }
 
 /// The loss kind of a SoftmaxCrossEntropy or its gradient: attribute `loss`

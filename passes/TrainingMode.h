@@ -23,7 +23,9 @@
 //  3. Every Dropout becomes DropoutTrain {ratio, seed} -> (y, mask) under the
 //     Dropout's name; y replaces the Dropout's result. `seed` is a per-node key
 //     (a stable hash of the node's name and --dropout-seed-salt); the kernel
-//     combines it with the run's seed, the tower and the step.
+//     combines it with the run's seed, the tower and the step. Its other
+//     attributes stay: `mask` (ir/DropoutMask.h) makes a per-sample mask
+//     [N,1,...] for stochastic depth.
 //  4. Module meta "training" = 1.
 //
 // New nodes keep the original node's tower and requested device; the graph is

@@ -14,6 +14,7 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
@@ -164,6 +165,53 @@ double shortestDecimal(float f);
 /// Normalises a possibly negative axis against `rank` (error if outside).
 llvm::Expected<int64_t> normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank);
 
+//===-- Stochastic depth (StochasticDepth.cpp) -----------------------------===//
+
+/// How a stochastic-depth chain makes its 0/1 noise from the draw.
+enum class NoiseForm : unsigned char {
+  Less,      ///< Cast(draw < keep)
+  Floor,     ///< Floor(keep + draw)
+  Bernoulli, ///< Bernoulli(P), P all keep
+};
+
+/// One chain random op -> ... -> Div(noise, keep) -> Mul(x, noise), matched
+/// on the ONNX graph; the Mul imports as a per-sample Dropout.
+struct StochasticDepth {
+  NoiseForm form = NoiseForm::Less;
+  const onnx::NodeProto *random = nullptr;
+  /// The ConstantOfShape or Expand the draw takes its shape (Bernoulli its
+  /// probability) from, when only the chain reads it; else null.
+  const onnx::NodeProto *source = nullptr;
+  const onnx::NodeProto *keepOp = nullptr;             ///< Less or Add; null for Bernoulli
+  llvm::SmallVector<const onnx::NodeProto *, 2> parts; ///< Cast, Floor
+  const onnx::NodeProto *div = nullptr;
+  const onnx::NodeProto *mul = nullptr;
+  unsigned xSlot = 0; ///< the Mul's input that is x
+};
+
+struct StochasticDepthScan {
+  std::vector<StochasticDepth> patterns;
+  /// Every node of a chain but its Mul -> its pattern; the import skips them.
+  llvm::DenseMap<const onnx::NodeProto *, unsigned> absorbed;
+  /// The chains' Muls -> their patterns.
+  llvm::DenseMap<const onnx::NodeProto *, unsigned> muls;
+  /// Random ops in no chain, and why.
+  llvm::DenseMap<const onnx::NodeProto *, std::string> refused;
+};
+
+/// The ops that draw random numbers (RandomUniform[Like], RandomNormal[Like],
+/// Bernoulli, Multinomial).
+bool isRandomOp(llvm::StringRef opType);
+/// What a random op outside a chain is told: the forms graphc imports.
+extern const char *const kStochasticDepthForms;
+/// Matches every chain of the graph (structure only: op types and single
+/// readers); `order` is the topological order.
+StochasticDepthScan findStochasticDepth(const onnx::GraphProto &g,
+                                        llvm::ArrayRef<const onnx::NodeProto *> order);
+/// Imports the chain's Mul (ctx) as Dropout {ratio = 1 - keep, training,
+/// mask}, checking keep, the divisor and the noise's shape.
+llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd);
+
 class Importer {
 public:
   Importer(const onnx::ModelProto &model, const ImportOptions &opts, std::string source,
@@ -235,8 +283,8 @@ private:
   std::vector<std::string> weightInputs_;
   bool batchNeeded_ = false;
   int64_t fixedBatch_ = 0; ///< the batch of a model without a dynamic one
-  Strings exporterFolded_;  ///< PlanInfo::exporterFolded
-
+  Strings exporterFolded_; ///< PlanInfo::exporterFolded
+  StochasticDepthScan stochasticDepth_;
 };
 
 /// The end of a message about a symbolic batch the import cannot keep.

@@ -22,6 +22,7 @@
 #include "frontend/onnx/OnnxTensor.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/DropoutMask.h"
 #include "ir/Initializers.h"
 #include "ir/OutputFile.h"
 
@@ -242,6 +243,7 @@ private:
   }
 
   void exportGeluInOpset17(const Node &n);
+  void exportSampleDropout(const Node &n);
   llvm::Error exportNode(const Node &n);
 
   const Module &m_;
@@ -280,6 +282,36 @@ void Exporter::exportGeluInOpset17(const Node &n) {
   std::string out = fresh(n.result()->name());
   names_[n.result()] = out;
   extra(n, "Mul_5", "Mul", {times, half}, out);
+}
+
+void Exporter::exportSampleDropout(const Node &n) {
+  // ONNX's Dropout masks elements; a per-sample (or per-tensor) mask is
+  // written as torchvision's stochastic depth exports, which the importer
+  // reads back as this Dropout (StochasticDepth.cpp): the noise's shape
+  // [N,1,...] (Shape of x, its first entry, ones) or [1,...], zeros of it, a
+  // uniform draw like them, (draw < keep) / keep, and x times that.
+  const TensorType &xt = n.operand(0)->type();
+  double keep = 1.0 - n.attrs().getFloat("ratio", 0.5);
+  std::string x = names_.lookup(n.operand(0));
+  std::string shape;
+  if (dropoutMaskOf(n) == DropoutMask::Sample) {
+    std::string all = extra(n, "Shape", "Shape", {x});
+    std::string batch =
+        extra(n, "Slice", "Slice", {all, ints(n, "starts", {0}), ints(n, "ends", {1})});
+    shape = extra(n, "Concat", "Concat", {batch, ints(n, "ones", Ints(xt.rank() - 1, 1))});
+    addInt(*graph_->mutable_node(graph_->node_size() - 1), "axis", 0);
+  } else {
+    shape = ints(n, "noise_shape", Ints(xt.rank(), 1));
+  }
+  std::string zeros = extra(n, "ConstantOfShape", "ConstantOfShape", {shape});
+  std::string draw = extra(n, "RandomUniformLike", "RandomUniformLike", {zeros});
+  addInt(*graph_->mutable_node(graph_->node_size() - 1), "dtype", toOnnxDType(xt.dtype));
+  std::string keepName = constant(n, "keep", scalarOf(xt.dtype, keep));
+  std::string kept = extra(n, "Less", "Less", {draw, keepName});
+  std::string cast = extra(n, "Cast", "Cast", {kept});
+  addInt(*graph_->mutable_node(graph_->node_size() - 1), "to", toOnnxDType(xt.dtype));
+  std::string noise = extra(n, "Div", "Div", {cast, keepName});
+  node(n, "Mul").add_input(noise);
 }
 
 llvm::Error Exporter::exportNode(const Node &n) {
@@ -389,6 +421,10 @@ llvm::Error Exporter::exportNode(const Node &n) {
         node(n, "Identity");
       else
         names_[n.result()] = names_.lookup(n.operand(0));
+      return llvm::Error::success();
+    }
+    if (dropoutMaskOf(n) != DropoutMask::Element) {
+      exportSampleDropout(n);
       return llvm::Error::success();
     }
     std::string ratio = constant(n, "ratio", scalarOf(DType::F32, a.getFloat("ratio", 0.5)));

@@ -1,9 +1,10 @@
 //===- OnnxImporter.cpp - The ONNX graph walk ------------------------------===//
 //
 // Stages: check the model (graph, opset), sort the nodes topologically
-// (naming the node of a missing input or a cycle), refuse every op that no
-// rule imports in one message (a user learns the whole list at once, not one
-// op per attempt), scan how every value is
+// (naming the node of a missing input or a cycle), find the stochastic-depth
+// chains (StochasticDepth.cpp: their random ops import, no other does),
+// refuse every op that no rule imports in one message (a user learns the
+// whole list at once, not one op per attempt), scan how every value is
 // used (as runtime data, as an import-time constant, as a batch-norm
 // statistic, as a weight), create inputs and variables, import the nodes in
 // order (folding what is known at import time, else one op rule each), bind
@@ -165,7 +166,8 @@ llvm::Error Importer::checkOps() {
   std::vector<std::pair<std::string, std::vector<const onnx::NodeProto *>>> missing;
   for (const onnx::NodeProto *node : order_) {
     bool known = isDefaultDomain(node->domain()) &&
-                 (findRule(node->op_type()) || alwaysFolded(node->op_type()));
+                 (findRule(node->op_type()) || alwaysFolded(node->op_type()) ||
+                  stochasticDepth_.absorbed.count(node));
     if (known)
       continue;
     std::string type =
@@ -182,28 +184,45 @@ llvm::Error Importer::checkOps() {
     return isDefaultDomain(node.domain()) ? ""
                                           : ": graphc imports only ops of the default ONNX domain";
   };
+  // A random op outside a stochastic-depth chain: why it is in none.
+  auto refused = [&](const onnx::NodeProto &node) -> const std::string * {
+    auto it = stochasticDepth_.refused.find(&node);
+    return it == stochasticDepth_.refused.end() ? nullptr : &it->second;
+  };
   if (missing.size() == 1 && missing[0].second.size() == 1) {
     const onnx::NodeProto &node = *missing[0].second[0];
     NodeContext ctx(*this, node, scopeName(node));
+    if (const std::string *r = refused(node))
+      return ctx.fail("not part of a stochastic-depth pattern (" + *r + "); " +
+                      kStochasticDepthForms);
     return ctx.fail("unsupported op" + why(node));
   }
   std::string list;
+  bool anyRandom = false;
   for (const auto &[type, nodes] : missing) {
     list += list.empty() ? "" : "; ";
     list += type + " (node '" + scopeName(*nodes[0]) + "'";
     if (nodes.size() > 1)
       list += " and " + std::to_string(nodes.size() - 1) + " more";
     list += ")";
+    anyRandom |= refused(*nodes[0]) != nullptr;
   }
   return makeError(source_ + " uses " + std::to_string(missing.size()) +
                    (missing.size() == 1 ? " op" : " ops") + " that graphc does not import (opset " +
-                   std::to_string(opset_) + "): " + list);
+                   std::to_string(opset_) + "): " + list +
+                   (anyRandom ? std::string("; ") + kStochasticDepthForms : ""));
 }
 
 void Importer::scanUses() {
   for (const onnx::NodeProto *node : order_) {
     const OpRule *rule = isDefaultDomain(node->domain()) ? findRule(node->op_type()) : nullptr;
     unsigned constMask = alwaysFolded(node->op_type()) ? ~0u : rule ? rule->constInputs : 0u;
+    // A stochastic-depth chain reads its constants at import time, and its
+    // Mul reads only x as data.
+    if (stochasticDepth_.absorbed.count(node))
+      constMask = ~0u;
+    else if (auto sd = stochasticDepth_.muls.find(node); sd != stochasticDepth_.muls.end())
+      constMask = 1u << (1 - stochasticDepth_.patterns[sd->second].xSlot);
     bool identity = node->op_type() == "Identity";
     for (int i = 0; i < node->input_size(); ++i) {
       const std::string &in = node->input(i);
@@ -568,6 +587,14 @@ static bool exporterFoldedBatchNorm(const onnx::NodeProto &node) {
 
 llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   NodeContext ctx(*this, node, scopeName(node));
+  if (auto it = stochasticDepth_.absorbed.find(&node); it != stochasticDepth_.absorbed.end()) {
+    std::string mul = scopeName(*stochasticDepth_.patterns[it->second].mul);
+    for (int i = 0; i < node.output_size(); ++i)
+      ctx.drop(i, "part of the stochastic depth that node '" + mul + "' imports as Dropout");
+    return llvm::Error::success();
+  }
+  if (auto it = stochasticDepth_.muls.find(&node); it != stochasticDepth_.muls.end())
+    return importStochasticDepth(ctx, stochasticDepth_.patterns[it->second]);
   // checkOps() refused every op without a rule.
   auto folded = tryFold(ctx);
   if (!folded)
@@ -643,6 +670,7 @@ llvm::Expected<std::unique_ptr<Module>> Importer::run() {
     outputNames_.insert(o.name());
   if (auto e = sortNodes())
     return e;
+  stochasticDepth_ = findStochasticDepth(g_, order_);
   if (auto e = checkOps())
     return e;
   scanUses();

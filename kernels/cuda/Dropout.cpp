@@ -6,10 +6,13 @@
 // (DropoutDevice.h), so masks match bit for bit; a host test checks the
 // device's draw order against the CPU kernel. The step is read from the
 // device's step counter when there is one (DeviceStep.h). (Dropout at
-// inference is a copy, in Elementwise.cpp.)
+// inference is a copy, in Elementwise.cpp.) A per-sample or per-tensor mask
+// (ir/DropoutMask.h) is drawn as the element mask of its own shape and then
+// applied, as on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/DropoutMask.h"
 #include "kernels/DropoutKey.h"
 #include "kernels/cuda/CudaKernel.h"
 #include "kernels/cuda/DropoutDevice.h"
@@ -37,7 +40,9 @@ using namespace cuda;
 
 class DropoutTrainKernel : public CudaKernel {
 public:
-  DropoutTrainKernel(const Node &n, const KernelEnv &env) : CudaKernel(n, env), seed_(env.seed) {}
+  DropoutTrainKernel(const Node &n, const KernelEnv &env)
+      : CudaKernel(n, env), seed_(env.seed), perElement_(dropoutMaskOf(n) == DropoutMask::Element) {
+  }
 
 protected:
   llvm::Error enqueue(KernelContext &ctx) override {
@@ -45,14 +50,21 @@ protected:
     // Under an executor the step comes from the device's counter, so that a
     // captured step replays with each step's masks.
     p.counter = ctx.deviceStep;
-    GRAPHC_CUDA_TRY(launchDropoutTrain((int)resultType().dtype, p, ctx.outputs[0].numElements(),
-                                       ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[1].data,
-                                       streamOf(ctx)));
+    int dtype = (int)resultType().dtype;
+    int64_t n = ctx.outputs[0].numElements();
+    if (perElement_)
+      GRAPHC_CUDA_TRY(launchDropoutTrain(dtype, p, n, ctx.inputs[0].data, ctx.outputs[0].data,
+                                         ctx.outputs[1].data, streamOf(ctx)));
+    else
+      GRAPHC_CUDA_TRY(launchSampleDropoutTrain(dtype, p, n, ctx.outputs[1].numElements(),
+                                               ctx.inputs[0].data, ctx.outputs[0].data,
+                                               ctx.outputs[1].data, streamOf(ctx)));
     return llvm::Error::success();
   }
 
 private:
   uint64_t seed_;
+  bool perElement_;
 };
 
 } // namespace

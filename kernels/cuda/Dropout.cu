@@ -10,7 +10,9 @@ namespace {
 /// Draws one thread makes per round; each decides two elements.
 constexpr int kDraws = 256;
 
-template <typename T>
+/// The mask of n values, and y = x * mask unless kMaskOnly (a per-sample
+/// mask, which samplesKernel applies).
+template <typename T, bool kMaskOnly>
 __global__ void dropoutKernel(DropoutParams p, int64_t n, const T *x, T *y, T *mask) {
   __shared__ uint64_t draws[kDraws];
   const uint64_t stepKey = maskStepKey(p.nodeKey, maskStep(p));
@@ -28,7 +30,8 @@ __global__ void dropoutKernel(DropoutParams p, int64_t n, const T *x, T *y, T *m
       for (int64_t e = threadIdx.x; e < elems; e += blockDim.x) {
         int64_t i = begin + base + e;
         float m = maskValue(p, draws[e / 2], (int)(e & 1));
-        y[i] = fromFloat<T>(toFloat(x[i]) * m);
+        if constexpr (!kMaskOnly)
+          y[i] = fromFloat<T>(toFloat(x[i]) * m);
         mask[i] = fromFloat<T>(m);
       }
       __syncthreads(); // draws[] is refilled next round
@@ -36,18 +39,48 @@ __global__ void dropoutKernel(DropoutParams p, int64_t n, const T *x, T *y, T *m
   }
 }
 
+/// y = x * mask, element i of sample i / inner.
+template <typename T>
+__global__ void samplesKernel(DropoutParams p, int64_t n, int64_t inner, const T *x, T *y,
+                              const T *mask) {
+  for (int64_t i = gridStart(); i < n; i += gridStride())
+    y[i] = fromFloat<T>(toFloat(x[i]) * sampleScale(p, toFloat(mask[i / inner])));
+}
+
+/// Blocks for a mask of n values: one per kMaskBlock values, at most kMaxBlocks.
+unsigned maskGrid(int64_t n) {
+  int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
+  return (unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
 } // namespace
 
 cudaError_t launchDropoutTrain(int dtype, const DropoutParams &p, int64_t n, const void *x, void *y,
                                void *mask, cudaStream_t stream) {
-  int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
-  if (blocks <= 0)
+  if (n <= 0)
     return cudaSuccess;
-  unsigned grid = (unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
   return visitFloatType((ElemType)dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    dropoutKernel<T><<<grid, kThreads, 0, stream>>>(p, n, static_cast<const T *>(x),
-                                                    static_cast<T *>(y), static_cast<T *>(mask));
+    dropoutKernel<T, false><<<maskGrid(n), kThreads, 0, stream>>>(
+        p, n, static_cast<const T *>(x), static_cast<T *>(y), static_cast<T *>(mask));
+    return launched();
+  });
+}
+
+cudaError_t launchSampleDropoutTrain(int dtype, const DropoutParams &p, int64_t n, int64_t samples,
+                                     const void *x, void *y, void *mask, cudaStream_t stream) {
+  LaunchSize l = launchFor(n);
+  if (!l.blocks || samples <= 0)
+    return cudaSuccess;
+  return visitFloatType((ElemType)dtype, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    dropoutKernel<T, true><<<maskGrid(samples), kThreads, 0, stream>>>(p, samples, nullptr, nullptr,
+                                                                       static_cast<T *>(mask));
+    if (cudaError_t e = launched(); e != cudaSuccess)
+      return e;
+    samplesKernel<T>
+        <<<l.blocks, l.threads, 0, stream>>>(p, n, n / samples, static_cast<const T *>(x),
+                                             static_cast<T *>(y), static_cast<const T *>(mask));
     return launched();
   });
 }

@@ -9,6 +9,9 @@
 // rather than on the host and copied: no host work or transfer per step, and
 // a step stays one asynchronous launch.
 //
+// A per-sample mask (stochastic depth) is drawn as the element mask of its
+// own N values, then applied by a second launch; the CPU kernel does the same.
+//
 // A block's draws are sequential, so one thread of a CUDA block draws 256 at
 // a time into shared memory and all threads apply them; blocks of the mask
 // run in parallel.
@@ -98,10 +101,25 @@ GRAPHC_HD float maskValue(const DropoutParams &p, uint64_t draw, int half) {
   return bits < p.threshold ? 0.0f : p.scale;
 }
 
+/// What a per-sample mask value read back from the mask tensor (0, or the
+/// scale rounded to the tensor's type) multiplies its sample by: the float
+/// scale itself, as the CPU kernel multiplies, so y keeps the CPU's bits
+/// in f16 and bf16 too.
+GRAPHC_HD float sampleScale(const DropoutParams &p, float stored) {
+  return stored == 0.0f ? 0.0f : p.scale;
+}
+
 /// y = x * mask and the mask itself, n elements of dtype t (f32, f16, bf16;
 /// numbered as ElemType).
 cudaError_t launchDropoutTrain(int dtype, const DropoutParams &p, int64_t n, const void *x, void *y,
                                void *mask, cudaStream_t stream);
+
+/// A per-sample (or per-tensor) mask (ir/DropoutMask.h): the mask's
+/// `samples` values are drawn as an element mask of that many elements (one
+/// launch), then each value scales n / samples consecutive elements of x
+/// (a second launch on the same stream).
+cudaError_t launchSampleDropoutTrain(int dtype, const DropoutParams &p, int64_t n, int64_t samples,
+                                     const void *x, void *y, void *mask, cudaStream_t stream);
 
 } // namespace cuda
 } // namespace graphc

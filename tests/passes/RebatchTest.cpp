@@ -94,6 +94,26 @@ TEST(Rebatch, AFoldedBatchFollowsAndEachSampleComputesAsBefore) {
   EXPECT_EQ(toText(*six), before);
 }
 
+TEST(Rebatch, APerSampleDropoutMaskFollowsTheBatch) {
+  // Stochastic depth: the mask [B,1,1] has the batch on axis 0 as x does; a
+  // per-tensor mask [1,1,1] keeps its one value.
+  for (const char *mask : {"sample", "tensor"}) {
+    auto m = std::make_unique<Module>("drop_path");
+    Builder b(m->main());
+    Value *x = b.input("x", TensorType(DType::F32, {4, 3, 5}));
+    Attrs a;
+    a.set("ratio", 0.2);
+    a.set("mask", std::string(mask));
+    Node *d = b.createNode(Op::DropoutTrain, {x}, a, "drop_path");
+    m->main().addOutput(d->result(0));
+    m->plan().batch = (int64_t)4;
+    ASSERT_FALSE(bool(rebatch(*m, 6))) << mask;
+    EXPECT_EQ(d->result(0)->type(), TensorType(DType::F32, {6, 3, 5}));
+    Dims want = llvm::StringRef(mask) == "sample" ? Dims{6, 1, 1} : Dims{1, 1, 1};
+    EXPECT_EQ(d->result(1)->type(), TensorType(DType::F32, want)) << mask;
+  }
+}
+
 TEST(Rebatch, ASymbolicBatchIsBound) {
   auto m = std::make_unique<Module>("symbolic");
   Builder b(m->main());

@@ -3,7 +3,8 @@
 // Same seed, same devices: the same masks and the same training result.
 // Towers draw different masks (the stream is keyed by the node name without
 // its tower prefix, the tower and the step), steps draw different masks, and
-// another seed draws other masks.
+// another seed draws other masks. A per-sample mask (stochastic depth)
+// follows each tower's share of the batch and is drawn per tower too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,16 +22,22 @@ struct MaskRun {
   std::map<std::string, Tensor> variables;
 };
 
-std::unique_ptr<Module> compiledCnn(int towers) {
+/// small_cnn_nobn with dropout 0.5 trained by `towers` towers; `mask` is
+/// the Dropout's mask kind (ir/DropoutMask.h; "": per element).
+std::unique_ptr<Module> compiledCnn(int towers, llvm::StringRef mask = "", int64_t batch = 8) {
   models::ModelOptions mo;
   mo.imageSize = 8;
   mo.dropout = 0.5;
   auto m = buildOrFail("small_cnn_nobn", mo);
   if (!m)
     return nullptr;
+  if (!mask.empty())
+    for (Node *n : m->main().nodes())
+      if (n->op() == Op::Dropout)
+        n->attrs().set("mask", mask.str());
   CompileOptions o;
   o.towers = towers;
-  o.batch = 8;
+  o.batch = batch;
   o.params = cantFail(parseParamPlacement("mirrored"));
   if (auto e = compileTowers(*m, o)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
@@ -115,6 +122,25 @@ TEST(Dropout, MasksAreKeyedByTheNameWithoutTheTowerPrefix) {
       EXPECT_EQ(stripTowerPrefix(n->name()), "dropout") << n->name();
       EXPECT_EQ(n->name(), towerPrefix(n->tower()) + "dropout");
     }
+}
+
+TEST(Dropout, PerSampleMasksFollowEachTowersShareOfTheBatch) {
+  auto m = compiledCnn(2, "sample", 16);
+  ASSERT_TRUE(m);
+  MaskRun r = train(*m, 11, 2);
+  ASSERT_EQ(r.masks.size(), 2u);
+  for (const Tensor &mask : r.masks) {
+    ASSERT_EQ(mask.type().shape[0], 8) << "each tower's 8 samples";
+    EXPECT_EQ(mask.numElements(), 8) << "one value per sample";
+    for (int64_t i = 0; i < mask.numElements(); ++i)
+      ASSERT_TRUE(mask.at(i) == 0 || mask.at(i) == 2) << mask.at(i);
+  }
+  // Two towers' 8 fair coins agree with probability 2^-8; the seed is fixed.
+  EXPECT_NE(r.masks[0], r.masks[1]);
+  MaskRun again = train(*m, 11, 2);
+  ASSERT_EQ(again.masks.size(), 2u);
+  EXPECT_EQ(r.masks[0], again.masks[0]);
+  expectSameBits(r.variables, again.variables, "rerun with the same seed");
 }
 
 } // namespace

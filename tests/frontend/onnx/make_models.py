@@ -12,6 +12,8 @@ Run at test time (a ctest fixture), with Debian's PyTorch 1.13 and ONNX 1.12:
   - graph-only models (weights as graph inputs, initializers without data);
   - the ops of modern models (LayerNorm, GELU in both forms, Hardswish, Hardsigmoid) exported
     by PyTorch at opset 17, and opset 20's Gelu built with onnx.helper;
+  - stochastic depth (torchvision's stochastic_depth, timm's drop_path) in the forms PyTorch
+    exports, Bernoulli built with onnx.helper, and random ops the importer refuses;
   - malformed files, one per error the importer must report.
 A stamp (this script's hash) skips the work when every output is already there.
 """
@@ -337,6 +339,100 @@ def graph_only_models():
     save_model(model, "unnamed_batch_13.onnx")
 
 
+# --- stochastic depth -----------------------------------------------------------
+
+
+class StochasticDepthBlock(nn.Module):
+    """A residual block whose branch is dropped per sample, written as torchvision and timm
+    write it (their own bernoulli_ does not export with PyTorch 1.13)."""
+
+    def __init__(self, form, keep=0.8):
+        super().__init__()
+        self.form, self.keep = form, keep
+        self.conv = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):  # [N, 3, 4, 4]
+        h, k = self.conv(x), self.keep
+        if self.form == "row":  # torchvision mode "row"
+            noise = (torch.rand([h.shape[0], 1, 1, 1], dtype=h.dtype) < k).to(h.dtype) / k
+        elif self.form == "batch":  # torchvision mode "batch"
+            noise = (torch.rand([1, 1, 1, 1], dtype=h.dtype) < k).to(h.dtype) / k
+        elif self.form == "like":
+            noise = (torch.rand_like(h[:, :1, :1, :1]) < k).to(h.dtype) / k
+        elif self.form == "floor":  # timm's drop_path before bernoulli_
+            noise = torch.floor(k + torch.rand([h.shape[0], 1, 1, 1], dtype=h.dtype)) / k
+        else:  # torch.bernoulli, which PyTorch 1.13 writes as rand_like(P) < P
+            noise = torch.bernoulli(torch.full([h.shape[0], 1, 1, 1], k, dtype=h.dtype)) / k
+        return x + h * noise
+
+
+def stochastic_depth_models():
+    x = torch.randn(2, 3, 4, 4)
+    for form in ["row", "batch", "like", "floor", "bernoulli"]:
+        export(StochasticDepthBlock(form), x, f"sd_{form}.onnx", 17, training=True)
+
+    # PyTorch 2's dynamo exporter writes torch.bernoulli as ONNX Bernoulli (opset 15).
+    f32 = TensorProto.FLOAT
+    x4 = helper.make_tensor_value_info("x", f32, ["N", 3, 4, 4])
+    y = helper.make_tensor_value_info("y", f32, None)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    f = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    batch_shape = [helper.make_node("Shape", ["x"], ["shape"], name="/sd/Shape"),
+                   helper.make_node("Gather", ["shape", "zero"], ["n"], name="/sd/Gather", axis=0),
+                   helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="/sd/Unsqueeze"),
+                   helper.make_node("Concat", ["n1", "ones3"], ["noise_shape"], name="/sd/Concat",
+                                    axis=0)]
+    shape_inits = [i64("zero", 0), i64("axes0", [0]), i64("ones3", [1, 1, 1])]
+    save_model(tiny(batch_shape + [
+        helper.make_node("Expand", ["keep", "noise_shape"], ["full"], name="/sd/Expand"),
+        helper.make_node("Bernoulli", ["full"], ["b"], name="/sd/Bernoulli"),
+        helper.make_node("Div", ["b", "keep"], ["noise"], name="/sd/Div"),
+        helper.make_node("Mul", ["x", "noise"], ["y"], name="/sd/Mul")],
+        [x4], [helper.make_tensor_value_info("y", f32, ["N", 3, 4, 4])],
+        shape_inits + [f("keep", 0.9)], opset=15, name="bernoulli"),
+        "sd_bernoulli_op.onnx")
+
+    # Random ops the importer refuses, each in one line naming the node.
+    def uniform_then(nodes, inits=(), name="sd_bad"):
+        return tiny(batch_shape + [
+            helper.make_node("ConstantOfShape", ["noise_shape"], ["zeros"],
+                             name="/sd/ConstantOfShape"),
+            helper.make_node("RandomUniformLike", ["zeros"], ["u"], name="/sd/RandomUniformLike")]
+            + nodes, [x4], [y], shape_inits + [f("keep", 0.9)] + list(inits), name=name)
+
+    save_bad(tiny([helper.make_node("RandomNormalLike", ["x"], ["r"], name="/noise/RandomNormalLike"),
+                   helper.make_node("Add", ["x", "r"], ["y"], name="/noise/Add")], [x4], [y]),
+             "sd_normal.onnx")
+    save_bad(uniform_then([  # the draw is read twice
+        helper.make_node("Less", ["u", "keep"], ["lt"], name="/sd/Less"),
+        helper.make_node("Cast", ["lt"], ["c"], name="/sd/Cast", to=f32),
+        helper.make_node("Div", ["c", "keep"], ["noise"], name="/sd/Div"),
+        helper.make_node("Mul", ["x", "noise"], ["m"], name="/sd/Mul"),
+        helper.make_node("Add", ["m", "u"], ["y"], name="/sd/Add")]), "sd_read_twice.onnx")
+    save_bad(uniform_then([  # not scaled by 1 / keep
+        helper.make_node("Less", ["u", "keep"], ["lt"], name="/sd/Less"),
+        helper.make_node("Cast", ["lt"], ["c"], name="/sd/Cast", to=f32),
+        helper.make_node("Mul", ["x", "c"], ["y"], name="/sd/Mul")]), "sd_unscaled.onnx")
+    save_bad(uniform_then([  # divided by another number than keep
+        helper.make_node("Less", ["u", "keep"], ["lt"], name="/sd/Less"),
+        helper.make_node("Cast", ["lt"], ["c"], name="/sd/Cast", to=f32),
+        helper.make_node("Div", ["c", "half"], ["noise"], name="/sd/Div"),
+        helper.make_node("Mul", ["x", "noise"], ["y"], name="/sd/Mul")], [f("half", 0.5)]),
+        "sd_wrong_divisor.onnx")
+    channel = tiny([
+        helper.make_node("RandomUniform", [], ["u"], name="/sd/RandomUniform", shape=[2, 3, 1, 1]),
+        helper.make_node("Less", ["u", "keep"], ["lt"], name="/sd/Less"),
+        helper.make_node("Cast", ["lt"], ["c"], name="/sd/Cast", to=f32),
+        helper.make_node("Div", ["c", "keep"], ["noise"], name="/sd/Div"),
+        helper.make_node("Mul", ["x", "noise"], ["y"], name="/sd/Mul")],
+        [helper.make_tensor_value_info("x", f32, [2, 3, 4, 4])], [y], [f("keep", 0.9)])
+    save_bad(channel, "sd_per_channel.onnx")
+    save_bad(tiny([helper.make_node("RandomNormalLike", ["x"], ["r"], name="/noise/RandomNormalLike"),
+                   helper.make_node("Add", ["x", "r"], ["a"], name="/noise/Add"),
+                   helper.make_node("TopK", ["a", "k"], ["y", "ti"], name="/a/TopK")],
+                  [x4], [y], [i64("k", [2])]), "sd_normal_and_topk.onnx")
+
+
 # --- malformed files ------------------------------------------------------------
 
 
@@ -440,6 +536,7 @@ def main():
     modern_models()
     graph_only_models()
     malformed_models()
+    stochastic_depth_models()
     torchvision_models()
     with open(stamp, "w") as f:
         f.write("\n".join([digest] + written) + "\n")

@@ -618,6 +618,56 @@ TEST(Emulation, DropoutMasksAreTheCpuMasksBitForBit) {
         }
 }
 
+TEST(Emulation, PerSampleDropoutIsTheCpuResultBitForBit) {
+  // Dropout.cu's per-sample path: the mask's N values drawn as an element
+  // mask of N elements (dropoutKernel, mask only), then samplesKernel: y[i] =
+  // x[i] * sampleScale(mask[i / inner]), the stored value mapped back to the
+  // float scale.
+  std::mt19937 rng(13);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t samples : {1, 2, 7, 4097})
+      for (const char *kind : {"sample", "tensor"})
+        for (double ratio : {0.0, 0.3, 0.9, 1.0}) {
+          OneNode c;
+          c.builder().setTower(1);
+          Attrs a;
+          a.set("ratio", ratio);
+          a.set("seed", int64_t(5));
+          a.set("mask", std::string(kind));
+          Node *n = c.node(Op::DropoutTrain, {c.input("x", TensorType(dt, {samples, 3, 5}))}, a,
+                           "tower_1/drop_path");
+          ASSERT_TRUE(n);
+          Tensor x = randomTensor(n->operand(0)->type(), rng);
+          const uint64_t step = 3;
+          std::vector<Tensor> want = cpuRun(*n, {x}, step, /*seed=*/99);
+          DropoutParams p = dropoutParams(*n, 99, step);
+          const uint64_t stepKey = maskStepKey(p.nodeKey, maskStep(p));
+          Tensor y(n->result(0)->type()), mask(n->result(1)->type());
+          int64_t values = mask.numElements(), inner = x.numElements() / values;
+          visitStorage(dt, [&](auto tag) {
+            using T = decltype(tag);
+            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> ||
+                          std::is_same_v<T, BFloat>) {
+              for (int64_t b = 0; b * kMaskBlock < values; ++b) {
+                Xoshiro stream = maskStream(p, stepKey, b);
+                uint64_t draw = 0;
+                for (int64_t e = 0; e < std::min(kMaskBlock, values - b * kMaskBlock); ++e) {
+                  if (e % 2 == 0)
+                    draw = stream.next();
+                  mask.data<T>()[b * kMaskBlock + e] =
+                      fromFloat<T>(maskValue(p, draw, (int)(e & 1)));
+                }
+              }
+              for (int64_t i = 0; i < x.numElements(); ++i)
+                y.data<T>()[i] = fromFloat<T>(toFloat(x.data<T>()[i]) *
+                                              sampleScale(p, toFloat(mask.data<T>()[i / inner])));
+            }
+          });
+          EXPECT_TRUE(sameBits(mask, want[1])) << dtypeName(dt).str() << " " << samples << kind;
+          EXPECT_TRUE(sameBits(y, want[0])) << dtypeName(dt).str() << " " << samples << kind;
+        }
+}
+
 TEST(Emulation, TheDeviceDerivesTheCpuStepKey) {
   // The key the device derives from its step counter is dropoutStepKey's for
   // every step and micro-batch, so the counter path draws the CPU's masks

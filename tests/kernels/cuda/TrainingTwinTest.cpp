@@ -1,6 +1,7 @@
 //===- TrainingTwinTest.cpp - Dropout, updates, determinism on the GPU ----===//
 //
-// DropoutTrain's masks equal the CPU's bit for bit, with the step given as an
+// DropoutTrain's masks (per element and per sample) equal the CPU's bit for
+// bit, with the step given as an
 // argument or read from the device's step counter; every optimizer update
 // matches the CPU kernel (variables and slots after the update), alone and
 // fused into tensor-list launches through Kernel::runGroup; repeated runs
@@ -27,6 +28,28 @@ TEST(CudaTraining, DropoutMasksEqualTheCpuMasks) {
         a.set("ratio", ratio);
         Node *n =
             c.node(Op::DropoutTrain, {c.input("x", TensorType(dt, {size}))}, a, "tower_1/drop");
+        ASSERT_TRUE(n);
+        Tensor x = randomTensor(n->operand(0)->type(), rng);
+        for (uint64_t step : {0, 9})
+          expectTwins(*n, {x}, -1, step, /*seed=*/77);
+      }
+}
+
+TEST(CudaTraining, PerSampleDropoutMasksEqualTheCpuMasks) {
+  // Stochastic depth (`mask = sample` or `tensor`): the mask's N values and
+  // y, bit for bit the CPU's.
+  SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(52);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t samples : {1, 7, 4097})
+      for (const char *mask : {"sample", "tensor"}) {
+        OneNode c;
+        c.builder().setTower(1);
+        Attrs a;
+        a.set("ratio", 0.3);
+        a.set("mask", std::string(mask));
+        Node *n = c.node(Op::DropoutTrain, {c.input("x", TensorType(dt, {samples, 3, 5, 7}))}, a,
+                         "tower_1/drop_path");
         ASSERT_TRUE(n);
         Tensor x = randomTensor(n->operand(0)->type(), rng);
         for (uint64_t step : {0, 9})
