@@ -53,6 +53,11 @@ struct Slot {
   std::string variable;
   /// The name a Constant node made from `known` gets.
   std::string origin;
+  /// `known` holds however the value is read: nothing materialised it, or it
+  /// became a Constant node (a data use before a shape use reads it).
+  bool knownAtImport() const {
+    return known && (!value || value->producer()->op() == Op::Constant);
+  }
   /// Non-empty: an output graphc does not model, and why.
   std::string dropped;
   std::string producer; ///< the ONNX node (scope form) for messages

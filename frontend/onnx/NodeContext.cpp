@@ -68,7 +68,7 @@ const Known *NodeContext::known(unsigned i) const {
   if (!hasInput(i))
     return nullptr;
   const Slot *s = imp_.slot(node_.input(i));
-  return s && !s->value && s->known && !s->known->foreignType ? s->known.get() : nullptr;
+  return s && s->knownAtImport() && !s->known->foreignType ? s->known.get() : nullptr;
 }
 
 static int64_t intAt(const Tensor &t, int64_t i) {

@@ -726,7 +726,7 @@ llvm::Expected<std::optional<Known>> foldNode(NodeContext &ctx) {
     if (!ctx.hasInput(i) && (op != "Slice" || i == 0))
       return std::nullopt;
     const Slot *s = ctx.hasInput(i) ? ctx.importer().slot(ctx.inputName(i)) : nullptr;
-    if (ctx.hasInput(i) && (!s || s->value || !s->known || !s->foldable))
+    if (ctx.hasInput(i) && (!s || !s->knownAtImport() || !s->foldable))
       return std::nullopt;
     ins.push_back(s ? s->known.get() : nullptr);
   }

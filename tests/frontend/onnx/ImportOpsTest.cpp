@@ -186,6 +186,12 @@ TEST(OnnxFolding, ComparisonsWhereAndModFoldOnShapesAndRunOnData) {
   EXPECT_EQ(findByName(*m, "data/Less")->result()->type(), TensorType(DType::Bool, {kBatchDim, 6}));
   EXPECT_EQ(findByName(*m, "data/Not")->op(), Op::Not);
   EXPECT_EQ(findByName(*m, "data/Where")->result()->type(), TensorType(DType::F32, {kBatchDim, 6}));
+  // The constant 1, materialised for Equal on data, still folds into a shape.
+  EXPECT_EQ(findByName(*m, "data/Equal")->op(), Op::Equal);
+  const Node *reread = findByName(*m, "reread");
+  ASSERT_NE(reread, nullptr);
+  EXPECT_EQ(reread->op(), Op::Constant);
+  EXPECT_EQ(*reread->attrs().getTensor("value"), Tensor::fromInts({2}, {1, 1}));
   expectRoundTrips(*m);
 }
 

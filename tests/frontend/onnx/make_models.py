@@ -219,7 +219,9 @@ def opset18_model():
 
 def folding_model():
     """Comparisons, Where, Mod, Not, And, Or on shapes (folded at import) and on data (runtime
-    Less, Not and Where): PyTorch's expand(-1, ...) asks Equal(shape, -1) of a shape holding N."""
+    Less, Not and Where): PyTorch's expand(-1, ...) asks Equal(shape, -1) of a shape holding N.
+    An integer constant read as data first (Equal on the cast input) still folds into a shape
+    after (PyTorch 2's attention does that with its constant 1)."""
     f32, i64 = TensorProto.FLOAT, TensorProto.INT64
     nodes = [
         helper.make_node("Shape", ["x"], ["shape"], name="/shape/Shape"),  # [N, 6]
@@ -238,10 +240,17 @@ def folding_model():
         helper.make_node("Less", ["widened", "zero"], ["negative"], name="/data/Less"),
         helper.make_node("Not", ["negative"], ["kept"], name="/data/Not"),
         helper.make_node("Where", ["kept", "widened", "zero"], ["relu"], name="/data/Where"),
+        const("one", 1), const("axis0", [0]),
+        helper.make_node("Cast", ["x"], ["xi"], to=i64, name="/data/Cast"),
+        helper.make_node("Equal", ["xi", "one"], ["is_one"], name="/data/Equal"),
+        helper.make_node("Unsqueeze", ["one", "axis0"], ["one1"], name="/shape/Unsqueeze"),
+        helper.make_node("Concat", ["one1", "one1"], ["reread"], axis=0, name="/shape/Concat"),
     ]
     graph = helper.make_graph(
         nodes, "folding", [helper.make_tensor_value_info("x", f32, ["N", 6])],
-        [helper.make_tensor_value_info("relu", f32, ["N", 6]), helper.make_tensor_value_info("picked", i64, [2])])
+        [helper.make_tensor_value_info("relu", f32, ["N", 6]), helper.make_tensor_value_info("picked", i64, [2]),
+         helper.make_tensor_value_info("is_one", TensorProto.BOOL, ["N", 6]),
+         helper.make_tensor_value_info("reread", i64, [2])])
     save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "folding_17.onnx")
 
 
