@@ -19,7 +19,8 @@ Each model is exported by Debian's PyTorch (/usr/bin/python3, 1.13; or another i
 and then:
 
   import + place   graphc place MODEL --gpus 4 --batch B          (the placed plan is written)
-  train            graphrun train MODEL --gpus 4 --emulate --steps N on synthetic data: the loss
+  train            graphrun train MODEL --gpus 4 --emulate --steps N, Adam at lr 0.001 (the text
+                   models, whose embeddings start at unit scale, at 0.01), on synthetic data: the loss
                    of the last 5 steps' mean against the first 5 steps' mean ("falls" when lower)
   infer vs ORT     graphrun infer on the training-mode file (inference semantics: BatchNorm's
                    running statistics, no dropout) against ONNX Runtime (CPU provider) on the same
@@ -183,7 +184,7 @@ def check(name, work, steps, batch, exporter):
     data = ["--data", "npz:" + npz] if text else ["--data", "synthetic"]
     p = run(os.path.join(BIN, "graphrun"), "train", model, "--gpus", "4", "--emulate", "--batch", batch,
             "--steps", steps, "--no-eval", "--no-progress", "--checkpoint", ckpt, "--metrics", metrics,
-            "--optimizer", "adam", "--lr", "0.001", *data)
+            "--optimizer", "adam", "--lr", "0.01" if text else "0.001", *data)
     if p.returncode:
         row["error"] = "train: " + first_error(p)
         return row

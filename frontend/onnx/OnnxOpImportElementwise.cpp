@@ -5,7 +5,8 @@
 // `approximate` kept only when it is tanh; PyTorch's older exports of GELU,
 // Div-Erf-Add-Mul-Mul or the tanh form, import op by op), Clip
 // (bounds as attributes before opset 11, as constant inputs after; an absent
-// bound is stored as -inf/+inf), Cast (`to` as our dtype), Softmax and
+// bound is stored as -inf/+inf), Cast (`to` as our dtype) and CastLike (to
+// its second input's), Softmax and
 // LogSoftmax (opset 13 semantics; older opsets only over the last axis),
 // Sum (as AddN), Reciprocal (as Div of a scalar 1: tf2onnx writes Keras'
 // BatchNorm traced in training mode as ReduceMean, Sqrt and Reciprocal), Identity (of a weight: a variable of its own, see
@@ -105,6 +106,21 @@ llvm::Error importCast(NodeContext &ctx) {
   Attrs a;
   a.set("to", *dt);
   return direct(ctx, Op::Cast, std::move(a));
+}
+
+/// CastLike (opset 15): a Cast to the second input's element type, which is
+/// all it reads of that input.
+llvm::Error importCastLike(NodeContext &ctx) {
+  auto like = ctx.inputType(1);
+  if (!like)
+    return like.takeError();
+  auto x = ctx.input(0);
+  if (!x)
+    return x.takeError();
+  Attrs a;
+  a.set("to", like->dtype);
+  auto n = ctx.emit(Op::Cast, {*x}, std::move(a));
+  return n ? llvm::Error::success() : n.takeError();
 }
 
 template <Op O> llvm::Error importSoftmax(NodeContext &ctx) {
@@ -252,6 +268,7 @@ const OpRule kRules[] = {
     {"HardSwish", importDirect<Op::HardSwish>},
     {"Clip", importClip, 0b110},
     {"Cast", importCast},
+    {"CastLike", importCastLike},
     {"Softmax", importSoftmax<Op::Softmax>},
     {"LogSoftmax", importSoftmax<Op::LogSoftmax>},
     {"Sum", importDirect<Op::AddN>},

@@ -190,11 +190,25 @@ llvm::Expected<Known> foldConstantOfShape(NodeContext &ctx) {
 
 //===-- Folded on known inputs ---------------------------------------------===//
 
-llvm::Expected<Known> foldCast(NodeContext &ctx, const Known &in) {
+/// Cast's `to`, or CastLike's second input's element type.
+llvm::Expected<DType> castTarget(NodeContext &ctx) {
+  if (ctx.opType() == "CastLike") {
+    auto like = ctx.inputType(1);
+    if (!like)
+      return like.takeError();
+    return like->dtype;
+  }
   int64_t to = ctx.getInt("to", 0);
   auto dt = fromOnnxDType((int32_t)to);
   if (!dt)
     return ctx.fail("casts to " + onnxDTypeName((int32_t)to) + ", which graphc does not handle");
+  return *dt;
+}
+
+llvm::Expected<Known> foldCast(NodeContext &ctx, const Known &in) {
+  auto dt = castTarget(ctx);
+  if (!dt)
+    return dt.takeError();
   if (isFloat(*dt) && in.hasBatch())
     return batchArithmetic(ctx);
   Known k;
@@ -526,6 +540,34 @@ llvm::Expected<Known> foldArithmetic(NodeContext &ctx, llvm::ArrayRef<const Know
   return out;
 }
 
+/// Expand of integers: the input and the shape broadcast both ways (numpy
+/// rules).
+llvm::Expected<Known> foldExpand(NodeContext &ctx, const Known &in, const Known &shape) {
+  if (isFloat(shape.data.dtype()) || shape.data.type().rank() != 1)
+    return ctx.fail("shape must be a 1-d integer tensor, not " + toString(shape.data.type()));
+  Ints target;
+  for (int64_t i = 0; i < shape.data.numElements(); ++i)
+    target.push_back(intAt(shape.data, i));
+  auto dims = broadcastShapes(in.data.shape(), target);
+  if (!dims)
+    return ctx.fail("input " + toString(in.data.type()) + " does not broadcast with shape " +
+                    shapeToString(target));
+  auto data = folded(ctx, TensorType(in.data.dtype(), *dims));
+  if (!data)
+    return data.takeError();
+  Known out;
+  out.data = std::move(*data);
+  if (in.hasBatch())
+    out.batch.assign(out.data.numElements(), false);
+  for (int64_t o = 0; o < out.data.numElements(); ++o) {
+    int64_t i = sourceIndex(o, *dims, in.data.shape());
+    copyElement(out.data, o, in.data, i);
+    if (in.isBatch(i))
+      out.batch[o] = true;
+  }
+  return out;
+}
+
 /// Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or (bool results)
 /// and Mod (ONNX's: integers take the divisor's sign unless fmod = 1, floats
 /// need fmod = 1), numpy broadcasting. The batch symbol N is unknown until the
@@ -650,7 +692,7 @@ bool isLogicOp(llvm::StringRef op) {
 
 const llvm::StringSet<> &foldableOps() {
   static const llvm::StringSet<> ops = {
-      "Identity", "Cast",    "Gather",      "Unsqueeze", "Squeeze",
+      "Identity", "Cast",    "CastLike",    "Gather",    "Unsqueeze", "Squeeze", "Expand",
       "Reshape",  "Flatten", "Concat",      "Slice",     "Transpose",
       "Add",      "Sub",     "Mul",         "Div",       "Neg",
       "Equal",    "Less",    "LessOrEqual", "Greater",   "GreaterOrEqual",
@@ -662,12 +704,12 @@ const llvm::StringSet<> &foldableOps() {
 llvm::Expected<Known> foldKnown(NodeContext &ctx, llvm::StringRef op,
                                 llvm::ArrayRef<const Known *> ins) {
   for (const Known *k : ins)
-    if (k && k->foreignType && op != "Cast" && op != "Identity")
+    if (k && k->foreignType && op != "Cast" && op != "CastLike" && op != "Identity")
       return ctx.fail("an input has element type " + onnxDTypeName(k->foreignType) +
                       ", which graphc does not handle");
   if (op == "Identity")
     return *ins[0];
-  if (op == "Cast")
+  if (op == "Cast" || op == "CastLike")
     return foldCast(ctx, *ins[0]);
   if (op == "Unsqueeze")
     return foldUnsqueeze(ctx, *ins[0]);
@@ -689,6 +731,8 @@ llvm::Expected<Known> foldKnown(NodeContext &ctx, llvm::StringRef op,
     return ctx.fail("needs two inputs");
   if (op == "Gather")
     return foldGather(ctx, *ins[0], *ins[1]);
+  if (op == "Expand")
+    return foldExpand(ctx, *ins[0], *ins[1]);
   if (op == "Reshape")
     return foldReshape(ctx, *ins[0], *ins[1]);
   if (isLogicOp(op))
@@ -719,10 +763,13 @@ llvm::Expected<std::optional<Known>> foldNode(NodeContext &ctx) {
     return wrap(foldConstantOfShape(ctx));
   if (!foldableOps().contains(op) || ctx.numInputs() == 0)
     return std::nullopt;
+  // CastLike reads only its second input's element type, known at import
+  // whatever computes the input.
+  const unsigned folds = op == "CastLike" ? 1 : ctx.numInputs();
   // Only Slice has optional inputs in the middle; a gap elsewhere is left to
   // the op rule, which reports it.
   llvm::SmallVector<const Known *, 4> ins;
-  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+  for (unsigned i = 0; i < folds; ++i) {
     if (!ctx.hasInput(i) && (op != "Slice" || i == 0))
       return std::nullopt;
     const Slot *s = ctx.hasInput(i) ? ctx.importer().slot(ctx.inputName(i)) : nullptr;
@@ -730,6 +777,10 @@ llvm::Expected<std::optional<Known>> foldNode(NodeContext &ctx) {
       return std::nullopt;
     ins.push_back(s ? s->known.get() : nullptr);
   }
+  // Expand folds shape arithmetic (integers) only: data, and a shape holding
+  // the batch (a batch-sized value), expand at run time.
+  if (op == "Expand" && (isFloat(ins[0]->data.dtype()) || ins[1]->hasBatch()))
+    return std::nullopt;
   return wrap(foldKnown(ctx, op, ins));
 }
 

@@ -192,6 +192,20 @@ TEST(OnnxFolding, ComparisonsWhereAndModFoldOnShapesAndRunOnData) {
   ASSERT_NE(reread, nullptr);
   EXPECT_EQ(reread->op(), Op::Constant);
   EXPECT_EQ(*reread->attrs().getTensor("value"), Tensor::fromInts({2}, {1, 1}));
+  // The dynamo exporter's zero bias: the shape [6] folded, CastLike of the
+  // constant 0 folded into f32, then expanded at run time; CastLike on data
+  // is a Cast to the other input's element type.
+  const Node *bias = findByName(*m, "dyn/Expand_bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->op(), Op::Expand);
+  EXPECT_EQ(bias->result()->type(), TensorType(DType::F32, {6}));
+  const Node *zero = bias->operand(0)->producer();
+  ASSERT_EQ(zero->op(), Op::Constant);
+  EXPECT_EQ(*zero->attrs().getTensor("value"), Tensor::scalar(0.0f));
+  const Node *cast = findByName(*m, "dyn/CastLike_data");
+  ASSERT_NE(cast, nullptr);
+  EXPECT_EQ(cast->op(), Op::Cast);
+  EXPECT_EQ(cast->result()->type(), TensorType(DType::I64, {kBatchDim, 6}));
   expectRoundTrips(*m);
 }
 

@@ -221,7 +221,9 @@ def folding_model():
     """Comparisons, Where, Mod, Not, And, Or on shapes (folded at import) and on data (runtime
     Less, Not and Where): PyTorch's expand(-1, ...) asks Equal(shape, -1) of a shape holding N.
     An integer constant read as data first (Equal on the cast input) still folds into a shape
-    after (PyTorch 2's attention does that with its constant 1)."""
+    after (PyTorch 2's attention does that with its constant 1). PyTorch 2's dynamo exporter
+    writes a convolution's absent bias as Expand(CastLike(0, x), Expand(Shape(w)[0:1], [1])):
+    CastLike folds on constants and casts data, Expand folds on integers."""
     f32, i64 = TensorProto.FLOAT, TensorProto.INT64
     nodes = [
         helper.make_node("Shape", ["x"], ["shape"], name="/shape/Shape"),  # [N, 6]
@@ -245,12 +247,20 @@ def folding_model():
         helper.make_node("Equal", ["xi", "one"], ["is_one"], name="/data/Equal"),
         helper.make_node("Unsqueeze", ["one", "axis0"], ["one1"], name="/shape/Unsqueeze"),
         helper.make_node("Concat", ["one1", "one1"], ["reread"], axis=0, name="/shape/Concat"),
+        const("zero_i", 0),
+        helper.make_node("Shape", ["x"], ["cols"], start=1, end=2, name="/dyn/Shape"),  # [6]
+        helper.make_node("Expand", ["cols", "one1"], ["bias_shape"], name="/dyn/Expand_shape"),
+        helper.make_node("CastLike", ["zero_i", "x"], ["zero_f"], name="/dyn/CastLike"),
+        helper.make_node("Expand", ["zero_f", "bias_shape"], ["bias"], name="/dyn/Expand_bias"),
+        helper.make_node("Add", ["x", "bias"], ["biased"], name="/dyn/Add"),
+        helper.make_node("CastLike", ["biased", "xi"], ["biased_i"], name="/dyn/CastLike_data"),
     ]
     graph = helper.make_graph(
         nodes, "folding", [helper.make_tensor_value_info("x", f32, ["N", 6])],
         [helper.make_tensor_value_info("relu", f32, ["N", 6]), helper.make_tensor_value_info("picked", i64, [2]),
          helper.make_tensor_value_info("is_one", TensorProto.BOOL, ["N", 6]),
-         helper.make_tensor_value_info("reread", i64, [2])])
+         helper.make_tensor_value_info("reread", i64, [2]),
+         helper.make_tensor_value_info("biased_i", i64, ["N", 6])])
     save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "folding_17.onnx")
 
 
