@@ -265,6 +265,11 @@ private:
   void scanUses();
   llvm::Error createInputs();
   llvm::Error createVariables();
+  /// A one-element float initializer read only by Adds whose sums only Sqrt
+  /// reads: a normalisation's epsilon (tf2onnx writes the one of a Keras
+  /// BatchNorm traced in training mode as an initializer), kept constant.
+  /// Trained, it would leave the square root's domain within steps.
+  bool isEpsilon(llvm::StringRef name, const TensorType &type) const;
   llvm::Error importNode(const onnx::NodeProto &node);
   llvm::Error bindOutputs();
   llvm::Expected<Initializer> defaultInitializer(llvm::StringRef name, const TensorType &type);

@@ -411,6 +411,21 @@ llvm::Error Importer::createInputs() {
   return llvm::Error::success();
 }
 
+bool Importer::isEpsilon(llvm::StringRef name, const TensorType &type) const {
+  auto uses = uses_.find(name);
+  if (type.numElements() != 1 || uses == uses_.end() || isGraphOutput(name))
+    return false;
+  return llvm::all_of(uses->second, [&](const Use &u) {
+    if (u.node->op_type() != "Add" || u.node->output_size() != 1 ||
+        isGraphOutput(u.node->output(0)))
+      return false;
+    auto sums = uses_.find(u.node->output(0));
+    return sums != uses_.end() && llvm::all_of(sums->second, [](const Use &v) {
+             return v.node->op_type() == "Sqrt";
+           });
+  });
+}
+
 llvm::Error Importer::createVariables() {
   for (const auto &t : g_.initializer()) {
     const std::string &name = t.name();
@@ -423,7 +438,7 @@ llvm::Error Importer::createVariables() {
     Slot &s = slots_[name];
     s.origin = name;
     s.producer = name;
-    bool asVariable = isFloat(type->dtype) && dataUses_.contains(name);
+    bool asVariable = isFloat(type->dtype) && dataUses_.contains(name) && !isEpsilon(name, *type);
     Variable v;
     v.name = name;
     v.type = *type;

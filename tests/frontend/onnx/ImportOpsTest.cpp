@@ -209,6 +209,16 @@ TEST(OnnxFolding, ComparisonsWhereAndModFoldOnShapesAndRunOnData) {
   expectRoundTrips(*m);
 }
 
+TEST(OnnxFolding, ANormalisationsEpsilonInitializerStaysConstant) {
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("epsilon_17.onnx")));
+  EXPECT_EQ(m->findVariable("const_fold_opt__7"), nullptr);
+  EXPECT_NE(m->findVariable("scale"), nullptr);
+  const Node *add = findByName(*m, "bn/batchnorm/add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->operand(1)->producer()->op(), Op::Constant);
+  expectRoundTrips(*m);
+}
+
 //===-- The ops of modern models ---------------------------------------------===//
 
 class OnnxModernOps : public ::testing::TestWithParam<const char *> {};

@@ -264,6 +264,27 @@ def folding_model():
     save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "folding_17.onnx")
 
 
+def epsilon_model():
+    """A normalisation written as ops, as tf2onnx writes a Keras BatchNorm traced in training mode:
+    its epsilon an initializer (kept constant), its scale one too (a parameter)."""
+    f32 = TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.array([1e-3], np.float32), "const_fold_opt__7"),
+             numpy_helper.from_array(np.linspace(0.5, 1.5, 6).astype(np.float32), "scale")]
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[0], name="/bn/moments/mean"),
+        helper.make_node("Sub", ["x", "mean"], ["d"], name="/bn/moments/sub"),
+        helper.make_node("Mul", ["d", "d"], ["d2"], name="/bn/moments/square"),
+        helper.make_node("ReduceMean", ["d2"], ["var"], axes=[0], name="/bn/moments/variance"),
+        helper.make_node("Add", ["var", "const_fold_opt__7"], ["ve"], name="/bn/batchnorm/add"),
+        helper.make_node("Sqrt", ["ve"], ["sd"], name="/bn/batchnorm/Rsqrt"),
+        helper.make_node("Div", ["d", "sd"], ["n"], name="/bn/batchnorm/div"),
+        helper.make_node("Mul", ["n", "scale"], ["y"], name="/bn/batchnorm/mul"),
+    ]
+    graph = helper.make_graph(nodes, "epsilon", [helper.make_tensor_value_info("x", f32, ["N", 6])],
+                              [helper.make_tensor_value_info("y", f32, ["N", 6])], inits)
+    save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "epsilon_17.onnx")
+
+
 # --- ops of modern models -------------------------------------------------------
 
 
@@ -552,6 +573,7 @@ def main():
     small_models()
     opset18_model()
     folding_model()
+    epsilon_model()
     modern_models()
     graph_only_models()
     malformed_models()
