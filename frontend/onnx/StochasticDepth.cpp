@@ -10,6 +10,8 @@
 //
 // with S (or P) of shape [N,1,...,1] (one draw per sample: torchvision's
 // mode "row", timm) or [1,...,1] (one for the whole tensor: mode "batch").
+// PyTorch 2's dynamo exporter writes nn.Dropout in training mode the same
+// way, with S of x's own shape: one draw per element, an ordinary Dropout.
 // PyTorch's exports give S as ConstantOfShape or Expand of a shape holding
 // the batch, or as a slice of x (rand_like(x[:, :1, :1, :1])); PyTorch 1.13
 // writes torch.bernoulli(P) as RandomUniformLike(P) < P.
@@ -46,8 +48,8 @@ namespace graphc::onnxfe {
 const char *const kStochasticDepthForms =
     "graphc imports random ops only as stochastic depth, x * noise with noise "
     "Cast(RandomUniform[Like] < keep) / keep, Floor(keep + RandomUniform[Like]) / keep or "
-    "Bernoulli(keep) / keep, drawn once per sample ([N,1,...,1]) or once for the whole tensor "
-    "([1,...,1])";
+    "Bernoulli(keep) / keep, drawn once per sample ([N,1,...,1]), once for the whole tensor "
+    "([1,...,1]) or once per element (x's shape: dropout)";
 
 bool isRandomOp(llvm::StringRef opType) {
   return opType == "RandomUniform" || opType == "RandomUniformLike" || opType == "RandomNormal" ||
@@ -382,7 +384,9 @@ llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
   // of one makes [1,...] per sample too (the same draw at that batch, and
   // PyTorch's row mode when the model is rebatched).
   std::optional<DropoutMask> mask;
-  if (ones && ((*shape)[0] == xs[0] || ((*shape)[0] == kBatchDim && xs[0] == kBatchDim)))
+  if (llvm::ArrayRef<int64_t>(*shape) == xs)
+    mask = DropoutMask::Element;
+  else if (ones && ((*shape)[0] == xs[0] || ((*shape)[0] == kBatchDim && xs[0] == kBatchDim)))
     mask = DropoutMask::Sample;
   else if (ones && (*shape)[0] == 1)
     mask = DropoutMask::Tensor;
@@ -393,7 +397,8 @@ llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd) {
   Attrs a;
   a.set("ratio", dropRatio(*keep));
   a.set("training", (int64_t)1);
-  a.set("mask", dropoutMaskName(*mask).str());
+  if (*mask != DropoutMask::Element)
+    a.set("mask", dropoutMaskName(*mask).str());
   auto n = ctx.emit(Op::Dropout, {*x}, std::move(a));
   return n ? llvm::Error::success() : n.takeError();
 }

@@ -68,7 +68,9 @@ TEST_P(StochasticDepthForms, TrainingModeDrawsOneMaskValuePerSample) {
   ASSERT_TRUE(bool(applyTrainingMode(*m, {})));
   const Node *d = firstNode(*m, Op::DropoutTrain);
   ASSERT_NE(d, nullptr);
-  Dims want = c.mask == DropoutMask::Sample ? Dims{4, 1, 1, 1} : Dims{1, 1, 1, 1};
+  Dims want = c.mask == DropoutMask::Sample   ? Dims{4, 1, 1, 1}
+              : c.mask == DropoutMask::Element ? Dims{4, 3, 4, 4}
+                                               : Dims{1, 1, 1, 1};
   EXPECT_EQ(d->result(1)->type().shape, want);
   EXPECT_EQ(d->result(0)->type().shape, (Dims{4, 3, 4, 4}));
 }
@@ -80,7 +82,9 @@ INSTANTIATE_TEST_SUITE_P(Onnx, StochasticDepthForms,
                                            FormCase{"sd_floor.onnx", DropoutMask::Sample, 0.2},
                                            FormCase{"sd_bernoulli.onnx", DropoutMask::Sample, 0.2},
                                            FormCase{"sd_bernoulli_op.onnx", DropoutMask::Sample,
-                                                    0.1}),
+                                                    0.1},
+                                           FormCase{"sd_dropout_dynamo.onnx", DropoutMask::Element,
+                                                    0.2}),
                          [](const ::testing::TestParamInfo<FormCase> &info) {
                            std::string name = llvm::StringRef(info.param.file).drop_back(5).str();
                            return name;
@@ -109,8 +113,8 @@ TEST(StochasticDepth, InferenceExportDropsItAndTrainingExportKeepsIt) {
 const char *const kForms =
     "graphc imports random ops only as stochastic depth, x * noise with noise "
     "Cast(RandomUniform[Like] < keep) / keep, Floor(keep + RandomUniform[Like]) / keep or "
-    "Bernoulli(keep) / keep, drawn once per sample ([N,1,...,1]) or once for the whole tensor "
-    "([1,...,1])";
+    "Bernoulli(keep) / keep, drawn once per sample ([N,1,...,1]), once for the whole tensor "
+    "([1,...,1]) or once per element (x's shape: dropout)";
 
 /// `prefix` and the list of forms (appended: GCC 12 warns wrongly about
 /// std::string&& + const char*).

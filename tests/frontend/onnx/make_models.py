@@ -431,6 +431,17 @@ def stochastic_depth_models():
         [x4], [helper.make_tensor_value_info("y", f32, ["N", 3, 4, 4])],
         shape_inits + [f("keep", 0.9)], opset=15, name="bernoulli"),
         "sd_bernoulli_op.onnx")
+    # ... and nn.Dropout in training mode as the same chain, drawn per element over x's shape.
+    save_model(tiny([
+        helper.make_node("Shape", ["x"], ["x_shape"], name="/drop/Shape"),
+        helper.make_node("Expand", ["zero_f", "x_shape"], ["empty_like"], name="/drop/Expand"),
+        helper.make_node("RandomUniformLike", ["empty_like"], ["rands"], name="/drop/RandomUniformLike"),
+        helper.make_node("Less", ["rands", "keep"], ["sampled"], name="/drop/Less"),
+        helper.make_node("Cast", ["sampled"], ["bernoulli"], name="/drop/Cast", to=f32),
+        helper.make_node("Div", ["bernoulli", "keep"], ["noise"], name="/drop/Div"),
+        helper.make_node("Mul", ["x", "noise"], ["y"], name="/drop/Mul")],
+        [x4], [helper.make_tensor_value_info("y", f32, ["N", 3, 4, 4])],
+        [f("zero_f", 0.0), f("keep", 0.8)], opset=18, name="dropout"), "sd_dropout_dynamo.onnx")
 
     # Random ops the importer refuses, each in one line naming the node.
     def uniform_then(nodes, inits=(), name="sd_bad"):
