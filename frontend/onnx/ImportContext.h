@@ -265,11 +265,13 @@ private:
   void scanUses();
   llvm::Error createInputs();
   llvm::Error createVariables();
-  /// A one-element float initializer read only by Adds whose sums only Sqrt
-  /// reads: a normalisation's epsilon (tf2onnx writes the one of a Keras
-  /// BatchNorm traced in training mode as an initializer), kept constant.
-  /// Trained, it would leave the square root's domain within steps.
-  bool isEpsilon(llvm::StringRef name, const TensorType &type) const;
+  /// A one-element float initializer that is a constant, not a parameter to
+  /// train: a non-finite one (an attention mask's -inf fill), one an exporter
+  /// named (PyTorch 2's dynamo exporter and tf2onnx write their constants as
+  /// initializers: an attention's scale), or one read only by Adds whose sums
+  /// only Sqrt reads (a normalisation's epsilon). Trained, such a constant
+  /// leaves the model's domain within steps (NaN).
+  bool isConstantScalar(llvm::StringRef name, const Tensor &data) const;
   llvm::Error importNode(const onnx::NodeProto &node);
   llvm::Error bindOutputs();
   llvm::Expected<Initializer> defaultInitializer(llvm::StringRef name, const TensorType &type);

@@ -411,10 +411,22 @@ llvm::Error Importer::createInputs() {
   return llvm::Error::success();
 }
 
-bool Importer::isEpsilon(llvm::StringRef name, const TensorType &type) const {
+/// A name an exporter made up for a value, not a module's: PyTorch 2's
+/// dynamo exporter's `val_<n>`, tf2onnx's `const_fold_opt__<n>`.
+static bool isGeneratedName(llvm::StringRef name) {
+  for (llvm::StringRef prefix : {"val_", "const_fold_opt__"})
+    if (name.consume_front(prefix))
+      return !name.empty() && llvm::all_of(name, llvm::isDigit);
+  return false;
+}
+
+bool Importer::isConstantScalar(llvm::StringRef name, const Tensor &data) const {
   auto uses = uses_.find(name);
-  if (type.numElements() != 1 || uses == uses_.end() || isGraphOutput(name))
+  if (data.numElements() != 1 || !isFloat(data.dtype()) || uses == uses_.end() ||
+      isGraphOutput(name))
     return false;
+  if (!std::isfinite(data.at(0)) || isGeneratedName(name))
+    return true;
   return llvm::all_of(uses->second, [&](const Use &u) {
     if (u.node->op_type() != "Add" || u.node->output_size() != 1 ||
         isGraphOutput(u.node->output(0)))
@@ -438,7 +450,7 @@ llvm::Error Importer::createVariables() {
     Slot &s = slots_[name];
     s.origin = name;
     s.producer = name;
-    bool asVariable = isFloat(type->dtype) && dataUses_.contains(name) && !isEpsilon(name, *type);
+    bool asVariable = isFloat(type->dtype) && dataUses_.contains(name);
     Variable v;
     v.name = name;
     v.type = *type;
@@ -456,6 +468,7 @@ llvm::Error Importer::createVariables() {
         return data.takeError();
       s.known = std::make_shared<Known>(Known{*data, {}});
       s.foldable = !isFloat(type->dtype);
+      asVariable = asVariable && !isConstantScalar(name, *data);
       v.data = std::move(*data);
     }
     if (asVariable) {

@@ -266,19 +266,24 @@ def folding_model():
 
 def epsilon_model():
     """A normalisation written as ops, as tf2onnx writes a Keras BatchNorm traced in training mode:
-    its epsilon an initializer (kept constant), its scale one too (a parameter)."""
+    its epsilon an initializer (kept constant), its scale one too (a parameter); then a scale the
+    dynamo exporter named (`val_12`), a -inf fill and a one-element bias (the last a parameter)."""
     f32 = TensorProto.FLOAT
-    inits = [numpy_helper.from_array(np.array([1e-3], np.float32), "const_fold_opt__7"),
-             numpy_helper.from_array(np.linspace(0.5, 1.5, 6).astype(np.float32), "scale")]
+    one = lambda name, v: numpy_helper.from_array(np.array([v], np.float32), name)
+    inits = [one("eps", 1e-3), numpy_helper.from_array(np.linspace(0.5, 1.5, 6).astype(np.float32), "scale"),
+             one("val_12", 0.59), one("fill", -np.inf), one("head.bias", 0.1)]
     nodes = [
         helper.make_node("ReduceMean", ["x"], ["mean"], axes=[0], name="/bn/moments/mean"),
         helper.make_node("Sub", ["x", "mean"], ["d"], name="/bn/moments/sub"),
         helper.make_node("Mul", ["d", "d"], ["d2"], name="/bn/moments/square"),
         helper.make_node("ReduceMean", ["d2"], ["var"], axes=[0], name="/bn/moments/variance"),
-        helper.make_node("Add", ["var", "const_fold_opt__7"], ["ve"], name="/bn/batchnorm/add"),
+        helper.make_node("Add", ["var", "eps"], ["ve"], name="/bn/batchnorm/add"),
         helper.make_node("Sqrt", ["ve"], ["sd"], name="/bn/batchnorm/Rsqrt"),
         helper.make_node("Div", ["d", "sd"], ["n"], name="/bn/batchnorm/div"),
-        helper.make_node("Mul", ["n", "scale"], ["y"], name="/bn/batchnorm/mul"),
+        helper.make_node("Mul", ["n", "scale"], ["s"], name="/bn/batchnorm/mul"),
+        helper.make_node("Mul", ["s", "val_12"], ["s2"], name="/attn/Mul"),
+        helper.make_node("Add", ["s2", "fill"], ["f"], name="/attn/Add"),
+        helper.make_node("Add", ["f", "head.bias"], ["y"], name="/head/Add"),
     ]
     graph = helper.make_graph(nodes, "epsilon", [helper.make_tensor_value_info("x", f32, ["N", 6])],
                               [helper.make_tensor_value_info("y", f32, ["N", 6])], inits)
