@@ -564,6 +564,22 @@ TEST(Emulation, ReductionsOverAnyAxesMatch) {
 
 //===-- Training -----------------------------------------------------------===//
 
+
+/// Dropout.cu's mask draws: a stream per block of kMaskBlock values; value i
+/// takes half i % 2 of its block's draw i / 2. Calls f(i, the value).
+template <typename F>
+void forEachMaskValue(const DropoutParams &p, uint64_t stepKey, int64_t count, F &&f) {
+  for (int64_t b = 0; b * kMaskBlock < count; ++b) {
+    Xoshiro stream = maskStream(p, stepKey, b);
+    uint64_t draw = 0;
+    for (int64_t e = 0; e < std::min(kMaskBlock, count - b * kMaskBlock); ++e) {
+      if (e % 2 == 0)
+        draw = stream.next();
+      f(b * kMaskBlock + e, maskValue(p, draw, (int)(e & 1)));
+    }
+  }
+}
+
 TEST(Emulation, DropoutMasksAreTheCpuMasksBitForBit) {
   std::mt19937 rng(10);
   for (DType dt : {DType::F32, DType::F16, DType::BF16})
@@ -596,20 +612,10 @@ TEST(Emulation, DropoutMasksAreTheCpuMasksBitForBit) {
                 using T = decltype(tag);
                 if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> ||
                               std::is_same_v<T, BFloat>) {
-                  // Dropout.cu: a stream per block; element i takes half i % 2
-                  // of the block's draw i / 2.
-                  for (int64_t b = 0; b * kMaskBlock < size; ++b) {
-                    Xoshiro stream = maskStream(p, stepKey, b);
-                    uint64_t draw = 0;
-                    for (int64_t e = 0; e < std::min(kMaskBlock, size - b * kMaskBlock); ++e) {
-                      if (e % 2 == 0)
-                        draw = stream.next();
-                      int64_t i = b * kMaskBlock + e;
-                      float m = maskValue(p, draw, (int)(e & 1));
-                      y.data<T>()[i] = fromFloat<T>(toFloat(x.data<T>()[i]) * m);
-                      mask.data<T>()[i] = fromFloat<T>(m);
-                    }
-                  }
+                  forEachMaskValue(p, stepKey, size, [&](int64_t i, float m) {
+                    y.data<T>()[i] = fromFloat<T>(toFloat(x.data<T>()[i]) * m);
+                    mask.data<T>()[i] = fromFloat<T>(m);
+                  });
                 }
               });
               EXPECT_TRUE(sameBits(y, want[0])) << dtypeName(dt).str() << " " << size;
@@ -648,16 +654,8 @@ TEST(Emulation, PerSampleDropoutIsTheCpuResultBitForBit) {
             using T = decltype(tag);
             if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> ||
                           std::is_same_v<T, BFloat>) {
-              for (int64_t b = 0; b * kMaskBlock < values; ++b) {
-                Xoshiro stream = maskStream(p, stepKey, b);
-                uint64_t draw = 0;
-                for (int64_t e = 0; e < std::min(kMaskBlock, values - b * kMaskBlock); ++e) {
-                  if (e % 2 == 0)
-                    draw = stream.next();
-                  mask.data<T>()[b * kMaskBlock + e] =
-                      fromFloat<T>(maskValue(p, draw, (int)(e & 1)));
-                }
-              }
+              forEachMaskValue(p, stepKey, values,
+                               [&](int64_t i, float m) { mask.data<T>()[i] = fromFloat<T>(m); });
               for (int64_t i = 0; i < x.numElements(); ++i)
                 y.data<T>()[i] = fromFloat<T>(toFloat(x.data<T>()[i]) *
                                               sampleScale(p, toFloat(mask.data<T>()[i / inner])));
