@@ -234,6 +234,8 @@ public:
   Slot *slot(llvm::StringRef name);
   Slot *slotFor(llvm::StringRef name) { return &slots_[name]; }
   const Slot *slot(llvm::StringRef name) const;
+  /// The ONNX node that writes value `name`, or null (an input, an initializer).
+  const onnx::NodeProto *producerOf(llvm::StringRef name) const;
   llvm::Expected<Value *> materialize(llvm::StringRef name, llvm::StringRef who);
   llvm::Expected<TensorType> typeOf(llvm::StringRef name, llvm::StringRef who) const;
   /// A variable copying `from` (an initializer or variable) under `name`:

@@ -59,6 +59,13 @@ const Slot *Importer::slot(llvm::StringRef name) const {
   return it == slots_.end() ? nullptr : &it->second;
 }
 
+const onnx::NodeProto *Importer::producerOf(llvm::StringRef name) const {
+  for (const onnx::NodeProto *node : order_)
+    if (llvm::is_contained(node->output(), name))
+      return node;
+  return nullptr;
+}
+
 std::string Importer::uniqueName(llvm::StringRef base, llvm::StringRef mayUse) const {
   auto taken = [&](llvm::StringRef n) {
     return graph_->findNode(n) || graph_->findValue(n) || (outputNames_.contains(n) && n != mayUse);

@@ -32,6 +32,7 @@
 #include "ir/ShapeInference.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace graphc::onnxfe {
 namespace {
@@ -233,6 +234,30 @@ struct Direction {
   Value *h0 = nullptr, *c0 = nullptr;
 };
 
+/// Whether value `name` is zeros known at import: a known value, or one that
+/// ops which only move or repeat values (Expand, Slice, Reshape, ...) made of
+/// a known zero, whatever the shape they give it.
+bool zerosAtImport(const Importer &imp, llvm::StringRef name) {
+  static const llvm::StringSet<> kMovers = {"Expand",    "Slice",   "Reshape", "Unsqueeze",
+                                            "Squeeze",   "Identity", "Cast",   "Transpose",
+                                            "Flatten"};
+  for (int depth = 0; depth < 16; ++depth) {
+    const Slot *s = imp.slot(name);
+    if (s && s->knownAtImport() && !s->known->foreignType) {
+      const Tensor &t = s->known->data;
+      for (int64_t j = 0; j < t.numElements(); ++j)
+        if (t.at(j) != 0)
+          return false;
+      return true;
+    }
+    const onnx::NodeProto *p = imp.producerOf(name);
+    if (!p || !kMovers.contains(p->op_type()) || p->input_size() == 0)
+      return false;
+    name = p->input(0);
+  }
+  return false;
+}
+
 llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
   auto shapes = checkCell(ctx, cell);
   if (!shapes)
@@ -241,18 +266,10 @@ llvm::Error importRecurrent(NodeContext &ctx, Cell cell) {
   const int64_t h = s.hidden, g = cell == Cell::LSTM ? 4 : 3, gh = g * h;
   const bool linearBeforeReset = ctx.getInt("linear_before_reset", 0) != 0;
 
-  // PyTorch passes zeros of [D, N, H] (ConstantOfShape) when the caller gives
-  // no state: known zeros are an absent state, so no batch-sized constant
-  // enters the graph.
-  auto knownZeros = [&](unsigned i) {
-    const Known *k = ctx.known(i);
-    if (!k || !isFloat(k->data.dtype()))
-      return false;
-    for (int64_t j = 0; j < k->data.numElements(); ++j)
-      if (k->data.at(j) != 0)
-        return false;
-    return true;
-  };
+  // PyTorch passes zeros of [D, N, H] (ConstantOfShape; the dynamo exporter
+  // a scalar 0 expanded and sliced) when the caller gives no state: known
+  // zeros are an absent state, so no batch-sized value enters the cell.
+  auto knownZeros = [&](unsigned i) { return zerosAtImport(ctx.importer(), ctx.inputName(i)); };
   llvm::SmallVector<Value *, 8> in(8, nullptr);
   for (unsigned i = 0; i < 7; ++i) {
     if (!ctx.hasInput(i) || (i == 6 && cell == Cell::GRU) || (i >= 5 && knownZeros(i)))

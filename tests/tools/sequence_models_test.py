@@ -178,6 +178,27 @@ cell("lstm_states", "LSTM", 2, 4, ["x", "W", "R", "B", "", "initial_h", "initial
       helper.make_node("Add", ["y_sum", "y_h"], ["s1"], name="out/Add"),
       helper.make_node("Add", ["s1", "y_c"], ["out"], name="out/Add_1")],
      direction="bidirectional")
+
+# PyTorch 2's dynamo exporter gives a GRU without a state (batch first, batch 3) the zeros of
+# [1, N, H] as a scalar 0 (an initializer) expanded to a shape holding the batch and sliced: known
+# zeros, an absent state.
+i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="rnn/Transpose", perm=[1, 0, 2]),
+         helper.make_node("Shape", ["x"], ["n"], name="h0/Shape", start=0, end=1),
+         helper.make_node("Concat", ["one", "n", "hidden"], ["h0_shape"], name="h0/Concat", axis=0),
+         helper.make_node("Expand", ["val_2", "h0_shape"], ["zeros"], name="h0/Expand"),
+         helper.make_node("Slice", ["zeros", "zero", "one", "zero"], ["h0"], name="h0/Slice"),
+         helper.make_node("GRU", ["xt", "W", "R", "", "", "h0"], ["", "y_h"], name="rnn/GRU", hidden_size=4,
+                          linear_before_reset=1),
+         helper.make_node("Squeeze", ["y_h", "zero"], ["out"], name="out/Squeeze")]  # [N, 4] logits
+inits = [numpy_helper.from_array((rs.randn(1, 12, 3) * 0.5).astype(np.float32), "W"),
+         numpy_helper.from_array((rs.randn(1, 12, 4) * 0.5).astype(np.float32), "R"),
+         numpy_helper.from_array(np.array(0.0, np.float32), "val_2"),
+         i64("one", [1]), i64("zero", [0]), i64("hidden", [4])]
+g = helper.make_graph(nodes, "gru_dynamo_state", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 3])],
+                      [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), out + "/gru_dynamo_state.onnx")
+np.save(out + "/gru_dynamo_state_x.npy", rs.randn(3, 5, 3).astype(np.float32))
 '''
 
 U = sumbound.F32
@@ -291,7 +312,8 @@ class SequenceModelsTest(PyTorchModelCase):
 
     def test_onnx_forms_pytorch_does_not_write_infer_as_onnxruntime(self):
         for name, inputs in (("gru_reverse", ["x", "initial_h"]),
-                             ("lstm_states", ["x", "initial_h", "initial_c"])):
+                             ("lstm_states", ["x", "initial_h", "initial_c"]),
+                             ("gru_dynamo_state", ["x"])):
             with self.subTest(name):
                 model = self.w(name + ".onnx")
                 feeds = [self.w("%s_%s.npy" % (name, i)) for i in inputs]
@@ -299,6 +321,11 @@ class SequenceModelsTest(PyTorchModelCase):
                 bound = self.forward_bound(model, 3)
                 sumbound.report("%s: graphrun infer against onnxruntime" % name, err, bound)
                 self.assertLessEqual(err, bound)
+
+    def test_a_zero_state_expanded_from_a_scalar_splits_into_towers(self):
+        placed = self.path("gru_dynamo_state.placed")
+        run(GRAPHC, "place", self.w("gru_dynamo_state.onnx"), "--gpus", "2", "--batch", "4", "-o", placed)
+        self.assertTrue(os.path.exists(placed))
 
     def test_refusals_are_one_clear_message(self):
         cases = {
