@@ -31,17 +31,20 @@ bool keepWhatRootsNeed(Graph &g, llvm::ArrayRef<const Node *> roots) {
   return true;
 }
 
+bool eliminateDeadCode(Graph &g) {
+  std::vector<const Node *> roots;
+  for (Value *v : g.outputs())
+    roots.push_back(v->producer());
+  for (Node *n : g.nodes())
+    if (isVariableUpdate(n->op()) || n->op() == Op::Input || isCollective(n->op()))
+      roots.push_back(n);
+  return keepWhatRootsNeed(g, roots);
+}
+
 bool eliminateDeadCode(Module &m) {
   bool changed = false;
-  for (Graph *g : m.graphs()) {
-    std::vector<const Node *> roots;
-    for (Value *v : g->outputs())
-      roots.push_back(v->producer());
-    for (Node *n : g->nodes())
-      if (isVariableUpdate(n->op()) || n->op() == Op::Input || isCollective(n->op()))
-        roots.push_back(n);
-    changed |= keepWhatRootsNeed(*g, roots);
-  }
+  for (Graph *g : m.graphs())
+    changed |= eliminateDeadCode(*g);
   return changed;
 }
 

@@ -7,6 +7,7 @@ namespace graphc {
 
 /// Removes nodes that neither a graph output nor a variable update needs.
 bool eliminateDeadCode(Module &m);
+bool eliminateDeadCode(Graph &g);
 
 /// Erases the nodes of `g` that none of `roots` needs (the roots stay, and
 /// every producer of an operand of a node that stays); true if any went.

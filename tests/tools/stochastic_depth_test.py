@@ -19,6 +19,9 @@ Cast, Div, Mul), which graphc imports as one per-sample Dropout (docs/onnx-front
   (k L_kept + (4 - k) L_dropped) / 4; towers drawing the same masks would keep an even number
   every time, so an odd k under some seed shows that each tower draws its own. Three steps on
   two emulated GPUs run too.
+- Two blocks whose draws share one Expand of their noise shape, as PyTorch 2's dynamo exporter
+  writes them (built with onnx.helper): the Expand nobody reads once the chains are Dropouts
+  leaves the checkpoint, so the trained model exports, and ONNX Runtime runs it as infer does.
 
 Tolerances and ONNX Runtime as in modern_ops_test.py (tests/tools/sumbound.py; the
 .cache/onnxruntime-venv of scripts/install-test-deps). Every figure is printed.
@@ -106,8 +109,37 @@ with open(out + "/same_losses.json", "w") as f:
 '''
 
 
+SHARED_NOISE = r'''
+import sys, numpy as np, onnx
+from onnx import helper as h, numpy_helper as nh
+out = sys.argv[1]
+rs = np.random.RandomState(3)
+f = lambda name, a: nh.from_array(np.asarray(a, np.float32), name)
+i64 = lambda name, a: nh.from_array(np.asarray(a, np.int64), name)
+inits = [f("w1", rs.randn(784, 16) * 0.05), f("w2", rs.randn(16, 10) * 0.2), f("zero", 0.0),
+         f("keep", 0.75), i64("one", [1]), i64("flat", [-1, 784])]
+nodes = [h.make_node("Reshape", ["x", "flat"], ["xf"], name="flatten"),
+         h.make_node("MatMul", ["xf", "w1"], ["a"], name="fc1"),
+         h.make_node("Shape", ["a"], ["n"], name="noise/Shape", start=0, end=1),
+         h.make_node("Concat", ["n", "one"], ["noise_shape"], name="noise/Concat", axis=0),
+         h.make_node("Expand", ["zero", "noise_shape"], ["empty"], name="noise/Expand")]
+x = "a"
+for b in ("b1", "b2"):
+    nodes += [h.make_node("RandomUniformLike", ["empty"], [b + "_u"], name=b + "/RandomUniformLike"),
+              h.make_node("Less", [b + "_u", "keep"], [b + "_lt"], name=b + "/Less"),
+              h.make_node("Cast", [b + "_lt"], [b + "_c"], name=b + "/Cast", to=onnx.TensorProto.FLOAT),
+              h.make_node("Div", [b + "_c", "keep"], [b + "_noise"], name=b + "/Div"),
+              h.make_node("Mul", [x, b + "_noise"], [b + "_y"], name=b + "/Mul")]
+    x = b + "_y"
+nodes.append(h.make_node("MatMul", [x, "w2"], ["logits"], name="fc2"))
+g = h.make_graph(nodes, "shared_noise", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 1, 28, 28])],
+                 [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, ["N", 10])], inits)
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), out + "/shared_noise.onnx")
+'''
+
+
 class StochasticDepthTest(PyTorchModelCase):
-    SCRIPTS = (TORCH_SIDE,)
+    SCRIPTS = (TORCH_SIDE, SHARED_NOISE)
     WORK = "graphc-stochastic-depth"
 
     def train(self, model, data, *flags, steps=1, seed=1):
@@ -174,6 +206,20 @@ class StochasticDepthTest(PyTorchModelCase):
                 sumbound.report("keep = 1.0: training export under onnxruntime against graphrun infer",
                                 err, bound)
                 self.assertLessEqual(err, bound)
+
+    def test_a_noise_shape_shared_by_two_blocks_leaves_the_checkpoint(self):
+        model, x = self.w("shared_noise.onnx"), self.w("x_infer.npy")
+        ckpt, _, _ = self.train(model, self.fashion_data())
+        inference = self.path("shared-inference.onnx")
+        run(GRAPHRUN, "export", "--checkpoint", ckpt, "-o", inference)
+        ops = self.facts(inference)[0]["ops"]
+        self.assertNotIn("Expand", ops)
+        self.assertNotIn("RandomUniformLike", ops)
+        bound = self.forward_bound(model, 5)
+        err = sumbound.relative_error(self.ort(inference, x), self.infer(ckpt, x))
+        sumbound.report("shared noise shape: inference export under onnxruntime against graphrun infer", err,
+                        bound)
+        self.assertLessEqual(err, bound)
 
     def test_two_emulated_gpus_draw_a_mask_per_tower(self):
         model = self.w("sd.onnx")

@@ -4,8 +4,11 @@
 #include "frontend/onnx/ModelFile.h"
 #include "ir/Diagnostics.h"
 #include "ir/InputFile.h"
+#include "passes/BasicPasses.h"
 #include "passes/Rebatch.h"
 #include "passes/strategy/CompiledModule.h"
+
+#include "llvm/ADT/StringSet.h"
 
 namespace graphc {
 
@@ -26,6 +29,26 @@ static llvm::Expected<bool> isCheckpoint(llvm::StringRef path) {
 }
 
 /// A model bound to another batch than spec.batch, rebatched or refused.
+/// What an ONNX import left unread, nodes and the variables only they read
+/// (PyTorch 2 shares one Expand among the random draws of stochastic depth,
+/// which import as Dropouts): checkpoints keep the forward graph, and its
+/// export would write them.
+static void dropWhatNothingReads(Module &forward) {
+  Graph *g = forward.findGraph("main");
+  if (!g || !eliminateDeadCode(*g))
+    return;
+  llvm::StringSet<> read;
+  for (const Node *n : g->nodes())
+    if (n->op() == Op::Variable)
+      read.insert(n->attrs().getString("var"));
+  std::vector<std::string> unread;
+  for (const Variable &v : forward.variables())
+    if (!read.contains(v.name))
+      unread.push_back(v.name);
+  for (const std::string &name : unread)
+    forward.removeVariable(name);
+}
+
 static llvm::Error rebatchTo(LoadedModel &out, const ModelSpec &spec) {
   std::optional<int64_t> own = out.forward->batch();
   // A compiled plan runs at the batch it was compiled for.
@@ -86,6 +109,8 @@ llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec) {
     if (!m)
       return m.takeError();
     out.forward = std::move(*m);
+    if (out.forward->plan().source == "onnx")
+      dropWhatNothingReads(*out.forward);
   }
   if (auto e = rebatchTo(out, spec))
     return e;
