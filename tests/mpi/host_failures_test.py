@@ -44,7 +44,8 @@ OPEN_MPI_TCP_ENDED_IT = (r"An MPI communication peer process has unexpectedly di
                          r"help-mpi-btl-tcp.txt / client connect fail|connect\(\) to \S+ failed")
 # A rank's last words: itself, the step and the collective it waited in.
 LAST_WORDS = re.compile(r"^graphrun: error: rank (\d) of 4: (after )?step \d+: (the all-reduce '[^']+' across 4 "
-                        r"workers|agreeing which samples failed to load|agreeing whether to stop)[^\n]* did not "
+                        r"workers|agreeing which samples failed to load|agreeing whether to stop|waiting for the chief's "
+                        r"checkpoint)[^\n]* did not "
                         r"complete", re.M)
 
 

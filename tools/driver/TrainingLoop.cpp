@@ -83,7 +83,7 @@ llvm::Expected<TrainingSession::Update> TrainingSession::runUpdate(int64_t step)
       return withContext(b.takeError(), "step " + llvm::Twine(step + 1));
     if (!*b) {
       if (auto e = evaluateEpoch())
-        return e;
+        return withContext(std::move(e), "after step " + llvm::Twine(step));
       loader_->startEpoch(++epoch_);
       continue;
     }
@@ -191,7 +191,7 @@ llvm::Expected<bool> TrainingSession::completeStep(int64_t step, Update &u) {
       return e;
   if (opts_.checkpointEvery && (step + 1) % *opts_.checkpointEvery == 0 && step + 1 != totalSteps_)
     if (auto e = chiefAlone("the chief's checkpoint", [this] { return writeCheckpoint(); }))
-      return e;
+      return withContext(std::move(e), "after " + at());
   return stop;
 }
 
@@ -279,7 +279,7 @@ llvm::Error TrainingSession::finishRun() {
   // An epoch that ended exactly with the last step is evaluated too.
   if (opts_.epochs && end_ == totalSteps_ && totals_.done > 0)
     if (auto e = evaluateEpoch())
-      return e;
+      return withContext(std::move(e), "after step " + llvm::Twine(end_));
   if (!opts_.checkpointDir.empty() && workers_.chief()) {
     if ((uint64_t)end_ != lastSaved_)
       if (auto e = writeCheckpoint())
