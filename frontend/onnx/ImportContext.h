@@ -209,10 +209,13 @@ struct StochasticDepthScan {
 bool isRandomOp(llvm::StringRef opType);
 /// What a random op outside a chain is told: the forms graphc imports.
 extern const char *const kStochasticDepthForms;
+/// The node that writes each value of the graph.
+using Producers = llvm::StringMap<const onnx::NodeProto *>;
 /// Matches every chain of the graph (structure only: op types and single
 /// readers); `order` is the topological order.
 StochasticDepthScan findStochasticDepth(const onnx::GraphProto &g,
-                                        llvm::ArrayRef<const onnx::NodeProto *> order);
+                                        llvm::ArrayRef<const onnx::NodeProto *> order,
+                                        const Producers &producers);
 /// Imports the chain's Mul (ctx) as Dropout {ratio = 1 - keep, training,
 /// mask}, checking keep, the divisor and the noise's shape.
 llvm::Error importStochasticDepth(NodeContext &ctx, const StochasticDepth &sd);
@@ -288,6 +291,7 @@ private:
   Graph *graph_ = nullptr;
 
   std::vector<const onnx::NodeProto *> order_;
+  Producers producers_;
   llvm::StringMap<Slot> slots_;
   llvm::StringSet<> outputNames_;
   llvm::StringMap<const onnx::TensorProto *> initializers_;

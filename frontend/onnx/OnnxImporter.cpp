@@ -60,10 +60,7 @@ const Slot *Importer::slot(llvm::StringRef name) const {
 }
 
 const onnx::NodeProto *Importer::producerOf(llvm::StringRef name) const {
-  for (const onnx::NodeProto *node : order_)
-    if (llvm::is_contained(node->output(), name))
-      return node;
-  return nullptr;
+  return producers_.lookup(name);
 }
 
 std::string Importer::uniqueName(llvm::StringRef base, llvm::StringRef mayUse) const {
@@ -129,6 +126,7 @@ llvm::Error Importer::sortNodes() {
         return makeError(describeNode(g_.node(i), opset_) + ": output '" + out +
                          "' is already defined by a graph input, an initializer or another node");
       producer[out] = i;
+      producers_[out] = &g_.node(i);
     }
   std::vector<unsigned> pending(n, 0);
   std::vector<std::vector<int>> users(n);
@@ -705,7 +703,7 @@ llvm::Expected<std::unique_ptr<Module>> Importer::run() {
     outputNames_.insert(o.name());
   if (auto e = sortNodes())
     return e;
-  stochasticDepth_ = findStochasticDepth(g_, order_);
+  stochasticDepth_ = findStochasticDepth(g_, order_, producers_);
   if (auto e = checkOps())
     return e;
   scanUses();

@@ -39,6 +39,8 @@
 #include "ir/Diagnostics.h"
 #include "ir/DropoutMask.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -66,16 +68,15 @@ struct Reader {
 /// Who reads which ONNX value, and who produces it.
 class Readers {
 public:
-  Readers(const onnx::GraphProto &g, llvm::ArrayRef<const onnx::NodeProto *> order) {
+  Readers(const onnx::GraphProto &g, llvm::ArrayRef<const onnx::NodeProto *> order,
+          const Producers &producers)
+      : producers_(producers) {
     for (const auto &o : g.output())
       outputs_.insert(o.name());
     for (const onnx::NodeProto *n : order) {
       for (int i = 0; i < n->input_size(); ++i)
         if (!n->input(i).empty())
           readers_[n->input(i)].push_back({n, (unsigned)i});
-      for (const std::string &out : n->output())
-        if (!out.empty())
-          producers_[out] = n;
     }
   }
 
@@ -104,7 +105,7 @@ public:
 
 private:
   llvm::StringMap<std::vector<Reader>> readers_;
-  llvm::StringMap<const onnx::NodeProto *> producers_;
+  const Producers &producers_;
   llvm::StringSet<> outputs_;
 };
 
@@ -188,13 +189,12 @@ llvm::Expected<StochasticDepth> matchChain(const onnx::NodeProto &r, const Reade
     return makeError("Mul '" + scopeName(*sd.mul) + "' does not have two inputs");
 
   // The tensor the draw takes its shape (and Bernoulli its probability)
-  // from: a ConstantOfShape or Expand only the chain reads is part of it.
+  // from, if a ConstantOfShape or Expand: part of the chain when only chains
+  // read it (findStochasticDepth decides).
   if (op != "RandomUniform" && r.input_size() > 0)
     if (const onnx::NodeProto *s = readers.producer(r.input(0)))
       if ((s->op_type() == "ConstantOfShape" || s->op_type() == "Expand") &&
-          s->output_size() == 1 && !readers.isGraphOutput(s->output(0)) &&
-          llvm::all_of(readers.of(s->output(0)),
-                       [&](const Reader &u) { return u.node == &r || u.node == sd.keepOp; }))
+          s->output_size() == 1 && !readers.isGraphOutput(s->output(0)))
         sd.source = s;
   return sd;
 }
@@ -202,9 +202,10 @@ llvm::Expected<StochasticDepth> matchChain(const onnx::NodeProto &r, const Reade
 } // namespace
 
 StochasticDepthScan findStochasticDepth(const onnx::GraphProto &g,
-                                        llvm::ArrayRef<const onnx::NodeProto *> order) {
+                                        llvm::ArrayRef<const onnx::NodeProto *> order,
+                                        const Producers &producers) {
   StochasticDepthScan scan;
-  Readers readers(g, order);
+  Readers readers(g, order, producers);
   for (const onnx::NodeProto *n : order) {
     if (!(n->domain().empty() || n->domain() == "ai.onnx") || !isRandomOp(n->op_type()))
       continue;
@@ -213,14 +214,29 @@ StochasticDepthScan findStochasticDepth(const onnx::GraphProto &g,
       scan.refused[n] = llvm::toString(sd.takeError());
       continue;
     }
-    unsigned index = scan.patterns.size();
-    for (const onnx::NodeProto *part : {sd->source, sd->random, sd->keepOp, sd->div})
+    scan.patterns.push_back(*sd);
+  }
+  // A shape source read by anything but the chains' draws and keep ops is
+  // imported as itself; PyTorch 2's dynamo exporter shares one Expand among
+  // the draws of every block, which then goes with them.
+  llvm::DenseSet<const onnx::NodeProto *> drawing;
+  for (const StochasticDepth &sd : scan.patterns) {
+    drawing.insert(sd.random);
+    drawing.insert(sd.keepOp);
+  }
+  for (StochasticDepth &sd : scan.patterns)
+    if (sd.source && !llvm::all_of(readers.of(sd.source->output(0)), [&](const Reader &u) {
+          return drawing.contains(u.node);
+        }))
+      sd.source = nullptr;
+  for (unsigned index = 0; index < scan.patterns.size(); ++index) {
+    const StochasticDepth &sd = scan.patterns[index];
+    for (const onnx::NodeProto *part : {sd.source, sd.random, sd.keepOp, sd.div})
       if (part)
         scan.absorbed[part] = index;
-    for (const onnx::NodeProto *part : sd->parts)
+    for (const onnx::NodeProto *part : sd.parts)
       scan.absorbed[part] = index;
-    scan.muls[sd->mul] = index;
-    scan.patterns.push_back(*sd);
+    scan.muls[sd.mul] = index;
   }
   return scan;
 }

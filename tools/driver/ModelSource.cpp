@@ -28,11 +28,10 @@ static llvm::Expected<bool> isCheckpoint(llvm::StringRef path) {
   return llvm::StringRef(header->text).contains("checkpoint_step");
 }
 
-/// A model bound to another batch than spec.batch, rebatched or refused.
 /// What an ONNX import left unread, nodes and the variables only they read
-/// (PyTorch 2 shares one Expand among the random draws of stochastic depth,
-/// which import as Dropouts): checkpoints keep the forward graph, and its
-/// export would write them.
+/// (an op whose result an importer rule only looked at, such as the Expand
+/// of a known zero that a recurrent cell takes as an absent state):
+/// checkpoints keep the forward graph, and its export would write them.
 static void dropWhatNothingReads(Module &forward) {
   Graph *g = forward.findGraph("main");
   if (!g || !eliminateDeadCode(*g))
@@ -49,6 +48,7 @@ static void dropWhatNothingReads(Module &forward) {
     forward.removeVariable(name);
 }
 
+/// A model bound to another batch than spec.batch, rebatched or refused.
 static llvm::Error rebatchTo(LoadedModel &out, const ModelSpec &spec) {
   std::optional<int64_t> own = out.forward->batch();
   // A compiled plan runs at the batch it was compiled for.

@@ -18,6 +18,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
+
 using namespace graphc;
 using namespace graphc::testing;
 
@@ -106,6 +108,30 @@ TEST(StochasticDepth, InferenceExportDropsItAndTrainingExportKeepsIt) {
   ASSERT_TRUE(bool(training)) << llvm::toString(training.takeError());
   EXPECT_EQ(countOps(*training, "RandomUniformLike"), 1);
   EXPECT_EQ(countOps(*training, "Dropout"), 0) << "ONNX's Dropout masks elements";
+}
+
+/// The ops of `m`'s main graph, and how often each occurs.
+std::map<std::string, int> opCounts(const Module &m) {
+  std::map<std::string, int> counts;
+  for (const Node *n : m.findGraph("main")->nodes())
+    ++counts[opName(n->op()).str()];
+  return counts;
+}
+
+TEST(StochasticDepth, AnExpandOnlyTheDrawsReadGoesWithThem) {
+  // PyTorch 2's dynamo exporter: one Expand of x's shape for every draw.
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("sd_shared_noise.onnx")));
+  auto ops = opCounts(*m);
+  EXPECT_EQ(ops["Dropout"], 2);
+  EXPECT_EQ(ops.count("Expand"), 0u);
+  EXPECT_EQ(m->findVariable("zero_f"), nullptr) << "only the absorbed Expand reads it as data";
+}
+
+TEST(StochasticDepth, AnExpandTheModelReadsTooStays) {
+  ASSERT_OK_AND_ASSIGN(m, importOnnxFile(modelPath("sd_shared_noise_read.onnx")));
+  auto ops = opCounts(*m);
+  EXPECT_EQ(ops["Dropout"], 2);
+  EXPECT_EQ(ops["Expand"], 1);
 }
 
 //===-- Refusals -----------------------------------------------------------===//

@@ -447,6 +447,26 @@ def stochastic_depth_models():
         helper.make_node("Mul", ["x", "noise"], ["y"], name="/drop/Mul")],
         [x4], [helper.make_tensor_value_info("y", f32, ["N", 3, 4, 4])],
         [f("zero_f", 0.0), f("keep", 0.8)], opset=18, name="dropout"), "sd_dropout_dynamo.onnx")
+    # Two dropouts drawing over one Expand, as the dynamo exporter shares it; then that Expand
+    # read by the model too.
+    def shared_noise(extra_reader):
+        nodes = [helper.make_node("Shape", ["x"], ["x_shape"], name="/drop/Shape"),
+                 helper.make_node("Expand", ["zero_f", "x_shape"], ["empty_like"], name="/drop/Expand")]
+        h = "x"
+        for b in ("b1", "b2"):
+            nodes += [
+                helper.make_node("RandomUniformLike", ["empty_like"], [b + "_u"], name=f"/{b}/RandomUniformLike"),
+                helper.make_node("Less", [b + "_u", "keep"], [b + "_lt"], name=f"/{b}/Less"),
+                helper.make_node("Cast", [b + "_lt"], [b + "_c"], name=f"/{b}/Cast", to=f32),
+                helper.make_node("Div", [b + "_c", "keep"], [b + "_noise"], name=f"/{b}/Div"),
+                helper.make_node("Mul", [h, b + "_noise"], [b + "_y"], name=f"/{b}/Mul")]
+            h = b + "_y"
+        nodes.append(helper.make_node("Add", [h, "empty_like"], ["y"], name="/out/Add") if extra_reader
+                     else helper.make_node("Identity", [h], ["y"], name="/out/Identity"))
+        return tiny(nodes, [x4], [helper.make_tensor_value_info("y", f32, ["N", 3, 4, 4])],
+                    [f("zero_f", 0.0), f("keep", 0.8)], opset=18, name="shared_noise")
+    save_model(shared_noise(False), "sd_shared_noise.onnx")
+    save_model(shared_noise(True), "sd_shared_noise_read.onnx")
 
     # Random ops the importer refuses, each in one line naming the node.
     def uniform_then(nodes, inits=(), name="sd_bad"):
