@@ -15,34 +15,66 @@
 
 namespace graphc {
 
-llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
+namespace {
+
+/// The model and what --input feeds it, the model at the inputs' batch.
+struct ModelAndInputs {
+  LoadedModel model;
   std::vector<Tensor> inputs;
-  if (allNpy(opts.inputs)) {
+  int64_t batch = 0;
+};
+
+int64_t batchOf(const std::vector<Tensor> &inputs) {
+  return inputs.empty() || inputs[0].shape().empty() ? 0 : inputs[0].shape()[0];
+}
+
+llvm::Expected<ModelAndInputs> loadWithInputs(const InferOptions &opts) {
+  ModelAndInputs r;
+  ModelSpec spec{opts.model, "", {}, 0, 0};
+  // .npy files give their batch before the model is read; images and .npz
+  // arrays are read for the model's inputs: the model first, at its own
+  // batch, then rebatched to theirs.
+  const bool npy = allNpy(opts.inputs);
+  if (npy) {
     for (const std::string &path : opts.inputs) {
       auto t = readNpy(path);
       if (!t)
         return t.takeError();
-      inputs.push_back(std::move(*t));
+      r.inputs.push_back(std::move(*t));
     }
-  } else {
-    // Images and .npz arrays are read for the model's inputs: the model first.
-    auto peek = loadModel({opts.model, "", {}, 0, 0});
-    if (!peek)
-      return peek.takeError();
-    auto read = readInferInputs(opts.inputs, peek->forward->main().inputs());
-    if (!read)
-      return read.takeError();
-    inputs = std::move(*read);
+    spec.batch = batchOf(r.inputs);
   }
-  int64_t batch = inputs.empty() || inputs[0].shape().empty() ? 0 : inputs[0].shape()[0];
-  auto model = loadModel({opts.model, "", {}, 0, batch});
+  auto model = loadModel(spec);
   if (!model)
     return model.takeError();
-  std::vector<Node *> graphInputs = model->forward->main().inputs();
+  r.model = std::move(*model);
+  if (!npy) {
+    auto read = readInferInputs(opts.inputs, r.model.forward->main().inputs());
+    if (!read)
+      return read.takeError();
+    r.inputs = std::move(*read);
+    spec.batch = batchOf(r.inputs);
+    if (auto e = rebatchTo(r.model, spec))
+      return e;
+  }
+  r.batch = spec.batch;
+  return r;
+}
+
+} // namespace
+
+llvm::Error runInference(const InferOptions &opts, llvm::raw_ostream &out) {
+  auto loaded = loadWithInputs(opts);
+  if (!loaded)
+    return loaded.takeError();
+  Module &forward = *loaded->model.forward;
+  const std::vector<Tensor> &inputs = loaded->inputs;
+  const int64_t batch = loaded->batch;
+  std::vector<Node *> graphInputs = forward.main().inputs();
   if (graphInputs.size() != inputs.size())
     return makeError("model '" + opts.model + "' has " + llvm::Twine(graphInputs.size()) +
                      " inputs, " + llvm::Twine(inputs.size()) + " were given");
-  auto compiled = compileInference(*model->forward, batch);
+  auto compiled = compileInference(forward, batch);
   if (!compiled)
     return compiled.takeError();
   llvm::StringMap<Tensor> feeds;

@@ -48,8 +48,7 @@ static void dropWhatNothingReads(Module &forward) {
     forward.removeVariable(name);
 }
 
-/// A model bound to another batch than spec.batch, rebatched or refused.
-static llvm::Error rebatchTo(LoadedModel &out, const ModelSpec &spec) {
+llvm::Error rebatchTo(LoadedModel &out, const ModelSpec &spec) {
   std::optional<int64_t> own = out.forward->batch();
   // A compiled plan runs at the batch it was compiled for.
   if (spec.batch <= 0 || spec.keepFixedBatch || !own || *own == spec.batch ||

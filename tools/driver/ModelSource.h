@@ -50,6 +50,9 @@ struct LoadedModel {
 };
 
 llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec);
+/// A model loaded at its own batch, rebatched to `spec.batch` as loadModel
+/// would have (for a batch known only once the model was read).
+llvm::Error rebatchTo(LoadedModel &model, const ModelSpec &spec);
 
 /// The model's data input (its first graph input) and its type.
 llvm::Expected<const Node *> dataInput(const Module &forward);
