@@ -585,7 +585,8 @@ llvm::Expected<TensorType> Importer::typeOf(llvm::StringRef name, llvm::StringRe
 /// The value of a node's metadata entry `key`, or "". NodeProto's
 /// metadata_props (field 9, ONNX 1.16) is newer than the ONNX library we may
 /// build with, so the entries are read from the node's wire form, in which
-/// protobuf keeps the fields it does not know.
+/// protobuf keeps the fields it does not know (and writes those it knows:
+/// the same code reads both; only Conv, ConvTranspose and Gemm nodes ask).
 static std::string nodeMetadata(const onnx::NodeProto &node, llvm::StringRef key) {
   using google::protobuf::internal::WireFormatLite;
   constexpr uint32_t kMetadataTag = 9 << 3 | WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
