@@ -76,9 +76,11 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> data, const LoaderOptions 
     : data_(std::move(data)), options_(options), conversion_(std::move(conversion)) {
   rows_ = options_.part ? options_.part->count : options_.batch;
   const SampleShape &t = options_.target;
-  sample_ = data_->tensorLayout().value_or(
-      TensorLayout{TensorType(DType::F32, {t.channels, t.height, t.width}),
-                   TensorType(DType::I64, {})});
+  options_.channelsLast &= !data_->tensorLayout();
+  sample_ = data_->tensorLayout().value_or(TensorLayout{
+      TensorType(DType::F32, options_.channelsLast ? Dims{t.height, t.width, t.channels}
+                                                   : Dims{t.channels, t.height, t.width}),
+      TensorType(DType::I64, {})});
   inputBytes_ = sample_.input.bytes();
   labelBytes_ = sample_.label.bytes();
 }
@@ -213,8 +215,15 @@ llvm::Error DataLoader::loadSample(int64_t sample, SampleRef dst, Scratch &scrat
   if (data_->tensorLayout())
     return data_->loadTensor(sample, dst.input, dst.label);
   int64_t label = 0;
-  auto *pixels = reinterpret_cast<float *>(dst.input);
-  // Straight into the batch when no conversion is needed.
+  auto *row = reinterpret_cast<float *>(dst.input);
+  // Straight into the batch when neither a conversion nor the transposition
+  // to channels last is needed.
+  const SampleShape &to = conversion_.to();
+  float *pixels = row;
+  if (options_.channelsLast && to.channels > 1) {
+    scratch.converted.resize(to.numElements());
+    pixels = scratch.converted.data();
+  }
   if (conversion_.isIdentity()) {
     if (auto err = data_->load(sample, pixels, label))
       return err;
@@ -224,6 +233,8 @@ llvm::Error DataLoader::loadSample(int64_t sample, SampleRef dst, Scratch &scrat
       return err;
     conversion_.convert(scratch.native.data(), pixels, scratch.plane, scratch.resize);
   }
+  if (pixels != row)
+    toChannelsLast(pixels, row, to);
   assert(label >= 0 && label < data_->numClasses() && "data sets give labels in range");
   std::memcpy(dst.label, &label, sizeof label);
   return llvm::Error::success();

@@ -11,7 +11,8 @@
 //     the skip count) are therefore the same for any number of threads and
 //     any prefetch depth.
 //  2. Shape. inputs is f32 [B, C, H, W] in the target shape, converted from
-//     the data set's native shape as ShapeConversion.h says; labels is i64
+//     the data set's native shape as ShapeConversion.h says ([B, H, W, C]
+//     with `channelsLast`, transposed by the workers); labels is i64
 //     [B]. A tensor data set's (Dataset.h) are its layout's, unconverted:
 //     [B, ...input] and [B, ...label]. Every batch has B rows; `samples` says how many are real. Only the
 //     last batch of an epoch can be short (and only with dropLast = false);
@@ -93,6 +94,8 @@ struct LoaderOptions {
   int threads = 2;
   /// Only these rows of every batch (several workers); unset: every row.
   std::optional<LoaderPart> part;
+  /// Images as [B, H, W, C], for a channels-last model input.
+  bool channelsLast = false;
 };
 
 /// How far the consumer is into an epoch: batches handed out, and positions
@@ -180,7 +183,7 @@ private:
   };
   /// Per-thread buffers for loading and converting one sample.
   struct Scratch {
-    std::vector<float> native, plane, resize;
+    std::vector<float> native, converted, plane, resize;
   };
 
   DataLoader(std::shared_ptr<const Dataset> data, const LoaderOptions &options,

@@ -65,4 +65,11 @@ void ShapeConversion::convert(const float *in, float *out, std::vector<float> &p
     resizePlane(resize_, in + c * inPlane, out + c * outPlane, resizeScratch);
 }
 
+void toChannelsLast(const float *chw, float *hwc, const SampleShape &s) {
+  const int64_t c = s.channels, hw = s.height * s.width;
+  for (int64_t k = 0; k < c; ++k)
+    for (int64_t p = 0; p < hw; ++p)
+      hwc[p * c + k] = chw[k * hw + p];
+}
+
 } // namespace graphc

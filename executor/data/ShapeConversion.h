@@ -40,4 +40,7 @@ private:
   llvm::SmallVector<float, 3> lumaWeights_; // 3 → 1 only
 };
 
+/// A sample of shape `s` from [C, H, W] to [H, W, C] (a channels-last model input).
+void toChannelsLast(const float *chw, float *hwc, const SampleShape &s);
+
 } // namespace graphc

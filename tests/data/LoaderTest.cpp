@@ -189,6 +189,53 @@ TEST(DataLoader, ConvertsToTheTargetShape) {
       << msg;
 }
 
+/// Three channels of 2×3 whose every pixel says where it is:
+/// 100 × index + 10 × channel + position.
+class PlanesDataset : public Dataset {
+public:
+  std::string describe() const override { return "planes"; }
+  int64_t size() const override { return 4; }
+  int64_t numClasses() const override { return 2; }
+  SampleShape shape() const override { return {3, 2, 3}; }
+  Normalization normalization() const override { return {{0, 0, 0}, {1, 1, 1}}; }
+  llvm::Error load(int64_t index, float *pixels, int64_t &label) const override {
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t p = 0; p < 6; ++p)
+        pixels[c * 6 + p] = (float)(100 * index + 10 * c + p);
+    label = index % 2;
+    return llvm::Error::success();
+  }
+};
+
+TEST(DataLoader, ChannelsLastBatchesAreTheTransposedOnes) {
+  auto ds = std::make_shared<PlanesDataset>();
+  LoaderOptions o;
+  o.batch = 2;
+  o.shuffle = false;
+  o.channelsLast = true;
+  // As the data set has them: straight from its planes.
+  auto b = makeLoader(ds, o)->next();
+  ASSERT_TRUE(bool(b) && b->has_value());
+  EXPECT_EQ((*b)->inputs.shape(), llvm::ArrayRef<int64_t>({2, 2, 3, 3}));
+  const float *x = (*b)->inputs.data<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t p = 0; p < 6; ++p)
+      for (int64_t c = 0; c < 3; ++c)
+        EXPECT_EQ(x[(n * 6 + p) * 3 + c], (float)(100 * n + 10 * c + p)) << n << " " << p << " " << c;
+  // Resized: the channels-first batch, transposed.
+  o.target = {3, 4, 5};
+  auto last = makeLoader(ds, o)->next();
+  o.channelsLast = false;
+  auto first = makeLoader(ds, o)->next();
+  ASSERT_TRUE(bool(last) && last->has_value() && bool(first) && first->has_value());
+  EXPECT_EQ((*last)->inputs.shape(), llvm::ArrayRef<int64_t>({2, 4, 5, 3}));
+  const float *l = (*last)->inputs.data<float>(), *f = (*first)->inputs.data<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t p = 0; p < 20; ++p)
+        EXPECT_EQ(l[(n * 20 + p) * 3 + c], f[(n * 3 + c) * 20 + p]);
+}
+
 TEST(DataLoader, BadOptionsAreErrors) {
   auto ds = std::make_shared<CountingDataset>(6);
   LoaderOptions o;

@@ -62,18 +62,7 @@ void scoreOutput(LossKind kind, const Tensor &output, const Tensor &labels, int6
 Tensor toModelInput(const Tensor &images, const TensorType &input) {
   if (input.rank() == 2 && images.shape().size() == 4)
     return images.reshaped({images.shape()[0], images.numElements() / images.shape()[0]});
-  if (!isChannelsLast(input) || images.shape().size() != 4)
-    return images;
-  // Channels last: [B, C, H, W] -> [B, H, W, C].
-  const int64_t b = images.shape()[0], c = images.shape()[1], hw = images.shape()[2] * images.shape()[3];
-  Tensor out(TensorType(DType::F32, {b, images.shape()[2], images.shape()[3], c}));
-  const float *from = images.data<float>();
-  float *to = out.data<float>();
-  for (int64_t n = 0; n < b; ++n)
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t p = 0; p < hw; ++p)
-        to[(n * hw + p) * c + k] = from[(n * c + k) * hw + p];
-  return out;
+  return images;
 }
 
 llvm::Expected<std::unique_ptr<Evaluator>> Evaluator::create(const Module &forward, int64_t batch,

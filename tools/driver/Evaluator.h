@@ -48,9 +48,9 @@ private:
 void scoreOutput(LossKind kind, const Tensor &output, const Tensor &labels, int64_t rows,
                  double &lossSum, int64_t &correct);
 
-/// The images tensor in the model input's shape (a rank-2 input takes the
-/// flattened sample, a channels-last input the transposed one; a tensor data
-/// set's batch is already the input's).
+/// The images tensor in the model input's shape: a rank-2 input takes the
+/// flattened sample (the loader gives a channels-last input its layout, and
+/// a tensor data set's batch is already the input's).
 Tensor toModelInput(const Tensor &images, const TensorType &input);
 
 } // namespace graphc

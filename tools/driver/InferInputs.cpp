@@ -7,7 +7,6 @@
 #include "executor/data/ShapeConversion.h"
 #include "ir/Diagnostics.h"
 #include "ir/Npy.h"
-#include "tools/driver/Evaluator.h"
 #include "tools/driver/TrainingData.h"
 
 #include "llvm/Support/Path.h"
@@ -68,14 +67,19 @@ llvm::Expected<Tensor> readImages(llvm::ArrayRef<std::string> paths, const Node 
   auto mix = ShapeConversion::create(rgb, norm, *shape);
   if (!mix)
     return mix.takeError();
-  Tensor batch(TensorType(DType::F32, {n, shape->channels, h, w}));
-  std::vector<float> pixels(rgb.numElements()), plane, scratch;
+  const bool last = isChannelsLast(t);
+  Tensor batch(TensorType(DType::F32, last ? Dims{n, h, w, shape->channels}
+                                           : Dims{n, shape->channels, h, w}));
+  std::vector<float> pixels(rgb.numElements()), converted(shape->numElements()), plane, scratch;
   for (int64_t i = 0; i < n; ++i) {
     if (auto e = loadImageFile(paths[i], h, w, pixels.data()))
       return e;
-    mix->convert(pixels.data(), batch.data<float>() + i * shape->numElements(), plane, scratch);
+    float *row = batch.data<float>() + i * shape->numElements();
+    mix->convert(pixels.data(), last ? converted.data() : row, plane, scratch);
+    if (last)
+      toChannelsLast(converted.data(), row, *shape);
   }
-  return isChannelsLast(t) ? toModelInput(batch, t) : batch;
+  return batch;
 }
 
 /// The array of `arrays` (from `path`) that feeds `input`.

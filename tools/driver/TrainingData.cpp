@@ -116,6 +116,7 @@ LoaderOptions loaderOptionsFor(const Module &forward, const Dataset &ds, int64_t
   // An image input takes its own shape; a flat input and a tensor data set
   // take the sample as it is.
   lo.target = t.rank() == 4 && !ds.tensorLayout() ? *imageShapeOf(t) : ds.shape();
+  lo.channelsLast = isChannelsLast(t);
   return lo;
 }
 
