@@ -23,6 +23,7 @@
 
 #include "ir/Diagnostics.h"
 #include "kernels/cpu/BatchStatistics.h"
+#include "kernels/cpu/DnnlCompat.h"
 #include "kernels/cpu/DnnlKernel.h"
 #include "kernels/cpu/PlainLoops.h"
 
@@ -53,9 +54,8 @@ float epsilonOf(const Node &n) {
 
 bn_fwd::primitive_desc forwardPd(const Node &n, Layout l, dnnl::prop_kind kind, flags f,
                                  const dnnl::primitive_attr &attr) {
-  auto data = layoutDesc(n.operand(0)->type(), l);
-  return bn_fwd::primitive_desc(bn_fwd::desc(kind, data, epsilonOf(n), f), attr,
-                                CpuBackend::instance().engine());
+  return onednn::batchNormForwardPd(kind, layoutDesc(n.operand(0)->type(), l), epsilonOf(n), f,
+                                    attr);
 }
 
 /// BatchNorm (inference) and BatchNormTrain: one forward primitive.
@@ -149,9 +149,8 @@ public:
       auto hint = forwardPd(node(), Layout(l), dnnl::prop_kind::forward_training, f,
                             dnnl::primitive_attr());
       auto data = layoutDesc(operandType(0), Layout(l));
-      prims_[l].pd = bn_bwd::primitive_desc(
-          bn_bwd::desc(dnnl::prop_kind::backward, data, data, epsilonOf(node()), f),
-          userScratchpad(), CpuBackend::instance().engine(), hint);
+      prims_[l].pd =
+          onednn::batchNormBackwardPd(data, epsilonOf(node()), f, hint, userScratchpad());
     }
     allowBlockedOperand(0);
     allowBlockedOperand(4);
