@@ -186,18 +186,20 @@ public:
                  ctx.inputs[4].numElements(), ctx.inputs[4].dtype);
       dy = masked;
     }
-    s.execute(p.get(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
-                     {DNNL_ARG_SCALE, scale},
-                     // oneDNN asks for the shift whenever it computes its gradient, which
-                     // does not depend on it; any [C] buffer will do.
-                     {DNNL_ARG_SHIFT, scale},
-                     {DNNL_ARG_MEAN, dnnl::memory(channels, s.engine(), ctx.inputs[2].data)},
-                     {DNNL_ARG_VARIANCE, dnnl::memory(channels, s.engine(), ctx.inputs[3].data)},
-                     {DNNL_ARG_DIFF_DST, dy},
-                     {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], p.pd.diff_src_desc())},
-                     {DNNL_ARG_DIFF_SCALE, s.write(ctx.outputs[1], p.pd.diff_weights_desc())},
-                     {DNNL_ARG_DIFF_SHIFT, s.write(ctx.outputs[2], p.pd.diff_weights_desc())},
-                     {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}});
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
+        {DNNL_ARG_SCALE, scale},
+        {DNNL_ARG_MEAN, dnnl::memory(channels, s.engine(), ctx.inputs[2].data)},
+        {DNNL_ARG_VARIANCE, dnnl::memory(channels, s.engine(), ctx.inputs[3].data)},
+        {DNNL_ARG_DIFF_DST, dy},
+        {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], p.pd.diff_src_desc())},
+        {DNNL_ARG_DIFF_SCALE, s.write(ctx.outputs[1], p.pd.diff_weights_desc())},
+        {DNNL_ARG_DIFF_SHIFT, s.write(ctx.outputs[2], p.pd.diff_weights_desc())},
+        {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}};
+    // The gradients do not depend on the shift; any [C] buffer will do.
+    if (onednn::kBatchNormBackwardTakesShift)
+      args[DNNL_ARG_SHIFT] = scale;
+    s.execute(p.get(), args);
   }
 
 private:

@@ -9,7 +9,8 @@
 //    makes the primitive descriptor directly, the engine first;
 //  - 2.x's pooling with dilations is pooling_v2; 3.x's pooling has them;
 //  - 3.x's batch normalization names its destination (and, backward, its
-//    source) besides the data descriptor 2.x takes for all of them;
+//    source) besides the data descriptor 2.x takes for all of them, and its
+//    gradient does not take the shift, which 2.x's asks for;
 //  - 2.x's eltwise post-op has a scale; 3.x's has none;
 //  - 2.x fixes an output scale in the attribute; 3.x sets a scale mask there
 //    and takes the value as an argument of every run (ProductScale).
@@ -161,6 +162,10 @@ batchNormBackwardPd(const desc &data, float epsilon, dnnl::normalization_flags f
   return bn::primitive_desc(bn::desc(kind, data, data, epsilon, flags), attr, engine(), hint);
 #endif
 }
+
+/// Whether that gradient's run takes the shift (DNNL_ARG_SHIFT): 2.x asks for
+/// it whenever it computes the shift's gradient, 3.x refuses it.
+inline constexpr bool kBatchNormBackwardTakesShift = DNNL_VERSION_MAJOR < 3;
 
 /// An eltwise post-op applied to the whole result (no scale).
 inline void appendEltwise(dnnl::post_ops &ops, dnnl::algorithm alg, float alpha, float beta) {
