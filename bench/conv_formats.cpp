@@ -119,8 +119,8 @@ std::array<Timed, 3> timeShape(const Shape &s, dt type, const Format &f, const O
                        {DNNL_ARG_DIFF_SRC, filled(data.diff_src_desc())}},
                       data.impl_info_str(), opt);
     auto filter =
-        onednn::convBackwardWeightsPd(algorithm::convolution_direct, act(x), dwAny, act(y),
-                                      strides, dilates, pads, pads, fwd, primitive_attr());
+        onednn::convBackwardWeightsPd(algorithm::convolution_direct, act(x), dwAny, act(y), strides,
+                                      dilates, pads, pads, fwd, primitive_attr());
     out[2] = timeRuns(convolution_backward_weights(filter),
                       {{DNNL_ARG_SRC, filled(filter.src_desc())},
                        {DNNL_ARG_DIFF_DST, filled(filter.diff_dst_desc())},

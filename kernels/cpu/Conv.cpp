@@ -21,13 +21,14 @@
 //
 // Algorithm (--conv-algorithm, kernels/Kernel.h): direct, or Winograd's
 // F(4x4, 3x3) for f32 3x3 stride-1 convolutions, which oneDNN 2.6 has on
-// AVX-512 and oneDNN 3.x nowhere (cpuHasWinograd(); fewer multiplies: 1.3-3.2x faster for inception_v3's and
-// resnet18's, at the cost of a scratchpad of 7-310 MB each and rounding
-// within the reference tests' 1e-4). convAlgorithms() says where Auto takes it;
-// a kernel whose Winograd primitive oneDNN refuses (another CPU, a shape its
-// implementation does not take) computes directly. Where oneDNN's Winograd
-// would not take a node, our own F(4, K) (ConvWinograd1d.h: 1xK, Kx1 and
-// square windows folded into it) may, and then none of this runs.
+// AVX-512 and oneDNN 3.x nowhere (cpuHasWinograd(); fewer multiplies: 1.3-3.2x
+// faster for inception_v3's and resnet18's, at the cost of a scratchpad of
+// 7-310 MB each and rounding within the reference tests' 1e-4).
+// convAlgorithms() says where Auto takes it; a kernel whose Winograd primitive
+// oneDNN refuses (another CPU, a shape its implementation does not take)
+// computes directly. Where oneDNN's Winograd would not take a node, our own
+// F(4, K) (ConvWinograd1d.h: 1xK, Kx1 and square windows folded into it) may,
+// and then none of this runs.
 //
 //===----------------------------------------------------------------------===//
 

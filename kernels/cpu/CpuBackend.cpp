@@ -66,8 +66,8 @@ static int queryChannelBlock() {
     auto pd = onednn::convForwardPd(
         dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
         dnnl::memory::desc(x, f32, tag::any), dnnl::memory::desc(w, f32, tag::any),
-        dnnl::memory::desc(), dnnl::memory::desc(x, f32, tag::any), {1, 1}, {0, 0}, {1, 1},
-        {1, 1}, dnnl::primitive_attr());
+        dnnl::memory::desc(), dnnl::memory::desc(x, f32, tag::any), {1, 1}, {0, 0}, {1, 1}, {1, 1},
+        dnnl::primitive_attr());
     for (int block : {16, 8, 4})
       if (pd.src_desc() == dnnl::memory::desc(x, f32, blockedTag(block)) &&
           pd.dst_desc() == pd.src_desc())
@@ -148,11 +148,11 @@ static bool queryWinograd() {
     return false;
   try {
     dnnl::memory::dims x{16, 64, 28, 28}, w{64, 64, 3, 3};
-    onednn::convForwardPd(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
-        dnnl::memory::desc(x, f32, tag::any), dnnl::memory::desc(w, f32, tag::any),
-        dnnl::memory::desc(), dnnl::memory::desc(x, f32, tag::any), {1, 1}, {0, 0}, {1, 1},
-        {1, 1}, dnnl::primitive_attr());
+    onednn::convForwardPd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
+                          dnnl::memory::desc(x, f32, tag::any),
+                          dnnl::memory::desc(w, f32, tag::any), dnnl::memory::desc(),
+                          dnnl::memory::desc(x, f32, tag::any), {1, 1}, {0, 0}, {1, 1}, {1, 1},
+                          dnnl::primitive_attr());
     return true;
   } catch (const dnnl::error &) {
     return false;

@@ -77,12 +77,10 @@ convBackwardDataPd(dnnl::algorithm alg, const desc &diffSrc, const desc &weights
 #endif
 }
 
-inline dnnl::convolution_backward_weights::primitive_desc
-convBackwardWeightsPd(dnnl::algorithm alg, const desc &src, const desc &diffWeights,
-                      const desc &diffDst, const dims &strides, const dims &dilates,
-                      const dims &padL, const dims &padR,
-                      const dnnl::convolution_forward::primitive_desc &hint,
-                      const dnnl::primitive_attr &attr) {
+inline dnnl::convolution_backward_weights::primitive_desc convBackwardWeightsPd(
+    dnnl::algorithm alg, const desc &src, const desc &diffWeights, const desc &diffDst,
+    const dims &strides, const dims &dilates, const dims &padL, const dims &padR,
+    const dnnl::convolution_forward::primitive_desc &hint, const dnnl::primitive_attr &attr) {
   using conv = dnnl::convolution_backward_weights;
 #if DNNL_VERSION_MAJOR >= 3
   return conv::primitive_desc(engine(), alg, src, diffWeights, diffDst, strides, dilates, padL,
@@ -94,9 +92,8 @@ convBackwardWeightsPd(dnnl::algorithm alg, const desc &src, const desc &diffWeig
 }
 
 /// A matrix product; `bias` a zero descriptor (desc()) for none.
-inline dnnl::matmul::primitive_desc matmulPd(const desc &src, const desc &weights,
-                                             const desc &bias, const desc &dst,
-                                             const dnnl::primitive_attr &attr) {
+inline dnnl::matmul::primitive_desc matmulPd(const desc &src, const desc &weights, const desc &bias,
+                                             const desc &dst, const dnnl::primitive_attr &attr) {
 #if DNNL_VERSION_MAJOR >= 3
   if (bias.is_zero())
     return dnnl::matmul::primitive_desc(engine(), src, weights, dst, attr);
@@ -122,14 +119,15 @@ poolingForwardPd(dnnl::prop_kind kind, dnnl::algorithm alg, const desc &src, con
 #endif
 }
 
-inline PoolingBackward::primitive_desc
-poolingBackwardPd(dnnl::algorithm alg, const desc &diffSrc, const desc &diffDst,
-                  const dims &strides, const dims &kernel, const dims &dilates, const dims &padL,
-                  const dims &padR, const PoolingForward::primitive_desc &hint,
-                  const dnnl::primitive_attr &attr) {
+inline PoolingBackward::primitive_desc poolingBackwardPd(dnnl::algorithm alg, const desc &diffSrc,
+                                                         const desc &diffDst, const dims &strides,
+                                                         const dims &kernel, const dims &dilates,
+                                                         const dims &padL, const dims &padR,
+                                                         const PoolingForward::primitive_desc &hint,
+                                                         const dnnl::primitive_attr &attr) {
 #if DNNL_VERSION_MAJOR >= 3
-  return PoolingBackward::primitive_desc(engine(), alg, diffSrc, diffDst, strides, kernel,
-                                         dilates, padL, padR, hint, attr);
+  return PoolingBackward::primitive_desc(engine(), alg, diffSrc, diffDst, strides, kernel, dilates,
+                                         padL, padR, hint, attr);
 #else
   PoolingBackward::desc d(alg, diffSrc, diffDst, strides, kernel, dilates, padL, padR);
   return PoolingBackward::primitive_desc(d, attr, engine(), hint);
@@ -193,9 +191,8 @@ public:
   /// Adds what a run of the primitive needs for the scale to `args`.
   void addArgs(std::unordered_map<int, dnnl::memory> &args) {
 #if DNNL_VERSION_MAJOR >= 3
-    args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] =
-        dnnl::memory(desc({1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a),
-                     engine(), &scale_);
+    args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] = dnnl::memory(
+        desc({1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a), engine(), &scale_);
 #else
     (void)args;
 #endif

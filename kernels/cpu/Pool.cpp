@@ -160,18 +160,17 @@ struct Overhang {
   }
 };
 
-onednn::PoolingForward::primitive_desc forwardPd(const PoolGeometry &g, Layout l,
-                                                 dnnl::prop_kind kind,
-                                                 const dnnl::primitive_attr &attr) {
+onednn::PoolingForward::primitive_desc
+forwardPd(const PoolGeometry &g, Layout l, dnnl::prop_kind kind, const dnnl::primitive_attr &attr) {
   return onednn::poolingForwardPd(kind, g.alg, layoutDesc(TensorType(g.dtype, g.x), l),
                                   layoutDesc(TensorType(g.dtype, g.y), l), g.strides, g.kernel,
                                   g.dilates, g.padL, g.padR, attr);
 }
 
 /// The gradient of `fwd`, in its layouts.
-onednn::PoolingBackward::primitive_desc backwardPd(const PoolGeometry &g,
-                                                   const onednn::PoolingForward::primitive_desc &fwd,
-                                                   const dnnl::primitive_attr &attr) {
+onednn::PoolingBackward::primitive_desc
+backwardPd(const PoolGeometry &g, const onednn::PoolingForward::primitive_desc &fwd,
+           const dnnl::primitive_attr &attr) {
   return onednn::poolingBackwardPd(g.alg, fwd.src_desc(), fwd.dst_desc(), g.strides, g.kernel,
                                    g.dilates, g.padL, g.padR, fwd, attr);
 }
