@@ -15,8 +15,10 @@
 //  - 2.x fixes an output scale in the attribute; 3.x sets a scale mask there
 //    and takes the value as an argument of every run (ProductScale).
 //
-// Descriptors with the same meaning are built the same way in both, so a
-// kernel's layouts, scratch and results do not depend on the version.
+// The kernels ask both for the same descriptors; the implementations oneDNN
+// picks for them, and so their formats, scratch and rounding, may differ (3.x
+// has no Winograd convolution: cpuHasWinograd() asks the library, not this
+// header). docs/performance.md, "oneDNN 2.6 or 3.2", compares the two.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
