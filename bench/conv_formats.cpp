@@ -21,6 +21,7 @@
 #include "bench/ConvBenchCommon.h"
 #include "kernels/cpu/BlockedLayout.h"
 #include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/DnnlCompat.h"
 
 #include <array>
 #include <chrono>
@@ -93,38 +94,33 @@ Timed timeRuns(const dnnl::primitive &p, const std::unordered_map<int, dnnl::mem
 /// `f`; a pass oneDNN cannot create is left at seconds < 0 with its reason.
 std::array<Timed, 3> timeShape(const Shape &s, dt type, const Format &f, const Options &opt) {
   using namespace dnnl;
-  const engine &eng = CpuBackend::instance().engine();
   const int64_t n = s.batch ? s.batch : opt.batch;
   const int64_t oh = (s.hw + 2 * s.padH - s.kh) / s.stride + 1;
   const int64_t ow = (s.hw + 2 * s.padW - s.kw) / s.stride + 1;
   const dims x{n, s.c, s.hw, s.hw}, w{s.o, s.c, s.kh, s.kw}, y{n, s.o, oh, ow};
-  const dims strides{s.stride, s.stride}, pads{s.padH, s.padW};
+  const dims strides{s.stride, s.stride}, dilates{0, 0}, pads{s.padH, s.padW};
   auto act = [&](const dims &d) { return memory::desc(d, type, f.t); };
   const memory::desc wAny(w, type, tag::any), dwAny(w, dt::f32, tag::any);
   std::array<Timed, 3> out;
   try {
-    convolution_forward::primitive_desc fwd(
-        convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
-                                  act(x), wAny, act(y), strides, pads, pads),
-        eng);
+    auto fwd = onednn::convForwardPd(prop_kind::forward_training, algorithm::convolution_direct,
+                                     act(x), wAny, memory::desc(), act(y), strides, dilates, pads,
+                                     pads, primitive_attr());
     out[0] = timeRuns(convolution_forward(fwd),
                       {{DNNL_ARG_SRC, filled(fwd.src_desc())},
                        {DNNL_ARG_WEIGHTS, filled(fwd.weights_desc())},
                        {DNNL_ARG_DST, filled(fwd.dst_desc())}},
                       fwd.impl_info_str(), opt);
-    convolution_backward_data::primitive_desc data(
-        convolution_backward_data::desc(algorithm::convolution_direct, act(x), wAny, act(y),
-                                        strides, pads, pads),
-        eng, fwd);
+    auto data = onednn::convBackwardDataPd(algorithm::convolution_direct, act(x), wAny, act(y),
+                                           strides, dilates, pads, pads, fwd, primitive_attr());
     out[1] = timeRuns(convolution_backward_data(data),
                       {{DNNL_ARG_DIFF_DST, filled(data.diff_dst_desc())},
                        {DNNL_ARG_WEIGHTS, filled(data.weights_desc())},
                        {DNNL_ARG_DIFF_SRC, filled(data.diff_src_desc())}},
                       data.impl_info_str(), opt);
-    convolution_backward_weights::primitive_desc filter(
-        convolution_backward_weights::desc(algorithm::convolution_direct, act(x), dwAny, act(y),
-                                           strides, pads, pads),
-        eng, fwd);
+    auto filter =
+        onednn::convBackwardWeightsPd(algorithm::convolution_direct, act(x), dwAny, act(y), strides,
+                                      dilates, pads, pads, fwd, primitive_attr());
     out[2] = timeRuns(convolution_backward_weights(filter),
                       {{DNNL_ARG_SRC, filled(filter.src_desc())},
                        {DNNL_ARG_DIFF_DST, filled(filter.diff_dst_desc())},

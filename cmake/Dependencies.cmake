@@ -1,6 +1,7 @@
 # Third-party dependencies. Every one of them comes from Debian packages that
-# scripts/install-deps installs; CUDA is optional at configure time and only ever loaded at run time (dlopen), so
-# graphc and the CPU path start on machines without CUDA libraries.
+# scripts/install-deps installs (oneDNN may come from GRAPHC_DNNL_ROOT instead); CUDA is optional at
+# configure time and only ever loaded at run time (dlopen), so graphc and the CPU path start on
+# machines without CUDA libraries.
 
 # LLVM ADT and Support: static archives only, so nothing LLVM is needed at run time.
 set(GRAPHC_LLVM_ROOT /usr/lib/llvm-14 CACHE PATH "LLVM 14 installation")
@@ -14,7 +15,21 @@ target_link_libraries(graphc_llvm INTERFACE
 find_package(Protobuf 3.21 REQUIRED)
 find_package(ONNX 1.12 REQUIRED CONFIG)
 
-find_package(dnnl 2.6 REQUIRED CONFIG)
+# oneDNN: Debian's 2.6 unless GRAPHC_DNNL_ROOT names another prefix (scripts/fetch-onednn3 unpacks
+# oneDNN 3.2 and prints its prefix); kernels/cpu/DnnlCompat.h bridges the two APIs. The binaries
+# find that prefix's library through the RPATH CMake gives them in the build tree (nothing here is
+# installed).
+set(GRAPHC_DNNL_ROOT "" CACHE PATH "A oneDNN prefix to build against instead of Debian's")
+if(GRAPHC_DNNL_ROOT)
+  # No version in the call: the config of 3.x refuses a request for 2.6 (another major version).
+  find_package(dnnl REQUIRED CONFIG PATHS ${GRAPHC_DNNL_ROOT} NO_DEFAULT_PATH)
+  if(dnnl_VERSION VERSION_LESS 2.6)
+    message(FATAL_ERROR "GRAPHC_DNNL_ROOT=${GRAPHC_DNNL_ROOT} holds oneDNN ${dnnl_VERSION}; 2.6 or later is needed")
+  endif()
+else()
+  find_package(dnnl 2.6 REQUIRED CONFIG)
+endif()
+message(STATUS "graphc: oneDNN ${dnnl_VERSION} (${dnnl_DIR})")
 find_package(Threads REQUIRED)
 # OpenMP: the plain CPU kernels' loops (and the flag set of the precompiled headers).
 find_package(OpenMP REQUIRED)

@@ -23,6 +23,7 @@
 
 #include "ir/Diagnostics.h"
 #include "kernels/cpu/BatchStatistics.h"
+#include "kernels/cpu/DnnlCompat.h"
 #include "kernels/cpu/DnnlKernel.h"
 #include "kernels/cpu/PlainLoops.h"
 
@@ -53,9 +54,8 @@ float epsilonOf(const Node &n) {
 
 bn_fwd::primitive_desc forwardPd(const Node &n, Layout l, dnnl::prop_kind kind, flags f,
                                  const dnnl::primitive_attr &attr) {
-  auto data = layoutDesc(n.operand(0)->type(), l);
-  return bn_fwd::primitive_desc(bn_fwd::desc(kind, data, epsilonOf(n), f), attr,
-                                CpuBackend::instance().engine());
+  return onednn::batchNormForwardPd(kind, layoutDesc(n.operand(0)->type(), l), epsilonOf(n), f,
+                                    attr);
 }
 
 /// BatchNorm (inference) and BatchNormTrain: one forward primitive.
@@ -149,9 +149,8 @@ public:
       auto hint = forwardPd(node(), Layout(l), dnnl::prop_kind::forward_training, f,
                             dnnl::primitive_attr());
       auto data = layoutDesc(operandType(0), Layout(l));
-      prims_[l].pd = bn_bwd::primitive_desc(
-          bn_bwd::desc(dnnl::prop_kind::backward, data, data, epsilonOf(node()), f),
-          userScratchpad(), CpuBackend::instance().engine(), hint);
+      prims_[l].pd =
+          onednn::batchNormBackwardPd(data, epsilonOf(node()), f, hint, userScratchpad());
     }
     allowBlockedOperand(0);
     allowBlockedOperand(4);
@@ -187,18 +186,20 @@ public:
                  ctx.inputs[4].numElements(), ctx.inputs[4].dtype);
       dy = masked;
     }
-    s.execute(p.get(), {{DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
-                     {DNNL_ARG_SCALE, scale},
-                     // oneDNN asks for the shift whenever it computes its gradient, which
-                     // does not depend on it; any [C] buffer will do.
-                     {DNNL_ARG_SHIFT, scale},
-                     {DNNL_ARG_MEAN, dnnl::memory(channels, s.engine(), ctx.inputs[2].data)},
-                     {DNNL_ARG_VARIANCE, dnnl::memory(channels, s.engine(), ctx.inputs[3].data)},
-                     {DNNL_ARG_DIFF_DST, dy},
-                     {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], p.pd.diff_src_desc())},
-                     {DNNL_ARG_DIFF_SCALE, s.write(ctx.outputs[1], p.pd.diff_weights_desc())},
-                     {DNNL_ARG_DIFF_SHIFT, s.write(ctx.outputs[2], p.pd.diff_weights_desc())},
-                     {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}});
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, s.read(ctx.inputs[0], p.pd.src_desc())},
+        {DNNL_ARG_SCALE, scale},
+        {DNNL_ARG_MEAN, dnnl::memory(channels, s.engine(), ctx.inputs[2].data)},
+        {DNNL_ARG_VARIANCE, dnnl::memory(channels, s.engine(), ctx.inputs[3].data)},
+        {DNNL_ARG_DIFF_DST, dy},
+        {DNNL_ARG_DIFF_SRC, s.write(ctx.outputs[0], p.pd.diff_src_desc())},
+        {DNNL_ARG_DIFF_SCALE, s.write(ctx.outputs[1], p.pd.diff_weights_desc())},
+        {DNNL_ARG_DIFF_SHIFT, s.write(ctx.outputs[2], p.pd.diff_weights_desc())},
+        {DNNL_ARG_SCRATCHPAD, s.temp(p.pd.scratchpad_desc())}};
+    // The gradients do not depend on the shift; any [C] buffer will do.
+    if (onednn::kBatchNormBackwardTakesShift)
+      args[DNNL_ARG_SHIFT] = scale;
+    s.execute(p.get(), args);
   }
 
 private:

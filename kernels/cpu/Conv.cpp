@@ -21,19 +21,21 @@
 //
 // Algorithm (--conv-algorithm, kernels/Kernel.h): direct, or Winograd's
 // F(4x4, 3x3) for f32 3x3 stride-1 convolutions, which oneDNN 2.6 has on
-// AVX-512 (fewer multiplies: 1.3-3.2x faster for inception_v3's and
-// resnet18's, at the cost of a scratchpad of 7-310 MB each and rounding
-// within the reference tests' 1e-4). convAlgorithms() says where Auto takes it;
-// a kernel whose Winograd primitive oneDNN refuses (another CPU, a shape its
-// implementation does not take) computes directly. Where oneDNN's Winograd
-// would not take a node, our own F(4, K) (ConvWinograd1d.h: 1xK, Kx1 and
-// square windows folded into it) may, and then none of this runs.
+// AVX-512 and oneDNN 3.x nowhere (cpuHasWinograd(); fewer multiplies: 1.3-3.2x
+// faster for inception_v3's and resnet18's, at the cost of a scratchpad of
+// 7-310 MB each and rounding within the reference tests' 1e-4).
+// convAlgorithms() says where Auto takes it; a kernel whose Winograd primitive
+// oneDNN refuses (another CPU, a shape its implementation does not take)
+// computes directly. Where oneDNN's Winograd would not take a node, our own
+// F(4, K) (ConvWinograd1d.h: 1xK, Kx1 and square windows folded into it) may,
+// and then none of this runs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
 #include "kernels/ConvGeometry.h"
 #include "kernels/cpu/ConvWinograd1d.h"
+#include "kernels/cpu/DnnlCompat.h"
 #include "kernels/cpu/DnnlKernel.h"
 
 namespace graphc {
@@ -154,14 +156,10 @@ dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, b
                                                     dnnl::algorithm alg,
                                                     const dnnl::memory::desc &x,
                                                     const dnnl::memory::desc &y) {
-  auto w = g.weightsAny();
-  auto b = dnnl::memory::desc({g.w[0]}, g.bias, tag::a);
+  auto b = bias ? dnnl::memory::desc({g.w[0]}, g.bias, tag::a) : dnnl::memory::desc();
   auto kind = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
-  auto desc = bias ? dnnl::convolution_forward::desc(kind, alg, x, w, b, y, g.strides, g.dilates,
-                                                     g.padL, g.padR)
-                   : dnnl::convolution_forward::desc(kind, alg, x, w, y, g.strides, g.dilates,
-                                                     g.padL, g.padR);
-  return dnnl::convolution_forward::primitive_desc(desc, attr, CpuBackend::instance().engine());
+  return onednn::convForwardPd(kind, alg, x, g.weightsAny(), b, y, g.strides, g.dilates, g.padL,
+                               g.padR, attr);
 }
 
 /// The forward primitive, its output in the blocked layout when it can be
@@ -234,7 +232,7 @@ public:
     if (sum_)
       ops.append_sum(1.0f);
     if (relu)
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      onednn::appendEltwise(ops, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
     pd_ = forwardPd(geo_, bias_, attr, algorithm_, relu || sum_);
     stableWeights_ = KeptOperand::isStable(node(), 1);
@@ -296,11 +294,9 @@ public:
       return e;
     auto fwd = hint();
     pd_ = firstBuilt(algorithms(Direction::Data), [&](dnnl::algorithm alg) {
-      dnnl::convolution_backward_data::desc desc(alg, geo_.any(geo_.x), geo_.weightsAny(),
-                                                 geo_.any(geo_.y), geo_.strides, geo_.dilates,
-                                                 geo_.padL, geo_.padR);
-      return dnnl::convolution_backward_data::primitive_desc(desc, userScratchpad(),
-                                                             CpuBackend::instance().engine(), fwd);
+      return onednn::convBackwardDataPd(alg, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y),
+                                        geo_.strides, geo_.dilates, geo_.padL, geo_.padR, fwd,
+                                        userScratchpad());
     });
     prim_ = dnnl::convolution_backward_data(pd_);
     allowBlockedOperand(0, pd_.diff_dst_desc());
@@ -341,11 +337,9 @@ public:
     // accumulates in f32 whatever the activations' type).
     auto dw = dnnl::memory::desc(geo_.weightDims(), geo_.weights, tag::any);
     pd_ = firstBuilt(algorithms(Direction::Filter), [&](dnnl::algorithm alg) {
-      dnnl::convolution_backward_weights::desc desc(alg, geo_.any(geo_.x), dw, geo_.any(geo_.y),
-                                                    geo_.strides, geo_.dilates, geo_.padL,
-                                                    geo_.padR);
-      return dnnl::convolution_backward_weights::primitive_desc(
-          desc, userScratchpad(), CpuBackend::instance().engine(), fwd);
+      return onednn::convBackwardWeightsPd(alg, geo_.any(geo_.x), dw, geo_.any(geo_.y),
+                                           geo_.strides, geo_.dilates, geo_.padL, geo_.padR, fwd,
+                                           userScratchpad());
     });
     prim_ = dnnl::convolution_backward_weights(pd_);
     allowBlockedOperand(0, pd_.src_desc());

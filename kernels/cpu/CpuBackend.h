@@ -42,8 +42,9 @@ dnnl::memory dnnlMemory(const TensorView &v);
 bool cpuHasBf16();
 /// Whether oneDNN may use AMX here (within the cap).
 bool cpuHasAmx();
-/// Whether oneDNN has Winograd convolutions here (f32, AVX-512, within the
-/// cap); --conv-algorithm computes directly without them.
+/// Whether oneDNN has Winograd convolutions here (f32; oneDNN 2.6 on AVX-512
+/// within the cap, 3.x none); without them our own Winograd
+/// (ConvWinograd1d.h) takes the 3x3s, or they compute directly.
 bool cpuHasWinograd();
 
 /// Sets the calling thread's OpenMP budget (oneDNN and our own loops).

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "kernels/cpu/DnnlCompat.h"
 #include "kernels/cpu/DnnlKernel.h"
 
 namespace graphc {
@@ -54,8 +55,8 @@ public:
     if (resultType(0).numElements() != TensorType(DType::F32, c).numElements())
       return nodeError(node(),
                        "result " + toString(resultType(0)) + " does not hold " + shapeToString(c));
-    dnnl::matmul::desc desc(plainDesc(a), plainDesc(b), plainDesc(c));
-    pd_ = dnnl::matmul::primitive_desc(desc, userScratchpad(), CpuBackend::instance().engine());
+    pd_ = onednn::matmulPd(plainDesc(a), plainDesc(b), dnnl::memory::desc(), plainDesc(c),
+                           userScratchpad());
     prim_ = dnnl::matmul(pd_);
     return llvm::Error::success();
   }
@@ -92,11 +93,9 @@ public:
     biasC_ = hasC_ && alpha_ == 1 && beta_ == 1;
     dnnl::primitive_attr attr = userScratchpad();
     if (alpha_ != 1)
-      attr.set_output_scales(0, {alpha_});
-    auto dc = plainDesc({m_, n_});
-    auto desc = biasC_ ? dnnl::matmul::desc(da, db, plainDesc({cRows_, cCols_}), dc)
-                       : dnnl::matmul::desc(da, db, dc);
-    pd_ = dnnl::matmul::primitive_desc(desc, attr, CpuBackend::instance().engine());
+      alphaScale_.apply(attr, alpha_);
+    auto bias = biasC_ ? plainDesc({cRows_, cCols_}) : dnnl::memory::desc();
+    pd_ = onednn::matmulPd(da, db, bias, plainDesc({m_, n_}), attr);
     prim_ = dnnl::matmul(pd_);
     return llvm::Error::success();
   }
@@ -113,6 +112,8 @@ public:
         {DNNL_ARG_SCRATCHPAD, s.temp(pd_.scratchpad_desc())}};
     if (biasC_)
       args[DNNL_ARG_BIAS] = dnnl::memory(pd_.bias_desc(), s.engine(), ctx.inputs[2].data);
+    if (alpha_ != 1)
+      alphaScale_.addArgs(args);
     s.execute(prim_, args);
     if (!hasC_ || biasC_)
       return;
@@ -171,6 +172,7 @@ private:
   float alpha_ = 1, beta_ = 1;
   int64_t m_ = 0, k_ = 0, n_ = 0, cRows_ = 1, cCols_ = 1;
   bool hasC_ = false, biasC_ = false;
+  onednn::ProductScale alphaScale_;
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul prim_;
 };

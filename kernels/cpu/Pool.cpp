@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Diagnostics.h"
+#include "kernels/cpu/DnnlCompat.h"
 #include "kernels/cpu/DnnlKernel.h"
 
 #include <array>
@@ -159,12 +160,19 @@ struct Overhang {
   }
 };
 
-dnnl::pooling_v2_forward::primitive_desc
+onednn::PoolingForward::primitive_desc
 forwardPd(const PoolGeometry &g, Layout l, dnnl::prop_kind kind, const dnnl::primitive_attr &attr) {
-  dnnl::pooling_v2_forward::desc desc(kind, g.alg, layoutDesc(TensorType(g.dtype, g.x), l),
-                                      layoutDesc(TensorType(g.dtype, g.y), l), g.strides,
-                                      g.kernel, g.dilates, g.padL, g.padR);
-  return dnnl::pooling_v2_forward::primitive_desc(desc, attr, CpuBackend::instance().engine());
+  return onednn::poolingForwardPd(kind, g.alg, layoutDesc(TensorType(g.dtype, g.x), l),
+                                  layoutDesc(TensorType(g.dtype, g.y), l), g.strides, g.kernel,
+                                  g.dilates, g.padL, g.padR, attr);
+}
+
+/// The gradient of `fwd`, in its layouts.
+onednn::PoolingBackward::primitive_desc
+backwardPd(const PoolGeometry &g, const onednn::PoolingForward::primitive_desc &fwd,
+           const dnnl::primitive_attr &attr) {
+  return onednn::poolingBackwardPd(g.alg, fwd.src_desc(), fwd.dst_desc(), g.strides, g.kernel,
+                                   g.dilates, g.padL, g.padR, fwd, attr);
 }
 
 /// The layouts a pooling kernel builds primitives for: plain, and blocked when
@@ -215,7 +223,7 @@ public:
 
 private:
   PoolGeometry geo_;
-  std::array<LazyPrimitive<dnnl::pooling_v2_forward>, 2> prims_;
+  std::array<LazyPrimitive<onednn::PoolingForward>, 2> prims_;
 };
 
 /// MaxPoolGrad (x, dy) -> dx: recomputes the forward pass for its workspace.
@@ -234,11 +242,7 @@ public:
         continue;
       auto &v = variants_[l];
       v.fwd.pd = forwardPd(geo_, Layout(l), dnnl::prop_kind::forward_training, userScratchpad());
-      dnnl::pooling_v2_backward::desc desc(geo_.alg, v.fwd.pd.src_desc(), v.fwd.pd.dst_desc(),
-                                           geo_.strides, geo_.kernel, geo_.dilates, geo_.padL,
-                                           geo_.padR);
-      v.bwd.pd = dnnl::pooling_v2_backward::primitive_desc(
-          desc, userScratchpad(), CpuBackend::instance().engine(), v.fwd.pd);
+      v.bwd.pd = backwardPd(geo_, v.fwd.pd, userScratchpad());
     }
     allowBlockedOperand(0);
     allowBlockedOperand(1);
@@ -276,8 +280,8 @@ public:
 
 private:
   struct Variant {
-    LazyPrimitive<dnnl::pooling_v2_forward> fwd;
-    LazyPrimitive<dnnl::pooling_v2_backward> bwd;
+    LazyPrimitive<onednn::PoolingForward> fwd;
+    LazyPrimitive<onednn::PoolingBackward> bwd;
   };
   PoolGeometry geo_;
   std::array<Variant, 2> variants_;
@@ -299,10 +303,7 @@ public:
         continue;
       auto hint =
           forwardPd(geo_, Layout(l), dnnl::prop_kind::forward_training, dnnl::primitive_attr());
-      dnnl::pooling_v2_backward::desc desc(geo_.alg, hint.src_desc(), hint.dst_desc(), geo_.strides,
-                                           geo_.kernel, geo_.dilates, geo_.padL, geo_.padR);
-      prims_[l].pd = dnnl::pooling_v2_backward::primitive_desc(
-          desc, userScratchpad(), CpuBackend::instance().engine(), hint);
+      prims_[l].pd = backwardPd(geo_, hint, userScratchpad());
     }
     allowBlockedOperand(0);
     allowBlockedResult(0);
@@ -333,7 +334,7 @@ public:
 
 private:
   PoolGeometry geo_;
-  std::array<LazyPrimitive<dnnl::pooling_v2_backward>, 2> prims_;
+  std::array<LazyPrimitive<onednn::PoolingBackward>, 2> prims_;
 };
 
 } // namespace
