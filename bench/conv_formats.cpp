@@ -111,16 +111,18 @@ std::array<Timed, 3> timeShape(const Shape &s, dt type, const Format &f, const O
                        {DNNL_ARG_WEIGHTS, filled(fwd.weights_desc())},
                        {DNNL_ARG_DST, filled(fwd.dst_desc())}},
                       fwd.impl_info_str(), opt);
-    auto data = onednn::convBackwardDataPd(algorithm::convolution_direct, act(x), wAny, act(y),
-                                           strides, dilates, pads, pads, fwd, primitive_attr());
+    auto data = onednn::convBackwardPd<convolution_backward_data>(
+        algorithm::convolution_direct, act(x), wAny, act(y), strides, dilates, pads, pads, fwd,
+        primitive_attr());
     out[1] = timeRuns(convolution_backward_data(data),
                       {{DNNL_ARG_DIFF_DST, filled(data.diff_dst_desc())},
                        {DNNL_ARG_WEIGHTS, filled(data.weights_desc())},
                        {DNNL_ARG_DIFF_SRC, filled(data.diff_src_desc())}},
                       data.impl_info_str(), opt);
     auto filter =
-        onednn::convBackwardWeightsPd(algorithm::convolution_direct, act(x), dwAny, act(y), strides,
-                                      dilates, pads, pads, fwd, primitive_attr());
+        onednn::convBackwardPd<convolution_backward_weights>(algorithm::convolution_direct, act(x),
+                                                             dwAny, act(y), strides, dilates, pads,
+                                                             pads, fwd, primitive_attr());
     out[2] = timeRuns(convolution_backward_weights(filter),
                       {{DNNL_ARG_SRC, filled(filter.src_desc())},
                        {DNNL_ARG_DIFF_DST, filled(filter.diff_dst_desc())},

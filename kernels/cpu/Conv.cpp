@@ -294,9 +294,9 @@ public:
       return e;
     auto fwd = hint();
     pd_ = firstBuilt(algorithms(Direction::Data), [&](dnnl::algorithm alg) {
-      return onednn::convBackwardDataPd(alg, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y),
-                                        geo_.strides, geo_.dilates, geo_.padL, geo_.padR, fwd,
-                                        userScratchpad());
+      return onednn::convBackwardPd<dnnl::convolution_backward_data>(
+          alg, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y), geo_.strides, geo_.dilates,
+          geo_.padL, geo_.padR, fwd, userScratchpad());
     });
     prim_ = dnnl::convolution_backward_data(pd_);
     allowBlockedOperand(0, pd_.diff_dst_desc());
@@ -337,9 +337,9 @@ public:
     // accumulates in f32 whatever the activations' type).
     auto dw = dnnl::memory::desc(geo_.weightDims(), geo_.weights, tag::any);
     pd_ = firstBuilt(algorithms(Direction::Filter), [&](dnnl::algorithm alg) {
-      return onednn::convBackwardWeightsPd(alg, geo_.any(geo_.x), dw, geo_.any(geo_.y),
-                                           geo_.strides, geo_.dilates, geo_.padL, geo_.padR, fwd,
-                                           userScratchpad());
+      return onednn::convBackwardPd<dnnl::convolution_backward_weights>(
+          alg, geo_.any(geo_.x), dw, geo_.any(geo_.y), geo_.strides, geo_.dilates, geo_.padL,
+          geo_.padR, fwd, userScratchpad());
     });
     prim_ = dnnl::convolution_backward_weights(pd_);
     allowBlockedOperand(0, pd_.src_desc());

@@ -8,9 +8,6 @@
 
 namespace graphc {
 
-// The ISA cap must reach oneDNN before its first primitive.
-CpuBackend::CpuBackend() : engine_((applyCpuIsaCap(), dnnl::engine::kind::cpu), 0) {}
-
 CpuBackend &CpuBackend::instance() {
   static CpuBackend backend;
   return backend;

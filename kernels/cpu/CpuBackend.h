@@ -9,6 +9,7 @@
 #pragma once
 
 #include "kernels/cpu/BlockedLayout.h"
+#include "kernels/cpu/DnnlEngine.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -17,11 +18,10 @@ namespace graphc {
 class CpuBackend {
 public:
   static CpuBackend &instance();
-  const dnnl::engine &engine() const { return engine_; }
+  const dnnl::engine &engine() const { return cpuEngine(); }
 
 private:
-  CpuBackend();
-  dnnl::engine engine_;
+  CpuBackend() = default;
 };
 
 /// The dnnl stream a CPU kernel runs on (the context's, or a default one).

@@ -23,7 +23,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "kernels/cpu/CpuBackend.h"
+#include "kernels/cpu/DnnlEngine.h"
 
 #include <unordered_map>
 
@@ -40,10 +40,6 @@ using PoolingForward = dnnl::pooling_v2_forward;
 using PoolingBackward = dnnl::pooling_v2_backward;
 #endif
 
-inline const dnnl::engine &engine() {
-  return CpuBackend::instance().engine();
-}
-
 /// A forward convolution; `bias` a zero descriptor (desc()) for none.
 inline dnnl::convolution_forward::primitive_desc
 convForwardPd(dnnl::prop_kind kind, dnnl::algorithm alg, const desc &src, const desc &weights,
@@ -52,44 +48,33 @@ convForwardPd(dnnl::prop_kind kind, dnnl::algorithm alg, const desc &src, const 
   using conv = dnnl::convolution_forward;
 #if DNNL_VERSION_MAJOR >= 3
   if (bias.is_zero())
-    return conv::primitive_desc(engine(), kind, alg, src, weights, dst, strides, dilates, padL,
+    return conv::primitive_desc(cpuEngine(), kind, alg, src, weights, dst, strides, dilates, padL,
                                 padR, attr);
-  return conv::primitive_desc(engine(), kind, alg, src, weights, bias, dst, strides, dilates, padL,
-                              padR, attr);
+  return conv::primitive_desc(cpuEngine(), kind, alg, src, weights, bias, dst, strides, dilates,
+                              padL, padR, attr);
 #else
   auto d = bias.is_zero()
                ? conv::desc(kind, alg, src, weights, dst, strides, dilates, padL, padR)
                : conv::desc(kind, alg, src, weights, bias, dst, strides, dilates, padL, padR);
-  return conv::primitive_desc(d, attr, engine());
+  return conv::primitive_desc(d, attr, cpuEngine());
 #endif
 }
 
-inline dnnl::convolution_backward_data::primitive_desc
-convBackwardDataPd(dnnl::algorithm alg, const desc &diffSrc, const desc &weights,
-                   const desc &diffDst, const dims &strides, const dims &dilates, const dims &padL,
-                   const dims &padR, const dnnl::convolution_forward::primitive_desc &hint,
-                   const dnnl::primitive_attr &attr) {
-  using conv = dnnl::convolution_backward_data;
+/// A convolution's gradient, Conv convolution_backward_data (descriptors
+/// diff_src, weights, diff_dst) or convolution_backward_weights (src,
+/// diff_weights, diff_dst).
+template <class Conv>
+typename Conv::primitive_desc
+convBackwardPd(dnnl::algorithm alg, const desc &a, const desc &b, const desc &diffDst,
+               const dims &strides, const dims &dilates, const dims &padL, const dims &padR,
+               const dnnl::convolution_forward::primitive_desc &hint,
+               const dnnl::primitive_attr &attr) {
 #if DNNL_VERSION_MAJOR >= 3
-  return conv::primitive_desc(engine(), alg, diffSrc, weights, diffDst, strides, dilates, padL,
-                              padR, hint, attr);
+  return typename Conv::primitive_desc(cpuEngine(), alg, a, b, diffDst, strides, dilates, padL,
+                                       padR, hint, attr);
 #else
-  conv::desc d(alg, diffSrc, weights, diffDst, strides, dilates, padL, padR);
-  return conv::primitive_desc(d, attr, engine(), hint);
-#endif
-}
-
-inline dnnl::convolution_backward_weights::primitive_desc convBackwardWeightsPd(
-    dnnl::algorithm alg, const desc &src, const desc &diffWeights, const desc &diffDst,
-    const dims &strides, const dims &dilates, const dims &padL, const dims &padR,
-    const dnnl::convolution_forward::primitive_desc &hint, const dnnl::primitive_attr &attr) {
-  using conv = dnnl::convolution_backward_weights;
-#if DNNL_VERSION_MAJOR >= 3
-  return conv::primitive_desc(engine(), alg, src, diffWeights, diffDst, strides, dilates, padL,
-                              padR, hint, attr);
-#else
-  conv::desc d(alg, src, diffWeights, diffDst, strides, dilates, padL, padR);
-  return conv::primitive_desc(d, attr, engine(), hint);
+  typename Conv::desc d(alg, a, b, diffDst, strides, dilates, padL, padR);
+  return typename Conv::primitive_desc(d, attr, cpuEngine(), hint);
 #endif
 }
 
@@ -98,12 +83,12 @@ inline dnnl::matmul::primitive_desc matmulPd(const desc &src, const desc &weight
                                              const desc &dst, const dnnl::primitive_attr &attr) {
 #if DNNL_VERSION_MAJOR >= 3
   if (bias.is_zero())
-    return dnnl::matmul::primitive_desc(engine(), src, weights, dst, attr);
-  return dnnl::matmul::primitive_desc(engine(), src, weights, bias, dst, attr);
+    return dnnl::matmul::primitive_desc(cpuEngine(), src, weights, dst, attr);
+  return dnnl::matmul::primitive_desc(cpuEngine(), src, weights, bias, dst, attr);
 #else
   auto d = bias.is_zero() ? dnnl::matmul::desc(src, weights, dst)
                           : dnnl::matmul::desc(src, weights, bias, dst);
-  return dnnl::matmul::primitive_desc(d, attr, engine());
+  return dnnl::matmul::primitive_desc(d, attr, cpuEngine());
 #endif
 }
 
@@ -113,11 +98,11 @@ poolingForwardPd(dnnl::prop_kind kind, dnnl::algorithm alg, const desc &src, con
                  const dims &strides, const dims &kernel, const dims &dilates, const dims &padL,
                  const dims &padR, const dnnl::primitive_attr &attr) {
 #if DNNL_VERSION_MAJOR >= 3
-  return PoolingForward::primitive_desc(engine(), kind, alg, src, dst, strides, kernel, dilates,
+  return PoolingForward::primitive_desc(cpuEngine(), kind, alg, src, dst, strides, kernel, dilates,
                                         padL, padR, attr);
 #else
   PoolingForward::desc d(kind, alg, src, dst, strides, kernel, dilates, padL, padR);
-  return PoolingForward::primitive_desc(d, attr, engine());
+  return PoolingForward::primitive_desc(d, attr, cpuEngine());
 #endif
 }
 
@@ -128,11 +113,11 @@ inline PoolingBackward::primitive_desc poolingBackwardPd(dnnl::algorithm alg, co
                                                          const PoolingForward::primitive_desc &hint,
                                                          const dnnl::primitive_attr &attr) {
 #if DNNL_VERSION_MAJOR >= 3
-  return PoolingBackward::primitive_desc(engine(), alg, diffSrc, diffDst, strides, kernel, dilates,
-                                         padL, padR, hint, attr);
+  return PoolingBackward::primitive_desc(cpuEngine(), alg, diffSrc, diffDst, strides, kernel,
+                                         dilates, padL, padR, hint, attr);
 #else
   PoolingBackward::desc d(alg, diffSrc, diffDst, strides, kernel, dilates, padL, padR);
-  return PoolingBackward::primitive_desc(d, attr, engine(), hint);
+  return PoolingBackward::primitive_desc(d, attr, cpuEngine(), hint);
 #endif
 }
 
@@ -142,9 +127,9 @@ batchNormForwardPd(dnnl::prop_kind kind, const desc &data, float epsilon,
                    dnnl::normalization_flags flags, const dnnl::primitive_attr &attr) {
   using bn = dnnl::batch_normalization_forward;
 #if DNNL_VERSION_MAJOR >= 3
-  return bn::primitive_desc(engine(), kind, data, data, epsilon, flags, attr);
+  return bn::primitive_desc(cpuEngine(), kind, data, data, epsilon, flags, attr);
 #else
-  return bn::primitive_desc(bn::desc(kind, data, epsilon, flags), attr, engine());
+  return bn::primitive_desc(bn::desc(kind, data, epsilon, flags), attr, cpuEngine());
 #endif
 }
 
@@ -157,9 +142,9 @@ batchNormBackwardPd(const desc &data, float epsilon, dnnl::normalization_flags f
   using bn = dnnl::batch_normalization_backward;
   auto kind = dnnl::prop_kind::backward;
 #if DNNL_VERSION_MAJOR >= 3
-  return bn::primitive_desc(engine(), kind, data, data, data, epsilon, flags, hint, attr);
+  return bn::primitive_desc(cpuEngine(), kind, data, data, data, epsilon, flags, hint, attr);
 #else
-  return bn::primitive_desc(bn::desc(kind, data, data, epsilon, flags), attr, engine(), hint);
+  return bn::primitive_desc(bn::desc(kind, data, data, epsilon, flags), attr, cpuEngine(), hint);
 #endif
 }
 
@@ -194,7 +179,7 @@ public:
   void addArgs(std::unordered_map<int, dnnl::memory> &args) {
 #if DNNL_VERSION_MAJOR >= 3
     args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] = dnnl::memory(
-        desc({1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a), engine(), &scale_);
+        desc({1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a), cpuEngine(), &scale_);
 #else
     (void)args;
 #endif
