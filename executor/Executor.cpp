@@ -18,6 +18,7 @@
 #include "ir/DeviceId.h"
 #include "ir/Initializers.h"
 #include "ir/MemoryLimit.h"
+#include "kernels/cpu/CpuBackend.h"
 
 #include <map>
 #include <set>
@@ -206,6 +207,7 @@ llvm::Error ExecutorImpl::createKernels() {
     env.seed = opts.seed;
     env.convAlgorithm = opts.convAlgorithm;
     env.gpuLayout = opts.gpuLayout;
+    env.cpuLayout = opts.cpuLayout;
     auto k = KernelRegistry::global().create(*n, env);
     if (!k)
       return withContext(k.takeError(), "on device " + d.device->name());
@@ -272,6 +274,8 @@ void ExecutorImpl::assignLayouts() {
   }
   LayoutOptions o;
   o.blocked = opts.blockedLayouts;
+  o.cpu = opts.cpuLayout;
+  o.cpuHasAmx = cpuHasAmx();
   o.gpu = opts.gpuLayout;
   layouts = graphc::assignLayouts(sites, o);
 }

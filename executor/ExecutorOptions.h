@@ -39,6 +39,10 @@ struct ExecutorOptions {
   /// it (convolutions, batch norms, pools, elementwise, concat and split),
   /// where the convolutions around them compute in it.
   bool blockedLayouts = true;
+  /// Which of those CPU activations are channels-last (NHWC) instead
+  /// (kernels/ChannelsLast.h): auto for bf16 where the CPU has AMX, nhwc
+  /// for f32 and bf16 anywhere, blocked never.
+  CpuLayout cpuLayout = CpuLayout::Auto;
   /// Which 4-d activations GPU devices keep channels-last (NHWC) between
   /// kernels that can take it (kernels/ChannelsLast.h): auto for f16 and
   /// bf16, nhwc for f32 too, nchw never (executor/LayoutAssignment.h).

@@ -58,9 +58,12 @@ private:
     const LayoutSite &p = siteOf(v->producer());
     switch (p.kind) {
     case DeviceKind::CPU:
-      if (options_.blocked)
-        return Layout::Blocked;
-      return std::nullopt;
+      if (!options_.blocked)
+        return std::nullopt;
+      if (channelsLastShape(v->type()) &&
+          channelsLastOnCpu(options_.cpu, v->type().dtype, options_.cpuHasAmx))
+        return Layout::ChannelsLast;
+      return Layout::Blocked;
     case DeviceKind::GPU:
       if (channelsLastShape(v->type()) && channelsLastFor(options_.gpu, v->type().dtype))
         return Layout::ChannelsLast;

@@ -4,8 +4,10 @@
 // kind where its producer and every consumer can take it, so that chains of
 // convolutions, batch norms, pools and elementwise ops stay in the layout the
 // convolutions compute in and no copy runs between them:
-//   - CPU devices: Layout::Blocked (oneDNN's nChw<B>c), unless
-//     LayoutOptions::blocked is off;
+//   - CPU devices: Layout::Blocked (oneDNN's nChw<B>c), or
+//     Layout::ChannelsLast for the 4-D values whose dtype LayoutOptions::cpu
+//     makes channels-last on this CPU (kernels/ChannelsLast.h: bf16 with
+//     AMX), unless LayoutOptions::blocked is off;
 //   - GPU devices: Layout::ChannelsLast (NHWC) for the 4-D values whose dtype
 //     LayoutOptions::gpu allows (kernels/ChannelsLast.h).
 // The contract, for a value v made on a device of kind K with layout L(K):
@@ -54,7 +56,9 @@ struct LayoutSite {
 };
 
 struct LayoutOptions {
-  bool blocked = true; ///< CPU devices may keep values blocked
+  bool blocked = true; ///< CPU devices may keep values out of plain
+  CpuLayout cpu = CpuLayout::Auto;
+  bool cpuHasAmx = false; ///< the CPU's, for CpuLayout::Auto
   GpuLayout gpu = GpuLayout::Auto;
 };
 

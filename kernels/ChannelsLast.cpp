@@ -1,4 +1,4 @@
-//===- ChannelsLast.cpp - NHWC activations on GPUs: the policy and axes ---===//
+//===- ChannelsLast.cpp - NHWC activations: the policies and axes ---------===//
 
 #include "kernels/ChannelsLast.h"
 
@@ -50,6 +50,51 @@ std::string describeGpuLayout(GpuLayout policy) {
     break;
   }
   return "auto (channels-last for f16 and bf16 activations, NCHW for f32)";
+}
+
+llvm::Expected<CpuLayout> parseCpuLayout(llvm::StringRef s) {
+  for (CpuLayout l : {CpuLayout::Blocked, CpuLayout::Nhwc, CpuLayout::Auto})
+    if (s == cpuLayoutName(l))
+      return l;
+  return makeError("unknown CPU activation layout '" + printable(s) +
+                   "'; known: blocked, nhwc, auto");
+}
+
+llvm::StringRef cpuLayoutName(CpuLayout l) {
+  switch (l) {
+  case CpuLayout::Blocked:
+    return "blocked";
+  case CpuLayout::Nhwc:
+    return "nhwc";
+  case CpuLayout::Auto:
+    break;
+  }
+  return "auto";
+}
+
+bool channelsLastOnCpu(CpuLayout policy, DType t, bool amx) {
+  switch (policy) {
+  case CpuLayout::Blocked:
+    return false;
+  case CpuLayout::Nhwc:
+    return t == DType::F32 || t == DType::BF16;
+  case CpuLayout::Auto:
+    break;
+  }
+  return amx && t == DType::BF16;
+}
+
+std::string describeCpuLayout(CpuLayout policy, bool amx) {
+  switch (policy) {
+  case CpuLayout::Blocked:
+    return "blocked (every activation channel-blocked where its channels allow)";
+  case CpuLayout::Nhwc:
+    return "nhwc (channels-last for f32 and bf16 activations)";
+  case CpuLayout::Auto:
+    break;
+  }
+  return std::string("auto (blocked; bf16 activations channels-last where the CPU has AMX: ") +
+         (amx ? "this one has" : "this one has none") + ")";
 }
 
 bool channelsLastShape(const TensorType &t) {

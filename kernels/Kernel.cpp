@@ -31,6 +31,18 @@ llvm::Expected<ConvAlgorithm> parseConvAlgorithm(llvm::StringRef s) {
                    "'; known: auto, direct, winograd");
 }
 
+llvm::StringRef layoutName(Layout l) {
+  switch (l) {
+  case Layout::Plain:
+    return "in the plain layout";
+  case Layout::Blocked:
+    return "in the blocked layout";
+  case Layout::ChannelsLast:
+    break;
+  }
+  return "channels-last";
+}
+
 llvm::StringRef convAlgorithmName(ConvAlgorithm a) {
   switch (a) {
   case ConvAlgorithm::Direct:

@@ -13,9 +13,11 @@
 // CPU at hand (16 with AVX-512, 8 with AVX2; kernels/cpu/BlockedLayout.h).
 // On GPUs the other layout is channels-last (NHWC of a 4-D tensor's NCHW
 // shape: the channels innermost; kernels/ChannelsLast.h), which cuDNN's
-// 16-bit tensor-core convolutions compute in. Each device kind has at most
-// one layout besides plain: CPU devices Blocked, GPU devices ChannelsLast.
-// The executor chooses a layout per value from what producer and consumers
+// 16-bit tensor-core convolutions compute in. CPU devices may also keep
+// channels-last values, where their policy says (kernels/ChannelsLast.h: the
+// bf16 ones on a CPU with AMX). Each value has at most one layout besides
+// plain, a function of its device's kind, its type and the policies: the
+// executor chooses between that and plain from what producer and consumers
 // accept and prefer, so chains of convolutions, batch norms, activations and
 // pools stay in the convolutions' layout.
 //
@@ -38,6 +40,9 @@
 namespace graphc {
 
 enum class Layout : unsigned char { Plain, Blocked, ChannelsLast };
+/// "in the plain layout", "in the blocked layout", "channels-last": for
+/// messages ("operand 1 cannot be ...").
+llvm::StringRef layoutName(Layout l);
 
 /// A library primitive a kernel ran: its kind ("convolution", "reorder", ...)
 /// and the library's name for the implementation it chose on this CPU
@@ -167,6 +172,9 @@ struct KernelEnv {
   /// Which GPU values may be channels-last (GPU kernels: whether a
   /// convolution computes in NHWC).
   GpuLayout gpuLayout = GpuLayout::Auto;
+  /// Which CPU values are channels-last rather than blocked (CPU kernels:
+  /// the layout a convolution computes its activations in).
+  CpuLayout cpuLayout = CpuLayout::Auto;
 };
 
 using KernelFactory =

@@ -36,11 +36,6 @@ using flags = dnnl::normalization_flags;
 using bn_fwd = dnnl::batch_normalization_forward;
 using bn_bwd = dnnl::batch_normalization_backward;
 
-/// The layouts x may have: plain, and blocked when the channels allow.
-std::array<bool, 2> layoutsFor(const TensorType &t) {
-  return {true, blockable(t)};
-}
-
 llvm::Error checkRank(const Node &n) {
   size_t r = n.operand(0)->type().rank();
   if (r < 2 || r > 5)
@@ -75,12 +70,10 @@ public:
     if (node().attrs().getString("activation") == "relu")
       f = f | flags::fuse_norm_relu;
     auto kind = dnnl::prop_kind::forward_inference;
-    auto kinds = layoutsFor(operandType(0));
-    for (int l = 0; l < 2; ++l)
-      if (kinds[l])
-        prims_[l].pd = forwardPd(node(), Layout(l), kind, f, userScratchpad());
-    allowBlockedOperand(0);
-    allowBlockedResult(0);
+    for (Layout l : layoutsOf(operandType(0)))
+      prims_[(int)l].pd = forwardPd(node(), l, kind, f, userScratchpad());
+    allowActivationOperand(0);
+    allowActivationResult(0);
     return llvm::Error::success();
   }
 
@@ -111,7 +104,7 @@ public:
 
 private:
   bool training_ = false;
-  std::array<LazyPrimitive<bn_fwd>, 2> prims_;
+  std::array<LazyPrimitive<bn_fwd>, kLayoutCount> prims_;
 };
 
 /// out = (y > 0 ? dy : 0) over n elements of f32 or bf16, as ReluGrad
@@ -142,21 +135,18 @@ public:
       return e;
     relu_ = node().numOperands() == 6;
     flags f = flags::use_scale | flags::use_shift;
-    auto kinds = layoutsFor(operandType(0));
-    for (int l = 0; l < 2; ++l) {
-      if (!kinds[l])
-        continue;
-      auto hint = forwardPd(node(), Layout(l), dnnl::prop_kind::forward_training, f,
-                            dnnl::primitive_attr());
-      auto data = layoutDesc(operandType(0), Layout(l));
-      prims_[l].pd =
+    for (Layout l : layoutsOf(operandType(0))) {
+      auto hint =
+          forwardPd(node(), l, dnnl::prop_kind::forward_training, f, dnnl::primitive_attr());
+      auto data = layoutDesc(operandType(0), l);
+      prims_[(int)l].pd =
           onednn::batchNormBackwardPd(data, epsilonOf(node()), f, hint, userScratchpad());
     }
-    allowBlockedOperand(0);
-    allowBlockedOperand(4);
+    allowActivationOperand(0);
+    allowActivationOperand(4);
     if (relu_)
-      allowBlockedOperand(5);
-    allowBlockedResult(0);
+      allowActivationOperand(5);
+    allowActivationResult(0);
     return llvm::Error::success();
   }
 
@@ -204,7 +194,7 @@ public:
 
 private:
   bool relu_ = false; ///< the fused ReLU's mask: operand 5 is y
-  std::array<LazyPrimitive<bn_bwd>, 2> prims_;
+  std::array<LazyPrimitive<bn_bwd>, kLayoutCount> prims_;
 };
 
 } // namespace

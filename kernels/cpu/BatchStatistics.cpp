@@ -18,6 +18,9 @@ namespace {
 
 using plain::BFloat;
 
+/// Channels one task sums, channels-last.
+constexpr int64_t kChannelsPerTask = 32;
+
 struct Sums {
   double sum = 0, squares = 0;
 };
@@ -43,13 +46,15 @@ template <typename T> GRAPHC_ALWAYS_INLINE void addRunLoop(const T *x, int64_t n
   s.squares += squares;
 }
 
-/// Adds `rows` rows of `block` interleaved channels (nChw<B>c), lane by lane.
+/// Adds `rows` rows of `width` interleaved channels, `stride` elements
+/// apart, lane by lane: nChw<B>c (width and stride B) or a run of NHWC's
+/// channels (stride C).
 template <typename T>
-GRAPHC_ALWAYS_INLINE void addBlockedRowsLoop(const T *x, int64_t rows, int64_t block, double *sum,
-                                             double *squares) {
-  for (int64_t r = 0; r < rows; ++r, x += block)
+GRAPHC_ALWAYS_INLINE void addRowsLoop(const T *x, int64_t rows, int64_t width, int64_t stride,
+                                      double *sum, double *squares) {
+  for (int64_t r = 0; r < rows; ++r, x += stride)
 #pragma omp simd
-    for (int64_t b = 0; b < block; ++b) {
+    for (int64_t b = 0; b < width; ++b) {
       double v = wide(x[b]);
       sum[b] += v;
       squares[b] += v * v;
@@ -63,15 +68,17 @@ GRAPHC_ISA_CLONES(void, addRun, (const float *x, int64_t n, Sums &s), (x, n, s))
 GRAPHC_ISA_CLONES(void, addRun, (const BFloat *x, int64_t n, Sums &s), (x, n, s)) {
   addRunLoop(x, n, s);
 }
-GRAPHC_ISA_CLONES(void, addBlockedRows,
-                  (const float *x, int64_t rows, int64_t block, double *sum, double *squares),
-                  (x, rows, block, sum, squares)) {
-  addBlockedRowsLoop(x, rows, block, sum, squares);
+GRAPHC_ISA_CLONES(void, addRows,
+                  (const float *x, int64_t rows, int64_t width, int64_t stride, double *sum,
+                   double *squares),
+                  (x, rows, width, stride, sum, squares)) {
+  addRowsLoop(x, rows, width, stride, sum, squares);
 }
-GRAPHC_ISA_CLONES(void, addBlockedRows,
-                  (const BFloat *x, int64_t rows, int64_t block, double *sum, double *squares),
-                  (x, rows, block, sum, squares)) {
-  addBlockedRowsLoop(x, rows, block, sum, squares);
+GRAPHC_ISA_CLONES(void, addRows,
+                  (const BFloat *x, int64_t rows, int64_t width, int64_t stride, double *sum,
+                   double *squares),
+                  (x, rows, width, stride, sum, squares)) {
+  addRowsLoop(x, rows, width, stride, sum, squares);
 }
 
 void finish(const Sums &s, int64_t count, float *mean, float *var) {
@@ -82,18 +89,26 @@ void finish(const Sums &s, int64_t count, float *mean, float *var) {
 
 template <typename T> void statistics(const TensorView &x, const T *data, float *mean, float *var) {
   int64_t n = x.shape[0], c = x.shape[1], inner = x.numElements() / std::max<int64_t>(n * c, 1);
-  if (x.layout == Layout::Blocked) {
-    int64_t block = channelBlock(), blocks = c / block;
-    plain::parallelFor(blocks, 1, [&](int64_t first, int64_t last) {
-      std::vector<double> sum(block), squares(block);
-      for (int64_t cb = first; cb < last; ++cb) {
+  if (x.layout != Layout::Plain) {
+    // Runs of `width` channels: a block, or (channels-last) a slice of the
+    // channels every pixel's row holds.
+    const bool last = x.layout == Layout::ChannelsLast;
+    int64_t width = last ? std::min<int64_t>(c, kChannelsPerTask) : channelBlock();
+    int64_t runs = (c + width - 1) / width;
+    plain::parallelFor(runs, 1, [&](int64_t first, int64_t end) {
+      std::vector<double> sum(width), squares(width);
+      for (int64_t cb = first; cb < end; ++cb) {
+        int64_t c0 = cb * width, w = std::min(width, c - c0);
         std::fill(sum.begin(), sum.end(), 0.0);
         std::fill(squares.begin(), squares.end(), 0.0);
-        for (int64_t i = 0; i < n; ++i)
-          addBlockedRows(data + (i * blocks + cb) * inner * block, inner, block, sum.data(),
-                         squares.data());
-        for (int64_t b = 0; b < block; ++b)
-          finish({sum[b], squares[b]}, n * inner, mean + cb * block + b, var + cb * block + b);
+        if (last)
+          addRows(data + c0, n * inner, w, c, sum.data(), squares.data());
+        else
+          for (int64_t i = 0; i < n; ++i)
+            addRows(data + (i * runs + cb) * inner * width, inner, width, width, sum.data(),
+                    squares.data());
+        for (int64_t b = 0; b < w; ++b)
+          finish({sum[b], squares[b]}, n * inner, mean + c0 + b, var + c0 + b);
       }
     });
     return;

@@ -16,7 +16,7 @@
 namespace graphc {
 
 /// Mean and biased variance over every axis but 1 of x ([N, C, ...] f32 or bf16,
-/// plain, or 4-D in Layout::Blocked), one float each per channel.
+/// plain, or 4-D blocked or channels-last), one float each per channel.
 void batchStatistics(const TensorView &x, float *mean, float *var);
 
 } // namespace graphc

@@ -10,6 +10,11 @@
 // Where oneDNN chooses no channel-blocked activation layout, B is 0 and
 // nothing is blocked.
 //
+// A value's layout besides plain is blocked unless the CPU layout policy
+// makes it channels-last (kernels/ChannelsLast.h: bf16 where the CPU has
+// AMX); cpuActivationLayout() says which, and every CPU kernel that keeps
+// 4-D activations asks it, so producer and consumers agree.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -24,6 +29,18 @@ int channelBlock();
 /// with a whole number of channel blocks.
 bool blockable(const TensorType &t);
 
+/// The layout besides plain that a CPU value of type `t` may take under
+/// `policy` on this CPU: channels-last where channelsLastOnCpu() says so for
+/// its dtype (a static, non-empty 4-D shape; any channel count), else
+/// blocked where blockable(t); none otherwise.
+std::optional<Layout> cpuActivationLayout(const TensorType &t, CpuLayout policy);
+
+/// Whether a value of type `t` can be held in layout `l` at all: plain
+/// always, blocked where blockable(t), channels-last for a static, non-empty
+/// 4-D f32 or bf16 shape. Kernels whose work is the same in every layout
+/// (elementwise) accept what fits; the policy picks among them.
+bool cpuLayoutFits(const TensorType &t, Layout l);
+
 /// Where element (n, c, h, w) of a [N, C, H, W] tensor lives in layout `l`.
 struct Index4 {
   int64_t C, H, W;
@@ -32,6 +49,8 @@ struct Index4 {
   int64_t operator()(int64_t n, int64_t c, int64_t h, int64_t w) const {
     if (l == Layout::Plain)
       return ((n * C + c) * H + h) * W + w;
+    if (l == Layout::ChannelsLast)
+      return ((n * H + h) * W + w) * C + c;
     return (((n * (C / block) + c / block) * H + h) * W + w) * block + c % block;
   }
 };

@@ -9,10 +9,12 @@
 // primitive's format converts them, and the filter gradient, accumulated in
 // f32 by oneDNN, is written as f32 without a rounding to bf16.
 //
-// Each kernel builds one oneDNN primitive, with every tensor's format left to
-// oneDNN (format_tag::any), so the primitive computes in the layout it is
-// fastest in on this CPU (nChw16c activations and blocked weights on AVX-512,
-// nChw8c on AVX2), and tells the executor that layout as its preference.
+// Each kernel builds one oneDNN primitive, its weights' format left to oneDNN
+// (format_tag::any) and its activations in the layout the executor keeps
+// them in on this CPU (cpuActivationLayout: nChw16c on AVX-512, nChw8c on
+// AVX2, channels-last for bf16 on AMX; the gradients' blocked formats are
+// left to oneDNN too, which picks them), and tells the executor that layout
+// as its preference.
 // Activations are read and written in place when the executor's layout
 // agrees with that choice and reordered through scratch when it does not; weights (plain
 // OIHW, goihw with groups) are reordered every run, since they change every
@@ -162,29 +164,75 @@ dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, b
                                g.padR, attr);
 }
 
-/// The forward primitive, its output in the blocked layout when it can be
-/// blocked (and its input too, or plain when it cannot): left to itself oneDNN 2.6 may pick channels-last (its brgemm
-/// convolutions at inference), a layout nothing else here computes in, which
-/// costs a reorder of the input and of the output around every convolution
-/// (inception_v3 at batch 16: 380 reorders, 1.5 GB, 12% of an inference).
-/// Where no implementation takes the blocked layout, oneDNN's choice.
+/// Whether oneDNN gave `pd` to its reference implementation (naive loops,
+/// many times slower than its JIT kernels).
+template <typename Pd> bool isReference(const Pd &pd) {
+  return llvm::StringRef(pd.impl_info_str()).startswith("ref");
+}
+
+/// Activation formats a convolution is asked to compute in (a pair: input and
+/// output of the forward, or the two activations of a gradient).
+using Formats = std::pair<dnnl::memory::desc, dnnl::memory::desc>;
+
+/// `make(formats)` with `wanted` where an implementation other than the
+/// reference takes it, else with `fallback` (format_tag::any: oneDNN's
+/// choice).
+template <typename Make>
+auto inFormats(const Make &make, const std::optional<Formats> &wanted, const Formats &fallback) {
+  if (wanted) {
+    try {
+      auto pd = make(*wanted);
+      if (!isReference(pd))
+        return pd;
+    } catch (const dnnl::error &) {
+      // No implementation for these formats and this shape: oneDNN chooses.
+    }
+  }
+  return make(fallback);
+}
+
+/// The layouts a convolution's activations are kept in besides plain
+/// (cpuActivationLayout), its input's and its output's.
+struct ActivationLayouts {
+  std::optional<Layout> x, y;
+};
+
+/// The forward primitive, its activations in the layouts the executor keeps
+/// them in (the input in the output's, or plain: an image with too few
+/// channels to block stays plain). Left to itself oneDNN 2.6 may pick
+/// channels-last for blocked values (its brgemm convolutions at inference),
+/// which costs a reorder of the input and of the output around every
+/// convolution (inception_v3 at batch 16: 380 reorders, 1.5 GB, 12% of an
+/// inference); for bf16 on AMX the channels-last layout is what its tile
+/// convolutions take. Where no implementation but the reference takes them,
+/// oneDNN's choice.
 dnnl::convolution_forward::primitive_desc forwardPd(const DnnlConvGeometry &g, bool bias,
                                                     const dnnl::primitive_attr &attr,
-                                                    ConvAlgorithm choice, bool inference = false) {
+                                                    ConvAlgorithm choice, ActivationLayouts ls,
+                                                    bool inference = false) {
   return firstBuilt(convAlgorithms(choice, g, Direction::Forward), [&](dnnl::algorithm alg) {
-    TensorType x(g.dataType, g.x), y(g.dataType, g.y);
-    if (blockable(y)) {
-      // An input with too few channels to block (the image) stays plain.
-      Layout in = blockable(x) ? Layout::Blocked : Layout::Plain;
-      try {
-        return forwardPd(g, bias, attr, inference, alg, dnnlDesc(x, in),
-                         dnnlDesc(y, Layout::Blocked));
-      } catch (const dnnl::error &) {
-        // No blocked implementation for this shape: let oneDNN choose.
-      }
+    std::optional<Formats> wanted;
+    if (ls.y) {
+      Layout in = ls.x == ls.y ? *ls.y : Layout::Plain;
+      wanted = Formats(dnnlDesc(TensorType(g.dataType, g.x), in),
+                       dnnlDesc(TensorType(g.dataType, g.y), *ls.y));
     }
-    return forwardPd(g, bias, attr, inference, alg, g.any(g.x), g.any(g.y));
+    return inFormats(
+        [&](const Formats &f) {
+          return forwardPd(g, bias, attr, inference, alg, f.first, f.second);
+        },
+        wanted, Formats(g.any(g.x), g.any(g.y)));
   });
+}
+
+/// The formats a gradient is asked for: the activations' kept layout where it
+/// is channels-last (AMX's), else none, and oneDNN chooses, hinted by the
+/// forward (on AMX its own formats beat the blocked one: docs/performance.md).
+std::optional<Formats> gradientFormats(const DnnlConvGeometry &g, ActivationLayouts ls) {
+  if (ls.x != Layout::ChannelsLast || ls.y != Layout::ChannelsLast)
+    return std::nullopt;
+  return Formats(dnnlDesc(TensorType(g.dataType, g.x), Layout::ChannelsLast),
+                 dnnlDesc(TensorType(g.dataType, g.y), Layout::ChannelsLast));
 }
 
 /// What the three convolution kernels share: the geometry and the choice of
@@ -201,11 +249,19 @@ protected:
     if (!g)
       return g.takeError();
     geo_ = *g;
+    // Winograd (oneDNN's and ours) computes in the blocked layout only.
+    if (activationLayouts().y == Layout::ChannelsLast)
+      algorithm_ = ConvAlgorithm::Direct;
     return llvm::Error::success();
+  }
+  /// The layouts the activations may be kept in besides plain.
+  ActivationLayouts activationLayouts() const {
+    return {activationLayout(TensorType(geo_.dataType, geo_.x)),
+            activationLayout(TensorType(geo_.dataType, geo_.y))};
   }
   /// The forward primitive the gradients are of (their formats' hint).
   dnnl::convolution_forward::primitive_desc hint() const {
-    return forwardPd(geo_, false, dnnl::primitive_attr(), algorithm_);
+    return forwardPd(geo_, false, dnnl::primitive_attr(), algorithm_, activationLayouts());
   }
   llvm::SmallVector<dnnl::algorithm, 2> algorithms(Direction d) const {
     return convAlgorithms(algorithm_, geo_, d);
@@ -234,13 +290,13 @@ public:
     if (relu)
       onednn::appendEltwise(ops, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
-    pd_ = forwardPd(geo_, bias_, attr, algorithm_, relu || sum_);
+    pd_ = forwardPd(geo_, bias_, attr, algorithm_, activationLayouts(), relu || sum_);
     stableWeights_ = KeptOperand::isStable(node(), 1);
     prim_ = dnnl::convolution_forward(pd_);
-    allowBlockedOperand(0, pd_.src_desc());
-    allowBlockedResult(0, pd_.dst_desc());
+    allowActivationOperand(0, pd_.src_desc());
+    allowActivationResult(0, pd_.dst_desc());
     if (sum_)
-      allowBlockedOperand(addend(), pd_.dst_desc());
+      allowActivationOperand(addend(), pd_.dst_desc());
     return llvm::Error::success();
   }
 
@@ -294,13 +350,17 @@ public:
       return e;
     auto fwd = hint();
     pd_ = firstBuilt(algorithms(Direction::Data), [&](dnnl::algorithm alg) {
-      return onednn::convBackwardPd<dnnl::convolution_backward_data>(
-          alg, geo_.any(geo_.x), geo_.weightsAny(), geo_.any(geo_.y), geo_.strides, geo_.dilates,
-          geo_.padL, geo_.padR, fwd, userScratchpad());
+      return inFormats(
+          [&](const Formats &f) {
+            return onednn::convBackwardPd<dnnl::convolution_backward_data>(
+                alg, f.first, geo_.weightsAny(), f.second, geo_.strides, geo_.dilates, geo_.padL,
+                geo_.padR, fwd, userScratchpad());
+          },
+          gradientFormats(geo_, activationLayouts()), Formats(geo_.any(geo_.x), geo_.any(geo_.y)));
     });
     prim_ = dnnl::convolution_backward_data(pd_);
-    allowBlockedOperand(0, pd_.diff_dst_desc());
-    allowBlockedResult(0, pd_.diff_src_desc());
+    allowActivationOperand(0, pd_.diff_dst_desc());
+    allowActivationResult(0, pd_.diff_src_desc());
     return llvm::Error::success();
   }
 
@@ -337,13 +397,17 @@ public:
     // accumulates in f32 whatever the activations' type).
     auto dw = dnnl::memory::desc(geo_.weightDims(), geo_.weights, tag::any);
     pd_ = firstBuilt(algorithms(Direction::Filter), [&](dnnl::algorithm alg) {
-      return onednn::convBackwardPd<dnnl::convolution_backward_weights>(
-          alg, geo_.any(geo_.x), dw, geo_.any(geo_.y), geo_.strides, geo_.dilates, geo_.padL,
-          geo_.padR, fwd, userScratchpad());
+      return inFormats(
+          [&](const Formats &f) {
+            return onednn::convBackwardPd<dnnl::convolution_backward_weights>(
+                alg, f.first, dw, f.second, geo_.strides, geo_.dilates, geo_.padL, geo_.padR, fwd,
+                userScratchpad());
+          },
+          gradientFormats(geo_, activationLayouts()), Formats(geo_.any(geo_.x), geo_.any(geo_.y)));
     });
     prim_ = dnnl::convolution_backward_weights(pd_);
-    allowBlockedOperand(0, pd_.src_desc());
-    allowBlockedOperand(1, pd_.diff_dst_desc());
+    allowActivationOperand(0, pd_.src_desc());
+    allowActivationOperand(1, pd_.diff_dst_desc());
     return llvm::Error::success();
   }
 
@@ -385,7 +449,12 @@ bool libraryWinogradTakes(const Node &n, ConvAlgorithm choice) {
 /// The 1-D Winograd's kernel where it takes the node, else oneDNN's.
 template <typename KernelT> KernelFactory convFactory() {
   return [](const Node &n, const KernelEnv &env) -> llvm::Expected<std::unique_ptr<Kernel>> {
-    if (winograd1dTakes(n, env.convAlgorithm, libraryWinogradTakes(n, env.convAlgorithm)))
+    // Winograd computes in the blocked layout only (the channels-last
+    // kernels above run Direct).
+    bool channelsLast =
+        cpuActivationLayout(n.operand(0)->type(), env.cpuLayout) == Layout::ChannelsLast;
+    if (!channelsLast &&
+        winograd1dTakes(n, env.convAlgorithm, libraryWinogradTakes(n, env.convAlgorithm)))
       return makeWinograd1dKernel(n, env);
     return dnnlFactory<KernelT>()(n, env);
   };

@@ -93,11 +93,11 @@ protected:
     unsigned blockedOperands = pass_ == Pass::Filter ? 2 : 1;
     for (unsigned i = 0; i < blockedOperands; ++i) {
       want_.push_back(dnnlDesc(operandType(i), Layout::Blocked));
-      allowBlockedOperand(i, want_.back());
+      allowActivationOperand(i, want_.back());
     }
     if (pass_ != Pass::Filter) {
       result_ = dnnlDesc(resultType(0), Layout::Blocked);
-      allowBlockedResult(0, result_);
+      allowActivationResult(0, result_);
     }
     bias_ = pass_ == Pass::Forward && convHasBias(node());
     if (pass_ == Pass::Forward) {
@@ -105,7 +105,7 @@ protected:
       post_ = (sum_ ? wino1d::kAddTo : 0) |
               (node().attrs().getString("activation") == "relu" ? wino1d::kRelu : 0);
       if (sum_)
-        allowBlockedOperand(addend(), result_);
+        allowActivationOperand(addend(), result_);
       stableWeights_ = KeptOperand::isStable(node(), 1);
     }
     implementation_ = "graphc_wino1d_f4x" + std::to_string(s->taps) + ":" + plan_->kernels().name;

@@ -86,6 +86,26 @@ bool blockable(const TensorType &t) {
          t.isStatic() && t.shape[1] % block == 0;
 }
 
+std::optional<Layout> cpuActivationLayout(const TensorType &t, CpuLayout policy) {
+  if (channelsLastShape(t) && channelsLastOnCpu(policy, t.dtype, cpuHasAmx()))
+    return Layout::ChannelsLast;
+  if (blockable(t))
+    return Layout::Blocked;
+  return std::nullopt;
+}
+
+bool cpuLayoutFits(const TensorType &t, Layout l) {
+  switch (l) {
+  case Layout::Plain:
+    return true;
+  case Layout::Blocked:
+    return blockable(t);
+  case Layout::ChannelsLast:
+    break;
+  }
+  return channelsLastShape(t) && (t.dtype == DType::F32 || t.dtype == DType::BF16);
+}
+
 static dnnl::memory::format_tag plainTag(size_t rank) {
   using tag = dnnl::memory::format_tag;
   switch (rank) {
@@ -108,7 +128,9 @@ dnnl::memory::desc dnnlDesc(const TensorType &t, Layout layout) {
   dnnl::memory::dims dims(std::max<size_t>(t.shape.size(), 1), 1);
   for (size_t i = 0; i < t.shape.size(); ++i)
     dims[i] = t.shape[i];
-  auto tag = layout == Layout::Blocked ? blockedTag(channelBlock()) : plainTag(dims.size());
+  auto tag = layout == Layout::Blocked        ? blockedTag(channelBlock())
+             : layout == Layout::ChannelsLast ? dnnl::memory::format_tag::acdb
+                                              : plainTag(dims.size());
   return dnnl::memory::desc(dims, dnnlType(t.dtype), tag);
 }
 

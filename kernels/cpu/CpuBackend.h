@@ -29,7 +29,7 @@ dnnl::stream &cpuStream(KernelContext &ctx);
 
 /// oneDNN's data type for ours (f32, f16, bf16, i32; i64 and bool have none).
 dnnl::memory::data_type dnnlType(DType t);
-/// A descriptor of a view in its layout (plain row-major or nChw<B>c).
+/// A descriptor of a view in its layout (plain row-major, nChw<B>c or nhwc).
 dnnl::memory::desc dnnlDesc(const TensorView &v);
 /// A descriptor of a plain tensor of this type.
 dnnl::memory::desc dnnlDesc(const TensorType &t, Layout layout = Layout::Plain);

@@ -44,7 +44,7 @@ dnnl::memory::desc plainDesc(llvm::ArrayRef<int64_t> dims, DType dtype) {
 }
 
 dnnl::memory::desc layoutDesc(const TensorType &t, Layout l) {
-  if (l == Layout::Blocked)
+  if (l != Layout::Plain)
     return dnnlDesc(t, l);
   return plainDesc(t.shape, t.dtype);
 }
@@ -175,43 +175,45 @@ void Staging::execute(const dnnl::primitive &p, const std::unordered_map<int, dn
 }
 
 DnnlKernel::DnnlKernel(const Node &n, const KernelEnv &env)
-    : node_(&n), threads_(env.threads > 0 ? env.threads : 1), blockedIn_(n.numOperands(), false),
-      blockedOut_(n.numResults(), false), preferIn_(n.numOperands()), preferOut_(n.numResults()) {}
+    : node_(&n), threads_(env.threads > 0 ? env.threads : 1), cpuLayout_(env.cpuLayout),
+      altIn_(n.numOperands()), altOut_(n.numResults()), preferIn_(n.numOperands()),
+      preferOut_(n.numResults()) {}
 
-void DnnlKernel::allowBlockedOperand(unsigned i) {
-  blockedIn_[i] = blockable(operandType(i));
+void DnnlKernel::allowActivationOperand(unsigned i) {
+  altIn_[i] = activationLayout(operandType(i));
 }
 
-void DnnlKernel::allowBlockedResult(unsigned i) {
-  blockedOut_[i] = blockable(resultType(i));
+void DnnlKernel::allowActivationResult(unsigned i) {
+  altOut_[i] = activationLayout(resultType(i));
 }
 
-/// Which of our layouts a format oneDNN chose for a value of type `t` is.
+/// Which of our layouts a format oneDNN chose for a value of type `t` is
+/// (plain, or `alt` where the value may take it).
 static std::optional<Layout> layoutOf(const TensorType &t, const dnnl::memory::desc &chosen,
-                                      bool blockedAllowed) {
+                                      std::optional<Layout> alt) {
   if (chosen == plainDesc(t.shape, t.dtype))
     return Layout::Plain;
-  if (blockedAllowed && chosen == layoutDesc(t, Layout::Blocked))
-    return Layout::Blocked;
+  if (alt && chosen == layoutDesc(t, *alt))
+    return alt;
   return std::nullopt;
 }
 
-void DnnlKernel::allowBlockedOperand(unsigned i, const dnnl::memory::desc &chosen) {
-  allowBlockedOperand(i);
-  preferIn_[i] = layoutOf(operandType(i), chosen, blockedIn_[i]);
+void DnnlKernel::allowActivationOperand(unsigned i, const dnnl::memory::desc &chosen) {
+  allowActivationOperand(i);
+  preferIn_[i] = layoutOf(operandType(i), chosen, altIn_[i]);
 }
 
-void DnnlKernel::allowBlockedResult(unsigned i, const dnnl::memory::desc &chosen) {
-  allowBlockedResult(i);
-  preferOut_[i] = layoutOf(resultType(i), chosen, blockedOut_[i]);
+void DnnlKernel::allowActivationResult(unsigned i, const dnnl::memory::desc &chosen) {
+  allowActivationResult(i);
+  preferOut_[i] = layoutOf(resultType(i), chosen, altOut_[i]);
 }
 
 bool DnnlKernel::acceptsLayout(unsigned i, Layout l) const {
-  return l == Layout::Plain || (i < blockedIn_.size() && blockedIn_[i]);
+  return l == Layout::Plain || (i < altIn_.size() && altIn_[i] == l);
 }
 
 bool DnnlKernel::producesLayout(unsigned i, Layout l) const {
-  return l == Layout::Plain || (i < blockedOut_.size() && blockedOut_[i]);
+  return l == Layout::Plain || (i < altOut_.size() && altOut_[i] == l);
 }
 
 dnnl::primitive_attr DnnlKernel::userScratchpad() {
@@ -253,26 +255,26 @@ void DnnlKernel::executeEmpty(KernelContext &ctx) {
 
 std::vector<Layouts> DnnlKernel::allLayouts() const {
   std::vector<Layouts> all(1);
-  auto expand = [&](auto member, bool blocked) {
+  auto expand = [&](auto member, std::optional<Layout> alt) {
     size_t n = all.size();
     for (size_t k = 0; k < n; ++k) {
       (all[k].*member).push_back(Layout::Plain);
-      if (blocked) {
+      if (alt) {
         Layouts b = all[k];
-        (b.*member).back() = Layout::Blocked;
+        (b.*member).back() = *alt;
         all.push_back(std::move(b));
       }
     }
   };
-  for (bool b : blockedIn_)
-    expand(&Layouts::in, b);
-  for (bool b : blockedOut_)
-    expand(&Layouts::out, b);
+  for (std::optional<Layout> l : altIn_)
+    expand(&Layouts::in, l);
+  for (std::optional<Layout> l : altOut_)
+    expand(&Layouts::out, l);
   return all;
 }
 
 llvm::Error DnnlKernel::prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<Layout> results) {
-  if (operands.size() != blockedIn_.size() || results.size() != blockedOut_.size())
+  if (operands.size() != altIn_.size() || results.size() != altOut_.size())
     return nodeError(*node_, "prepare() got " + llvm::Twine(operands.size()) + " operand and " +
                                  llvm::Twine(results.size()) + " result layouts");
   Layouts ls;
@@ -280,10 +282,10 @@ llvm::Error DnnlKernel::prepare(llvm::ArrayRef<Layout> operands, llvm::ArrayRef<
   ls.out.assign(results.begin(), results.end());
   for (unsigned i = 0; i < ls.in.size(); ++i)
     if (!acceptsLayout(i, ls.in[i]))
-      return nodeError(*node_, "operand " + llvm::Twine(i) + " cannot be in the blocked layout");
+      return nodeError(*node_, "operand " + llvm::Twine(i) + " cannot be " + layoutName(ls.in[i]));
   for (unsigned i = 0; i < ls.out.size(); ++i)
     if (!producesLayout(i, ls.out[i]))
-      return nodeError(*node_, "result " + llvm::Twine(i) + " cannot be in the blocked layout");
+      return nodeError(*node_, "result " + llvm::Twine(i) + " cannot be " + layoutName(ls.out[i]));
   return guard([&] {
     if (!empty_)
       prepareFor(ls);
@@ -310,13 +312,15 @@ size_t DnnlKernel::scratchBytes() const {
 }
 
 llvm::Error DnnlKernel::run(KernelContext &ctx) {
-  assert(ctx.inputs.size() == blockedIn_.size() && ctx.outputs.size() == blockedOut_.size());
+  assert(ctx.inputs.size() == altIn_.size() && ctx.outputs.size() == altOut_.size());
   for (unsigned i = 0; i < ctx.inputs.size(); ++i)
     if (!acceptsLayout(i, ctx.inputs[i].layout))
-      return nodeError(*node_, "operand " + llvm::Twine(i) + " arrived in the blocked layout");
+      return nodeError(*node_, "operand " + llvm::Twine(i) + " arrived " +
+                                   layoutName(ctx.inputs[i].layout));
   for (unsigned i = 0; i < ctx.outputs.size(); ++i)
     if (!producesLayout(i, ctx.outputs[i].layout))
-      return nodeError(*node_, "result " + llvm::Twine(i) + " was asked for in the blocked layout");
+      return nodeError(*node_, "result " + llvm::Twine(i) + " was asked for " +
+                                   layoutName(ctx.outputs[i].layout));
   size_t capacity = scratchBytes();
   return guard([&] {
     if (empty_) {

@@ -149,6 +149,9 @@ private:
   llvm::SmallVector<Pending, 2> pending_;
 };
 
+/// How many layouts there are (arrays indexed by Layout).
+constexpr size_t kLayoutCount = 3;
+
 /// The layouts of one run: one per operand, one per result.
 struct Layouts {
   llvm::SmallVector<Layout, 5> in, out;
@@ -206,14 +209,26 @@ protected:
   const Node &node() const { return *node_; }
   const TensorType &operandType(unsigned i) const { return node_->operand(i)->type(); }
   const TensorType &resultType(unsigned i) const { return node_->result(i)->type(); }
-  /// Lets operand or result `i` take Layout::Blocked when its type allows.
-  void allowBlockedOperand(unsigned i);
-  void allowBlockedResult(unsigned i);
-  /// Lets operand or result `i` take Layout::Blocked when its type allows,
-  /// and records the layout that `chosen` (the format oneDNN picked for it)
-  /// is, if it is one of ours, as the kernel's preference.
-  void allowBlockedOperand(unsigned i, const dnnl::memory::desc &chosen);
-  void allowBlockedResult(unsigned i, const dnnl::memory::desc &chosen);
+  /// Lets operand or result `i` take the layout its type may take on this
+  /// CPU besides plain (cpuActivationLayout: blocked, or channels-last).
+  void allowActivationOperand(unsigned i);
+  void allowActivationResult(unsigned i);
+  /// The same, and records the layout that `chosen` (the format oneDNN
+  /// picked for it) is, if it is one of ours, as the kernel's preference.
+  void allowActivationOperand(unsigned i, const dnnl::memory::desc &chosen);
+  void allowActivationResult(unsigned i, const dnnl::memory::desc &chosen);
+  /// The layout besides plain that a value of type `t` may take here.
+  std::optional<Layout> activationLayout(const TensorType &t) const {
+    return cpuActivationLayout(t, cpuLayout_);
+  }
+  /// Plain, and activationLayout(t) where there is one: the layouts a
+  /// kernel that computes in its operand's layout builds primitives for.
+  llvm::SmallVector<Layout, 2> layoutsOf(const TensorType &t) const {
+    llvm::SmallVector<Layout, 2> ls{Layout::Plain};
+    if (auto l = activationLayout(t))
+      ls.push_back(*l);
+    return ls;
+  }
   /// A primitive attribute with a user-managed scratchpad.
   static dnnl::primitive_attr userScratchpad();
   /// Records a computation of the kernel's own in primitivesRun().
@@ -241,8 +256,10 @@ private:
 
   const Node *node_;
   int threads_;
+  CpuLayout cpuLayout_;
   bool empty_ = false;
-  llvm::SmallVector<bool, 5> blockedIn_, blockedOut_;
+  /// Per operand and result, the layout besides plain it may take, if any.
+  llvm::SmallVector<std::optional<Layout>, 5> altIn_, altOut_;
   llvm::SmallVector<std::optional<Layout>, 5> preferIn_, preferOut_;
   std::optional<Layouts> prepared_;
   mutable std::optional<size_t> scratch_; ///< scratchBytes(), once computed

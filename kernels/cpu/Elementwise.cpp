@@ -155,7 +155,6 @@ public:
     nest_ = broadcastNest(out.shape, {a, b});
     sameShape_[0] = n.operand(0)->type() == out;
     sameShape_[1] = n.operand(1)->type() == out;
-    blockable_ = sameShape_[0] && sameShape_[1] && blockable(out);
   }
 
   llvm::Error run(KernelContext &ctx) override {
@@ -182,10 +181,8 @@ public:
     return llvm::Error::success();
   }
 
-  bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
-  bool producesLayout(unsigned, Layout l) const override {
-    return l == Layout::Plain || blockable_;
-  }
+  bool acceptsLayout(unsigned, Layout l) const override { return fits(l); }
+  bool producesLayout(unsigned, Layout l) const override { return fits(l); }
   bool layoutFollowsOperands() const override { return true; }
   std::optional<unsigned> inPlaceOperand() const override {
     unsigned first = GradOrder ? 1 : 0;
@@ -202,7 +199,12 @@ private:
   DType dtype_;
   LoopNest nest_;
   bool sameShape_[2] = {false, false};
-  bool blockable_ = false;
+
+  /// Without broadcasting, any layout the result fits in.
+  bool fits(Layout l) const {
+    return l == Layout::Plain ||
+           (sameShape_[0] && sameShape_[1] && cpuLayoutFits(node_->result()->type(), l));
+  }
 };
 
 //===-- Unary --------------------------------------------------------------===//
@@ -312,8 +314,7 @@ private:
 
 class AddNKernel : public Kernel {
 public:
-  AddNKernel(const Node &n, const KernelEnv &)
-      : node_(&n), dtype_(n.result()->type().dtype), blockable_(blockable(n.result()->type())) {}
+  AddNKernel(const Node &n, const KernelEnv &) : node_(&n), dtype_(n.result()->type().dtype) {}
 
   llvm::Error run(KernelContext &ctx) override {
     if (!sameLayout(ctx))
@@ -361,9 +362,11 @@ public:
     return llvm::Error::success();
   }
 
-  bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
+  bool acceptsLayout(unsigned, Layout l) const override {
+    return cpuLayoutFits(node_->result()->type(), l);
+  }
   bool producesLayout(unsigned, Layout l) const override {
-    return l == Layout::Plain || blockable_;
+    return cpuLayoutFits(node_->result()->type(), l);
   }
   bool layoutFollowsOperands() const override { return true; }
   std::optional<unsigned> inPlaceOperand() const override { return 0; }
@@ -371,7 +374,6 @@ public:
 private:
   const Node *node_;
   DType dtype_;
-  bool blockable_;
 };
 
 //===-- Registration -------------------------------------------------------===//

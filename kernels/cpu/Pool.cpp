@@ -175,12 +175,6 @@ backwardPd(const PoolGeometry &g, const onednn::PoolingForward::primitive_desc &
                                    g.dilates, g.padL, g.padR, fwd, attr);
 }
 
-/// The layouts a pooling kernel builds primitives for: plain, and blocked when
-/// the channels allow.
-std::array<bool, 2> layoutsFor(const TensorType &t) {
-  return {true, blockable(t)};
-}
-
 /// MaxPool, AveragePool, GlobalAveragePool.
 class PoolKernel : public DnnlKernel {
 public:
@@ -191,13 +185,10 @@ public:
     if (!g)
       return g.takeError();
     geo_ = *g;
-    auto kinds = layoutsFor(operandType(0));
-    for (int l = 0; l < 2; ++l)
-      if (kinds[l])
-        prims_[l].pd =
-            forwardPd(geo_, Layout(l), dnnl::prop_kind::forward_inference, userScratchpad());
-    allowBlockedOperand(0);
-    allowBlockedResult(0);
+    for (Layout l : layoutsOf(operandType(0)))
+      prims_[(int)l].pd = forwardPd(geo_, l, dnnl::prop_kind::forward_inference, userScratchpad());
+    allowActivationOperand(0);
+    allowActivationResult(0);
     return llvm::Error::success();
   }
 
@@ -223,7 +214,7 @@ public:
 
 private:
   PoolGeometry geo_;
-  std::array<LazyPrimitive<onednn::PoolingForward>, 2> prims_;
+  std::array<LazyPrimitive<onednn::PoolingForward>, kLayoutCount> prims_;
 };
 
 /// MaxPoolGrad (x, dy) -> dx: recomputes the forward pass for its workspace.
@@ -236,17 +227,14 @@ public:
     if (!g)
       return g.takeError();
     geo_ = *g;
-    auto kinds = layoutsFor(operandType(0));
-    for (int l = 0; l < 2; ++l) {
-      if (!kinds[l])
-        continue;
-      auto &v = variants_[l];
-      v.fwd.pd = forwardPd(geo_, Layout(l), dnnl::prop_kind::forward_training, userScratchpad());
+    for (Layout l : layoutsOf(operandType(0))) {
+      auto &v = variants_[(int)l];
+      v.fwd.pd = forwardPd(geo_, l, dnnl::prop_kind::forward_training, userScratchpad());
       v.bwd.pd = backwardPd(geo_, v.fwd.pd, userScratchpad());
     }
-    allowBlockedOperand(0);
-    allowBlockedOperand(1);
-    allowBlockedResult(0);
+    allowActivationOperand(0);
+    allowActivationOperand(1);
+    allowActivationResult(0);
     return llvm::Error::success();
   }
 
@@ -284,7 +272,7 @@ private:
     LazyPrimitive<onednn::PoolingBackward> bwd;
   };
   PoolGeometry geo_;
-  std::array<Variant, 2> variants_;
+  std::array<Variant, kLayoutCount> variants_;
 };
 
 /// AveragePoolGrad (dy) -> dx; attribute input_shape.
@@ -297,16 +285,12 @@ public:
     if (!g)
       return g.takeError();
     geo_ = *g;
-    auto kinds = layoutsFor(operandType(0));
-    for (int l = 0; l < 2; ++l) {
-      if (!kinds[l])
-        continue;
-      auto hint =
-          forwardPd(geo_, Layout(l), dnnl::prop_kind::forward_training, dnnl::primitive_attr());
-      prims_[l].pd = backwardPd(geo_, hint, userScratchpad());
+    for (Layout l : layoutsOf(operandType(0))) {
+      auto hint = forwardPd(geo_, l, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
+      prims_[(int)l].pd = backwardPd(geo_, hint, userScratchpad());
     }
-    allowBlockedOperand(0);
-    allowBlockedResult(0);
+    allowActivationOperand(0);
+    allowActivationResult(0);
     return llvm::Error::success();
   }
 
@@ -334,7 +318,7 @@ public:
 
 private:
   PoolGeometry geo_;
-  std::array<LazyPrimitive<onednn::PoolingBackward>, 2> prims_;
+  std::array<LazyPrimitive<onednn::PoolingBackward>, kLayoutCount> prims_;
 };
 
 } // namespace

@@ -3,7 +3,8 @@
 // Reshape, Flatten, Squeeze, Unsqueeze (a copy the executor may elide by
 // aliasing: they declare operand 0 in place), Transpose, Slice (negative
 // steps too) and Expand (one strided copy each), Concat / ConcatBatch and
-// Split / SplitBatch (row-wise memcpy), Pad (constant, reflect, edge).
+// Split / SplitBatch (row-wise memcpy, in any layout their parts fit: plain,
+// blocked, channels-last), Pad (constant, reflect, edge).
 //
 // All of them move bytes, so they run for every dtype by element size.
 //
@@ -55,12 +56,20 @@ struct Pieces {
   int64_t outer = 1, joinedRow = 0;
   llvm::SmallVector<int64_t, 8> rowBytes, offset;
 
-  Pieces(llvm::ArrayRef<const TensorType *> parts, int64_t axis) {
+  /// `parts` joined along `axis`, as stored in NCHW order (plain, and
+  /// blocked where joinsWholeBlocks) or, with `channelsLast`, in NHWC.
+  Pieces(llvm::ArrayRef<const TensorType *> parts, int64_t axis, bool channelsLast = false) {
     size_t es = dtypeSize(parts[0]->dtype);
-    outer = product(parts[0]->shape, 0, axis);
+    auto stored = [&](const TensorType *t) {
+      return channelsLast ? channelsLastDims(t->shape) : Dims(t->shape);
+    };
+    if (channelsLast)
+      axis = channelsLastAxis(axis);
+    outer = product(stored(parts[0]), 0, axis);
     for (const TensorType *t : parts) {
+      Dims d = stored(t);
       offset.push_back(joinedRow);
-      rowBytes.push_back(product(t->shape, axis, t->rank()) * (int64_t)es);
+      rowBytes.push_back(product(d, axis, (int64_t)d.size()) * (int64_t)es);
       joinedRow += rowBytes.back();
     }
   }
@@ -96,24 +105,48 @@ bool joinsWholeBlocks(llvm::ArrayRef<const TensorType *> parts, int64_t axis) {
   return true;
 }
 
-class ConcatKernel : public Kernel {
+/// What Concat and Split share: the parts (operands or results) and the
+/// pieces they are copied in, per layout: plain and blocked alike (where
+/// joinsWholeBlocks), channels-last along the axis the joined one becomes.
+class JoinKernel : public Kernel {
+public:
+  JoinKernel(llvm::SmallVector<const TensorType *, 8> parts, int64_t axis)
+      : blocked_(joinsWholeBlocks(parts, axis)), pieces_(parts, axis) {
+    if (llvm::all_of(parts,
+                     [](const TensorType *t) { return cpuLayoutFits(*t, Layout::ChannelsLast); }))
+      last_.emplace(parts, axis, true);
+  }
+
+  bool acceptsLayout(unsigned, Layout l) const override { return fits(l); }
+  bool producesLayout(unsigned, Layout l) const override { return fits(l); }
+  bool layoutFollowsOperands() const override { return true; }
+
+protected:
+  const Pieces &pieces(Layout l) const { return l == Layout::ChannelsLast ? *last_ : pieces_; }
+
+private:
+  bool fits(Layout l) const {
+    return l == Layout::Plain || (l == Layout::Blocked && blocked_) ||
+           (l == Layout::ChannelsLast && last_);
+  }
+
+  bool blocked_;
+  Pieces pieces_;
+  std::optional<Pieces> last_;
+};
+
+class ConcatKernel : public JoinKernel {
 public:
   ConcatKernel(const Node &n, const KernelEnv &)
-      : pieces_(types(n), joinAxis(n, n.result()->type().rank())),
-        blockable_(joinsWholeBlocks(types(n), joinAxis(n, n.result()->type().rank()))) {}
-
-  bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
-  bool producesLayout(unsigned, Layout l) const override {
-    return l == Layout::Plain || blockable_;
-  }
-  bool layoutFollowsOperands() const override { return true; }
+      : JoinKernel(types(n), joinAxis(n, n.result()->type().rank())) {}
 
   llvm::Error run(KernelContext &ctx) override {
     auto *out = static_cast<char *>(ctx.outputs[0].data);
-    pieces_.forEach([&](int64_t part, int64_t row) {
-      int64_t bytes = pieces_.rowBytes[part];
+    const Pieces &p = pieces(ctx.outputs[0].layout);
+    p.forEach([&](int64_t part, int64_t row) {
+      int64_t bytes = p.rowBytes[part];
       if (bytes)
-        std::memcpy(out + row * pieces_.joinedRow + pieces_.offset[part],
+        std::memcpy(out + row * p.joinedRow + p.offset[part],
                     static_cast<const char *>(ctx.inputs[part].data) + row * bytes, bytes);
     });
     return llvm::Error::success();
@@ -126,29 +159,21 @@ private:
       t.push_back(&v->type());
     return t;
   }
-  Pieces pieces_;
-  bool blockable_;
 };
 
-class SplitKernel : public Kernel {
+class SplitKernel : public JoinKernel {
 public:
   SplitKernel(const Node &n, const KernelEnv &)
-      : pieces_(types(n), joinAxis(n, n.operand(0)->type().rank())),
-        blockable_(joinsWholeBlocks(types(n), joinAxis(n, n.operand(0)->type().rank()))) {}
-
-  bool acceptsLayout(unsigned, Layout l) const override { return l == Layout::Plain || blockable_; }
-  bool producesLayout(unsigned, Layout l) const override {
-    return l == Layout::Plain || blockable_;
-  }
-  bool layoutFollowsOperands() const override { return true; }
+      : JoinKernel(types(n), joinAxis(n, n.operand(0)->type().rank())) {}
 
   llvm::Error run(KernelContext &ctx) override {
     auto *in = static_cast<const char *>(ctx.inputs[0].data);
-    pieces_.forEach([&](int64_t part, int64_t row) {
-      int64_t bytes = pieces_.rowBytes[part];
+    const Pieces &p = pieces(ctx.inputs[0].layout);
+    p.forEach([&](int64_t part, int64_t row) {
+      int64_t bytes = p.rowBytes[part];
       if (bytes)
         std::memcpy(static_cast<char *>(ctx.outputs[part].data) + row * bytes,
-                    in + row * pieces_.joinedRow + pieces_.offset[part], bytes);
+                    in + row * p.joinedRow + p.offset[part], bytes);
     });
     return llvm::Error::success();
   }
@@ -160,8 +185,6 @@ private:
       t.push_back(&r->type());
     return t;
   }
-  Pieces pieces_;
-  bool blockable_;
 };
 
 //===-- Pad ----------------------------------------------------------------===//

@@ -1,9 +1,10 @@
 //===- LayoutAssignmentTest.cpp - Each device kind its own layout ---------===//
 //
 // executor/LayoutAssignment.h on small hand-made graphs whose kernels
-// declare their layouts (DeclaredLayoutKernel): CPU devices choose Blocked
-// and never channels-last, GPU devices channels-last and never Blocked, each
-// switch acts on its own kind only, and the contract's rules: graph outputs,
+// declare their layouts (DeclaredLayoutKernel): CPU devices choose Blocked,
+// or channels-last where their policy says (bf16 with AMX, or forced), GPU
+// devices channels-last and never Blocked, each switch acts on its own kind
+// only, and the contract's rules: graph outputs,
 // consumers on other devices and copies between kinds stay plain, copies
 // within a kind and layout-following kernels tie their values, and the
 // convolutions' vote.
@@ -29,8 +30,8 @@ class Plan {
 public:
   Plan() : builder_(module_.main()) {}
 
-  Value *input(const std::string &name, const std::string &device) {
-    Value *v = builder_.input(name, TensorType(DType::F16, {2, 8, 4, 4}));
+  Value *input(const std::string &name, const std::string &device, DType dtype = DType::F16) {
+    Value *v = builder_.input(name, TensorType(dtype, {2, 8, 4, 4}));
     place(v->producer(), device, nullptr);
     return v;
   }
@@ -134,6 +135,36 @@ TEST(LayoutAssignment, EachDeviceKindTakesItsOwnLayoutOnly) {
         EXPECT_EQ(layoutOf(m, b), kPlain) << "read by a plain-only kernel";
       }
   }
+}
+
+TEST(LayoutAssignment, CpuValuesAreChannelsLastWhereTheCpuPolicySays) {
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (const char *device : {"cpu:0", "gpu:0"}) {
+      Plan p;
+      Value *x = p.input("x", device, dtype);
+      Value *a = p.node(Op::Relu, {x}, device);
+      p.output(p.plainNode(Op::Relu, {p.node(Op::Relu, {a}, device)}, device));
+      for (CpuLayout policy : {CpuLayout::Blocked, CpuLayout::Nhwc, CpuLayout::Auto})
+        for (bool amx : {false, true}) {
+          LayoutOptions o;
+          o.cpu = policy;
+          o.cpuHasAmx = amx;
+          o.gpu = GpuLayout::Nhwc;
+          Layout want = device[0] == 'g'                        ? kCL
+                        : channelsLastOnCpu(policy, dtype, amx) ? kCL
+                                                                : kBlocked;
+          EXPECT_EQ(layoutOf(p.assign(o), a), want)
+              << device << " " << dtypeName(dtype).str() << " cpu " << cpuLayoutName(policy).str()
+              << " amx " << amx;
+        }
+    }
+  // The policy itself: bf16 on AMX by default, f32 and bf16 when forced.
+  EXPECT_TRUE(channelsLastOnCpu(CpuLayout::Auto, DType::BF16, true));
+  EXPECT_FALSE(channelsLastOnCpu(CpuLayout::Auto, DType::BF16, false));
+  EXPECT_FALSE(channelsLastOnCpu(CpuLayout::Auto, DType::F32, true));
+  EXPECT_TRUE(channelsLastOnCpu(CpuLayout::Nhwc, DType::F32, false));
+  EXPECT_FALSE(channelsLastOnCpu(CpuLayout::Blocked, DType::BF16, true));
+  EXPECT_FALSE(channelsLastOnCpu(CpuLayout::Nhwc, DType::I64, false));
 }
 
 TEST(LayoutAssignment, CopiesWithinAKindCarryTheLayoutAndAcrossKindsDoNot) {

@@ -350,6 +350,11 @@ void CpuFlags::add(CLI::App *cmd, llvm::StringRef threadsHelp) {
                   "auto (Winograd for the 3x3 stride-1 convolutions where it pays, f32 on "
                   "AVX-512) | direct | winograd (wherever the CPU has it)")
       ->capture_default_str();
+  cmd->add_option("--cpu-layout", layout,
+                  "4-d activations on CPU devices: auto (blocked; bf16 channels-last where the "
+                  "CPU has AMX, whose convolutions compute in it) | nhwc (channels-last for f32 "
+                  "and bf16) | blocked (never channels-last)")
+      ->capture_default_str();
 }
 
 llvm::Error CpuFlags::apply(ExecutorOptions &exec) const {
@@ -359,8 +364,12 @@ llvm::Error CpuFlags::apply(ExecutorOptions &exec) const {
   auto algorithm = parseConvAlgorithm(convAlgorithm);
   if (!algorithm)
     return withContext(algorithm.takeError(), "--conv-algorithm");
+  auto layout = parseCpuLayout(this->layout);
+  if (!layout)
+    return withContext(layout.takeError(), "--cpu-layout");
   exec.threads = *n;
   exec.convAlgorithm = *algorithm;
+  exec.cpuLayout = *layout;
   return llvm::Error::success();
 }
 

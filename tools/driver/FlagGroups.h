@@ -15,7 +15,7 @@
 //   addDumpFlags       --dump-dir and the pass manager's other dumps
 //   TrainingFlags      a run's length and its hyper-parameters (graphrun)
 //   SyntheticDataFlags --synthetic-samples, --synthetic-classes (graphrun)
-//   CpuFlags           --threads, --conv-algorithm (graphrun)
+//   CpuFlags           --threads, --conv-algorithm, --cpu-layout (graphrun)
 //   GpuLayoutFlag      --gpu-layout (graphrun train)
 //   ExportFlags        -o and --training-graph (both tools' `export`)
 //
@@ -175,10 +175,11 @@ void addSyntheticDataFlags(CLI::App *cmd, SyntheticData &data);
 llvm::Expected<int> threadsFrom(const std::optional<int64_t> &given);
 
 /// The CPU flags of the subcommands that run graphs: --threads,
-/// --conv-algorithm.
+/// --conv-algorithm, --cpu-layout.
 struct CpuFlags {
   std::optional<int64_t> threads;
   std::string convAlgorithm = "auto";
+  std::string layout = "auto"; ///< --cpu-layout (kernels/ChannelsLast.h)
 
   void add(CLI::App *cmd, llvm::StringRef threadsHelp);
   /// Checks the flags into `exec`.

@@ -108,10 +108,15 @@ std::string precisionNote(const Module &plan, const ExecutorOptions &exec,
   if (plan.plan().precision != Precision::BF16 || !machine.cpuHasAmx ||
       !bf16ConvolutionOnCpu(plan, exec))
     return "";
-  return "--precision bf16 on a CPU with AMX: oneDNN 2.6's bf16 convolutions do not take the "
-         "blocked layouts graphrun keeps (the forward runs without AMX, the gradients reorder "
-         "around it), and on a Xeon with AMX a bf16 step took 1.7-2.2x as long as an fp32 one "
-         "(docs/performance.md): --precision fp32 is likely faster here";
+  if (exec.cpuLayout == CpuLayout::Blocked)
+    return "--precision bf16 on a CPU with AMX under --cpu-layout blocked: oneDNN 2.6's bf16 "
+           "convolutions do not take the blocked layout (the forward runs without AMX, the "
+           "gradients reorder around it), and on a Xeon with AMX a bf16 step took 1.7-2.2x as "
+           "long as an fp32 one (docs/performance.md): --precision fp32 is likely faster here";
+  return "--precision bf16 on a CPU with AMX: bf16 activations are kept channels-last, the "
+         "layout oneDNN's AMX convolutions compute in (--cpu-layout auto); no run has measured "
+         "this yet (on the blocked layout a bf16 step took 1.7-2.2x as long as an fp32 one, "
+         "docs/performance.md): compare with --precision fp32";
 }
 
 } // namespace graphc

@@ -12,6 +12,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/ModelSummary.h"
 #include "ir/Printer.h"
+#include "kernels/cpu/CpuBackend.h"
 #include "kernels/cpu/CpuIsa.h"
 #include "passes/strategy/DataParallelStrategy.h"
 #include "passes/strategy/ModelParallelStrategy.h"
@@ -121,6 +122,10 @@ void TrainingSession::printRunPlan() {
   if (executor_->hasGpu())
     out_ << "  gpu layout " << describeGpuLayout(exec_.gpuLayout) << ": "
          << executor_->valuesInLayout(Layout::ChannelsLast) << " values channels-last\n";
+  else if (exec_.blockedLayouts)
+    out_ << "  cpu layout " << describeCpuLayout(exec_.cpuLayout, cpuHasAmx()) << ": "
+         << executor_->valuesInLayout(Layout::Blocked) << " values blocked, "
+         << executor_->valuesInLayout(Layout::ChannelsLast) << " channels-last\n";
   if (ckpt_)
     out_ << "  resumed    " << ckpt_->path << " (epoch " << epoch_ << ", " << position_.batches
          << " batches into it)\n";

@@ -5,7 +5,8 @@
 // inputs: the f32 kernels are checked against PyTorch (ReferenceTest.cpp), so
 // this bounds what bf16 adds: its results' rounding, u = 2^-8 relative,
 // besides both kernels' float32 sums in orders of their own (bf16Bound). In
-// every layout combination the kernel takes.
+// every layout combination the kernel takes, blocked and (the layout bf16
+// takes on AMX, forced here) channels-last.
 // Skipped on a CPU without bf16 instructions (or under ONEDNN_MAX_CPU_ISA
 // below them), where oneDNN 2.6 lacks some bf16 primitives and graphrun
 // refuses --precision bf16.
@@ -51,9 +52,9 @@ bool isData(Op op, unsigned i) {
   }
 }
 
-TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
-  if (!cpuHasBf16())
-    GTEST_SKIP() << "no bf16 instructions here";
+/// Every case in bf16 against f32 under `policy` (blocked, or channels-last:
+/// the layout bf16 takes on AMX).
+void kernelsMatchF32(CpuLayout policy) {
   std::mt19937 rng(11);
   for (const Case &c : blockedCases()) {
     SCOPED_TRACE(c.name);
@@ -74,7 +75,7 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
     auto node16 = makeNode(c.op, low, c.attrs);
     ASSERT_TRUE(bool(node16)) << llvm::toString(node16.takeError());
     const Node &n = *(*node16)->node;
-    auto probe = KernelHarness::create(n);
+    auto probe = KernelHarness::create(n, std::nullopt, ConvAlgorithm::Auto, policy);
     if (!probe) {
       // Average pooling whose windows overhang the padded input corrects
       // PyTorch's divisors in f32 only, and says so.
@@ -86,7 +87,7 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
     EXPECT_EQ(n.result(0)->type().dtype, DType::BF16);
     std::vector<Tensor> want = runOnce(*node32->node, in32);
     for (const LayoutPair &layouts : layoutCombinations((*probe)->kernel(), n)) {
-      auto h = KernelHarness::create(n, layouts);
+      auto h = KernelHarness::create(n, layouts, ConvAlgorithm::Auto, policy);
       ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
       auto got = (*h)->run(in16);
       ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
@@ -102,6 +103,18 @@ TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
       }
     }
   }
+}
+
+TEST(DnnlBf16, KernelsMatchF32OnTheSameInputs) {
+  if (!cpuHasBf16())
+    GTEST_SKIP() << "no bf16 instructions here";
+  kernelsMatchF32(CpuLayout::Blocked);
+}
+
+TEST(DnnlBf16, ChannelsLastKernelsMatchF32OnTheSameInputs) {
+  if (!cpuHasBf16())
+    GTEST_SKIP() << "no bf16 instructions here";
+  kernelsMatchF32(CpuLayout::Nhwc);
 }
 
 TEST(DnnlBf16, ConvolutionsTakeF32WeightsAndGiveF32FilterGradients) {

@@ -63,40 +63,56 @@ void fillNaN(void *data, size_t bytes) {
 
 } // namespace
 
-/// Copies element p of `from` to element b of `to` (or back) for every
-/// (plain, blocked) index pair; elements of 2 or 4 bytes.
-static Tensor reblock(const Tensor &from, bool toBlocked) {
+/// Calls fn(plainIndex, channelsLastIndex) for every element of a 4-d tensor
+/// (NHWC, written out here rather than taken from the kernels' own index).
+template <typename Fn> void forEachChannelsLast(llvm::ArrayRef<int64_t> s, Fn fn) {
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          fn(((n * C + c) * H + h) * W + w, ((n * H + h) * W + w) * C + c);
+}
+
+/// Copies element p of `from` to element q of `to` (or back) for every
+/// (plain, `l`) index pair; elements of 2 or 4 bytes.
+static Tensor relayout(const Tensor &from, Layout l, bool toLayout) {
   Tensor out(from.type());
   size_t es = dtypeSize(from.type().dtype);
   const char *src = static_cast<const char *>(from.raw());
   char *dst = static_cast<char *>(out.raw());
-  forEachBlocked(from.shape(), [&](int64_t p, int64_t b) {
-    if (toBlocked)
-      std::memcpy(dst + b * es, src + p * es, es);
+  auto copy = [&](int64_t p, int64_t q) {
+    if (toLayout)
+      std::memcpy(dst + q * es, src + p * es, es);
     else
-      std::memcpy(dst + p * es, src + b * es, es);
-  });
+      std::memcpy(dst + p * es, src + q * es, es);
+  };
+  if (l == Layout::Blocked)
+    forEachBlocked(from.shape(), copy);
+  else
+    forEachChannelsLast(from.shape(), copy);
   return out;
 }
 
-Tensor toBlocked(const Tensor &plain) {
-  return reblock(plain, true);
+Tensor toLayout(const Tensor &plain, Layout l) {
+  return l == Layout::Plain ? plain : relayout(plain, l, true);
 }
 
-Tensor fromBlocked(const Tensor &blocked) {
-  return reblock(blocked, false);
+Tensor fromLayout(const Tensor &t, Layout l) {
+  return l == Layout::Plain ? t : relayout(t, l, false);
 }
 
 llvm::Expected<std::unique_ptr<KernelHarness>>
 KernelHarness::create(const Node &n,
                       std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts,
-                      ConvAlgorithm algorithm) {
+                      ConvAlgorithm algorithm, CpuLayout cpuLayout) {
   auto h = std::make_unique<KernelHarness>();
   h->node_ = &n;
   KernelEnv env;
   env.threads = cpuThreads();
   env.backend = &CpuBackend::instance();
   env.convAlgorithm = algorithm;
+  env.cpuLayout = cpuLayout;
   auto k = KernelRegistry::global().create(n, env);
   if (!k)
     return k.takeError();
@@ -116,7 +132,7 @@ llvm::Expected<std::vector<Tensor>> KernelHarness::run(llvm::ArrayRef<Tensor> in
   std::vector<Tensor> in, out;
   std::vector<TensorView> inViews, outViews;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    in.push_back(in_[i] == Layout::Blocked ? toBlocked(inputs[i]) : inputs[i]);
+    in.push_back(toLayout(inputs[i], in_[i]));
     TensorView v;
     v.data = in.back().raw();
     v.dtype = in.back().dtype();
@@ -148,8 +164,7 @@ llvm::Expected<std::vector<Tensor>> KernelHarness::run(llvm::ArrayRef<Tensor> in
     return e;
   stream.wait();
   for (size_t i = 0; i < out.size(); ++i)
-    if (out_[i] == Layout::Blocked)
-      out[i] = fromBlocked(out[i]);
+    out[i] = fromLayout(out[i], out_[i]);
   return out;
 }
 
@@ -329,22 +344,24 @@ std::vector<Case> blockedCases() {
 /// Every combination of layouts the kernel accepts, all-plain first.
 std::vector<LayoutPair> layoutCombinations(const Kernel &k, const Node &n) {
   std::vector<LayoutPair> all{{{}, {}}};
-  auto expand = [&](bool blocked, bool operand) {
+  auto expand = [&](auto takes, bool operand) {
     size_t count = all.size();
     for (size_t i = 0; i < count; ++i) {
       auto &list = operand ? all[i].first : all[i].second;
       list.push_back(Layout::Plain);
-      if (blocked) {
+      for (Layout l : {Layout::Blocked, Layout::ChannelsLast}) {
+        if (!takes(l))
+          continue;
         LayoutPair b = all[i];
-        (operand ? b.first : b.second).back() = Layout::Blocked;
+        (operand ? b.first : b.second).back() = l;
         all.push_back(std::move(b));
       }
     }
   };
   for (unsigned i = 0; i < n.numOperands(); ++i)
-    expand(k.acceptsLayout(i, Layout::Blocked), true);
+    expand([&](Layout l) { return k.acceptsLayout(i, l); }, true);
   for (unsigned i = 0; i < n.numResults(); ++i)
-    expand(k.producesLayout(i, Layout::Blocked), false);
+    expand([&](Layout l) { return k.producesLayout(i, l); }, false);
   return all;
 }
 

@@ -28,9 +28,10 @@ llvm::Expected<std::unique_ptr<OneNode>> makeNode(Op op, llvm::ArrayRef<TensorTy
 /// The same, asserting success (for hand-written cases).
 std::unique_ptr<OneNode> mustMakeNode(Op op, llvm::ArrayRef<TensorType> inputs, Attrs attrs);
 
-/// nChw<B>c (B = channelBlock()) from plain NCHW and back (same type, same bytes).
-Tensor toBlocked(const Tensor &plain);
-Tensor fromBlocked(const Tensor &blocked);
+/// A plain NCHW tensor in layout `l` (nChw<B>c with B = channelBlock(), or
+/// NHWC) and back (same type, same bytes).
+Tensor toLayout(const Tensor &plain, Layout l);
+Tensor fromLayout(const Tensor &t, Layout l);
 
 /// Creates a node's CPU kernel once; runs it on plain tensors, converting
 /// operands and results to and from the layouts given.
@@ -41,7 +42,7 @@ public:
   static llvm::Expected<std::unique_ptr<KernelHarness>>
   create(const Node &n,
          std::optional<std::pair<std::vector<Layout>, std::vector<Layout>>> layouts = std::nullopt,
-         ConvAlgorithm algorithm = ConvAlgorithm::Auto);
+         ConvAlgorithm algorithm = ConvAlgorithm::Auto, CpuLayout cpuLayout = CpuLayout::Auto);
 
   llvm::Expected<std::vector<Tensor>> run(llvm::ArrayRef<Tensor> inputs);
   Kernel &kernel() { return *kernel_; }
@@ -101,8 +102,8 @@ Attrs convAttrs(Ints strides, Ints pads, Ints dilations, int64_t group);
 /// Attributes from a list of (name, value).
 Attrs attrs(std::initializer_list<std::pair<const char *, Attribute>> list);
 
-/// One node of every oneDNN kernel that takes nChw<B>c, f32, with channels
-/// that fill whole blocks.
+/// One node of every oneDNN kernel that takes nChw<B>c (and channels-last),
+/// f32, with channels that fill whole blocks.
 struct Case {
   const char *name;
   Op op;

@@ -1,8 +1,9 @@
 //===- LayoutTest.cpp - Blocked views give the plain views' numbers --------===//
 //
-// For every oneDNN kernel that takes nChw16c, every combination of layouts it
-// accepts (operands and results independently) must give the numbers of the
-// all-plain run; results and scratch start as NaN so unwritten elements show.
+// For every oneDNN kernel that takes nChw16c (or, under --cpu-layout nhwc,
+// channels-last), every combination of layouts it accepts (operands and
+// results independently) must give the numbers of the all-plain run; results
+// and scratch start as NaN so unwritten elements show.
 // Also: which values may be blocked, scratch sizing after prepare(), and
 // errors for attributes the kernels cannot run.
 //
@@ -22,17 +23,23 @@ using namespace graphc::test;
 
 namespace {
 
+char letter(Layout l) {
+  return l == Layout::Plain ? 'p' : l == Layout::Blocked ? 'B' : 'L';
+}
+
 std::string describe(const LayoutPair &p) {
   std::string s;
   for (Layout l : p.first)
-    s += l == Layout::Plain ? 'p' : 'B';
+    s += letter(l);
   s += " -> ";
   for (Layout l : p.second)
-    s += l == Layout::Plain ? 'p' : 'B';
+    s += letter(l);
   return s;
 }
 
-TEST(DnnlLayout, BlockedViewsMatchPlain) {
+/// Every case in every combination of layouts its kernel takes under
+/// `policy` against the all-plain run.
+void viewsMatchPlain(CpuLayout policy, Layout expected) {
   std::mt19937 rng(5);
   double worst = 0; // of the bound
   std::string worstCase;
@@ -50,13 +57,18 @@ TEST(DnnlLayout, BlockedViewsMatchPlain) {
     std::vector<Tensor> plain = runOnce(*node->node, in);
     ASSERT_EQ(plain.size(), node->node->numResults());
 
-    auto probe = KernelHarness::create(*node->node);
+    auto probe = KernelHarness::create(*node->node, std::nullopt, ConvAlgorithm::Auto, policy);
     ASSERT_TRUE(bool(probe)) << llvm::toString(probe.takeError());
     std::vector<LayoutPair> combos = layoutCombinations((*probe)->kernel(), *node->node);
-    EXPECT_GT(combos.size(), 1u) << "takes no blocked value";
+    EXPECT_TRUE(llvm::any_of(combos,
+                             [&](const LayoutPair &p) {
+                               return llvm::is_contained(p.first, expected) ||
+                                      llvm::is_contained(p.second, expected);
+                             }))
+        << "takes no value in layout " << letter(expected);
     for (const LayoutPair &layouts : combos) {
       SCOPED_TRACE(describe(layouts));
-      auto h = KernelHarness::create(*node->node, layouts);
+      auto h = KernelHarness::create(*node->node, layouts, ConvAlgorithm::Auto, policy);
       ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
       auto out = (*h)->run(in);
       ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
@@ -73,8 +85,17 @@ TEST(DnnlLayout, BlockedViewsMatchPlain) {
       }
     }
   }
-  sumbound::report("blocked layouts against plain, share of the bound (" + worstCase + ")", worst,
-                   1);
+  sumbound::report(std::string(layoutName(expected)) + " against plain, share of the bound (" +
+                       worstCase + ")",
+                   worst, 1);
+}
+
+TEST(DnnlLayout, BlockedViewsMatchPlain) {
+  viewsMatchPlain(CpuLayout::Blocked, Layout::Blocked);
+}
+
+TEST(DnnlLayout, ChannelsLastViewsMatchPlain) {
+  viewsMatchPlain(CpuLayout::Nhwc, Layout::ChannelsLast);
 }
 
 std::unique_ptr<Kernel> kernelFor(const Node &n) {
@@ -122,6 +143,56 @@ TEST(DnnlLayout, TheBlockIsTheOneTheConvolutionsChoose) {
     EXPECT_EQ(k->preferredOperandLayout(0), Layout::Blocked);
     EXPECT_EQ(k->preferredOperandLayout(1), Layout::Blocked);
   }
+}
+
+TEST(DnnlLayout, UnderNhwcConvolutionsComputeChannelsLastWithAnyChannelCount) {
+  // --cpu-layout nhwc (and bf16 on AMX): the convolutions ask for NHWC in all
+  // three directions, whatever the channel count (24 is no whole block of
+  // 16), and oneDNN's reference code computes none of them. Below AVX2 the
+  // gradients are oneDNN's plain GEMMs, as in the blocked layout.
+  const bool gradients = cpuIsa() >= CpuIsa::Avx2;
+  KernelEnv env;
+  env.threads = cpuThreads();
+  env.cpuLayout = CpuLayout::Nhwc;
+  auto create = [&](const Node &n) {
+    auto k = KernelRegistry::global().create(n, env);
+    EXPECT_TRUE(bool(k)) << llvm::toString(k.takeError());
+    return k ? std::move(*k) : nullptr;
+  };
+  constexpr Layout kCL = Layout::ChannelsLast;
+  for (int64_t c : {3, 24, 64}) {
+    SCOPED_TRACE(c);
+    Attrs pads = attrs({{"pads", Ints{1, 1, 1, 1}}});
+    auto fwd = mustMakeNode(Op::Conv, {f32({4, c, 17, 17}), f32({32, c, 3, 3})}, pads);
+    auto k = create(*fwd->node);
+    ASSERT_TRUE(k);
+    EXPECT_TRUE(k->acceptsLayout(0, kCL));
+    EXPECT_FALSE(k->acceptsLayout(0, Layout::Blocked)) << "one layout besides plain";
+    EXPECT_FALSE(k->acceptsLayout(1, kCL)) << "weights stay plain";
+    EXPECT_EQ(k->preferredOperandLayout(0), kCL);
+    EXPECT_EQ(k->preferredResultLayout(0), kCL);
+    if (!gradients || c == 3)
+      continue;
+    auto data =
+        mustMakeNode(Op::ConvGradData, {f32({4, 32, 17, 17}), f32({32, c, 3, 3})},
+                     attrs({{"pads", Ints{1, 1, 1, 1}}, {"input_shape", Ints{4, c, 17, 17}}}));
+    k = create(*data->node);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->preferredOperandLayout(0), kCL);
+    EXPECT_EQ(k->preferredResultLayout(0), kCL);
+    auto filter =
+        mustMakeNode(Op::ConvGradFilter, {f32({4, c, 17, 17}), f32({4, 32, 17, 17})},
+                     attrs({{"pads", Ints{1, 1, 1, 1}}, {"filter_shape", Ints{32, c, 3, 3}}}));
+    k = create(*filter->node);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->preferredOperandLayout(0), kCL);
+    EXPECT_EQ(k->preferredOperandLayout(1), kCL);
+  }
+  // 2-d values have no channels-last form.
+  auto bn = mustMakeNode(Op::BatchNormTrain, {f32({4, 32}), f32({32}), f32({32})}, {});
+  auto k = create(*bn->node);
+  ASSERT_TRUE(k);
+  EXPECT_FALSE(k->acceptsLayout(0, kCL));
 }
 
 TEST(DnnlLayout, OnlyActivationsWithWholeChannelBlocksMayBeBlocked) {

@@ -114,6 +114,80 @@ TEST(PlainContract, ElementwiseKernelsWorkOnEitherLayoutWhenShapesAgree) {
   EXPECT_NE(llvm::toString(std::move(e)).find("layout"), std::string::npos);
 }
 
+namespace {
+
+/// A plain [n, c, h, w] f32 tensor stored channels-last ([n, h, w, c]), or back.
+Tensor nhwc(const Tensor &t, bool toChannelsLast) {
+  Tensor out(t.type());
+  auto s = t.shape();
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) {
+          int64_t plain = ((n * C + c) * H + h) * W + w, last = ((n * H + h) * W + w) * C + c;
+          if (toChannelsLast)
+            out.data<float>()[last] = t.data<float>()[plain];
+          else
+            out.data<float>()[plain] = t.data<float>()[last];
+        }
+  return out;
+}
+
+TensorView channelsLastView(Tensor &t) {
+  TensorView v = viewOf(t);
+  v.layout = Layout::ChannelsLast;
+  return v;
+}
+
+} // namespace
+
+TEST(PlainContract, ConcatSplitAndElementwiseRunChannelsLastAlongAnyAxis) {
+  // Channels-last (--cpu-layout nhwc, bf16 on AMX) fits any channel count:
+  // 3 and 5 channels are no whole blocks, and the blocked layout refuses them.
+  for (int64_t axis : {0, 1, 2, 3}) {
+    SCOPED_TRACE(axis);
+    Module m;
+    Builder b(m.main());
+    Dims sa{2, 3, 4, 5}, sb = sa;
+    sb[axis] += 2;
+    Value *x = b.input("x", TensorType(DType::F32, sa));
+    Value *y = b.input("y", TensorType(DType::F32, sb));
+    Node *cat = b.createNode(Op::Concat, {x, y}, attrs({{"axis", axis}}));
+    Node *split = b.createNode(Op::Split, {cat->result()},
+                               attrs({{"axis", axis}, {"split", Ints{sa[axis], sb[axis]}}}));
+    for (Node *n : {cat, split}) {
+      auto k = kernelFor(*n);
+      ASSERT_TRUE(k);
+      EXPECT_TRUE(k->acceptsLayout(0, Layout::ChannelsLast)) << n->name();
+      EXPECT_TRUE(k->producesLayout(0, Layout::ChannelsLast)) << n->name();
+      EXPECT_FALSE(k->acceptsLayout(0, Layout::Blocked)) << n->name();
+    }
+    Tensor a = randomTensor(sa, 1), c = randomTensor(sb, 2);
+    Tensor joined = mustRun(*cat, {a, c})[0];
+    Tensor la = nhwc(a, true), lc = nhwc(c, true), lj(joined.type());
+    ASSERT_FALSE(bool(
+        runOnViews(*cat, {channelsLastView(la), channelsLastView(lc)}, {channelsLastView(lj)})));
+    EXPECT_EQ(nhwc(lj, false), joined);
+    Tensor pa(a.type()), pc(c.type());
+    ASSERT_FALSE(bool(
+        runOnViews(*split, {channelsLastView(lj)}, {channelsLastView(pa), channelsLastView(pc)})));
+    EXPECT_EQ(nhwc(pa, false), a);
+    EXPECT_EQ(nhwc(pc, false), c);
+  }
+  Module m;
+  Builder b(m.main());
+  TensorType t(DType::F32, {2, 3, 4, 5});
+  Node *add = b.createNode(Op::Add, {b.input("x", t), b.input("y", t)});
+  Node *sum = b.createNode(Op::AddN, {add->operand(0), add->operand(1)});
+  for (Node *n : {add, sum}) {
+    auto k = kernelFor(*n);
+    ASSERT_TRUE(k);
+    EXPECT_TRUE(k->acceptsLayout(0, Layout::ChannelsLast)) << n->name();
+    EXPECT_FALSE(k->acceptsLayout(0, Layout::Blocked)) << n->name();
+  }
+}
+
 TEST(PlainContract, InPlaceOperandsGiveTheSameResult) {
   Module m;
   Builder b(m.main());
