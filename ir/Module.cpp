@@ -5,6 +5,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cassert>
@@ -392,6 +393,23 @@ const Variable *Module::findVariable(llvm::StringRef name) const {
 
 void Module::removeVariable(llvm::StringRef name) {
   llvm::erase_if(variables_, [&](const Variable &v) { return v.name == name; });
+  reindexVariables();
+}
+
+void Module::removeUnusedVariables() {
+  llvm::StringSet<> used;
+  if (const Graph *g = findGraph("main"))
+    for (const Node *n : g->nodes())
+      if (n->op() == Op::Variable || isVariableUpdate(n->op())) {
+        used.insert(n->attrs().getString("var"));
+        for (const std::string &s : n->attrs().getStrings("slots"))
+          used.insert(s);
+      }
+  llvm::erase_if(variables_, [&](const Variable &v) { return !used.contains(v.name); });
+  reindexVariables();
+}
+
+void Module::reindexVariables() {
   variableIndex_.clear();
   for (size_t i = 0; i < variables_.size(); ++i)
     variableIndex_[variables_[i].name] = i;

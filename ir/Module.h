@@ -279,6 +279,11 @@ public:
   std::vector<Variable> &variables() { return variables_; }
   const std::vector<Variable> &variables() const { return variables_; }
   void removeVariable(llvm::StringRef name);
+  /// Removes the variables that no node of graph main uses, keeping the rest
+  /// in order. A node uses the variable its Variable read names, and those an
+  /// update writes (`var` and `slots`); other graphs are not looked at, and
+  /// without a main graph no variable is used.
+  void removeUnusedVariables();
 
   Graph &addGraph(std::string name);
   void removeGraph(llvm::StringRef name);
@@ -293,6 +298,7 @@ private:
   std::vector<Variable> variables_;
   llvm::StringMap<size_t> variableIndex_;
   std::vector<std::unique_ptr<Graph>> graphs_;
+  void reindexVariables();
 };
 
 } // namespace graphc

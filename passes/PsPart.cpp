@@ -60,23 +60,6 @@ std::vector<std::string> slotsOf(const Node &update) {
   return update.attrs().getStrings("slots");
 }
 
-/// Drops the variables no node of the main graph reads or writes.
-void dropUnusedVariables(Module &m) {
-  llvm::StringSet<> used;
-  for (const Node *n : m.main().nodes())
-    if (n->op() == Op::Variable || isVariableUpdate(n->op())) {
-      used.insert(n->attrs().getString("var"));
-      for (const std::string &s : n->attrs().getStrings("slots"))
-        used.insert(s);
-    }
-  std::vector<std::string> unused;
-  for (const Variable &v : m.variables())
-    if (!used.count(v.name))
-      unused.push_back(v.name);
-  for (const std::string &name : unused)
-    m.removeVariable(name);
-}
-
 /// The sum across workers that WorkerPart put after a sum over towers.
 bool isSumAcrossWorkers(const Node &n) {
   return n.op() == Op::AllReduce && n.attrs().has("workers") && n.numOperands() == 1 &&
@@ -243,7 +226,7 @@ llvm::Expected<std::vector<PsRoute>> selectPsWorkerPart(Module &m) {
       out = out->producer()->operand(0);
   g.setOutputs(outputs);
   g.eraseIf([&](const Node &n) { return gone.count(&n) > 0; });
-  dropUnusedVariables(m);
+  m.removeUnusedVariables();
   return routes;
 }
 
@@ -289,7 +272,7 @@ llvm::Expected<std::vector<PsRoute>> selectPsTaskPart(Module &m, unsigned task) 
     n->setRequestedDevice(DeviceId::host());
     n->setAssignedDevice(DeviceId::host());
   }
-  dropUnusedVariables(m);
+  m.removeUnusedVariables();
   for (Variable &v : m.variables())
     v.devices = {DeviceId::host()};
   m.plan().psTask = (int64_t)task;

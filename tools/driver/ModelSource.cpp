@@ -8,8 +8,6 @@
 #include "passes/Rebatch.h"
 #include "passes/strategy/CompiledModule.h"
 
-#include "llvm/ADT/StringSet.h"
-
 namespace graphc {
 
 /// A directory, or an archive whose header is a checkpoint's. A damaged
@@ -26,26 +24,6 @@ static llvm::Expected<bool> isCheckpoint(llvm::StringRef path) {
   if (!header)
     return header.takeError();
   return llvm::StringRef(header->text).contains("checkpoint_step");
-}
-
-/// What an ONNX import left unread, nodes and the variables only they read
-/// (an op whose result an importer rule only looked at, such as the Expand
-/// of a known zero that a recurrent cell takes as an absent state):
-/// checkpoints keep the forward graph, and its export would write them.
-static void dropWhatNothingReads(Module &forward) {
-  Graph *g = forward.findGraph("main");
-  if (!g || !eliminateDeadCode(*g))
-    return;
-  llvm::StringSet<> read;
-  for (const Node *n : g->nodes())
-    if (n->op() == Op::Variable)
-      read.insert(n->attrs().getString("var"));
-  std::vector<std::string> unread;
-  for (const Variable &v : forward.variables())
-    if (!read.contains(v.name))
-      unread.push_back(v.name);
-  for (const std::string &name : unread)
-    forward.removeVariable(name);
 }
 
 llvm::Error rebatchTo(LoadedModel &out, const ModelSpec &spec) {
@@ -108,8 +86,14 @@ llvm::Expected<LoadedModel> loadModel(const ModelSpec &spec) {
     if (!m)
       return m.takeError();
     out.forward = std::move(*m);
-    if (out.forward->plan().source == "onnx")
-      dropWhatNothingReads(*out.forward);
+    // What an ONNX import left unread, nodes and the variables only they read
+    // (an op whose result an importer rule only looked at, such as the Expand
+    // of a known zero that a recurrent cell takes as an absent state):
+    // checkpoints keep the forward graph, and its export would write them. An
+    // import writes no variable, so the unused ones are the unread ones.
+    Graph *g = out.forward->findGraph("main");
+    if (out.forward->plan().source == "onnx" && g && eliminateDeadCode(*g))
+      out.forward->removeUnusedVariables();
   }
   if (auto e = rebatchTo(out, spec))
     return e;
