@@ -7,6 +7,8 @@
     bench/peers.py --model resnet18                            # 224x224, batch 16
     bench/peers.py --model small_cnn --batch 64 --steps 20
     bench/peers.py --only graphrun,torch-compile --json peers.json
+    bench/peers.py --precision bf16            # bf16 compute with f32 master weights, every side
+    bench/peers.py --model resnet18 --precision bf16 --json peers-bf16.json
     ONEDNN_MAX_CPU_ISA=AVX2 bench/peers.py     # caps oneDNN in graphrun, PyTorch and TensorFlow
 
 Sides, in table order (--only takes these names):
@@ -25,6 +27,17 @@ topology (Keras' BatchNorm has no scale and there is no dropout before its class
 resnet18 is torchvision's resnet18(weights=None) and a Keras twin written here (Keras has no
 ResNet-18); small_cnn is an exact twin of graphrun's (frontend/models/SmallModels.cpp) in both.
 
+--precision (fp32, the default, or bf16) is every side's: the header and the JSON name it, so
+fp32 and bf16 figures cannot be mixed up. With bf16 the weights and SGD's momentum stay f32
+(master weights) on every side. graphrun runs `graphrun train --precision bf16`: its
+convolutions, batch norms, pools and the ops between them in bf16 (on a CPU with AMX it keeps
+the bf16 activations channels-last). PyTorch runs the forward pass and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16), and the backward pass and the optimizer step
+outside it, as PyTorch documents for AMP on the CPU (torch.compile compiles the model as in
+fp32 and is called under autocast). Keras builds the model under the global mixed_bfloat16
+policy (bf16 compute, f32 variables), XLA too, and the train step casts the logits to f32
+before the loss. A side that cannot run bf16 on this CPU fails in its row like any other.
+
 Each side runs in its own process with this environment (so its peak RSS is its own, and
 ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY and TF_ENABLE_ONEDNN_OPTS reach it), with
 OMP_NUM_THREADS, torch.set_num_threads and TensorFlow's intra-op threads set to --threads and
@@ -41,6 +54,7 @@ The script runs under bench/.venv's Python, re-executing itself there when start
 another one.
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -69,6 +83,9 @@ SIDES = {
 MODELS = {"inception_v3": (3, 1000, 299), "resnet18": (3, 1000, 224), "small_cnn": (1, 10, 28)}
 
 LR, MOMENTUM = 0.01, 0.9
+
+# --precision: the header's words for each.
+PRECISIONS = {"fp32": "fp32", "bf16": "bf16 (f32 master weights)"}
 
 # Sides whose first step compiles (or traces) the step: compile_s is that step less a median one.
 COMPILED = ("torch-compile", "tf", "tf-xla")
@@ -149,9 +166,18 @@ def torch_side(args, channels_last, compiled):
     forward = torch.compile(net) if compiled else net
     loss_fn = torch.nn.CrossEntropyLoss()
 
+    def precision():
+        # AMP on the CPU: the forward pass and the loss under autocast (which runs the convolutions
+        # and matrix products in bf16 and the cross-entropy in f32), the backward pass and the
+        # optimizer step outside it; the weights stay f32.
+        if args.precision == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(forward(x), y)
+        with precision():
+            loss = loss_fn(forward(x), y)
         loss.backward()
         opt.step()
         return loss.item()
@@ -241,6 +267,9 @@ def tf_side(args, xla):
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.keras.utils.set_random_seed(0)
+    if args.precision == "bf16":
+        # Before the model is built: its layers take the policy then (bf16 compute, f32 variables).
+        tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
     channels, classes, _ = MODELS[args.model]
     model = keras_model(args.model, args.image_size)
     x = tf.random.normal((args.batch, args.image_size, args.image_size, channels))
@@ -253,7 +282,10 @@ def tf_side(args, xla):
     @tf.function(jit_compile=xla)
     def train_step(x, y):
         with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
+            # Under mixed_bfloat16 the final Dense computes in bf16 too: the logits are cast to
+            # f32 here, so the loss is f32 on every side (a no-op in fp32).
+            logits = tf.cast(model(x, training=True), tf.float32)
+            loss = loss_fn(y, logits)
         grads = tape.gradient(loss, model.trainable_variables)
         opt.apply_gradients(zip(grads, model.trainable_variables))
         return loss
@@ -321,7 +353,8 @@ def run_graphrun(args):
         cmd = [args.graphrun, "train", "--model", args.model, "--batch", str(args.batch),
                "--steps", str(args.warmup + args.steps), "--threads", str(args.threads),
                "--optimizer", "momentum", "--lr", str(LR), "--no-progress",
-               "--image-size", str(args.image_size), "--metrics", metrics]
+               "--image-size", str(args.image_size), "--precision", args.precision,
+               "--metrics", metrics]
         code, out, err, rss = run_process(cmd, side_env(args))
         if code != 0 or not os.path.exists(metrics):
             return process_error(code, out, err)
@@ -336,7 +369,7 @@ def run_graphrun(args):
 def run_peer(side, args):
     cmd = [sys.executable, THIS, "--child", side, "--model", args.model, "--batch", str(args.batch),
            "--image-size", str(args.image_size), "--threads", str(args.threads),
-           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--precision", args.precision]
     code, out, err, rss = run_process(cmd, side_env(args))
     marked = [line for line in out.splitlines() if line.startswith(RESULT_MARK)]
     if code != 0 or not marked:
@@ -430,10 +463,10 @@ def header(args):
     cpu = cpuinfo_field("model name") or "unknown CPU"
     isa, onednn = isa_summary()
     return [
-        "%s training step, batch %d, %dx%d, SGD momentum %.1f lr %g, %d threads; "
-        "median of %d steps after %d warm-up" % (args.model, args.batch, args.image_size,
-                                                 args.image_size, MOMENTUM, LR, args.threads,
-                                                 args.steps, args.warmup),
+        "%s training step in %s, batch %d, %dx%d, SGD momentum %.1f lr %g, %d threads; "
+        "median of %d steps after %d warm-up" % (args.model, PRECISIONS[args.precision], args.batch,
+                                                 args.image_size, args.image_size, MOMENTUM, LR,
+                                                 args.threads, args.steps, args.warmup),
         "cpu: %s (%d logical CPUs); ISA: %s" % (cpu, os.cpu_count() or 0, isa),
         "%s; %s" % (onednn, tf_onednn_note()),
     ]
@@ -518,6 +551,8 @@ def parse_args():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--image-size", type=int, help="default: the model's (299, 224 for resnet18, 28 for small_cnn)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--precision", default="fp32", choices=sorted(PRECISIONS),
+                   help="fp32, or bf16 compute with f32 master weights on every side (see above)")
     p.add_argument("--steps", type=int, default=6, help="measured steps per side")
     p.add_argument("--warmup", type=int, default=2,
                    help="steps before the measured ones (at least 1: it holds compilation)")
@@ -555,9 +590,9 @@ def main():
         best = best_peer(rows)
         ours = next((r for r in rows if r["side"] == "graphrun"), None)
         with open(args.json, "w") as f:
-            json.dump({"header": header(args), "model": args.model, "batch": args.batch,
-                       "image_size": args.image_size, "threads": args.threads, "steps": args.steps,
-                       "warmup": args.warmup, "cpu": cpuinfo_field("model name"),
+            json.dump({"header": header(args), "model": args.model, "precision": args.precision,
+                       "batch": args.batch, "image_size": args.image_size, "threads": args.threads,
+                       "steps": args.steps, "warmup": args.warmup, "cpu": cpuinfo_field("model name"),
                        "env": {k: os.environ.get(k) for k in ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
                                                               "TF_ENABLE_ONEDNN_OPTS")},
                        "rows": [dict(r, ratio=ratio(ours, r)) for r in rows],

@@ -70,7 +70,9 @@
 #                     BN + ReLU (spatial persistent) where cuDNN 9 is found
 #   cpu               the machine's CPU, the GPU hidden (cpu.txt): inception_v3 and resnet18
 #                     training at batch 16 on 2 threads (GRAPHC_CPU_THREADS), fp32 against
-#                     bf16 (and bf16 kept off AMX) in alternating rounds, the vector units'
+#                     bf16 (channels-last on AMX, --cpu-layout auto; blocked, as before; kept
+#                     off AMX) in alternating rounds, the bf16 reorders per step and GFLOP/s
+#                     in each layout (--profile), the vector units'
 #                     peak, oneDNN's convolutions by activation format (blocked against
 #                     channels-last: does AMX need it?), and where a bf16 and an fp32 step go
 #                     per oneDNN implementation (about 10 minutes on 2 threads)
@@ -554,22 +556,28 @@ run_batchnorm() {
 # inception_v3 step go per oneDNN implementation (ONEDNN_VERBOSE: milliseconds and calls).
 run_cpu() {
   graphrun=$here/build/bin/graphrun threads=${GRAPHC_CPU_THREADS:-2}
-  train() { # model precision steps [env...]
+  layout=auto
+  train() { # model precision steps [env...]; --cpu-layout $layout
     local model=$1 precision=$2 steps=$3
     shift 3
     env CUDA_VISIBLE_DEVICES="" "$@" timeout 240 "$graphrun" train --no-progress --model "$model" \
-      --batch 16 --steps "$steps" --threads "$threads" --no-eval --precision "$precision"
+      --batch 16 --steps "$steps" --threads "$threads" --no-eval --precision "$precision" \
+      --cpu-layout "$layout"
   }
   {
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) threads; flags:$(grep -m1 -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/^/ /')"
     for model in inception_v3 resnet18; do
       for round in 1 2; do
-        for precision in fp32 bf16 bf16-noamx; do
-          p=${precision%-noamx} cap=""
+        # bf16: channels-last on AMX (--cpu-layout auto); bf16-blocked: the blocked layout
+        # (what ran before); bf16-noamx: oneDNN kept off AMX.
+        for precision in fp32 bf16 bf16-blocked bf16-noamx; do
+          p=${precision%%-*} cap="" layout=auto
           [ "$precision" = bf16-noamx ] && cap=ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
+          [ "$precision" = bf16-blocked ] && layout=blocked
           echo "--- $model, $precision, round $round: batch 16, $threads threads, 6 steps"
-          train "$model" "$p" 6 $cap 2>&1 | grep -a -E '^trained|^step time|refus|error'
+          train "$model" "$p" 6 $cap 2>&1 | grep -a -E '^trained|^step time|cpu layout|refus|error'
         done
+        layout=auto
       done
     done
     echo "--- the vector units' peak (bench/cpu_peak), $threads threads"
@@ -577,6 +585,14 @@ run_cpu() {
     echo "--- oneDNN's convolutions by activation format (bench/conv_formats): blocked, channels-last, its choice"
     env CUDA_VISIBLE_DEVICES="" timeout 400 "$here/build/bin/conv_formats" --threads "$threads" \
       --min-seconds 0.1 --dtype both 2>&1
+    for layout in auto blocked; do
+      echo "--- inception_v3 bf16, --cpu-layout $layout, 4 steps: --profile (reorders per step)"
+      env CUDA_VISIBLE_DEVICES="" timeout 240 "$graphrun" train --no-progress --model inception_v3 \
+        --batch 16 --steps 4 --threads "$threads" --no-eval --precision bf16 --cpu-layout "$layout" \
+        --profile "$results/cpu-profile-bf16-$layout.txt" 2>&1 | grep -a -E '^trained|cpu layout'
+      grep -a -E 'layout copies inside kernels|contractions' "$results/cpu-profile-bf16-$layout.txt"
+    done
+    layout=auto
     for precision in bf16 fp32; do
       echo "--- inception_v3 $precision, 3 steps under ONEDNN_VERBOSE=1: ms per step by primitive, implementation and kind"
       train inception_v3 "$precision" 3 ONEDNN_VERBOSE=1 2>/dev/null | awk -F, '
