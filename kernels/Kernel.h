@@ -153,12 +153,14 @@ public:
 };
 
 /// What a kernel factory needs to know about where it will run.
-/// How CPU convolutions compute (graphrun --conv-algorithm). Auto: Winograd's
-/// F(4x4, 3x3) for the 3x3 stride-1 convolutions where it pays
-/// (kernels/cpu/Conv.cpp says which), direct elsewhere; Winograd: wherever
-/// the library has it; Direct: never. Winograd exists in oneDNN 2.6 for f32
-/// on AVX-512 only: elsewhere every choice computes directly. The choice
-/// follows from shapes alone, so a run is as reproducible as with Direct.
+/// How CPU convolutions compute (graphrun --conv-algorithm). Auto: Winograd
+/// where it pays (kernels/cpu/Conv.cpp says which): oneDNN's F(4x4, 3x3),
+/// which oneDNN 2.6 has for f32 on AVX-512 only and 3.x nowhere, or our own
+/// F(4, K) (kernels/cpu/ConvWinograd1d.h) for 1xK, Kx1 and the 3x3s oneDNN's
+/// does not take; direct elsewhere, in bf16, and for channels-last
+/// activations; Winograd: wherever one of them takes the convolution;
+/// Direct: never. The choice follows from shapes alone, so a run is as
+/// reproducible as with Direct.
 enum class ConvAlgorithm : unsigned char { Auto, Direct, Winograd };
 llvm::Expected<ConvAlgorithm> parseConvAlgorithm(llvm::StringRef s);
 llvm::StringRef convAlgorithmName(ConvAlgorithm a);

@@ -3,7 +3,8 @@
 // is handed a format, shape or ISA its optimized kernels lack: a batch norm
 // given 16-channel blocks on an AVX2 CPU runs "bnorm_ref", ten to fifty times
 // slower, and nothing else says so. The step runs on whatever CPU this is
-// (and scripts/test runs it again with ONEDNN_MAX_CPU_ISA=AVX2), then every
+// (and scripts/test runs it again with ONEDNN_MAX_CPU_ISA=AVX2), in the blocked
+// layout and in the channels-last one (--cpu-layout nhwc), then every
 // primitive each kernel ran is checked by the implementation name oneDNN
 // reports for it.
 
@@ -35,7 +36,8 @@ bool isHot(llvm::StringRef kind) {
 /// "ref_fused:any", ...
 bool isReference(llvm::StringRef implementation) { return implementation.contains("ref"); }
 
-void runOneStep(const char *model, const models::ModelOptions &mo) {
+void runOneStep(const char *model, const models::ModelOptions &mo,
+                CpuLayout layout = CpuLayout::Auto) {
   auto forward = models::buildModel(model, mo);
   ASSERT_TRUE(bool(forward)) << llvm::toString(forward.takeError());
   CompileRequest req;
@@ -43,7 +45,9 @@ void runOneStep(const char *model, const models::ModelOptions &mo) {
   req.options.optimizer = "momentum";
   auto m = compileTraining(**forward, req);
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
-  auto ex = Executor::create(**m, ExecutorOptions{});
+  ExecutorOptions eo;
+  eo.cpuLayout = layout;
+  auto ex = Executor::create(**m, eo);
   ASSERT_TRUE(bool(ex)) << llvm::toString(ex.takeError());
   llvm::StringMap<Tensor> feeds;
   RandomStream rng(7, 1);
@@ -84,6 +88,14 @@ TEST(HotPrimitives, InceptionV3TrainingStepRunsNoReferenceImplementation) {
   mo.imageSize = 75;
   mo.batch = 4;
   runOneStep("inception_v3", mo);
+}
+
+TEST(HotPrimitives, InceptionV3ChannelsLastStepRunsNoReferenceImplementation) {
+  // --cpu-layout nhwc (bf16 on AMX): NHWC convolutions, batch norms and pools.
+  models::ModelOptions mo;
+  mo.imageSize = 75;
+  mo.batch = 4;
+  runOneStep("inception_v3", mo, CpuLayout::Nhwc);
 }
 
 TEST(HotPrimitives, SmallCnnTrainingStepRunsNoReferenceImplementation) {

@@ -498,7 +498,7 @@ class GraphrunTest(CliCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("precision  bf16 compute", p.stdout)
             self.assertIn("trained 3 steps", p.stdout)
-            # With AMX (oneDNN's, so not under a cap below it) a note says fp32 is likely faster.
+            # With AMX (oneDNN's, so not under a cap below it) a note says channels-last there is unmeasured.
             amx_note = "--precision bf16 on a CPU with AMX"
             if "amx" in isa:
                 self.assertIn(amx_note, p.stdout)
