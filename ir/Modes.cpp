@@ -3,6 +3,7 @@
 #include "ir/Modes.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/NamedChoices.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -19,88 +20,54 @@ static std::string number(double w) {
   return buf;
 }
 
+namespace {
+constexpr NamedChoice<BnMode> kBnModes[] = {
+    {BnMode::Local, "local"}, {BnMode::Sync, "sync"}, {BnMode::Frozen, "frozen"}};
+constexpr NamedChoice<RemainderPolicy> kRemainderPolicies[] = {
+    {RemainderPolicy::Error, "error"},
+    {RemainderPolicy::Drop, "drop"},
+    {RemainderPolicy::Uneven, "uneven"}};
+constexpr NamedChoice<Precision> kPrecisions[] = {
+    {Precision::FP32, "fp32"}, {Precision::BF16, "bf16"}, {Precision::FP16, "fp16"}};
+constexpr NamedChoice<LossKind> kLossKinds[] = {
+    {LossKind::CrossEntropy, "cross-entropy"}, {LossKind::Nll, "nll"}, {LossKind::Mse, "mse"}};
+constexpr NamedChoice<Strategy> kStrategies[] = {{Strategy::DataParallel, "data-parallel"},
+                                                 {Strategy::ModelParallel, "model-parallel"},
+                                                 {Strategy::Pipeline, "pipeline"}};
+constexpr NamedChoice<PipelineSchedule> kPipelineSchedules[] = {
+    {PipelineSchedule::OneFOneB, "1f1b"}, {PipelineSchedule::GPipe, "gpipe"}};
+} // namespace
+
 llvm::Expected<BnMode> parseBnMode(llvm::StringRef s) {
-  if (s == "local")
-    return BnMode::Local;
-  if (s == "sync")
-    return BnMode::Sync;
-  if (s == "frozen")
-    return BnMode::Frozen;
-  return makeError("unknown batch norm mode '" + printable(s) + "'; known: local, sync, frozen");
+  return parseChoice<BnMode>(kBnModes, s, "batch norm mode");
 }
 
 llvm::Expected<RemainderPolicy> parseRemainderPolicy(llvm::StringRef s) {
-  if (s == "error")
-    return RemainderPolicy::Error;
-  if (s == "drop")
-    return RemainderPolicy::Drop;
-  if (s == "uneven")
-    return RemainderPolicy::Uneven;
-  return makeError("unknown remainder policy '" + printable(s) + "'; known: error, drop, uneven");
+  return parseChoice<RemainderPolicy>(kRemainderPolicies, s, "remainder policy");
 }
 
 llvm::Expected<Precision> parsePrecision(llvm::StringRef s) {
-  if (s == "fp32")
-    return Precision::FP32;
-  if (s == "bf16")
-    return Precision::BF16;
-  if (s == "fp16")
-    return Precision::FP16;
-  return makeError("unknown precision '" + printable(s) + "'; known: fp32, bf16, fp16");
+  return parseChoice<Precision>(kPrecisions, s, "precision");
 }
 
 llvm::StringRef modeName(Precision p) {
-  switch (p) {
-  case Precision::BF16:
-    return "bf16";
-  case Precision::FP16:
-    return "fp16";
-  default:
-    return "fp32";
-  }
+  return choiceName<Precision>(kPrecisions, p);
 }
 
 llvm::Expected<LossKind> parseLossKind(llvm::StringRef s) {
-  if (s == "cross-entropy")
-    return LossKind::CrossEntropy;
-  if (s == "nll")
-    return LossKind::Nll;
-  if (s == "mse")
-    return LossKind::Mse;
-  return makeError("unknown loss '" + printable(s) + "'; known: cross-entropy, nll, mse");
+  return parseChoice<LossKind>(kLossKinds, s, "loss");
 }
 
 llvm::StringRef modeName(LossKind k) {
-  switch (k) {
-  case LossKind::Nll:
-    return "nll";
-  case LossKind::Mse:
-    return "mse";
-  default:
-    return "cross-entropy";
-  }
+  return choiceName<LossKind>(kLossKinds, k);
 }
 
 llvm::Expected<Strategy> parseStrategy(llvm::StringRef s) {
-  if (s == "data-parallel")
-    return Strategy::DataParallel;
-  if (s == "model-parallel")
-    return Strategy::ModelParallel;
-  if (s == "pipeline")
-    return Strategy::Pipeline;
-  return makeError("unknown strategy '" + printable(s) +
-                   "'; known: data-parallel, model-parallel, pipeline");
+  return parseChoice<Strategy>(kStrategies, s, "strategy");
 }
 
 llvm::StringRef modeName(Strategy s) {
-  switch (s) {
-  case Strategy::ModelParallel:
-    return "model-parallel";
-  case Strategy::Pipeline:
-    return "pipeline";
-  default:
-    return "data-parallel";
-  }
+  return choiceName<Strategy>(kStrategies, s);
 }
 
 llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef s) {
@@ -116,15 +83,11 @@ llvm::StringRef modeName(RecomputeMode m) {
 }
 
 llvm::Expected<PipelineSchedule> parsePipelineSchedule(llvm::StringRef s) {
-  if (s == "gpipe")
-    return PipelineSchedule::GPipe;
-  if (s == "1f1b")
-    return PipelineSchedule::OneFOneB;
-  return makeError("unknown pipeline schedule '" + s + "'; known: 1f1b, gpipe");
+  return parseChoice<PipelineSchedule>(kPipelineSchedules, s, "pipeline schedule");
 }
 
 llvm::StringRef modeName(PipelineSchedule s) {
-  return s == PipelineSchedule::GPipe ? "gpipe" : "1f1b";
+  return choiceName<PipelineSchedule>(kPipelineSchedules, s);
 }
 
 llvm::Expected<ParamPlacement> parseParamPlacement(llvm::StringRef s) {
@@ -161,27 +124,11 @@ llvm::Expected<SplitSpec> parseSplitSpec(llvm::StringRef s) {
 }
 
 llvm::StringRef modeName(BnMode m) {
-  switch (m) {
-  case BnMode::Local:
-    return "local";
-  case BnMode::Sync:
-    return "sync";
-  case BnMode::Frozen:
-    return "frozen";
-  }
-  llvm_unreachable("unknown BnMode");
+  return choiceName<BnMode>(kBnModes, m);
 }
 
 llvm::StringRef modeName(RemainderPolicy p) {
-  switch (p) {
-  case RemainderPolicy::Error:
-    return "error";
-  case RemainderPolicy::Drop:
-    return "drop";
-  case RemainderPolicy::Uneven:
-    return "uneven";
-  }
-  llvm_unreachable("unknown RemainderPolicy");
+  return choiceName<RemainderPolicy>(kRemainderPolicies, p);
 }
 
 std::string modeName(ParamPlacement p) {

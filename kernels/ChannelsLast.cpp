@@ -2,29 +2,25 @@
 
 #include "kernels/ChannelsLast.h"
 
-#include "ir/Diagnostics.h"
+#include "ir/NamedChoices.h"
 
 #include <cassert>
 
 namespace graphc {
 
+namespace {
+constexpr NamedChoice<GpuLayout> kGpuLayouts[] = {
+    {GpuLayout::Nchw, "nchw"}, {GpuLayout::Nhwc, "nhwc"}, {GpuLayout::Auto, "auto"}};
+constexpr NamedChoice<CpuLayout> kCpuLayouts[] = {
+    {CpuLayout::Blocked, "blocked"}, {CpuLayout::Nhwc, "nhwc"}, {CpuLayout::Auto, "auto"}};
+} // namespace
+
 llvm::Expected<GpuLayout> parseGpuLayout(llvm::StringRef s) {
-  for (GpuLayout l : {GpuLayout::Nchw, GpuLayout::Nhwc, GpuLayout::Auto})
-    if (s == gpuLayoutName(l))
-      return l;
-  return makeError("unknown GPU activation layout '" + printable(s) + "'; known: nchw, nhwc, auto");
+  return parseChoice<GpuLayout>(kGpuLayouts, s, "GPU activation layout");
 }
 
 llvm::StringRef gpuLayoutName(GpuLayout l) {
-  switch (l) {
-  case GpuLayout::Nchw:
-    return "nchw";
-  case GpuLayout::Nhwc:
-    return "nhwc";
-  case GpuLayout::Auto:
-    break;
-  }
-  return "auto";
+  return choiceName<GpuLayout>(kGpuLayouts, l);
 }
 
 bool channelsLastFor(GpuLayout policy, DType t) {
@@ -53,23 +49,11 @@ std::string describeGpuLayout(GpuLayout policy) {
 }
 
 llvm::Expected<CpuLayout> parseCpuLayout(llvm::StringRef s) {
-  for (CpuLayout l : {CpuLayout::Blocked, CpuLayout::Nhwc, CpuLayout::Auto})
-    if (s == cpuLayoutName(l))
-      return l;
-  return makeError("unknown CPU activation layout '" + printable(s) +
-                   "'; known: blocked, nhwc, auto");
+  return parseChoice<CpuLayout>(kCpuLayouts, s, "CPU activation layout");
 }
 
 llvm::StringRef cpuLayoutName(CpuLayout l) {
-  switch (l) {
-  case CpuLayout::Blocked:
-    return "blocked";
-  case CpuLayout::Nhwc:
-    return "nhwc";
-  case CpuLayout::Auto:
-    break;
-  }
-  return "auto";
+  return choiceName<CpuLayout>(kCpuLayouts, l);
 }
 
 bool channelsLastOnCpu(CpuLayout policy, DType t, bool amx) {

@@ -1,6 +1,7 @@
 #include "kernels/Kernel.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/NamedChoices.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -23,12 +24,18 @@ llvm::Error Kernel::runGroup(llvm::ArrayRef<Kernel *> group,
   return llvm::Error::success();
 }
 
+namespace {
+constexpr NamedChoice<ConvAlgorithm> kConvAlgorithms[] = {{ConvAlgorithm::Auto, "auto"},
+                                                          {ConvAlgorithm::Direct, "direct"},
+                                                          {ConvAlgorithm::Winograd, "winograd"}};
+} // namespace
+
 llvm::Expected<ConvAlgorithm> parseConvAlgorithm(llvm::StringRef s) {
-  for (ConvAlgorithm a : {ConvAlgorithm::Auto, ConvAlgorithm::Direct, ConvAlgorithm::Winograd})
-    if (s == convAlgorithmName(a))
-      return a;
-  return makeError("unknown convolution algorithm '" + printable(s) +
-                   "'; known: auto, direct, winograd");
+  return parseChoice<ConvAlgorithm>(kConvAlgorithms, s, "convolution algorithm");
+}
+
+llvm::StringRef convAlgorithmName(ConvAlgorithm a) {
+  return choiceName<ConvAlgorithm>(kConvAlgorithms, a);
 }
 
 llvm::StringRef layoutName(Layout l) {
@@ -41,17 +48,6 @@ llvm::StringRef layoutName(Layout l) {
     break;
   }
   return "channels-last";
-}
-
-llvm::StringRef convAlgorithmName(ConvAlgorithm a) {
-  switch (a) {
-  case ConvAlgorithm::Direct:
-    return "direct";
-  case ConvAlgorithm::Winograd:
-    return "winograd";
-  default:
-    return "auto";
-  }
 }
 
 DType kernelDType(const Node &n) {
